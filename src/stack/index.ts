@@ -1,0 +1,229 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { dockerReachable, KAFKA_IMAGE, REGISTRY_IMAGE, startContainers } from './containers.ts';
+import { findJavaRuntimes, pickJava } from './java.ts';
+import { ensureKafkaJars, kafkaVersion, startLocalKafka } from './kafka-local.ts';
+import { mavenAvailable } from './maven.ts';
+import { cacheDir, stackStateFile } from './paths.ts';
+import { kafkaRoundTrip, registryAnswers } from './probe.ts';
+import { freePort, isAlive, stopPid, waitUntil } from './processes.ts';
+import { ensureApicurio, pickApicurio, startLocalApicurio } from './registry-local.ts';
+
+/**
+ * How the stack was obtained, in the order they are tried:
+ * - `external`: KAFKA_BROKERS and SCHEMA_REGISTRY_URL are set; nothing is started.
+ * - `reused`: a stack started by `npm run stack:up` is running and healthy.
+ * - `docker`: a Docker engine is reachable; testcontainers runs Kafka and Confluent's registry.
+ * - `local`: Java and Maven are here; Kafka and Apicurio Registry run as local processes.
+ * SMS_WORKER_STACK=docker|local forces one of the last two.
+ */
+export type StackMode = 'external' | 'reused' | 'docker' | 'local';
+
+export interface RunningStack {
+  readonly mode: StackMode;
+  readonly kafkaBrokers: string;
+  readonly schemaRegistryUrl: string;
+  /** Versions and where the logs are, for the operator. */
+  readonly description: string;
+  stop(): Promise<void>;
+}
+
+interface CliStackState {
+  readonly kafkaBrokers: string;
+  readonly schemaRegistryUrl: string;
+  readonly pids: readonly number[];
+  readonly workDir: string;
+  readonly description: string;
+}
+
+export class NoStackError extends Error {
+  constructor(detail: string) {
+    super(
+      `cannot provide Kafka and a schema registry: needs Docker, or Java 17+ and Maven ` +
+        `(or set KAFKA_BROKERS and SCHEMA_REGISTRY_URL to use running ones). ${detail}`,
+    );
+    this.name = 'NoStackError';
+  }
+}
+
+export interface StartStackOptions {
+  /** Detached processes outlive this process (stack:up); attached ones are owned by it (tests). */
+  readonly detached?: boolean;
+  readonly log?: (line: string) => void;
+  /** Reuse a healthy stack from `stack:up` (default true). */
+  readonly reuse?: boolean;
+}
+
+/** The registry's Confluent-compatible base URL on an Apicurio server. */
+const ccompat = (port: number): string => `http://127.0.0.1:${port}/apis/ccompat/v7`;
+
+export async function startStack(options: StartStackOptions = {}): Promise<RunningStack> {
+  const log = options.log ?? ((line: string) => console.log(line));
+  const brokers = process.env['KAFKA_BROKERS'];
+  const registryUrl = process.env['SCHEMA_REGISTRY_URL'];
+  if (brokers !== undefined && brokers !== '' && registryUrl !== undefined && registryUrl !== '') {
+    return { mode: 'external', kafkaBrokers: brokers, schemaRegistryUrl: registryUrl, description: `given addresses (KAFKA_BROKERS, SCHEMA_REGISTRY_URL)`, stop: async () => undefined };
+  }
+  if (options.reuse !== false) {
+    const existing = await runningCliStack();
+    if (existing !== undefined) {
+      return { mode: 'reused', kafkaBrokers: existing.kafkaBrokers, schemaRegistryUrl: existing.schemaRegistryUrl, description: `${existing.description} (started by stack:up)`, stop: async () => undefined };
+    }
+  }
+  const forced = process.env['SMS_WORKER_STACK'];
+  if (forced === 'docker' || (forced !== 'local' && (await dockerReachable()))) {
+    log(`stack: Docker engine found; starting ${KAFKA_IMAGE} and ${REGISTRY_IMAGE} with testcontainers…`);
+    const containers = await startContainers();
+    return { mode: 'docker', kafkaBrokers: containers.kafkaBrokers, schemaRegistryUrl: containers.schemaRegistryUrl, description: `${KAFKA_IMAGE} + ${REGISTRY_IMAGE} (testcontainers)`, stop: () => containers.stop() };
+  }
+  return startLocalStack(options.detached ?? false, log);
+}
+
+async function startLocalStack(detached: boolean, log: (line: string) => void): Promise<RunningStack> {
+  const runtimes = await findJavaRuntimes();
+  const kafkaJava = pickJava(runtimes, 17);
+  const registry = pickApicurio(runtimes);
+  if (kafkaJava === undefined || registry === undefined) {
+    throw new NoStackError(`No Docker engine was reachable and no Java 17+ runtime was found (looked at $JAVA_HOME, PATH, /usr/lib/jvm).`);
+  }
+  if (!(await mavenAvailable())) throw new NoStackError(`No Docker engine was reachable and \`mvn\` is not on PATH.`);
+
+  cleanStaleRuns();
+  const [libDir, registryHome] = await Promise.all([ensureKafkaJars(log), ensureApicurio(registry.release, log)]);
+  const workDir = join(cacheDir(), 'stack', detached ? 'cli' : `run-${process.pid}`);
+  rmSync(workDir, { recursive: true, force: true });
+  mkdirSync(workDir, { recursive: true });
+
+  const [brokerPort, controllerPort, registryPort] = await distinctFreePorts(3);
+  const started = Date.now();
+  const pids: number[] = [];
+  const stopAll = async (): Promise<void> => {
+    await Promise.all(pids.map((pid) => stopPid(pid)));
+    rmSync(join(workDir, 'kafka-data'), { recursive: true, force: true });
+  };
+  // If the owner dies without teardown, do not leave the JVMs behind.
+  const killOnExit = (): void => {
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  };
+  if (!detached) process.once('exit', killOnExit);
+
+  try {
+    const kafka = await startLocalKafka({ java: kafkaJava.path, libDir, workDir, brokerPort, controllerPort, detached });
+    pids.push(kafka.pid);
+    const apicurio = startLocalApicurio({ java: registry.java.path, home: registryHome, jar: registry.release.jar, port: registryPort, workDir, detached });
+    pids.push(apicurio.pid);
+    writeFileSync(join(workDir, 'owner.json'), JSON.stringify({ owner: process.pid, pids, detached }));
+
+    const kafkaBrokers = `127.0.0.1:${brokerPort}`;
+    const schemaRegistryUrl = ccompat(registryPort);
+    const alive = (pid: number, name: string, file: string): void => {
+      if (!isAlive(pid)) throw new Error(`${name} exited during start-up; see ${file}:\n${tail(file)}`);
+    };
+    await Promise.all([
+      waitUntil(
+        async () => {
+          alive(apicurio.pid, 'Apicurio Registry', apicurio.logFile);
+          return registryAnswers(schemaRegistryUrl);
+        },
+        { timeoutMs: 120_000, intervalMs: 300, describe: () => `Apicurio Registry did not answer within 120 s; see ${apicurio.logFile}` },
+      ),
+      waitUntil(
+        async () => {
+          alive(kafka.pid, 'Kafka', kafka.logFile);
+          await kafkaRoundTrip([kafkaBrokers], 30_000);
+          return true;
+        },
+        { timeoutMs: 120_000, intervalMs: 500, describe: () => `Kafka did not complete a produce/consume round trip within 120 s; see ${kafka.logFile}` },
+      ),
+    ]);
+    const description =
+      `Apache Kafka ${kafkaVersion()} (KRaft, Java ${kafkaJava.major}) at ${kafkaBrokers}, ` +
+      `Apicurio Registry ${registry.release.version} (Java ${registry.java.major}) at ${schemaRegistryUrl}; ` +
+      `logs: ${kafka.logFile}, ${apicurio.logFile}`;
+    log(`stack: local processes ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ${description}`);
+    if (detached) {
+      const state: CliStackState = { kafkaBrokers, schemaRegistryUrl, pids, workDir, description };
+      mkdirSync(dirname(stackStateFile()), { recursive: true });
+      writeFileSync(stackStateFile(), JSON.stringify(state, null, 2));
+    }
+    return {
+      mode: 'local',
+      kafkaBrokers,
+      schemaRegistryUrl,
+      description,
+      stop: async () => {
+        process.removeListener('exit', killOnExit);
+        await stopAll();
+      },
+    };
+  } catch (error) {
+    process.removeListener('exit', killOnExit);
+    await stopAll();
+    throw error;
+  }
+}
+
+async function distinctFreePorts(count: number): Promise<[number, number, number]> {
+  const ports = new Set<number>();
+  while (ports.size < count) ports.add(await freePort());
+  const [a, b, c] = [...ports];
+  if (a === undefined || b === undefined || c === undefined) throw new Error('could not allocate ports');
+  return [a, b, c];
+}
+
+function tail(file: string, lines = 20): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+/** Kills the JVMs of test runs whose owner died without a teardown (e.g. a killed test run). */
+function cleanStaleRuns(): void {
+  const root = join(cacheDir(), 'stack');
+  if (!existsSync(root)) return;
+  for (const entry of readdirSync(root)) {
+    if (!entry.startsWith('run-')) continue;
+    const ownerFile = join(root, entry, 'owner.json');
+    try {
+      const owner = JSON.parse(readFileSync(ownerFile, 'utf8')) as { owner: number; pids: number[] };
+      if (isAlive(owner.owner)) continue;
+      for (const pid of owner.pids) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+    } catch {
+      // no owner file: a finished run; its logs are dropped below
+    }
+    rmSync(join(root, entry), { recursive: true, force: true });
+  }
+}
+
+/** The stack `npm run stack:up` left running, if all its processes are alive and it answers. */
+export async function runningCliStack(): Promise<CliStackState | undefined> {
+  const file = stackStateFile();
+  if (!existsSync(file)) return undefined;
+  try {
+    const state = JSON.parse(readFileSync(file, 'utf8')) as CliStackState;
+    if (!state.pids.every(isAlive)) return undefined;
+    if (!(await registryAnswers(state.schemaRegistryUrl))) return undefined;
+    return state;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Stops a stack started by `stack:up`. Returns false when none was recorded. */
+export async function stopCliStack(): Promise<boolean> {
+  const file = stackStateFile();
+  if (!existsSync(file)) return false;
+  const state = JSON.parse(readFileSync(file, 'utf8')) as CliStackState;
+  await Promise.all(state.pids.map((pid) => stopPid(pid)));
+  rmSync(join(state.workDir, 'kafka-data'), { recursive: true, force: true });
+  rmSync(file, { force: true });
+  return true;
+}

@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { mvn, resolveOnce } from './maven.ts';
+import { cacheDir, packageRoot } from './paths.ts';
+import { run, startDaemon } from './processes.ts';
+
+/**
+ * The newest Kafka whose whole dependency tree is on Maven Central. 4.4.0's POM names
+ * kafka-tools-api 4.4.0, which Central does not have, so `copy-dependencies` fails for it.
+ */
+export const DEFAULT_KAFKA_VERSION = '4.3.1';
+
+export function kafkaVersion(): string {
+  return process.env['SMS_WORKER_KAFKA_VERSION'] ?? DEFAULT_KAFKA_VERSION;
+}
+
+/** Resolves the broker's jars plus a log4j2 backend (the artifact ships only slf4j-api). */
+export async function ensureKafkaJars(log: (line: string) => void): Promise<string> {
+  const version = kafkaVersion();
+  const target = join(cacheDir(), `kafka-${version}`);
+  await resolveOnce(
+    target,
+    `Apache Kafka ${version}`,
+    async (temp) => {
+      await mvn(
+        ['-f', join(packageRoot, 'stack', 'kafka-pom.xml'), `-Dkafka.version=${version}`, 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${join(temp, 'lib')}`],
+        `org.apache.kafka:kafka_2.13:${version}`,
+      );
+    },
+    log,
+  );
+  return join(target, 'lib');
+}
+
+/** Kafka's Uuid: 16 random bytes, base64url; ids starting with '-' are avoided as Kafka does. */
+function clusterId(): string {
+  for (;;) {
+    const id = randomBytes(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
+}
+
+export interface LocalKafkaOptions {
+  readonly java: string;
+  readonly libDir: string;
+  readonly workDir: string;
+  readonly brokerPort: number;
+  readonly controllerPort: number;
+  readonly detached: boolean;
+}
+
+function serverProperties(options: LocalKafkaOptions, dataDir: string): string {
+  const lines = [
+    'process.roles=broker,controller',
+    'node.id=1',
+    `controller.quorum.bootstrap.servers=127.0.0.1:${options.controllerPort}`,
+    `listeners=PLAINTEXT://127.0.0.1:${options.brokerPort},CONTROLLER://127.0.0.1:${options.controllerPort}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${options.brokerPort}`,
+    'inter.broker.listener.name=PLAINTEXT',
+    'controller.listener.names=CONTROLLER',
+    'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
+    `log.dirs=${dataDir}`,
+    'num.partitions=1',
+    // A single broker: every internal topic has one replica.
+    'offsets.topic.replication.factor=1',
+    'offsets.topic.num.partitions=4',
+    'transaction.state.log.replication.factor=1',
+    'transaction.state.log.min.isr=1',
+    'transaction.state.log.num.partitions=4',
+    'share.coordinator.state.topic.replication.factor=1',
+    'share.coordinator.state.topic.min.isr=1',
+    // Tests and the demo join groups constantly; the default 3 s delay would dominate them.
+    'group.initial.rebalance.delay.ms=0',
+    'auto.create.topics.enable=true',
+    'delete.topic.enable=true',
+  ];
+  return lines.join('\n') + '\n';
+}
+
+const log4j2 = (logFile: string): string =>
+  [
+    'rootLogger.level=INFO',
+    'rootLogger.appenderRef.file.ref=FILE',
+    'appender.file.type=File',
+    'appender.file.name=FILE',
+    `appender.file.fileName=${logFile}`,
+    'appender.file.layout.type=PatternLayout',
+    'appender.file.layout.pattern=[%d] %p %m (%c)%n',
+    'logger.kafka.name=kafka',
+    'logger.kafka.level=INFO',
+    'logger.state.name=state.change.logger',
+    'logger.state.level=WARN',
+  ].join('\n') + '\n';
+
+/** Formats fresh KRaft storage and starts a single combined broker+controller. */
+export async function startLocalKafka(options: LocalKafkaOptions): Promise<{ pid: number; logFile: string }> {
+  const dataDir = join(options.workDir, 'kafka-data');
+  rmSync(dataDir, { recursive: true, force: true });
+  mkdirSync(dataDir, { recursive: true });
+  const propsFile = join(options.workDir, 'server.properties');
+  const logConfig = join(options.workDir, 'kafka-log4j2.properties');
+  const logFile = join(options.workDir, 'kafka.log');
+  writeFileSync(propsFile, serverProperties(options, dataDir));
+  writeFileSync(logConfig, log4j2(logFile));
+  const classpath = `${options.libDir}/*`;
+  const jvmLogging = `-Dlog4j2.configurationFile=${logConfig}`;
+
+  const format = await run(options.java, ['-cp', classpath, jvmLogging, 'kafka.tools.StorageTool', 'format', '--standalone', '-t', clusterId(), '-c', propsFile]);
+  if (format.code !== 0) throw new Error(`formatting Kafka storage failed (exit ${format.code}): ${format.stderr || format.stdout}`);
+
+  const child = startDaemon(
+    options.java,
+    ['-Xms256m', '-Xmx1g', '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-Djava.awt.headless=true', jvmLogging, '-cp', classpath, 'kafka.Kafka', propsFile],
+    { logFile: join(options.workDir, 'kafka.stdout.log'), detached: options.detached },
+  );
+  if (child.pid === undefined) throw new Error('could not start the Kafka broker process');
+  return { pid: child.pid, logFile };
+}

@@ -1,0 +1,56 @@
+import { randomUUID } from 'node:crypto';
+import kafkajs from 'kafkajs';
+
+const { Kafka, logLevel } = kafkajs;
+
+/** True when the registry answers its Confluent-compatible subjects endpoint. */
+export async function registryAnswers(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(`${url}/subjects`, { signal: AbortSignal.timeout(2_000) });
+    if (!response.ok) return false;
+    return Array.isArray(await response.json());
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Readiness of the broker is a real round trip, not an open port: a transactional produce, a
+ * commit, and a `read_committed` consumer in a group reading it back. This also warms up the
+ * group and transaction coordinators, whose first requests otherwise answer "loading".
+ */
+export async function kafkaRoundTrip(brokers: readonly string[], timeoutMs: number): Promise<void> {
+  const kafka = new Kafka({ clientId: 'sms-worker-stack-probe', brokers: [...brokers], logLevel: logLevel.NOTHING, retry: { retries: 10, initialRetryTime: 100 } });
+  const topic = `__stack-probe-${randomUUID()}`;
+  const admin = kafka.admin();
+  const producer = kafka.producer({ transactionalId: `stack-probe-${randomUUID()}`, idempotent: true, maxInFlightRequests: 1 });
+  const consumer = kafka.consumer({ groupId: `stack-probe-${randomUUID()}`, readUncommitted: false });
+  const timer = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`Kafka round trip did not complete within ${timeoutMs} ms`)), timeoutMs).unref());
+  const roundTrip = (async () => {
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await producer.connect();
+    const transaction = await producer.transaction();
+    await transaction.send({ topic, messages: [{ key: 'probe', value: 'ready' }] });
+    await transaction.commit();
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await new Promise<void>((resolveRead, rejectRead) => {
+      consumer
+        .run({
+          eachMessage: async ({ message }) => {
+            if (message.value?.toString() === 'ready') resolveRead();
+          },
+        })
+        .catch(rejectRead);
+    });
+  })();
+  try {
+    await Promise.race([roundTrip, timer]);
+  } finally {
+    await consumer.disconnect().catch(() => undefined);
+    await producer.disconnect().catch(() => undefined);
+    await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+    await admin.disconnect().catch(() => undefined);
+  }
+}
