@@ -76,6 +76,7 @@ export type FailureClass =
   | 'malformed';
 
 export interface ProviderClient {
-  send(request: ProviderRequest, options?: { signal?: AbortSignal }): Promise<ProviderSuccess>;
+  /** `correlationId` is sent as the `X-Correlation-Id` header so the service side can tie requests to commands. */
+  send(request: ProviderRequest, options?: { signal?: AbortSignal; correlationId?: string }): Promise<ProviderSuccess>;
   close(): void;
 }

@@ -26,6 +26,7 @@ export async function ensureKafkaJars(log: (line: string) => void): Promise<stri
       await mvn(
         ['-f', join(packageRoot, 'stack', 'kafka-pom.xml'), `-Dkafka.version=${version}`, 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${join(temp, 'lib')}`],
         `org.apache.kafka:kafka_2.13:${version}`,
+        temp,
       );
     },
     log,

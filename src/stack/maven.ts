@@ -36,8 +36,9 @@ export async function resolveOnce(target: string, describe: string, fill: (tempD
   log(`stack: ${describe} cached in ${target} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 }
 
-export async function mvn(args: readonly string[], what: string): Promise<void> {
-  const result = await run('mvn', ['-q', '-B', ...args]);
+/** Runs Maven in `cwd` (goals without a project write marker files relative to it). */
+export async function mvn(args: readonly string[], what: string, cwd: string): Promise<void> {
+  const result = await run('mvn', ['-q', '-B', ...args], { cwd });
   if (result.code !== 0) {
     const tail = (result.stdout + result.stderr).split('\n').filter((l) => l.includes('ERROR')).slice(0, 5).join('\n');
     throw new Error(`mvn failed to resolve ${what} (exit ${result.code}):\n${tail}`);

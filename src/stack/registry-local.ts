@@ -38,8 +38,9 @@ export async function ensureApicurio(release: ApicurioRelease, log: (line: strin
     async (temp) => {
       // The assembly (classifier `all`) is self-contained; its POM's own dependencies are not needed.
       await mvn(
-        ['dependency:unpack', `-Dartifact=io.apicurio:apicurio-registry-app:${release.version}:tar.gz:all`, `-DoutputDirectory=${temp}`],
+        ['dependency:unpack', `-Dartifact=io.apicurio:apicurio-registry-app:${release.version}:tar.gz:all`, `-DoutputDirectory=${temp}`, `-DmarkersDirectory=${join(temp, '.markers')}`],
         `io.apicurio:apicurio-registry-app:${release.version}:tar.gz:all`,
+        temp,
       );
       if (!existsSync(join(temp, release.jar))) throw new Error(`Apicurio ${release.version} unpacked without ${release.jar}`);
     },

@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import kafkajs from 'kafkajs';
+import { loadConfig } from '../config/index.ts';
+import type { SendCommand } from '../contracts/command.ts';
+import type { CommandResult } from '../contracts/result.ts';
+import { CommandPublisher } from '../kafka/command-publisher.ts';
+import { ResultReader } from '../kafka/result-reader.ts';
+import { createLogger } from '../observability/logger.ts';
+import { startSandbox } from '../sandbox/index.ts';
+import { createRegistry } from '../schema/codec.ts';
+import { startStack } from '../stack/index.ts';
+import { Worker } from '../worker/runner.ts';
+import { parseArgs } from './connection.ts';
+import { formatTable, resultRow } from './result-table.ts';
+
+const HELP = `sms-worker demo — the whole thing on this machine, in one command
+
+Starts (or reuses) a local Kafka + schema registry (Docker, or Java + Maven), the messaging-service
+sandbox and the worker; publishes sample commands (multi-region text, template, voice, one invalid,
+one expired); prints their results as a table; then keeps everything running until Ctrl-C.
+  --once           exit after printing the results
+  --log-level L    the worker's log level (default warn)
+Exit codes: 0 all sample results arrived · 1 they did not within 2 minutes or something failed`;
+
+function sampleCommands(now: number): { label: string; command: SendCommand }[] {
+  const id = (name: string): string => `demo-${name}-${randomUUID().slice(0, 8)}`;
+  const base = { createdAt: now, expiresAt: null, metadata: { source: 'demo' } };
+  return [
+    { label: 'text to CN, US and SG in one call', command: { ...base, commandId: id('multi'), operation: { kind: 'text', to: ['+8613800138000', '+14155552671', '+6581234567'], signature: 'Acme', content: 'Your parcel is on its way.' } } },
+    { label: 'template text', command: { ...base, commandId: id('template'), operation: { kind: 'text', to: ['13900139000'], signature: '合一短信', templateId: 'pub_verif_cn', templateData: { code: '6666', ttl: '5' } } } },
+    { label: 'voice verification code', command: { ...base, commandId: id('voice'), operation: { kind: 'voice', to: '18509872103', code: '482913' } } },
+    { label: 'invalid: bad number, 1-char signature', command: { ...base, commandId: id('invalid'), operation: { kind: 'text', to: ['+86123'], signature: 'A', content: 'never sent' } } },
+    { label: 'expired before it was consumed', command: { ...base, commandId: id('expired'), expiresAt: now - 60_000, operation: { kind: 'voice', to: '18509872103', code: '1234' } } },
+  ];
+}
+
+export async function runDemo(argv: readonly string[]): Promise<number> {
+  let values;
+  try {
+    values = parseArgs({ args: [...argv], options: { once: { type: 'boolean' }, 'log-level': { type: 'string' }, help: { type: 'boolean', short: 'h' } } }).values;
+  } catch (error) {
+    console.error(`${error instanceof Error ? error.message : String(error)}\n\n${HELP}`);
+    return 2;
+  }
+  if (values.help === true) {
+    console.log(HELP);
+    return 0;
+  }
+  const started = Date.now();
+  const say = (line: string): void => console.log(`[demo ${((Date.now() - started) / 1000).toFixed(1)}s] ${line}`);
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const cleanup = async (): Promise<void> => {
+    for (const step of cleanups.reverse()) await step().catch(() => undefined);
+  };
+  try {
+    say('starting Kafka and the schema registry…');
+    const stack = await startStack({ log: say });
+    cleanups.push(() => stack.stop());
+    say(`stack (${stack.mode}): ${stack.description}`);
+
+    const sandbox = await startSandbox({ port: 0 });
+    cleanups.push(() => sandbox.close());
+    say(`messaging-service sandbox at ${sandbox.url} (admin: ${sandbox.url}/_sandbox/stats)`);
+
+    const run = randomUUID().slice(0, 6);
+    const topics = { commands: `demo.${run}.commands`, results: `demo.${run}.results`, deadLetter: `demo.${run}.dlq` };
+    const config = loadConfig({
+      KAFKA_BROKERS: stack.kafkaBrokers,
+      SCHEMA_REGISTRY_URL: stack.schemaRegistryUrl,
+      COMMAND_TOPIC: topics.commands,
+      RESULT_TOPIC: topics.results,
+      DEAD_LETTER_TOPIC: topics.deadLetter,
+      CONSUMER_GROUP: `demo-${run}`,
+      TRANSACTIONAL_ID_PREFIX: `demo-${run}`,
+      TOPICS_CREATE: 'true',
+      TOPICS_PARTITIONS: '3',
+      TOPICS_REPLICATION_FACTOR: '1',
+      PROVIDER_BASE_URL: sandbox.url,
+      PROVIDER_ACCESS_KEY_ID: 'demo-access-key',
+      HTTP_PORT: '0',
+      LOG_LEVEL: values['log-level'] ?? 'warn',
+    });
+    const worker = new Worker({ config, logger: createLogger(config.logLevel) });
+    cleanups.push(() => worker.stop());
+    await worker.start();
+    say(`worker running: metrics at http://127.0.0.1:${worker.httpPort}/metrics`);
+
+    const kafka = new kafkajs.Kafka({ clientId: 'sms-worker-demo', brokers: [stack.kafkaBrokers], logLevel: kafkajs.logLevel.ERROR });
+    const registry = createRegistry(stack.schemaRegistryUrl);
+    const results = new Map<string, CommandResult>();
+    const reader = new ResultReader(kafka, registry, topics.results);
+    cleanups.push(() => reader.stop());
+    const samples = sampleCommands(Date.now());
+    const allArrived = new Promise<void>((resolve) => {
+      void reader.start(
+        ({ result }) => {
+          results.set(result.commandId, result);
+          if (samples.every((s) => results.has(s.command.commandId))) resolve();
+        },
+        { fromBeginning: true },
+      );
+    });
+    const publisher = new CommandPublisher(kafka, registry, topics.commands);
+    await publisher.connect();
+    cleanups.push(() => publisher.disconnect());
+    await publisher.publish(samples.map((s) => ({ command: s.command })));
+    say(`published ${samples.length} sample commands to ${topics.commands}`);
+
+    const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 120_000).unref());
+    if ((await Promise.race([allArrived, timeout])) === 'timeout') {
+      say(`only ${results.size} of ${samples.length} results arrived within 2 minutes`);
+      await cleanup();
+      return 1;
+    }
+    say(`results from ${topics.results} (read_committed):`);
+    console.log(formatTable(samples.map((s) => ({ sample: s.label, ...resultRow(results.get(s.command.commandId) as CommandResult) }))));
+    console.log(`\nsandbox: ${JSON.stringify(sandbox.state.stats().byAnswerCode)} answers by code; balance ${sandbox.state.balance}`);
+    if (values.once === true) {
+      await cleanup();
+      return 0;
+    }
+    say('everything keeps running; publish more with:');
+    console.log(`  KAFKA_BROKERS=${stack.kafkaBrokers} SCHEMA_REGISTRY_URL=${stack.schemaRegistryUrl} COMMAND_TOPIC=${topics.commands} npm run cli -- produce '{"text":{"to":["+8613800138000"],"signature":"Acme","content":"Hi"}}'`);
+    console.log(`  KAFKA_BROKERS=${stack.kafkaBrokers} SCHEMA_REGISTRY_URL=${stack.schemaRegistryUrl} RESULT_TOPIC=${topics.results} npm run cli -- tail --pretty`);
+    say('Ctrl-C to stop');
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', () => resolve());
+      process.once('SIGTERM', () => resolve());
+    });
+    say('stopping…');
+    await cleanup();
+    return 0;
+  } catch (error) {
+    console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
+    await cleanup();
+    return 1;
+  }
+}

@@ -1,0 +1,87 @@
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import kafkajs from 'kafkajs';
+import { ConfigError } from '../errors.ts';
+import { CommandPublisher } from '../kafka/command-publisher.ts';
+import { createRegistry } from '../schema/codec.ts';
+import { parseCommandLine } from './command-json.ts';
+import { CONNECTION_FLAGS, connectionFrom, parseArgs } from './connection.ts';
+
+const HELP = `sms-worker produce — publish send commands (JSON, one per line) to the command topic
+
+Usage: sms-worker produce [--file F] [--brokers B] [--registry URL] [--topic T] ['<json>' ...]
+Input: the JSON arguments, else --file F, else standard input.
+  {"commandId":"c1","text":{"to":["+8613800138000"],"signature":"Acme","content":"Hello"}}
+  {"voice":{"to":"18509872103","code":"123456"},"expiresInSeconds":300,"key":"user-42"}
+Fields: commandId (default: a UUID), key (Kafka key; default commandId), createdAt / expiresAt
+(epoch ms or ISO date), expiresInSeconds, metadata {string: string}, and exactly one of
+text {to, signature, content | templateId [+ templateData]} or voice {to, code}.
+Defaults from the environment: KAFKA_BROKERS, SCHEMA_REGISTRY_URL, COMMAND_TOPIC (sms.commands).
+Each line is checked before anything is sent; bad lines are reported as "line N: …".
+Exit codes: 0 all published · 1 some lines rejected (the valid ones are published) · 2 usage error`;
+
+export async function runProduce(argv: readonly string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...argv], options: { ...CONNECTION_FLAGS, file: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
+  } catch (error) {
+    console.error(`${error instanceof Error ? error.message : String(error)}\n\n${HELP}`);
+    return 2;
+  }
+  if (parsed.values.help === true) {
+    console.log(HELP);
+    return 0;
+  }
+  let connection;
+  try {
+    connection = connectionFrom(parsed.values, 'COMMAND_TOPIC');
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      return 2;
+    }
+    throw error;
+  }
+
+  const lines: string[] =
+    parsed.positionals.length > 0
+      ? parsed.positionals
+      : await collectLines(createInterface({ input: parsed.values.file !== undefined ? createReadStream(parsed.values.file) : process.stdin, crlfDelay: Infinity }));
+  const commands = [];
+  let rejected = 0;
+  for (const [index, line] of lines.entries()) {
+    if (line.trim() === '') continue;
+    const result = parseCommandLine(line);
+    if (result.ok) commands.push(result.value);
+    else {
+      rejected += 1;
+      console.error(`line ${index + 1}: ${result.error}`);
+    }
+  }
+
+  const kafka = new kafkajs.Kafka({ clientId: 'sms-worker-produce', brokers: connection.brokers, logLevel: kafkajs.logLevel.ERROR });
+  const publisher = new CommandPublisher(kafka, createRegistry(connection.registryUrl), connection.topic);
+  await publisher.connect();
+  try {
+    const encoded = [];
+    for (const { command, key } of commands) {
+      try {
+        encoded.push({ key, value: await publisher.encode(command), headers: { 'sms-worker-produced-at': String(Date.now()) } });
+        console.log(JSON.stringify({ published: command.commandId, key, topic: connection.topic }));
+      } catch (error) {
+        rejected += 1;
+        console.error(`command ${command.commandId}: does not match the command schema: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+    await publisher.publishRaw(encoded);
+  } finally {
+    await publisher.disconnect();
+  }
+  return rejected > 0 ? 1 : 0;
+}
+
+async function collectLines(lines: AsyncIterable<string>): Promise<string[]> {
+  const out: string[] = [];
+  for await (const line of lines) out.push(line);
+  return out;
+}

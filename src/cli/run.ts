@@ -1,0 +1,78 @@
+import { describeConfig, loadConfig } from '../config/index.ts';
+import { ConfigError } from '../errors.ts';
+import { createLogger } from '../observability/logger.ts';
+import { Worker } from '../worker/runner.ts';
+
+export const RUN_HELP = `sms-worker run — consume send commands, send them, publish one result per command
+
+Configuration comes from environment variables (see the README's table); at least
+KAFKA_BROKERS, SCHEMA_REGISTRY_URL, PROVIDER_BASE_URL and PROVIDER_ACCESS_KEY_ID.
+
+SIGTERM/SIGINT: stop fetching, finish dispatched sends, commit, leave the group, exit 0.
+A second signal, or SHUTDOWN_TIMEOUT_MS passing, forces exit 1 (nothing uncommitted is published).
+
+Exit codes: 0 stopped cleanly · 1 failed or forced · 2 invalid configuration`;
+
+/**
+ * The worker as a process. Only here are signals handled: the first starts the graceful stop,
+ * a second one (or the timeout) forces the exit.
+ */
+export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  let config;
+  try {
+    config = loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      return 2;
+    }
+    throw error;
+  }
+  const logger = createLogger(config.logLevel);
+  logger.info({ config: describeConfig(config) }, 'configuration loaded');
+  const worker = new Worker({ config, logger });
+
+  let forced = false;
+  const exitCode = new Promise<number>((resolve) => {
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      signals += 1;
+      if (signals === 1) {
+        logger.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'shutdown requested');
+        const timer = setTimeout(() => {
+          forced = true;
+          logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'graceful shutdown timed out; forcing exit');
+          worker.kill();
+          resolve(1);
+        }, config.shutdownTimeoutMs);
+        timer.unref();
+        worker.stop().then(
+          () => resolve(forced ? 1 : 0),
+          (error: unknown) => {
+            logger.error({ err: error }, 'shutdown failed');
+            resolve(1);
+          },
+        );
+      } else {
+        forced = true;
+        logger.warn({ signal }, 'second signal: forcing exit');
+        worker.kill();
+        resolve(1);
+      }
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+    worker.done.catch((error: unknown) => {
+      logger.fatal({ err: error }, 'worker died');
+      resolve(1);
+    });
+  });
+
+  try {
+    await worker.start();
+  } catch (error) {
+    logger.fatal({ err: error }, 'worker failed to start');
+    return 1;
+  }
+  return exitCode;
+}

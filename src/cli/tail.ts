@@ -1,0 +1,68 @@
+import kafkajs from 'kafkajs';
+import { ConfigError } from '../errors.ts';
+import { ResultReader } from '../kafka/result-reader.ts';
+import { createRegistry } from '../schema/codec.ts';
+import { CONNECTION_FLAGS, connectionFrom, parseArgs } from './connection.ts';
+import { formatTable, resultRow } from './result-table.ts';
+
+const HELP = `sms-worker tail — print committed results (read_committed), one JSON line each
+
+Usage: sms-worker tail [--pretty] [--from-end] [--count N] [--brokers B] [--registry URL] [--topic T]
+  --pretty     a readable table row per result instead of JSON
+  --from-end   only results committed from now on (default: from the beginning)
+  --count N    exit 0 after N results
+Defaults from the environment: KAFKA_BROKERS, SCHEMA_REGISTRY_URL, RESULT_TOPIC (sms.results).
+Uses a throwaway consumer group and commits nothing: safe to run next to the worker.
+Exit codes: 0 on Ctrl-C or after --count · 2 usage error`;
+
+export async function runTail(argv: readonly string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...argv], options: { ...CONNECTION_FLAGS, pretty: { type: 'boolean' }, 'from-end': { type: 'boolean' }, count: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  } catch (error) {
+    console.error(`${error instanceof Error ? error.message : String(error)}\n\n${HELP}`);
+    return 2;
+  }
+  if (parsed.values.help === true) {
+    console.log(HELP);
+    return 0;
+  }
+  const count = parsed.values.count === undefined ? undefined : Number(parsed.values.count);
+  if (count !== undefined && (!Number.isInteger(count) || count < 1)) {
+    console.error('--count must be a positive integer');
+    return 2;
+  }
+  let connection;
+  try {
+    connection = connectionFrom(parsed.values, 'RESULT_TOPIC');
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      return 2;
+    }
+    throw error;
+  }
+  const kafka = new kafkajs.Kafka({ clientId: 'sms-worker-tail', brokers: connection.brokers, logLevel: kafkajs.logLevel.ERROR });
+  const reader = new ResultReader(kafka, createRegistry(connection.registryUrl), connection.topic);
+  let seen = 0;
+  let printedHeader = false;
+  const done = new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+    void reader.start(
+      ({ result }) => {
+        if (parsed.values.pretty === true) {
+          const table = formatTable([resultRow(result)]).split('\n');
+          console.log((printedHeader ? table.slice(2) : table).join('\n'));
+          printedHeader = true;
+        } else console.log(JSON.stringify(result));
+        seen += 1;
+        if (count !== undefined && seen >= count) resolve();
+      },
+      { fromBeginning: parsed.values['from-end'] !== true, onError: (error, offset) => console.error(`offset ${offset}: not a result record: ${error instanceof Error ? error.message : String(error)}`) },
+    );
+  });
+  await done;
+  await reader.stop();
+  return 0;
+}

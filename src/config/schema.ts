@@ -1,0 +1,72 @@
+import { z } from 'zod';
+
+/**
+ * Every environment variable the worker reads, with its default. This table is the single source
+ * for validation, the README's configuration table and the Helm chart's ConfigMap.
+ */
+const bool = (fallback: boolean) => z.stringbool({ truthy: ['true', '1', 'yes', 'on'], falsy: ['false', '0', 'no', 'off'] }).default(fallback);
+const int = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max).default(fallback);
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
+const topicName = (fallback: string) => z.string().regex(/^[a-zA-Z0-9._-]{1,249}$/, 'a Kafka topic name: letters, digits, . _ - (1–249)').default(fallback);
+
+export const envSchema = z.object({
+  KAFKA_BROKERS: z
+    .string({ error: 'is required (comma-separated host:port list)' })
+    .min(1, 'is required (comma-separated host:port list)')
+    .transform((v) => v.split(',').map((b) => b.trim()).filter((b) => b !== ''))
+    .refine((list) => list.length > 0 && list.every((b) => /^[^:\s]+:\d{1,5}$/.test(b)), 'must be a comma-separated list of host:port'),
+  KAFKA_CLIENT_ID: z.string().min(1).default('sms-worker'),
+  KAFKA_SSL: bool(false),
+  KAFKA_SSL_CA_FILE: optionalText,
+  KAFKA_SSL_CERT_FILE: optionalText,
+  KAFKA_SSL_KEY_FILE: optionalText,
+  KAFKA_SSL_REJECT_UNAUTHORIZED: bool(true),
+  KAFKA_SASL_MECHANISM: z.enum(['none', 'plain', 'scram-sha-256', 'scram-sha-512']).default('none'),
+  KAFKA_SASL_USERNAME: optionalText,
+  KAFKA_SASL_PASSWORD: optionalText,
+  SCHEMA_REGISTRY_URL: z.url({ error: 'is required: the registry base URL (for Apicurio: …/apis/ccompat/v7)' }),
+  SCHEMA_REGISTRY_USERNAME: optionalText,
+  SCHEMA_REGISTRY_PASSWORD: optionalText,
+  COMMAND_TOPIC: topicName('sms.commands'),
+  RESULT_TOPIC: topicName('sms.results'),
+  DEAD_LETTER_TOPIC: topicName('sms.commands.dlq'),
+  CONSUMER_GROUP: z.string().min(1).default('sms-worker'),
+  TRANSACTIONAL_ID_PREFIX: z.string().min(1).default('sms-worker'),
+  TOPICS_CREATE: bool(false),
+  TOPICS_PARTITIONS: int(12, 1, 10_000),
+  TOPICS_REPLICATION_FACTOR: int(3, 1, 32),
+  PROVIDER_BASE_URL: z.url({ error: 'is required: the messaging service base URL' }),
+  PROVIDER_ACCESS_KEY_ID: z.string({ error: 'is required (the access key id)' }).min(1, 'is required (the access key id)'),
+  PROVIDER_ACCESS_KEY_SECRET: optionalText,
+  PROVIDER_CONNECT_TIMEOUT_MS: int(2_000, 1),
+  PROVIDER_RESPONSE_TIMEOUT_MS: int(10_000, 1),
+  PROVIDER_RETRY_ATTEMPTS: int(4, 1, 100),
+  PROVIDER_RETRY_BUDGET_MS: int(30_000, 0),
+  PROVIDER_RETRY_BASE_MS: int(250, 1),
+  PROVIDER_RETRY_MAX_DELAY_MS: int(5_000, 1),
+  PROVIDER_RETRY_AMBIGUOUS: bool(false),
+  MAX_IN_FLIGHT: int(64, 1, 10_000),
+  RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(0),
+  COMMIT_INTERVAL_MS: int(100, 1, 60_000),
+  HOME_REGION: z.string().regex(/^[A-Z]{2}$/, 'must be an ISO 3166-1 alpha-2 region code such as CN').default('CN'),
+  MAX_RECIPIENTS: int(1000, 1, 100_000),
+  PARTIAL_RECIPIENTS: z.enum(['reject', 'send-valid']).default('reject'),
+  FUNDS_POLICY: z.enum(['pause', 'fail']).default('pause'),
+  FUNDS_PROBE_INITIAL_MS: int(5_000, 1),
+  FUNDS_PROBE_MAX_MS: int(300_000, 1),
+  BREAKER_FAILURE_THRESHOLD: int(10, 1),
+  BREAKER_PROBE_INITIAL_MS: int(1_000, 1),
+  BREAKER_PROBE_MAX_MS: int(60_000, 1),
+  SHUTDOWN_TIMEOUT_MS: int(30_000, 1),
+  HEALTH_STALL_MS: int(120_000, 1_000),
+  HTTP_PORT: int(9464, 0, 65_535),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Env = z.output<typeof envSchema>;
+
+/** Variables whose values are never printed, logged or put in a ConfigMap. */
+export const SECRET_VARIABLES = ['PROVIDER_ACCESS_KEY_ID', 'PROVIDER_ACCESS_KEY_SECRET', 'KAFKA_SASL_PASSWORD', 'SCHEMA_REGISTRY_PASSWORD'] as const;

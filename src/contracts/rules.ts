@@ -1,0 +1,90 @@
+/**
+ * Every validation rule and the exact words of its problem, in one table, so the README can list
+ * them all and producers' developers see the same text in `error.details[].problem`. Messages
+ * never repeat the offending value (numbers and codes are personal or secret; the field path
+ * says which one), only counts and limits.
+ */
+import type { CountryCode, PhoneProblem } from './phone.ts';
+
+/** One problem found in a command, with the path of the offending field (e.g. `operation.to[2]`). */
+export interface FieldProblem {
+  readonly field: string;
+  readonly problem: string;
+}
+
+const PHONE_PROBLEM_WORDS = {
+  empty: 'is empty',
+  syntax: "must be ASCII digits with an optional leading '+' (no spaces, punctuation or other characters)",
+  'too-short': 'is too short to be a phone number',
+  'too-long': 'is too long to be a phone number',
+  'invalid-length': 'does not have a valid length for its region',
+  'unknown-calling-code': 'starts with a calling code that does not exist',
+  invalid: 'is not a valid phone number (no number range of its region matches)',
+} as const satisfies Record<PhoneProblem, string>;
+
+/**
+ * `field` is the path as the README shows it (`[i]` stands for the index); `message` builds the
+ * problem text. Keys are stable rule ids, used by tests.
+ */
+export const RULES = {
+  commandIdBlank: {
+    field: 'commandId',
+    message: () => 'commandId must not be empty or whitespace only',
+  },
+  recipientsEmpty: {
+    field: 'operation.to',
+    message: () => 'at least one recipient is required',
+  },
+  recipientInvalid: {
+    field: 'operation.to[i]',
+    message: (problem: PhoneProblem, homeRegion: CountryCode) =>
+      `recipient ${PHONE_PROBLEM_WORDS[problem]}; expected E.164 ('+' and calling code, e.g. +8613800138000) or a national number of ${homeRegion}`,
+  },
+  recipientsTooMany: {
+    field: 'operation.to',
+    message: (count: number, max: number) =>
+      `at most ${max} distinct recipients are allowed; got ${count} after removing duplicates`,
+  },
+  recipientsNoneValid: {
+    field: 'operation.to',
+    message: (count: number) => `no valid recipient to send to: all ${count} were rejected`,
+  },
+  signatureBlank: {
+    field: 'operation.signature',
+    message: () => 'signature must not be empty or whitespace only',
+  },
+  signatureLength: {
+    field: 'operation.signature',
+    message: (length: number) => `signature must be 2 to 16 characters (Unicode code points); got ${length}`,
+  },
+  bodyBoth: {
+    field: 'operation',
+    message: () => 'exactly one of content and templateId must be given; got both',
+  },
+  bodyNeither: {
+    field: 'operation',
+    message: () =>
+      'exactly one of content and templateId must be given; got neither (empty or whitespace-only strings count as absent)',
+  },
+  templateDataWithoutTemplateId: {
+    field: 'operation.templateData',
+    message: () => 'templateData is only allowed together with templateId',
+  },
+  calleeInvalid: {
+    field: 'operation.to',
+    message: (problem: PhoneProblem, homeRegion: CountryCode) =>
+      `callee ${PHONE_PROBLEM_WORDS[problem]}; expected a domestic number of ${homeRegion}, national or in E.164`,
+  },
+  calleeInternational: {
+    field: 'operation.to',
+    message: (homeRegion: CountryCode, region: string | undefined, callingCode: string) =>
+      `voice verification calls domestic numbers of ${homeRegion} only; got a number of ${region ?? 'no region'} (+${callingCode})`,
+  },
+  codeFormat: {
+    field: 'operation.code',
+    message: (length: number, allAsciiDigits: boolean) =>
+      `code must be exactly 4 or 6 ASCII digits (0-9); got ${length} character${length === 1 ? '' : 's'}${allAsciiDigits ? '' : ', not all of them ASCII digits'}`,
+  },
+} as const;
+
+export type RuleId = keyof typeof RULES;

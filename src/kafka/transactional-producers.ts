@@ -1,0 +1,54 @@
+import type { Kafka, Producer } from 'kafkajs';
+
+/**
+ * One transactional producer per input partition, with a transactional id derived from the
+ * partition (`<prefix>-<topic>-<partition>`). kafkajs's `sendOffsets` carries no consumer-group
+ * generation (no KIP-447), so fencing comes from the id instead, as Kafka's EOS did before 2.5:
+ * whoever takes over a partition initialises a producer with the same id, which bumps the epoch,
+ * aborts the previous owner's open transaction and makes every later write or commit of the
+ * previous owner (a "zombie") fail with a fencing error.
+ */
+export class TransactionalProducers {
+  readonly #kafka: Kafka;
+  readonly #prefix: string;
+  readonly #producers = new Map<string, Promise<Producer>>();
+
+  constructor(kafka: Kafka, prefix: string) {
+    this.#kafka = kafka;
+    this.#prefix = prefix;
+  }
+
+  transactionalId(topic: string, partition: number): string {
+    return `${this.#prefix}-${topic}-${partition}`;
+  }
+
+  /** The producer for a partition, connected (InitProducerId done, so earlier owners are fenced). */
+  async forPartition(topic: string, partition: number): Promise<Producer> {
+    const id = this.transactionalId(topic, partition);
+    let pending = this.#producers.get(id);
+    if (pending === undefined) {
+      pending = (async () => {
+        const producer = this.#kafka.producer({ transactionalId: id, idempotent: true, maxInFlightRequests: 1, transactionTimeout: 60_000 });
+        await producer.connect();
+        return producer;
+      })();
+      this.#producers.set(id, pending);
+      pending.catch(() => this.#producers.delete(id));
+    }
+    return pending;
+  }
+
+  /** Drops a producer (after fencing or an unrecoverable transaction error); the next use re-initialises. */
+  async discard(topic: string, partition: number): Promise<void> {
+    const id = this.transactionalId(topic, partition);
+    const pending = this.#producers.get(id);
+    this.#producers.delete(id);
+    if (pending !== undefined) await (await pending.catch(() => undefined))?.disconnect().catch(() => undefined);
+  }
+
+  async closeAll(): Promise<void> {
+    const all = [...this.#producers.values()];
+    this.#producers.clear();
+    await Promise.all(all.map(async (p) => (await p.catch(() => undefined))?.disconnect().catch(() => undefined)));
+  }
+}

@@ -1,0 +1,71 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * Label values that come from outside (provider codes, upstream names) are bounded: after
+ * `limit` distinct values, new ones are reported as "other", so a misbehaving service cannot
+ * blow up the series count.
+ */
+export class BoundedLabel {
+  readonly #seen = new Set<string>();
+  readonly #limit: number;
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+  value(raw: string): string {
+    const clean = raw.length > 64 ? raw.slice(0, 64) : raw;
+    if (this.#seen.has(clean)) return clean;
+    if (this.#seen.size >= this.#limit) return 'other';
+    this.#seen.add(clean);
+    return clean;
+  }
+}
+
+/** Exact decimal string → integer micro-units (six fractional digits), without floats. */
+export function toMicros(amount: string): bigint | undefined {
+  const match = /^(-?)(\d+)(?:\.(\d{1,6})\d*)?$/.exec(amount.trim());
+  if (match === null) return undefined;
+  const [, sign, whole = '0', fraction = ''] = match;
+  const micros = BigInt(whole) * 1_000_000n + BigInt(fraction.padEnd(6, '0'));
+  return sign === '-' ? -micros : micros;
+}
+
+export type WorkerMetrics = ReturnType<typeof createMetrics>;
+
+export function createMetrics(registry: Registry = new Registry()) {
+  const prefix = 'sms_worker_';
+  collectDefaultMetrics({ register: registry, prefix });
+  const codes = new BoundedLabel(50);
+  const upstreams = new BoundedLabel(100);
+  const regions = new BoundedLabel(250);
+
+  const metrics = {
+    registry,
+    commandsConsumed: new Counter({ name: `${prefix}commands_consumed_total`, help: 'Command records consumed (before decoding).', registers: [registry] }),
+    results: new Counter({ name: `${prefix}results_total`, help: 'Results committed, by operation, outcome and error code ("" when SENT).', labelNames: ['operation', 'outcome', 'code'], registers: [registry] }),
+    providerRequests: new Counter({ name: `${prefix}provider_requests_total`, help: 'HTTP attempts to the messaging service, by operation and outcome (success or failure class).', labelNames: ['operation', 'outcome'], registers: [registry] }),
+    providerLatency: new Histogram({
+      name: `${prefix}provider_request_duration_seconds`,
+      help: 'Duration of each HTTP attempt to the messaging service.',
+      labelNames: ['operation', 'outcome'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    retries: new Counter({ name: `${prefix}provider_retries_total`, help: 'Retries of calls to the messaging service, by failure class.', labelNames: ['operation', 'class'], registers: [registry] }),
+    inFlight: new Gauge({ name: `${prefix}in_flight_sends`, help: 'Sends currently waiting for the messaging service.', registers: [registry] }),
+    billedMessages: new Counter({ name: `${prefix}billed_messages_total`, help: 'Messages billed by the service, by region and upstream.', labelNames: ['region', 'upstream'], registers: [registry] }),
+    chargedMicros: new Counter({ name: `${prefix}charged_amount_micros_total`, help: 'Amount charged by the service, in millionths of the account currency (exact integer sum of per-message prices), by region and upstream.', labelNames: ['region', 'upstream'], registers: [registry] }),
+    deadLettered: new Counter({ name: `${prefix}dead_lettered_total`, help: 'Records sent to the dead-letter topic, by reason.', labelNames: ['reason'], registers: [registry] }),
+    paused: new Gauge({ name: `${prefix}paused`, help: '1 while consumption is paused, by reason (insufficient_funds, circuit_open, shutdown).', labelNames: ['reason'], registers: [registry] }),
+    consumerLag: new Gauge({ name: `${prefix}consumer_lag`, help: 'Records between the committed position and the high watermark, per partition.', labelNames: ['topic', 'partition'], registers: [registry] }),
+    lastProgress: new Gauge({ name: `${prefix}last_progress_timestamp_seconds`, help: 'Unix time of the last sign of consume-loop progress (fetch, result, commit).', registers: [registry] }),
+    transactions: new Counter({ name: `${prefix}transactions_total`, help: 'Kafka transactions (results + offsets), by outcome.', labelNames: ['outcome'], registers: [registry] }),
+    commitLatency: new Histogram({ name: `${prefix}commit_duration_seconds`, help: 'Duration of a results+offsets transaction.', buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers: [registry] }),
+    label: {
+      code: (raw: string) => codes.value(raw),
+      upstream: (raw: string) => upstreams.value(raw),
+      region: (raw: string) => regions.value(raw),
+    },
+  };
+  for (const reason of ['insufficient_funds', 'circuit_open', 'shutdown']) metrics.paused.set({ reason }, 0);
+  return metrics;
+}

@@ -1,0 +1,72 @@
+/**
+ * Pure retry arithmetic: exponential backoff with full jitter, and the
+ * decision to retry under both an attempt limit and a total time budget. No clock, no timers:
+ * callers pass `elapsedMs` and `random`, so every branch is unit-testable.
+ */
+import type { FailureClass } from './types.ts';
+import { isRetryableClass } from './classify.ts';
+
+export interface RetryPolicy {
+  /** Total HTTP attempts, including the first (1 = never retry). */
+  readonly maxAttempts: number;
+  /** No retry is started if waiting for it would end after this many ms since the call began. */
+  readonly budgetMs: number;
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+  /** Retry failures after which the message may have been sent anyway (duplicates possible). */
+  readonly retryAmbiguous: boolean;
+}
+
+/** Upper bound of the n-th retry's delay (n ≥ 1): min(maxDelay, base · 2^(n-1)). */
+export function backoffCeiling(retryNumber: number, baseDelayMs: number, maxDelayMs: number): number {
+  const exponent = Math.max(0, retryNumber - 1);
+  // 2^exponent overflows to Infinity for huge n, and Math.min handles that.
+  return Math.min(maxDelayMs, baseDelayMs * 2 ** exponent);
+}
+
+/**
+ * Full jitter (AWS architecture blog, "Exponential Backoff And Jitter"): uniformly random in
+ * [0, ceiling). Spreads retries of many workers hit by the same outage instead of synchronising them.
+ */
+export function fullJitterDelay(
+  retryNumber: number,
+  baseDelayMs: number,
+  maxDelayMs: number,
+  random: () => number = Math.random,
+): number {
+  return Math.floor(random() * backoffCeiling(retryNumber, baseDelayMs, maxDelayMs));
+}
+
+export type RetryDecision =
+  | { readonly retry: true; readonly delayMs: number; readonly basis: 'backoff' | 'retry-after' }
+  | {
+      readonly retry: false;
+      readonly reason: 'not-retryable' | 'attempts-exhausted' | 'budget-exhausted' | 'retry-after-exceeds-budget';
+    };
+
+export interface RetryInput {
+  readonly failureClass: FailureClass;
+  /** Parsed Retry-After of the failed attempt, if it carried one. */
+  readonly retryAfterMs?: number | undefined;
+  /** Attempts already made, including the one that just failed (≥ 1). */
+  readonly attemptsMade: number;
+  /** Time since the call began. */
+  readonly elapsedMs: number;
+  readonly policy: RetryPolicy;
+  readonly random?: () => number;
+}
+
+export function decideRetry(input: RetryInput): RetryDecision {
+  const { failureClass, retryAfterMs, attemptsMade, elapsedMs, policy } = input;
+  if (!isRetryableClass(failureClass, policy.retryAmbiguous)) return { retry: false, reason: 'not-retryable' };
+  if (attemptsMade >= policy.maxAttempts) return { retry: false, reason: 'attempts-exhausted' };
+  const remainingMs = policy.budgetMs - elapsedMs;
+  if (retryAfterMs !== undefined) {
+    // The service told us when; retrying earlier would only be throttled again.
+    if (retryAfterMs > remainingMs) return { retry: false, reason: 'retry-after-exceeds-budget' };
+    return { retry: true, delayMs: retryAfterMs, basis: 'retry-after' };
+  }
+  const delayMs = fullJitterDelay(attemptsMade, policy.baseDelayMs, policy.maxDelayMs, input.random);
+  if (delayMs > remainingMs) return { retry: false, reason: 'budget-exhausted' };
+  return { retry: true, delayMs, basis: 'backoff' };
+}

@@ -1,0 +1,243 @@
+/**
+ * The one place where an attempt's outcome becomes a success or a classified failure
+ * (see FailureClass in types.ts). Pure: the client describes what happened (an HTTP answer, a
+ * socket error code, a timeout phase) and every caller, the retry loop included, reads the verdict.
+ *
+ * Precedence for HTTP answers, and why:
+ *  1. 429 / 503 → throttled, whatever the body: the service asks us to come back later.
+ *  2. 500 / 502 / 504 → ambiguous, whatever the body: the send may have happened behind the error.
+ *  3. A JSON envelope whose `code` is not "0" → business (105400 insufficient funds, 101301
+ *     configuration, anything else generic), whatever the status: the spec says to branch on `code`.
+ *  4. HTTP 200 with code "0" → success if `data` is well formed, else malformed.
+ *  5. No usable envelope: 2xx → malformed; other 5xx → ambiguous; anything else → business with
+ *     code PROVIDER_HTTP_<status>.
+ */
+import type { FailureClass, OperationName, SendResult } from './types.ts';
+import { parseEnvelope } from './envelope.ts';
+import { parseRetryAfter } from './retry-after.ts';
+
+export const INSUFFICIENT_FUNDS_CODE = '105400';
+export const NO_UPSTREAM_CODE = '101301';
+
+/** What happened on one attempt, stripped of any library object (and of the URL with the key). */
+export type AttemptOutcome =
+  | {
+      readonly kind: 'response';
+      readonly status: number;
+      readonly body: string;
+      readonly retryAfter?: string | undefined;
+      readonly requestId?: string | undefined;
+    }
+  | {
+      readonly kind: 'network';
+      /** Node / got error code: ECONNREFUSED, ECONNRESET, ETIMEDOUT… */
+      readonly errorCode: string | undefined;
+      /** For got timeouts: the phase that timed out (lookup, connect, secureConnect, send, response, read, request, socket). */
+      readonly timeoutPhase?: string | undefined;
+    }
+  | { readonly kind: 'aborted' };
+
+export interface ClassifiedFailure {
+  readonly failureClass: FailureClass;
+  /** The service's code when it sent one, else a stable PROVIDER_* code of ours. */
+  readonly code: string;
+  /** The service's message, or '' when it sent none. */
+  readonly providerMessage: string;
+  /** Our one-line account of the failure (never contains a URL). */
+  readonly detail: string;
+  readonly httpStatus?: number | undefined;
+  readonly requestId?: string | undefined;
+  readonly retryAfterMs?: number | undefined;
+}
+
+export type Classification =
+  | { readonly ok: true; readonly result: SendResult; readonly requestId: string | undefined }
+  | { readonly ok: false; readonly failure: ClassifiedFailure };
+
+/** Errors where the request surely never reached the service. */
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_FAIL',
+  'EAI_NONAME',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'EHOSTDOWN',
+  // Node's own "never connected" errors (net autoSelectFamily timeout; socket closed while connecting).
+  'ERR_SOCKET_CONNECTION_TIMEOUT',
+  'ERR_SOCKET_CLOSED_BEFORE_CONNECTION',
+]);
+const NOT_SENT_TIMEOUT_PHASES = new Set(['lookup', 'connect', 'secureConnect']);
+const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
+
+/** Whether a failure class may be retried at all; ambiguity is the caller's policy choice. */
+export function isRetryableClass(failureClass: FailureClass, retryAmbiguous: boolean): boolean {
+  switch (failureClass) {
+    case 'transport':
+    case 'throttled':
+      return true;
+    case 'ambiguous':
+      return retryAmbiguous;
+    case 'business':
+    case 'insufficient-funds':
+    case 'configuration':
+    case 'malformed':
+      return false;
+  }
+}
+
+export function businessClassOf(code: string): FailureClass {
+  if (code === INSUFFICIENT_FUNDS_CODE) return 'insufficient-funds';
+  if (code === NO_UPSTREAM_CODE) return 'configuration';
+  return 'business';
+}
+
+function classifyNetwork(errorCode: string | undefined, timeoutPhase: string | undefined): ClassifiedFailure {
+  if (timeoutPhase !== undefined) {
+    if (NOT_SENT_TIMEOUT_PHASES.has(timeoutPhase)) {
+      return {
+        failureClass: 'transport',
+        code: 'PROVIDER_CONNECT_TIMEOUT',
+        providerMessage: '',
+        detail: `timed out in the ${timeoutPhase} phase, before the request was sent`,
+      };
+    }
+    return {
+      failureClass: 'ambiguous',
+      code: 'PROVIDER_TIMEOUT',
+      providerMessage: '',
+      detail: `timed out in the ${timeoutPhase} phase after the request was sent; it may have been delivered (ambiguous)`,
+    };
+  }
+  if (errorCode !== undefined && NOT_SENT_CODES.has(errorCode)) {
+    return {
+      failureClass: 'transport',
+      code: 'PROVIDER_CONNECTION_FAILED',
+      providerMessage: '',
+      detail: `could not connect (${errorCode}); the request was not sent`,
+    };
+  }
+  if (errorCode !== undefined && RESET_CODES.has(errorCode)) {
+    return {
+      failureClass: 'ambiguous',
+      code: 'PROVIDER_CONNECTION_RESET',
+      providerMessage: '',
+      detail: `connection lost before an answer (${errorCode}); the request may have been delivered (ambiguous)`,
+    };
+  }
+  // Unknown socket-level trouble: we cannot prove the request stayed home, so assume it may not have.
+  return {
+    failureClass: 'ambiguous',
+    code: 'PROVIDER_REQUEST_FAILED',
+    providerMessage: '',
+    detail: `request failed (${errorCode ?? 'unknown error'}); it may have been delivered (ambiguous)`,
+  };
+}
+
+function classifyResponse(
+  outcome: Extract<AttemptOutcome, { kind: 'response' }>,
+  operation: OperationName,
+  nowMs: number,
+): Classification {
+  const { status, requestId } = outcome;
+  const base = { httpStatus: status, requestId };
+  if (status === 429 || status === 503) {
+    const retryAfterMs = parseRetryAfter(outcome.retryAfter, nowMs);
+    const envelope = parseEnvelope(outcome.body, operation);
+    return {
+      ok: false,
+      failure: {
+        ...base,
+        failureClass: 'throttled',
+        code: status === 429 ? 'PROVIDER_THROTTLED' : 'PROVIDER_UNAVAILABLE',
+        providerMessage: envelope.kind === 'failure' ? `${envelope.code} ${envelope.message}` : '',
+        detail: `HTTP ${status}${retryAfterMs === undefined ? '' : `, retry after ${retryAfterMs} ms`}`,
+        retryAfterMs,
+      },
+    };
+  }
+  if (status === 500 || status === 502 || status === 504) {
+    const envelope = parseEnvelope(outcome.body, operation);
+    return {
+      ok: false,
+      failure: {
+        ...base,
+        failureClass: 'ambiguous',
+        code: `PROVIDER_HTTP_${status}`,
+        providerMessage: envelope.kind === 'failure' ? `${envelope.code} ${envelope.message}` : '',
+        detail: `HTTP ${status}; the request may have been delivered (ambiguous)`,
+      },
+    };
+  }
+
+  const envelope = parseEnvelope(outcome.body, operation);
+  if (envelope.kind === 'failure') {
+    return {
+      ok: false,
+      failure: {
+        ...base,
+        failureClass: businessClassOf(envelope.code),
+        code: envelope.code,
+        providerMessage: envelope.message,
+        detail: `the service answered ${envelope.code} ${envelope.message} (HTTP ${status})`,
+      },
+    };
+  }
+  if (status === 200 && envelope.kind === 'success') return { ok: true, result: envelope.result, requestId };
+  if (status >= 200 && status < 300) {
+    const problem = envelope.kind === 'success' ? `unexpected HTTP ${status} for a success` : envelope.problem;
+    return {
+      ok: false,
+      failure: {
+        ...base,
+        failureClass: 'malformed',
+        code: 'PROVIDER_MALFORMED_RESPONSE',
+        providerMessage: '',
+        detail: `malformed answer (${problem}); the request may have been delivered`,
+      },
+    };
+  }
+  if (status >= 500) {
+    return {
+      ok: false,
+      failure: {
+        ...base,
+        failureClass: 'ambiguous',
+        code: `PROVIDER_HTTP_${status}`,
+        providerMessage: '',
+        detail: `HTTP ${status} without an envelope; the request may have been delivered (ambiguous)`,
+      },
+    };
+  }
+  return {
+    ok: false,
+    failure: {
+      ...base,
+      failureClass: 'business',
+      code: `PROVIDER_HTTP_${status}`,
+      providerMessage: '',
+      detail: `HTTP ${status} without an envelope`,
+    },
+  };
+}
+
+export function classifyOutcome(outcome: AttemptOutcome, operation: OperationName, nowMs: number): Classification {
+  switch (outcome.kind) {
+    case 'response':
+      return classifyResponse(outcome, operation, nowMs);
+    case 'network':
+      return { ok: false, failure: classifyNetwork(outcome.errorCode, outcome.timeoutPhase) };
+    case 'aborted':
+      return {
+        ok: false,
+        failure: {
+          failureClass: 'ambiguous',
+          code: 'PROVIDER_ABORTED',
+          providerMessage: '',
+          detail: 'aborted by the caller; the request may have been delivered (ambiguous)',
+        },
+      };
+  }
+}

@@ -1,0 +1,313 @@
+/**
+ * The messaging-service client: one POST per attempt through got, retries through got's own
+ * retry machinery (POST enabled, `calculateDelay` delegating to the pure decideRetry), every
+ * outcome judged by classifyOutcome. Effects live here; the decisions live in classify.ts,
+ * backoff.ts and signing.ts.
+ *
+ * Secrets: the URL (with accessKeyId and signature) exists only inside got. Nothing of got's
+ * error objects is kept: the thrown ProviderError is built from copied fields, and any text
+ * the service sends back is scrubbed of the key id and secret.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { performance } from 'node:perf_hooks';
+import got, { HTTPError, RequestError, TimeoutError } from 'got';
+import type { Got, RetryObject } from 'got';
+import type { OperationName, ProviderClient, ProviderRequest, ProviderSuccess } from './types.ts';
+import { classifyOutcome } from './classify.ts';
+import type { AttemptOutcome, Classification, ClassifiedFailure } from './classify.ts';
+import { decideRetry } from './backoff.ts';
+import type { RetryDecision } from './backoff.ts';
+import { ProviderError } from './provider-error.ts';
+import { redactText } from './redact.ts';
+import { requestFunction } from './request-function.ts';
+import { signingQuery } from './signing.ts';
+import { resolveProviderOptions } from './options.ts';
+import type { ProviderClientOptions, ResolvedProviderOptions } from './options.ts';
+import { DEFAULT_USER_AGENT } from './user-agent.ts';
+
+export const CORRELATION_HEADER = 'x-correlation-id';
+export const REQUEST_ID_HEADER = 'x-uni-request-id';
+
+export interface SendOptions {
+  readonly signal?: AbortSignal;
+  /** Sent as `X-Correlation-Id` so the service side (sandbox, logs) can tie requests to commands. */
+  readonly correlationId?: string;
+}
+
+/** ProviderClient whose `send` also takes a correlation id. */
+export interface MessagingClient extends ProviderClient {
+  send(request: ProviderRequest, options?: SendOptions): Promise<ProviderSuccess>;
+}
+
+/**
+ * Mutable bookkeeping of one `send` call across its attempts. It rides in got's `context`
+ * option, so the retry hook and the request hook are defined once on the instance rather than
+ * merged into every call's options (got's per-call option merging is its main CPU cost).
+ */
+class CallState {
+  readonly operation: OperationName;
+  readonly signal: AbortSignal | undefined;
+  readonly startedAt = performance.now();
+  attempts = 0;
+  attemptStartedAt = performance.now();
+  /** Attempt number whose outcome was already reported through onAttempt. */
+  reportedAttempt = 0;
+  lastFailure: ClassifiedFailure | undefined;
+  lastDecision: RetryDecision | undefined;
+
+  constructor(operation: OperationName, signal: AbortSignal | undefined) {
+    this.operation = operation;
+    this.signal = signal;
+  }
+}
+
+const CONTEXT_KEY = 'smsWorkerCall';
+
+function callOf(context: Readonly<Record<string, unknown>>): CallState | undefined {
+  const call = context[CONTEXT_KEY];
+  return call instanceof CallState ? call : undefined;
+}
+
+function header(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Describes a got failure without keeping the error object (it holds the signed URL). */
+function outcomeOfError(error: unknown, signal: AbortSignal | undefined): AttemptOutcome {
+  if (signal?.aborted === true) return { kind: 'aborted' };
+  if (error instanceof HTTPError) {
+    const response = error.response;
+    return {
+      kind: 'response',
+      status: response.statusCode,
+      body: typeof response.body === 'string' ? response.body : String(response.body),
+      retryAfter: header(response.headers['retry-after']),
+      requestId: header(response.headers[REQUEST_ID_HEADER]),
+    };
+  }
+  if (error instanceof TimeoutError) return { kind: 'network', errorCode: 'ETIMEDOUT', timeoutPhase: error.event };
+  if (error instanceof RequestError) {
+    if (error.code === 'ERR_ABORTED' || error.name === 'CancelError') return { kind: 'aborted' };
+    return { kind: 'network', errorCode: error.code };
+  }
+  return { kind: 'network', errorCode: undefined };
+}
+
+const UNKNOWN_FAILURE: ClassifiedFailure = {
+  failureClass: 'ambiguous',
+  code: 'PROVIDER_REQUEST_FAILED',
+  providerMessage: '',
+  detail: 'request failed for an unknown reason; it may have been delivered (ambiguous)',
+};
+
+function failureOf(verdict: Classification): ClassifiedFailure {
+  return verdict.ok ? UNKNOWN_FAILURE : verdict.failure;
+}
+
+function safeCall<T>(hook: ((info: T) => void) | undefined, info: T): void {
+  if (hook === undefined) return;
+  try {
+    hook(info);
+  } catch {
+    // An observer's bug must not change the outcome of a send.
+  }
+}
+
+const STOP_REASONS: Record<Extract<RetryDecision, { retry: false }>['reason'], string> = {
+  'not-retryable': '',
+  'attempts-exhausted': '; retry attempts exhausted',
+  'budget-exhausted': '; retry time budget exhausted',
+  'retry-after-exceeds-budget': '; Retry-After exceeds the remaining retry budget',
+};
+
+function plural(n: number): string {
+  return `${n} attempt${n === 1 ? '' : 's'}`;
+}
+
+export function createProviderClient(options: ProviderClientOptions): MessagingClient {
+  const config: ResolvedProviderOptions = resolveProviderOptions(options);
+  const secrets = [config.accessKeyId, ...(config.accessKeySecret === undefined ? [] : [config.accessKeySecret])];
+  // Keep-alive, LIFO so a burst reuses warm sockets and idle ones age out; sized for the in-flight target.
+  const agentOptions = {
+    keepAlive: true,
+    maxSockets: config.maxSockets,
+    maxFreeSockets: config.maxSockets,
+    scheduling: 'lifo',
+  } as const;
+  const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
+  const endpoint = config.baseUrl.href.replace(/\/+$/, '') + '/';
+
+  const client: Got = got.extend({
+    agent: agents,
+    http2: false,
+    request: requestFunction,
+    followRedirect: false,
+    throwHttpErrors: true,
+    responseType: 'text',
+    timeout: {
+      lookup: config.connectTimeoutMs,
+      connect: config.connectTimeoutMs,
+      secureConnect: config.connectTimeoutMs,
+      send: config.responseTimeoutMs,
+      response: config.responseTimeoutMs,
+      read: config.responseTimeoutMs,
+    },
+    headers: {
+      'content-type': 'application/json;charset=utf-8',
+      accept: 'application/json',
+      'user-agent': config.userAgent ?? DEFAULT_USER_AGENT,
+    },
+    retry: {
+      limit: config.retry.maxAttempts - 1,
+      methods: ['POST'],
+      // calculateDelay decides everything (enforceRetryRules is off); these lists are informative.
+      statusCodes: [429, 500, 502, 503, 504],
+      errorCodes: ['ETIMEDOUT', 'ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN'],
+      enforceRetryRules: false,
+      calculateDelay: (retryObject) => {
+        const call = callOf(retryObject.error.options.context);
+        return call === undefined ? 0 : calculateDelay(call, retryObject);
+      },
+    },
+    hooks: {
+      beforeRequest: [
+        (gotOptions) => {
+          const call = callOf(gotOptions.context);
+          if (call === undefined) return;
+          call.attempts += 1;
+          call.attemptStartedAt = performance.now();
+          // Fresh timestamp and nonce per attempt: a retry must not look like a replay.
+          if (config.accessKeySecret !== undefined && gotOptions.url instanceof URL) {
+            const signed = signingQuery(config.accessKeyId, call.operation, config.accessKeySecret);
+            for (const [key, value] of Object.entries(signed)) gotOptions.url.searchParams.set(key, value);
+          }
+        },
+      ],
+    },
+  });
+
+  function reportAttempt(call: CallState, outcome: 'success' | ClassifiedFailure): void {
+    if (call.reportedAttempt === call.attempts) return;
+    call.reportedAttempt = call.attempts;
+    const durationMs = performance.now() - call.attemptStartedAt;
+    safeCall(
+      config.onAttempt,
+      outcome === 'success'
+        ? { operation: call.operation, attempt: call.attempts, durationMs, outcome }
+        : {
+            operation: call.operation,
+            attempt: call.attempts,
+            durationMs,
+            outcome: outcome.failureClass,
+            httpStatus: outcome.httpStatus,
+            code: outcome.code,
+          },
+    );
+  }
+
+  /** got's retry hook: classify the failed attempt, report it, and decide. 0 means "stop". */
+  function calculateDelay(call: CallState, retryObject: RetryObject): number {
+    const verdict = classifyOutcome(outcomeOfError(retryObject.error, call.signal), call.operation, Date.now());
+    if (verdict.ok) return 0;
+    call.lastFailure = verdict.failure;
+    reportAttempt(call, verdict.failure);
+    const decision = decideRetry({
+      failureClass: verdict.failure.failureClass,
+      retryAfterMs: verdict.failure.retryAfterMs,
+      attemptsMade: call.attempts,
+      elapsedMs: performance.now() - call.startedAt,
+      policy: config.retry,
+      random: config.random,
+    });
+    call.lastDecision = decision;
+    if (!decision.retry) return 0;
+    safeCall(config.onRetry, {
+      operation: call.operation,
+      attempt: call.attempts,
+      failureClass: verdict.failure.failureClass,
+      code: verdict.failure.code,
+      delayMs: decision.delayMs,
+    });
+    // got treats 0 as "do not retry"; a jittered 0 ms still means "retry now".
+    return Math.max(1, decision.delayMs);
+  }
+
+  function toError(call: CallState, failure: ClassifiedFailure): ProviderError {
+    const stop = call.lastDecision !== undefined && !call.lastDecision.retry ? STOP_REASONS[call.lastDecision.reason] : '';
+    const providerMessage = redactText(failure.providerMessage, secrets);
+    const requestId = failure.requestId === undefined ? undefined : redactText(failure.requestId, secrets);
+    const code = redactText(failure.code, secrets);
+    const detail = redactText(failure.detail, secrets);
+    const context = [
+      failure.httpStatus === undefined ? undefined : `HTTP ${failure.httpStatus}`,
+      requestId === undefined ? undefined : `request id ${requestId}`,
+      plural(call.attempts),
+    ].filter((part) => part !== undefined);
+    return new ProviderError({
+      operation: call.operation,
+      code,
+      message: `${call.operation} failed [${failure.failureClass}] ${code}: ${detail} (${context.join(', ')}${stop})`,
+      providerMessage,
+      failureClass: failure.failureClass,
+      retryable:
+        failure.code !== 'PROVIDER_ABORTED' &&
+        (failure.failureClass === 'transport' ||
+          failure.failureClass === 'throttled' ||
+          (failure.failureClass === 'ambiguous' && config.retry.retryAmbiguous)),
+      attempts: call.attempts,
+      httpStatus: failure.httpStatus,
+      requestId,
+      retryAfterMs: failure.retryAfterMs,
+    });
+  }
+
+  async function send(request: ProviderRequest, sendOptions: SendOptions = {}): Promise<ProviderSuccess> {
+    const { signal, correlationId } = sendOptions;
+    const call = new CallState(request.operation, signal);
+    const url = `${endpoint}?action=${encodeURIComponent(request.operation)}&accessKeyId=${encodeURIComponent(config.accessKeyId)}`;
+
+    let response;
+    try {
+      response = await client.post(url, {
+        body: JSON.stringify(request.body),
+        context: { [CONTEXT_KEY]: call },
+        ...(correlationId === undefined ? {} : { headers: { [CORRELATION_HEADER]: correlationId } }),
+        ...(signal === undefined ? {} : { signal }),
+      });
+    } catch (error) {
+      // Normally calculateDelay has already judged the final attempt; an abort (or a failure got
+      // raised outside its retry path) is judged here, from the same pure function.
+      const judged = signal?.aborted !== true && call.reportedAttempt === call.attempts ? call.lastFailure : undefined;
+      const failure = judged ?? failureOf(classifyOutcome(outcomeOfError(error, signal), call.operation, Date.now()));
+      reportAttempt(call, failure);
+      throw toError(call, failure);
+    }
+
+    const verdict = classifyOutcome(
+      {
+        kind: 'response',
+        status: response.statusCode,
+        body: response.body,
+        retryAfter: header(response.headers['retry-after']),
+        requestId: header(response.headers[REQUEST_ID_HEADER]),
+      },
+      call.operation,
+      Date.now(),
+    );
+    if (!verdict.ok) {
+      reportAttempt(call, verdict.failure);
+      throw toError(call, verdict.failure);
+    }
+    reportAttempt(call, 'success');
+    return { result: verdict.result, requestId: verdict.requestId, attempts: call.attempts };
+  }
+
+  return {
+    send,
+    close(): void {
+      agents.http.destroy();
+      agents.https.destroy();
+    },
+  };
+}

@@ -1,0 +1,29 @@
+export type * from './types.ts';
+export { createProviderClient, CORRELATION_HEADER, REQUEST_ID_HEADER } from './client.ts';
+export type { MessagingClient, SendOptions } from './client.ts';
+export { ProviderError, isProviderError } from './provider-error.ts';
+export type { ProviderErrorFields } from './provider-error.ts';
+export {
+  classifyOutcome,
+  isRetryableClass,
+  businessClassOf,
+  INSUFFICIENT_FUNDS_CODE,
+  NO_UPSTREAM_CODE,
+} from './classify.ts';
+export type { AttemptOutcome, Classification, ClassifiedFailure } from './classify.ts';
+export { backoffCeiling, fullJitterDelay, decideRetry } from './backoff.ts';
+export type { RetryPolicy, RetryDecision, RetryInput } from './backoff.ts';
+export { parseRetryAfter } from './retry-after.ts';
+export { parseEnvelope, DECIMAL_PATTERN, ZERO_AMOUNT } from './envelope.ts';
+export type { ParsedEnvelope } from './envelope.ts';
+export { computeSignature, stringToSign, signingQuery, createNonce, SIGNING_ALGORITHM } from './signing.ts';
+export { redactUrl, redactText, REDACTED } from './redact.ts';
+export {
+  resolveProviderOptions,
+  DEFAULT_RETRY_POLICY,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_RESPONSE_TIMEOUT_MS,
+  DEFAULT_MAX_SOCKETS,
+} from './options.ts';
+export type { ProviderClientOptions, ResolvedProviderOptions, AttemptInfo, RetryInfo } from './options.ts';
+export { DEFAULT_USER_AGENT } from './user-agent.ts';

@@ -1,0 +1,123 @@
+/**
+ * Options of the messaging-service client, their defaults and their validation (fail fast, every
+ * problem listed at once). Everything is injected; nothing here reads the environment.
+ */
+import { ConfigError } from '../errors.ts';
+import type { FailureClass, OperationName } from './types.ts';
+import type { RetryPolicy } from './backoff.ts';
+
+/** Reported after every HTTP attempt, for metrics and logs. */
+export interface AttemptInfo {
+  readonly operation: OperationName;
+  /** 1-based attempt number within the call. */
+  readonly attempt: number;
+  readonly durationMs: number;
+  readonly outcome: 'success' | FailureClass;
+  readonly httpStatus?: number | undefined;
+  /** The provider's or our PROVIDER_* code, for failures. */
+  readonly code?: string | undefined;
+}
+
+/** Reported when a retry is scheduled, before waiting `delayMs`. */
+export interface RetryInfo {
+  readonly operation: OperationName;
+  /** The attempt that failed (the retry will be attempt + 1). */
+  readonly attempt: number;
+  readonly failureClass: FailureClass;
+  readonly code: string;
+  readonly delayMs: number;
+}
+
+export interface ProviderClientOptions {
+  /** Service origin (and optional path prefix), e.g. `https://uni.apistd.com`. */
+  readonly baseUrl: string;
+  readonly accessKeyId: string;
+  /** When present, every attempt is HMAC-signed (see signing.ts). */
+  readonly accessKeySecret?: string | undefined;
+  /** Limit for each of DNS lookup, TCP connect and TLS handshake. @defaultValue 2000 */
+  readonly connectTimeoutMs?: number;
+  /** Limit for sending the body, for the first response byte and for reading the body. @defaultValue 5000 */
+  readonly responseTimeoutMs?: number;
+  readonly retry?: Partial<RetryPolicy>;
+  /** Sockets per origin; size it to the worker's in-flight target. @defaultValue 64 */
+  readonly maxSockets?: number;
+  /** @defaultValue `sms-worker/<package version>` */
+  readonly userAgent?: string;
+  readonly onAttempt?: (info: AttemptInfo) => void;
+  readonly onRetry?: (info: RetryInfo) => void;
+  /** Jitter source; injectable so tests are deterministic. @defaultValue Math.random */
+  readonly random?: () => number;
+}
+
+/** Defaults we recommend for production (see README). */
+export const DEFAULT_RETRY_POLICY = {
+  maxAttempts: 3,
+  budgetMs: 15_000,
+  baseDelayMs: 250,
+  maxDelayMs: 3_000,
+  retryAmbiguous: false,
+} as const satisfies RetryPolicy;
+
+export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
+export const DEFAULT_RESPONSE_TIMEOUT_MS = 5_000;
+export const DEFAULT_MAX_SOCKETS = 64;
+
+export interface ResolvedProviderOptions {
+  readonly baseUrl: URL;
+  readonly accessKeyId: string;
+  readonly accessKeySecret: string | undefined;
+  readonly connectTimeoutMs: number;
+  readonly responseTimeoutMs: number;
+  readonly retry: RetryPolicy;
+  readonly maxSockets: number;
+  readonly userAgent: string | undefined;
+  readonly onAttempt: ((info: AttemptInfo) => void) | undefined;
+  readonly onRetry: ((info: RetryInfo) => void) | undefined;
+  readonly random: () => number;
+}
+
+function positiveInt(problems: string[], name: string, value: number, min = 1): void {
+  if (!Number.isInteger(value) || value < min) problems.push(`${name} must be an integer ≥ ${min} (got ${value})`);
+}
+
+export function resolveProviderOptions(options: ProviderClientOptions): ResolvedProviderOptions {
+  const problems: string[] = [];
+  let baseUrl: URL | undefined;
+  try {
+    baseUrl = new URL(options.baseUrl);
+    if (baseUrl.protocol !== 'http:' && baseUrl.protocol !== 'https:') problems.push('baseUrl must be http(s)');
+    if (baseUrl.search !== '' || baseUrl.hash !== '') problems.push('baseUrl must not carry a query or fragment');
+  } catch {
+    problems.push('baseUrl is not a valid URL');
+  }
+  if (options.accessKeyId.trim() === '') problems.push('accessKeyId must not be empty');
+  if (options.accessKeySecret !== undefined && options.accessKeySecret === '') {
+    problems.push('accessKeySecret must not be empty when given');
+  }
+  const retry: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+  const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const responseTimeoutMs = options.responseTimeoutMs ?? DEFAULT_RESPONSE_TIMEOUT_MS;
+  const maxSockets = options.maxSockets ?? DEFAULT_MAX_SOCKETS;
+  positiveInt(problems, 'connectTimeoutMs', connectTimeoutMs);
+  positiveInt(problems, 'responseTimeoutMs', responseTimeoutMs);
+  positiveInt(problems, 'maxSockets', maxSockets);
+  positiveInt(problems, 'retry.maxAttempts', retry.maxAttempts);
+  positiveInt(problems, 'retry.budgetMs', retry.budgetMs, 0);
+  positiveInt(problems, 'retry.baseDelayMs', retry.baseDelayMs, 0);
+  positiveInt(problems, 'retry.maxDelayMs', retry.maxDelayMs, 0);
+  if (retry.maxDelayMs < retry.baseDelayMs) problems.push('retry.maxDelayMs must be ≥ retry.baseDelayMs');
+  if (problems.length > 0 || baseUrl === undefined) throw new ConfigError(problems.map((p) => `provider: ${p}`));
+  return {
+    baseUrl,
+    accessKeyId: options.accessKeyId,
+    accessKeySecret: options.accessKeySecret,
+    connectTimeoutMs,
+    responseTimeoutMs,
+    retry,
+    maxSockets,
+    userAgent: options.userAgent,
+    onAttempt: options.onAttempt,
+    onRetry: options.onRetry,
+    random: options.random ?? Math.random,
+  };
+}

@@ -1,0 +1,142 @@
+/**
+ * The /_sandbox/ admin routes, so a benchmark or chaos run in another process can read and steer
+ * the sandbox. Bodies are JSON; answers are JSON. Not subject to auth, faults or latency.
+ *
+ *   GET  /_sandbox/health                       {"ok":true}
+ *   GET  /_sandbox/stats                        SandboxStats
+ *   GET  /_sandbox/requests?limit=&since=&correlationId=&action=
+ *                                               {"total":n,"entries":[RequestLogView…]} (limit defaults to 1000)
+ *   GET  /_sandbox/correlations?min=2           {"counts":{"<correlation id>":n}} accepted sends per id ≥ min
+ *   POST /_sandbox/reset                        initial balance and faults, empty log and counters
+ *   GET  /_sandbox/balance                      {"balance":"…"}
+ *   POST /_sandbox/balance {"balance":"…"}      set the balance
+ *   GET  /_sandbox/faults                       {"settings":FaultSettings,"queued":[FaultKind…]}
+ *   POST /_sandbox/faults {"latency"?,"rates"?,"down"?,"retryAfterSec"?,"enqueue"?,"clearQueue"?}
+ *        merges the given settings; enqueue is [{"kind":FaultKind,"count"?:n}] for the next requests
+ */
+import { z } from 'zod';
+import type { ErrorEnvelope } from './error-codes.ts';
+import { errorEnvelope, SANDBOX_ERRORS } from './error-codes.ts';
+import { FAULT_KINDS } from './faults.ts';
+import type { FaultSettings } from './faults.ts';
+import type { SandboxState } from './state.ts';
+
+export const ADMIN_PREFIX = '/_sandbox/';
+
+const nonNegative = z.number().finite().nonnegative();
+
+export const latencySchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('none') }),
+  z.object({ kind: z.literal('fixed'), ms: nonNegative }),
+  z.object({ kind: z.literal('uniform'), minMs: nonNegative, maxMs: nonNegative }).refine((v) => v.maxMs >= v.minMs, {
+    message: 'maxMs must be ≥ minMs',
+  }),
+  z
+    .object({ kind: z.literal('lognormal'), medianMs: z.number().positive(), p99Ms: z.number().positive() })
+    .refine((v) => v.p99Ms >= v.medianMs, { message: 'p99Ms must be ≥ medianMs' }),
+]);
+
+const faultKind = z.enum(FAULT_KINDS);
+
+export const faultUpdateSchema = z.object({
+  latency: latencySchema.optional(),
+  rates: z.partialRecord(faultKind, z.number().min(0).max(1)).optional(),
+  down: z.boolean().optional(),
+  retryAfterSec: z.number().int().nonnegative().optional(),
+  enqueue: z.array(z.object({ kind: faultKind, count: z.number().int().positive().optional() })).optional(),
+  clearQueue: z.boolean().optional(),
+});
+
+export type FaultUpdate = z.infer<typeof faultUpdateSchema>;
+
+/** Applies a fault update (from HTTP or code) to the state. */
+export function applyFaultUpdate(state: SandboxState, update: FaultUpdate): void {
+  if (update.clearQueue === true) state.faults.clearQueue();
+  const settings: Partial<FaultSettings> = {
+    ...(update.latency === undefined ? {} : { latency: update.latency }),
+    ...(update.rates === undefined ? {} : { rates: update.rates }),
+    ...(update.down === undefined ? {} : { down: update.down }),
+    ...(update.retryAfterSec === undefined ? {} : { retryAfterSec: update.retryAfterSec }),
+  };
+  state.faults.update(settings);
+  for (const item of update.enqueue ?? []) state.faults.enqueue(item.kind, item.count ?? 1);
+}
+
+export interface AdminAnswer {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+function invalid(detail: string): AdminAnswer {
+  const envelope: ErrorEnvelope & { detail: string } = { ...errorEnvelope('invalidAdminRequest'), detail };
+  return { status: 400, body: envelope };
+}
+
+function optionalInt(value: string | null): number | undefined {
+  if (value === null || !/^\d+$/.test(value)) return undefined;
+  return Number(value);
+}
+
+function parseJson(raw: string): { ok: true; value: unknown } | { ok: false } {
+  if (raw.trim() === '') return { ok: true, value: {} };
+  try {
+    return { ok: true, value: JSON.parse(raw) as unknown };
+  } catch {
+    return { ok: false };
+  }
+}
+
+export function handleAdmin(state: SandboxState, method: string, url: URL, rawBody: string): AdminAnswer {
+  const route = `${method} ${url.pathname.slice(ADMIN_PREFIX.length).replace(/\/+$/, '')}`;
+  const query = url.searchParams;
+  const json = parseJson(rawBody);
+  if (!json.ok) return invalid('body is not JSON');
+
+  switch (route) {
+    case 'GET health':
+      return { status: 200, body: { ok: true } };
+    case 'GET stats':
+      return { status: 200, body: state.stats() };
+    case 'GET errors':
+      return { status: 200, body: Object.values(SANDBOX_ERRORS) };
+    case 'GET requests': {
+      const correlationId = query.get('correlationId') ?? undefined;
+      const action = query.get('action') ?? undefined;
+      const since = optionalInt(query.get('since'));
+      const entries = state.requests({
+        limit: optionalInt(query.get('limit')) ?? 1000,
+        ...(since === undefined ? {} : { since }),
+        ...(correlationId === undefined ? {} : { correlationId }),
+        ...(action === undefined ? {} : { action }),
+      });
+      return { status: 200, body: { total: state.stats().requests, entries } };
+    }
+    case 'GET correlations':
+      return { status: 200, body: { counts: state.correlationCounts(optionalInt(query.get('min')) ?? 2) } };
+    case 'POST reset':
+      state.reset();
+      return { status: 200, body: { ok: true, balance: state.balance } };
+    case 'GET balance':
+      return { status: 200, body: { balance: state.balance } };
+    case 'POST balance': {
+      const parsed = z.object({ balance: z.string() }).safeParse(json.value);
+      if (!parsed.success) return invalid('expected {"balance":"<decimal>"}');
+      try {
+        state.setBalance(parsed.data.balance);
+      } catch {
+        return invalid('balance must be a non-negative decimal with at most six decimals');
+      }
+      return { status: 200, body: { balance: state.balance } };
+    }
+    case 'GET faults':
+      return { status: 200, body: { settings: state.faults.settings, queued: state.faults.queued } };
+    case 'POST faults': {
+      const parsed = faultUpdateSchema.safeParse(json.value);
+      if (!parsed.success) return invalid(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+      applyFaultUpdate(state, parsed.data);
+      return { status: 200, body: { settings: state.faults.settings, queued: state.faults.queued } };
+    }
+    default:
+      return { status: 404, body: errorEnvelope('notFound') };
+  }
+}

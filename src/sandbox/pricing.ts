@@ -1,0 +1,44 @@
+/**
+ * The sandbox's routing and price table: per region, the upstream that carries text messages and
+ * its price per billed message, plus a voice route for the home region. Prices are invented but
+ * of a plausible order; the voice price matches the spec's example (0.050000). A region listed
+ * with `upstream: null` (AU) — or absent from the table — has no route and answers 101301.
+ */
+import { parseMoney } from './money.ts';
+
+export interface Route {
+  readonly upstream: string;
+  readonly priceMicros: bigint;
+}
+
+export interface RegionRoutes {
+  readonly text: Route | null;
+  readonly voice?: Route;
+}
+
+function route(upstream: string, price: string): Route {
+  const priceMicros = parseMoney(price);
+  if (priceMicros === undefined) throw new Error(`bad price literal ${price}`);
+  return { upstream, priceMicros };
+}
+
+export const PRICE_TABLE: Readonly<Record<string, RegionRoutes>> = {
+  CN: { text: route('cn.cmpp.standard', '0.045000'), voice: route('monyun.standard', '0.050000') },
+  HK: { text: route('apac.direct', '0.350000') },
+  TW: { text: route('apac.direct', '0.420000') },
+  SG: { text: route('apac.direct', '0.250000') },
+  JP: { text: route('apac.premium', '0.550000') },
+  US: { text: route('na.tollfree', '0.080000') },
+  GB: { text: route('eu.premium', '0.300000') },
+  DE: { text: route('eu.premium', '0.600000') },
+  FR: { text: route('eu.standard', '0.450000') },
+  AU: { text: null },
+};
+
+export function textRoute(regionCode: string): Route | undefined {
+  return PRICE_TABLE[regionCode]?.text ?? undefined;
+}
+
+export function voiceRoute(regionCode: string): Route | undefined {
+  return PRICE_TABLE[regionCode]?.voice;
+}

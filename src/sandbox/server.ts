@@ -1,0 +1,280 @@
+/**
+ * A real node:http server that behaves like the messaging service as the spec describes it
+ * (both operations, their envelopes, 400 failures with only code and message, x-uni-request-id on
+ * every answer), plus fault injection and /_sandbox/ admin routes. For tests, the demo and
+ * benchmarks: per request it does a JSON parse, libphonenumber and BigInt sums, nothing heavier.
+ */
+import http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { CountryCode } from 'libphonenumber-js';
+import { applyFaultUpdate, ADMIN_PREFIX, handleAdmin } from './admin.ts';
+import type { FaultUpdate } from './admin.ts';
+import { checkAuth } from './auth.ts';
+import type { ErrorEnvelope, SandboxErrorKey } from './error-codes.ts';
+import { errorEnvelope, SANDBOX_ERRORS } from './error-codes.ts';
+import { AFTER_PROCESSING, DEFAULT_FAULTS, seededRandom } from './faults.ts';
+import type { FaultKind, FaultSettings } from './faults.ts';
+import { parseMoney } from './money.ts';
+import { sendText, sendVoice } from './operations.ts';
+import type { OperationAnswer, SuccessEnvelope } from './operations.ts';
+import { SandboxState } from './state.ts';
+import { validateText, validateVoice } from './validate.ts';
+
+export interface SandboxOptions {
+  /** @defaultValue '127.0.0.1' */
+  readonly host?: string;
+  /** 0 picks a free port. @defaultValue 0 */
+  readonly port?: number;
+  /** When set, other key ids get 900101. */
+  readonly accessKeyId?: string | undefined;
+  /** When set, requests must be HMAC-signed with it (signing.ts), timestamp within 10 minutes. */
+  readonly accessKeySecret?: string | undefined;
+  /** Decimal string. @defaultValue "1000000.000000" */
+  readonly balance?: string;
+  /** Region national numbers are read in, and the only region voice calls go to. @defaultValue 'CN' */
+  readonly homeRegion?: CountryCode;
+  readonly faults?: Partial<FaultSettings>;
+  /** Random source for faults and latency; overrides `seed`. @defaultValue Math.random */
+  readonly random?: () => number;
+  /** Seed for a reproducible random source. */
+  readonly seed?: number;
+  /** Request log entries kept (older ones rotate out; counters do not). @defaultValue 200000 */
+  readonly logCapacity?: number;
+}
+
+export interface RunningSandbox {
+  /** `http://host:port`, to use as the client's baseUrl. */
+  readonly url: string;
+  readonly port: number;
+  readonly state: SandboxState;
+  /** Same effect as POST /_sandbox/faults. */
+  setFaults(update: FaultUpdate): void;
+  /** Stops listening and drops every connection, hanging ones included. Idempotent. */
+  close(): Promise<void>;
+}
+
+export const DEFAULT_SANDBOX_BALANCE = '1000000.000000';
+const MAX_BODY_BYTES = 1024 * 1024;
+const TEXT = 'sms.message.send';
+const VOICE = 'sms.voice.verification.send';
+
+interface Answer {
+  readonly status: number;
+  readonly envelope: ErrorEnvelope | SuccessEnvelope;
+  readonly accepted: boolean;
+}
+
+function header(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function failure(key: SandboxErrorKey): Answer {
+  return { status: SANDBOX_ERRORS[key].httpStatus, envelope: errorEnvelope(key), accepted: false };
+}
+
+/** Reads the body; undefined when it is larger than the limit. */
+async function readBody(req: IncomingMessage): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const buffer = chunk as Buffer;
+    size += buffer.length;
+    // Keep draining past the limit (dropping the bytes) so the socket stays usable for the answer.
+    if (size <= MAX_BODY_BYTES) chunks.push(buffer);
+  }
+  return size > MAX_BODY_BYTES ? undefined : Buffer.concat(chunks).toString('utf8');
+}
+
+function writeJson(res: ServerResponse, status: number, body: unknown, requestId: string, extra: Record<string, string> = {}): void {
+  const json = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json;charset=utf-8',
+    'content-length': Buffer.byteLength(json),
+    'x-uni-request-id': requestId,
+    ...extra,
+  });
+  res.end(json);
+}
+
+export async function startSandbox(options: SandboxOptions = {}): Promise<RunningSandbox> {
+  const homeRegion: CountryCode = options.homeRegion ?? 'CN';
+  const balanceMicros = parseMoney(options.balance ?? DEFAULT_SANDBOX_BALANCE);
+  if (balanceMicros === undefined) throw new Error('sandbox balance must be a non-negative decimal with at most six decimals');
+  const random = options.random ?? (options.seed === undefined ? Math.random : seededRandom(options.seed));
+  const state = new SandboxState({
+    balanceMicros,
+    faults: { ...DEFAULT_FAULTS, ...options.faults },
+    random,
+    logCapacity: options.logCapacity ?? 200_000,
+  });
+  const auth = { accessKeyId: options.accessKeyId, accessKeySecret: options.accessKeySecret };
+  const closing = new AbortController();
+
+  // Ids: a per-boot prefix plus a counter; unique, opaque, and cheaper than a UUID per message.
+  const boot = randomBytes(6).toString('hex');
+  let requestCounter = 0;
+  let messageCounter = 0;
+  const nextRequestId = (): string => `${boot}${(requestCounter += 1).toString(16).padStart(10, '0')}`;
+  const nextMessageId = (): string => `${boot}m${(messageCounter += 1).toString(16).padStart(10, '0')}`;
+
+  function processSend(method: string, query: URLSearchParams, rawBody: string | undefined, correlationId: string | undefined): Answer {
+    if (method !== 'POST') return failure('methodNotAllowed');
+    const authError = checkAuth(query, auth, Date.now());
+    if (authError !== undefined) return failure(authError);
+    const action = query.get('action');
+    if (action !== TEXT && action !== VOICE) return failure('unknownAction');
+    if (rawBody === undefined) return failure('invalidBody');
+    let body: unknown;
+    try {
+      body = JSON.parse(rawBody);
+    } catch {
+      return failure('invalidBody');
+    }
+    let result: OperationAnswer;
+    let recipients: number;
+    if (action === TEXT) {
+      const command = validateText(body, homeRegion);
+      if (!command.ok) return failure(command.error);
+      recipients = command.value.recipients.length;
+      result = sendText(command.value, homeRegion, state.balanceMicros, nextMessageId);
+    } else {
+      const command = validateVoice(body, homeRegion);
+      if (!command.ok) return failure(command.error);
+      recipients = 1;
+      result = sendVoice(command.value, homeRegion, state.balanceMicros, nextMessageId);
+    }
+    if (!result.ok) return { status: 400, envelope: result.envelope, accepted: false };
+    state.charge(result.balanceMicros, result.chargedMicros, recipients, correlationId);
+    return { status: 200, envelope: result.envelope, accepted: true };
+  }
+
+  function answerFault(res: ServerResponse, fault: FaultKind, requestId: string): { status: number; code: string | undefined } {
+    const retryAfter = { 'retry-after': String(state.faults.settings.retryAfterSec) };
+    switch (fault) {
+      case 'http500':
+        writeJson(res, 500, errorEnvelope('internalError'), requestId);
+        return { status: 500, code: SANDBOX_ERRORS.internalError.code };
+      case 'http502':
+        writeJson(res, 502, errorEnvelope('badGateway'), requestId);
+        return { status: 502, code: SANDBOX_ERRORS.badGateway.code };
+      case 'http503':
+        writeJson(res, 503, errorEnvelope('serviceUnavailable'), requestId, retryAfter);
+        return { status: 503, code: SANDBOX_ERRORS.serviceUnavailable.code };
+      case 'http429':
+        writeJson(res, 429, errorEnvelope('tooManyRequests'), requestId, retryAfter);
+        return { status: 429, code: SANDBOX_ERRORS.tooManyRequests.code };
+      case 'reset':
+      case 'reset-after':
+        res.socket?.destroy();
+        return { status: 0, code: undefined };
+      case 'hang':
+      case 'hang-after':
+        // Never answered; close() drops the connection.
+        return { status: 0, code: undefined };
+      case 'malformed': {
+        const html = '<html><body><h1>upstream hiccup</h1></body></html>';
+        res.writeHead(200, { 'content-type': 'text/html', 'content-length': Buffer.byteLength(html), 'x-uni-request-id': requestId });
+        res.end(html);
+        return { status: 200, code: undefined };
+      }
+      case 'missing-data':
+        writeJson(res, 200, { code: '0', message: 'Success' }, requestId);
+        return { status: 200, code: '0' };
+    }
+  }
+
+  async function handleService(req: IncomingMessage, res: ServerResponse, url: URL, rawBody: string | undefined): Promise<void> {
+    const receivedAt = Date.now();
+    const seq = state.nextSeq();
+    const requestId = nextRequestId();
+    const correlationId = header(req.headers['x-correlation-id']);
+    const fault = state.faults.next();
+    const latencyMs = state.faults.latencyMs();
+    if (latencyMs > 0) await sleep(latencyMs, undefined, { signal: closing.signal });
+
+    let answer: Answer | undefined;
+    if (fault === undefined || AFTER_PROCESSING.has(fault)) {
+      answer = processSend(req.method ?? 'GET', url.searchParams, rawBody, correlationId);
+    }
+    let sent: { status: number; code: string | undefined };
+    if (fault !== undefined) {
+      sent = answerFault(res, fault, requestId);
+    } else if (answer !== undefined) {
+      writeJson(res, answer.status, answer.envelope, requestId);
+      sent = { status: answer.status, code: answer.envelope.code };
+    } else {
+      sent = { status: 0, code: undefined };
+    }
+    state.record({
+      seq,
+      receivedAt,
+      action: url.searchParams.get('action') ?? undefined,
+      accessKeyId: url.searchParams.has('accessKeyId') ? 'REDACTED' : undefined,
+      correlationId,
+      rawBody: rawBody ?? '',
+      httpStatus: sent.status,
+      answerCode: sent.code,
+      fault,
+      accepted: answer?.accepted ?? false,
+      latencyMs,
+    });
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const rawBody = await readBody(req);
+      const url = new URL(req.url ?? '/', 'http://sandbox.invalid');
+      if (url.pathname.startsWith(ADMIN_PREFIX)) {
+        const answer = handleAdmin(state, req.method ?? 'GET', url, rawBody ?? '');
+        writeJson(res, answer.status, answer.body, nextRequestId());
+        return;
+      }
+      await handleService(req, res, url, rawBody);
+    } catch (error) {
+      if (closing.signal.aborted) return;
+      // A sandbox bug must show up as a 500 to the client, never as a crashed test process.
+      if (!res.headersSent && !res.destroyed) {
+        writeJson(res, 500, { ...errorEnvelope('internalError'), detail: String(error) }, nextRequestId());
+      }
+    }
+  }
+
+  const server = http.createServer((req, res) => {
+    void handle(req, res);
+  });
+  server.on('connection', () => state.noteConnection());
+  // Longer than any client's idle keep-alive, so the client never reuses a socket we just closed
+  // (that would surface as an ECONNRESET the client must treat as ambiguous).
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 0;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+
+  let closed: Promise<void> | undefined;
+  return {
+    url: `http://${host}:${address.port}`,
+    port: address.port,
+    state,
+    setFaults: (update) => applyFaultUpdate(state, update),
+    close(): Promise<void> {
+      closed ??= new Promise<void>((resolve) => {
+        closing.abort();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closed;
+    },
+  };
+}

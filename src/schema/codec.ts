@@ -1,0 +1,90 @@
+import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
+import { AVRO_PARSE_OPTIONS, deadLetterSchema, resultSchema } from '../contracts/avro.ts';
+import { DEAD_LETTER_CODES } from '../contracts/dead-letter.ts';
+import { SmsWorkerError } from '../errors.ts';
+
+/** Why a record cannot be decoded at all: it goes to the dead-letter topic. */
+export interface Undecodable {
+  readonly ok: false;
+  readonly code: string;
+  readonly message: string;
+}
+
+/** The registry could not be asked (down, 5xx, timeout): not the record's fault, so retry. */
+export class RegistryUnavailableError extends SmsWorkerError {
+  constructor(message: string) {
+    super('SCHEMA_REGISTRY_UNAVAILABLE', message, { retryable: true });
+  }
+}
+
+interface StatusError {
+  readonly status?: unknown;
+}
+
+export function createRegistry(url: string, auth?: { username: string; password: string }): SchemaRegistry {
+  return new SchemaRegistry({ host: url, ...(auth !== undefined && { auth }), clientId: 'sms-worker' }, { [SchemaType.AVRO]: { ...AVRO_PARSE_OPTIONS } });
+}
+
+/**
+ * Confluent-framed Avro in and out. Writer schemas are cached by id inside the registry client;
+ * the ids of the schemas this worker writes are resolved once, at start-up.
+ */
+export class Codec {
+  readonly registry: SchemaRegistry;
+  readonly resultSchemaId: number;
+  readonly deadLetterSchemaId: number;
+
+  private constructor(registry: SchemaRegistry, resultSchemaId: number, deadLetterSchemaId: number) {
+    this.registry = registry;
+    this.resultSchemaId = resultSchemaId;
+    this.deadLetterSchemaId = deadLetterSchemaId;
+  }
+
+  /** Registers (idempotently) the result and dead-letter schemas under TopicNameStrategy subjects. */
+  static async create(registry: SchemaRegistry, topics: { results: string; deadLetter: string }): Promise<Codec> {
+    const [result, deadLetter] = await Promise.all([
+      registry.register({ type: SchemaType.AVRO, schema: JSON.stringify(resultSchema) }, { subject: `${topics.results}-value` }),
+      registry.register({ type: SchemaType.AVRO, schema: JSON.stringify(deadLetterSchema) }, { subject: `${topics.deadLetter}-value` }),
+    ]);
+    return new Codec(registry, result.id, deadLetter.id);
+  }
+
+  /**
+   * Decodes a command record's value. Returns the decoded Avro value, or why the bytes are not a
+   * record this worker can read. Throws RegistryUnavailableError when the answer depends on a
+   * registry that cannot be reached.
+   */
+  async decode(value: Buffer | null): Promise<{ ok: true; value: unknown; schemaId: number } | Undecodable> {
+    if (value === null || value.length < 5 || value[0] !== 0) {
+      return {
+        ok: false,
+        code: DEAD_LETTER_CODES.notConfluentFraming,
+        message: value === null ? 'record has no value (tombstone)' : value.length < 5 ? `value is ${value.length} bytes, shorter than the 5-byte Confluent header` : `first byte is ${value[0]}, not the Confluent magic byte 0`,
+      };
+    }
+    const schemaId = value.readInt32BE(1);
+    let type;
+    try {
+      type = await this.registry.getSchema(schemaId);
+    } catch (error) {
+      const status = (error as StatusError).status;
+      if (status === 404) return { ok: false, code: DEAD_LETTER_CODES.unknownSchemaId, message: `schema id ${schemaId} is not in the registry` };
+      throw new RegistryUnavailableError(`schema registry lookup of id ${schemaId} failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    try {
+      const decoded = await this.registry.decode(value);
+      return { ok: true, value: decoded, schemaId };
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      return { ok: false, code: DEAD_LETTER_CODES.undecodable, message: `bytes do not decode with schema id ${schemaId} (${type === undefined ? 'unknown type' : 'Avro'}): ${reason}` };
+    }
+  }
+
+  encodeResult(value: Record<string, unknown>): Promise<Buffer> {
+    return this.registry.encode(this.resultSchemaId, value);
+  }
+
+  encodeDeadLetter(value: Record<string, unknown>): Promise<Buffer> {
+    return this.registry.encode(this.deadLetterSchemaId, value);
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * Why sends are held back. Sending is paused for the whole process (not per command), because
+ * both causes are properties of the account or of the service, not of a command.
+ */
+export type PauseReason = 'insufficient_funds' | 'circuit_open';
+
+export interface GateBackoff {
+  readonly initialMs: number;
+  readonly maxMs: number;
+}
+
+export type Passage = 'go' | 'probe';
+
+interface Blocked {
+  readonly reason: PauseReason;
+  readonly delayMs: number;
+  readonly probeAt: number;
+  probing: boolean;
+}
+
+/**
+ * Holds every send while the service cannot usefully take one (funds exhausted, circuit open).
+ * While blocked, exactly one caller at a time is let through as a probe once the probe time is
+ * reached; its outcome clears the gate or blocks again with a doubled delay (capped). Everything
+ * else waits, keeping its command: nothing is failed while the cause is outside the command.
+ */
+export class ServiceGate {
+  #blocked: Blocked | undefined;
+  readonly #backoff: Record<PauseReason, GateBackoff>;
+  readonly #onChange: (reason: PauseReason | undefined) => void;
+  readonly #now: () => number;
+  #wake: { promise: Promise<void>; resolve: () => void } = ServiceGate.#deferred();
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(options: { backoff: Record<PauseReason, GateBackoff>; onChange?: (reason: PauseReason | undefined) => void; now?: () => number }) {
+    this.#backoff = options.backoff;
+    this.#onChange = options.onChange ?? (() => undefined);
+    this.#now = options.now ?? Date.now;
+  }
+
+  static #deferred(): { promise: Promise<void>; resolve: () => void } {
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    return { promise, resolve };
+  }
+
+  get reason(): PauseReason | undefined {
+    return this.#blocked?.reason;
+  }
+
+  /** Waits until the caller may send: `go` when open, `probe` when chosen to test a blocked service. */
+  async pass(signal: AbortSignal): Promise<Passage> {
+    for (;;) {
+      signal.throwIfAborted();
+      const blocked = this.#blocked;
+      if (blocked === undefined) return 'go';
+      if (!blocked.probing && this.#now() >= blocked.probeAt) {
+        blocked.probing = true;
+        return 'probe';
+      }
+      const wake = this.#wake.promise;
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = (): void => reject(signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+        void wake.then(() => {
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        });
+      });
+    }
+  }
+
+  /** A send failed for a reason outside the command. `wasProbe` escalates the delay. */
+  block(reason: PauseReason, wasProbe: boolean): void {
+    const previous = this.#blocked;
+    // Already blocked for this reason: only a failed probe moves the next probe further out.
+    if (previous?.reason === reason && !wasProbe) return;
+    const { initialMs, maxMs } = this.#backoff[reason];
+    const delayMs = previous?.reason === reason ? Math.min(maxMs, previous.delayMs * 2) : initialMs;
+    this.#blocked = { reason, delayMs, probeAt: this.#now() + delayMs, probing: false };
+    if (previous?.reason !== reason) this.#onChange(reason);
+    this.#schedule(delayMs);
+  }
+
+  /** A send went through (or the service answered with a command-specific error): open the gate. */
+  clear(): void {
+    if (this.#blocked === undefined) return;
+    this.#blocked = undefined;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#onChange(undefined);
+    this.#notify();
+  }
+
+  /** The probe could not be made (its command was abandoned): let another caller probe. */
+  releaseProbe(): void {
+    if (this.#blocked !== undefined) {
+      this.#blocked.probing = false;
+      this.#notify();
+    }
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.#notify(), delayMs);
+    this.#timer.unref();
+  }
+
+  #notify(): void {
+    const current = this.#wake;
+    this.#wake = ServiceGate.#deferred();
+    current.resolve();
+  }
+
+  close(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#notify();
+  }
+}
+
+/**
+ * Counts consecutive outage-class failures (transport, throttled, ambiguous); any answer from a
+ * working service resets it. `failure()` returns true when the threshold is reached.
+ */
+export class OutageCounter {
+  #consecutive = 0;
+  readonly #threshold: number;
+  constructor(threshold: number) {
+    this.#threshold = threshold;
+  }
+  failure(): boolean {
+    this.#consecutive += 1;
+    return this.#consecutive >= this.#threshold;
+  }
+  success(): void {
+    this.#consecutive = 0;
+  }
+}

@@ -1,0 +1,82 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Message } from 'kafkajs';
+import type { TransactionalProducers } from '../kafka/transactional-producers.ts';
+import { SmsWorkerError } from '../errors.ts';
+import type { Logger } from '../observability/logger.ts';
+import type { RecordOutcome } from './record-handler.ts';
+
+/** kafkajs has no linger and the broker caps a record batch at message.max.bytes (1 MB by default). */
+const RECORDS_PER_SEND = 400;
+
+export interface CommitTarget {
+  readonly topic: string;
+  readonly partition: number;
+  readonly consumerGroup: string;
+  readonly resultTopic: string;
+  readonly deadLetterTopic: string;
+}
+
+/** The producer for this partition was fenced: another instance owns the partition now. */
+export class FencedError extends SmsWorkerError {
+  constructor(message: string) {
+    super('PRODUCER_FENCED', message, { retryable: false });
+  }
+}
+
+function isFencing(error: unknown): boolean {
+  const type = (error as { type?: unknown }).type;
+  return type === 'INVALID_PRODUCER_EPOCH' || type === 'PRODUCER_FENCED' || type === 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED';
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/**
+ * Publishes a finished prefix of a partition's records — results, dead letters — and the next
+ * offset to consume, in one Kafka transaction: a `read_committed` reader sees the results exactly
+ * when the offsets move, and never one without the other. A failed transaction is aborted and
+ * retried with a fresh producer (same transactional id, so still fenced against zombies); a fenced
+ * producer is never retried — the partition belongs to someone else.
+ */
+export async function commitPrefix(
+  producers: TransactionalProducers,
+  target: CommitTarget,
+  outcomes: readonly RecordOutcome[],
+  commitOffset: string,
+  log: Logger,
+  attempts = 6,
+): Promise<{ results: number; deadLetters: number }> {
+  const messages: { topic: string; messages: Message[] }[] = [];
+  const results: Message[] = [];
+  const deadLetters: Message[] = [];
+  for (const outcome of outcomes) {
+    if (outcome.kind === 'result') results.push({ key: outcome.key, value: outcome.value });
+    else if (outcome.kind === 'dead-letter') deadLetters.push({ key: outcome.key, value: outcome.value });
+  }
+  for (const chunk of chunks(results, RECORDS_PER_SEND)) messages.push({ topic: target.resultTopic, messages: chunk });
+  for (const chunk of chunks(deadLetters, RECORDS_PER_SEND)) messages.push({ topic: target.deadLetterTopic, messages: chunk });
+
+  let delay = 200;
+  for (let attempt = 1; ; attempt++) {
+    const producer = await producers.forPartition(target.topic, target.partition);
+    let transaction;
+    try {
+      transaction = await producer.transaction();
+      for (const batch of messages) await transaction.send(batch);
+      await transaction.sendOffsets({ consumerGroupId: target.consumerGroup, topics: [{ topic: target.topic, partitions: [{ partition: target.partition, offset: commitOffset }] }] });
+      await transaction.commit();
+      return { results: results.length, deadLetters: deadLetters.length };
+    } catch (error) {
+      await transaction?.abort().catch(() => undefined);
+      await producers.discard(target.topic, target.partition);
+      if (isFencing(error)) throw new FencedError(`transactional producer for ${target.topic}[${target.partition}] was fenced: the partition is owned by another instance`);
+      if (attempt >= attempts) throw error;
+      log.warn({ err: error, topic: target.topic, partition: target.partition, attempt }, 'transaction failed; retrying with a fresh producer');
+      await sleep(delay);
+      delay = Math.min(delay * 2, 5_000);
+    }
+  }
+}

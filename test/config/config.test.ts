@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { describeConfig, loadConfig } from '../../src/config/index.ts';
+import { ConfigError } from '../../src/errors.ts';
+
+const minimal = {
+  KAFKA_BROKERS: 'localhost:9092',
+  SCHEMA_REGISTRY_URL: 'http://localhost:8081',
+  PROVIDER_BASE_URL: 'https://uni.example.test',
+  PROVIDER_ACCESS_KEY_ID: 'AKID-SECRET-VALUE',
+};
+
+function problemsOf(env: NodeJS.ProcessEnv): readonly string[] {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const config = loadConfig(minimal);
+    expect(config.topics).toEqual({ commands: 'sms.commands', results: 'sms.results', deadLetter: 'sms.commands.dlq', create: false, partitions: 12, replicationFactor: 3 });
+    expect(config.maxInFlight).toBe(64);
+    expect(config.validation).toEqual({ homeRegion: 'CN', maxRecipients: 1000, partialRecipients: 'reject' });
+    expect(config.provider.retry).toEqual({ maxAttempts: 4, budgetMs: 30_000, baseDelayMs: 250, maxDelayMs: 5_000, retryAmbiguous: false });
+    expect(config.funds.policy).toBe('pause');
+    expect(config.kafka.ssl).toBe(false);
+    expect(config.kafka.sasl).toBeUndefined();
+    expect(config.httpPort).toBe(9464);
+  });
+
+  it('lists every problem at once, naming each variable', () => {
+    const problems = problemsOf({ KAFKA_BROKERS: 'nohostport', MAX_IN_FLIGHT: '0', PARTIAL_RECIPIENTS: 'some', HOME_REGION: 'china' });
+    const text = problems.join('\n');
+    for (const variable of ['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'PROVIDER_BASE_URL', 'PROVIDER_ACCESS_KEY_ID', 'MAX_IN_FLIGHT', 'PARTIAL_RECIPIENTS', 'HOME_REGION']) {
+      expect(text).toContain(variable);
+    }
+    expect(problems.length).toBeGreaterThanOrEqual(7);
+  });
+
+  it('checks rules across variables', () => {
+    const problems = problemsOf({ ...minimal, KAFKA_SASL_MECHANISM: 'scram-sha-512', RESULT_TOPIC: 'sms.commands', PROVIDER_RETRY_BASE_MS: '1000', PROVIDER_RETRY_MAX_DELAY_MS: '10' });
+    expect(problems.join('\n')).toMatch(/KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD/);
+    expect(problems.join('\n')).toMatch(/three different topics/);
+    expect(problems.join('\n')).toMatch(/PROVIDER_RETRY_MAX_DELAY_MS/);
+  });
+
+  it('parses booleans and SASL settings', () => {
+    const config = loadConfig({ ...minimal, KAFKA_SSL: 'true', KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'svc', KAFKA_SASL_PASSWORD: 'pw-123', PROVIDER_RETRY_AMBIGUOUS: '1' });
+    expect(config.kafka.ssl).toEqual({ rejectUnauthorized: true });
+    expect(config.kafka.sasl).toEqual({ mechanism: 'plain', username: 'svc', password: 'pw-123' });
+    expect(config.provider.retry.retryAmbiguous).toBe(true);
+  });
+
+  it('never echoes a secret, neither in errors nor in the loggable description', () => {
+    const bad = problemsOf({ ...minimal, KAFKA_BROKERS: '', PROVIDER_ACCESS_KEY_SECRET: 'SECRET-XYZ', KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_PASSWORD: 'PW-XYZ' });
+    expect(bad.join('\n')).not.toMatch(/AKID-SECRET-VALUE|SECRET-XYZ|PW-XYZ/);
+    const described = JSON.stringify(describeConfig(loadConfig({ ...minimal, PROVIDER_ACCESS_KEY_SECRET: 'SECRET-XYZ', KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'PW-XYZ' })));
+    expect(described).not.toMatch(/AKID-SECRET-VALUE|SECRET-XYZ|PW-XYZ/);
+    expect(described).toContain('[redacted]');
+  });
+});

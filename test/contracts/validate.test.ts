@@ -1,0 +1,287 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_VALIDATION_POLICY, RULES, validateCommand } from '../../src/contracts/index.ts';
+import type { FieldProblem, SendCommand, Validation, ValidationPolicy } from '../../src/contracts/index.ts';
+import { NOW, textCommand, voiceCommand } from './fixtures.ts';
+
+const policy: ValidationPolicy = DEFAULT_VALIDATION_POLICY;
+const sendValid: ValidationPolicy = { ...policy, partialRecipients: 'send-valid' };
+
+function problemsOf(command: SendCommand, p: ValidationPolicy = policy): readonly FieldProblem[] {
+  const result = validateCommand(command, p, NOW);
+  return result.kind === 'rejected' ? result.problems : [];
+}
+
+function sent(result: Validation) {
+  if (result.kind !== 'send') throw new Error(`expected send, got ${JSON.stringify(result)}`);
+  return result;
+}
+
+describe('defaults', () => {
+  it('are CN, 1000 recipients, reject', () => {
+    expect(DEFAULT_VALIDATION_POLICY).toEqual({ homeRegion: 'CN', maxRecipients: 1000, partialRecipients: 'reject' });
+  });
+});
+
+describe('expiry (checked before everything else)', () => {
+  it.each([
+    ['past', NOW - 1, 'expired'],
+    ['exactly now', NOW, 'expired'],
+    ['future', NOW + 1, 'send'],
+    ['null', null, 'send'],
+  ] as const)('%s → %s', (_label, expiresAt, kind) => {
+    expect(validateCommand(textCommand({}, { expiresAt }), policy, NOW).kind).toBe(kind);
+  });
+
+  it('reports EXPIRED, not REJECTED, for an expired command that is also invalid', () => {
+    const command = textCommand({ signature: 'x', to: [] }, { commandId: '', expiresAt: NOW - 5 });
+    expect(validateCommand(command, policy, NOW)).toEqual({ kind: 'expired', expiresAt: NOW - 5 });
+  });
+});
+
+describe('commandId', () => {
+  it.each(['', '   '])('rejects %j', (commandId) => {
+    expect(problemsOf(textCommand({}, { commandId }))).toEqual([{ field: 'commandId', problem: RULES.commandIdBlank.message() }]);
+  });
+});
+
+describe('text: signature counted in Unicode code points', () => {
+  it.each([
+    ['a', 1, false],
+    ['ab', 2, true],
+    ['a'.repeat(16), 16, true],
+    ['a'.repeat(17), 17, false],
+    ['合', 1, false],
+    ['合一', 2, true],
+    ['合'.repeat(16), 16, true],
+    ['合'.repeat(17), 17, false],
+    ['😀😀', 2, true], // 4 UTF-16 units, 2 code points
+    ['😀'.repeat(9), 9, true], // 18 UTF-16 units
+  ])('%j (%i code points) accepted: %s', (signature, length, ok) => {
+    const problems = problemsOf(textCommand({ signature }));
+    expect(problems).toEqual(
+      ok ? [] : [{ field: 'operation.signature', problem: `signature must be 2 to 16 characters (Unicode code points); got ${length}` }],
+    );
+  });
+
+  it.each(['', '  ', '\u3000\u3000'])('rejects blank signature %j', (signature) => {
+    expect(problemsOf(textCommand({ signature }))).toEqual([
+      { field: 'operation.signature', problem: 'signature must not be empty or whitespace only' },
+    ]);
+  });
+});
+
+describe('text: exactly one of content and templateId', () => {
+  const both = [{ field: 'operation', problem: 'exactly one of content and templateId must be given; got both' }];
+  const neither = [
+    {
+      field: 'operation',
+      problem: 'exactly one of content and templateId must be given; got neither (empty or whitespace-only strings count as absent)',
+    },
+  ];
+  it.each([
+    ['content only', { content: 'hi' }, []],
+    ['templateId only', { content: undefined, templateId: 'T1' }, []],
+    ['both', { content: 'hi', templateId: 'T1' }, both],
+    ['neither', { content: undefined }, neither],
+    ['empty content', { content: '' }, neither],
+    ['whitespace-only content', { content: ' \n\t' }, neither],
+    ['empty templateId', { content: undefined, templateId: '' }, neither],
+    ['content and blank templateId', { content: 'hi', templateId: '  ' }, []],
+  ])('%s', (_label, operation, expected) => {
+    expect(problemsOf(textCommand(operation))).toEqual(expected);
+  });
+
+  it('sends content as given, without trimming', () => {
+    const result = sent(validateCommand(textCommand({ content: '  hello  ' }), policy, NOW));
+    expect(result.request).toEqual({
+      operation: 'sms.message.send',
+      body: { to: ['+8613800138000'], signature: '合一短信', content: '  hello  ' },
+    });
+  });
+});
+
+describe('text: templateData', () => {
+  it('is refused without templateId', () => {
+    expect(problemsOf(textCommand({ content: 'hi', templateData: { code: '1234' } }))).toEqual([
+      { field: 'operation.templateData', problem: 'templateData is only allowed together with templateId' },
+    ]);
+  });
+
+  it('is sent with templateId', () => {
+    const result = sent(validateCommand(textCommand({ content: undefined, templateId: 'T1', templateData: { code: '1234' } }), policy, NOW));
+    expect(result.request.body).toEqual({ to: ['+8613800138000'], signature: '合一短信', templateId: 'T1', templateData: { code: '1234' } });
+  });
+
+  it('counts as absent when empty: allowed without templateId and not sent with it', () => {
+    expect(problemsOf(textCommand({ content: 'hi', templateData: {} }))).toEqual([]);
+    const result = sent(validateCommand(textCommand({ content: undefined, templateId: 'T1', templateData: {} }), policy, NOW));
+    expect(result.request.body).toEqual({ to: ['+8613800138000'], signature: '合一短信', templateId: 'T1' });
+  });
+});
+
+describe('text: recipients', () => {
+  it('normalises to E.164 and keeps international numbers', () => {
+    const result = sent(validateCommand(textCommand({ to: ['13800138000', '+14155552671'] }), policy, NOW));
+    expect(result.request.body).toMatchObject({ to: ['+8613800138000', '+14155552671'] });
+  });
+
+  it('removes duplicates after normalisation (13800138000 and +8613800138000 are one recipient)', () => {
+    const result = sent(validateCommand(textCommand({ to: ['13800138000', '+8613800138000', '13800138000', '18509872103'] }), policy, NOW));
+    expect(result.request.body).toMatchObject({ to: ['+8613800138000', '+8618509872103'] });
+    expect(result.duplicatesRemoved).toBe(2);
+  });
+
+  it('requires at least one', () => {
+    expect(problemsOf(textCommand({ to: [] }))).toEqual([{ field: 'operation.to', problem: 'at least one recipient is required' }]);
+  });
+
+  it.each([
+    ['', 'recipient is empty'],
+    ['138 0013 8000', "recipient must be ASCII digits with an optional leading '+' (no spaces, punctuation or other characters)"],
+    ['１３８００１３８０００', "recipient must be ASCII digits with an optional leading '+' (no spaces, punctuation or other characters)"],
+    ['12345', 'recipient is too short to be a phone number'],
+    ['1380013800', 'recipient is not a valid phone number (no number range of its region matches)'],
+    ['+99912345678', 'recipient starts with a calling code that does not exist'],
+  ])('rejects malformed %j with its index', (bad, words) => {
+    expect(problemsOf(textCommand({ to: ['13800138000', bad] }))).toEqual([
+      {
+        field: 'operation.to[1]',
+        problem: `${words}; expected E.164 ('+' and calling code, e.g. +8613800138000) or a national number of CN`,
+      },
+    ]);
+  });
+
+  it('allows exactly maxRecipients distinct recipients and rejects one more (counted after dedup)', () => {
+    const small: ValidationPolicy = { ...policy, maxRecipients: 2 };
+    expect(validateCommand(textCommand({ to: ['13800138000', '+8613800138000', '18509872103'] }), small, NOW).kind).toBe('send');
+    expect(problemsOf(textCommand({ to: ['13800138000', '18509872103', '+14155552671'] }), small)).toEqual([
+      { field: 'operation.to', problem: 'at most 2 distinct recipients are allowed; got 3 after removing duplicates' },
+    ]);
+  });
+
+  it('enforces the default of 1000', () => {
+    const to = Array.from({ length: 1001 }, (_, i) => `+86138${String(i).padStart(8, '0')}`);
+    expect(problemsOf(textCommand({ to }))).toEqual([
+      { field: 'operation.to', problem: 'at most 1000 distinct recipients are allowed; got 1001 after removing duplicates' },
+    ]);
+    expect(validateCommand(textCommand({ to: to.slice(0, 1000) }), policy, NOW).kind).toBe('send');
+  });
+});
+
+describe('partial-recipients policy', () => {
+  const to = ['13800138000', 'bogus', '18509872103', '12345'];
+
+  it('reject: one invalid recipient rejects the whole command', () => {
+    expect(problemsOf(textCommand({ to })).map((p) => p.field)).toEqual(['operation.to[1]', 'operation.to[3]']);
+  });
+
+  it('send-valid: sends to the valid ones and reports the others as given', () => {
+    const result = sent(validateCommand(textCommand({ to }), sendValid, NOW));
+    expect(result.request.body).toMatchObject({ to: ['+8613800138000', '+8618509872103'] });
+    expect(result.rejectedRecipients).toEqual([
+      { to: 'bogus', problem: expect.stringMatching(/^recipient must be ASCII digits/) },
+      { to: '12345', problem: expect.stringMatching(/^recipient is too short/) },
+    ]);
+  });
+
+  it('send-valid: rejects when none is valid', () => {
+    expect(problemsOf(textCommand({ to: ['bogus', '12345'] }), sendValid)).toEqual([
+      { field: 'operation.to[0]', problem: expect.stringMatching(/^recipient must be ASCII digits/) },
+      { field: 'operation.to[1]', problem: expect.stringMatching(/^recipient is too short/) },
+      { field: 'operation.to', problem: 'no valid recipient to send to: all 2 were rejected' },
+    ]);
+  });
+
+  it('send-valid: other problems still reject, and list the bad recipients too', () => {
+    expect(problemsOf(textCommand({ to, signature: 'x' }), sendValid).map((p) => p.field)).toEqual([
+      'operation.to[1]',
+      'operation.to[3]',
+      'operation.signature',
+    ]);
+  });
+
+  it('reject: a clean command has no rejected recipients', () => {
+    expect(sent(validateCommand(textCommand(), policy, NOW)).rejectedRecipients).toEqual([]);
+  });
+});
+
+describe('voice', () => {
+  it.each([
+    ['18509872103', '18509872103'],
+    ['+8618509872103', '18509872103'],
+  ])('accepts domestic %s and sends the national number %s', (to, national) => {
+    const result = sent(validateCommand(voiceCommand({ to }), policy, NOW));
+    expect(result.request).toEqual({ operation: 'sms.voice.verification.send', body: { to: national, code: '123456' } });
+  });
+
+  it.each([
+    ['+14155552671', 'voice verification calls domestic numbers of CN only; got a number of US (+1)'],
+    ['+442071838750', 'voice verification calls domestic numbers of CN only; got a number of GB (+44)'],
+  ])('rejects international %s', (to, problem) => {
+    expect(problemsOf(voiceCommand({ to }))).toEqual([{ field: 'operation.to', problem }]);
+  });
+
+  it('treats the home region as configured', () => {
+    const us: ValidationPolicy = { ...policy, homeRegion: 'US' };
+    expect(sent(validateCommand(voiceCommand({ to: '+14155552671' }), us, NOW)).request.body).toEqual({ to: '4155552671', code: '123456' });
+    expect(problemsOf(voiceCommand({ to: '+8618509872103' }), us)).toEqual([
+      { field: 'operation.to', problem: 'voice verification calls domestic numbers of US only; got a number of CN (+86)' },
+    ]);
+  });
+
+  it.each([
+    ['', 'callee is empty; expected a domestic number of CN, national or in E.164'],
+    ['185 0987 2103', "callee must be ASCII digits with an optional leading '+' (no spaces, punctuation or other characters); expected a domestic number of CN, national or in E.164"],
+    ['12345', 'callee is too short to be a phone number; expected a domestic number of CN, national or in E.164'],
+  ])('rejects malformed callee %j', (to, problem) => {
+    expect(problemsOf(voiceCommand({ to }))).toEqual([{ field: 'operation.to', problem }]);
+  });
+
+  it.each([
+    ['123', 'got 3 characters'],
+    ['1234', null],
+    ['12345', 'got 5 characters'],
+    ['123456', null],
+    ['1234567', 'got 7 characters'],
+    ['', 'got 0 characters'],
+    ['１２３４', 'got 4 characters, not all of them ASCII digits'], // full-width
+    ['١٢٣٤', 'got 4 characters, not all of them ASCII digits'], // Arabic-Indic
+    ['12a4', 'got 4 characters, not all of them ASCII digits'],
+    ['12 456', 'got 6 characters, not all of them ASCII digits'],
+  ])('code %j → %s', (code, tail) => {
+    expect(problemsOf(voiceCommand({ code }))).toEqual(
+      tail === null ? [] : [{ field: 'operation.code', problem: `code must be exactly 4 or 6 ASCII digits (0-9); ${tail}` }],
+    );
+  });
+});
+
+describe('every problem is reported at once', () => {
+  it('text', () => {
+    const command = textCommand(
+      { to: ['13800138000', 'x', ''], signature: '合'.repeat(17), content: 'hi', templateId: 'T1', templateData: { a: 'b' } },
+      { commandId: ' ' },
+    );
+    expect(problemsOf(command).map((p) => p.field)).toEqual([
+      'commandId',
+      'operation.to[1]',
+      'operation.to[2]',
+      'operation.signature',
+      'operation',
+    ]);
+  });
+
+  it('text without body and with stray templateData', () => {
+    expect(problemsOf(textCommand({ content: '', templateData: { a: 'b' } })).map((p) => p.field)).toEqual([
+      'operation',
+      'operation.templateData',
+    ]);
+  });
+
+  it('voice', () => {
+    expect(problemsOf(voiceCommand({ to: '+14155552671', code: '12' }, { commandId: '' })).map((p) => p.field)).toEqual([
+      'commandId',
+      'operation.to',
+      'operation.code',
+    ]);
+  });
+});

@@ -1,0 +1,515 @@
+// Chart tests: lint, render and assert on the objects `helm template` produces. Needs a Helm v3
+// binary; scripts/ensure-helm.sh provides one (building it with Go on first use, which takes a
+// few minutes on a small machine). If that fails, every test here fails with the reason.
+import { readFileSync } from 'node:fs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { K8sObject, RunResult } from './helm.ts';
+import {
+  chartDir,
+  ensureHelm,
+  everythingOnValues,
+  namespace,
+  parseManifests,
+  releaseName,
+  renderNotes,
+  run,
+  templateArgs,
+} from './helm.ts';
+
+const fullname = `${releaseName}-sms-worker`;
+
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: {
+    secretKeyRef?: { name: string; key: string; optional?: boolean };
+    configMapKeyRef?: unknown;
+    fieldRef?: unknown;
+  };
+}
+
+interface Probe {
+  httpGet?: { path: string; port: string | number };
+}
+
+interface Container {
+  name: string;
+  image: string;
+  args?: string[];
+  ports: { name: string; containerPort: number }[];
+  env?: EnvVar[];
+  envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext?: Record<string, unknown>;
+}
+
+interface Deployment extends K8sObject {
+  spec: {
+    replicas?: number;
+    template: {
+      metadata: { annotations?: Record<string, string>; labels: Record<string, string> };
+      spec: {
+        terminationGracePeriodSeconds: number;
+        securityContext: Record<string, unknown>;
+        containers: Container[];
+        serviceAccountName: string;
+        volumes?: { name: string; secret?: { secretName: string } }[];
+      };
+    };
+  };
+}
+
+interface ConfigMap extends K8sObject {
+  data: Record<string, string>;
+}
+
+interface Secret extends K8sObject {
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+}
+
+interface ScaledObject extends K8sObject {
+  spec: {
+    minReplicaCount: number;
+    maxReplicaCount: number;
+    scaleTargetRef: { name: string };
+    triggers: { type: string; metadata: Record<string, string> }[];
+  };
+}
+
+interface PrometheusRule extends K8sObject {
+  spec: { groups: { rules: { alert?: string; expr: string }[] }[] };
+}
+
+let helm = '';
+
+beforeAll(() => {
+  // Cold build of helm with `go install` can take several minutes on 2 cores.
+  helm = ensureHelm(20 * 60_000);
+}, 20 * 60_000 + 10_000);
+
+function helmRun(args: readonly string[]): RunResult {
+  expect(helm, 'helm binary (see beforeAll failure)').not.toBe('');
+  return run(helm, args);
+}
+
+function render(...extra: string[]): K8sObject[] {
+  const result = helmRun(templateArgs(extra));
+  if (result.status !== 0) throw new Error(`helm template ${extra.join(' ')} failed:\n${result.stderr}`);
+  return parseManifests(result.stdout);
+}
+
+function renderRaw(...extra: string[]): string {
+  const result = helmRun(templateArgs(extra));
+  if (result.status !== 0) throw new Error(`helm template ${extra.join(' ')} failed:\n${result.stderr}`);
+  return result.stdout;
+}
+
+/** Render expecting failure; returns stderr. */
+function renderFails(...extra: string[]): string {
+  const result = helmRun(templateArgs(extra));
+  expect(result.status, `helm template ${extra.join(' ')} should fail, got:\n${result.stdout.slice(0, 500)}`).not.toBe(0);
+  return result.stderr;
+}
+
+function ofKind<T extends K8sObject>(objects: K8sObject[], kind: string): T[] {
+  return objects.filter((o) => o.kind === kind) as T[];
+}
+
+function single<T extends K8sObject>(objects: K8sObject[], kind: string): T {
+  const found = ofKind<T>(objects, kind);
+  expect(found, `exactly one ${kind}`).toHaveLength(1);
+  return found[0] as T;
+}
+
+function workerContainer(deployment: Deployment): Container {
+  const container = deployment.spec.template.spec.containers.find((c) => c.name === 'sms-worker');
+  expect(container, 'container sms-worker').toBeDefined();
+  return container as Container;
+}
+
+function envVar(container: Container, name: string): EnvVar | undefined {
+  return container.env?.find((e) => e.name === name);
+}
+
+const secretEnvNames = [
+  'PROVIDER_ACCESS_KEY_ID',
+  'PROVIDER_ACCESS_KEY_SECRET',
+  'KAFKA_SASL_PASSWORD',
+  'SCHEMA_REGISTRY_PASSWORD',
+] as const;
+
+describe('helm chart sms-worker', { timeout: 60_000 }, () => {
+  describe('lint', () => {
+    it('passes helm lint --strict with default values', () => {
+      const result = helmRun(['lint', '--strict', chartDir]);
+      expect(result.status, result.stdout + result.stderr).toBe(0);
+    });
+
+    it('passes helm lint --strict with ci/everything-on-values.yaml', () => {
+      const result = helmRun(['lint', '--strict', chartDir, '-f', everythingOnValues]);
+      expect(result.status, result.stdout + result.stderr).toBe(0);
+    });
+  });
+
+  describe('defaults', () => {
+    it('render the expected set of objects, all with the standard labels', () => {
+      const objects = render();
+      expect(objects.map((o) => o.kind).sort()).toEqual(
+        ['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Secret', 'Service', 'ServiceAccount'].sort(),
+      );
+      for (const o of objects) {
+        expect(o.metadata.namespace, `${o.kind} namespace`).toBe(namespace);
+        expect(o.metadata.labels).toMatchObject({
+          'app.kubernetes.io/name': 'sms-worker',
+          'app.kubernetes.io/instance': releaseName,
+          'app.kubernetes.io/managed-by': 'Helm',
+          'app.kubernetes.io/version': '0.1.0',
+          'helm.sh/chart': 'sms-worker-0.1.0',
+        });
+      }
+    });
+
+    it('probe /healthz (liveness) and /readyz (readiness) on the named http port 9464', () => {
+      const container = workerContainer(single<Deployment>(render(), 'Deployment'));
+      const http = container.ports.find((p) => p.name === 'http');
+      expect(http?.containerPort).toBe(9464);
+      expect(container.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
+      expect(container.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'http' });
+    });
+
+    it('HTTP_PORT, the container port and the Service target agree', () => {
+      const objects = render('--set', 'httpPort=9555');
+      const container = workerContainer(single<Deployment>(objects, 'Deployment'));
+      expect(single<ConfigMap>(objects, 'ConfigMap').data.HTTP_PORT).toBe('9555');
+      expect(container.ports.find((p) => p.name === 'http')?.containerPort).toBe(9555);
+      const service = single<K8sObject & { spec: { ports: { name: string; targetPort: string }[] } }>(objects, 'Service');
+      expect(service.spec.ports[0]).toMatchObject({ name: 'http', targetPort: 'http' });
+    });
+
+    it('harden pod and container securityContext', () => {
+      const deployment = single<Deployment>(render(), 'Deployment');
+      const pod = deployment.spec.template.spec.securityContext;
+      expect(pod).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+      expect(typeof pod.runAsUser).toBe('number');
+      expect(pod.runAsUser).toBeGreaterThan(0);
+      const container = workerContainer(deployment).securityContext;
+      expect(container).toMatchObject({
+        runAsNonRoot: true,
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
+      expect(typeof container?.runAsUser).toBe('number');
+      expect(container?.runAsUser).toBeGreaterThan(0);
+    });
+
+    it('set resources and run the worker subcommand', () => {
+      const container = workerContainer(single<Deployment>(render(), 'Deployment'));
+      expect(container.resources?.requests).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
+      expect(container.resources?.limits?.memory).toBeDefined();
+      expect(container.args).toEqual(['run']);
+      expect(container.image).toBe('ghcr.io/sms-worker/sms-worker:0.1.0');
+    });
+
+    it('load config from the ConfigMap via envFrom, with the documented defaults', () => {
+      const objects = render();
+      const configMap = single<ConfigMap>(objects, 'ConfigMap');
+      const container = workerContainer(single<Deployment>(objects, 'Deployment'));
+      expect(container.envFrom).toContainEqual({ configMapRef: { name: configMap.metadata.name } });
+      expect(configMap.data).toMatchObject({
+        KAFKA_BROKERS: 'kafka:9092',
+        KAFKA_SASL_MECHANISM: 'none',
+        COMMAND_TOPIC: 'sms.commands',
+        RESULT_TOPIC: 'sms.results',
+        DEAD_LETTER_TOPIC: 'sms.commands.dlq',
+        CONSUMER_GROUP: 'sms-worker',
+        TOPICS_PARTITIONS: '12',
+        FUNDS_POLICY: 'pause',
+        PARTIAL_RECIPIENTS: 'reject',
+        SHUTDOWN_TIMEOUT_MS: '30000',
+        HTTP_PORT: '9464',
+      });
+      for (const value of Object.values(configMap.data)) expect(typeof value).toBe('string');
+    });
+  });
+
+  describe('graceful shutdown', () => {
+    it('defaults terminationGracePeriodSeconds above SHUTDOWN_TIMEOUT_MS', () => {
+      const objects = render();
+      const grace = single<Deployment>(objects, 'Deployment').spec.template.spec.terminationGracePeriodSeconds;
+      const shutdownMs = Number(single<ConfigMap>(objects, 'ConfigMap').data.SHUTDOWN_TIMEOUT_MS);
+      expect(shutdownMs).toBe(30_000);
+      expect(grace).toBe(45);
+      expect(grace).toBeGreaterThan(shutdownMs / 1000);
+    });
+
+    it('derives both from shutdownTimeoutSeconds', () => {
+      const objects = render('--set', 'shutdownTimeoutSeconds=90');
+      expect(single<ConfigMap>(objects, 'ConfigMap').data.SHUTDOWN_TIMEOUT_MS).toBe('90000');
+      expect(single<Deployment>(objects, 'Deployment').spec.template.spec.terminationGracePeriodSeconds).toBe(105);
+    });
+
+    it('accepts an explicit grace period above the shutdown timeout and refuses one at or below it', () => {
+      const objects = render('--set', 'terminationGracePeriodSeconds=31');
+      expect(single<Deployment>(objects, 'Deployment').spec.template.spec.terminationGracePeriodSeconds).toBe(31);
+      expect(renderFails('--set', 'terminationGracePeriodSeconds=30')).toMatch(
+        /terminationGracePeriodSeconds \(30\) must be greater than shutdownTimeoutSeconds \(30\)/,
+      );
+    });
+  });
+
+  describe('secrets', () => {
+    const secretValues = {
+      providerAccessKeyId: 'AKID-TEST-123',
+      providerAccessKeySecret: 'SK-TEST-456',
+      kafkaSaslPassword: 'KAFKA-PW-789',
+      schemaRegistryPassword: 'SR-PW-012',
+    };
+    const setArgs = [
+      '--set',
+      Object.entries(secretValues)
+        .map(([k, v]) => `secrets.${k}=${v}`)
+        .join(','),
+      '--set',
+      'kafka.sasl.mechanism=scram-sha-512,kafka.sasl.username=svc-user',
+    ];
+
+    it('never appear in plain text anywhere in the rendered manifests', () => {
+      const raw = renderRaw(...setArgs);
+      for (const value of Object.values(secretValues)) expect(raw).not.toContain(value);
+    });
+
+    it('live base64-encoded in the chart Secret only, and in no ConfigMap', () => {
+      const objects = render(...setArgs);
+      const secret = single<Secret>(objects, 'Secret');
+      expect(secret.metadata.name).toBe(fullname);
+      expect(secret.stringData).toBeUndefined();
+      const decoded = Object.fromEntries(
+        Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+      );
+      expect(decoded).toEqual({
+        PROVIDER_ACCESS_KEY_ID: 'AKID-TEST-123',
+        PROVIDER_ACCESS_KEY_SECRET: 'SK-TEST-456',
+        KAFKA_SASL_PASSWORD: 'KAFKA-PW-789',
+        SCHEMA_REGISTRY_PASSWORD: 'SR-PW-012',
+      });
+      for (const configMap of ofKind<ConfigMap>(objects, 'ConfigMap')) {
+        const text = JSON.stringify(configMap);
+        for (const value of Object.values(secretValues)) {
+          expect(text).not.toContain(value);
+          expect(text).not.toContain(Buffer.from(value).toString('base64'));
+        }
+        for (const name of secretEnvNames) expect(Object.keys(configMap.data)).not.toContain(name);
+      }
+    });
+
+    it('reach the container only through secretKeyRef to the chart Secret', () => {
+      const objects = render(...setArgs);
+      const container = workerContainer(single<Deployment>(objects, 'Deployment'));
+      for (const name of secretEnvNames) {
+        const env = envVar(container, name);
+        expect(env?.value, `${name} must not be a literal`).toBeUndefined();
+        expect(env?.valueFrom?.secretKeyRef).toMatchObject({ name: fullname, key: name });
+      }
+      expect(envVar(container, 'PROVIDER_ACCESS_KEY_ID')?.valueFrom?.secretKeyRef?.optional).toBeUndefined();
+      expect(envVar(container, 'KAFKA_SASL_PASSWORD')?.valueFrom?.secretKeyRef?.optional).toBe(false);
+      expect(container.envFrom?.every((e) => e.secretRef === undefined || e.secretRef.name === fullname)).toBe(true);
+    });
+
+    it('roll the pods when a secret or the config changes (checksum annotations)', () => {
+      const annotations = (objects: K8sObject[]) =>
+        single<Deployment>(objects, 'Deployment').spec.template.metadata.annotations ?? {};
+      const base = annotations(render());
+      const otherSecret = annotations(render('--set', 'secrets.providerAccessKeyId=other'));
+      const otherConfig = annotations(render('--set', 'logLevel=debug'));
+      expect(base['checksum/config']).toMatch(/^[a-f0-9]{64}$/);
+      expect(base['checksum/secret']).toMatch(/^[a-f0-9]{64}$/);
+      expect(otherSecret['checksum/secret']).not.toBe(base['checksum/secret']);
+      expect(otherSecret['checksum/config']).toBe(base['checksum/config']);
+      expect(otherConfig['checksum/config']).not.toBe(base['checksum/config']);
+    });
+
+    it('with existingSecret: no Secret is rendered and env points at the existing keys', () => {
+      const objects = render(
+        '--set',
+        'existingSecret.name=my-creds,existingSecret.keys.providerAccessKeyId=id,secrets.providerAccessKeyId=AKID-TEST-123',
+      );
+      expect(ofKind(objects, 'Secret')).toHaveLength(0);
+      const raw = renderRaw('--set', 'existingSecret.name=my-creds,secrets.providerAccessKeyId=AKID-TEST-123');
+      expect(raw).not.toContain('AKID-TEST-123');
+      const deployment = single<Deployment>(objects, 'Deployment');
+      const container = workerContainer(deployment);
+      expect(envVar(container, 'PROVIDER_ACCESS_KEY_ID')?.valueFrom?.secretKeyRef).toEqual({ name: 'my-creds', key: 'id' });
+      expect(envVar(container, 'KAFKA_SASL_PASSWORD')?.valueFrom?.secretKeyRef).toMatchObject({
+        name: 'my-creds',
+        key: 'KAFKA_SASL_PASSWORD',
+      });
+      expect(deployment.spec.template.metadata.annotations?.['checksum/secret']).toBeUndefined();
+    });
+
+    it('refuse a missing access key id without existingSecret', () => {
+      expect(renderFails('--set', 'secrets.providerAccessKeyId=')).toMatch(/secrets\.providerAccessKeyId is required/);
+    });
+
+    it('refuse SASL without a password (chart Secret) or without a username', () => {
+      expect(renderFails('--set', 'kafka.sasl.mechanism=plain,kafka.sasl.username=u')).toMatch(/kafkaSaslPassword/);
+      expect(renderFails('--set', 'kafka.sasl.mechanism=plain,secrets.kafkaSaslPassword=p')).toMatch(/username/);
+    });
+
+    it('refuse secret-looking keys in extraConfig (it goes into the ConfigMap)', () => {
+      expect(renderFails('--set', 'extraConfig.KAFKA_SASL_PASSWORD=x')).toMatch(/looks like a secret/);
+      expect(renderFails('--set', 'extraConfig.MY_API_TOKEN=x')).toMatch(/looks like a secret/);
+    });
+  });
+
+  describe('values.schema.json', () => {
+    it('is draft-07 with additionalProperties false at the top level', () => {
+      const schema = JSON.parse(readFileSync(`${chartDir}/values.schema.json`, 'utf8')) as Record<string, unknown>;
+      expect(schema.$schema).toBe('http://json-schema.org/draft-07/schema#');
+      expect(schema.additionalProperties).toBe(false);
+    });
+
+    it.each([
+      [['--set', 'fundsPolicy=bogus'], /fundsPolicy/],
+      [['--set', 'replicaCount=-1'], /replicaCount/],
+      [['--set', 'partialRecipients=all'], /partialRecipients/],
+      [['--set', 'kafka.sasl.mechanism=gssapi'], /mechanism/],
+      [['--set', 'kafka.brokers=null'], /brokers/],
+      [['--set-json', 'kafka.brokers=[]'], /brokers/],
+      [['--set', 'schemaRegistry.url=null'], /url/],
+      [['--set', 'provider.baseUrl=null'], /baseUrl/],
+      [['--set', 'provider.baseUrl=not-a-url'], /baseUrl/],
+      [['--set', 'topics.partitions=0'], /partitions/],
+      [['--set', 'shutdownTimeoutSeconds=ten'], /shutdownTimeoutSeconds/],
+      [['--set', 'unknownKey=1'], /unknownKey/],
+      [['--set', 'logLevel=loud'], /logLevel/],
+    ])('rejects %j', (args, message) => {
+      expect(renderFails(...args)).toMatch(message);
+    });
+  });
+
+  describe('autoscaling', () => {
+    it('KEDA: ScaledObject on command-topic lag, capped at the partition count; no fixed replicas', () => {
+      const objects = render('--set', 'keda.enabled=true');
+      const scaled = single<ScaledObject>(objects, 'ScaledObject');
+      expect(scaled.apiVersion).toBe('keda.sh/v1alpha1');
+      expect(scaled.spec.scaleTargetRef.name).toBe(fullname);
+      expect(scaled.spec.maxReplicaCount).toBeLessThanOrEqual(12);
+      const trigger = scaled.spec.triggers[0];
+      expect(trigger?.type).toBe('kafka');
+      expect(trigger?.metadata).toMatchObject({
+        bootstrapServers: 'kafka:9092',
+        consumerGroup: 'sms-worker',
+        topic: 'sms.commands',
+        lagThreshold: expect.stringMatching(/^\d+$/),
+      });
+      expect(single<Deployment>(objects, 'Deployment').spec.replicas).toBeUndefined();
+      expect(ofKind(objects, 'HorizontalPodAutoscaler')).toHaveLength(0);
+    });
+
+    it('KEDA: maxReplicaCount equal to partitions renders, above it fails', () => {
+      const ok = render('--set', 'keda.enabled=true,topics.partitions=24,keda.maxReplicaCount=24');
+      expect(single<ScaledObject>(ok, 'ScaledObject').spec.maxReplicaCount).toBe(24);
+      expect(renderFails('--set', 'keda.enabled=true,keda.maxReplicaCount=13')).toMatch(
+        /keda\.maxReplicaCount \(13\) must not exceed topics\.partitions \(12\)/,
+      );
+    });
+
+    it('HPA: renders without fixed replicas, also capped at the partition count', () => {
+      const objects = render('--set', 'autoscaling.enabled=true');
+      const hpa = single<K8sObject & { spec: { maxReplicas: number } }>(objects, 'HorizontalPodAutoscaler');
+      expect(hpa.spec.maxReplicas).toBeLessThanOrEqual(12);
+      expect(single<Deployment>(objects, 'Deployment').spec.replicas).toBeUndefined();
+      expect(renderFails('--set', 'autoscaling.enabled=true,autoscaling.maxReplicas=20')).toMatch(/partitions/);
+    });
+
+    it('refuses HPA and KEDA together', () => {
+      expect(renderFails('--set', 'autoscaling.enabled=true,keda.enabled=true')).toMatch(/mutually exclusive/);
+    });
+  });
+
+  describe('everything on', () => {
+    it('renders ServiceMonitor, PrometheusRule, ScaledObject, TLS and SASL with an existing Secret', () => {
+      const objects = render('-f', everythingOnValues);
+      expect(ofKind(objects, 'Secret')).toHaveLength(0);
+      expect(ofKind(objects, 'HorizontalPodAutoscaler')).toHaveLength(0);
+      const scaled = single<ScaledObject>(objects, 'ScaledObject');
+      const configMap = single<ConfigMap>(objects, 'ConfigMap');
+      expect(scaled.spec.maxReplicaCount).toBeLessThanOrEqual(Number(configMap.data.TOPICS_PARTITIONS));
+      expect(configMap.data).toMatchObject({
+        KAFKA_SSL: 'true',
+        KAFKA_SSL_CA_FILE: '/etc/sms-worker/kafka-tls/ca.crt',
+        KAFKA_SASL_MECHANISM: 'scram-sha-512',
+        KAFKA_SASL_USERNAME: 'sms-worker',
+      });
+      const deployment = single<Deployment>(objects, 'Deployment');
+      expect(deployment.spec.template.spec.volumes).toContainEqual(
+        expect.objectContaining({ name: 'kafka-tls', secret: expect.objectContaining({ secretName: 'sms-worker-kafka-tls' }) }),
+      );
+      const container = workerContainer(deployment);
+      for (const name of secretEnvNames) {
+        expect(envVar(container, name)?.valueFrom?.secretKeyRef?.name).toBe('sms-worker-credentials');
+      }
+      const service = single<K8sObject & { spec: { ports: { name: string }[] } }>(objects, 'Service');
+      const monitor = single<K8sObject & { spec: { endpoints: { port: string; path: string }[] } }>(
+        objects,
+        'ServiceMonitor',
+      );
+      expect(monitor.spec.endpoints[0]).toMatchObject({ port: service.spec.ports[0]?.name, path: '/metrics' });
+      expect(deployment.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(
+        Number(configMap.data.SHUTDOWN_TIMEOUT_MS) / 1000,
+      );
+    });
+
+    it('PrometheusRule has the alerts that matter, on the worker metric names', () => {
+      const rule = single<PrometheusRule>(render('-f', everythingOnValues), 'PrometheusRule');
+      const rules = rule.spec.groups.flatMap((g) => g.rules);
+      const byName = new Map(rules.filter((r) => r.alert !== undefined).map((r) => [r.alert, r.expr]));
+      const expected: Record<string, RegExp> = {
+        SmsWorkerConsumerLagGrowing: /sms_worker_consumer_lag\{/,
+        SmsWorkerDeadLettering: /sms_worker_dead_lettered_total\{/,
+        SmsWorkerPausedInsufficientFunds: /sms_worker_paused\{[^}]*reason="insufficient_funds"/,
+        SmsWorkerCircuitOpen: /sms_worker_paused\{[^}]*reason="circuit_open"/,
+        SmsWorkerProviderErrorRatioHigh: /sms_worker_provider_requests_total\{/,
+        SmsWorkerNoProgress: /sms_worker_last_progress_timestamp_seconds\{/,
+        SmsWorkerAbsent: /sms_worker_commands_consumed_total\{/,
+        SmsWorkerResultsStalled: /sms_worker_results_total/,
+      };
+      for (const [alert, expr] of Object.entries(expected)) {
+        expect(byName.get(alert), `alert ${alert}`).toMatch(expr);
+      }
+      for (const [alert, expr] of byName) {
+        if (alert === 'SmsWorkerResultsStalled') continue; // user-supplied additional rule
+        expect(expr, `${alert} is scoped to this release`).toContain(`namespace="${namespace}", job="${fullname}"`);
+      }
+    });
+
+    it('PrometheusRule keeps Prometheus template syntax in annotations intact', () => {
+      const raw = renderRaw('-f', everythingOnValues, '--show-only', 'templates/prometheusrule.yaml');
+      expect(raw).toContain('{{ $labels.namespace }}');
+      expect(raw).toContain('{{ $value | humanize }}');
+    });
+  });
+
+  describe('NOTES.txt', () => {
+    it('tells the operator how to see it work', () => {
+      const notes = renderNotes(helm, []);
+      expect(notes).toContain(`port-forward service/${fullname} 9464:9464`);
+      expect(notes).toContain('curl -s localhost:9464/metrics');
+      expect(notes).toContain('/readyz');
+      expect(notes).toMatch(new RegExp(`exec -it deployment/${fullname} -- node dist/cli/main\\.js tail`));
+      expect(notes).toContain('WARNING: secrets.providerAccessKeyId is still the placeholder');
+    });
+
+    it('drops the placeholder warnings and mentions scaling and alerts when configured', () => {
+      const notes = renderNotes(helm, ['-f', everythingOnValues]);
+      expect(notes).not.toContain('WARNING');
+      expect(notes).toContain(`ScaledObject/${fullname}`);
+      expect(notes).toContain(`PrometheusRule/${fullname}`);
+    });
+  });
+});
