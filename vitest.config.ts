@@ -12,6 +12,7 @@ export default defineConfig({
           include: ['test/**/*.test.ts'],
           exclude: ['test/**/*.int.test.ts'],
           environment: 'node',
+          sequence: { groupOrder: 0 },
         },
       },
       {
@@ -25,6 +26,8 @@ export default defineConfig({
           // The stack is shared; files run in parallel workers but each test uses its own topics and groups.
           fileParallelism: true,
           maxWorkers: 2,
+          // Unit tests first: they need nothing, and fail fast.
+          sequence: { groupOrder: 1 },
         },
       },
     ],

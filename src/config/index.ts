@@ -17,6 +17,8 @@ export interface WorkerConfig {
   readonly registry: { readonly url: string; readonly auth?: { readonly username: string; readonly password: string } };
   readonly topics: { readonly commands: string; readonly results: string; readonly deadLetter: string; readonly create: boolean; readonly partitions: number; readonly replicationFactor: number };
   readonly consumerGroup: string;
+  /** How long the group waits for a silent member (e.g. a killed pod) before reassigning its partitions. */
+  readonly sessionTimeoutMs: number;
   readonly transactionalIdPrefix: string;
   readonly provider: {
     readonly baseUrl: string;
@@ -95,6 +97,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     },
     topics: { commands: e.COMMAND_TOPIC, results: e.RESULT_TOPIC, deadLetter: e.DEAD_LETTER_TOPIC, create: e.TOPICS_CREATE, partitions: e.TOPICS_PARTITIONS, replicationFactor: e.TOPICS_REPLICATION_FACTOR },
     consumerGroup: e.CONSUMER_GROUP,
+    sessionTimeoutMs: e.KAFKA_SESSION_TIMEOUT_MS,
     transactionalIdPrefix: e.TRANSACTIONAL_ID_PREFIX,
     provider: {
       baseUrl: e.PROVIDER_BASE_URL.replace(/\/+$/, ''),

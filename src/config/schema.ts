@@ -34,6 +34,7 @@ export const envSchema = z.object({
   RESULT_TOPIC: topicName('sms.results'),
   DEAD_LETTER_TOPIC: topicName('sms.commands.dlq'),
   CONSUMER_GROUP: z.string().min(1).default('sms-worker'),
+  KAFKA_SESSION_TIMEOUT_MS: int(30_000, 6_000, 300_000),
   TRANSACTIONAL_ID_PREFIX: z.string().min(1).default('sms-worker'),
   TOPICS_CREATE: bool(false),
   TOPICS_PARTITIONS: int(12, 1, 10_000),

@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import got, { HTTPError, RequestError, TimeoutError } from 'got';
 import type { Got, RetryObject } from 'got';
 import type { OperationName, ProviderClient, ProviderRequest, ProviderSuccess } from './types.ts';
-import { classifyOutcome } from './classify.ts';
+import { classifyOutcome, isRetryableClass } from './classify.ts';
 import type { AttemptOutcome, Classification, ClassifiedFailure } from './classify.ts';
 import { decideRetry } from './backoff.ts';
 import type { RetryDecision } from './backoff.ts';
@@ -29,16 +29,8 @@ import { DEFAULT_USER_AGENT } from './user-agent.ts';
 export const CORRELATION_HEADER = 'x-correlation-id';
 export const REQUEST_ID_HEADER = 'x-uni-request-id';
 
-export interface SendOptions {
-  readonly signal?: AbortSignal;
-  /** Sent as `X-Correlation-Id` so the service side (sandbox, logs) can tie requests to commands. */
-  readonly correlationId?: string;
-}
-
-/** ProviderClient whose `send` also takes a correlation id. */
-export interface MessagingClient extends ProviderClient {
-  send(request: ProviderRequest, options?: SendOptions): Promise<ProviderSuccess>;
-}
+/** `signal`, and `correlationId` (sent as the `X-Correlation-Id` header). */
+export type SendOptions = NonNullable<Parameters<ProviderClient['send']>[1]>;
 
 /**
  * Mutable bookkeeping of one `send` call across its attempts. It rides in got's `context`
@@ -125,7 +117,7 @@ function plural(n: number): string {
   return `${n} attempt${n === 1 ? '' : 's'}`;
 }
 
-export function createProviderClient(options: ProviderClientOptions): MessagingClient {
+export function createProviderClient(options: ProviderClientOptions): ProviderClient {
   const config: ResolvedProviderOptions = resolveProviderOptions(options);
   const secrets = [config.accessKeyId, ...(config.accessKeySecret === undefined ? [] : [config.accessKeySecret])];
   // Keep-alive, LIFO so a burst reuses warm sockets and idle ones age out; sized for the in-flight target.
@@ -250,11 +242,8 @@ export function createProviderClient(options: ProviderClientOptions): MessagingC
       message: `${call.operation} failed [${failure.failureClass}] ${code}: ${detail} (${context.join(', ')}${stop})`,
       providerMessage,
       failureClass: failure.failureClass,
-      retryable:
-        failure.code !== 'PROVIDER_ABORTED' &&
-        (failure.failureClass === 'transport' ||
-          failure.failureClass === 'throttled' ||
-          (failure.failureClass === 'ambiguous' && config.retry.retryAmbiguous)),
+      // An abort is the caller's decision, not a failure to retry.
+      retryable: failure.code !== 'PROVIDER_ABORTED' && isRetryableClass(failure.failureClass, config.retry.retryAmbiguous),
       attempts: call.attempts,
       httpStatus: failure.httpStatus,
       requestId,

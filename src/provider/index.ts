@@ -1,6 +1,6 @@
 export type * from './types.ts';
 export { createProviderClient, CORRELATION_HEADER, REQUEST_ID_HEADER } from './client.ts';
-export type { MessagingClient, SendOptions } from './client.ts';
+export type { SendOptions } from './client.ts';
 export { ProviderError, isProviderError } from './provider-error.ts';
 export type { ProviderErrorFields } from './provider-error.ts';
 export {

@@ -64,7 +64,8 @@ export async function startStack(options: StartStackOptions = {}): Promise<Runni
   if (brokers !== undefined && brokers !== '' && registryUrl !== undefined && registryUrl !== '') {
     return { mode: 'external', kafkaBrokers: brokers, schemaRegistryUrl: registryUrl, description: `given addresses (KAFKA_BROKERS, SCHEMA_REGISTRY_URL)`, stop: async () => undefined };
   }
-  if (options.reuse !== false) {
+  // SMS_WORKER_REUSE_STACK=false makes a run behave as on a clean machine (CI).
+  if (options.reuse !== false && process.env['SMS_WORKER_REUSE_STACK'] !== 'false') {
     const existing = await runningCliStack();
     if (existing !== undefined) {
       return { mode: 'reused', kafkaBrokers: existing.kafkaBrokers, schemaRegistryUrl: existing.schemaRegistryUrl, description: `${existing.description} (started by stack:up)`, stop: async () => undefined };

@@ -1,6 +1,5 @@
 import { isProviderError, type ProviderError } from '../provider/provider-error.ts';
-import type { MessagingClient } from '../provider/client.ts';
-import type { FailureClass, ProviderRequest, ProviderSuccess } from '../provider/types.ts';
+import type { FailureClass, ProviderClient, ProviderRequest, ProviderSuccess } from '../provider/types.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 import type { OutageCounter, Passage, ServiceGate } from './service-gate.ts';
 
@@ -14,7 +13,7 @@ export type SendOutcome =
   | { readonly kind: 'abandoned'; readonly attempts: number };
 
 export interface GuardedSenderOptions {
-  readonly client: MessagingClient;
+  readonly client: ProviderClient;
   readonly gate: ServiceGate;
   readonly outages: OutageCounter;
   readonly rateLimiter: RateLimiter;

@@ -6,7 +6,8 @@ import { TransactionalProducers } from '../kafka/transactional-producers.ts';
 import { startHttpServer, type HealthSource } from '../metrics/http-server.ts';
 import { createMetrics, type WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
-import { createProviderClient, type MessagingClient } from '../provider/client.ts';
+import { createProviderClient } from '../provider/client.ts';
+import type { ProviderClient } from '../provider/types.ts';
 import { Codec, createRegistry } from '../schema/codec.ts';
 import { GuardedSender } from './guarded-sender.ts';
 import { processBatch } from './partition-batch.ts';
@@ -42,7 +43,7 @@ export class Worker {
   #admin!: Admin;
   #consumer!: Consumer;
   #producers!: TransactionalProducers;
-  #client!: MessagingClient;
+  #client!: ProviderClient;
   #gate!: ServiceGate;
   #http: { port: number; close(): Promise<void> } | undefined;
   readonly #abandon = new AbortController();
@@ -121,9 +122,9 @@ export class Worker {
 
       this.#consumer = this.#kafka.consumer({
         groupId: c.consumerGroup,
-        sessionTimeout: 30_000,
+        sessionTimeout: c.sessionTimeoutMs,
         rebalanceTimeout: 60_000,
-        heartbeatInterval: 3_000,
+        heartbeatInterval: Math.min(3_000, Math.floor(c.sessionTimeoutMs / 3)),
         maxWaitTimeInMs: 1_000,
         readUncommitted: false,
         retry: { retries: 10 },
@@ -172,7 +173,7 @@ export class Worker {
     }
   }
 
-  #createClient(): MessagingClient {
+  #createClient(): ProviderClient {
     const p = this.#config.provider;
     return createProviderClient({
       baseUrl: p.baseUrl,

@@ -42,6 +42,7 @@ export function workerEnv(topics: TestTopics, sandboxUrl: string, overrides: Rec
     PROVIDER_RETRY_BASE_MS: '20',
     PROVIDER_RETRY_MAX_DELAY_MS: '200',
     COMMIT_INTERVAL_MS: '20',
+    KAFKA_SESSION_TIMEOUT_MS: '8000',
     FUNDS_PROBE_INITIAL_MS: '200',
     FUNDS_PROBE_MAX_MS: '1000',
     BREAKER_PROBE_INITIAL_MS: '200',

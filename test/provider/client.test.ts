@@ -2,10 +2,9 @@ import http from 'node:http';
 import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createProviderClient } from '../../src/provider/client.ts';
-import type { MessagingClient } from '../../src/provider/client.ts';
 import type { AttemptInfo, ProviderClientOptions, RetryInfo } from '../../src/provider/options.ts';
 import { ProviderError } from '../../src/provider/provider-error.ts';
-import type { ProviderRequest } from '../../src/provider/types.ts';
+import type { ProviderClient, ProviderRequest } from '../../src/provider/types.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
 import type { RunningSandbox } from '../../src/sandbox/server.ts';
 
@@ -23,9 +22,9 @@ const TEXT_ONE: ProviderRequest = {
 const VOICE: ProviderRequest = { operation: 'sms.voice.verification.send', body: { to: '13800138000', code: '123456' } };
 
 let sandbox: RunningSandbox;
-const clients: MessagingClient[] = [];
+const clients: ProviderClient[] = [];
 
-function client(overrides: Partial<ProviderClientOptions> = {}): MessagingClient {
+function client(overrides: Partial<ProviderClientOptions> = {}): ProviderClient {
   const created = createProviderClient({
     baseUrl: sandbox.url,
     accessKeyId: KEY_ID,

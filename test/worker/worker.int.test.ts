@@ -199,9 +199,9 @@ describe('worker: consume, validate, send, publish, commit', () => {
     const topics = testTopics();
     const env = workerEnv(topics, sandbox.url, { MAX_IN_FLIGHT: '8' });
     sandbox.setFaults({ latency: { kind: 'fixed', ms: 20 } });
+    const first = await startTestWorker(env);
     const publisher = await publisherFor(testKafka(), topics.commands);
     cleanups.push(() => publisher.disconnect());
-    const first = await startTestWorker(env);
     const commands = Array.from({ length: 200 }, () => ({ command: textCommand({ commandId: `stop-${randomUUID()}` }) }));
     await publisher.publish(commands);
     const results = await ResultCollector.start(topics.results);
