@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { dirname, join } from 'node:path';
 import { dockerReachable, KAFKA_IMAGE, REGISTRY_IMAGE, startContainers } from './containers.ts';
 import { findJavaRuntimes, pickJava } from './java.ts';
-import { ensureKafkaJars, kafkaVersion, startLocalKafka } from './kafka-local.ts';
+import { ensureKafkaJars, kafkaVersion, launchLocalKafka, startLocalKafka, type LocalKafkaOptions } from './kafka-local.ts';
 import { mavenAvailable } from './maven.ts';
 import { cacheDir, stackStateFile } from './paths.ts';
 import { kafkaRoundTrip, registryAnswers } from './probe.ts';
@@ -26,6 +26,11 @@ export interface RunningStack {
   /** Versions and where the logs are, for the operator. */
   readonly description: string;
   stop(): Promise<void>;
+  /**
+   * Only for mode `local`: stops the broker (SIGTERM, waits for its exit) and starts it again on
+   * the same ports, configuration and data, resolving once a transactional round trip works.
+   */
+  restartKafka?: () => Promise<void>;
 }
 
 interface CliStackState {
@@ -95,7 +100,7 @@ async function startLocalStack(detached: boolean, log: (line: string) => void): 
   rmSync(workDir, { recursive: true, force: true });
   mkdirSync(workDir, { recursive: true });
 
-  const [brokerPort, controllerPort, registryPort] = await distinctFreePorts(3);
+  const [brokerPort, controllerPort, registryPort, managementPort] = await distinctFreePorts(4);
   const started = Date.now();
   const pids: number[] = [];
   const stopAll = async (): Promise<void> => {
@@ -115,9 +120,10 @@ async function startLocalStack(detached: boolean, log: (line: string) => void): 
   if (!detached) process.once('exit', killOnExit);
 
   try {
-    const kafka = await startLocalKafka({ java: kafkaJava.path, libDir, workDir, brokerPort, controllerPort, detached });
+    const kafkaOptions: LocalKafkaOptions = { java: kafkaJava.path, libDir, workDir, brokerPort, controllerPort, detached };
+    const kafka = await startLocalKafka(kafkaOptions);
     pids.push(kafka.pid);
-    const apicurio = startLocalApicurio({ java: registry.java.path, home: registryHome, jar: registry.release.jar, port: registryPort, workDir, detached });
+    const apicurio = startLocalApicurio({ java: registry.java.path, home: registryHome, jar: registry.release.jar, port: registryPort, managementPort, workDir, detached });
     pids.push(apicurio.pid);
     writeFileSync(join(workDir, 'owner.json'), JSON.stringify({ owner: process.pid, pids, detached }));
 
@@ -162,6 +168,22 @@ async function startLocalStack(detached: boolean, log: (line: string) => void): 
         process.removeListener('exit', killOnExit);
         await stopAll();
       },
+      restartKafka: async () => {
+        const index = pids.indexOf(kafka.pid);
+        await stopPid(kafka.pid, 60_000);
+        const restarted = launchLocalKafka(kafkaOptions);
+        kafka.pid = restarted.pid;
+        pids[index] = restarted.pid;
+        writeFileSync(join(workDir, 'owner.json'), JSON.stringify({ owner: process.pid, pids, detached }));
+        await waitUntil(
+          async () => {
+            alive(kafka.pid, 'Kafka', kafka.logFile);
+            await kafkaRoundTrip([kafkaBrokers], 30_000);
+            return true;
+          },
+          { timeoutMs: 120_000, intervalMs: 500, describe: () => `Kafka did not come back within 120 s of its restart; see ${kafka.logFile}` },
+        );
+      },
     };
   } catch (error) {
     process.removeListener('exit', killOnExit);
@@ -170,12 +192,12 @@ async function startLocalStack(detached: boolean, log: (line: string) => void): 
   }
 }
 
-async function distinctFreePorts(count: number): Promise<[number, number, number]> {
+async function distinctFreePorts(count: 4): Promise<[number, number, number, number]> {
   const ports = new Set<number>();
   while (ports.size < count) ports.add(await freePort());
-  const [a, b, c] = [...ports];
-  if (a === undefined || b === undefined || c === undefined) throw new Error('could not allocate ports');
-  return [a, b, c];
+  const [a, b, c, d] = [...ports];
+  if (a === undefined || b === undefined || c === undefined || d === undefined) throw new Error('could not allocate ports');
+  return [a, b, c, d];
 }
 
 function tail(file: string, lines = 20): string {

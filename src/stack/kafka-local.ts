@@ -109,10 +109,20 @@ export async function startLocalKafka(options: LocalKafkaOptions): Promise<{ pid
 
   const format = await run(options.java, ['-cp', classpath, jvmLogging, 'kafka.tools.StorageTool', 'format', '--standalone', '-t', clusterId(), '-c', propsFile]);
   if (format.code !== 0) throw new Error(`formatting Kafka storage failed (exit ${format.code}): ${format.stderr || format.stdout}`);
+  return launchLocalKafka(options);
+}
 
+/**
+ * Starts the broker on storage that startLocalKafka already formatted, with the same
+ * configuration, ports and data: the second half of a broker restart (chaos runs).
+ */
+export function launchLocalKafka(options: LocalKafkaOptions): { pid: number; logFile: string } {
+  const propsFile = join(options.workDir, 'server.properties');
+  const logFile = join(options.workDir, 'kafka.log');
+  const jvmLogging = `-Dlog4j2.configurationFile=${join(options.workDir, 'kafka-log4j2.properties')}`;
   const child = startDaemon(
     options.java,
-    ['-Xms256m', '-Xmx1g', '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-Djava.awt.headless=true', jvmLogging, '-cp', classpath, 'kafka.Kafka', propsFile],
+    ['-Xms256m', '-Xmx1g', '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-Djava.awt.headless=true', jvmLogging, '-cp', `${options.libDir}/*`, 'kafka.Kafka', propsFile],
     { logFile: join(options.workDir, 'kafka.stdout.log'), detached: options.detached },
   );
   if (child.pid === undefined) throw new Error('could not start the Kafka broker process');

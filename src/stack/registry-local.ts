@@ -49,7 +49,7 @@ export async function ensureApicurio(release: ApicurioRelease, log: (line: strin
   return target;
 }
 
-export function startLocalApicurio(options: { java: string; home: string; jar: string; port: number; workDir: string; detached: boolean }): { pid: number; logFile: string } {
+export function startLocalApicurio(options: { java: string; home: string; jar: string; port: number; managementPort: number; workDir: string; detached: boolean }): { pid: number; logFile: string } {
   const logFile = join(options.workDir, 'registry.log');
   const child = startDaemon(options.java, ['-Xms128m', '-Xmx512m', '-Djava.awt.headless=true', '-jar', join(options.home, options.jar)], {
     cwd: options.home,
@@ -59,6 +59,9 @@ export function startLocalApicurio(options: { java: string; home: string; jar: s
       ...process.env,
       QUARKUS_HTTP_HOST: '127.0.0.1',
       QUARKUS_HTTP_PORT: String(options.port),
+      // Quarkus's management interface defaults to 0.0.0.0:9000; two stacks on one machine would collide.
+      QUARKUS_MANAGEMENT_HOST: '127.0.0.1',
+      QUARKUS_MANAGEMENT_PORT: String(options.managementPort),
       // The default storage is an in-memory H2 database: a throwaway registry for tests and the demo.
       QUARKUS_LOG_LEVEL: 'WARN',
     },

@@ -1,0 +1,113 @@
+/**
+ * The commands the benchmark and the chaos run publish: a realistic mix of single- and
+ * multi-recipient text (content and template), voice codes, and a small share of commands that
+ * fail validation (REJECTED without an HTTP call) — plus the malformed records of the fuzz pass.
+ */
+import type { SendCommand } from '../../src/contracts/command.ts';
+import { commandToAvro } from '../../src/contracts/command.ts';
+
+/** Deterministic PRNG (mulberry32), so a run's backlog can be reproduced from its seed. */
+export function prng(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const CN_MOBILES = ['+8613800138000', '+8613900139000', '+8618509872103', '+8615012345678', '+8617712345678'];
+const FOREIGN = ['+14155552671', '+6581234567', '+447911123456'];
+const NATIONAL = ['18509872103', '13800138000', '13900139000'];
+const TEXTS = ['Your parcel is on its way.', 'Your verification code is 482913; it expires in 5 minutes.', '您的验证码是 6666，5 分钟内有效。', 'Reminder: your appointment is tomorrow at 10:00.'];
+
+export type CommandKind = 'text-single' | 'text-multi' | 'text-template' | 'voice' | 'invalid';
+
+/** Share of each kind in the mix (sums to 1). */
+export const COMMAND_MIX: readonly (readonly [CommandKind, number])[] = [
+  ['text-single', 0.55],
+  ['text-multi', 0.2],
+  ['text-template', 0.1],
+  ['voice', 0.13],
+  ['invalid', 0.02],
+];
+
+function pick<T>(random: () => number, list: readonly T[]): T {
+  return list[Math.floor(random() * list.length)] as T;
+}
+
+export function kindAt(random: () => number): CommandKind {
+  let draw = random();
+  for (const [kind, share] of COMMAND_MIX) {
+    if (draw < share) return kind;
+    draw -= share;
+  }
+  return 'text-single';
+}
+
+export function makeCommand(commandId: string, kind: CommandKind, random: () => number, now = Date.now()): SendCommand {
+  const base = { commandId, createdAt: now, expiresAt: null, metadata: { source: 'bench', kind } };
+  switch (kind) {
+    case 'text-single':
+      return { ...base, operation: { kind: 'text', to: [pick(random, CN_MOBILES)], signature: 'Acme', content: pick(random, TEXTS) } };
+    case 'text-multi': {
+      const count = 2 + Math.floor(random() * 4);
+      const to = Array.from({ length: count }, (_, i) => (i === 0 ? pick(random, FOREIGN) : pick(random, CN_MOBILES)));
+      return { ...base, operation: { kind: 'text', to, signature: 'Acme', content: pick(random, TEXTS) } };
+    }
+    case 'text-template':
+      return { ...base, operation: { kind: 'text', to: [pick(random, NATIONAL)], signature: '合一短信', templateId: 'pub_verif_cn', templateData: { code: String(1000 + Math.floor(random() * 9000)), ttl: '5' } } };
+    case 'voice':
+      return { ...base, operation: { kind: 'voice', to: pick(random, NATIONAL), code: String(100000 + Math.floor(random() * 900000)) } };
+    case 'invalid':
+      // Encodes fine, fails validation: a bad number and a one-character signature.
+      return { ...base, operation: { kind: 'text', to: ['+86123'], signature: 'A', content: 'never sent' } };
+  }
+}
+
+export type FuzzKind = 'random-bytes' | 'wrong-magic' | 'unknown-schema-id' | 'truncated-avro' | 'invalid-fields';
+export const FUZZ_KINDS: readonly FuzzKind[] = ['random-bytes', 'wrong-magic', 'unknown-schema-id', 'truncated-avro', 'invalid-fields'];
+
+/**
+ * One malformed record. `encode` gives a valid Confluent-framed command (registry encode); the
+ * other kinds are derived from it or made up. `invalid-fields` records decode and map but fail
+ * validation (REJECTED result); every other kind cannot be decoded (dead-letter topic).
+ */
+export async function fuzzRecord(kind: FuzzKind, id: string, random: () => number, encode: (value: Record<string, unknown>) => Promise<Buffer>): Promise<Buffer> {
+  const bytes = (n: number): Buffer => Buffer.from(Array.from({ length: n }, () => Math.floor(random() * 256)));
+  switch (kind) {
+    case 'random-bytes': {
+      const value = bytes(1 + Math.floor(random() * 200));
+      // A leading 0 would be read as Confluent framing with a random schema id; keep it "random bytes".
+      if (value[0] === 0) value[0] = 0xff;
+      return value;
+    }
+    case 'wrong-magic': {
+      const value = Buffer.from(await encode(commandToAvro(makeCommand(id, 'text-single', random))));
+      value[0] = 1 + Math.floor(random() * 255);
+      return value;
+    }
+    case 'unknown-schema-id': {
+      const valid = await encode(commandToAvro(makeCommand(id, 'voice', random)));
+      const value = Buffer.from(valid);
+      value.writeInt32BE(900_000_000 + Math.floor(random() * 1_000_000), 1);
+      return value;
+    }
+    case 'truncated-avro': {
+      const valid = await encode(commandToAvro(makeCommand(id, 'text-multi', random)));
+      // Keep the 5-byte header and cut the Avro body short.
+      return valid.subarray(0, 5 + Math.floor(random() * Math.max(1, valid.length - 10)));
+    }
+    case 'invalid-fields': {
+      const invalid: SendCommand[] = [
+        { commandId: id, createdAt: Date.now(), expiresAt: null, metadata: {}, operation: { kind: 'text', to: [], signature: 'Acme', content: 'x' } },
+        { commandId: id, createdAt: Date.now(), expiresAt: null, metadata: {}, operation: { kind: 'text', to: ['+8613800138000'], signature: 'Acme' } },
+        { commandId: id, createdAt: Date.now(), expiresAt: null, metadata: {}, operation: { kind: 'voice', to: '+14155552671', code: '12' } },
+        { commandId: id, createdAt: Date.now(), expiresAt: null, metadata: {}, operation: { kind: 'text', to: ['not a number'], signature: 'A very long signature indeed', content: 'x', templateId: 'y' } },
+      ];
+      return encode(commandToAvro(pick(random, invalid)));
+    }
+  }
+}

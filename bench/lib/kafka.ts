@@ -1,0 +1,92 @@
+/** Kafka plumbing shared by the benchmark and the chaos run: clients, topics, backlog loading. */
+import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import kafkajs, { type Kafka } from 'kafkajs';
+import { CommandPublisher } from '../../src/kafka/command-publisher.ts';
+import { kindAt, makeCommand, prng } from './commands.ts';
+
+const { Kafka: KafkaClient, logLevel } = kafkajs;
+
+export const PRODUCED_AT_HEADER = 'sms-worker-produced-at';
+
+export function benchKafka(brokers: string, clientId: string): Kafka {
+  return new KafkaClient({ clientId, brokers: brokers.split(','), logLevel: logLevel.NOTHING, retry: { retries: 12, initialRetryTime: 200, maxRetryTime: 5_000 } });
+}
+
+export async function createTopics(kafka: Kafka, topics: readonly { topic: string; partitions: number }[]): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const missing = topics.filter((t) => !existing.has(t.topic));
+    if (missing.length > 0) await admin.createTopics({ waitForLeaders: true, topics: missing.map((t) => ({ topic: t.topic, numPartitions: t.partitions, replicationFactor: 1 })) });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export async function deleteTopics(kafka: Kafka, topics: readonly string[]): Promise<void> {
+  if (topics.length === 0) return;
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.deleteTopics({ topics: [...topics] }).catch(() => undefined);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Records in a topic (sum of high watermarks minus low watermarks; exact for a non-transactional topic). */
+export async function topicSize(kafka: Kafka, topic: string): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const offsets = await admin.fetchTopicOffsets(topic);
+    return offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export interface BacklogCommand {
+  readonly commandId: string;
+  readonly producedAt: number;
+}
+
+/**
+ * Publishes `count` commands of the realistic mix in batches (Avro, Confluent framing, the
+ * produced-at header set just before each batch is sent) and returns the produced-at per id.
+ */
+export async function loadBacklog(options: {
+  readonly kafka: Kafka;
+  readonly registry: SchemaRegistry;
+  readonly topic: string;
+  readonly count: number;
+  readonly idPrefix: string;
+  readonly seed: number;
+  readonly batchSize?: number;
+  readonly onProgress?: (done: number) => void;
+}): Promise<Map<string, number>> {
+  const publisher = new CommandPublisher(options.kafka, options.registry, options.topic);
+  await publisher.connect();
+  const random = prng(options.seed);
+  const producedAt = new Map<string, number>();
+  const batchSize = options.batchSize ?? 1000;
+  try {
+    for (let start = 0; start < options.count; start += batchSize) {
+      const records = [];
+      const now = Date.now();
+      for (let i = start; i < Math.min(options.count, start + batchSize); i += 1) {
+        const commandId = `${options.idPrefix}-${i}`;
+        const value = await publisher.encode(makeCommand(commandId, kindAt(random), random, now));
+        producedAt.set(commandId, now);
+        records.push({ key: commandId, value, headers: { [PRODUCED_AT_HEADER]: String(now) } });
+      }
+      await publisher.publishRaw(records);
+      options.onProgress?.(Math.min(options.count, start + batchSize));
+    }
+  } finally {
+    await publisher.disconnect();
+  }
+  return producedAt;
+}
+

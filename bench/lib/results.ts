@@ -1,0 +1,92 @@
+/**
+ * Watches an output topic with a `read_committed` consumer that never commits: when each result
+ * became visible (i.e. its transaction, if any, was committed), how many results each key has.
+ * Results are keyed by commandId (the worker does this; the bench pipelines do the same).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Consumer, Kafka } from 'kafkajs';
+
+export interface Arrival {
+  readonly key: string;
+  /** Date.now() when the watcher received the batch holding the record. */
+  readonly visibleAt: number;
+  /** The record's own timestamp (producer CreateTime). */
+  readonly timestamp: number;
+  readonly value: Buffer | null;
+}
+
+export class ResultWatcher {
+  readonly perKey = new Map<string, number>();
+  readonly arrivals: Arrival[] = [];
+  readonly #consumer: Consumer;
+  readonly #topic: string;
+  readonly #keepValues: boolean;
+  #joined: Promise<void>;
+
+  constructor(kafka: Kafka, topic: string, options: { keepValues?: boolean } = {}) {
+    this.#consumer = kafka.consumer({ groupId: `bench-watch-${randomUUID()}`, readUncommitted: false, maxWaitTimeInMs: 50, sessionTimeout: 30_000 });
+    this.#topic = topic;
+    this.#keepValues = options.keepValues ?? false;
+    this.#joined = new Promise((resolve) => {
+      this.#consumer.on(this.#consumer.events.GROUP_JOIN, () => resolve());
+    });
+  }
+
+  /** Resolves once the watcher has joined its group (so visibility times are not inflated by its start). */
+  async start(): Promise<void> {
+    await this.#consumer.connect();
+    await this.#consumer.subscribe({ topic: this.#topic, fromBeginning: true });
+    await this.#consumer.run({
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        const visibleAt = Date.now();
+        for (const message of batch.messages) {
+          const key = message.key?.toString('utf8') ?? '';
+          this.perKey.set(key, (this.perKey.get(key) ?? 0) + 1);
+          this.arrivals.push({ key, visibleAt, timestamp: Number(message.timestamp), value: this.#keepValues ? message.value : null });
+        }
+      },
+    });
+    await this.#joined;
+  }
+
+  get distinct(): number {
+    return this.perKey.size;
+  }
+
+  /** Polls until `done()` holds; false when the deadline passes first. */
+  async waitUntil(done: () => boolean, timeoutMs: number, onTick?: () => void): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (!done()) {
+      if (Date.now() > deadline) return false;
+      onTick?.();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return true;
+  }
+
+  async stop(): Promise<void> {
+    await this.#consumer.disconnect().catch(() => undefined);
+  }
+}
+
+/**
+ * Reads a whole topic from the beginning with a fresh `read_committed` consumer and returns once
+ * no record has arrived for `idleMs` (after at least one fetch round): the authoritative count
+ * at the end of a chaos run, independent of any consumer that lived through the faults.
+ */
+export async function readWholeTopic(kafka: Kafka, topic: string, idleMs = 4_000): Promise<Arrival[]> {
+  const watcher = new ResultWatcher(kafka, topic, { keepValues: true });
+  await watcher.start();
+  let last = watcher.arrivals.length;
+  let lastChange = Date.now();
+  await watcher.waitUntil(() => {
+    if (watcher.arrivals.length !== last) {
+      last = watcher.arrivals.length;
+      lastChange = Date.now();
+    }
+    return Date.now() - lastChange >= idleMs;
+  }, 600_000);
+  await watcher.stop();
+  return watcher.arrivals;
+}

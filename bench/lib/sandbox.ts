@@ -1,0 +1,66 @@
+/**
+ * The messaging-service sandbox in its own process (`sms-worker sandbox`), steered over its
+ * /_sandbox/ admin routes, so its CPU is charged to nobody in the measurement.
+ */
+import type { SandboxStats } from '../../src/sandbox/state.ts';
+import type { FaultUpdate } from '../../src/sandbox/admin.ts';
+import { CLI_MAIN, sleep, startNode, stopChild, type Child } from './proc.ts';
+
+export class SandboxProcess {
+  readonly url: string;
+  readonly child: Child;
+
+  private constructor(child: Child, url: string) {
+    this.child = child;
+    this.url = url;
+  }
+
+  static async start(args: readonly string[]): Promise<SandboxProcess> {
+    const child = startNode(CLI_MAIN, ['sandbox', '--port', '0', ...args]);
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const line = child.lines.find((l) => l.includes('sandbox listening on'));
+      const url = line === undefined ? undefined : /listening on (http:\/\/\S+)/.exec(line)?.[1];
+      if (url !== undefined) return new SandboxProcess(child, url);
+      if (child.process.exitCode !== null || Date.now() > deadline) throw new Error(`sandbox did not start:\n${child.output()}`);
+      await sleep(50);
+    }
+  }
+
+  async #admin<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    const response = await fetch(`${this.url}/_sandbox/${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    if (!response.ok) throw new Error(`sandbox admin ${method} ${path}: HTTP ${response.status} ${await response.text()}`);
+    return (await response.json()) as T;
+  }
+
+  async faults(update: FaultUpdate): Promise<void> {
+    await this.#admin('POST', 'faults', update);
+  }
+
+  /** 0 means no added latency. */
+  async setLatency(ms: number): Promise<void> {
+    await this.faults({ latency: ms > 0 ? { kind: 'fixed', ms } : { kind: 'none' } });
+  }
+
+  stats(): Promise<SandboxStats> {
+    return this.#admin('GET', 'stats');
+  }
+
+  /** Correlation ids (command ids) with at least `min` accepted sends. */
+  async correlations(min = 2): Promise<Record<string, number>> {
+    return (await this.#admin<{ counts: Record<string, number> }>('GET', `correlations?min=${min}`)).counts;
+  }
+
+  async reset(): Promise<void> {
+    await this.#admin('POST', 'reset');
+  }
+
+  async stop(): Promise<void> {
+    await stopChild(this.child, 5_000);
+  }
+}

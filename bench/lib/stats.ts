@@ -1,0 +1,45 @@
+/** Small statistics helpers: percentiles, the steady window of a drain, spreads. */
+
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[index] as number;
+}
+
+export function sortedNumbers(values: Iterable<number>): number[] {
+  return [...values].sort((a, b) => a - b);
+}
+
+export interface SteadyWindow {
+  /** Epoch ms of the first and last result inside the window. */
+  readonly from: number;
+  readonly to: number;
+  /** Results completed inside the window. */
+  readonly results: number;
+  readonly perSecond: number;
+}
+
+/**
+ * Throughput over the steady window: completion times sorted, the first and last `trim` share of
+ * results excluded (start-up, group join and the tail), the rest divided by the time they took.
+ */
+export function steadyWindow(completionTimes: readonly number[], trim = 0.1): SteadyWindow {
+  const times = sortedNumbers(completionTimes);
+  const n = times.length;
+  if (n < 2) return { from: times[0] ?? 0, to: times[0] ?? 0, results: n, perSecond: Number.NaN };
+  const lo = Math.floor(n * trim);
+  const hi = Math.max(lo + 1, Math.ceil(n * (1 - trim)) - 1);
+  const from = times[lo] as number;
+  const to = times[hi] as number;
+  const seconds = Math.max(0.001, (to - from) / 1000);
+  return { from, to, results: hi - lo, perSecond: (hi - lo) / seconds };
+}
+
+export function mean(values: readonly number[]): number {
+  return values.length === 0 ? Number.NaN : values.reduce((a, b) => a + b, 0) / values.length;
+}
+
+export function spread(values: readonly number[]): { min: number; max: number; mean: number } {
+  const finite = values.filter(Number.isFinite);
+  return { min: Math.min(...finite), max: Math.max(...finite), mean: mean(finite) };
+}

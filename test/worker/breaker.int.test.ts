@@ -1,0 +1,90 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, testKafka } from '../helpers/kafka.ts';
+import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, workerEnv } from '../helpers/worker.ts';
+import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+
+let sandbox: RunningSandbox;
+const cleanups: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ port: 0 });
+});
+afterAll(async () => {
+  await sandbox.close();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+  sandbox.state.reset();
+});
+
+describe('worker: circuit breaker', () => {
+  it('opens the circuit during an outage, holds the commands, and sends them after a successful probe', async () => {
+    const threshold = 2;
+    const topics = testTopics();
+    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { BREAKER_FAILURE_THRESHOLD: String(threshold), PROVIDER_RETRY_ATTEMPTS: '1' }));
+    let stopped = false;
+    cleanups.push(async () => {
+      if (!stopped) await worker.stop();
+    });
+    const publisher = await publisherFor(testKafka(), topics.commands);
+    cleanups.push(() => publisher.disconnect());
+    const results = await ResultCollector.start(topics.results);
+    cleanups.push(() => results.stop());
+
+    sandbox.setFaults({ down: true });
+    const commands = Array.from({ length: 6 }, () => textCommand());
+    await publisher.publish(commands.map((command) => ({ command })));
+
+    await eventually(() => (worker.pauseReason === 'circuit_open' ? true : undefined), 60_000, 'the circuit to open');
+    const metrics = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
+    expect(metrics).toMatch(/^sms_worker_paused\{reason="circuit_open"\} 1$/m);
+    expect(metrics).toMatch(/^sms_worker_paused\{reason="insufficient_funds"\} 0$/m);
+
+    sandbox.setFaults({ down: false });
+    const ids = commands.map((c) => c.commandId);
+    const got = await results.waitFor(ids, 60_000);
+    await eventually(() => (worker.pauseReason === undefined ? true : undefined), 10_000, 'the circuit to close');
+
+    // Exactly one committed result per command: the worker committed six, and each id has one.
+    await worker.stop();
+    stopped = true;
+    const committed = (await worker.metrics.results.get()).values.reduce((sum, v) => sum + v.value, 0);
+    expect(committed).toBe(commands.length);
+    expect(ids.map((id) => results.byCommand.get(id)?.length)).toEqual(ids.map(() => 1));
+
+    const failed = ids.filter((id) => got.get(id)?.outcome === 'FAILED');
+    const sent = ids.filter((id) => got.get(id)?.outcome === 'SENT');
+    // Below the threshold an outage failure fails its command; from the threshold on, commands are held.
+    expect(failed.length).toBeLessThanOrEqual(threshold - 1);
+    expect(sent.length).toBe(commands.length - failed.length);
+    for (const id of failed) {
+      expect(got.get(id)?.error?.retryable).toBe(true);
+      expect(sandbox.state.acceptedSends(id)).toBe(0);
+    }
+    for (const id of sent) expect(sandbox.state.acceptedSends(id)).toBe(1);
+    const after = await (await fetch(`http://127.0.0.1:${worker.httpPort ?? 0}/metrics`).catch(() => undefined))?.text();
+    if (after !== undefined) expect(after).toMatch(/^sms_worker_paused\{reason="circuit_open"\} 0$/m);
+  });
+
+  it('REPRO: after an ambiguous failure trips the breaker with no held command, the worker never probes again', async () => {
+    const topics = testTopics();
+    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { BREAKER_FAILURE_THRESHOLD: '1', PROVIDER_RETRY_ATTEMPTS: '1' }));
+    cleanups.push(() => worker.stop());
+    const publisher = await publisherFor(testKafka(), topics.commands);
+    cleanups.push(() => publisher.disconnect());
+    const results = await ResultCollector.start(topics.results);
+    cleanups.push(() => results.stop());
+
+    sandbox.state.faults.enqueue('http500');
+    const first = textCommand();
+    await publisher.publish([{ command: first }]);
+    const r = (await results.waitFor([first.commandId])).get(first.commandId);
+    expect(r?.outcome).toBe('FAILED');
+    expect(worker.pauseReason).toBe('circuit_open');
+    // The service is healthy again (the fault was one-off); a new command should be sent after a probe.
+    const second = textCommand();
+    await publisher.publish([{ command: second }]);
+    const got = await results.waitFor([second.commandId], 15_000);
+    expect(got.get(second.commandId)?.outcome).toBe('SENT');
+  });
+});

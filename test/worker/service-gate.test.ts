@@ -1,0 +1,225 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { OutageCounter, ServiceGate, type GateBackoff, type Passage, type PauseReason } from '../../src/worker/service-gate.ts';
+
+/**
+ * The gate decides with its injected clock and wakes its waiters with a timer. Tests drive the
+ * clock by hand and the timer through vitest's fake setTimeout, so nothing depends on wall time.
+ */
+const BACKOFF: Record<PauseReason, GateBackoff> = {
+  insufficient_funds: { initialMs: 30, maxMs: 100 },
+  circuit_open: { initialMs: 20, maxMs: 50 },
+};
+
+/** Lets every pending promise callback run (setImmediate is not faked here). */
+const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+interface Tracked {
+  settled: boolean;
+  value?: Passage;
+  error?: unknown;
+}
+
+function track(promise: Promise<Passage>): Tracked {
+  const state: Tracked = { settled: false };
+  promise.then(
+    (value) => Object.assign(state, { settled: true, value }),
+    (error: unknown) => Object.assign(state, { settled: true, error }),
+  );
+  return state;
+}
+
+let t = 0;
+let changes: (PauseReason | undefined)[] = [];
+const controllers: AbortController[] = [];
+
+function newGate(backoff: Record<PauseReason, GateBackoff> = BACKOFF): ServiceGate {
+  return new ServiceGate({ backoff, now: () => t, onChange: (reason) => changes.push(reason) });
+}
+
+/** A caller waiting at the gate; its controller is aborted after the test so nothing dangles. */
+function caller(gate: ServiceGate): Tracked {
+  const controller = new AbortController();
+  controllers.push(controller);
+  return track(gate.pass(controller.signal));
+}
+
+/** What a caller arriving now would get at once: its passage, or 'wait'. */
+async function arriving(gate: ServiceGate): Promise<Passage | 'wait'> {
+  const controller = new AbortController();
+  const state = track(gate.pass(controller.signal));
+  await flush();
+  if (state.settled) return state.value ?? 'wait';
+  controller.abort();
+  await flush();
+  return 'wait';
+}
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  t = 1_000;
+  changes = [];
+});
+afterEach(() => {
+  for (const controller of controllers.splice(0)) controller.abort();
+  vi.useRealTimers();
+});
+
+describe('ServiceGate', () => {
+  it('lets every caller through with `go` while open', async () => {
+    const gate = newGate();
+    expect(gate.reason).toBeUndefined();
+    const passages = await Promise.all([0, 1, 2].map(() => gate.pass(new AbortController().signal)));
+    expect(passages).toEqual(['go', 'go', 'go']);
+    expect(changes).toEqual([]);
+  });
+
+  it('holds callers after block() and reports the reason once', async () => {
+    const gate = newGate();
+    gate.block('insufficient_funds', false);
+    expect(gate.reason).toBe('insufficient_funds');
+    expect(changes).toEqual(['insufficient_funds']);
+
+    const waiters = [caller(gate), caller(gate)];
+    await vi.advanceTimersByTimeAsync(25);
+    t += 25;
+    await flush();
+    expect(waiters.map((w) => w.settled)).toEqual([false, false]);
+    // Blocking again for the same reason (not from a probe) changes nothing, and reports nothing.
+    gate.block('insufficient_funds', false);
+    expect(changes).toEqual(['insufficient_funds']);
+  });
+
+  it('lets exactly one waiter through as the probe when the probe time is reached; the others keep waiting', async () => {
+    const gate = newGate();
+    gate.block('circuit_open', false); // probe at t + 20
+    const waiters = [caller(gate), caller(gate), caller(gate)];
+    await flush();
+    t += 19;
+    expect(await arriving(gate)).toBe('wait');
+
+    t += 1;
+    await vi.advanceTimersByTimeAsync(20); // the gate's wake-up timer fires
+    const probes = waiters.filter((w) => w.value === 'probe');
+    expect(probes).toHaveLength(1);
+    expect(waiters.filter((w) => !w.settled)).toHaveLength(2);
+    // A newcomer does not get a second probe while the first is out.
+    expect(await arriving(gate)).toBe('wait');
+    t += 10_000;
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(waiters.filter((w) => !w.settled)).toHaveLength(2);
+  });
+
+  it('doubles the probe delay after each failed probe, up to the maximum', async () => {
+    const gate = newGate(); // circuit_open: 20 ms, max 50 ms
+    gate.block('circuit_open', false);
+    const delays: number[] = [];
+    for (let round = 0; round < 4; round += 1) {
+      const start = t;
+      // Find the first instant an arriving caller is made the probe.
+      let step = 0;
+      for (; step <= 100; step += 1) {
+        t = start + step;
+        if ((await arriving(gate)) === 'probe') break;
+      }
+      delays.push(step);
+      gate.block('circuit_open', true); // the probe failed
+    }
+    expect(delays).toEqual([20, 40, 50, 50]);
+    // Failed probes of the same reason are not reported as changes.
+    expect(changes).toEqual(['circuit_open']);
+  });
+
+  it('clear() releases every waiter with `go` and reports undefined', async () => {
+    const gate = newGate();
+    gate.block('insufficient_funds', false);
+    const waiters = [caller(gate), caller(gate), caller(gate)];
+    await flush();
+    gate.clear();
+    await flush();
+    expect(waiters.map((w) => w.value)).toEqual(['go', 'go', 'go']);
+    expect(gate.reason).toBeUndefined();
+    expect(changes).toEqual(['insufficient_funds', undefined]);
+    // Clearing an open gate reports nothing.
+    gate.clear();
+    expect(changes).toEqual(['insufficient_funds', undefined]);
+    expect(await arriving(gate)).toBe('go');
+  });
+
+  it('a different reason starts again from that reason\'s initial delay, and is reported', async () => {
+    const gate = newGate(); // funds 30 ms, circuit 20 ms
+    gate.block('circuit_open', false);
+    t += 20;
+    expect(await arriving(gate)).toBe('probe');
+    gate.block('circuit_open', true); // escalated to 40 ms
+    t += 40;
+    expect(await arriving(gate)).toBe('probe');
+    // The probe reached the service, which said the balance is exhausted.
+    gate.block('insufficient_funds', true);
+    expect(gate.reason).toBe('insufficient_funds');
+    t += 29;
+    expect(await arriving(gate)).toBe('wait');
+    t += 1;
+    expect(await arriving(gate)).toBe('probe');
+    gate.block('circuit_open', true);
+    t += 19;
+    expect(await arriving(gate)).toBe('wait');
+    t += 1;
+    expect(await arriving(gate)).toBe('probe');
+    expect(changes).toEqual(['circuit_open', 'insufficient_funds', 'circuit_open']);
+  });
+
+  it('rejects a waiter whose signal is aborted, with the abort reason', async () => {
+    const gate = newGate();
+    gate.block('circuit_open', false);
+    const controller = new AbortController();
+    const waiting = track(gate.pass(controller.signal));
+    const other = caller(gate);
+    await flush();
+    const reason = new Error('rebalance');
+    controller.abort(reason);
+    await flush();
+    expect(waiting.settled).toBe(true);
+    expect(waiting.error).toBe(reason);
+    expect(other.settled).toBe(false);
+    // Already aborted: rejected at once, even when the gate is open.
+    gate.clear();
+    await expect(gate.pass(AbortSignal.abort(reason))).rejects.toBe(reason);
+  });
+
+  it('releaseProbe() lets another caller probe', async () => {
+    const gate = newGate();
+    gate.block('insufficient_funds', false);
+    t += 30;
+    expect(await arriving(gate)).toBe('probe');
+    const waiters = [caller(gate), caller(gate)];
+    await flush();
+    expect(waiters.map((w) => w.settled)).toEqual([false, false]);
+
+    gate.releaseProbe(); // the probe's command was abandoned unsent
+    await flush();
+    expect(waiters.filter((w) => w.value === 'probe')).toHaveLength(1);
+    expect(waiters.filter((w) => !w.settled)).toHaveLength(1);
+    expect(gate.reason).toBe('insufficient_funds');
+  });
+});
+
+describe('OutageCounter', () => {
+  it('reports the circuit open from the threshold-th consecutive failure on', () => {
+    const counter = new OutageCounter(3);
+    expect([counter.failure(), counter.failure(), counter.failure(), counter.failure()]).toEqual([false, false, true, true]);
+  });
+
+  it('a threshold of 1 opens on the first failure', () => {
+    expect(new OutageCounter(1).failure()).toBe(true);
+  });
+
+  it('a success resets the count', () => {
+    const counter = new OutageCounter(2);
+    expect(counter.failure()).toBe(false);
+    counter.success();
+    expect(counter.failure()).toBe(false);
+    expect(counter.failure()).toBe(true);
+    counter.success();
+    expect(counter.failure()).toBe(false);
+  });
+});
