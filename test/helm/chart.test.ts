@@ -513,3 +513,22 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
     });
   });
 });
+
+describe('helm chart and worker configuration agree', { timeout: 60_000 }, () => {
+  it('renders every non-secret worker setting that has a default, with the worker’s own default', async () => {
+    const { envSchema, SECRET_VARIABLES } = await import('../../src/config/index.ts');
+    const configMap = single<ConfigMap>(render(), 'ConfigMap');
+    const mismatches: string[] = [];
+    for (const [name, schema] of Object.entries(envSchema.shape)) {
+      if ((SECRET_VARIABLES as readonly string[]).includes(name)) {
+        expect(configMap.data[name], `${name} is a secret`).toBeUndefined();
+        continue;
+      }
+      const parsed = schema.safeParse(undefined);
+      if (!parsed.success || parsed.data === undefined) continue; // required or optional without default
+      const rendered = configMap.data[name];
+      if (rendered !== String(parsed.data)) mismatches.push(`${name}: chart ${String(rendered)} vs worker ${String(parsed.data)}`);
+    }
+    expect(mismatches).toEqual([]);
+  });
+});

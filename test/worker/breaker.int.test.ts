@@ -44,6 +44,8 @@ describe('worker: circuit breaker', () => {
     const ids = commands.map((c) => c.commandId);
     const got = await results.waitFor(ids, 60_000);
     await eventually(() => (worker.pauseReason === undefined ? true : undefined), 10_000, 'the circuit to close');
+    const resumed = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
+    expect(resumed).toMatch(/^sms_worker_paused\{reason="circuit_open"\} 0$/m);
 
     // Exactly one committed result per command: the worker committed six, and each id has one.
     await worker.stop();
@@ -62,29 +64,5 @@ describe('worker: circuit breaker', () => {
       expect(sandbox.state.acceptedSends(id)).toBe(0);
     }
     for (const id of sent) expect(sandbox.state.acceptedSends(id)).toBe(1);
-    const after = await (await fetch(`http://127.0.0.1:${worker.httpPort ?? 0}/metrics`).catch(() => undefined))?.text();
-    if (after !== undefined) expect(after).toMatch(/^sms_worker_paused\{reason="circuit_open"\} 0$/m);
-  });
-
-  it('REPRO: after an ambiguous failure trips the breaker with no held command, the worker never probes again', async () => {
-    const topics = testTopics();
-    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { BREAKER_FAILURE_THRESHOLD: '1', PROVIDER_RETRY_ATTEMPTS: '1' }));
-    cleanups.push(() => worker.stop());
-    const publisher = await publisherFor(testKafka(), topics.commands);
-    cleanups.push(() => publisher.disconnect());
-    const results = await ResultCollector.start(topics.results);
-    cleanups.push(() => results.stop());
-
-    sandbox.state.faults.enqueue('http500');
-    const first = textCommand();
-    await publisher.publish([{ command: first }]);
-    const r = (await results.waitFor([first.commandId])).get(first.commandId);
-    expect(r?.outcome).toBe('FAILED');
-    expect(worker.pauseReason).toBe('circuit_open');
-    // The service is healthy again (the fault was one-off); a new command should be sent after a probe.
-    const second = textCommand();
-    await publisher.publish([{ command: second }]);
-    const got = await results.waitFor([second.commandId], 15_000);
-    expect(got.get(second.commandId)?.outcome).toBe('SENT');
   });
 });

@@ -1,0 +1,342 @@
+/**
+ * `npm run bench`: the same pre-loaded backlog of Avro commands drained by three pipelines, each
+ * in its own process with its own group and output topic, against the sandbox in a fourth:
+ *   ceiling  raw kafkajs pipe: decode, validate, encode, no HTTP (bench/pipelines/ceiling.ts)
+ *   floor    naive worker: eachMessage, await HTTP, await a one-record send (bench/pipelines/floor.ts)
+ *   worker   sms-worker as shipped (`node src/cli/main.ts run`, default settings)
+ * per sandbox latency, in interleaved order (ABC, CBA, …). Prints a Markdown report and writes
+ * the raw figures as JSON. See bench/README.md for what every column means.
+ *
+ *   node bench/run.ts [--commands 20000] [--latencies 0,50] [--rounds 2] [--floor-commands 300]
+ *                     [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7]
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { Kafka } from 'kafkajs';
+import { createRegistry } from '../src/schema/codec.ts';
+import { startStack, type RunningStack } from '../src/stack/index.ts';
+import { quietKnownWarnings } from '../src/cli/warnings.ts';
+import { benchKafka, createTopics, deleteTopics, loadBacklog } from './lib/kafka.ts';
+import { fmt, mb, ms, table } from './lib/markdown.ts';
+import { CpuSampler, cpuMicros, peakRssBytes, REPO_ROOT, startNode, stopChild, type Child } from './lib/proc.ts';
+import { ResultWatcher } from './lib/results.ts';
+import { SandboxProcess } from './lib/sandbox.ts';
+import { mean, percentile, sortedNumbers, spread, steadyWindow } from './lib/stats.ts';
+import { startWorker, workerEnv } from './pipelines/worker.ts';
+
+quietKnownWarnings();
+
+type Pipeline = 'ceiling' | 'floor' | 'worker';
+const ORDER: readonly Pipeline[] = ['ceiling', 'floor', 'worker'];
+const PARTITIONS = 12;
+/** The worker's default MAX_IN_FLIGHT (src/config/schema.ts). */
+const WORKER_IN_FLIGHT = 64;
+
+const { values: args } = parseArgs({
+  options: {
+    commands: { type: 'string', default: '20000' },
+    latencies: { type: 'string', default: '0,50' },
+    rounds: { type: 'string', default: '2' },
+    'floor-commands': { type: 'string', default: '300' },
+    'rss-commands': { type: 'string', default: '100000' },
+    'no-rss-check': { type: 'boolean', default: false },
+    json: { type: 'string' },
+    seed: { type: 'string', default: '7' },
+    help: { type: 'boolean', short: 'h' },
+  },
+});
+if (args.help === true) {
+  console.log('node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7]');
+  process.exit(0);
+}
+const positiveInt = (name: string, raw: string): number => {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer (got ${raw})`);
+  return n;
+};
+const COMMANDS = positiveInt('commands', args.commands);
+const ROUNDS = positiveInt('rounds', args.rounds);
+const FLOOR_COMMANDS = Math.min(COMMANDS, positiveInt('floor-commands', args['floor-commands']));
+const RSS_COMMANDS = args['no-rss-check'] ? 0 : positiveInt('rss-commands', args['rss-commands']);
+const SEED = positiveInt('seed', args.seed);
+const LATENCIES = args.latencies.split(',').map((v) => {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`--latencies must be a comma-separated list of milliseconds (got ${args.latencies})`);
+  return n;
+});
+const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+const JSON_FILE = args.json ?? join(REPO_ROOT, 'bench', 'results', `bench-${stamp}.json`);
+
+const started = Date.now();
+const say = (line: string): void => console.error(`[bench ${((Date.now() - started) / 1000).toFixed(1)}s] ${line}`);
+
+interface RunFigures {
+  readonly pipeline: Pipeline;
+  readonly latencyMs: number;
+  readonly round: number;
+  readonly position: number;
+  readonly target: number;
+  readonly results: number;
+  readonly duplicateResults: number;
+  readonly perSecond: number;
+  readonly steadyResults: number;
+  readonly steadySeconds: number;
+  readonly e2eP50Ms: number;
+  readonly e2eP99Ms: number;
+  readonly fromStartP50Ms: number;
+  readonly fromStartP99Ms: number;
+  readonly commitDelayP50Ms: number;
+  readonly commitDelayP99Ms: number;
+  readonly cpuUsPerCommand: number;
+  readonly cpuUsPerCommandWholeRun: number;
+  readonly peakRssBytes: number;
+  readonly startupMs: number;
+  readonly drainMs: number;
+  readonly selfReport: unknown;
+}
+
+interface Context {
+  readonly stack: RunningStack;
+  readonly kafka: Kafka;
+  readonly sandbox: SandboxProcess;
+  readonly runId: string;
+  readonly topics: string[];
+}
+
+function startPipeline(ctx: Context, pipeline: Pipeline, input: string, output: string, group: string): Child {
+  if (pipeline === 'worker') {
+    return startWorker(
+      workerEnv({ brokers: ctx.stack.kafkaBrokers, registryUrl: ctx.stack.schemaRegistryUrl, providerUrl: ctx.sandbox.url, commands: input, results: output, deadLetter: `${output}.dlq`, group }),
+    );
+  }
+  return startNode(join(REPO_ROOT, 'bench', 'pipelines', `${pipeline}.ts`), [], {
+    BENCH_BROKERS: ctx.stack.kafkaBrokers,
+    BENCH_REGISTRY_URL: ctx.stack.schemaRegistryUrl,
+    BENCH_INPUT_TOPIC: input,
+    BENCH_OUTPUT_TOPIC: output,
+    BENCH_GROUP: group,
+    BENCH_PROVIDER_URL: ctx.sandbox.url,
+  });
+}
+
+async function runOnce(ctx: Context, options: { pipeline: Pipeline; latencyMs: number; round: number; position: number; input: string; producedAt: Map<string, number>; target: number; label: string }): Promise<RunFigures> {
+  const { pipeline, target } = options;
+  const output = `bench.${ctx.runId}.${options.label}.results`;
+  ctx.topics.push(output, `${output}.dlq`);
+  await createTopics(ctx.kafka, [
+    { topic: output, partitions: PARTITIONS },
+    { topic: `${output}.dlq`, partitions: 1 },
+  ]);
+  const watcher = new ResultWatcher(ctx.kafka, output);
+  await watcher.start();
+  const runStart = Date.now();
+  const child = startPipeline(ctx, pipeline, options.input, output, `bench-${ctx.runId}-${options.label}`);
+  const sampler = new CpuSampler(child.pid);
+  let exited = false;
+  void child.exited.then(() => (exited = true));
+  // Generous: the floor at 50 ms does ~20/s; nothing else should come close to this.
+  const timeoutMs = 120_000 + target * 100;
+  const done = await watcher.waitUntil(() => watcher.distinct >= target || exited, timeoutMs);
+  sampler.stop();
+  const peakRss = peakRssBytes(child.pid) ?? Number.NaN;
+  const cpuWhole = cpuMicros(child.pid) ?? Number.NaN;
+  if (!done || exited) {
+    const output = child.output();
+    await stopChild(child);
+    await watcher.stop();
+    throw new Error(`${options.label}: ${exited ? 'pipeline exited' : 'timed out'} with ${watcher.distinct}/${target} results; its output:\n${output}`);
+  }
+  await stopChild(child);
+  const selfReportLine = child.lines.find((l) => l.startsWith('{"pipeline"'));
+  await watcher.stop();
+
+  // First arrival per key, only the first `target` commands (the floor stops at its sample).
+  const first = new Map<string, { visibleAt: number; timestamp: number }>();
+  for (const a of watcher.arrivals) if (!first.has(a.key)) first.set(a.key, { visibleAt: a.visibleAt, timestamp: a.timestamp });
+  const firsts = [...first.entries()].sort((a, b) => a[1].visibleAt - b[1].visibleAt).slice(0, target);
+  const visible = firsts.map(([, v]) => v.visibleAt);
+  const window = steadyWindow(visible);
+  const e2e = sortedNumbers(firsts.map(([key, v]) => v.visibleAt - (options.producedAt.get(key) ?? Number.NaN)));
+  const fromStart = sortedNumbers(visible.map((t) => t - runStart));
+  const commitDelay = sortedNumbers(firsts.map(([, v]) => Math.max(0, v.visibleAt - v.timestamp)));
+  const windowCpu = sampler.between(window.from, window.to);
+  const firstVisible = visible[0] ?? Number.NaN;
+  const lastVisible = visible[visible.length - 1] ?? Number.NaN;
+  return {
+    pipeline,
+    latencyMs: options.latencyMs,
+    round: options.round,
+    position: options.position,
+    target,
+    results: watcher.arrivals.length,
+    duplicateResults: [...watcher.perKey.values()].filter((n) => n > 1).length,
+    perSecond: window.perSecond,
+    steadyResults: window.results,
+    steadySeconds: (window.to - window.from) / 1000,
+    e2eP50Ms: percentile(e2e, 50),
+    e2eP99Ms: percentile(e2e, 99),
+    fromStartP50Ms: percentile(fromStart, 50),
+    fromStartP99Ms: percentile(fromStart, 99),
+    commitDelayP50Ms: percentile(commitDelay, 50),
+    commitDelayP99Ms: percentile(commitDelay, 99),
+    cpuUsPerCommand: window.results > 0 ? windowCpu / window.results : Number.NaN,
+    cpuUsPerCommandWholeRun: cpuWhole / target,
+    peakRssBytes: peakRss,
+    startupMs: firstVisible - runStart,
+    drainMs: lastVisible - firstVisible,
+    selfReport: selfReportLine === undefined ? null : (JSON.parse(selfReportLine) as unknown),
+  };
+}
+
+function describeRun(r: RunFigures): string {
+  return `${r.pipeline} @${r.latencyMs} ms r${r.round + 1}: ${fmt(r.perSecond)} cmd/s steady (${r.steadyResults} in ${fmt(r.steadySeconds, 1)} s), e2e p50 ${ms(r.e2eP50Ms)} p99 ${ms(r.e2eP99Ms)}, ${fmt(r.cpuUsPerCommand)} CPU-µs/cmd, peak RSS ${mb(r.peakRssBytes)}, start-up ${ms(r.startupMs)}${r.duplicateResults > 0 ? `, ${r.duplicateResults} keys with >1 result` : ''}`;
+}
+
+interface Row {
+  readonly pipeline: Pipeline;
+  readonly latencyMs: number;
+  readonly runs: readonly RunFigures[];
+}
+
+function report(rows: readonly Row[], rss: RunFigures | undefined, machine: string, wallSeconds: number): string {
+  const agg = (row: Row, pick: (r: RunFigures) => number): number => mean(row.runs.map(pick));
+  const find = (pipeline: Pipeline, latencyMs: number): Row | undefined => rows.find((r) => r.pipeline === pipeline && r.latencyMs === latencyMs);
+  const lines: string[] = [];
+  lines.push(`## sms-worker benchmark`);
+  lines.push('');
+  lines.push(`${machine}. Backlog: ${fmt(COMMANDS)} Avro commands (55% single-recipient text, 20% 2–5 recipients, 10% template, 13% voice, 2% invalid) in a ${PARTITIONS}-partition topic; the floor drains a sample of ${fmt(FLOOR_COMMANDS)}. ${ROUNDS} round(s) per setting, interleaved ${ROUNDS > 1 ? 'ABC, CBA, …' : 'ABC'}; figures are the mean over rounds, cmd/s with its min–max spread. Worker in-flight limit MAX_IN_FLIGHT=${WORKER_IN_FLIGHT} (default). Wall time ${fmt(wallSeconds)} s.`);
+  lines.push('');
+  const header = ['pipeline', 'latency', 'cmd/s (steady)', 'min–max', 'e2e p50 / p99', 'from start p50 / p99', 'commit delay p50 / p99', 'CPU-µs/cmd', 'peak RSS', 'worker ÷ ceiling', 'worker ÷ floor'];
+  const body: string[][] = [];
+  for (const row of rows) {
+    const s = spread(row.runs.map((r) => r.perSecond));
+    const ceiling = find('ceiling', row.latencyMs);
+    const floor = find('floor', row.latencyMs);
+    const tput = (r: Row | undefined): number => (r === undefined ? Number.NaN : agg(r, (x) => x.perSecond));
+    const isWorker = row.pipeline === 'worker';
+    body.push([
+      row.pipeline,
+      `${row.latencyMs} ms`,
+      fmt(s.mean),
+      `${fmt(s.min)}–${fmt(s.max)}`,
+      `${ms(agg(row, (r) => r.e2eP50Ms))} / ${ms(agg(row, (r) => r.e2eP99Ms))}`,
+      `${ms(agg(row, (r) => r.fromStartP50Ms))} / ${ms(agg(row, (r) => r.fromStartP99Ms))}`,
+      `${ms(agg(row, (r) => r.commitDelayP50Ms))} / ${ms(agg(row, (r) => r.commitDelayP99Ms))}`,
+      fmt(agg(row, (r) => r.cpuUsPerCommand)),
+      mb(Math.max(...row.runs.map((r) => r.peakRssBytes))),
+      isWorker ? `${fmt(s.mean / tput(ceiling), 2)}×` : '',
+      isWorker ? `${fmt(s.mean / tput(floor), 1)}×` : '',
+    ]);
+  }
+  lines.push(table(header, body, ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r']));
+  lines.push('');
+  lines.push('Targets (reported, not enforced):');
+  for (const latencyMs of LATENCIES) {
+    const w = find('worker', latencyMs);
+    const c = find('ceiling', latencyMs);
+    const f = find('floor', latencyMs);
+    if (w === undefined) continue;
+    const wt = agg(w, (r) => r.perSecond);
+    if (latencyMs > 0) {
+      const limit = WORKER_IN_FLIGHT / (latencyMs / 1000);
+      lines.push(`- ${latencyMs} ms: worker ${fmt(wt)} cmd/s = ${fmt((100 * wt) / limit)}% of the latency ceiling ${fmt(limit)} cmd/s (in-flight ${WORKER_IN_FLIGHT} ÷ ${latencyMs} ms; target ≥ 90%): ${wt >= 0.9 * limit ? 'MET' : 'NOT MET'}`);
+      if (f !== undefined) {
+        const ft = agg(f, (r) => r.perSecond);
+        lines.push(`- ${latencyMs} ms: worker ÷ floor = ${fmt(wt / ft, 1)}× (target ≥ 20×): ${wt >= 20 * ft ? 'MET' : 'NOT MET'}`);
+      }
+    } else if (c !== undefined) {
+      const ct = agg(c, (r) => r.perSecond);
+      lines.push(`- 0 ms: worker ÷ ceiling = ${fmt((100 * wt) / ct)}% (target ≥ 40%): ${wt >= 0.4 * ct ? 'MET' : 'NOT MET'}`);
+    }
+  }
+  if (rss !== undefined) {
+    lines.push(`- RSS: worker peak ${mb(rss.peakRssBytes)} draining a ${fmt(rss.target)}-command backlog at 0 ms (${fmt(rss.perSecond)} cmd/s steady; target < 300 MB): ${rss.peakRssBytes < 300 * 1024 * 1024 ? 'MET' : 'NOT MET'}`);
+  }
+  lines.push('');
+  lines.push('Columns:');
+  lines.push('- cmd/s (steady): results per second between the 10th and the 90th percentile of result visibility times (start-up and tail excluded).');
+  lines.push('- e2e: the command\'s `sms-worker-produced-at` header → its result visible to a `read_committed` reader. With a pre-loaded backlog this includes the time the backlog waited for earlier runs, so it grows with run position; read it with the next column.');
+  lines.push('- from start: pipeline process started → result visible; queueing-dominated by construction (p50 ≈ start-up + half the drain).');
+  lines.push('- commit delay: result record timestamp (when produced) → visible to `read_committed`; the cost of transactional batching (worker) or just the reader\'s fetch (ceiling, floor).');
+  lines.push('- CPU-µs/cmd: user+system CPU of the pipeline process (from /proc, sampled every 100 ms) over the steady window ÷ results in it; the sandbox, broker and this harness run in other processes.');
+  lines.push('- peak RSS: VmHWM of the pipeline process (max over rounds).');
+  lines.push('- ceiling and floor are at-least-once (no transactions); the worker commits results and offsets in Kafka transactions (exactly one result per command).');
+  return lines.join('\n');
+}
+
+async function main(): Promise<number> {
+  say(`starting (or reusing) Kafka and the schema registry…`);
+  const stack = await startStack({ log: say });
+  say(`stack (${stack.mode}): ${stack.description}`);
+  const sandbox = await SandboxProcess.start(['--log-capacity', '1000', '--balance', '1000000000.000000']);
+  say(`sandbox at ${sandbox.url} (own process, pid ${sandbox.child.pid})`);
+  const kafka = benchKafka(stack.kafkaBrokers, 'bench-orchestrator');
+  const registry = createRegistry(stack.schemaRegistryUrl);
+  const runId = randomUUID().slice(0, 6);
+  const ctx: Context = { stack, kafka, sandbox, runId, topics: [] };
+  const runs: RunFigures[] = [];
+  let rssRun: RunFigures | undefined;
+  try {
+    const backlog = `bench.${runId}.commands`;
+    ctx.topics.push(backlog);
+    await createTopics(kafka, [{ topic: backlog, partitions: PARTITIONS }]);
+    const loadStart = Date.now();
+    const producedAt = await loadBacklog({ kafka, registry, topic: backlog, count: COMMANDS, idPrefix: `b${runId}`, seed: SEED });
+    say(`backlog: ${fmt(COMMANDS)} commands in ${backlog} (${PARTITIONS} partitions), loaded in ${fmt((Date.now() - loadStart) / 1000, 1)} s`);
+
+    for (const latencyMs of LATENCIES) {
+      await sandbox.setLatency(latencyMs);
+      for (let round = 0; round < ROUNDS; round += 1) {
+        const order = round % 2 === 0 ? ORDER : [...ORDER].reverse();
+        for (const [position, pipeline] of order.entries()) {
+          const target = pipeline === 'floor' ? FLOOR_COMMANDS : COMMANDS;
+          const figures = await runOnce(ctx, { pipeline, latencyMs, round, position, input: backlog, producedAt, target, label: `${pipeline}.${latencyMs}ms.r${round + 1}` });
+          runs.push(figures);
+          say(describeRun(figures));
+        }
+      }
+    }
+    await deleteTopics(kafka, ctx.topics.splice(0));
+
+    if (RSS_COMMANDS > 0) {
+      await sandbox.setLatency(0);
+      const big = `bench.${runId}.rss.commands`;
+      ctx.topics.push(big);
+      await createTopics(kafka, [{ topic: big, partitions: PARTITIONS }]);
+      const loadStart = Date.now();
+      const bigProducedAt = await loadBacklog({ kafka, registry, topic: big, count: RSS_COMMANDS, idPrefix: `r${runId}`, seed: SEED + 1 });
+      say(`RSS check: ${fmt(RSS_COMMANDS)} commands loaded in ${fmt((Date.now() - loadStart) / 1000, 1)} s; worker at 0 ms…`);
+      rssRun = await runOnce(ctx, { pipeline: 'worker', latencyMs: 0, round: 0, position: 0, input: big, producedAt: bigProducedAt, target: RSS_COMMANDS, label: 'worker.rss' });
+      say(`RSS check: ${describeRun(rssRun)}`);
+    }
+
+    const rows: Row[] = [];
+    for (const latencyMs of LATENCIES) for (const pipeline of ORDER) rows.push({ pipeline, latencyMs, runs: runs.filter((r) => r.pipeline === pipeline && r.latencyMs === latencyMs) });
+    const sandboxStats = await sandbox.stats();
+    const machine = `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${fmt(totalmem() / 1024 ** 3)} GiB, Node ${process.version}, ${stack.description.split(';')[0] ?? ''} (stack ${stack.mode}); load average at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`;
+    const wallSeconds = (Date.now() - started) / 1000;
+    const markdown = report(rows, rssRun, machine, wallSeconds);
+    console.log(markdown);
+    mkdirSync(dirname(JSON_FILE), { recursive: true });
+    writeFileSync(JSON_FILE, JSON.stringify({ startedAt: new Date(started).toISOString(), wallSeconds, machine, settings: { commands: COMMANDS, latencies: LATENCIES, rounds: ROUNDS, floorCommands: FLOOR_COMMANDS, rssCommands: RSS_COMMANDS, partitions: PARTITIONS, workerInFlight: WORKER_IN_FLIGHT, seed: SEED }, runs, rssRun: rssRun ?? null, sandbox: sandboxStats, markdown }, null, 2));
+    say(`JSON: ${JSON_FILE}`);
+    const duplicates = runs.reduce((n, r) => n + r.duplicateResults, 0);
+    if (duplicates > 0) say(`note: ${duplicates} keys had more than one result across the runs (expected 0 after a clean stop)`);
+    return 0;
+  } finally {
+    await deleteTopics(kafka, ctx.topics).catch(() => undefined);
+    await sandbox.stop();
+    await stack.stop();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    process.exit(1);
+  },
+);
