@@ -19,7 +19,7 @@ export function prng(seed: number): () => number {
 }
 
 const CN_MOBILES = ['+8613800138000', '+8613900139000', '+8618509872103', '+8615012345678', '+8617712345678'];
-const FOREIGN = ['+14155552671', '+6581234567', '+447911123456'];
+const FOREIGN = ['+14155552671', '+6581234567'];
 const NATIONAL = ['18509872103', '13800138000', '13900139000'];
 const TEXTS = ['Your parcel is on its way.', 'Your verification code is 482913; it expires in 5 minutes.', '您的验证码是 6666，5 分钟内有效。', 'Reminder: your appointment is tomorrow at 10:00.'];
 

@@ -108,6 +108,9 @@ export class Worker {
           circuit_open: { initialMs: c.breaker.probeInitialMs, maxMs: c.breaker.probeMaxMs },
         },
         onChange: (reason) => this.#onGateChange(reason),
+        onBlock: () => this.#consumer?.pause([{ topic: c.topics.commands }]),
+        // The gate needs a command to probe with: let the next one in.
+        onProbeWanted: () => this.#consumer?.resume([{ topic: c.topics.commands }]),
       });
       const sender = new GuardedSender({
         client: this.#client,
@@ -243,7 +246,6 @@ export class Worker {
     for (const r of ['insufficient_funds', 'circuit_open'] as const) this.metrics.paused.set({ reason: r }, r === reason ? 1 : 0);
     if (reason !== undefined) {
       this.#log.warn({ reason }, reason === 'insufficient_funds' ? 'account balance exhausted (105400): consumption paused; probing until a send succeeds' : 'messaging service unavailable: circuit open, consumption paused; probing');
-      this.#consumer?.pause(topics);
       // Held commands cannot finish while wrapping up: let them go, unsent and uncommitted.
       if (this.#state === 'stopping') this.#abandon.abort();
     } else {

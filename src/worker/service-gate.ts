@@ -28,13 +28,31 @@ export class ServiceGate {
   #blocked: Blocked | undefined;
   readonly #backoff: Record<PauseReason, GateBackoff>;
   readonly #onChange: (reason: PauseReason | undefined) => void;
+  readonly #onBlock: (reason: PauseReason) => void;
+  readonly #onProbeWanted: () => void;
   readonly #now: () => number;
+  #waiting = 0;
   #wake: { promise: Promise<void>; resolve: () => void } = ServiceGate.#deferred();
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(options: { backoff: Record<PauseReason, GateBackoff>; onChange?: (reason: PauseReason | undefined) => void; now?: () => number }) {
+  /**
+   * - `onChange`: the reason changed (blocked for a new reason, or cleared).
+   * - `onBlock`: every time sends are (re-)blocked, e.g. to pause consumption.
+   * - `onProbeWanted`: a probe is due but nobody is waiting to make it (the command that tripped
+   *   the gate was not kept, or every waiter gave up), e.g. to resume consumption so the next
+   *   command can probe. Without it a blocked gate with no waiters would stay blocked forever.
+   */
+  constructor(options: {
+    backoff: Record<PauseReason, GateBackoff>;
+    onChange?: (reason: PauseReason | undefined) => void;
+    onBlock?: (reason: PauseReason) => void;
+    onProbeWanted?: () => void;
+    now?: () => number;
+  }) {
     this.#backoff = options.backoff;
     this.#onChange = options.onChange ?? (() => undefined);
+    this.#onBlock = options.onBlock ?? (() => undefined);
+    this.#onProbeWanted = options.onProbeWanted ?? (() => undefined);
     this.#now = options.now ?? Date.now;
   }
 
@@ -58,15 +76,23 @@ export class ServiceGate {
         blocked.probing = true;
         return 'probe';
       }
+      // Woken before the probe time (the timer and the clock disagree, e.g. after a clock
+      // step): make sure a timer is pending for the remaining time.
+      if (this.#timer === undefined && !blocked.probing) this.#schedule(blocked.probeAt - this.#now());
       const wake = this.#wake.promise;
-      await new Promise<void>((resolve, reject) => {
-        const onAbort = (): void => reject(signal.reason);
-        signal.addEventListener('abort', onAbort, { once: true });
-        void wake.then(() => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
+      this.#waiting += 1;
+      try {
+        await new Promise<void>((resolve, reject) => {
+          const onAbort = (): void => reject(signal.reason);
+          signal.addEventListener('abort', onAbort, { once: true });
+          void wake.then(() => {
+            signal.removeEventListener('abort', onAbort);
+            resolve();
+          });
         });
-      });
+      } finally {
+        this.#waiting -= 1;
+      }
     }
   }
 
@@ -79,6 +105,7 @@ export class ServiceGate {
     const delayMs = previous?.reason === reason ? Math.min(maxMs, previous.delayMs * 2) : initialMs;
     this.#blocked = { reason, delayMs, probeAt: this.#now() + delayMs, probing: false };
     if (previous?.reason !== reason) this.#onChange(reason);
+    this.#onBlock(reason);
     this.#schedule(delayMs);
   }
 
@@ -87,6 +114,7 @@ export class ServiceGate {
     if (this.#blocked === undefined) return;
     this.#blocked = undefined;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
     this.#onChange(undefined);
     this.#notify();
   }
@@ -96,13 +124,26 @@ export class ServiceGate {
     if (this.#blocked !== undefined) {
       this.#blocked.probing = false;
       this.#notify();
+      this.#wantProbeIfIdle();
     }
   }
 
   #schedule(delayMs: number): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.#notify(), delayMs);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#notify();
+      this.#wantProbeIfIdle();
+    }, Math.max(0, delayMs));
     this.#timer.unref();
+  }
+
+  /** A due probe with nobody waiting to make it. Checked after waiters had a turn to react. */
+  #wantProbeIfIdle(): void {
+    setImmediate(() => {
+      const blocked = this.#blocked;
+      if (blocked !== undefined && !blocked.probing && this.#waiting === 0 && this.#now() >= blocked.probeAt) this.#onProbeWanted();
+    });
   }
 
   #notify(): void {
@@ -113,6 +154,7 @@ export class ServiceGate {
 
   close(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
     this.#notify();
   }
 }

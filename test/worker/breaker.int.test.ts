@@ -65,4 +65,27 @@ describe('worker: circuit breaker', () => {
     }
     for (const id of sent) expect(sandbox.state.acceptedSends(id)).toBe(1);
   });
+
+  it('probes again when the command that opened the circuit was not kept (nobody waiting at the gate)', async () => {
+    const topics = testTopics();
+    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { BREAKER_FAILURE_THRESHOLD: '1', PROVIDER_RETRY_ATTEMPTS: '1' }));
+    cleanups.push(() => worker.stop());
+    const publisher = await publisherFor(testKafka(), topics.commands);
+    cleanups.push(() => publisher.disconnect());
+    const results = await ResultCollector.start(topics.results);
+    cleanups.push(() => results.stop());
+
+    // A single 500 is ambiguous: with PROVIDER_RETRY_AMBIGUOUS=false its command fails (it may have
+    // been sent) although it opens the circuit; the service is healthy afterwards.
+    sandbox.state.faults.enqueue('http500');
+    const first = textCommand();
+    await publisher.publish([{ command: first }]);
+    expect((await results.waitFor([first.commandId])).get(first.commandId)?.outcome).toBe('FAILED');
+    await eventually(() => (worker.pauseReason === 'circuit_open' ? true : undefined), 10_000, 'the circuit to open');
+
+    const second = textCommand();
+    await publisher.publish([{ command: second }]);
+    expect((await results.waitFor([second.commandId], 20_000)).get(second.commandId)?.outcome).toBe('SENT');
+    await eventually(() => (worker.pauseReason === undefined ? true : undefined), 10_000, 'the circuit to close');
+  });
 });

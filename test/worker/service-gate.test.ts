@@ -223,3 +223,53 @@ describe('OutageCounter', () => {
     expect(counter.failure()).toBe(false);
   });
 });
+
+describe('ServiceGate without waiters, and with a lagging clock', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    t = 1_000;
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('asks for a probe (onProbeWanted) when the probe is due and nobody waits to make it', async () => {
+    let wanted = 0;
+    const gate = new ServiceGate({ backoff: BACKOFF, now: () => t, onProbeWanted: () => (wanted += 1) });
+    const blocks: PauseReason[] = [];
+    const observed = new ServiceGate({ backoff: BACKOFF, now: () => t, onBlock: (r) => blocks.push(r) });
+    observed.block('circuit_open', false);
+    expect(blocks).toEqual(['circuit_open']);
+    observed.close();
+
+    gate.block('circuit_open', false);
+    t += 19;
+    vi.advanceTimersByTime(19);
+    await flush();
+    expect(wanted).toBe(0);
+    t += 1;
+    vi.advanceTimersByTime(1);
+    await flush();
+    expect(wanted).toBe(1);
+    // The command that then arrives is the probe.
+    const controller = new AbortController();
+    expect(await gate.pass(controller.signal)).toBe('probe');
+    gate.close();
+  });
+
+  it('re-arms its timer when a waiter wakes before the probe time by its clock', async () => {
+    const gate = new ServiceGate({ backoff: BACKOFF, now: () => t });
+    gate.block('circuit_open', false); // probe due at t + 20
+    const waiter = caller(gate);
+    await flush();
+    t += 19; // the clock lags the timer by 1 ms
+    vi.advanceTimersByTime(20);
+    await flush();
+    expect(waiter.settled).toBe(false);
+    t += 5;
+    vi.advanceTimersByTime(5);
+    await flush();
+    expect(waiter).toMatchObject({ settled: true, value: 'probe' });
+    gate.close();
+  });
+});
