@@ -17,6 +17,10 @@ export default tseslint.config(
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-console': 'off',
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { paths: [{ name: 'kafkajs', message: "Load kafkajs through src/kafka/kafkajs.ts (it fixes kafkajs's read_committed filter first); type imports are fine.", allowTypeImports: true }] },
+      ],
     },
   },
   {

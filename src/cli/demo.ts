@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import kafkajs from 'kafkajs';
+import kafkajs from '../kafka/kafkajs.ts';
 import { loadConfig } from '../config/index.ts';
 import type { SendCommand } from '../contracts/command.ts';
 import type { CommandResult } from '../contracts/result.ts';

@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import kafkajs from 'kafkajs';
+import kafkajs from '../kafka/kafkajs.ts';
 import { ConfigError } from '../errors.ts';
 import { CommandPublisher } from '../kafka/command-publisher.ts';
 import { createRegistry } from '../schema/codec.ts';

@@ -1,4 +1,4 @@
-import kafkajs from 'kafkajs';
+import kafkajs from '../kafka/kafkajs.ts';
 import { ConfigError } from '../errors.ts';
 import { ResultReader } from '../kafka/result-reader.ts';
 import { createRegistry } from '../schema/codec.ts';

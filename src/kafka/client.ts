@@ -1,4 +1,5 @@
-import kafkajs, { type Kafka, type KafkaConfig, type logCreator, type SASLOptions } from 'kafkajs';
+import type { Kafka, KafkaConfig, logCreator, SASLOptions } from 'kafkajs';
+import kafkajs from './kafkajs.ts';
 import type { KafkaSettings } from '../config/index.ts';
 import type { Logger } from '../observability/logger.ts';
 

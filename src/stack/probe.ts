@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import kafkajs from 'kafkajs';
+import kafkajs from '../kafka/kafkajs.ts';
 
 const { Kafka, logLevel } = kafkajs;
 

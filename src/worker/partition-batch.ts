@@ -17,6 +17,8 @@ export interface BatchContext {
   readonly commitIntervalMs: number;
   /** Offsets below this were committed by an earlier owner of the partition: skip them. */
   readonly committedOffset: bigint;
+  /** Reads the partition's committed offset from the broker (to resolve an ambiguous commit). */
+  readonly fetchCommittedOffset: (topic: string, partition: number) => Promise<bigint>;
   /** Stop taking new records (shutdown or rebalance); dispatched ones still finish. */
   readonly wrappingUp: () => boolean;
   /** Aborted when dispatched records must give up too (a forced stop, or wrap-up while sends are held). */
@@ -46,7 +48,7 @@ export async function processBatch(payload: EachBatchPayload, ctx: BatchContext)
     if (prefix === undefined) return;
     const started = performance.now();
     try {
-      await commitPrefix(ctx.producers, target, prefix.values, prefix.commitOffset, ctx.log);
+      await commitPrefix(ctx.producers, target, prefix.values, prefix.commitOffset, ctx.log, () => ctx.fetchCommittedOffset(batch.topic, batch.partition));
       ctx.metrics.transactions.inc({ outcome: 'committed' });
     } catch (error) {
       ctx.metrics.transactions.inc({ outcome: 'failed' });

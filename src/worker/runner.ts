@@ -47,6 +47,8 @@ export class Worker {
   #gate!: ServiceGate;
   #http: { port: number; close(): Promise<void> } | undefined;
   readonly #abandon = new AbortController();
+  /** The last batch of each partition: a partition's batches never overlap, whatever kafkajs does across generations. */
+  readonly #lanes = new Map<string, Promise<unknown>>();
   /** Committed offset per partition, fetched after this generation's producer fenced older owners. */
   #fenced = new Map<string, Promise<bigint>>();
   #joined = false;
@@ -139,9 +141,10 @@ export class Worker {
         autoCommit: false,
         eachBatchAutoResolve: false,
         partitionsConsumedConcurrently: Math.min(commandPartitions, 64),
-        eachBatch: async (payload) => {
+        eachBatch: (payload) => this.#inLane(`${payload.batch.topic}:${payload.batch.partition}`, async () => {
           const { topic, partition } = payload.batch;
           const committedOffset = await this.#fence(topic, partition);
+          this.#log.debug({ topic, partition, committedOffset: committedOffset.toString(), firstOffset: payload.batch.firstOffset() }, 'batch');
           try {
             await processBatch(payload, {
               deps: { codec, sender, policy: c.validation, onRegistryRetry: (error) => this.#log.warn({ err: error }, 'schema registry unavailable; retrying') },
@@ -152,6 +155,7 @@ export class Worker {
               target: { consumerGroup: c.consumerGroup, resultTopic: c.topics.results, deadLetterTopic: c.topics.deadLetter },
               commitIntervalMs: c.commitIntervalMs,
               committedOffset,
+              fetchCommittedOffset: (t, p) => this.#committedOffset(t, p),
               wrappingUp: () => this.#state !== 'running',
               abandon: this.#abandon.signal,
               onProgress: () => this.#progress(),
@@ -165,7 +169,7 @@ export class Worker {
             }
             throw error;
           }
-        },
+        }),
       });
       this.#state = 'running';
       this.#log.info({ topic: c.topics.commands, group: c.consumerGroup, partitions: commandPartitions, maxInFlight: c.maxInFlight, httpPort: this.#http?.port }, 'worker started');
@@ -209,14 +213,28 @@ export class Worker {
       pending = (async () => {
         await this.#producers.discard(topic, partition);
         await this.#producers.forPartition(topic, partition);
-        const offsets = await this.#admin.fetchOffsets({ groupId: this.#config.consumerGroup, topics: [topic] });
-        const committed = offsets[0]?.partitions.find((p) => p.partition === partition)?.offset ?? '-1';
-        return committed === '-1' ? 0n : BigInt(committed);
+        return this.#committedOffset(topic, partition);
       })();
       this.#fenced.set(key, pending);
       pending.catch(() => this.#fenced.delete(key));
     }
     return pending;
+  }
+
+  #inLane(key: string, work: () => Promise<void>): Promise<void> {
+    const run = (this.#lanes.get(key) ?? Promise.resolve()).then(work);
+    const settled = run.catch(() => undefined);
+    this.#lanes.set(key, settled);
+    void settled.then(() => {
+      if (this.#lanes.get(key) === settled) this.#lanes.delete(key);
+    });
+    return run;
+  }
+
+  async #committedOffset(topic: string, partition: number): Promise<bigint> {
+    const offsets = await this.#admin.fetchOffsets({ groupId: this.#config.consumerGroup, topics: [topic] });
+    const committed = offsets[0]?.partitions.find((p) => p.partition === partition)?.offset ?? '-1';
+    return committed === '-1' ? 0n : BigInt(committed);
   }
 
   #watchConsumer(): void {
@@ -227,6 +245,13 @@ export class Worker {
       this.#fenced = new Map();
       this.#progress();
       this.#log.info({ memberId: payload.memberId, assignment: payload.memberAssignment }, 'joined consumer group');
+      // Fence at once rather than at the first batch: a previous owner's open transaction blocks
+      // read_committed readers of the result topic (the last stable offset) until it is aborted,
+      // and a partition with no new commands would otherwise keep it open for the transaction timeout.
+      const topic = this.#config.topics.commands;
+      for (const partition of payload.memberAssignment[topic] ?? []) {
+        this.#fence(topic, partition).catch((error: unknown) => this.#log.warn({ err: error, topic, partition }, 'fencing the previous owner failed; retrying at the first batch'));
+      }
     });
     this.#consumer.on(events.FETCH, () => this.#progress());
     this.#consumer.on(events.START_BATCH_PROCESS, () => this.#progress());

@@ -47,6 +47,8 @@ export async function commitPrefix(
   outcomes: readonly RecordOutcome[],
   commitOffset: string,
   log: Logger,
+  /** The group's committed offset of this partition, as the broker has it now. */
+  committedOffset: () => Promise<bigint>,
   attempts = 6,
 ): Promise<{ results: number; deadLetters: number }> {
   const messages: { topic: string; messages: Message[] }[] = [];
@@ -74,9 +76,27 @@ export async function commitPrefix(
       await producers.discard(target.topic, target.partition);
       if (isFencing(error)) throw new FencedError(`transactional producer for ${target.topic}[${target.partition}] was fenced: the partition is owned by another instance`);
       if (attempt >= attempts) throw error;
-      log.warn({ err: error, topic: target.topic, partition: target.partition, attempt }, 'transaction failed; retrying with a fresh producer');
+      log.warn({ err: error, topic: target.topic, partition: target.partition, attempt }, 'transaction failed; checking whether it committed before retrying');
       await sleep(delay);
       delay = Math.min(delay * 2, 5_000);
+      // A commit can fail on the client and still succeed on the broker (a lost EndTxn answer).
+      // Re-initialising the producer completes or aborts that transaction; the committed offset,
+      // written atomically with the results, then says which — resending would duplicate them.
+      if (await committedAfterAll(producers, target, commitOffset, committedOffset)) {
+        log.warn({ topic: target.topic, partition: target.partition, commitOffset }, 'the failed transaction had committed; not resending');
+        return { results: results.length, deadLetters: deadLetters.length };
+      }
     }
+  }
+}
+
+async function committedAfterAll(producers: TransactionalProducers, target: CommitTarget, commitOffset: string, committedOffset: () => Promise<bigint>): Promise<boolean> {
+  try {
+    await producers.forPartition(target.topic, target.partition);
+    return (await committedOffset()) >= BigInt(commitOffset);
+  } catch {
+    // Unknown: resending is the lesser harm only if it did not commit, so ask again next attempt.
+    await producers.discard(target.topic, target.partition);
+    return false;
   }
 }

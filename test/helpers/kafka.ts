@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import kafkajs, { type Admin, type Kafka } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
+import kafkajs from '../../src/kafka/kafkajs.ts';
 import { inject } from 'vitest';
 
 const { Kafka: KafkaClient, logLevel } = kafkajs;

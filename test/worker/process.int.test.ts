@@ -19,6 +19,8 @@ afterEach(async () => {
 
 interface Outcome {
   counts: number[];
+  /** The workers' warnings and errors, to explain a failure. */
+  trouble: string;
   sentTwice: string[];
   /** Commands whose committed result the reader had already seen when the first worker stopped. */
   committedAtStop: Set<string>;
@@ -39,6 +41,7 @@ async function scenario(stopWith: NodeJS.Signals): Promise<Outcome> {
   const first = new WorkerProcess(env);
   cleanups.push(async () => first.signal('SIGKILL'));
   await eventually(() => (results.byCommand.size >= 30 ? true : undefined), 60_000, 'results before the stop');
+  const killAt = Date.now();
   first.signal(stopWith);
   const firstExit = await first.stopped(30_000);
   const committedAtStop = new Set(results.byCommand.keys());
@@ -54,21 +57,29 @@ async function scenario(stopWith: NodeJS.Signals): Promise<Outcome> {
   await new Promise((r) => setTimeout(r, 1_500));
   const counts = commands.map((c) => results.byCommand.get(c.command.commandId)?.length ?? 0);
   const sentTwice = commands.map((c) => c.command.commandId).filter((id) => sandbox.state.acceptedSends(id) > 1);
-  return { counts, sentTwice, committedAtStop, firstExit };
+  const dups = commands.map((c) => results.byCommand.get(c.command.commandId) ?? []).filter((l) => l.length > 1);
+  const dupInfo = dups.slice(0, 5).map((l) => l.map((r) => `${r.source.partition}:${r.source.offset}@${r.completedAt}`).join(' | ')).join('\n');
+  const trouble = `killAt=${killAt} dups:\n${dupInfo}\n` + [first.output, second.output]
+    .join('\n')
+    .split('\n')
+    .filter((line) => /"level":(40|50|60)/.test(line) && !line.includes('partitioner'))
+    .slice(0, 40)
+    .join('\n');
+  return { counts, trouble, sentTwice, committedAtStop, firstExit };
 }
 
 describe('worker process: stopped mid-stream and started again', () => {
   it('SIGTERM: exits 0 after committing what it dispatched; every command has exactly one result, none sent twice', async () => {
-    const { counts, sentTwice, firstExit } = await scenario('SIGTERM');
+    const { counts, trouble, sentTwice, firstExit } = await scenario('SIGTERM');
     expect(firstExit).toEqual({ code: 0, signal: null });
-    expect(counts.filter((n) => n !== 1)).toEqual([]);
+    expect(counts.filter((n) => n !== 1), trouble).toEqual([]);
     expect(sentTwice).toEqual([]);
   });
 
   it('SIGKILL: every command still has exactly one committed result (sends in flight at the kill may repeat)', async () => {
-    const { counts, sentTwice, committedAtStop, firstExit } = await scenario('SIGKILL');
+    const { counts, trouble, sentTwice, committedAtStop, firstExit } = await scenario('SIGKILL');
     expect(firstExit.signal).toBe('SIGKILL');
-    expect(counts.filter((n) => n !== 1)).toEqual([]);
+    expect(counts.filter((n) => n !== 1), trouble).toEqual([]);
     // Sends whose results were not yet committed at the kill are sent again (documented); a
     // command whose result was committed never is.
     console.log(`[process test] commands the sandbox accepted twice after SIGKILL: ${sentTwice.length} (results committed before the kill: ${committedAtStop.size})`);
