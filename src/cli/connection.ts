@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError } from '../errors.ts';
 
 /**
@@ -29,3 +29,41 @@ export function connectionFrom(values: { brokers?: string | undefined; registry?
 }
 
 export { parseArgs };
+
+/** Ends a subcommand early with an exit code (usage error, --help); cli/main.ts turns it into the exit status. */
+export class CliExit extends Error {
+  readonly code: number;
+  constructor(code: number) {
+    super(`exit ${code}`);
+    this.code = code;
+  }
+}
+
+export const HELP_FLAG = { help: { type: 'boolean', short: 'h' } } as const;
+
+/** parseArgs, printing the help for --help (exit 0) and the error plus help for bad flags (exit 2). */
+export function parseCommandArgs<T extends ParseArgsConfig>(config: T, help: string): ReturnType<typeof parseArgs<T>> {
+  let parsed: ReturnType<typeof parseArgs<T>>;
+  try {
+    parsed = parseArgs(config);
+  } catch (error) {
+    console.error(`${error instanceof Error ? error.message : String(error)}\n\n${help}`);
+    throw new CliExit(2);
+  }
+  if ((parsed.values as Record<string, unknown>)['help'] === true) {
+    console.log(help);
+    throw new CliExit(0);
+  }
+  return parsed;
+}
+
+/** connectionFrom, reporting missing settings as a usage error (exit 2). */
+export function requireConnection(values: Parameters<typeof connectionFrom>[0], topicVariable: 'COMMAND_TOPIC' | 'RESULT_TOPIC'): Connection {
+  try {
+    return connectionFrom(values, topicVariable);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(error.message);
+    throw new CliExit(2);
+  }
+}

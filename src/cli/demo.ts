@@ -10,7 +10,7 @@ import { startSandbox } from '../sandbox/index.ts';
 import { createRegistry } from '../schema/codec.ts';
 import { startStack } from '../stack/index.ts';
 import { Worker } from '../worker/runner.ts';
-import { parseArgs } from './connection.ts';
+import { HELP_FLAG, parseCommandArgs } from './connection.ts';
 import { formatTable, resultRow } from './result-table.ts';
 
 const HELP = `sms-worker demo — the whole thing on this machine, in one command
@@ -35,17 +35,7 @@ function sampleCommands(now: number): { label: string; command: SendCommand }[] 
 }
 
 export async function runDemo(argv: readonly string[]): Promise<number> {
-  let values;
-  try {
-    values = parseArgs({ args: [...argv], options: { once: { type: 'boolean' }, 'log-level': { type: 'string' }, help: { type: 'boolean', short: 'h' } } }).values;
-  } catch (error) {
-    console.error(`${error instanceof Error ? error.message : String(error)}\n\n${HELP}`);
-    return 2;
-  }
-  if (values.help === true) {
-    console.log(HELP);
-    return 0;
-  }
+  const { values } = parseCommandArgs({ args: [...argv], options: { ...HELP_FLAG, once: { type: 'boolean' }, 'log-level': { type: 'string' } } }, HELP);
   const started = Date.now();
   const say = (line: string): void => console.log(`[demo ${((Date.now() - started) / 1000).toFixed(1)}s] ${line}`);
   const cleanups: (() => Promise<unknown>)[] = [];

@@ -55,7 +55,17 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
+async function exitCodeOf(argv: readonly string[]): Promise<number> {
+  try {
+    return await main(argv);
+  } catch (error) {
+    const { CliExit } = await import('./connection.ts');
+    if (error instanceof CliExit) return error.code;
+    throw error;
+  }
+}
+
+exitCodeOf(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
     // Clients with keep-alive sockets or timers must not hold a finished command open.

@@ -1,11 +1,10 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import kafkajs from '../kafka/kafkajs.ts';
-import { ConfigError } from '../errors.ts';
 import { CommandPublisher } from '../kafka/command-publisher.ts';
 import { createRegistry } from '../schema/codec.ts';
 import { parseCommandLine } from './command-json.ts';
-import { CONNECTION_FLAGS, connectionFrom, parseArgs } from './connection.ts';
+import { CONNECTION_FLAGS, HELP_FLAG, parseCommandArgs, requireConnection } from './connection.ts';
 
 const HELP = `sms-worker produce — publish send commands (JSON, one per line) to the command topic
 
@@ -21,27 +20,8 @@ Each line is checked before anything is sent; bad lines are reported as "line N:
 Exit codes: 0 all published · 1 some lines rejected (the valid ones are published) · 2 usage error`;
 
 export async function runProduce(argv: readonly string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: [...argv], options: { ...CONNECTION_FLAGS, file: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
-  } catch (error) {
-    console.error(`${error instanceof Error ? error.message : String(error)}\n\n${HELP}`);
-    return 2;
-  }
-  if (parsed.values.help === true) {
-    console.log(HELP);
-    return 0;
-  }
-  let connection;
-  try {
-    connection = connectionFrom(parsed.values, 'COMMAND_TOPIC');
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(error.message);
-      return 2;
-    }
-    throw error;
-  }
+  const parsed = parseCommandArgs({ args: [...argv], options: { ...CONNECTION_FLAGS, ...HELP_FLAG, file: { type: 'string' } }, allowPositionals: true }, HELP);
+  const connection = requireConnection(parsed.values, 'COMMAND_TOPIC');
 
   const lines: string[] =
     parsed.positionals.length > 0
@@ -59,7 +39,7 @@ export async function runProduce(argv: readonly string[]): Promise<number> {
     }
   }
 
-  const kafka = new kafkajs.Kafka({ clientId: 'sms-worker-produce', brokers: connection.brokers, logLevel: kafkajs.logLevel.ERROR });
+  const kafka = new kafkajs.Kafka({ clientId: 'sms-worker-produce', brokers: connection.brokers, logLevel: kafkajs.logLevel.NOTHING });
   const publisher = new CommandPublisher(kafka, createRegistry(connection.registryUrl), connection.topic);
   await publisher.connect();
   try {

@@ -1,8 +1,7 @@
 import kafkajs from '../kafka/kafkajs.ts';
-import { ConfigError } from '../errors.ts';
 import { ResultReader } from '../kafka/result-reader.ts';
 import { createRegistry } from '../schema/codec.ts';
-import { CONNECTION_FLAGS, connectionFrom, parseArgs } from './connection.ts';
+import { CONNECTION_FLAGS, HELP_FLAG, parseCommandArgs, requireConnection } from './connection.ts';
 import { formatTable, resultRow } from './result-table.ts';
 
 const HELP = `sms-worker tail — print committed results (read_committed), one JSON line each
@@ -13,43 +12,26 @@ Usage: sms-worker tail [--pretty] [--from-end] [--count N] [--brokers B] [--regi
   --count N    exit 0 after N results
 Defaults from the environment: KAFKA_BROKERS, SCHEMA_REGISTRY_URL, RESULT_TOPIC (sms.results).
 Uses a throwaway consumer group and commits nothing: safe to run next to the worker.
-Exit codes: 0 on Ctrl-C or after --count · 2 usage error`;
+Exit codes: 0 on Ctrl-C or after --count · 1 the topic cannot be read · 2 usage error`;
 
 export async function runTail(argv: readonly string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: [...argv], options: { ...CONNECTION_FLAGS, pretty: { type: 'boolean' }, 'from-end': { type: 'boolean' }, count: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
-  } catch (error) {
-    console.error(`${error instanceof Error ? error.message : String(error)}\n\n${HELP}`);
-    return 2;
-  }
-  if (parsed.values.help === true) {
-    console.log(HELP);
-    return 0;
-  }
+  const parsed = parseCommandArgs({ args: [...argv], options: { ...CONNECTION_FLAGS, ...HELP_FLAG, pretty: { type: 'boolean' }, 'from-end': { type: 'boolean' }, count: { type: 'string' } } }, HELP);
   const count = parsed.values.count === undefined ? undefined : Number(parsed.values.count);
   if (count !== undefined && (!Number.isInteger(count) || count < 1)) {
     console.error('--count must be a positive integer');
     return 2;
   }
-  let connection;
-  try {
-    connection = connectionFrom(parsed.values, 'RESULT_TOPIC');
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(error.message);
-      return 2;
-    }
-    throw error;
-  }
-  const kafka = new kafkajs.Kafka({ clientId: 'sms-worker-tail', brokers: connection.brokers, logLevel: kafkajs.logLevel.ERROR });
+  const connection = requireConnection(parsed.values, 'RESULT_TOPIC');
+  const kafka = new kafkajs.Kafka({ clientId: 'sms-worker-tail', brokers: connection.brokers, logLevel: kafkajs.logLevel.NOTHING });
   const reader = new ResultReader(kafka, createRegistry(connection.registryUrl), connection.topic);
   let seen = 0;
   let printedHeader = false;
-  const done = new Promise<void>((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-    void reader.start(
+  let finish!: () => void;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  process.once('SIGINT', finish);
+  process.once('SIGTERM', finish);
+  try {
+    await reader.start(
       ({ result }) => {
         if (parsed.values.pretty === true) {
           const table = formatTable([resultRow(result)]).split('\n');
@@ -57,11 +39,15 @@ export async function runTail(argv: readonly string[]): Promise<number> {
           printedHeader = true;
         } else console.log(JSON.stringify(result));
         seen += 1;
-        if (count !== undefined && seen >= count) resolve();
+        if (count !== undefined && seen >= count) finish();
       },
       { fromBeginning: parsed.values['from-end'] !== true, onError: (error, offset) => console.error(`offset ${offset}: not a result record: ${error instanceof Error ? error.message : String(error)}`) },
     );
-  });
+  } catch (error) {
+    console.error(`cannot read ${connection.topic}: ${error instanceof Error ? error.message : String(error)}`);
+    await reader.stop().catch(() => undefined);
+    return 1;
+  }
   await done;
   await reader.stop();
   return 0;
