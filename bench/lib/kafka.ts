@@ -1,6 +1,7 @@
 /** Kafka plumbing shared by the benchmark and the chaos run: clients, topics, backlog loading. */
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import kafkajs, { type Kafka } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
+import kafkajs from '../../src/kafka/kafkajs.ts';
 import { CommandPublisher } from '../../src/kafka/command-publisher.ts';
 import { kindAt, makeCommand, prng } from './commands.ts';
 
@@ -8,8 +9,9 @@ const { Kafka: KafkaClient, logLevel } = kafkajs;
 
 export const PRODUCED_AT_HEADER = 'sms-worker-produced-at';
 
-export function benchKafka(brokers: string, clientId: string): Kafka {
-  return new KafkaClient({ clientId, brokers: brokers.split(','), logLevel: logLevel.NOTHING, retry: { retries: 12, initialRetryTime: 200, maxRetryTime: 5_000 } });
+/** `quiet: false` lets kafkajs print its errors (the bench pipelines, whose output is kept for diagnostics). */
+export function benchKafka(brokers: string, clientId: string, options: { quiet?: boolean } = {}): Kafka {
+  return new KafkaClient({ clientId, brokers: brokers.split(','), logLevel: options.quiet === false ? logLevel.ERROR : logLevel.NOTHING, retry: { retries: 12, initialRetryTime: 200, maxRetryTime: 5_000 } });
 }
 
 export async function createTopics(kafka: Kafka, topics: readonly { topic: string; partitions: number }[]): Promise<void> {

@@ -5,12 +5,14 @@
  * exactly-once: the upper bound of what the Kafka + Avro part of the worker could do.
  */
 import { sentResult } from '../../src/contracts/result.ts';
-import { encodeResult, decodeAndValidate, resultWithoutSend, setUp, summaryOnSignal, syntheticSuccess } from './common.ts';
+import { encodeResult, decodeAndValidate, exitOnCrash, resultWithoutSend, setUp, summaryOnSignal, syntheticSuccess } from './common.ts';
 
 const { settings, kafka, codec } = await setUp('ceiling');
 const producer = kafka.producer({ allowAutoTopicCreation: false });
 const consumer = kafka.consumer({ groupId: settings.group, maxWaitTimeInMs: 100, readUncommitted: false });
+const SEND_CHUNK = 1000;
 let produced = 0;
+exitOnCrash('ceiling', consumer);
 summaryOnSignal('ceiling', () => produced, async () => {
   await consumer.disconnect();
   await producer.disconnect();
@@ -30,7 +32,8 @@ await consumer.run({
       const result = resultWithoutSend(command, validation, source) ?? (validation.kind === 'send' ? sentResult({ command, source, completedAt: Date.now() }, syntheticSuccess(validation.request)) : undefined);
       if (result !== undefined) messages.push(await encodeResult(codec, result));
     }
-    if (messages.length > 0) await producer.send({ topic: settings.output, messages });
+    // One batch can hold more than the broker takes in one request (1 MB record batches): chunk it.
+    for (let i = 0; i < messages.length; i += SEND_CHUNK) await producer.send({ topic: settings.output, messages: messages.slice(i, i + SEND_CHUNK) });
     produced += messages.length;
     const last = batch.messages[batch.messages.length - 1];
     if (last !== undefined) resolveOffset(last.offset);

@@ -2,7 +2,7 @@
  * What the two bench-only pipelines (ceiling, floor) share: their settings from the environment,
  * the decode → map → validate steps the worker also runs, and a JSON summary on SIGTERM.
  */
-import type { Kafka } from 'kafkajs';
+import type { Consumer, Kafka } from 'kafkajs';
 import { commandFromAvro, type SendCommand } from '../../src/contracts/command.ts';
 import { expiredResult, rejectedResult, type CommandResult, type SourcePosition } from '../../src/contracts/result.ts';
 import { resultToAvro } from '../../src/contracts/result-avro.ts';
@@ -41,7 +41,7 @@ export function settingsFromEnv(): PipelineSettings {
 export async function setUp(name: string): Promise<{ settings: PipelineSettings; kafka: Kafka; codec: Codec }> {
   quietKnownWarnings();
   const settings = settingsFromEnv();
-  const kafka = benchKafka(settings.brokers, `bench-${name}`);
+  const kafka = benchKafka(settings.brokers, `bench-${name}`, { quiet: false });
   const codec = await Codec.create(createRegistry(settings.registryUrl), { results: settings.output, deadLetter: `${settings.output}.dlq` });
   return { settings, kafka, codec };
 }
@@ -93,4 +93,13 @@ export function summaryOnSignal(name: string, produced: () => number, cleanup: (
   };
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
+}
+
+/** A consumer that crashed for good ends the process, so the orchestrator fails fast instead of waiting. */
+export function exitOnCrash(name: string, consumer: Consumer): void {
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    if (payload.restart) return;
+    console.error(`${name}: consumer crashed for good: ${payload.error.message}`);
+    process.exit(1);
+  });
 }

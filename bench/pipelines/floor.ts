@@ -6,13 +6,14 @@
 import { failedResult, sentResult } from '../../src/contracts/result.ts';
 import { createProviderClient } from '../../src/provider/client.ts';
 import { isProviderError } from '../../src/provider/provider-error.ts';
-import { encodeResult, decodeAndValidate, resultWithoutSend, setUp, summaryOnSignal } from './common.ts';
+import { encodeResult, decodeAndValidate, exitOnCrash, resultWithoutSend, setUp, summaryOnSignal } from './common.ts';
 
 const { settings, kafka, codec } = await setUp('floor');
 const client = createProviderClient({ baseUrl: settings.providerUrl, accessKeyId: 'bench-access-key', maxSockets: 1 });
 const producer = kafka.producer({ allowAutoTopicCreation: false });
 const consumer = kafka.consumer({ groupId: settings.group, maxWaitTimeInMs: 100, readUncommitted: false });
 let produced = 0;
+exitOnCrash('floor', consumer);
 summaryOnSignal('floor', () => produced, async () => {
   await consumer.disconnect();
   await producer.disconnect();
