@@ -56,7 +56,10 @@ export async function processBatch(payload: EachBatchPayload, ctx: BatchContext)
     } finally {
       ctx.metrics.commitLatency.observe((performance.now() - started) / 1000);
     }
-    for (const outcome of prefix.values) countOutcome(ctx.metrics, outcome);
+    for (const outcome of prefix.values) {
+      countOutcome(ctx.metrics, outcome);
+      logOutcome(ctx.log, outcome);
+    }
     payload.resolveOffset((BigInt(prefix.commitOffset) - 1n).toString());
     ctx.metrics.consumerLag.set({ topic: batch.topic, partition: String(batch.partition) }, Math.max(0, Number(BigInt(batch.highWatermark) - BigInt(prefix.commitOffset))));
     ctx.onProgress();
@@ -149,6 +152,20 @@ function countOutcome(metrics: WorkerMetrics, outcome: RecordOutcome): void {
     const micros = toMicrosNumber(message.price);
     if (micros !== undefined) metrics.chargedMicros.inc(labels, micros);
   }
+}
+
+/** One line per committed outcome: debug for the expected ones, warn for failures and dead letters. */
+function logOutcome(log: Logger, outcome: RecordOutcome): void {
+  if (outcome.kind === 'dead-letter') {
+    const { source, error } = outcome.record;
+    log.warn({ partition: source.partition, offset: source.offset, code: error.code }, `dead-lettered: ${error.message}`);
+    return;
+  }
+  if (outcome.kind !== 'result') return;
+  const { result } = outcome;
+  const fields = { commandId: result.commandId, partition: result.source.partition, offset: result.source.offset, outcome: result.outcome, attempts: result.attempts };
+  if (result.outcome === 'FAILED') log.warn({ ...fields, code: result.error?.code, retryable: result.error?.retryable }, `command failed: ${result.error?.message ?? ''}`);
+  else log.debug({ ...fields, ...(result.error !== null && { code: result.error.code }) }, 'result committed');
 }
 
 function toMicrosNumber(price: string): number | undefined {
