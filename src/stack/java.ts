@@ -54,8 +54,3 @@ export function pickJava(runtimes: readonly JavaRuntime[], minimumMajor: number)
   if (first !== undefined && first.major >= minimumMajor) return first;
   return [...runtimes].filter((r) => r.major >= minimumMajor).sort((a, b) => b.major - a.major)[0];
 }
-
-/** The newest runtime at or above `minimumMajor`. */
-export function newestJava(runtimes: readonly JavaRuntime[], minimumMajor: number): JavaRuntime | undefined {
-  return [...runtimes].filter((r) => r.major >= minimumMajor).sort((a, b) => b.major - a.major)[0];
-}

@@ -1,6 +1,6 @@
 import type { EachBatchPayload } from 'kafkajs';
 import type { Logger } from '../observability/logger.ts';
-import type { WorkerMetrics } from '../metrics/metrics.ts';
+import { toMicros, type WorkerMetrics } from '../metrics/metrics.ts';
 import { OffsetTracker } from './offset-tracker.ts';
 import { handleRecord, type RecordHandlerDeps, type RecordOutcome } from './record-handler.ts';
 import type { Semaphore } from './semaphore.ts';
@@ -149,8 +149,8 @@ function countOutcome(metrics: WorkerMetrics, outcome: RecordOutcome): void {
   for (const message of result.messages) {
     const labels = { region: metrics.label.region(message.regionCode), upstream: metrics.label.upstream(message.upstream) };
     metrics.billedMessages.inc(labels, message.messageCount);
-    const micros = toMicrosNumber(message.price);
-    if (micros !== undefined) metrics.chargedMicros.inc(labels, micros);
+    const micros = toMicros(message.price);
+    if (micros !== undefined && micros >= 0n) metrics.chargedMicros.inc(labels, Number(micros));
   }
 }
 
@@ -166,10 +166,4 @@ function logOutcome(log: Logger, outcome: RecordOutcome): void {
   const fields = { commandId: result.commandId, partition: result.source.partition, offset: result.source.offset, outcome: result.outcome, attempts: result.attempts };
   if (result.outcome === 'FAILED') log.warn({ ...fields, code: result.error?.code, retryable: result.error?.retryable }, `command failed: ${result.error?.message ?? ''}`);
   else log.debug({ ...fields, ...(result.error !== null && { code: result.error.code }) }, 'result committed');
-}
-
-function toMicrosNumber(price: string): number | undefined {
-  const match = /^(\d+)(?:\.(\d{1,6}))?$/.exec(price);
-  if (match === null) return undefined;
-  return Number(BigInt(match[1] ?? '0') * 1_000_000n + BigInt((match[2] ?? '').padEnd(6, '0')));
 }
