@@ -35,6 +35,8 @@ export const envSchema = z.object({
   DEAD_LETTER_TOPIC: topicName('sms.commands.dlq'),
   CONSUMER_GROUP: z.string().min(1).default('sms-worker'),
   KAFKA_SESSION_TIMEOUT_MS: int(30_000, 6_000, 300_000),
+  KAFKA_FETCH_MAX_BYTES_PER_PARTITION: int(131_072, 1_024, 104_857_600),
+  KAFKA_FETCH_MAX_BYTES: int(1_048_576, 1_024, 1_073_741_824),
   TRANSACTIONAL_ID_PREFIX: z.string().min(1).default('sms-worker'),
   TOPICS_CREATE: bool(false),
   TOPICS_PARTITIONS: int(12, 1, 10_000),

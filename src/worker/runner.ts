@@ -131,6 +131,8 @@ export class Worker {
         rebalanceTimeout: 60_000,
         heartbeatInterval: Math.min(3_000, Math.floor(c.sessionTimeoutMs / 3)),
         maxWaitTimeInMs: 1_000,
+        maxBytesPerPartition: c.fetch.maxBytesPerPartition,
+        maxBytes: c.fetch.maxBytes,
         readUncommitted: false,
         retry: { retries: 10 },
       });
