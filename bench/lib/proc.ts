@@ -89,10 +89,32 @@ export interface Child {
   readonly lines: string[];
 }
 
+/** Every child still running: an interrupted run (Ctrl-C) must not leave workers or sandboxes behind. */
+const running = new Set<ChildProcess>();
+let reaperInstalled = false;
+
+function installReaper(): void {
+  if (reaperInstalled) return;
+  reaperInstalled = true;
+  const killAll = (): void => {
+    for (const child of running) child.kill('SIGKILL');
+  };
+  process.once('exit', killAll);
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      killAll();
+      process.exit(130);
+    });
+  }
+}
+
 /** Starts `node <script> …args` with the same Node binary as this process. */
 export function startNode(script: string, args: readonly string[], env: Record<string, string> = {}): Child {
   const child = spawn(process.execPath, [script, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   if (child.pid === undefined) throw new Error(`could not start ${script}`);
+  installReaper();
+  running.add(child);
+  child.on('exit', () => running.delete(child));
   let output = '';
   let partial = '';
   const lines: string[] = [];
