@@ -6,17 +6,8 @@
 import type { SendCommand } from '../../src/contracts/command.ts';
 import { commandToAvro } from '../../src/contracts/command.ts';
 
-/** Deterministic PRNG (mulberry32), so a run's backlog can be reproduced from its seed. */
-export function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic PRNG, so a run's backlog can be reproduced from its seed (the sandbox's own). */
+export { seededRandom as prng } from '../../src/sandbox/faults.ts';
 
 const CN_MOBILES = ['+8613800138000', '+8613900139000', '+8618509872103', '+8615012345678', '+8617712345678'];
 const FOREIGN = ['+14155552671', '+6581234567'];
