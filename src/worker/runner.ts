@@ -22,6 +22,8 @@ export interface WorkerOptions {
   readonly metrics?: WorkerMetrics;
   /** Start the /metrics, /healthz, /readyz server (default true). */
   readonly http?: boolean;
+  /** How often consumer lag is re-read from the broker, so it stays true while paused or idle. @defaultValue 15000 */
+  readonly lagRefreshMs?: number;
 }
 
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped' | 'failed';
@@ -52,6 +54,10 @@ export class Worker {
   /** Committed offset per partition, fetched after this generation's producer fenced older owners. */
   #fenced = new Map<string, Promise<bigint>>();
   #joined = false;
+  /** Partitions of the command topic assigned to this process in the current generation. */
+  #assigned: number[] = [];
+  #lagTimer: NodeJS.Timeout | undefined;
+  readonly #lagRefreshMs: number;
   #lastProgress = Date.now();
   #stopping: Promise<void> | undefined;
   readonly #done: { promise: Promise<void>; resolve: () => void; reject: (error: unknown) => void };
@@ -61,6 +67,7 @@ export class Worker {
     this.#log = options.logger;
     this.metrics = options.metrics ?? createMetrics();
     this.#withHttp = options.http ?? true;
+    this.#lagRefreshMs = options.lagRefreshMs ?? 15_000;
     let resolve!: () => void;
     let reject!: (error: unknown) => void;
     const promise = new Promise<void>((res, rej) => {
@@ -174,6 +181,8 @@ export class Worker {
         }),
       });
       this.#state = 'running';
+      this.#lagTimer = setInterval(() => void this.#refreshLag(), this.#lagRefreshMs);
+      this.#lagTimer.unref();
       this.#log.info({ topic: c.topics.commands, group: c.consumerGroup, partitions: commandPartitions, maxInFlight: c.maxInFlight, httpPort: this.#http?.port }, 'worker started');
     } catch (error) {
       this.#state = 'failed';
@@ -251,7 +260,12 @@ export class Worker {
       // read_committed readers of the result topic (the last stable offset) until it is aborted,
       // and a partition with no new commands would otherwise keep it open for the transaction timeout.
       const topic = this.#config.topics.commands;
-      for (const partition of payload.memberAssignment[topic] ?? []) {
+      const previous = this.#assigned;
+      this.#assigned = [...(payload.memberAssignment[topic] ?? [])];
+      for (const partition of previous) {
+        if (!this.#assigned.includes(partition)) this.metrics.consumerLag.remove({ topic, partition: String(partition) });
+      }
+      for (const partition of this.#assigned) {
         this.#fence(topic, partition).catch((error: unknown) => this.#log.warn({ err: error, topic, partition }, 'fencing the previous owner failed; retrying at the first batch'));
       }
     });
@@ -266,6 +280,29 @@ export class Worker {
         void this.#release().finally(() => this.#done.reject(payload.error));
       }
     });
+  }
+
+  /**
+   * Lag of this process's partitions from the broker (high watermark − committed offset). Commits
+   * update it as they happen; this keeps it true while consumption is paused or there is nothing
+   * to commit, which is when an operator most needs it.
+   */
+  async #refreshLag(): Promise<void> {
+    if (this.#state !== 'running' || this.#assigned.length === 0) return;
+    const topic = this.#config.topics.commands;
+    try {
+      const [ends, committed] = await Promise.all([this.#admin.fetchTopicOffsets(topic), this.#admin.fetchOffsets({ groupId: this.#config.consumerGroup, topics: [topic] })]);
+      const committedBy = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, p.offset]));
+      for (const end of ends) {
+        if (!this.#assigned.includes(end.partition)) continue;
+        const position = committedBy.get(end.partition) ?? '-1';
+        const from = position === '-1' ? BigInt(end.low) : BigInt(position);
+        const lag = BigInt(end.high) - from;
+        this.metrics.consumerLag.set({ topic, partition: String(end.partition) }, Number(lag > 0n ? lag : 0n));
+      }
+    } catch (error) {
+      this.#log.debug({ err: error }, 'reading consumer lag failed');
+    }
   }
 
   #onGateChange(reason: PauseReason | undefined): void {
@@ -327,6 +364,7 @@ export class Worker {
   }
 
   async #release(): Promise<void> {
+    if (this.#lagTimer !== undefined) clearInterval(this.#lagTimer);
     const steps: [string, () => Promise<unknown>][] = [
       ['consumer', async () => this.#consumer?.disconnect()],
       ['producers', async () => this.#producers?.closeAll()],

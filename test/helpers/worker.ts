@@ -55,7 +55,7 @@ export function workerEnv(topics: TestTopics, sandboxUrl: string, overrides: Rec
 
 export async function startTestWorker(env: Record<string, string>): Promise<{ worker: Worker; config: WorkerConfig }> {
   const config = loadConfig(env);
-  const worker = new Worker({ config, logger: createLogger(config.logLevel) });
+  const worker = new Worker({ config, logger: createLogger(config.logLevel), lagRefreshMs: 300 });
   await worker.start();
   return { worker, config };
 }

@@ -122,6 +122,13 @@ describe('worker: consume, validate, send, publish, commit', () => {
     // Probes keep failing while the balance is empty; no result is published meanwhile.
     await eventually(() => (requestsFor(first.commandId).length + requestsFor(second.commandId).length >= 3 ? true : undefined), 30_000, 'probes');
     expect(results.byCommand.size).toBe(0);
+    // Nothing commits while paused, yet the lag the operator sees stays true: two commands waiting.
+    const lag = await eventually(async () => {
+      const body = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
+      const total = [...body.matchAll(/^sms_worker_consumer_lag\{[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+      return total === 2 ? total : undefined;
+    }, 10_000, 'consumer lag of 2 while paused');
+    expect(lag).toBe(2);
 
     sandbox.state.setBalance('100.000000');
     const got = await results.waitFor([first.commandId, second.commandId]);
