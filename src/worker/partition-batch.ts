@@ -80,6 +80,7 @@ export async function processBatch(payload: EachBatchPayload, ctx: BatchContext)
     }, ctx.commitIntervalMs);
   };
 
+  let rebalancing = false;
   const heartbeat = setInterval(() => {
     payload.heartbeat().catch((error: unknown) => {
       // A rebalance is under way: stop taking records; what was dispatched finishes and commits.
@@ -88,7 +89,6 @@ export async function processBatch(payload: EachBatchPayload, ctx: BatchContext)
     });
     ctx.onProgress();
   }, 1_000);
-  let rebalancing = false;
 
   try {
     for (const message of batch.messages) {
@@ -122,7 +122,11 @@ export async function processBatch(payload: EachBatchPayload, ctx: BatchContext)
           ctx.log.error({ err: error, topic: batch.topic, partition: batch.partition, offset: message.offset }, 'record handling failed unexpectedly');
           local.abort(error);
         })
-        .finally(() => ctx.slots.release());
+        .finally(() => {
+          ctx.slots.release();
+          // The last record of its key is done: nothing needs to wait for it any more.
+          if (chains.get(key) === task) chains.delete(key);
+        });
       chains.set(key, task);
       tasks.push(task);
     }

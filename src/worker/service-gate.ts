@@ -132,6 +132,13 @@ export class ServiceGate {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
+      // Timers run on a monotonic clock, `now` is the wall clock: the timer can fire a little
+      // before the probe time by `now`. Then wait out the rest rather than miss the probe.
+      const blocked = this.#blocked;
+      if (blocked !== undefined && !blocked.probing && this.#now() < blocked.probeAt) {
+        this.#schedule(blocked.probeAt - this.#now());
+        return;
+      }
       this.#notify();
       this.#wantProbeIfIdle();
     }, Math.max(0, delayMs));

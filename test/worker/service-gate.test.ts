@@ -272,4 +272,19 @@ describe('ServiceGate without waiters, and with a lagging clock', () => {
     expect(waiter).toMatchObject({ settled: true, value: 'probe' });
     gate.close();
   });
+
+  it('still asks for a probe when its timer fires a little before the probe time by its clock, with nobody waiting', async () => {
+    let wanted = 0;
+    const gate = new ServiceGate({ backoff: BACKOFF, now: () => t, onProbeWanted: () => (wanted += 1) });
+    gate.block('circuit_open', false); // probe due at t + 20
+    t += 19; // the monotonic timer fires while the wall clock says 1 ms is left
+    vi.advanceTimersByTime(20);
+    await flush();
+    expect(wanted).toBe(0);
+    t += 1;
+    vi.advanceTimersByTime(1);
+    await flush();
+    expect(wanted).toBe(1);
+    gate.close();
+  });
 });
