@@ -76,9 +76,6 @@ export class ServiceGate {
         blocked.probing = true;
         return 'probe';
       }
-      // Woken before the probe time (the timer and the clock disagree, e.g. after a clock
-      // step): make sure a timer is pending for the remaining time.
-      if (this.#timer === undefined && !blocked.probing) this.#schedule(blocked.probeAt - this.#now());
       const wake = this.#wake.promise;
       this.#waiting += 1;
       try {
