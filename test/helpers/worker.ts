@@ -53,16 +53,29 @@ export function workerEnv(topics: TestTopics, sandboxUrl: string, overrides: Rec
   };
 }
 
+/** Bounds a set-up step, so a hang fails with the step's name instead of the test's timeout. */
+export async function within<T>(ms: number, what: string, step: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not complete within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([step, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function startTestWorker(env: Record<string, string>): Promise<{ worker: Worker; config: WorkerConfig }> {
   const config = loadConfig(env);
   const worker = new Worker({ config, logger: createLogger(config.logLevel), lagRefreshMs: 300 });
-  await worker.start();
+  await within(45_000, `starting the worker for ${config.topics.commands}`, worker.start());
   return { worker, config };
 }
 
 export async function publisherFor(kafka: Kafka, topic: string): Promise<CommandPublisher> {
   const publisher = new CommandPublisher(kafka, createRegistry(inject('schemaRegistryUrl')), topic);
-  await publisher.connect();
+  await within(45_000, `connecting the publisher of ${topic}`, publisher.connect());
   return publisher;
 }
 
@@ -78,7 +91,7 @@ export class ResultCollector {
 
   static async start(topic: string): Promise<ResultCollector> {
     const collector = new ResultCollector(testKafka(), topic);
-    await collector.#reader.start(
+    const started = collector.#reader.start(
       ({ result }) => {
         collector.order.push(result);
         const list = collector.byCommand.get(result.commandId) ?? [];
@@ -87,6 +100,7 @@ export class ResultCollector {
       },
       { fromBeginning: true },
     );
+    await within(45_000, `starting the result reader of ${topic}`, started);
     return collector;
   }
 

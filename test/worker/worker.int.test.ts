@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { decodeDeadLetter } from '../helpers/dead-letters.ts';
 import { eventually, testKafka } from '../helpers/kafka.ts';
-import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, voiceCommand, workerEnv } from '../helpers/worker.ts';
+import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, voiceCommand, within, workerEnv } from '../helpers/worker.ts';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
 import type { Worker } from '../../src/worker/runner.ts';
 
@@ -29,7 +29,7 @@ async function setup(overrides: Record<string, string> = {}): Promise<{ worker: 
   cleanups.push(() => publisher.disconnect());
   const results = await ResultCollector.start(topics.results);
   cleanups.push(() => results.stop());
-  return { worker, topics, results, publish: (c) => publisher.publish(c), raw: publisher };
+  return { worker, topics, results, publish: (c) => within(45_000, 'publishing commands', publisher.publish(c)), raw: publisher };
 }
 
 function requestsFor(commandId: string) {
