@@ -15,13 +15,21 @@ export interface KafkaSettings {
 export interface WorkerConfig {
   readonly kafka: KafkaSettings;
   readonly registry: { readonly url: string; readonly auth?: { readonly username: string; readonly password: string } };
-  readonly topics: { readonly commands: string; readonly results: string; readonly deadLetter: string; readonly create: boolean; readonly partitions: number; readonly replicationFactor: number };
+  readonly topics: { readonly commands: string; readonly results: string; readonly deadLetter: string; readonly ledger: string; readonly create: boolean; readonly partitions: number; readonly replicationFactor: number };
   readonly consumerGroup: string;
   /** How long the group waits for a silent member (e.g. a killed pod) before reassigning its partitions. */
   readonly sessionTimeoutMs: number;
   /** Fetch sizes: smaller batches measured faster and leaner than kafkajs's 1 MB / 10 MB defaults (bench/README.md). */
   readonly fetch: { readonly maxBytesPerPartition: number; readonly maxBytes: number };
   readonly transactionalIdPrefix: string;
+  /**
+   * The intent ledger (sends at most once): `enabled` marks each command in a compacted ledger
+   * topic before it is sent; `inDoubt` says what happens to a marked command without a result
+   * found at assignment; `maxRunAhead` bounds the records dispatched past a partition's committed
+   * offset (and so the commands in doubt after a crash); `dedupWindow` is how many recent
+   * commandIds per partition are remembered to skip a repeated command record.
+   */
+  readonly ledger: { readonly enabled: boolean; readonly inDoubt: 'report' | 'resend'; readonly maxRunAhead: number; readonly dedupWindow: number };
   readonly provider: {
     readonly baseUrl: string;
     readonly accessKeyId: string;
@@ -77,7 +85,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   if (e.PROVIDER_RETRY_MAX_DELAY_MS < e.PROVIDER_RETRY_BASE_MS) problems.push('PROVIDER_RETRY_MAX_DELAY_MS: must be at least PROVIDER_RETRY_BASE_MS');
   if (e.FUNDS_PROBE_MAX_MS < e.FUNDS_PROBE_INITIAL_MS) problems.push('FUNDS_PROBE_MAX_MS: must be at least FUNDS_PROBE_INITIAL_MS');
   if (e.BREAKER_PROBE_MAX_MS < e.BREAKER_PROBE_INITIAL_MS) problems.push('BREAKER_PROBE_MAX_MS: must be at least BREAKER_PROBE_INITIAL_MS');
-  if (new Set([e.COMMAND_TOPIC, e.RESULT_TOPIC, e.DEAD_LETTER_TOPIC]).size !== 3) problems.push('COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC: must be three different topics');
+  if (new Set([e.COMMAND_TOPIC, e.RESULT_TOPIC, e.DEAD_LETTER_TOPIC, e.LEDGER_TOPIC]).size !== 4) problems.push('COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC, LEDGER_TOPIC: must be four different topics');
   const ca = readFile(e.KAFKA_SSL_CA_FILE, 'KAFKA_SSL_CA_FILE', problems);
   const cert = readFile(e.KAFKA_SSL_CERT_FILE, 'KAFKA_SSL_CERT_FILE', problems);
   const key = readFile(e.KAFKA_SSL_KEY_FILE, 'KAFKA_SSL_KEY_FILE', problems);
@@ -97,11 +105,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
       url: e.SCHEMA_REGISTRY_URL.replace(/\/+$/, ''),
       ...(e.SCHEMA_REGISTRY_USERNAME !== undefined && e.SCHEMA_REGISTRY_PASSWORD !== undefined && { auth: { username: e.SCHEMA_REGISTRY_USERNAME, password: e.SCHEMA_REGISTRY_PASSWORD } }),
     },
-    topics: { commands: e.COMMAND_TOPIC, results: e.RESULT_TOPIC, deadLetter: e.DEAD_LETTER_TOPIC, create: e.TOPICS_CREATE, partitions: e.TOPICS_PARTITIONS, replicationFactor: e.TOPICS_REPLICATION_FACTOR },
+    topics: { commands: e.COMMAND_TOPIC, results: e.RESULT_TOPIC, deadLetter: e.DEAD_LETTER_TOPIC, ledger: e.LEDGER_TOPIC, create: e.TOPICS_CREATE, partitions: e.TOPICS_PARTITIONS, replicationFactor: e.TOPICS_REPLICATION_FACTOR },
     consumerGroup: e.CONSUMER_GROUP,
     sessionTimeoutMs: e.KAFKA_SESSION_TIMEOUT_MS,
     fetch: { maxBytesPerPartition: e.KAFKA_FETCH_MAX_BYTES_PER_PARTITION, maxBytes: e.KAFKA_FETCH_MAX_BYTES },
     transactionalIdPrefix: e.TRANSACTIONAL_ID_PREFIX,
+    ledger: { enabled: e.LEDGER_ENABLED, inDoubt: e.IN_DOUBT_POLICY, maxRunAhead: e.MAX_RUN_AHEAD, dedupWindow: e.DEDUP_WINDOW },
     provider: {
       baseUrl: e.PROVIDER_BASE_URL.replace(/\/+$/, ''),
       accessKeyId: e.PROVIDER_ACCESS_KEY_ID,

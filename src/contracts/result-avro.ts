@@ -43,6 +43,7 @@ export function resultToAvro(result: CommandResult): Record<string, unknown> {
     metadata: { ...result.metadata },
     source: { ...result.source },
     completedAt: result.completedAt,
+    attemptedAt: wrap('long', result.attemptedAt ?? null),
   };
 }
 
@@ -97,6 +98,8 @@ const resultSchema = z.object({
   metadata: z.record(z.string(), z.string()),
   source: z.object({ topic: z.string(), partition: z.number().int(), offset: z.string() }),
   completedAt: z.number().int(),
+  // Absent in results written before the field existed (the reader's default then fills in null).
+  attemptedAt: nullable('long', z.number().int()).optional(),
 });
 
 /** @throws SmsWorkerError `RESULT_UNREADABLE` when the value is not a result of this schema. */
@@ -105,5 +108,6 @@ export function resultFromAvro(decoded: unknown): CommandResult {
   if (!parsed.success) {
     throw new SmsWorkerError('RESULT_UNREADABLE', `decoded result does not match the result schema: ${parsed.error.message}`);
   }
-  return parsed.data;
+  const { attemptedAt, ...rest } = parsed.data;
+  return attemptedAt === null || attemptedAt === undefined ? rest : { ...rest, attemptedAt };
 }

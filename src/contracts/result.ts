@@ -45,6 +45,8 @@ export interface CommandResult {
   readonly source: SourcePosition;
   /** Epoch milliseconds. */
   readonly completedAt: number;
+  /** UNKNOWN only: when the send whose outcome is unknown was attempted (epoch ms). */
+  readonly attemptedAt?: number | null;
 }
 
 /** Error codes the contracts layer itself produces (provider and transport codes come from SmsWorkerError.code). */
@@ -52,6 +54,7 @@ export const RESULT_ERROR_CODES = {
   validationFailed: 'VALIDATION_FAILED',
   expired: 'COMMAND_EXPIRED',
   unusable: 'COMMAND_UNUSABLE',
+  outcomeUnknown: 'SEND_OUTCOME_UNKNOWN',
 } as const;
 
 /** What every builder needs: the command, where it was read, and when the worker finished with it. */
@@ -193,5 +196,23 @@ export function unusableCommandResult(input: {
     metadata: error.metadata,
     source: input.source,
     completedAt: input.completedAt,
+  };
+}
+
+/**
+ * The service may have sent the command, and the worker cannot tell: a send marked in the ledger
+ * without a result (a crash, a lost partition), or an answer that does not say (a timeout after
+ * the request went out, a reset, a 5xx without the service's envelope, a malformed 2xx). It is not
+ * sent again: a person may already have the message. `retryable` is false for that reason.
+ */
+export function unknownResult(ctx: ResultContext, unknown: { readonly message: string; readonly stage: ErrorStage; readonly attempts: number; readonly attemptedAt: number | null; readonly requestId?: string | undefined; readonly code?: string }): CommandResult {
+  return {
+    ...base(ctx),
+    ...NOT_SENT,
+    outcome: 'UNKNOWN',
+    error: { code: unknown.code ?? RESULT_ERROR_CODES.outcomeUnknown, message: unknown.message, stage: unknown.stage, retryable: false, details: [] },
+    providerRequestId: unknown.requestId ?? null,
+    attempts: unknown.attempts,
+    attemptedAt: unknown.attemptedAt,
   };
 }

@@ -3,6 +3,8 @@ import { SmsWorkerError } from '../errors.ts';
 
 export interface TopicPlan {
   readonly topics: readonly string[];
+  /** Per-topic settings for topics this creates (e.g. the compacted ledger). */
+  readonly configs?: Readonly<Record<string, Readonly<Record<string, string>>>>;
   readonly create: boolean;
   readonly partitions: number;
   readonly replicationFactor: number;
@@ -21,10 +23,36 @@ export async function ensureTopics(admin: Admin, plan: TopicPlan): Promise<{ cre
   if (missing.length > 0) {
     await admin.createTopics({
       waitForLeaders: true,
-      topics: missing.map((topic) => ({ topic, numPartitions: plan.partitions, replicationFactor: plan.replicationFactor })),
+      topics: missing.map((topic) => ({
+        topic,
+        numPartitions: plan.partitions,
+        replicationFactor: plan.replicationFactor,
+        configEntries: Object.entries(plan.configs?.[topic] ?? {}).map(([name, value]) => ({ name, value })),
+      })),
     });
   }
   const metadata = await admin.fetchTopicMetadata({ topics: [...plan.topics] });
   const partitions = new Map(metadata.topics.map((t) => [t.name, t.partitions.length]));
   return { created: missing, partitions };
 }
+
+/** The broker's default max.message.bytes (1 MiB + 12): used when a topic's setting cannot be read. */
+const DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
+
+/**
+ * The smallest max.message.bytes among the topics this worker writes: every record batch it sends
+ * must stay below it, or the broker rejects the whole send (MESSAGE_TOO_LARGE).
+ */
+export async function maxMessageBytes(admin: Admin, topics: readonly string[]): Promise<number> {
+  try {
+    const described = await admin.describeConfigs({ includeSynonyms: false, resources: topics.map((name) => ({ type: TOPIC_RESOURCE, name, configNames: ['max.message.bytes'] })) });
+    const values = described.resources.flatMap((r) => r.configEntries.filter((e) => e.configName === 'max.message.bytes').map((e) => Number(e.configValue)));
+    const valid = values.filter((v) => Number.isInteger(v) && v > 0);
+    return valid.length === 0 ? DEFAULT_MAX_MESSAGE_BYTES : Math.min(...valid);
+  } catch {
+    return DEFAULT_MAX_MESSAGE_BYTES;
+  }
+}
+
+/** kafkajs's ConfigResourceTypes.TOPIC. */
+const TOPIC_RESOURCE = 2;

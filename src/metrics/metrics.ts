@@ -60,6 +60,10 @@ export function createMetrics(registry: Registry = new Registry()) {
     lastProgress: new Gauge({ name: `${prefix}last_progress_timestamp_seconds`, help: 'Unix time of the last sign of consume-loop progress (fetch, result, commit).', registers: [registry] }),
     transactions: new Counter({ name: `${prefix}transactions_total`, help: 'Kafka transactions (results + offsets), by outcome.', labelNames: ['outcome'], registers: [registry] }),
     commitLatency: new Histogram({ name: `${prefix}commit_duration_seconds`, help: 'Duration of a results+offsets transaction.', buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], registers: [registry] }),
+    recoveries: new Counter({ name: `${prefix}partition_recoveries_total`, help: 'Partitions claimed: producer fenced the previous owner, ledger and offsets read.', registers: [registry] }),
+    inDoubt: new Counter({ name: `${prefix}in_doubt_commands_total`, help: 'Commands found marked in the intent ledger without a result at assignment, by what was done (reported UNKNOWN or resent).', labelNames: ['action'], registers: [registry] }),
+    duplicateCommands: new Counter({ name: `${prefix}duplicate_commands_total`, help: 'Command records skipped because a record with the same commandId on the partition already has a result (within DEDUP_WINDOW).', registers: [registry] }),
+    ledgerMarks: new Counter({ name: `${prefix}ledger_marks_total`, help: 'Commands marked "attempting" in the intent ledger before being sent.', registers: [registry] }),
     label: {
       code: (raw: string) => codes.value(raw),
       upstream: (raw: string) => upstreams.value(raw),

@@ -26,6 +26,22 @@ export function createRegistry(url: string, auth?: { username: string; password:
 }
 
 /**
+ * Registers a schema; replicas of one Deployment start together and race to set the subject's
+ * compatibility rule, and Apicurio answers the loser 409 ("A rule named 'COMPATIBILITY' already
+ * exists"). The rule is there then, so registering again succeeds.
+ */
+async function registerRacing(registry: SchemaRegistry, schema: string, subject: string, attempts = 5): Promise<{ id: number }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await registry.register({ type: SchemaType.AVRO, schema }, { subject });
+    } catch (error) {
+      if ((error as StatusError).status !== 409 || attempt >= attempts) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt + Math.floor(Math.random() * 50)));
+    }
+  }
+}
+
+/**
  * Confluent-framed Avro in and out. Writer schemas are cached by id inside the registry client;
  * the ids of the schemas this worker writes are resolved once, at start-up.
  */
@@ -43,8 +59,8 @@ export class Codec {
   /** Registers (idempotently) the result and dead-letter schemas under TopicNameStrategy subjects. */
   static async create(registry: SchemaRegistry, topics: { results: string; deadLetter: string }): Promise<Codec> {
     const [result, deadLetter] = await Promise.all([
-      registry.register({ type: SchemaType.AVRO, schema: JSON.stringify(resultSchema) }, { subject: `${topics.results}-value` }),
-      registry.register({ type: SchemaType.AVRO, schema: JSON.stringify(deadLetterSchema) }, { subject: `${topics.deadLetter}-value` }),
+      registerRacing(registry, JSON.stringify(resultSchema), `${topics.results}-value`),
+      registerRacing(registry, JSON.stringify(deadLetterSchema), `${topics.deadLetter}-value`),
     ]);
     return new Codec(registry, result.id, deadLetter.id);
   }

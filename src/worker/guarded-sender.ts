@@ -12,6 +12,17 @@ export type SendOutcome =
   | { readonly kind: 'expired'; readonly expiresAt: number; readonly attempts: number }
   | { readonly kind: 'abandoned'; readonly attempts: number };
 
+/**
+ * Called around each call to the service, so the caller can keep the intent ledger: `beforeSend`
+ * marks the command as being sent and resolves once the mark is committed (false: do not send —
+ * the partition is lost or the lease expired); `notSent` says the call surely did not reach the
+ * service and the command goes back to waiting.
+ */
+export interface SendHooks {
+  beforeSend(signal: AbortSignal): Promise<boolean>;
+  notSent(): void;
+}
+
 export interface GuardedSenderOptions {
   readonly client: ProviderClient;
   readonly gate: ServiceGate;
@@ -39,7 +50,7 @@ export class GuardedSender {
    * `expiresAt` is checked again each time the command gets past the gate: a verification code
    * that waited out a funds pause or an outage is not sent late.
    */
-  async send(request: ProviderRequest, correlationId: string, signal: AbortSignal, expiresAt: number | null = null): Promise<SendOutcome> {
+  async send(request: ProviderRequest, correlationId: string, signal: AbortSignal, expiresAt: number | null = null, hooks?: SendHooks): Promise<SendOutcome> {
     const now = this.#o.now ?? Date.now;
     let attempts = 0;
     for (;;) {
@@ -56,6 +67,16 @@ export class GuardedSender {
         if (wasProbe) this.#o.gate.releaseProbe();
         return { kind: 'expired', expiresAt, attempts };
       }
+      let cleared: boolean;
+      try {
+        cleared = hooks === undefined || (await hooks.beforeSend(signal));
+      } catch {
+        cleared = false;
+      }
+      if (!cleared) {
+        if (wasProbe) this.#o.gate.releaseProbe();
+        return { kind: 'abandoned', attempts };
+      }
       try {
         const success = await this.#o.client.send(request, { correlationId });
         attempts += success.attempts;
@@ -71,6 +92,7 @@ export class GuardedSender {
         this.#o.onFailureClass?.(error.failureClass);
         if (error.failureClass === 'insufficient-funds' && this.#o.fundsPolicy === 'pause') {
           this.#o.gate.block('insufficient_funds', wasProbe);
+          hooks?.notSent();
           continue;
         }
         if (OUTAGE.has(error.failureClass)) {
@@ -78,7 +100,10 @@ export class GuardedSender {
           if (open || wasProbe) this.#o.gate.block('circuit_open', wasProbe);
           // Keep the command for after the outage only if re-sending it is safe: an ambiguous
           // failure (it may have been sent) is retryable only when the operator allowed that.
-          if ((open || wasProbe) && error.retryable) continue;
+          if ((open || wasProbe) && error.retryable) {
+            if (error.failureClass !== 'ambiguous') hooks?.notSent();
+            continue;
+          }
           return { kind: 'failed', error, attempts };
         }
         // The service answered about this command: it is up, and has money unless it said otherwise.

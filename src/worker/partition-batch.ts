@@ -1,11 +1,30 @@
-import type { EachBatchPayload } from 'kafkajs';
 import type { Logger } from '../observability/logger.ts';
 import { toMicros, type WorkerMetrics } from '../metrics/metrics.ts';
+import { encodeCheckpoint } from './ledger-checkpoint.ts';
 import { OffsetTracker } from './offset-tracker.ts';
-import { handleRecord, type RecordHandlerDeps, type RecordOutcome } from './record-handler.ts';
+import type { PartitionClaim } from './partition-ownership.ts';
+import { handleRecord, type CommandRecord, type RecordHandlerDeps, type RecordLane, type RecordOutcome } from './record-handler.ts';
 import type { Semaphore } from './semaphore.ts';
 import { commitPrefix, type CommitTarget } from './transaction-committer.ts';
 import type { TransactionalProducers } from '../kafka/transactional-producers.ts';
+import type { SendHooks } from './guarded-sender.ts';
+
+/** One fetched record, as the worker needs it (no client library types). */
+export interface FetchedRecord extends CommandRecord {
+  readonly offset: string;
+}
+
+/** One fetched batch of one partition and the consumer's controls for it. */
+export interface FetchedBatch {
+  readonly topic: string;
+  readonly partition: number;
+  readonly highWatermark: string;
+  readonly messages: readonly FetchedRecord[];
+  resolveOffset(offset: string): void;
+  heartbeat(): Promise<void>;
+  isRunning(): boolean;
+  isStale(): boolean;
+}
 
 export interface BatchContext {
   readonly deps: RecordHandlerDeps;
@@ -15,88 +34,168 @@ export interface BatchContext {
   readonly log: Logger;
   readonly target: Omit<CommitTarget, 'topic' | 'partition'>;
   readonly commitIntervalMs: number;
-  /** Offsets below this were committed by an earlier owner of the partition: skip them. */
-  readonly committedOffset: bigint;
+  /** This generation's claim of the partition: start offset, inherited and open marks, dedup window. */
+  readonly claim: PartitionClaim;
+  /** Records dispatched past the committed offset, at most (the run-ahead bound). */
+  readonly maxRunAhead: number;
   /** Reads the partition's committed offset from the broker (to resolve an ambiguous commit). */
   readonly fetchCommittedOffset: (topic: string, partition: number) => Promise<bigint>;
-  /** Stop taking new records (shutdown or rebalance); dispatched ones still finish. */
+  /** Whether this process may still start a send for the partition (its group lease holds). */
+  readonly leaseHolds: () => boolean;
+  /** Stop taking new records (shutdown); dispatched ones still finish. */
   readonly wrappingUp: () => boolean;
   /** Aborted when dispatched records must give up too (a forced stop, or wrap-up while sends are held). */
   readonly abandon: AbortSignal;
+  /** Real progress: a record dispatched or a transaction committed. */
   readonly onProgress: () => void;
 }
 
 /**
- * Processes one kafkajs batch of one partition: records go out in offset order, each behind the
- * previous record with the same key (so same-key commands are sent in order) and within the
- * process-wide in-flight limit; finished prefixes are committed every `commitIntervalMs`.
+ * Processes one fetched batch of one partition: records go out in offset order, each behind the
+ * previous record with the same key (same-key commands are sent in order), within the
+ * process-wide in-flight limit and at most `maxRunAhead` records past the committed offset.
+ *
+ * With the ledger on, a command is marked "attempting" in the ledger before its send, and the
+ * send starts only once the transaction carrying the mark has committed: a fenced zombie cannot
+ * commit, so it cannot send. Marks ride in the next transaction, which runs at once when marks
+ * wait (results alone wait up to `commitIntervalMs`): at most one extra commit per wave.
  */
-export async function processBatch(payload: EachBatchPayload, ctx: BatchContext): Promise<void> {
-  const { batch } = payload;
+export async function processBatch(batch: FetchedBatch, ctx: BatchContext): Promise<void> {
+  const { claim } = ctx;
+  const ledgerOn = ctx.target.ledgerTopic !== undefined;
   const target: CommitTarget = { ...ctx.target, topic: batch.topic, partition: batch.partition };
   const tracker = new OffsetTracker<RecordOutcome>();
   const chains = new Map<string, Promise<unknown>>();
   const tasks: Promise<void>[] = [];
   const local = new AbortController();
   const signal = AbortSignal.any([ctx.abandon, local.signal]);
+  /** Marks waiting for the transaction that carries them. */
+  let unflushed: { resolve: () => void; reject: (error: unknown) => void }[] = [];
   let commitError: unknown;
   let committing: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
+  let urgent: NodeJS.Immediate | undefined;
+  let committed: { promise: Promise<void>; resolve: () => void } = deferred();
 
   const commitNow = async (): Promise<void> => {
     const prefix = tracker.takePrefix();
-    if (prefix === undefined) return;
+    const marks = unflushed;
+    unflushed = [];
+    if (prefix === undefined && marks.length === 0) return;
+    const next = prefix === undefined ? claim.position.committed : BigInt(prefix.commitOffset);
+    const ledgerRecord = ledgerOn ? encodeCheckpoint({ next, open: [...claim.open.values()].filter((m) => m.offset >= next) }) : undefined;
     const started = performance.now();
     try {
-      await commitPrefix(ctx.producers, target, prefix.values, prefix.commitOffset, ctx.log, () => ctx.fetchCommittedOffset(batch.topic, batch.partition));
+      await commitPrefix(ctx.producers, target, prefix?.values ?? [], prefix?.commitOffset, ledgerRecord, ctx.log, () => ctx.fetchCommittedOffset(batch.topic, batch.partition));
       ctx.metrics.transactions.inc({ outcome: 'committed' });
     } catch (error) {
       ctx.metrics.transactions.inc({ outcome: 'failed' });
+      for (const mark of marks) mark.reject(error);
       throw error;
     } finally {
       ctx.metrics.commitLatency.observe((performance.now() - started) / 1000);
     }
-    for (const outcome of prefix.values) {
-      countOutcome(ctx.metrics, outcome);
-      logOutcome(ctx.log, outcome);
+    for (const mark of marks) mark.resolve();
+    if (prefix !== undefined) {
+      claim.position.committed = next;
+      for (const offset of [...claim.open.keys()]) if (offset < next) claim.open.delete(offset);
+      for (const offset of [...claim.inDoubt.keys()]) if (offset < next) claim.inDoubt.delete(offset);
+      for (const outcome of prefix.values) {
+        countOutcome(ctx.metrics, outcome);
+        logOutcome(ctx.log, outcome);
+      }
+      batch.resolveOffset((next - 1n).toString());
+      ctx.metrics.consumerLag.set({ topic: batch.topic, partition: String(batch.partition) }, Math.max(0, Number(BigInt(batch.highWatermark) - next)));
     }
-    payload.resolveOffset((BigInt(prefix.commitOffset) - 1n).toString());
-    ctx.metrics.consumerLag.set({ topic: batch.topic, partition: String(batch.partition) }, Math.max(0, Number(BigInt(batch.highWatermark) - BigInt(prefix.commitOffset))));
+    const wake = committed;
+    committed = deferred();
+    wake.resolve();
     ctx.onProgress();
   };
-  const scheduleCommit = (): void => {
-    if (timer !== undefined || committing !== undefined || commitError !== undefined) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      committing = commitNow()
-        .catch((error: unknown) => {
-          commitError = error;
-          local.abort(error);
-        })
-        .finally(() => {
-          committing = undefined;
-          if (tracker.pending > 0) scheduleCommit();
-        });
-    }, ctx.commitIntervalMs);
+  const runCommit = (): void => {
+    if (committing !== undefined || commitError !== undefined) return;
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    committing = commitNow()
+      .catch((error: unknown) => {
+        commitError = error;
+        local.abort(error);
+        for (const mark of unflushed.splice(0)) mark.reject(error);
+        const wake = committed;
+        committed = deferred();
+        wake.resolve();
+      })
+      .finally(() => {
+        committing = undefined;
+        if (unflushed.length > 0) scheduleCommit(true);
+        else if (tracker.pending > 0) scheduleCommit(false);
+      });
+  };
+  /** `now`: marks are waiting (a send waits for them), so commit as soon as the current one ends. */
+  const scheduleCommit = (now: boolean): void => {
+    if (commitError !== undefined || committing !== undefined) return;
+    if (now) {
+      urgent ??= setImmediate(() => {
+        urgent = undefined;
+        runCommit();
+      });
+      return;
+    }
+    timer ??= setTimeout(runCommit, ctx.commitIntervalMs);
+  };
+
+  const lane: RecordLane = {
+    inherited: (offset) => claim.inDoubt.get(offset),
+    claimCommandId: (commandId, offset) => {
+      const first = claim.dedup.firstOffset(commandId);
+      if (first !== undefined && first !== offset) return first;
+      claim.dedup.remember(commandId, offset);
+      return undefined;
+    },
+    releaseCommandId: (commandId, offset) => claim.dedup.forget(commandId, offset),
+    onInDoubt: (action) => ctx.metrics.inDoubt.inc({ action }),
+    sendHooks: (offset, commandId): SendHooks => ({
+      beforeSend: async (waitSignal) => {
+        if (!ctx.leaseHolds()) return false;
+        if (!ledgerOn) return true;
+        if (!claim.open.has(offset)) {
+          claim.open.set(offset, { offset, commandId, at: Date.now() });
+          ctx.metrics.ledgerMarks.inc();
+        }
+        const flushed = new Promise<void>((resolve, reject) => unflushed.push({ resolve, reject }));
+        scheduleCommit(true);
+        await abortable(flushed, waitSignal);
+        // The lease is checked again after the wait: a process frozen in between sends nothing.
+        return ctx.leaseHolds();
+      },
+      notSent: () => claim.open.delete(offset),
+    }),
   };
 
   let rebalancing = false;
   const heartbeat = setInterval(() => {
-    payload.heartbeat().catch((error: unknown) => {
-      // A rebalance is under way: stop taking records; what was dispatched finishes and commits.
-      ctx.log.info({ err: error, topic: batch.topic, partition: batch.partition }, 'heartbeat failed during batch; wrapping up');
+    batch.heartbeat().catch((error: unknown) => {
+      // A rebalance is under way: stop taking records, and commands still waiting (gate, rate
+      // limit, a slot, a mark) give up unsent; sends already made finish and commit.
+      if (!rebalancing) ctx.log.info({ err: error, topic: batch.topic, partition: batch.partition }, 'heartbeat failed during batch; wrapping up');
       rebalancing = true;
+      local.abort(error);
     });
-    ctx.onProgress();
   }, 1_000);
 
   try {
     for (const message of batch.messages) {
-      if (BigInt(message.offset) < ctx.committedOffset) {
-        payload.resolveOffset(message.offset);
+      const offset = BigInt(message.offset);
+      if (offset < claim.start || offset < claim.position.committed) {
+        batch.resolveOffset(message.offset);
         continue;
       }
-      if (ctx.wrappingUp() || rebalancing || signal.aborted || !payload.isRunning() || payload.isStale()) break;
+      // The run-ahead bound: wait for commits to catch up.
+      while (tracker.pending >= ctx.maxRunAhead && !signal.aborted && commitError === undefined) {
+        scheduleCommit(false);
+        await abortable(committed.promise, signal).catch(() => undefined);
+      }
+      if (ctx.wrappingUp() || rebalancing || signal.aborted || !batch.isRunning() || batch.isStale() || !ctx.leaseHolds()) break;
       try {
         await ctx.slots.acquire(signal);
       } catch {
@@ -104,17 +203,21 @@ export async function processBatch(payload: EachBatchPayload, ctx: BatchContext)
       }
       tracker.register(message.offset);
       ctx.metrics.commandsConsumed.inc();
+      ctx.onProgress();
       // Null keys carry no ordering promise: each such record is its own chain.
       const key = message.key === null ? `offset:${message.offset}` : `key:${message.key.toString('base64')}`;
       const previous = chains.get(key) ?? Promise.resolve();
       const source = { topic: batch.topic, partition: batch.partition, offset: message.offset };
       const task = previous
-        .then(() => handleRecord(message, source, ctx.deps, signal))
+        .then(() => handleRecord(message, source, ctx.deps, signal, lane))
         .then((outcome) => {
-          if (outcome.kind !== 'abandoned') {
-            tracker.complete(message.offset, outcome);
-            scheduleCommit();
+          if (outcome.kind === 'abandoned') {
+            // Not sent: a later checkpoint must not list it (the next owner sends it normally).
+            claim.open.delete(offset);
+            return;
           }
+          tracker.complete(message.offset, outcome);
+          scheduleCommit(false);
         })
         .catch((error: unknown) => {
           // A bug, not a record problem (those become results or dead letters): leave the
@@ -133,18 +236,48 @@ export async function processBatch(payload: EachBatchPayload, ctx: BatchContext)
     await Promise.all(tasks);
   } finally {
     clearInterval(heartbeat);
-    if (timer !== undefined) clearTimeout(timer);
-    timer = undefined;
     await Promise.all(tasks);
+    if (timer !== undefined) clearTimeout(timer);
+    if (urgent !== undefined) clearImmediate(urgent);
+    timer = undefined;
+    urgent = undefined;
     await committing;
   }
   if (commitError !== undefined) throw commitError;
   await commitNow();
 }
 
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error as Error);
+      },
+    );
+  });
+}
+
 function countOutcome(metrics: WorkerMetrics, outcome: RecordOutcome): void {
   if (outcome.kind === 'dead-letter') {
     metrics.deadLettered.inc({ reason: outcome.record.error.code });
+    return;
+  }
+  if (outcome.kind === 'duplicate') {
+    metrics.duplicateCommands.inc();
     return;
   }
   if (outcome.kind !== 'result') return;
@@ -154,20 +287,24 @@ function countOutcome(metrics: WorkerMetrics, outcome: RecordOutcome): void {
     const labels = { region: metrics.label.region(message.regionCode), upstream: metrics.label.upstream(message.upstream) };
     metrics.billedMessages.inc(labels, message.messageCount);
     const micros = toMicros(message.price);
-    if (micros !== undefined && micros >= 0n) metrics.chargedMicros.inc(labels, Number(micros));
+    if (micros !== undefined && micros >= 0n && micros <= BigInt(Number.MAX_SAFE_INTEGER)) metrics.chargedMicros.inc(labels, Number(micros));
   }
 }
 
-/** One line per committed outcome: debug for the expected ones, warn for failures and dead letters. */
+/** One line per committed outcome: debug for the expected ones, warn for failures, unknowns and dead letters. */
 function logOutcome(log: Logger, outcome: RecordOutcome): void {
   if (outcome.kind === 'dead-letter') {
     const { source, error } = outcome.record;
     log.warn({ partition: source.partition, offset: source.offset, code: error.code }, `dead-lettered: ${error.message}`);
     return;
   }
+  if (outcome.kind === 'duplicate') {
+    log.info({ commandId: outcome.commandId, firstOffset: outcome.firstOffset.toString() }, 'repeated command record skipped: its commandId already has a result on this partition');
+    return;
+  }
   if (outcome.kind !== 'result') return;
   const { result } = outcome;
   const fields = { commandId: result.commandId, partition: result.source.partition, offset: result.source.offset, outcome: result.outcome, attempts: result.attempts };
-  if (result.outcome === 'FAILED') log.warn({ ...fields, code: result.error?.code, retryable: result.error?.retryable }, `command failed: ${result.error?.message ?? ''}`);
+  if (result.outcome === 'FAILED' || result.outcome === 'UNKNOWN') log.warn({ ...fields, code: result.error?.code, retryable: result.error?.retryable }, `command ${result.outcome === 'FAILED' ? 'failed' : 'outcome unknown'}: ${result.error?.message ?? ''}`);
   else log.debug({ ...fields, ...(result.error !== null && { code: result.error.code }) }, 'result committed');
 }

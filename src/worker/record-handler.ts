@@ -1,38 +1,73 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { KafkaMessage } from 'kafkajs';
 import { commandFromAvro, CommandShapeError, type SendCommand } from '../contracts/command.ts';
 import { deadLetterRecord, deadLetterToAvro, type DeadLetter } from '../contracts/dead-letter.ts';
-import { expiredResult, failedResult, rejectedResult, sentResult, unusableCommandResult, type CommandResult, type SourcePosition } from '../contracts/result.ts';
+import { expiredResult, failedResult, rejectedResult, sentResult, unknownResult, unusableCommandResult, type CommandResult, type ResultContext, type SourcePosition } from '../contracts/result.ts';
 import { resultToAvro } from '../contracts/result-avro.ts';
 import { validateCommand, type ValidationPolicy } from '../contracts/validate.ts';
+import { coerceError } from '../errors.ts';
 import { isProviderError } from '../provider/provider-error.ts';
+import type { FailureClass } from '../provider/types.ts';
 import { RegistryUnavailableError, type Codec } from '../schema/codec.ts';
-import type { GuardedSender, SendOutcome } from './guarded-sender.ts';
+import type { GuardedSender, SendHooks, SendOutcome } from './guarded-sender.ts';
+import type { OpenMark } from './ledger-checkpoint.ts';
 
-/** What became of one command record; only `abandoned` leaves its offset uncommitted. */
+/** A command record as the worker sees it: no client library types. */
+export interface CommandRecord {
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly headers?: Record<string, unknown> | undefined;
+}
+
+/**
+ * What became of one command record. `abandoned` leaves its offset uncommitted (the record is
+ * consumed again); `duplicate` commits it without a record (its commandId already has a result).
+ */
 export type RecordOutcome =
   | { readonly kind: 'result'; readonly result: CommandResult; readonly key: string; readonly value: Buffer }
   | { readonly kind: 'dead-letter'; readonly record: DeadLetter; readonly key: Buffer | null; readonly value: Buffer }
+  | { readonly kind: 'duplicate'; readonly commandId: string; readonly firstOffset: bigint }
   | { readonly kind: 'abandoned' };
 
 export interface RecordHandlerDeps {
   readonly codec: Codec;
   readonly sender: GuardedSender;
   readonly policy: ValidationPolicy;
+  /** What to do with a command an earlier owner marked as being sent without a result. */
+  readonly inDoubtPolicy: 'report' | 'resend';
+  /** Encoded results above this are reduced (see shrinkResult) so the record always fits the topic. */
+  readonly maxRecordBytes: number;
   readonly now?: () => number;
   readonly onRegistryRetry?: (error: RegistryUnavailableError) => void;
 }
 
+/** The partition's view of one record: ledger marks and the dedup window. */
+export interface RecordLane {
+  /** The mark an earlier owner left for this record, if any. */
+  inherited(offset: bigint): OpenMark | undefined;
+  /** Claims the commandId for this record; returns the offset of an earlier record with a result (a duplicate). */
+  claimCommandId(commandId: string, offset: bigint): bigint | undefined;
+  /** The record ended without a result: its commandId may come again. */
+  releaseCommandId(commandId: string, offset: bigint): void;
+  /** Ledger hooks for the send of this record. */
+  sendHooks(offset: bigint, commandId: string): SendHooks | undefined;
+  onInDoubt(action: 'reported' | 'resent'): void;
+}
+
+/** Failure classes after which the service may have sent the command. */
+const MAYBE_SENT: ReadonlySet<FailureClass> = new Set(['ambiguous', 'malformed']);
+
 /**
- * Decode → validate → send → result, for one record. Never throws for anything about the
- * record itself: undecodable bytes become a dead letter, a bad command a REJECTED result, a failed
- * send a FAILED result. Only the abort signal (shutdown, rebalance) ends it without an outcome.
+ * Decode → (in doubt? duplicate?) → validate → send → result, for one record. Never throws for
+ * anything about the record: undecodable bytes become a dead letter, a bad command a REJECTED
+ * result, a send that surely did not happen a FAILED result, one that may have happened an
+ * UNKNOWN result. Once the service may have been called, every path ends in exactly one result.
  */
-export async function handleRecord(message: KafkaMessage, source: SourcePosition, deps: RecordHandlerDeps, signal: AbortSignal): Promise<RecordOutcome> {
+export async function handleRecord(message: CommandRecord, source: SourcePosition, deps: RecordHandlerDeps, signal: AbortSignal, lane: RecordLane): Promise<RecordOutcome> {
   const now = deps.now ?? Date.now;
+  const offset = BigInt(source.offset);
   const decoded = await decodeWithRetry(message.value, deps, signal);
   if (decoded === 'abandoned') return { kind: 'abandoned' };
-  if (!decoded.ok) return deadLetter(message, source, { code: decoded.code, message: decoded.message }, deps.codec, now());
+  if (!decoded.ok) return deadLetter(message, source, { code: decoded.code, message: decoded.message }, deps, now());
 
   let command: SendCommand;
   try {
@@ -42,45 +77,125 @@ export async function handleRecord(message: KafkaMessage, source: SourcePosition
     // A REJECTED result needs a key: the commandId if it could be read, else the record key.
     const commandId = error.commandId ?? message.key?.toString('utf8');
     if (commandId === undefined || commandId === '') {
-      return deadLetter(message, source, { code: 'NOT_A_COMMAND', message: error.message }, deps.codec, now());
+      return deadLetter(message, source, { code: 'NOT_A_COMMAND', message: error.message }, deps, now());
     }
-    return result(unusableCommandResult({ error, commandId, source, completedAt: now() }), deps.codec);
+    return result(unusableCommandResult({ error, commandId, source, completedAt: now() }), deps);
   }
+
+  const inherited = lane.inherited(offset);
+  if (inherited !== undefined && deps.inDoubtPolicy === 'report') {
+    lane.onInDoubt('reported');
+    lane.claimCommandId(command.commandId, offset);
+    const attemptedAt = new Date(inherited.at).toISOString();
+    return result(
+      unknownResult({ command, source, completedAt: now() }, { message: `an earlier owner of this partition marked the command as being sent at ${attemptedAt} and stopped before its result was committed; the service may have sent it, so it is not sent again`, stage: 'OTHER', attempts: 0, attemptedAt: inherited.at }),
+      deps,
+    );
+  }
+  if (inherited !== undefined) lane.onInDoubt('resent');
+
+  const firstOffset = lane.claimCommandId(command.commandId, offset);
+  if (firstOffset !== undefined) return { kind: 'duplicate', commandId: command.commandId, firstOffset };
 
   const validation = validateCommand(command, deps.policy, now());
-  if (validation.kind === 'expired') return result(expiredResult({ command, source, completedAt: now() }, validation.expiresAt), deps.codec);
-  if (validation.kind === 'rejected') return result(rejectedResult({ command, source, completedAt: now() }, validation.problems), deps.codec);
+  if (validation.kind === 'expired') return result(expiredResult({ command, source, completedAt: now() }, validation.expiresAt), deps);
+  if (validation.kind === 'rejected') return result(rejectedResult({ command, source, completedAt: now() }, validation.problems), deps);
 
-  const outcome: SendOutcome = await deps.sender.send(validation.request, command.commandId, signal, command.expiresAt);
-  const ctx = { command, source, completedAt: now() };
+  let attemptedAt: number | null = null;
+  const hooks = lane.sendHooks(offset, command.commandId);
+  const marking: SendHooks | undefined =
+    hooks === undefined
+      ? undefined
+      : {
+          beforeSend: async (s) => {
+            const go = await hooks.beforeSend(s);
+            if (go) attemptedAt ??= now();
+            return go;
+          },
+          notSent: () => hooks.notSent(),
+        };
+  const outcome: SendOutcome = await deps.sender.send(validation.request, command.commandId, signal, command.expiresAt, marking);
+  if (outcome.kind === 'abandoned') {
+    lane.releaseCommandId(command.commandId, offset);
+    return { kind: 'abandoned' };
+  }
+  const ctx: ResultContext = { command, source, completedAt: now() };
+  try {
+    return await result(resultOfSend(ctx, outcome, validation.rejectedRecipients, attemptedAt ?? now()), deps);
+  } catch (error) {
+    // The service may have been called: whatever went wrong after it (an answer that does not fit
+    // the result, an encoding error), the command gets one result and is never sent again.
+    const cause = coerceError(error);
+    return result(unknownResult(ctx, { message: `the send's outcome could not be recorded (${cause.message.slice(0, 300)}); the service may have sent it`, stage: 'OTHER', attempts: outcome.attempts, attemptedAt }), deps);
+  }
+}
+
+function resultOfSend(ctx: ResultContext, outcome: Exclude<SendOutcome, { kind: 'abandoned' }>, rejected: Parameters<typeof sentResult>[2], attemptedAt: number): CommandResult {
   switch (outcome.kind) {
-    case 'abandoned':
-      return { kind: 'abandoned' };
     case 'expired':
-      return result(expiredResult(ctx, outcome.expiresAt), deps.codec);
+      return expiredResult(ctx, outcome.expiresAt);
     case 'sent':
-      return result(sentResult(ctx, { ...outcome.success, attempts: outcome.attempts }, validation.rejectedRecipients), deps.codec);
+      return sentResult(ctx, { ...outcome.success, attempts: outcome.attempts }, rejected);
     case 'failed': {
       const error = outcome.error;
-      if (isProviderError(error)) {
-        const transport = error.failureClass === 'transport' || error.failureClass === 'ambiguous';
-        return result(
-          failedResult(ctx, { code: error.code, message: error.message, stage: transport ? 'TRANSPORT' : 'PROVIDER', retryable: error.retryable, attempts: outcome.attempts, requestId: error.requestId }),
-          deps.codec,
-        );
+      if (!isProviderError(error)) {
+        // Not understood (a bug): the call may have been made, so it is not reported as surely unsent.
+        return unknownResult(ctx, { code: 'INTERNAL_ERROR', message: error.message, stage: 'OTHER', attempts: outcome.attempts, attemptedAt });
       }
-      return result(failedResult(ctx, { code: 'INTERNAL_ERROR', message: error.message, stage: 'OTHER', retryable: true, attempts: outcome.attempts }), deps.codec);
+      // The service answered (an HTTP status): its stage is PROVIDER even for a 5xx.
+      const stage = error.httpStatus !== undefined ? 'PROVIDER' : 'TRANSPORT';
+      if (MAYBE_SENT.has(error.failureClass)) {
+        return unknownResult(ctx, { code: error.code, message: `${error.message}; the service may have sent it, so it is not sent again`, stage, attempts: outcome.attempts, attemptedAt, requestId: error.requestId });
+      }
+      return failedResult(ctx, { code: error.code, message: error.message, stage, retryable: error.retryable, attempts: outcome.attempts, requestId: error.requestId });
     }
   }
 }
 
-async function result(commandResult: CommandResult, codec: Codec): Promise<RecordOutcome> {
-  return { kind: 'result', result: commandResult, key: commandResult.commandId, value: await codec.encodeResult(resultToAvro(commandResult)) };
+async function result(commandResult: CommandResult, deps: RecordHandlerDeps): Promise<RecordOutcome> {
+  let current = commandResult;
+  for (let step = 0; ; step++) {
+    const value = await deps.codec.encodeResult(resultToAvro(current));
+    const shrunk = value.length > deps.maxRecordBytes ? shrinkResult(current, step, value.length, deps.maxRecordBytes) : undefined;
+    if (shrunk === undefined) return { kind: 'result', result: current, key: current.commandId, value };
+    current = shrunk;
+  }
 }
 
-async function deadLetter(message: KafkaMessage, source: SourcePosition, error: { code: string; message: string }, codec: Codec, at: number): Promise<RecordOutcome> {
-  const record = deadLetterRecord({ key: message.key, value: message.value, headers: message.headers, source, error, deadLetteredAt: at });
-  return { kind: 'dead-letter', record, key: message.key ?? null, value: await codec.encodeDeadLetter(deadLetterToAvro(record)) };
+/**
+ * A result too large for the topic is reduced, in this order, until it fits: (0) metadata replaced
+ * by one entry saying how much was dropped; (1) error details cut to the first 10; (2) the
+ * per-recipient reports dropped (counts and amounts stay). Past that nothing is left to cut.
+ */
+export function shrinkResult(result: CommandResult, step: number, size: number, limit: number): CommandResult | undefined {
+  const note = (what: string): Record<string, string> => ({ 'sms-worker.reduced': `${what}: the result was ${size} bytes, over the ${limit}-byte record limit` });
+  switch (step) {
+    case 0:
+      return { ...result, metadata: note('metadata dropped') };
+    case 1:
+      return result.error === null ? { ...result } : { ...result, error: { ...result.error, message: result.error.message.slice(0, 1_000), details: result.error.details.slice(0, 10) } };
+    case 2:
+      return { ...result, messages: [], rejectedRecipients: [], metadata: note(`metadata, ${result.messages.length} message reports and ${result.rejectedRecipients.length} rejected recipients dropped`) };
+    default:
+      return undefined;
+  }
+}
+
+async function deadLetter(message: CommandRecord, source: SourcePosition, error: { code: string; message: string }, deps: RecordHandlerDeps, at: number): Promise<RecordOutcome> {
+  const headers = message.headers as Parameters<typeof deadLetterRecord>[0]['headers'];
+  let record = deadLetterRecord({ key: message.key, value: message.value, headers, source, error, deadLetteredAt: at });
+  let value = await deps.codec.encodeDeadLetter(deadLetterToAvro(record));
+  if (value.length > deps.maxRecordBytes) {
+    // The original bytes cannot be carried whole: keep their size and SHA-256, so the record can
+    // still be found (source) and recognised.
+    const { createHash } = await import('node:crypto');
+    const original = message.value ?? Buffer.alloc(0);
+    const digest = createHash('sha256').update(original).digest('hex');
+    const described = Buffer.from(`sms-worker: original value of ${original.length} bytes omitted (over the ${deps.maxRecordBytes}-byte record limit); sha256=${digest}`);
+    record = deadLetterRecord({ key: message.key !== null && message.key.length > 1024 ? message.key.subarray(0, 1024) : message.key, value: described, headers: undefined, source, error, deadLetteredAt: at });
+    value = await deps.codec.encodeDeadLetter(deadLetterToAvro(record));
+  }
+  return { kind: 'dead-letter', record, key: message.key ?? null, value };
 }
 
 /** A registry outage is not the record's fault: wait and ask again rather than dead-letter it. */

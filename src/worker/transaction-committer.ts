@@ -3,10 +3,11 @@ import type { Message } from 'kafkajs';
 import type { TransactionalProducers } from '../kafka/transactional-producers.ts';
 import { SmsWorkerError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
+import { CHECKPOINT_KEY } from './ledger-checkpoint.ts';
 import type { RecordOutcome } from './record-handler.ts';
 
-/** kafkajs has no linger and the broker caps a record batch at message.max.bytes (1 MB by default). */
-const RECORDS_PER_SEND = 400;
+/** Per-record overhead in a record batch, beyond key and value (varints, headers count, attributes): generous. */
+const RECORD_OVERHEAD = 64;
 
 export interface CommitTarget {
   readonly topic: string;
@@ -14,6 +15,13 @@ export interface CommitTarget {
   readonly consumerGroup: string;
   readonly resultTopic: string;
   readonly deadLetterTopic: string;
+  /** The intent ledger topic (undefined: ledger off). */
+  readonly ledgerTopic: string | undefined;
+  /**
+   * Largest record batch one send may carry: below the broker's / topics' max.message.bytes
+   * (read at start-up). kafkajs has no linger, so each send is one batch per partition.
+   */
+  readonly maxBatchBytes: number;
 }
 
 /** The producer for this partition was fenced: another instance owns the partition now. */
@@ -28,9 +36,25 @@ function isFencing(error: unknown): boolean {
   return type === 'INVALID_PRODUCER_EPOCH' || type === 'PRODUCER_FENCED' || type === 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED';
 }
 
-function chunks<T>(items: readonly T[], size: number): T[][] {
+/**
+ * Splits records into sends whose record batches stay below `maxBytes`. A record that alone
+ * exceeds it was reduced before it got here (record-handler); it still goes alone.
+ */
+export function chunkBySize<T extends { key: string | Buffer | null; value: Buffer | null }>(items: readonly T[], maxBytes: number): T[][] {
   const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  let current: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = RECORD_OVERHEAD + (item.key === null ? 0 : Buffer.byteLength(item.key)) + (item.value?.length ?? 0);
+    if (current.length > 0 && bytes + size > maxBytes) {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += size;
+  }
+  if (current.length > 0) out.push(current);
   return out;
 }
 
@@ -45,21 +69,25 @@ export async function commitPrefix(
   producers: TransactionalProducers,
   target: CommitTarget,
   outcomes: readonly RecordOutcome[],
-  commitOffset: string,
+  /** The next offset to consume, or undefined when the transaction only writes the ledger. */
+  commitOffset: string | undefined,
+  /** The ledger checkpoint to write in the same transaction. */
+  ledgerRecord: Buffer | undefined,
   log: Logger,
   /** The group's committed offset of this partition, as the broker has it now. */
   committedOffset: () => Promise<bigint>,
   attempts = 6,
 ): Promise<{ results: number; deadLetters: number }> {
   const messages: { topic: string; messages: Message[] }[] = [];
-  const results: Message[] = [];
-  const deadLetters: Message[] = [];
+  const results: { key: string; value: Buffer }[] = [];
+  const deadLetters: { key: Buffer | null; value: Buffer }[] = [];
   for (const outcome of outcomes) {
     if (outcome.kind === 'result') results.push({ key: outcome.key, value: outcome.value });
     else if (outcome.kind === 'dead-letter') deadLetters.push({ key: outcome.key, value: outcome.value });
   }
-  for (const chunk of chunks(results, RECORDS_PER_SEND)) messages.push({ topic: target.resultTopic, messages: chunk });
-  for (const chunk of chunks(deadLetters, RECORDS_PER_SEND)) messages.push({ topic: target.deadLetterTopic, messages: chunk });
+  for (const chunk of chunkBySize(results, target.maxBatchBytes)) messages.push({ topic: target.resultTopic, messages: chunk });
+  for (const chunk of chunkBySize(deadLetters, target.maxBatchBytes)) messages.push({ topic: target.deadLetterTopic, messages: chunk });
+  if (ledgerRecord !== undefined && target.ledgerTopic !== undefined) messages.push({ topic: target.ledgerTopic, messages: [{ key: CHECKPOINT_KEY, value: ledgerRecord, partition: target.partition }] });
 
   let delay = 200;
   for (let attempt = 1; ; attempt++) {
@@ -68,7 +96,7 @@ export async function commitPrefix(
     try {
       transaction = await producer.transaction();
       for (const batch of messages) await transaction.send(batch);
-      await transaction.sendOffsets({ consumerGroupId: target.consumerGroup, topics: [{ topic: target.topic, partitions: [{ partition: target.partition, offset: commitOffset }] }] });
+      if (commitOffset !== undefined) await transaction.sendOffsets({ consumerGroupId: target.consumerGroup, topics: [{ topic: target.topic, partitions: [{ partition: target.partition, offset: commitOffset }] }] });
       await transaction.commit();
       return { results: results.length, deadLetters: deadLetters.length };
     } catch (error) {
@@ -82,7 +110,8 @@ export async function commitPrefix(
       // A commit can fail on the client and still succeed on the broker (a lost EndTxn answer).
       // Re-initialising the producer completes or aborts that transaction; the committed offset,
       // written atomically with the results, then says which — resending would duplicate them.
-      if (await committedAfterAll(producers, target, commitOffset, committedOffset)) {
+      // A ledger-only transaction carries no offset to tell; writing its checkpoint again is harmless.
+      if (commitOffset !== undefined && (await committedAfterAll(producers, target, commitOffset, committedOffset))) {
         log.warn({ topic: target.topic, partition: target.partition, commitOffset }, 'the failed transaction had committed; not resending');
         return { results: results.length, deadLetters: deadLetters.length };
       }

@@ -22,8 +22,9 @@ function problemsOf(env: NodeJS.ProcessEnv): readonly string[] {
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
     const config = loadConfig(minimal);
-    expect(config.topics).toEqual({ commands: 'sms.commands', results: 'sms.results', deadLetter: 'sms.commands.dlq', create: false, partitions: 12, replicationFactor: 3 });
+    expect(config.topics).toEqual({ commands: 'sms.commands', results: 'sms.results', deadLetter: 'sms.commands.dlq', ledger: 'sms.commands.ledger', create: false, partitions: 12, replicationFactor: 3 });
     expect(config.maxInFlight).toBe(64);
+    expect(config.ledger).toEqual({ enabled: true, inDoubt: 'report', maxRunAhead: 128, dedupWindow: 2000 });
     expect(config.validation).toEqual({ homeRegion: 'CN', maxRecipients: 1000, partialRecipients: 'reject' });
     expect(config.provider.retry).toEqual({ maxAttempts: 4, budgetMs: 30_000, baseDelayMs: 250, maxDelayMs: 5_000, retryAmbiguous: false });
     expect(config.funds.policy).toBe('pause');
@@ -44,7 +45,7 @@ describe('loadConfig', () => {
   it('checks rules across variables', () => {
     const problems = problemsOf({ ...minimal, KAFKA_SASL_MECHANISM: 'scram-sha-512', RESULT_TOPIC: 'sms.commands', PROVIDER_RETRY_BASE_MS: '1000', PROVIDER_RETRY_MAX_DELAY_MS: '10' });
     expect(problems.join('\n')).toMatch(/KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD/);
-    expect(problems.join('\n')).toMatch(/three different topics/);
+    expect(problems.join('\n')).toMatch(/four different topics/);
     expect(problems.join('\n')).toMatch(/PROVIDER_RETRY_MAX_DELAY_MS/);
   });
 

@@ -14,13 +14,14 @@ export interface TestTopics {
   readonly commands: string;
   readonly results: string;
   readonly deadLetter: string;
+  readonly ledger: string;
   readonly group: string;
   readonly transactionalIdPrefix: string;
 }
 
 export function testTopics(): TestTopics {
   const base = uniqueName('w');
-  return { commands: `${base}.commands`, results: `${base}.results`, deadLetter: `${base}.dlq`, group: `${base}-group`, transactionalIdPrefix: `${base}-tx` };
+  return { commands: `${base}.commands`, results: `${base}.results`, deadLetter: `${base}.dlq`, ledger: `${base}.ledger`, group: `${base}-group`, transactionalIdPrefix: `${base}-tx` };
 }
 
 /** The environment a test worker runs with: its own topics and group, fast probes, no fixed port. */
@@ -31,6 +32,7 @@ export function workerEnv(topics: TestTopics, sandboxUrl: string, overrides: Rec
     COMMAND_TOPIC: topics.commands,
     RESULT_TOPIC: topics.results,
     DEAD_LETTER_TOPIC: topics.deadLetter,
+    LEDGER_TOPIC: topics.ledger,
     CONSUMER_GROUP: topics.group,
     TRANSACTIONAL_ID_PREFIX: topics.transactionalIdPrefix,
     TOPICS_CREATE: 'true',

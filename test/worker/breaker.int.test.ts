@@ -75,12 +75,14 @@ describe('worker: circuit breaker', () => {
     const results = await ResultCollector.start(topics.results);
     cleanups.push(() => results.stop());
 
-    // A single 500 is ambiguous: with PROVIDER_RETRY_AMBIGUOUS=false its command fails (it may have
-    // been sent) although it opens the circuit; the service is healthy afterwards.
+    // A single 500 is ambiguous: with PROVIDER_RETRY_AMBIGUOUS=false its command ends UNKNOWN (it may
+    // have been sent, so it is not sent again) although it opens the circuit; the service is healthy afterwards.
     sandbox.state.faults.enqueue('http500');
     const first = textCommand();
     await publisher.publish([{ command: first }]);
-    expect((await results.waitFor([first.commandId])).get(first.commandId)?.outcome).toBe('FAILED');
+    const firstResult = (await results.waitFor([first.commandId])).get(first.commandId);
+    expect(firstResult?.outcome).toBe('UNKNOWN');
+    expect(firstResult?.error).toMatchObject({ code: 'PROVIDER_HTTP_500', stage: 'PROVIDER', retryable: false });
     await eventually(() => (worker.pauseReason === 'circuit_open' ? true : undefined), 10_000, 'the circuit to open');
 
     const second = textCommand();

@@ -1,0 +1,158 @@
+/**
+ * Reads committed records of one partition between two offsets, without a consumer group.
+ *
+ * kafkajs has no `assign()`: every consumer joins a group, which costs a rebalance (seconds on a
+ * broker with `group.initial.rebalance.delay.ms`) and cannot be pointed at one partition. Recovery
+ * on assignment needs exactly that — "read ledger partition n to its end", "read the last N
+ * command records of partition n" — so this module sends Fetch requests itself, through a cluster
+ * kafkajs builds with the client's own connection settings (TLS, SASL, retries). Aborted
+ * transactions are filtered with the same rule as the consumer (aborted-transactions.ts).
+ */
+import type { Kafka } from 'kafkajs';
+import { SmsWorkerError } from '../errors.ts';
+import { filterAbortedRecords, type AbortedTransaction, type FetchedRecord } from './aborted-transactions.ts';
+
+/** A committed data record (control records and aborted transactions removed). */
+export interface ReadRecord {
+  readonly offset: bigint;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+}
+
+interface KafkaJsRecord extends FetchedRecord {
+  readonly value?: Buffer | null;
+}
+
+interface FetchPartition {
+  readonly partition: number;
+  readonly errorCode: number;
+  readonly highWatermark: string;
+  readonly lastStableOffset: string;
+  readonly abortedTransactions?: AbortedTransaction[];
+  readonly messages: KafkaJsRecord[];
+}
+
+interface KafkaJsBroker {
+  fetch(request: {
+    replicaId?: number;
+    isolationLevel: number;
+    maxWaitTime: number;
+    minBytes: number;
+    maxBytes: number;
+    topics: { topic: string; partitions: { partition: number; fetchOffset: string; maxBytes: number }[] }[];
+  }): Promise<{ responses: { topicName: string; partitions: FetchPartition[] }[] }>;
+}
+
+interface KafkaJsCluster {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  addTargetTopic(topic: string): Promise<void>;
+  refreshMetadata(): Promise<void>;
+  findLeaderForPartitions(topic: string, partitions: number[]): Record<string, number[]>;
+  findBroker(options: { nodeId: string }): Promise<KafkaJsBroker>;
+}
+
+const READ_COMMITTED = 1;
+
+/** Creates a kafkajs cluster with the client's settings; kafkajs keeps the factory behind a symbol. */
+function createCluster(kafka: Kafka): KafkaJsCluster {
+  const symbol = Object.getOwnPropertySymbols(kafka).find((s) => s.description === 'private:Kafka:createCluster');
+  const factory = symbol === undefined ? undefined : (kafka as unknown as Record<symbol, unknown>)[symbol];
+  if (typeof factory !== 'function') throw new SmsWorkerError('KAFKA_CLIENT_UNSUPPORTED', 'this kafkajs version has no cluster factory: the partition reader needs kafkajs 2.x');
+  return (factory as (options: { isolationLevel: number; allowAutoTopicCreation: boolean }) => KafkaJsCluster)({ isolationLevel: READ_COMMITTED, allowAutoTopicCreation: false });
+}
+
+export class PartitionReader {
+  readonly #cluster: KafkaJsCluster;
+  readonly #maxBytes: number;
+  #connected: Promise<void> | undefined;
+
+  constructor(kafka: Kafka, options: { maxBytes?: number } = {}) {
+    this.#cluster = createCluster(kafka);
+    this.#maxBytes = options.maxBytes ?? 1_048_576;
+  }
+
+  async #broker(topic: string, partition: number): Promise<KafkaJsBroker> {
+    this.#connected ??= this.#cluster.connect().catch((error: unknown) => {
+      this.#connected = undefined;
+      throw error;
+    });
+    await this.#connected;
+    await this.#cluster.addTargetTopic(topic);
+    let leaders = this.#cluster.findLeaderForPartitions(topic, [partition]);
+    if (Object.keys(leaders).length === 0) {
+      await this.#cluster.refreshMetadata();
+      leaders = this.#cluster.findLeaderForPartitions(topic, [partition]);
+    }
+    const nodeId = Object.keys(leaders)[0];
+    if (nodeId === undefined) throw new SmsWorkerError('KAFKA_NO_LEADER', `no leader for ${topic}[${partition}]`, { retryable: true });
+    return this.#cluster.findBroker({ nodeId });
+  }
+
+  async #fetch(topic: string, partition: number, offset: bigint, maxWaitTime: number): Promise<FetchPartition> {
+    const broker = await this.#broker(topic, partition);
+    const response = await broker.fetch({
+      replicaId: -1,
+      isolationLevel: READ_COMMITTED,
+      maxWaitTime,
+      minBytes: 1,
+      maxBytes: this.#maxBytes,
+      topics: [{ topic, partitions: [{ partition, fetchOffset: offset.toString(), maxBytes: this.#maxBytes }] }],
+    });
+    const found = response.responses.find((r) => r.topicName === topic)?.partitions.find((p) => p.partition === partition);
+    if (found === undefined) throw new SmsWorkerError('KAFKA_FETCH_EMPTY', `fetch of ${topic}[${partition}] returned no partition`, { retryable: true });
+    if (found.errorCode !== 0) {
+      if (found.errorCode === 1) throw new SmsWorkerError('KAFKA_OFFSET_OUT_OF_RANGE', `offset ${offset} is out of range for ${topic}[${partition}]`, { retryable: true });
+      await this.#cluster.refreshMetadata().catch(() => undefined);
+      throw new SmsWorkerError('KAFKA_FETCH_FAILED', `fetch of ${topic}[${partition}] failed with error code ${found.errorCode}`, { retryable: true });
+    }
+    return found;
+  }
+
+  /**
+   * Committed records in [from, to): every record below `to` that a read_committed reader will
+   * ever see. `to` must not exceed the last stable offset, or this waits for open transactions
+   * (bounded by `deadlineMs`).
+   */
+  async read(topic: string, partition: number, from: bigint, to: bigint, deadlineMs = 30_000): Promise<ReadRecord[]> {
+    const out: ReadRecord[] = [];
+    const deadline = Date.now() + deadlineMs;
+    let next = from;
+    while (next < to) {
+      if (Date.now() > deadline) throw new SmsWorkerError('KAFKA_READ_TIMEOUT', `reading ${topic}[${partition}] from ${from} to ${to} took longer than ${deadlineMs} ms (stuck at ${next})`, { retryable: true });
+      const found = await this.#fetch(topic, partition, next, 200);
+      const stable = BigInt(found.lastStableOffset);
+      const records = filterAbortedRecords(found.messages, found.abortedTransactions);
+      let advanced = false;
+      for (const record of records) {
+        const offset = BigInt(record.offset);
+        if (offset < next) continue;
+        // Visible to read_committed only below the last stable offset.
+        if (offset >= stable) break;
+        if (offset >= to) {
+          next = to;
+          break;
+        }
+        next = offset + 1n;
+        advanced = true;
+        if (record.isControlRecord === true) continue;
+        out.push({ offset, key: record.key ?? null, value: record.value ?? null });
+      }
+      if (!advanced && next < to) {
+        // Nothing visible was returned: skip what the broker did return (aborted records, control
+        // records), or, when it returned nothing below the stable offset, the gap compaction left.
+        const raw = found.messages.filter((m) => BigInt(m.offset) >= next && BigInt(m.offset) < stable);
+        const last = raw[raw.length - 1];
+        if (last !== undefined) next = BigInt(last.offset) + 1n;
+        else if (stable > next) next = stable < to ? stable : to;
+      }
+    }
+    return out;
+  }
+
+  async close(): Promise<void> {
+    if (this.#connected === undefined) return;
+    this.#connected = undefined;
+    await this.#cluster.disconnect().catch(() => undefined);
+  }
+}

@@ -1,0 +1,168 @@
+import type { Logger } from '../observability/logger.ts';
+import type { WorkerMetrics } from '../metrics/metrics.ts';
+import { DedupWindow } from './dedup-window.ts';
+import { recoveryPlan, type Checkpoint, type OpenMark } from './ledger-checkpoint.ts';
+
+/**
+ * What this process holds of one command partition in one group generation, from the moment its
+ * transactional producer fenced the previous owner. Batches of the partition share it, so marks
+ * and the dedup window outlive a batch.
+ */
+export interface PartitionClaim {
+  readonly topic: string;
+  readonly partition: number;
+  readonly generation: number;
+  /** Records below this offset were answered by an earlier owner: skip them. */
+  readonly start: bigint;
+  /** Marks inherited from an earlier owner (no result was committed): never sent again under `report`. */
+  readonly inDoubt: Map<bigint, OpenMark>;
+  /**
+   * Marks written to the ledger (and inherited ones) whose results are not committed yet: every
+   * ledger checkpoint this owner writes lists exactly these.
+   */
+  readonly open: Map<bigint, OpenMark>;
+  readonly dedup: DedupWindow;
+  /** The committed offset as this owner last committed it (starts at `start`). */
+  readonly position: { committed: bigint };
+}
+
+/** The effects ownership needs, kept behind an interface so it has no Kafka types (and tests can drive it). */
+export interface OwnershipEffects {
+  /** Initialises the partition's transactional producer: fences the previous owner, settles its open transaction. */
+  fence(topic: string, partition: number): Promise<void>;
+  /** The group's committed offset (may be stale without KIP-447's require_stable). */
+  groupOffset(topic: string, partition: number): Promise<bigint>;
+  /** The ledger's newest checkpoint, read to the end after fencing (undefined when the ledger is off or empty). */
+  checkpoint(partition: number): Promise<Checkpoint | undefined>;
+  /** commandIds of the committed command records in [max(low, start − count), start), in offset order. */
+  recentCommandIds(topic: string, partition: number, start: bigint, count: number): Promise<{ offset: bigint; commandId: string }[]>;
+  /** Stops fetching a partition this process lost, until the next generation. */
+  pauseLost(topic: string, partition: number): void;
+  resumeAll(topic: string, partitions: readonly number[]): void;
+}
+
+export interface OwnershipOptions {
+  readonly effects: OwnershipEffects;
+  readonly dedupWindow: number;
+  /** A heartbeat older than this means the group may have given the partitions away (a freeze, a partition). */
+  readonly sessionTimeoutMs: number;
+  readonly log: Logger;
+  readonly metrics: WorkerMetrics;
+  readonly now?: () => number;
+}
+
+/**
+ * Partition ownership: fencing, recovery from the ledger, the lease that gates every send, and
+ * the partitions lost to fencing. One object per worker; a new group generation starts afresh.
+ *
+ * Rules, and why:
+ * - A partition is fenced (producer initialised) once per generation, then recovered: start at
+ *   the later of the group's offset and the ledger's checkpoint; inherit the ledger's open marks.
+ * - A partition whose producer was fenced is lost until the next generation: it is never
+ *   re-initialised in the same generation (that would fence the rightful owner back), and the
+ *   consumer stops fetching it.
+ * - A send may start only while the lease holds: the last successful heartbeat (or join) is
+ *   younger than the session timeout minus a margin. A process that was frozen past the session
+ *   timeout finds its lease expired when it wakes and sends nothing more.
+ */
+export class PartitionOwnership {
+  readonly #o: OwnershipOptions;
+  readonly #now: () => number;
+  #generation = 0;
+  #claims = new Map<string, Promise<PartitionClaim>>();
+  #lost = new Set<string>();
+  #lastConfirmed = 0;
+  #assigned: { topic: string; partitions: number[] } | undefined;
+
+  constructor(options: OwnershipOptions) {
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /** A new group generation: every partition is fenced and recovered again before its next batch. */
+  joined(topic: string, partitions: readonly number[]): void {
+    this.#generation += 1;
+    this.#claims = new Map();
+    const lost = [...this.#lost];
+    this.#lost = new Set();
+    this.#assigned = { topic, partitions: [...partitions] };
+    this.confirm();
+    if (lost.length > 0) this.#o.effects.resumeAll(topic, partitions);
+    for (const partition of partitions) {
+      this.claim(topic, partition).catch((error: unknown) => this.#o.log.warn({ err: error, topic, partition }, 'fencing or recovering the partition failed; retrying at its first batch'));
+    }
+  }
+
+  /** The group confirmed this member (a heartbeat or a join succeeded). */
+  confirm(): void {
+    this.#lastConfirmed = this.#now();
+  }
+
+  /** Whether a send may start now (see the class comment). */
+  leaseHolds(): boolean {
+    const margin = Math.min(2_000, this.#o.sessionTimeoutMs / 4);
+    return this.#now() - this.#lastConfirmed < this.#o.sessionTimeoutMs - margin;
+  }
+
+  get assigned(): readonly number[] {
+    return this.#assigned?.partitions ?? [];
+  }
+
+  isLost(topic: string, partition: number): boolean {
+    return this.#lost.has(`${topic}:${partition}`);
+  }
+
+  /** The producer of this partition was fenced: another process owns it now. */
+  lose(topic: string, partition: number): void {
+    const key = `${topic}:${partition}`;
+    if (this.#lost.has(key)) return;
+    this.#lost.add(key);
+    this.#claims.delete(key);
+    this.#o.effects.pauseLost(topic, partition);
+    this.#o.log.warn({ topic, partition, generation: this.#generation }, 'partition lost to another owner (producer fenced): not touching it again until the next rebalance');
+  }
+
+  /** Drops a failed claim so the next batch tries again (a transient error, not fencing). */
+  release(topic: string, partition: number): void {
+    this.#claims.delete(`${topic}:${partition}`);
+  }
+
+  /** This generation's claim of a partition: fences and recovers on first use. */
+  claim(topic: string, partition: number): Promise<PartitionClaim> {
+    const key = `${topic}:${partition}`;
+    let pending = this.#claims.get(key);
+    if (pending === undefined) {
+      const generation = this.#generation;
+      pending = this.#recover(topic, partition, generation);
+      this.#claims.set(key, pending);
+      pending.catch(() => {
+        if (this.#claims.get(key) === pending) this.#claims.delete(key);
+      });
+    }
+    return pending;
+  }
+
+  async #recover(topic: string, partition: number, generation: number): Promise<PartitionClaim> {
+    const started = this.#now();
+    await this.#o.effects.fence(topic, partition);
+    const [groupOffset, checkpoint] = await Promise.all([this.#o.effects.groupOffset(topic, partition), this.#o.effects.checkpoint(partition)]);
+    const { start, inDoubt } = recoveryPlan(groupOffset, checkpoint);
+    const dedup = new DedupWindow(this.#o.dedupWindow);
+    if (this.#o.dedupWindow > 0 && start > 0n) {
+      for (const { offset, commandId } of await this.#o.effects.recentCommandIds(topic, partition, start, this.#o.dedupWindow)) dedup.remember(commandId, offset);
+    }
+    if (checkpoint !== undefined && checkpoint.next > groupOffset) {
+      this.#o.log.info({ topic, partition, groupOffset: groupOffset.toString(), ledgerOffset: checkpoint.next.toString() }, 'the group offset was behind the ledger checkpoint (not yet stable): starting at the checkpoint');
+    }
+    if (inDoubt.size > 0) {
+      this.#o.log.warn({ topic, partition, inDoubt: inDoubt.size }, 'commands were marked as being sent by an earlier owner without a result: they will not be sent again');
+    }
+    this.#o.metrics.recoveries.inc();
+    this.#o.log.debug({ topic, partition, generation, start: start.toString(), inDoubt: inDoubt.size, remembered: dedup.size, ms: this.#now() - started }, 'partition claimed');
+    return { topic, partition, generation, start, inDoubt, open: new Map(inDoubt), dedup, position: { committed: start } };
+  }
+}

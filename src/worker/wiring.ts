@@ -1,0 +1,177 @@
+import type { Admin, Consumer, Kafka } from 'kafkajs';
+import type { WorkerConfig } from '../config/index.ts';
+import { commandFromAvro } from '../contracts/command.ts';
+import { createKafka } from '../kafka/client.ts';
+import { readLatestCheckpoint } from '../kafka/ledger-store.ts';
+import { PartitionReader } from '../kafka/partition-reader.ts';
+import { ensureTopics, maxMessageBytes } from '../kafka/topics.ts';
+import { TransactionalProducers } from '../kafka/transactional-producers.ts';
+import type { WorkerMetrics } from '../metrics/metrics.ts';
+import type { Logger } from '../observability/logger.ts';
+import { createProviderClient } from '../provider/client.ts';
+import type { ProviderClient } from '../provider/types.ts';
+import { Codec, createRegistry } from '../schema/codec.ts';
+import { SmsWorkerError } from '../errors.ts';
+import { GuardedSender } from './guarded-sender.ts';
+import { PartitionOwnership, type OwnershipEffects } from './partition-ownership.ts';
+import { RateLimiter } from './rate-limiter.ts';
+import { OutageCounter, ServiceGate, type PauseReason } from './service-gate.ts';
+
+/** Settings of the ledger topic when the worker creates it: compacted, small segments so compaction keeps up. */
+const LEDGER_TOPIC_CONFIG = { 'cleanup.policy': 'compact', 'segment.ms': '600000', 'min.cleanable.dirty.ratio': '0.1', 'delete.retention.ms': '3600000' };
+/** Headroom below max.message.bytes for the record batch's own header. */
+const BATCH_HEADROOM = 16_384;
+
+/** Everything a running worker is made of; built once by `connectWorker`, released by `close`. */
+export interface WorkerParts {
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  readonly consumer: Consumer;
+  readonly codec: Codec;
+  readonly client: ProviderClient;
+  readonly gate: ServiceGate;
+  readonly sender: GuardedSender;
+  readonly producers: TransactionalProducers;
+  readonly reader: PartitionReader;
+  readonly ownership: PartitionOwnership;
+  readonly commandPartitions: number;
+  readonly maxRecordBytes: number;
+}
+
+export interface WiringHooks {
+  readonly onGateChange: (reason: PauseReason | undefined) => void;
+  /** Builds on what was made so far, so a failed start releases it (see Worker.start). */
+  readonly adopt: (release: () => Promise<unknown>, name: string) => void;
+}
+
+/** The group's committed offset of one partition (0 when none). */
+export async function groupOffset(admin: Admin, group: string, topic: string, partition: number): Promise<bigint> {
+  const offsets = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+  const committed = offsets[0]?.partitions.find((p) => p.partition === partition)?.offset ?? '-1';
+  return committed === '-1' ? 0n : BigInt(committed);
+}
+
+/**
+ * The composition root: connects to Kafka and the registry, checks or creates the topics,
+ * registers the schemas, and builds the collaborators with their settings from the config.
+ */
+export async function connectWorker(config: WorkerConfig, log: Logger, metrics: WorkerMetrics, hooks: WiringHooks): Promise<WorkerParts> {
+  const c = config;
+  const kafka = createKafka(c.kafka, log);
+  const admin = kafka.admin();
+  hooks.adopt(() => admin.disconnect(), 'admin');
+  await admin.connect();
+  const ledgerTopic = c.ledger.enabled ? c.topics.ledger : undefined;
+  const { partitions, created } = await ensureTopics(admin, {
+    topics: [c.topics.commands, c.topics.results, c.topics.deadLetter],
+    create: c.topics.create,
+    partitions: c.topics.partitions,
+    replicationFactor: c.topics.replicationFactor,
+  });
+  const commandPartitions = partitions.get(c.topics.commands) ?? 1;
+  if (ledgerTopic !== undefined) {
+    // Created with the command topic's partition count: partition n belongs to command partition n.
+    const ledger = await ensureTopics(admin, { topics: [ledgerTopic], create: c.topics.create, partitions: commandPartitions, replicationFactor: c.topics.replicationFactor, configs: { [ledgerTopic]: LEDGER_TOPIC_CONFIG } });
+    created.push(...ledger.created);
+    const ledgerPartitions = ledger.partitions.get(ledgerTopic) ?? 0;
+    if (ledgerPartitions < commandPartitions) {
+      throw new SmsWorkerError('LEDGER_TOPIC_TOO_SMALL', `the ledger topic ${ledgerTopic} has ${ledgerPartitions} partitions; it needs at least as many as ${c.topics.commands} (${commandPartitions}): partition n of the ledger belongs to command partition n`);
+    }
+  }
+  if (created.length > 0) log.info({ topics: created }, 'created missing topics');
+  const maxRecordBytes = (await maxMessageBytes(admin, [c.topics.results, c.topics.deadLetter, ...(ledgerTopic === undefined ? [] : [ledgerTopic])])) - BATCH_HEADROOM;
+
+  const codec = await Codec.create(createRegistry(c.registry.url, c.registry.auth), { results: c.topics.results, deadLetter: c.topics.deadLetter });
+  log.info({ resultSchemaId: codec.resultSchemaId, deadLetterSchemaId: codec.deadLetterSchemaId }, 'registered result and dead-letter schemas');
+
+  const client = createClient(config, metrics, log);
+  hooks.adopt(async () => client.close(), 'provider client');
+  const consumerRef: { current: Consumer | undefined } = { current: undefined };
+  const gate = new ServiceGate({
+    backoff: {
+      insufficient_funds: { initialMs: c.funds.probeInitialMs, maxMs: c.funds.probeMaxMs },
+      circuit_open: { initialMs: c.breaker.probeInitialMs, maxMs: c.breaker.probeMaxMs },
+    },
+    onChange: hooks.onGateChange,
+    onBlock: () => consumerRef.current?.pause([{ topic: c.topics.commands }]),
+    // The gate needs a command to probe with: let the next one in.
+    onProbeWanted: () => consumerRef.current?.resume([{ topic: c.topics.commands }]),
+  });
+  hooks.adopt(async () => gate.close(), 'gate');
+  const sender = new GuardedSender({
+    client,
+    gate,
+    outages: new OutageCounter(c.breaker.failureThreshold),
+    rateLimiter: new RateLimiter(c.rateLimitPerSecond),
+    fundsPolicy: c.funds.policy,
+  });
+  const producers = new TransactionalProducers(kafka, c.transactionalIdPrefix);
+  hooks.adopt(() => producers.closeAll(), 'producers');
+  const reader = new PartitionReader(kafka);
+  hooks.adopt(() => reader.close(), 'partition reader');
+
+  const consumer = kafka.consumer({
+    groupId: c.consumerGroup,
+    sessionTimeout: c.sessionTimeoutMs,
+    rebalanceTimeout: 60_000,
+    heartbeatInterval: Math.min(3_000, Math.floor(c.sessionTimeoutMs / 3)),
+    maxWaitTimeInMs: 1_000,
+    maxBytesPerPartition: c.fetch.maxBytesPerPartition,
+    maxBytes: c.fetch.maxBytes,
+    readUncommitted: false,
+    retry: { retries: 10 },
+  });
+  consumerRef.current = consumer;
+  const theConsumer = consumer;
+  hooks.adopt(() => theConsumer.disconnect(), 'consumer');
+
+  const effects: OwnershipEffects = {
+    fence: async (topic, partition) => {
+      await producers.discard(topic, partition);
+      await producers.forPartition(topic, partition);
+    },
+    groupOffset: (topic, partition) => groupOffset(admin, c.consumerGroup, topic, partition),
+    checkpoint: async (partition) => (ledgerTopic === undefined ? undefined : readLatestCheckpoint(admin, reader, ledgerTopic, partition)),
+    recentCommandIds: async (topic, partition, start, count) => {
+      const ends = (await admin.fetchTopicOffsets(topic)).find((o) => o.partition === partition);
+      const low = BigInt(ends?.low ?? '0');
+      const from = start - BigInt(count) > low ? start - BigInt(count) : low;
+      if (from >= start) return [];
+      const out: { offset: bigint; commandId: string }[] = [];
+      for (const record of await reader.read(topic, partition, from, start)) {
+        try {
+          const decoded = await codec.decode(record.value);
+          if (decoded.ok) out.push({ offset: record.offset, commandId: commandFromAvro(decoded.value).commandId });
+        } catch {
+          // Not a readable command: it had a dead letter or a REJECTED result keyed otherwise.
+        }
+      }
+      return out;
+    },
+    pauseLost: (topic, partition) => theConsumer.pause([{ topic, partitions: [partition] }]),
+    resumeAll: (topic, resumed) => theConsumer.resume([{ topic, partitions: [...resumed] }]),
+  };
+  const ownership = new PartitionOwnership({ effects, dedupWindow: c.ledger.dedupWindow, sessionTimeoutMs: c.sessionTimeoutMs, log, metrics });
+  return { kafka, admin, consumer, codec, client, gate, sender, producers, reader, ownership, commandPartitions, maxRecordBytes };
+}
+
+function createClient(config: WorkerConfig, metrics: WorkerMetrics, log: Logger): ProviderClient {
+  const p = config.provider;
+  return createProviderClient({
+    baseUrl: p.baseUrl,
+    accessKeyId: p.accessKeyId,
+    accessKeySecret: p.accessKeySecret,
+    connectTimeoutMs: p.connectTimeoutMs,
+    responseTimeoutMs: p.responseTimeoutMs,
+    retry: p.retry,
+    maxSockets: config.maxInFlight,
+    onAttempt: (info) => {
+      metrics.providerRequests.inc({ operation: info.operation, outcome: info.outcome });
+      metrics.providerLatency.observe({ operation: info.operation, outcome: info.outcome }, info.durationMs / 1000);
+    },
+    onRetry: (info) => {
+      metrics.retries.inc({ operation: info.operation, class: info.failureClass });
+      log.debug({ operation: info.operation, attempt: info.attempt, failureClass: info.failureClass, code: info.code, delayMs: info.delayMs }, 'retrying provider call');
+    },
+  });
+}
