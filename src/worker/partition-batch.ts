@@ -71,6 +71,11 @@ export async function processBatch(batch: FetchedBatch, ctx: BatchContext): Prom
   const signal = AbortSignal.any([ctx.abandon, local.signal]);
   /** Marks waiting for the transaction that carries them. */
   let unflushed: { resolve: () => void; reject: (error: unknown) => void }[] = [];
+  /** A mark was withdrawn (the send surely did not happen): the next checkpoint must drop it. */
+  let marksWithdrawn = false;
+  const withdraw = (offset: bigint): void => {
+    if (claim.open.delete(offset)) marksWithdrawn = true;
+  };
   let commitError: unknown;
   let committing: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -81,7 +86,8 @@ export async function processBatch(batch: FetchedBatch, ctx: BatchContext): Prom
     const prefix = tracker.takePrefix();
     const marks = unflushed;
     unflushed = [];
-    if (prefix === undefined && marks.length === 0) return;
+    if (prefix === undefined && marks.length === 0 && !(marksWithdrawn && ledgerOn)) return;
+    marksWithdrawn = false;
     const next = prefix === undefined ? claim.position.committed : BigInt(prefix.commitOffset);
     const ledgerRecord = ledgerOn ? encodeCheckpoint({ next, open: [...claim.open.values()].filter((m) => m.offset >= next) }) : undefined;
     const started = performance.now();
@@ -168,7 +174,7 @@ export async function processBatch(batch: FetchedBatch, ctx: BatchContext): Prom
         // The lease is checked again after the wait: a process frozen in between sends nothing.
         return ctx.leaseHolds();
       },
-      notSent: () => claim.open.delete(offset),
+      notSent: () => withdraw(offset),
     }),
   };
 
@@ -213,7 +219,7 @@ export async function processBatch(batch: FetchedBatch, ctx: BatchContext): Prom
         .then((outcome) => {
           if (outcome.kind === 'abandoned') {
             // Not sent: a later checkpoint must not list it (the next owner sends it normally).
-            claim.open.delete(offset);
+            withdraw(offset);
             return;
           }
           tracker.complete(message.offset, outcome);

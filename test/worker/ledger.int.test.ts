@@ -1,0 +1,138 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { CHECKPOINT_KEY, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
+import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
+
+let sandbox: RunningSandbox;
+let sandboxB: RunningSandbox;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ port: 0 });
+  sandboxB = await startSandbox({ port: 0 });
+});
+afterAll(async () => {
+  await sandbox.close();
+  await sandboxB.close();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+  sandbox.state.setBalance('1000.000000');
+});
+
+function sends(on: RunningSandbox, commandId: string): number {
+  return on.state.requests({ correlationId: commandId }).length;
+}
+
+describe('intent ledger: sends at most once', () => {
+  it('a repeated command record (same commandId) is sent once and answered once', async () => {
+    const topics = testTopics();
+    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url));
+    cleanups.push(() => worker.stop());
+    const publisher = await publisherFor(testKafka(), topics.commands);
+    cleanups.push(() => publisher.disconnect());
+    const results = await ResultCollector.start(topics.results);
+    cleanups.push(() => results.stop());
+
+    const repeated = textCommand();
+    const other = textCommand();
+    // An upstream producer that retried: the same command twice, then again after the first result.
+    await within(30_000, 'publishing', publisher.publish([{ command: repeated, key: 'k1' }, { command: repeated, key: 'k1' }, { command: other, key: 'k2' }]));
+    await results.waitFor([repeated.commandId, other.commandId]);
+    await within(30_000, 'publishing again', publisher.publish([{ command: repeated, key: 'k1' }]));
+    await eventually(async () => {
+      const text = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
+      return /sms_worker_duplicate_commands_total 2/.test(text) ? true : undefined;
+    }, 30_000, 'both repeats to be skipped');
+    expect(sends(sandbox, repeated.commandId)).toBe(1);
+    expect(results.byCommand.get(repeated.commandId)?.map((r) => r.outcome)).toEqual(['SENT']);
+    expect(sends(sandbox, other.commandId)).toBe(1);
+  });
+
+  it('starts at the ledger checkpoint when the group offset is behind it, and reports its in-doubt mark UNKNOWN without sending', async () => {
+    const topics = testTopics();
+    const kafka = testKafka();
+    await createTopics(kafka, [{ topic: topics.commands, partitions: 1 }, { topic: topics.results }, { topic: topics.deadLetter }, { topic: topics.ledger, partitions: 1 }]);
+    const publisher = await publisherFor(kafka, topics.commands);
+    cleanups.push(() => publisher.disconnect());
+    const commands = Array.from({ length: 6 }, () => textCommand());
+    await within(30_000, 'publishing', publisher.publish(commands.map((command) => ({ command, key: 'one-partition' }))));
+    // What an earlier owner left: results up to offset 2 committed (the group offset read later
+    // can lag behind it without KIP-447), and offset 3 marked as being sent, without a result.
+    const markedAt = Date.now() - 5_000;
+    const producer = kafka.producer();
+    await producer.connect();
+    await producer.send({ topic: topics.ledger, messages: [{ key: CHECKPOINT_KEY, partition: 0, value: encodeCheckpoint({ next: 3n, open: [{ offset: 3n, commandId: commands[3]?.commandId ?? '', at: markedAt }] }) }] });
+    await producer.disconnect();
+
+    const results = await ResultCollector.start(topics.results);
+    cleanups.push(() => results.stop());
+    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { TOPICS_PARTITIONS: '1' }));
+    cleanups.push(() => worker.stop());
+
+    const ids = commands.map((c) => c.commandId);
+    const got = await results.waitFor(ids.slice(3));
+    expect(got.get(ids[3] ?? '')).toMatchObject({ outcome: 'UNKNOWN', attemptedAt: markedAt, attempts: 0, error: { code: 'SEND_OUTCOME_UNKNOWN', retryable: false } });
+    expect(ids.slice(4).map((id) => got.get(id)?.outcome)).toEqual(['SENT', 'SENT']);
+    // Below the checkpoint: already answered by the earlier owner, not sent again; the marked one not either.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(ids.slice(0, 4).map((id) => sends(sandbox, id))).toEqual([0, 0, 0, 0]);
+    expect(ids.slice(0, 3).filter((id) => results.byCommand.has(id))).toEqual([]);
+  });
+
+  it('IN_DOUBT_POLICY=resend sends an in-doubt command again', async () => {
+    const topics = testTopics();
+    const kafka = testKafka();
+    await createTopics(kafka, [{ topic: topics.commands, partitions: 1 }, { topic: topics.results }, { topic: topics.deadLetter }, { topic: topics.ledger, partitions: 1 }]);
+    const publisher = await publisherFor(kafka, topics.commands);
+    cleanups.push(() => publisher.disconnect());
+    const command = textCommand();
+    await within(30_000, 'publishing', publisher.publish([{ command }]));
+    const producer = kafka.producer();
+    await producer.connect();
+    await producer.send({ topic: topics.ledger, messages: [{ key: CHECKPOINT_KEY, partition: 0, value: encodeCheckpoint({ next: 0n, open: [{ offset: 0n, commandId: command.commandId, at: Date.now() }] }) }] });
+    await producer.disconnect();
+    const results = await ResultCollector.start(topics.results);
+    cleanups.push(() => results.stop());
+    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { TOPICS_PARTITIONS: '1', IN_DOUBT_POLICY: 'resend' }));
+    cleanups.push(() => worker.stop());
+    expect((await results.waitFor([command.commandId])).get(command.commandId)?.outcome).toBe('SENT');
+    expect(sends(sandbox, command.commandId)).toBe(1);
+  });
+
+  it('a rebalance while commands wait at the funds pause: the old owner gives them up unsent and never sends them later', async () => {
+    const topics = testTopics();
+    const kafka = testKafka();
+    await createTopics(kafka, [{ topic: topics.commands, partitions: 2 }, { topic: topics.results }, { topic: topics.deadLetter }, { topic: topics.ledger, partitions: 2 }]);
+    const env = { TOPICS_PARTITIONS: '2', FUNDS_PROBE_INITIAL_MS: '300', FUNDS_PROBE_MAX_MS: '300' };
+    const { worker: first } = await startTestWorker(workerEnv(topics, sandbox.url, env));
+    cleanups.push(() => first.stop());
+    const results = await ResultCollector.start(topics.results);
+    cleanups.push(() => results.stop());
+    const publisher = await publisherFor(kafka, topics.commands);
+    cleanups.push(() => publisher.disconnect());
+
+    // The first worker's account is empty: its commands wait at the funds pause.
+    sandbox.state.setBalance('0.000000');
+    const commands = Array.from({ length: 8 }, (_, i) => textCommand({ commandId: `held-${i}-${Date.now()}` }));
+    await within(30_000, 'publishing', publisher.publish(commands.map((command, i) => ({ command, key: `key-${i}` }))));
+    await eventually(() => (first.pauseReason === 'insufficient_funds' ? true : undefined), 30_000, 'funds pause');
+
+    // A second worker (another account, with money) joins: partitions move while commands are held.
+    const { worker: second } = await startTestWorker(workerEnv(topics, sandboxB.url, env));
+    cleanups.push(() => second.stop());
+    const ids = commands.map((c) => c.commandId);
+    const handledBySecond = await eventually(() => {
+      const sent = ids.filter((id) => sends(sandboxB, id) > 0);
+      return sent.length > 0 ? sent : undefined;
+    }, 60_000, 'the second worker to send commands of the partition it took over');
+    // The first account gets its money back: the first worker must not send what it gave up.
+    sandbox.state.setBalance('1000.000000');
+    await results.waitFor(ids, 60_000);
+    await new Promise((r) => setTimeout(r, 1_500));
+    for (const id of handledBySecond) expect(sandbox.state.acceptedSends(id), id).toBe(0);
+    for (const id of ids) expect(sandbox.state.acceptedSends(id) + sandboxB.state.acceptedSends(id), `${id}: ${JSON.stringify(results.byCommand.get(id)?.[0]?.error)}`).toBe(1);
+    expect(ids.map((id) => results.byCommand.get(id)?.length)).toEqual(ids.map(() => 1));
+  });
+});

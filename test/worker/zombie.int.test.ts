@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
+import { WorkerProcess } from '../helpers/worker-process.ts';
+import { publisherFor, ResultCollector, testTopics, textCommand, workerEnv } from '../helpers/worker.ts';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+});
+
+async function sandboxWithLatency(ms: number): Promise<RunningSandbox> {
+  const sandbox = await startSandbox({ port: 0, faults: { latency: { kind: 'fixed', ms } } });
+  cleanups.push(() => sandbox.close());
+  return sandbox;
+}
+
+function spawnWorker(env: Record<string, string>): WorkerProcess {
+  const worker = new WorkerProcess(env);
+  cleanups.push(async () => {
+    worker.signal('SIGCONT');
+    worker.signal('SIGKILL');
+    await worker.stopped(10_000).catch(() => undefined);
+  });
+  return worker;
+}
+
+describe('zombies and crashes: a command is sent at most once', () => {
+  it('SIGKILL with sends in flight: those commands end UNKNOWN and none is sent again', async () => {
+    const sandbox = await sandboxWithLatency(1_500);
+    const topics = testTopics();
+    await createTopics(testKafka(), [{ topic: topics.commands, partitions: 3 }, { topic: topics.results }, { topic: topics.deadLetter }]);
+    const env = workerEnv(topics, sandbox.url, { MAX_IN_FLIGHT: '8', PROVIDER_RESPONSE_TIMEOUT_MS: '10000' });
+    const publisher = await publisherFor(testKafka(), topics.commands);
+    cleanups.push(() => publisher.disconnect());
+    const commands = Array.from({ length: 40 }, () => textCommand({ commandId: `kill-${randomUUID()}` }));
+    await publisher.publish(commands.map((command) => ({ command })));
+    const results = await ResultCollector.start(topics.results);
+    cleanups.push(() => results.stop());
+
+    const first = spawnWorker(env);
+    // Sends are in flight once the service has received them (each takes 1.5 s to answer).
+    const ids = commands.map((c) => c.commandId);
+    await eventually(() => (ids.filter((id) => sandbox.state.requests({ correlationId: id }).length > 0).length >= 8 ? true : undefined), 60_000, 'sends in flight');
+    first.signal('SIGKILL');
+    await first.stopped(10_000);
+    const inFlight = ids.filter((id) => sandbox.state.requests({ correlationId: id }).length > 0 && !results.byCommand.has(id));
+    expect(inFlight.length).toBeGreaterThan(0);
+
+    const second = spawnWorker(env);
+    cleanups.push(async () => second.signal('SIGTERM'));
+    await results.waitFor(ids, 90_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(ids.filter((id) => sandbox.state.requests({ correlationId: id }).length > 1)).toEqual([]);
+    expect(ids.map((id) => results.byCommand.get(id)?.length)).toEqual(ids.map(() => 1));
+    for (const id of inFlight) {
+      const result = results.byCommand.get(id)?.[0];
+      expect(result?.outcome, id).toBe('UNKNOWN');
+      expect(result?.error?.code).toBe('SEND_OUTCOME_UNKNOWN');
+      expect(result?.attemptedAt).toBeGreaterThan(0);
+    }
+    // Everything else was sent exactly once by one of the two workers.
+    for (const id of ids.filter((i) => !inFlight.includes(i))) expect(sandbox.state.requests({ correlationId: id }).length, id).toBeLessThanOrEqual(1);
+  });
+
+  it('a worker frozen past its session timeout sends nothing after it wakes up: its partitions moved', async () => {
+    // Each worker talks to its own sandbox, so every request can be told apart.
+    const slow = await sandboxWithLatency(200);
+    const fast = await sandboxWithLatency(5);
+    const topics = testTopics();
+    await createTopics(testKafka(), [{ topic: topics.commands, partitions: 3 }, { topic: topics.results }, { topic: topics.deadLetter }]);
+    const common = { MAX_IN_FLIGHT: '8', KAFKA_SESSION_TIMEOUT_MS: '6000' };
+    const publisher = await publisherFor(testKafka(), topics.commands);
+    cleanups.push(() => publisher.disconnect());
+    const commands = Array.from({ length: 300 }, () => textCommand({ commandId: `freeze-${randomUUID()}` }));
+    await publisher.publish(commands.map((command) => ({ command })));
+    const ids = commands.map((c) => c.commandId);
+    const results = await ResultCollector.start(topics.results);
+    cleanups.push(() => results.stop());
+
+    const frozen = spawnWorker(workerEnv(topics, slow.url, common));
+    await eventually(() => (results.byCommand.size >= 20 ? true : undefined), 60_000, 'the first worker to make progress');
+    frozen.signal('SIGSTOP');
+    const takeover = spawnWorker(workerEnv(topics, fast.url, common));
+    cleanups.push(async () => takeover.signal('SIGTERM'));
+    await results.waitFor(ids, 120_000);
+    const wokeAt = Date.now();
+    frozen.signal('SIGCONT');
+    await new Promise((r) => setTimeout(r, 5_000));
+
+    const afterWake = slow.state.requests().filter((r) => r.receivedAt >= wokeAt);
+    expect(afterWake.map((r) => r.correlationId)).toEqual([]);
+    expect(ids.filter((id) => slow.state.requests({ correlationId: id }).length + fast.state.requests({ correlationId: id }).length > 1)).toEqual([]);
+    expect(ids.map((id) => results.byCommand.get(id)?.length)).toEqual(ids.map(() => 1));
+  });
+});
