@@ -17,8 +17,20 @@ function sent(result: Validation) {
 }
 
 describe('defaults', () => {
-  it('are CN, 1000 recipients, reject', () => {
-    expect(DEFAULT_VALIDATION_POLICY).toEqual({ homeRegion: 'CN', maxRecipients: 1000, partialRecipients: 'reject' });
+  it('are CN, 1000 recipients, reject, and the limits of the README', () => {
+    expect(DEFAULT_VALIDATION_POLICY).toEqual({
+      homeRegion: 'CN',
+      maxRecipients: 1000,
+      partialRecipients: 'reject',
+      maxContentChars: 500,
+      maxContentSegments: 8,
+      maxTemplateIdChars: 128,
+      maxTemplateVariables: 20,
+      maxTemplateKeyChars: 64,
+      maxTemplateValueChars: 500,
+      maxMetadataEntries: 32,
+      maxMetadataBytes: 4096,
+    });
   });
 });
 
@@ -151,20 +163,43 @@ describe('text: recipients', () => {
     ]);
   });
 
-  it('allows exactly maxRecipients distinct recipients and rejects one more (counted after dedup)', () => {
+  it('allows exactly maxRecipients entries and rejects one more, counting duplicates as given', () => {
     const small: ValidationPolicy = { ...policy, maxRecipients: 2 };
-    expect(validateCommand(textCommand({ to: ['13800138000', '+8613800138000', '18509872103'] }), small, NOW).kind).toBe('send');
-    expect(problemsOf(textCommand({ to: ['13800138000', '18509872103', '+14155552671'] }), small)).toEqual([
-      { field: 'operation.to', problem: 'at most 2 distinct recipients are allowed; got 3 after removing duplicates' },
+    expect(validateCommand(textCommand({ to: ['13800138000', '+8613800138000'] }), small, NOW).kind).toBe('send');
+    expect(problemsOf(textCommand({ to: ['13800138000', '+8613800138000', '13800138000'] }), small)).toEqual([
+      { field: 'operation.to', problem: RULES.recipientsTooMany.message(3, 2) },
     ]);
   });
 
   it('enforces the default of 1000', () => {
     const to = Array.from({ length: 1001 }, (_, i) => `+86138${String(i).padStart(8, '0')}`);
     expect(problemsOf(textCommand({ to }))).toEqual([
-      { field: 'operation.to', problem: 'at most 1000 distinct recipients are allowed; got 1001 after removing duplicates' },
+      {
+        field: 'operation.to',
+        problem: 'at most 1000 recipients are allowed; got 1001 (counted as given, before removing duplicates and invalid numbers; only the first 1000 were examined)',
+      },
     ]);
     expect(validateCommand(textCommand({ to: to.slice(0, 1000) }), policy, NOW).kind).toBe('send');
+  });
+
+  it('gives 50,000 invalid recipients one count problem and examines only the first maxRecipients (issue 11)', () => {
+    const to = Array.from({ length: 50_000 }, () => 'not-a-number');
+    const problems = problemsOf(textCommand({ to }));
+    const listProblems = problems.filter((p) => p.field === 'operation.to');
+    expect(listProblems).toEqual([{ field: 'operation.to', problem: expect.stringMatching(/^at most 1000 recipients are allowed; got 50000 /) as unknown }]);
+    const entries = problems.filter((p) => p.field !== 'operation.to');
+    expect(entries).toHaveLength(1000);
+    expect(entries.at(-1)?.field).toBe('operation.to[999]');
+  });
+
+  it.each(['reject', 'send-valid'] as const)('rejects a recipient longer than 32 characters under %s, without echoing it', (partialRecipients) => {
+    const long = '1'.repeat(33);
+    const result = validateCommand(textCommand({ to: ['13800138000', long] }), { ...policy, partialRecipients }, NOW);
+    expect(result).toEqual({
+      kind: 'rejected',
+      problems: [{ field: 'operation.to[1]', problem: 'recipient must be at most 32 characters (Unicode code points); got 33 (this rejects the whole command under every PARTIAL_RECIPIENTS policy)' }],
+    });
+    expect(validateCommand(textCommand({ to: ['13800138000', '1'.repeat(32)] }), sendValid, NOW).kind).toBe('send');
   });
 });
 
