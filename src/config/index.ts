@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { CountryCode } from 'libphonenumber-js';
+import type { ValidationPolicy } from '../contracts/validate.ts';
 import { ConfigError } from '../errors.ts';
 import { envSchema, SECRET_VARIABLES, type Env } from './schema.ts';
 
@@ -41,7 +42,10 @@ export interface WorkerConfig {
   readonly maxInFlight: number;
   readonly rateLimitPerSecond: number;
   readonly commitIntervalMs: number;
-  readonly validation: { readonly homeRegion: CountryCode; readonly maxRecipients: number; readonly partialRecipients: 'reject' | 'send-valid' };
+  /** The ValidationPolicy of src/contracts/validate.ts. */
+  readonly validation: ValidationPolicy;
+  /** Largest command record (key + value + header bytes) the worker decodes; larger ones are dead-lettered as RECORD_TOO_LARGE. */
+  readonly maxCommandBytes: number;
   readonly funds: { readonly policy: 'pause' | 'fail'; readonly probeInitialMs: number; readonly probeMaxMs: number };
   readonly breaker: { readonly failureThreshold: number; readonly probeInitialMs: number; readonly probeMaxMs: number };
   readonly shutdownTimeoutMs: number;
@@ -128,7 +132,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     maxInFlight: e.MAX_IN_FLIGHT,
     rateLimitPerSecond: e.RATE_LIMIT_PER_SECOND,
     commitIntervalMs: e.COMMIT_INTERVAL_MS,
-    validation: { homeRegion: e.HOME_REGION as CountryCode, maxRecipients: e.MAX_RECIPIENTS, partialRecipients: e.PARTIAL_RECIPIENTS },
+    validation: {
+      homeRegion: e.HOME_REGION as CountryCode,
+      maxRecipients: e.MAX_RECIPIENTS,
+      partialRecipients: e.PARTIAL_RECIPIENTS,
+      maxContentChars: e.MAX_CONTENT_CHARS,
+      maxContentSegments: e.MAX_CONTENT_SEGMENTS,
+      maxTemplateIdChars: e.MAX_TEMPLATE_ID_CHARS,
+      maxTemplateVariables: e.MAX_TEMPLATE_VARIABLES,
+      maxTemplateKeyChars: e.MAX_TEMPLATE_KEY_CHARS,
+      maxTemplateValueChars: e.MAX_TEMPLATE_VALUE_CHARS,
+      maxMetadataEntries: e.MAX_METADATA_ENTRIES,
+      maxMetadataBytes: e.MAX_METADATA_BYTES,
+    },
+    maxCommandBytes: e.MAX_COMMAND_BYTES,
     funds: { policy: e.FUNDS_POLICY, probeInitialMs: e.FUNDS_PROBE_INITIAL_MS, probeMaxMs: e.FUNDS_PROBE_MAX_MS },
     breaker: { failureThreshold: e.BREAKER_FAILURE_THRESHOLD, probeInitialMs: e.BREAKER_PROBE_INITIAL_MS, probeMaxMs: e.BREAKER_PROBE_MAX_MS },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,

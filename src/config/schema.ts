@@ -60,7 +60,20 @@ export const envSchema = z.object({
   RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(0),
   COMMIT_INTERVAL_MS: int(100, 1, 60_000),
   HOME_REGION: z.string().regex(/^[A-Z]{2}$/, 'must be an ISO 3166-1 alpha-2 region code such as CN').default('CN'),
+  // Limits on one command (README "Limits"). Each bounds work, billing or what a result echoes.
   MAX_RECIPIENTS: int(1000, 1, 100_000),
+  MAX_CONTENT_CHARS: int(500, 1, 100_000),
+  // 255: the most parts a concatenated SMS can have (one-byte part count in its header).
+  MAX_CONTENT_SEGMENTS: int(8, 1, 255),
+  MAX_TEMPLATE_ID_CHARS: int(128, 1, 4_096),
+  MAX_TEMPLATE_VARIABLES: int(20, 0, 1_000),
+  MAX_TEMPLATE_KEY_CHARS: int(64, 1, 4_096),
+  MAX_TEMPLATE_VALUE_CHARS: int(500, 1, 100_000),
+  // Upper bounds: the hard caps above which results do not echo metadata (FIXED_LIMITS in src/contracts/limits.ts).
+  MAX_METADATA_ENTRIES: int(32, 0, 256),
+  MAX_METADATA_BYTES: int(4_096, 0, 65_536),
+  // Below the broker's default max.message.bytes (1048588) with room for the dead-letter envelope.
+  MAX_COMMAND_BYTES: int(1_000_000, 1_024, 64 * 1_048_576),
   PARTIAL_RECIPIENTS: z.enum(['reject', 'send-valid']).default('reject'),
   FUNDS_POLICY: z.enum(['pause', 'fail']).default('pause'),
   FUNDS_PROBE_INITIAL_MS: int(5_000, 1),

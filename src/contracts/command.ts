@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { SmsWorkerError } from '../errors.ts';
 import { BRANCH } from './avro.ts';
+import { FIXED_LIMITS, truncate } from './limits.ts';
 import type { FieldProblem } from './rules.ts';
 
 export interface TextOperation {
@@ -51,15 +52,24 @@ export class CommandShapeError extends SmsWorkerError {
     problems: readonly FieldProblem[],
     read: { commandId: string | undefined; metadata: Readonly<Record<string, string>>; operationKind: Operation['kind'] | undefined },
   ) {
-    super(
-      'COMMAND_UNUSABLE',
-      `decoded command does not match the command schema: ${problems.map((p) => `${p.field}: ${p.problem}`).join('; ')}`,
-    );
+    super('COMMAND_UNUSABLE', shapeMessage(problems));
     this.problems = problems;
     this.commandId = read.commandId;
     this.metadata = read.metadata;
     this.operationKind = read.operationKind;
   }
+}
+
+/** Problems spelled out in the message; a value of the wrong shape can have one per array entry or map key. */
+const PROBLEMS_IN_MESSAGE = 5;
+
+/** Bounded whatever the value held: it becomes a result's or a dead letter's error message. */
+function shapeMessage(problems: readonly FieldProblem[]): string {
+  const shown = problems
+    .slice(0, PROBLEMS_IN_MESSAGE)
+    .map((p) => `${truncate(p.field, FIXED_LIMITS.detailFieldChars)}: ${truncate(p.problem, FIXED_LIMITS.detailProblemChars)}`);
+  const more = problems.length > PROBLEMS_IN_MESSAGE ? `; and ${problems.length - PROBLEMS_IN_MESSAGE} more` : '';
+  return truncate(`decoded command does not match the command schema: ${shown.join('; ')}${more}`, FIXED_LIMITS.errorMessageChars);
 }
 
 const stringMap = z.record(z.string(), z.string());

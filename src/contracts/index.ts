@@ -23,9 +23,12 @@ export { DEFAULT_VALIDATION_POLICY, validateCommand } from './validate.ts';
 export type { RejectedRecipient, Validation, ValidationPolicy } from './validate.ts';
 export {
   RESULT_ERROR_CODES,
+  boundDetails,
   expiredResult,
   failedResult,
   rejectedResult,
+  resultCommandId,
+  resultMetadata,
   sentResult,
   unusableCommandResult,
 } from './result.ts';
@@ -40,5 +43,17 @@ export type {
   SourcePosition,
 } from './result.ts';
 export { resultFromAvro, resultToAvro } from './result-avro.ts';
-export { DEAD_LETTER_CODES, deadLetterFromAvro, deadLetterRecord, deadLetterToAvro } from './dead-letter.ts';
-export type { DeadLetter, DeadLetterHeader, DeadLetterInput, RawHeaders } from './dead-letter.ts';
+export {
+  DEAD_LETTER_CODES,
+  DEAD_LETTER_OVERHEAD_BYTES,
+  checkCommandRecordSize,
+  commandRecordBytes,
+  deadLetterFromAvro,
+  deadLetterRecord,
+  deadLetterToAvro,
+  encodedDeadLetterBytes,
+  reduceDeadLetter,
+} from './dead-letter.ts';
+export type { DeadLetter, DeadLetterHeader, DeadLetterInput, OmittedPart, RawHeaders, RecordSizeCheck } from './dead-letter.ts';
+export { FIXED_LIMITS, codePoints, truncate, utf8Bytes } from './limits.ts';
+export { maxEncodedResultBytes } from './result-size.ts';

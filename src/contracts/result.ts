@@ -3,8 +3,10 @@
  * (result-avro.ts wraps them for encoding), and one builder per outcome so every result the
  * worker publishes is shaped the same way. Amounts stay the service's decimal strings.
  */
+import { createHash } from 'node:crypto';
 import type { MessageReport, ProviderSuccess } from '../provider/types.ts';
 import type { CommandShapeError, Operation, SendCommand } from './command.ts';
+import { codePoints, FIXED_LIMITS, mapBytes, truncate } from './limits.ts';
 import type { FieldProblem } from './rules.ts';
 import type { RejectedRecipient } from './validate.ts';
 
@@ -69,8 +71,12 @@ const OPERATION_OF = { text: 'TEXT_MESSAGE', voice: 'VOICE_VERIFICATION' } as co
   ResultOperation
 >;
 
-/** How many problems the error message spells out; `details` always carries all of them. */
+/** How many problems the error message spells out; `details` carries up to FIXED_LIMITS.details. */
 const PROBLEMS_IN_MESSAGE = 5;
+/** UTF-16 units of the commandId prefix kept when a commandId over the limit is replaced by its digest. */
+const COMMAND_ID_PREFIX_UNITS = 128;
+/** Codes and request ids come from the service; bounded like any other text the worker writes. */
+const PROVIDER_TEXT_UNITS = 200;
 
 const NOT_SENT = {
   recipients: null,
@@ -82,20 +88,60 @@ const NOT_SENT = {
   rejectedRecipients: [],
 } as const;
 
+/**
+ * The commandId a result carries (and is keyed by). A commandId within the limit (validation
+ * rejects longer ones) is echoed as is. A longer one, which only a REJECTED, EXPIRED or
+ * COMMAND_UNUSABLE result can meet, is replaced by its first 127 UTF-16 units, '…', and
+ * `sha256:` with the hex SHA-256 of its UTF-8 bytes, so the producer can still match it and the
+ * result stays small.
+ */
+export function resultCommandId(commandId: string): string {
+  if (commandId.length <= FIXED_LIMITS.commandIdChars || codePoints(commandId) <= FIXED_LIMITS.commandIdChars) return commandId;
+  const digest = createHash('sha256').update(commandId, 'utf8').digest('hex');
+  return `${truncate(commandId, COMMAND_ID_PREFIX_UNITS)}sha256:${digest}`;
+}
+
+/**
+ * The metadata a result echoes: the command's, unless it exceeds the hard caps
+ * (FIXED_LIMITS.metadataEntries / metadataBytes, the upper bounds of MAX_METADATA_ENTRIES /
+ * MAX_METADATA_BYTES), then none. A command that passed validation is always within them; an
+ * expired or unusable one is not validated, and its result must stay small all the same.
+ */
+export function resultMetadata(metadata: Readonly<Record<string, string>>): Readonly<Record<string, string>> {
+  const entries = Object.keys(metadata).length;
+  if (entries > FIXED_LIMITS.metadataEntries || mapBytes(metadata) > FIXED_LIMITS.metadataBytes) return {};
+  return metadata;
+}
+
+/**
+ * The `error.details` of a result: at most FIXED_LIMITS.details entries, each field and problem
+ * cut to its limit; when there are more problems, the first ones and a final
+ * `{ field: '…', problem: '… and K more problems' }`. Pure; the input is not changed.
+ */
+export function boundDetails(problems: readonly FieldProblem[]): FieldProblem[] {
+  const clip = (p: FieldProblem): FieldProblem => ({
+    field: truncate(p.field, FIXED_LIMITS.detailFieldChars),
+    problem: truncate(p.problem, FIXED_LIMITS.detailProblemChars),
+  });
+  if (problems.length <= FIXED_LIMITS.details) return problems.map(clip);
+  const kept = problems.slice(0, FIXED_LIMITS.details - 1).map(clip);
+  return [...kept, { field: '…', problem: `… and ${problems.length - kept.length} more problems` }];
+}
+
 function base(ctx: ResultContext) {
   return {
-    commandId: ctx.command.commandId,
+    commandId: resultCommandId(ctx.command.commandId),
     operation: OPERATION_OF[ctx.command.operation.kind],
-    metadata: ctx.command.metadata,
+    metadata: resultMetadata(ctx.command.metadata),
     source: ctx.source,
     completedAt: ctx.completedAt,
   };
 }
 
 function summarise(problems: readonly FieldProblem[]): string {
-  const shown = problems.slice(0, PROBLEMS_IN_MESSAGE).map((p) => `${p.field}: ${p.problem}`);
+  const shown = boundDetails(problems.slice(0, PROBLEMS_IN_MESSAGE)).map((p) => `${p.field}: ${p.problem}`);
   const more = problems.length > PROBLEMS_IN_MESSAGE ? `; and ${problems.length - PROBLEMS_IN_MESSAGE} more (see details)` : '';
-  return `command rejected, ${problems.length} problem${problems.length === 1 ? '' : 's'}: ${shown.join('; ')}${more}`;
+  return truncate(`command rejected, ${problems.length} problem${problems.length === 1 ? '' : 's'}: ${shown.join('; ')}${more}`, FIXED_LIMITS.errorMessageChars);
 }
 
 export function sentResult(
@@ -126,7 +172,7 @@ export function rejectedResult(ctx: ResultContext, problems: readonly FieldProbl
     ...base(ctx),
     ...NOT_SENT,
     outcome: 'REJECTED',
-    error: { code: RESULT_ERROR_CODES.validationFailed, message: summarise(problems), stage: 'VALIDATION', retryable: false, details: problems },
+    error: { code: RESULT_ERROR_CODES.validationFailed, message: summarise(problems), stage: 'VALIDATION', retryable: false, details: boundDetails(problems) },
     providerRequestId: null,
     attempts: 0,
   };
@@ -148,8 +194,14 @@ export function failedResult(ctx: ResultContext, failure: Failure): CommandResul
     ...base(ctx),
     ...NOT_SENT,
     outcome: 'FAILED',
-    error: { code: failure.code, message: failure.message, stage: failure.stage, retryable: failure.retryable, details: [] },
-    providerRequestId: failure.requestId ?? null,
+    error: {
+      code: truncate(failure.code, PROVIDER_TEXT_UNITS),
+      message: truncate(failure.message, FIXED_LIMITS.errorMessageChars),
+      stage: failure.stage,
+      retryable: failure.retryable,
+      details: [],
+    },
+    providerRequestId: failure.requestId === undefined ? null : truncate(failure.requestId, PROVIDER_TEXT_UNITS),
     attempts: failure.attempts,
   };
 }
@@ -186,14 +238,20 @@ export function unusableCommandResult(input: {
 }): CommandResult {
   const { error } = input;
   return {
-    commandId: input.commandId,
+    commandId: resultCommandId(input.commandId),
     operation: error.operationKind === undefined ? 'UNKNOWN' : OPERATION_OF[error.operationKind],
     outcome: 'REJECTED',
     ...NOT_SENT,
-    error: { code: RESULT_ERROR_CODES.unusable, message: error.message, stage: 'VALIDATION', retryable: false, details: error.problems },
+    error: {
+      code: RESULT_ERROR_CODES.unusable,
+      message: truncate(error.message, FIXED_LIMITS.errorMessageChars),
+      stage: 'VALIDATION',
+      retryable: false,
+      details: boundDetails(error.problems),
+    },
     providerRequestId: null,
     attempts: 0,
-    metadata: error.metadata,
+    metadata: resultMetadata(error.metadata),
     source: input.source,
     completedAt: input.completedAt,
   };

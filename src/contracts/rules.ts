@@ -31,6 +31,10 @@ export const RULES = {
     field: 'commandId',
     message: () => 'commandId must not be empty or whitespace only',
   },
+  commandIdLength: {
+    field: 'commandId',
+    message: (length: number, max: number) => `commandId must be at most ${max} characters (Unicode code points); got ${length}`,
+  },
   recipientsEmpty: {
     field: 'operation.to',
     message: () => 'at least one recipient is required',
@@ -43,7 +47,12 @@ export const RULES = {
   recipientsTooMany: {
     field: 'operation.to',
     message: (count: number, max: number) =>
-      `at most ${max} distinct recipients are allowed; got ${count} after removing duplicates`,
+      `at most ${max} recipients are allowed; got ${count} (counted as given, before removing duplicates and invalid numbers; only the first ${max} were examined)`,
+  },
+  recipientTooLong: {
+    field: 'operation.to[i]',
+    message: (length: number, max: number) =>
+      `recipient must be at most ${max} characters (Unicode code points); got ${length} (this rejects the whole command under every PARTIAL_RECIPIENTS policy)`,
   },
   recipientsNoneValid: {
     field: 'operation.to',
@@ -66,6 +75,33 @@ export const RULES = {
     message: () =>
       'exactly one of content and templateId must be given; got neither (empty or whitespace-only strings count as absent)',
   },
+  contentLength: {
+    field: 'operation.content',
+    message: (length: number, max: number) => `content must be at most ${max} characters (Unicode code points); got ${length}`,
+  },
+  contentSegments: {
+    field: 'operation.content',
+    message: (parts: number, max: number, encoding: string) =>
+      `content would be billed as ${parts} messages per recipient (signature included, ${encoding}); at most ${max} are allowed`,
+  },
+  templateIdLength: {
+    field: 'operation.templateId',
+    message: (length: number, max: number) => `templateId must be at most ${max} characters (Unicode code points); got ${length}`,
+  },
+  templateVariablesTooMany: {
+    field: 'operation.templateData',
+    message: (count: number, max: number) => `at most ${max} template variables are allowed; got ${count}`,
+  },
+  templateKeyLength: {
+    field: 'operation.templateData',
+    message: (longer: number, longest: number, max: number) =>
+      `template variable names must be at most ${max} characters (Unicode code points); ${longer} ${longer === 1 ? 'is' : 'are'} longer, the longest has ${longest}`,
+  },
+  templateValueLength: {
+    field: 'operation.templateData',
+    message: (longer: number, longest: number, max: number) =>
+      `template variable values must be at most ${max} characters (Unicode code points); ${longer} ${longer === 1 ? 'is' : 'are'} longer, the longest has ${longest}`,
+  },
   templateDataWithoutTemplateId: {
     field: 'operation.templateData',
     message: () => 'templateData is only allowed together with templateId',
@@ -84,6 +120,14 @@ export const RULES = {
     field: 'operation.code',
     message: (length: number, allAsciiDigits: boolean) =>
       `code must be exactly 4 or 6 ASCII digits (0-9); got ${length} character${length === 1 ? '' : 's'}${allAsciiDigits ? '' : ', not all of them ASCII digits'}`,
+  },
+  metadataTooMany: {
+    field: 'metadata',
+    message: (count: number, max: number) => `at most ${max} metadata entries are allowed; got ${count}`,
+  },
+  metadataTooLarge: {
+    field: 'metadata',
+    message: (bytes: number, max: number) => `metadata must be at most ${max} bytes (UTF-8, keys and values together); got ${bytes}`,
   },
 } as const;
 

@@ -3,7 +3,11 @@
  * Every problem is collected, not only the first, so a producer fixes a command in one round.
  */
 import type { ProviderRequest, TextMessageRequest } from '../provider/types.ts';
+// The sandbox's billing rule is the one pure statement of how a text is segmented; the
+// validation reuses it rather than keeping a second copy that could drift.
+import { billedText, segment } from '../sandbox/billing.ts';
 import type { SendCommand, TextOperation, VoiceOperation } from './command.ts';
+import { codePoints, FIXED_LIMITS, mapBytes } from './limits.ts';
 import { isDomestic, parsePhone } from './phone.ts';
 import type { CountryCode } from './phone.ts';
 import { RULES } from './rules.ts';
@@ -13,8 +17,10 @@ export interface ValidationPolicy {
   /** Region whose national numbers are accepted without '+', and the only region voice calls go to. @defaultValue 'CN' */
   readonly homeRegion: CountryCode;
   /**
-   * Most distinct recipients of one text message. Our limit: the service publishes none, and one
-   * command should not be able to spend without bound. @defaultValue 1000
+   * Most entries in a text message's `to`, counted as given (before removing duplicates and
+   * invalid numbers), so that neither the work nor the REJECTED result grows with a huge list.
+   * Our limit: the service publishes none (spec §8), and one command should not be able to spend
+   * without bound. @defaultValue 1000
    */
   readonly maxRecipients: number;
   /**
@@ -22,12 +28,40 @@ export interface ValidationPolicy {
    * recipients and list the invalid ones in the result's `rejectedRecipients`. @defaultValue 'reject'
    */
   readonly partialRecipients: 'reject' | 'send-valid';
+  /** Most Unicode code points in `content` (spec §8: "maximum content length: not shown"). @defaultValue 500 */
+  readonly maxContentChars: number;
+  /**
+   * Most billed messages per recipient for `content` with its signature (GSM-7 160/153, UCS-2
+   * 70/67, see src/sandbox/billing.ts): recipients × this bounds what one command is billed.
+   * @defaultValue 8
+   */
+  readonly maxContentSegments: number;
+  /** Most Unicode code points in `templateId`. @defaultValue 128 */
+  readonly maxTemplateIdChars: number;
+  /** Most entries in `templateData` (spec §8: "template variable limits: not shown"). @defaultValue 20 */
+  readonly maxTemplateVariables: number;
+  /** Most Unicode code points in one template variable name. @defaultValue 64 */
+  readonly maxTemplateKeyChars: number;
+  /** Most Unicode code points in one template variable value. @defaultValue 500 */
+  readonly maxTemplateValueChars: number;
+  /** Most metadata entries. Metadata is echoed into every result. @defaultValue 32 */
+  readonly maxMetadataEntries: number;
+  /** Most metadata bytes, keys and values together, in UTF-8. @defaultValue 4096 */
+  readonly maxMetadataBytes: number;
 }
 
 export const DEFAULT_VALIDATION_POLICY = {
   homeRegion: 'CN',
   maxRecipients: 1000,
   partialRecipients: 'reject',
+  maxContentChars: 500,
+  maxContentSegments: 8,
+  maxTemplateIdChars: 128,
+  maxTemplateVariables: 20,
+  maxTemplateKeyChars: 64,
+  maxTemplateValueChars: 500,
+  maxMetadataEntries: 32,
+  maxMetadataBytes: 4096,
 } as const satisfies ValidationPolicy;
 
 export interface RejectedRecipient {
@@ -51,9 +85,11 @@ function present(value: string | undefined): value is string {
   return value !== undefined && value.trim() !== '';
 }
 
-/** Code points, not UTF-16 units: a Chinese signature of 16 characters is 16, an emoji is 1. */
-function codePoints(value: string): number {
-  return [...value].length;
+/** Code points of `value` when it may be longer than `max`; the UTF-16 length is an upper bound, so short strings are not walked. */
+function overLimit(value: string, max: number): number | undefined {
+  if (value.length <= max) return undefined;
+  const length = codePoints(value);
+  return length > max ? length : undefined;
 }
 
 const CODE_FORMAT = /^(?:[0-9]{4}|[0-9]{6})$/;
@@ -67,7 +103,11 @@ export function validateCommand(command: SendCommand, policy: ValidationPolicy, 
   const problems: FieldProblem[] = [];
   if (!present(command.commandId)) {
     problems.push({ field: 'commandId', problem: RULES.commandIdBlank.message() });
+  } else {
+    const length = overLimit(command.commandId, FIXED_LIMITS.commandIdChars);
+    if (length !== undefined) problems.push({ field: 'commandId', problem: RULES.commandIdLength.message(length, FIXED_LIMITS.commandIdChars) });
   }
+  validateMetadata(command.metadata, policy, problems);
   const operation = command.operation;
   const outcome =
     operation.kind === 'text' ? validateText(operation, policy, problems) : validateVoice(operation, policy, problems);
@@ -77,27 +117,46 @@ export function validateCommand(command: SendCommand, policy: ValidationPolicy, 
 
 type SendParts = Omit<Extract<Validation, { kind: 'send' }>, 'kind'>;
 
+function validateMetadata(metadata: Readonly<Record<string, string>>, policy: ValidationPolicy, problems: FieldProblem[]): void {
+  const entries = Object.keys(metadata).length;
+  if (entries > policy.maxMetadataEntries) {
+    problems.push({ field: 'metadata', problem: RULES.metadataTooMany.message(entries, policy.maxMetadataEntries) });
+    return;
+  }
+  const bytes = mapBytes(metadata);
+  if (bytes > policy.maxMetadataBytes) problems.push({ field: 'metadata', problem: RULES.metadataTooLarge.message(bytes, policy.maxMetadataBytes) });
+}
+
 function validateText(operation: TextOperation, policy: ValidationPolicy, problems: FieldProblem[]): SendParts | undefined {
   const recipients = validateRecipients(operation.to, policy);
   const others: FieldProblem[] = [...recipients.problems];
 
+  // Spec §8: signature 2 to 16 characters.
   const signature = operation.signature;
+  const signatureLength = codePoints(signature);
+  const signatureOk = present(signature) && signatureLength >= 2 && signatureLength <= 16;
   if (!present(signature)) {
     others.push({ field: 'operation.signature', problem: RULES.signatureBlank.message() });
-  } else if (codePoints(signature) < 2 || codePoints(signature) > 16) {
-    others.push({ field: 'operation.signature', problem: RULES.signatureLength.message(codePoints(signature)) });
+  } else if (!signatureOk) {
+    others.push({ field: 'operation.signature', problem: RULES.signatureLength.message(signatureLength) });
   }
 
   const hasContent = present(operation.content);
   const hasTemplate = present(operation.templateId);
   if (hasContent && hasTemplate) others.push({ field: 'operation', problem: RULES.bodyBoth.message() });
   if (!hasContent && !hasTemplate) others.push({ field: 'operation', problem: RULES.bodyNeither.message() });
+  if (hasContent) validateContent(operation.content, signatureOk ? signature : undefined, recipients.regions, policy, others);
+  if (hasTemplate) {
+    const length = overLimit(operation.templateId, policy.maxTemplateIdChars);
+    if (length !== undefined) others.push({ field: 'operation.templateId', problem: RULES.templateIdLength.message(length, policy.maxTemplateIdChars) });
+  }
   // An empty map is not a value either: generated producer code often defaults maps to {}.
   const templateData =
     operation.templateData !== undefined && Object.keys(operation.templateData).length > 0 ? operation.templateData : undefined;
   if (templateData !== undefined && !hasTemplate) {
     others.push({ field: 'operation.templateData', problem: RULES.templateDataWithoutTemplateId.message() });
   }
+  if (templateData !== undefined) validateTemplateData(templateData, policy, others);
 
   // Invalid recipients are problems unless the policy lets the command go without them; once the
   // command is rejected anyway, they are reported too, so the producer sees everything at once.
@@ -121,24 +180,104 @@ function validateText(operation: TextOperation, policy: ValidationPolicy, proble
   };
 }
 
+/**
+ * Content length in code points, then, when that is within the limit and the signature is valid,
+ * the billed segments of the text as each kind of recipient receives it (home region: `【sig】`,
+ * always UCS-2; elsewhere: `[sig] `, GSM-7 when every character allows). With no valid recipient
+ * (the command is rejected anyway) both kinds are counted.
+ */
+function validateContent(
+  content: string,
+  signature: string | undefined,
+  regions: RecipientRegions,
+  policy: ValidationPolicy,
+  problems: FieldProblem[],
+): void {
+  const length = overLimit(content, policy.maxContentChars);
+  if (length !== undefined) {
+    problems.push({ field: 'operation.content', problem: RULES.contentLength.message(length, policy.maxContentChars) });
+    return;
+  }
+  if (signature === undefined) return;
+  const none = !regions.domestic && !regions.international;
+  const kinds = [...(regions.domestic || none ? [true] : []), ...(regions.international || none ? [false] : [])];
+  const worst = kinds
+    .map((domestic) => segment(billedText(signature, content, domestic)))
+    .reduce((a, b) => (b.parts > a.parts ? b : a));
+  if (worst.parts > policy.maxContentSegments) {
+    problems.push({ field: 'operation.content', problem: RULES.contentSegments.message(worst.parts, policy.maxContentSegments, worst.encoding) });
+  }
+}
+
+/** One problem per kind (count, names, values), never one per entry: the map may be large. */
+function validateTemplateData(templateData: Readonly<Record<string, string>>, policy: ValidationPolicy, problems: FieldProblem[]): void {
+  const entries = Object.entries(templateData);
+  if (entries.length > policy.maxTemplateVariables) {
+    problems.push({ field: 'operation.templateData', problem: RULES.templateVariablesTooMany.message(entries.length, policy.maxTemplateVariables) });
+    return;
+  }
+  const keys = { longer: 0, longest: 0 };
+  const values = { longer: 0, longest: 0 };
+  for (const [key, value] of entries) {
+    const keyLength = overLimit(key, policy.maxTemplateKeyChars);
+    if (keyLength !== undefined) {
+      keys.longer += 1;
+      keys.longest = Math.max(keys.longest, keyLength);
+    }
+    const valueLength = overLimit(value, policy.maxTemplateValueChars);
+    if (valueLength !== undefined) {
+      values.longer += 1;
+      values.longest = Math.max(values.longest, valueLength);
+    }
+  }
+  if (keys.longer > 0) {
+    problems.push({ field: 'operation.templateData', problem: RULES.templateKeyLength.message(keys.longer, keys.longest, policy.maxTemplateKeyChars) });
+  }
+  if (values.longer > 0) {
+    problems.push({ field: 'operation.templateData', problem: RULES.templateValueLength.message(values.longer, values.longest, policy.maxTemplateValueChars) });
+  }
+}
+
+/** Which kinds of valid recipient a list holds: billing differs between them. */
+interface RecipientRegions {
+  readonly domestic: boolean;
+  readonly international: boolean;
+}
+
 interface Recipients {
   /** Distinct valid recipients in E.164, in first-seen order. */
   readonly to: readonly string[];
   /** Invalid recipients, as given, with their field path. */
   readonly invalid: readonly (FieldProblem & { readonly to: string })[];
   readonly duplicatesRemoved: number;
-  /** Problems with the list as a whole (empty, too many, none valid). */
+  /** Problems with the list as a whole (empty, too many, none valid) and over-long entries: these reject under every policy. */
   readonly problems: readonly FieldProblem[];
+  readonly regions: RecipientRegions;
 }
 
 function validateRecipients(to: readonly string[], policy: ValidationPolicy): Recipients {
+  const regions = { domestic: false, international: false };
   if (to.length === 0) {
-    return { to: [], invalid: [], duplicatesRemoved: 0, problems: [{ field: 'operation.to', problem: RULES.recipientsEmpty.message() }] };
+    return { to: [], invalid: [], duplicatesRemoved: 0, problems: [{ field: 'operation.to', problem: RULES.recipientsEmpty.message() }], regions };
+  }
+  const problems: FieldProblem[] = [];
+  // Counted as given, and only the first maxRecipients entries are examined: a list of 50,000
+  // bad numbers costs the same small work and gives the same small result as one of 1,001.
+  if (to.length > policy.maxRecipients) {
+    problems.push({ field: 'operation.to', problem: RULES.recipientsTooMany.message(to.length, policy.maxRecipients) });
   }
   const unique = new Set<string>();
   const invalid: (FieldProblem & { to: string })[] = [];
   let duplicatesRemoved = 0;
-  to.forEach((input, index) => {
+  const examined = Math.min(to.length, policy.maxRecipients);
+  for (let index = 0; index < examined; index += 1) {
+    const input = to[index] as string;
+    const tooLong = overLimit(input, FIXED_LIMITS.recipientChars);
+    if (tooLong !== undefined) {
+      // Not an "invalid recipient": send-valid would echo it into rejectedRecipients.
+      problems.push({ field: `operation.to[${index}]`, problem: RULES.recipientTooLong.message(tooLong, FIXED_LIMITS.recipientChars) });
+      continue;
+    }
     const parsed = parsePhone(input, policy.homeRegion);
     if (!parsed.ok) {
       invalid.push({ to: input, field: `operation.to[${index}]`, problem: RULES.recipientInvalid.message(parsed.problem, policy.homeRegion) });
@@ -146,18 +285,16 @@ function validateRecipients(to: readonly string[], policy: ValidationPolicy): Re
       duplicatesRemoved += 1;
     } else {
       unique.add(parsed.phone.e164);
+      if (isDomestic(parsed.phone, policy.homeRegion)) regions.domestic = true;
+      else regions.international = true;
     }
-  });
+  }
 
-  const problems: FieldProblem[] = [];
   // Under `reject` the per-recipient problems already say it all.
-  if (unique.size === 0 && policy.partialRecipients === 'send-valid') {
-    problems.push({ field: 'operation.to', problem: RULES.recipientsNoneValid.message(to.length) });
+  if (unique.size === 0 && invalid.length > 0 && policy.partialRecipients === 'send-valid') {
+    problems.push({ field: 'operation.to', problem: RULES.recipientsNoneValid.message(examined) });
   }
-  if (unique.size > policy.maxRecipients) {
-    problems.push({ field: 'operation.to', problem: RULES.recipientsTooMany.message(unique.size, policy.maxRecipients) });
-  }
-  return { to: [...unique], invalid, duplicatesRemoved, problems };
+  return { to: [...unique], invalid, duplicatesRemoved, problems, regions };
 }
 
 function validateVoice(operation: VoiceOperation, policy: ValidationPolicy, problems: FieldProblem[]): SendParts | undefined {

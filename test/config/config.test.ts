@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { describeConfig, loadConfig } from '../../src/config/index.ts';
+import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 const minimal = {
@@ -25,12 +26,50 @@ describe('loadConfig', () => {
     expect(config.topics).toEqual({ commands: 'sms.commands', results: 'sms.results', deadLetter: 'sms.commands.dlq', ledger: 'sms.commands.ledger', create: false, partitions: 12, replicationFactor: 3 });
     expect(config.maxInFlight).toBe(64);
     expect(config.ledger).toEqual({ enabled: true, inDoubt: 'report', maxRunAhead: 128, dedupWindow: 2000 });
-    expect(config.validation).toEqual({ homeRegion: 'CN', maxRecipients: 1000, partialRecipients: 'reject' });
+    expect(config.validation).toEqual(DEFAULT_VALIDATION_POLICY);
+    expect(config.maxCommandBytes).toBe(1_000_000);
     expect(config.provider.retry).toEqual({ maxAttempts: 4, budgetMs: 30_000, baseDelayMs: 250, maxDelayMs: 5_000, retryAmbiguous: false });
     expect(config.funds.policy).toBe('pause');
     expect(config.kafka.ssl).toBe(false);
     expect(config.kafka.sasl).toBeUndefined();
     expect(config.httpPort).toBe(9464);
+  });
+
+  it('reads every command limit into the validation policy', () => {
+    const config = loadConfig({
+      ...minimal,
+      MAX_RECIPIENTS: '10',
+      MAX_CONTENT_CHARS: '11',
+      MAX_CONTENT_SEGMENTS: '2',
+      MAX_TEMPLATE_ID_CHARS: '12',
+      MAX_TEMPLATE_VARIABLES: '3',
+      MAX_TEMPLATE_KEY_CHARS: '13',
+      MAX_TEMPLATE_VALUE_CHARS: '14',
+      MAX_METADATA_ENTRIES: '4',
+      MAX_METADATA_BYTES: '15',
+      MAX_COMMAND_BYTES: '2048',
+    });
+    expect(config.validation).toEqual({
+      homeRegion: 'CN',
+      partialRecipients: 'reject',
+      maxRecipients: 10,
+      maxContentChars: 11,
+      maxContentSegments: 2,
+      maxTemplateIdChars: 12,
+      maxTemplateVariables: 3,
+      maxTemplateKeyChars: 13,
+      maxTemplateValueChars: 14,
+      maxMetadataEntries: 4,
+      maxMetadataBytes: 15,
+    });
+    expect(config.maxCommandBytes).toBe(2048);
+  });
+
+  it('refuses metadata limits above the hard caps results echo within', () => {
+    const problems = problemsOf({ ...minimal, MAX_METADATA_ENTRIES: '257', MAX_METADATA_BYTES: '65537', MAX_CONTENT_SEGMENTS: '256' }).join('\n');
+    expect(problems).toMatch(/MAX_METADATA_ENTRIES/);
+    expect(problems).toMatch(/MAX_METADATA_BYTES/);
+    expect(problems).toMatch(/MAX_CONTENT_SEGMENTS/);
   });
 
   it('lists every problem at once, naming each variable', () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   CommandShapeError,
@@ -16,6 +17,7 @@ import {
   sentResult,
   unusableCommandResult,
 } from '../../src/contracts/index.ts';
+import { boundDetails, resultCommandId, resultMetadata } from '../../src/contracts/result.ts';
 import type { CommandResult, ResultContext } from '../../src/contracts/index.ts';
 import type { ProviderSuccess } from '../../src/provider/types.ts';
 import { NOW, textCommand, voiceCommand } from './fixtures.ts';
@@ -169,5 +171,76 @@ describe('dead-letter envelope', () => {
     const record = deadLetterRecord({ ...input, key: null, value: undefined, headers: undefined });
     const decoded = deadLetterFromAvro(deadLetterType.fromBuffer(deadLetterType.toBuffer(deadLetterToAvro(record))));
     expect(decoded).toMatchObject({ key: null, value: null, headers: [] });
+  });
+});
+
+describe('bounded results (issue 11)', () => {
+  const problems = (n: number) => Array.from({ length: n }, (_, i) => ({ field: `operation.to[${i}]`, problem: 'recipient is empty' }));
+
+  it('boundDetails keeps up to 20 problems as they are', () => {
+    expect(boundDetails(problems(20))).toEqual(problems(20));
+  });
+
+  it('boundDetails keeps the first 19 of more and ends with "… and K more problems"', () => {
+    const bounded = boundDetails(problems(50_000));
+    expect(bounded).toHaveLength(20);
+    expect(bounded.slice(0, 19)).toEqual(problems(19));
+    expect(bounded[19]).toEqual({ field: '…', problem: '… and 49981 more problems' });
+  });
+
+  it('boundDetails cuts each field to 200 and each problem to 500 UTF-16 units, never splitting a surrogate pair', () => {
+    const [detail] = boundDetails([{ field: `metadata.${'k'.repeat(1000)}`, problem: '😀'.repeat(1000) }]);
+    expect(detail?.field).toHaveLength(200);
+    expect(detail?.field.endsWith('…')).toBe(true);
+    expect(detail?.problem.length).toBeLessThanOrEqual(500);
+    expect(detail?.problem).toBe(`${'😀'.repeat(249)}…`);
+  });
+
+  it('a REJECTED result of 50,000 problems is small and still counts them all in its message', () => {
+    const result = rejectedResult(ctx, problems(50_000));
+    expect(result.error?.details).toHaveLength(20);
+    expect(result.error?.message).toMatch(/^command rejected, 50000 problems: /);
+    expect(result.error?.message).toMatch(/; and 49995 more \(see details\)$/);
+    expect(resultType.toBuffer(resultToAvro(result)).length).toBeLessThan(5_000);
+  });
+
+  it('resultCommandId echoes a commandId of up to 256 code points and replaces a longer one by prefix and SHA-256', () => {
+    expect(resultCommandId('😀'.repeat(256))).toBe('😀'.repeat(256));
+    const long = 'c'.repeat(300);
+    const digest = createHash('sha256').update(long, 'utf8').digest('hex');
+    expect(resultCommandId(long)).toBe(`${'c'.repeat(127)}…sha256:${digest}`);
+    const result = rejectedResult({ ...ctx, command: textCommand({}, { commandId: 'x'.repeat(1_000_000) }) }, problems(1));
+    expect(result.commandId.length).toBeLessThan(256);
+  });
+
+  it('resultMetadata echoes metadata within the hard caps (256 entries, 65536 bytes) and nothing beyond', () => {
+    const entries = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 'v']));
+    expect(resultMetadata(entries(256))).toEqual(entries(256));
+    expect(resultMetadata(entries(257))).toEqual({});
+    expect(resultMetadata({ k: 'v'.repeat(65_535) })).toEqual({ k: 'v'.repeat(65_535) });
+    expect(resultMetadata({ k: 'v'.repeat(65_536) })).toEqual({});
+    const expired = expiredResult({ ...ctx, command: textCommand({}, { metadata: { huge: 'x'.repeat(1_000_000) } }) }, NOW - 1);
+    expect(expired.metadata).toEqual({});
+  });
+
+  it('a FAILED result bounds the service-supplied code, message and request id', () => {
+    const result = failedResult(ctx, { code: '9'.repeat(1000), message: 'm'.repeat(100_000), stage: 'PROVIDER', retryable: false, attempts: 1, requestId: 'r'.repeat(1000) });
+    expect(result.error?.code).toHaveLength(200);
+    expect(result.error?.message).toHaveLength(2_000);
+    expect(result.providerRequestId).toHaveLength(200);
+  });
+
+  it('a COMMAND_UNUSABLE result of a value with 50,000 shape problems and a huge key is small', () => {
+    let error: CommandShapeError | undefined;
+    try {
+      commandFromAvro({ commandId: 'c', createdAt: 1, expiresAt: null, metadata: {}, operation: { 'io.smsworker.v1.TextMessage': { to: Array.from({ length: 50_000 }, () => 1), signature: 'ab' } } });
+    } catch (caught) {
+      if (caught instanceof CommandShapeError) error = caught;
+    }
+    expect(error?.problems.length).toBeGreaterThanOrEqual(50_000);
+    expect(error?.message.length).toBeLessThanOrEqual(2_000);
+    const result = unusableCommandResult({ error: error as CommandShapeError, commandId: 'k'.repeat(100_000), source, completedAt: NOW });
+    expect(result.error?.details).toHaveLength(20);
+    expect(resultType.toBuffer(resultToAvro(result)).length).toBeLessThan(10_000);
   });
 });

@@ -17,8 +17,20 @@ function sent(result: Validation) {
 }
 
 describe('defaults', () => {
-  it('are CN, 1000 recipients, reject', () => {
-    expect(DEFAULT_VALIDATION_POLICY).toEqual({ homeRegion: 'CN', maxRecipients: 1000, partialRecipients: 'reject' });
+  it('are CN, 1000 recipients, reject, and the limits of the README', () => {
+    expect(DEFAULT_VALIDATION_POLICY).toEqual({
+      homeRegion: 'CN',
+      maxRecipients: 1000,
+      partialRecipients: 'reject',
+      maxContentChars: 500,
+      maxContentSegments: 8,
+      maxTemplateIdChars: 128,
+      maxTemplateVariables: 20,
+      maxTemplateKeyChars: 64,
+      maxTemplateValueChars: 500,
+      maxMetadataEntries: 32,
+      maxMetadataBytes: 4096,
+    });
   });
 });
 
@@ -151,20 +163,43 @@ describe('text: recipients', () => {
     ]);
   });
 
-  it('allows exactly maxRecipients distinct recipients and rejects one more (counted after dedup)', () => {
+  it('allows exactly maxRecipients entries and rejects one more, counting duplicates as given', () => {
     const small: ValidationPolicy = { ...policy, maxRecipients: 2 };
-    expect(validateCommand(textCommand({ to: ['13800138000', '+8613800138000', '18509872103'] }), small, NOW).kind).toBe('send');
-    expect(problemsOf(textCommand({ to: ['13800138000', '18509872103', '+14155552671'] }), small)).toEqual([
-      { field: 'operation.to', problem: 'at most 2 distinct recipients are allowed; got 3 after removing duplicates' },
+    expect(validateCommand(textCommand({ to: ['13800138000', '+8613800138000'] }), small, NOW).kind).toBe('send');
+    expect(problemsOf(textCommand({ to: ['13800138000', '+8613800138000', '13800138000'] }), small)).toEqual([
+      { field: 'operation.to', problem: RULES.recipientsTooMany.message(3, 2) },
     ]);
   });
 
   it('enforces the default of 1000', () => {
     const to = Array.from({ length: 1001 }, (_, i) => `+86138${String(i).padStart(8, '0')}`);
     expect(problemsOf(textCommand({ to }))).toEqual([
-      { field: 'operation.to', problem: 'at most 1000 distinct recipients are allowed; got 1001 after removing duplicates' },
+      {
+        field: 'operation.to',
+        problem: 'at most 1000 recipients are allowed; got 1001 (counted as given, before removing duplicates and invalid numbers; only the first 1000 were examined)',
+      },
     ]);
     expect(validateCommand(textCommand({ to: to.slice(0, 1000) }), policy, NOW).kind).toBe('send');
+  });
+
+  it('gives 50,000 invalid recipients one count problem and examines only the first maxRecipients (issue 11)', () => {
+    const to = Array.from({ length: 50_000 }, () => 'not-a-number');
+    const problems = problemsOf(textCommand({ to }));
+    const listProblems = problems.filter((p) => p.field === 'operation.to');
+    expect(listProblems).toEqual([{ field: 'operation.to', problem: expect.stringMatching(/^at most 1000 recipients are allowed; got 50000 /) as unknown }]);
+    const entries = problems.filter((p) => p.field !== 'operation.to');
+    expect(entries).toHaveLength(1000);
+    expect(entries.at(-1)?.field).toBe('operation.to[999]');
+  });
+
+  it.each(['reject', 'send-valid'] as const)('rejects a recipient longer than 32 characters under %s, without echoing it', (partialRecipients) => {
+    const long = '1'.repeat(33);
+    const result = validateCommand(textCommand({ to: ['13800138000', long] }), { ...policy, partialRecipients }, NOW);
+    expect(result).toEqual({
+      kind: 'rejected',
+      problems: [{ field: 'operation.to[1]', problem: 'recipient must be at most 32 characters (Unicode code points); got 33 (this rejects the whole command under every PARTIAL_RECIPIENTS policy)' }],
+    });
+    expect(validateCommand(textCommand({ to: ['13800138000', '1'.repeat(32)] }), sendValid, NOW).kind).toBe('send');
   });
 });
 
@@ -282,6 +317,112 @@ describe('every problem is reported at once', () => {
       'commandId',
       'operation.to',
       'operation.code',
+    ]);
+  });
+});
+
+describe('limits (issue 11)', () => {
+  const small: ValidationPolicy = {
+    ...policy,
+    maxContentChars: 10,
+    maxContentSegments: 1,
+    maxTemplateIdChars: 4,
+    maxTemplateVariables: 2,
+    maxTemplateKeyChars: 3,
+    maxTemplateValueChars: 5,
+    maxMetadataEntries: 2,
+    maxMetadataBytes: 8,
+  };
+  const template = (templateData: Record<string, string>, templateId = 'T1') => textCommand({ content: undefined, templateId, templateData });
+
+  it('commandId: at most 256 code points (a 4-byte emoji counts as one)', () => {
+    expect(validateCommand(textCommand({}, { commandId: '😀'.repeat(256) }), policy, NOW).kind).toBe('send');
+    expect(problemsOf(textCommand({}, { commandId: 'c'.repeat(257) }))).toEqual([
+      { field: 'commandId', problem: 'commandId must be at most 256 characters (Unicode code points); got 257' },
+    ]);
+  });
+
+  it('content: at most maxContentChars code points, counted as code points', () => {
+    expect(validateCommand(textCommand({ content: '😀'.repeat(10) }), { ...small, maxContentSegments: 8 }, NOW).kind).toBe('send');
+    expect(problemsOf(textCommand({ content: 'a'.repeat(11) }), small)).toEqual([
+      { field: 'operation.content', problem: 'content must be at most 10 characters (Unicode code points); got 11' },
+    ]);
+  });
+
+  it('content: the default 500 characters fit in the default 8 segments domestically, 501 do not pass', () => {
+    expect(validateCommand(textCommand({ content: '您'.repeat(500), signature: '合'.repeat(16) }), policy, NOW).kind).toBe('send');
+    expect(problemsOf(textCommand({ content: '您'.repeat(501) }))).toEqual([
+      { field: 'operation.content', problem: 'content must be at most 500 characters (Unicode code points); got 501' },
+    ]);
+  });
+
+  it('content: billed segments count the signature, UCS-2 for home-region recipients (【sig】, 70 then 67 per part)', () => {
+    const twoParts: ValidationPolicy = { ...policy, maxContentSegments: 1 };
+    // 【合一短信】 is 6 units: 64 + 6 = 70 fits one message, 65 + 6 = 71 needs two.
+    expect(validateCommand(textCommand({ content: 'a'.repeat(64) }), twoParts, NOW).kind).toBe('send');
+    expect(problemsOf(textCommand({ content: 'a'.repeat(65) }), twoParts)).toEqual([
+      { field: 'operation.content', problem: 'content would be billed as 2 messages per recipient (signature included, UCS-2); at most 1 are allowed' },
+    ]);
+  });
+
+  it('content: an international recipient is billed GSM-7 ([sig] , 160 septets) when the text allows', () => {
+    const one: ValidationPolicy = { ...policy, maxContentSegments: 1 };
+    // "[Acme] " is 9 septets ('[' and ']' are extension characters, 2 each): 151 + 9 = 160 fits one
+    // message for a US recipient; for a CN one 【Acme】 + 151 is 157 UCS-2 units, 3 parts.
+    const content = 'a'.repeat(151);
+    expect(validateCommand(textCommand({ to: ['+14155552671'], signature: 'Acme', content }), one, NOW).kind).toBe('send');
+    expect(problemsOf(textCommand({ to: ['+14155552671', '13800138000'], signature: 'Acme', content }), one)).toEqual([
+      { field: 'operation.content', problem: 'content would be billed as 3 messages per recipient (signature included, UCS-2); at most 1 are allowed' },
+    ]);
+    expect(problemsOf(textCommand({ to: ['+14155552671'], signature: 'Acme', content: `${content}a` }), one)).toEqual([
+      { field: 'operation.content', problem: 'content would be billed as 2 messages per recipient (signature included, GSM-7); at most 1 are allowed' },
+    ]);
+  });
+
+  it('content: surrogate pairs count two UTF-16 units toward segments', () => {
+    // 500 emoji are 500 code points (within the character limit) but 1000 units: 16 UCS-2 parts.
+    expect(problemsOf(textCommand({ content: '😀'.repeat(500) }))).toEqual([
+      { field: 'operation.content', problem: 'content would be billed as 16 messages per recipient (signature included, UCS-2); at most 8 are allowed' },
+    ]);
+  });
+
+  it('templateId: at most maxTemplateIdChars code points', () => {
+    expect(validateCommand(template({}, 'T123'), small, NOW).kind).toBe('send');
+    expect(problemsOf(template({}, 'T1234'), small)).toEqual([
+      { field: 'operation.templateId', problem: 'templateId must be at most 4 characters (Unicode code points); got 5' },
+    ]);
+  });
+
+  it('templateData: at most maxTemplateVariables entries, and then no per-entry problems', () => {
+    expect(validateCommand(template({ a: '1', b: '2' }), small, NOW).kind).toBe('send');
+    expect(problemsOf(template({ a: '1', b: '2', ccccccc: '3'.repeat(100) }), small)).toEqual([
+      { field: 'operation.templateData', problem: 'at most 2 template variables are allowed; got 3' },
+    ]);
+  });
+
+  it('templateData: one problem for all over-long names and one for all over-long values, never quoting them', () => {
+    const problems = problemsOf(template({ abcd: '123456', 'ab😀': '12345', abcdefg: '1' }), { ...small, maxTemplateVariables: 3 });
+    expect(problems).toEqual([
+      { field: 'operation.templateData', problem: 'template variable names must be at most 3 characters (Unicode code points); 2 are longer, the longest has 7' },
+      { field: 'operation.templateData', problem: 'template variable values must be at most 5 characters (Unicode code points); 1 is longer, the longest has 6' },
+    ]);
+    expect(JSON.stringify(problems)).not.toMatch(/abcd|123456/);
+  });
+
+  it('metadata: at most maxMetadataEntries entries, then at most maxMetadataBytes UTF-8 bytes', () => {
+    expect(validateCommand(voiceCommand({}, { metadata: { a: '1234567' } }), small, NOW).kind).toBe('send');
+    expect(problemsOf(textCommand({ content: 'hi' }, { metadata: { a: '1', b: '2', c: '3' } }), small)).toEqual([
+      { field: 'metadata', problem: 'at most 2 metadata entries are allowed; got 3' },
+    ]);
+    // '合' is 3 bytes in UTF-8: 1 + 9 = 10 bytes.
+    expect(problemsOf(textCommand({ content: 'hi' }, { metadata: { a: '合合合' } }), small)).toEqual([
+      { field: 'metadata', problem: 'metadata must be at most 8 bytes (UTF-8, keys and values together); got 10' },
+    ]);
+  });
+
+  it('checks metadata on voice commands too', () => {
+    expect(problemsOf(voiceCommand({}, { metadata: { a: '1', b: '2', c: '3' } }), small)).toEqual([
+      { field: 'metadata', problem: 'at most 2 metadata entries are allowed; got 3' },
     ]);
   });
 });
