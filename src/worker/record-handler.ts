@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commandFromAvro, CommandShapeError, type SendCommand } from '../contracts/command.ts';
-import { deadLetterRecord, deadLetterToAvro, type DeadLetter } from '../contracts/dead-letter.ts';
+import { checkCommandRecordSize, deadLetterRecord, deadLetterToAvro, reduceDeadLetter, type DeadLetter, type RawHeaders } from '../contracts/dead-letter.ts';
 import { expiredResult, failedResult, rejectedResult, sentResult, unknownResult, unusableCommandResult, type CommandResult, type ResultContext, type SourcePosition } from '../contracts/result.ts';
 import { resultToAvro } from '../contracts/result-avro.ts';
 import { validateCommand, type ValidationPolicy } from '../contracts/validate.ts';
@@ -15,7 +15,7 @@ import type { OpenMark } from './ledger-checkpoint.ts';
 export interface CommandRecord {
   readonly key: Buffer | null;
   readonly value: Buffer | null;
-  readonly headers?: Record<string, unknown> | undefined;
+  readonly headers?: RawHeaders | undefined;
 }
 
 /**
@@ -36,6 +36,8 @@ export interface RecordHandlerDeps {
   readonly inDoubtPolicy: 'report' | 'resend';
   /** Encoded results above this are reduced (see shrinkResult) so the record always fits the topic. */
   readonly maxRecordBytes: number;
+  /** Command records above this (key, value, headers) are dead-lettered without being decoded. */
+  readonly maxCommandBytes: number;
   readonly now?: () => number;
   readonly onRegistryRetry?: (error: RegistryUnavailableError) => void;
 }
@@ -65,6 +67,8 @@ const MAYBE_SENT: ReadonlySet<FailureClass> = new Set(['ambiguous', 'malformed']
 export async function handleRecord(message: CommandRecord, source: SourcePosition, deps: RecordHandlerDeps, signal: AbortSignal, lane: RecordLane): Promise<RecordOutcome> {
   const now = deps.now ?? Date.now;
   const offset = BigInt(source.offset);
+  const size = checkCommandRecordSize(message, deps.maxCommandBytes);
+  if (!size.ok) return deadLetter(message, source, { code: size.code, message: size.message }, deps, now());
   const decoded = await decodeWithRetry(message.value, deps, signal);
   if (decoded === 'abandoned') return { kind: 'abandoned' };
   if (!decoded.ok) return deadLetter(message, source, { code: decoded.code, message: decoded.message }, deps, now());
@@ -182,20 +186,10 @@ export function shrinkResult(result: CommandResult, step: number, size: number, 
 }
 
 async function deadLetter(message: CommandRecord, source: SourcePosition, error: { code: string; message: string }, deps: RecordHandlerDeps, at: number): Promise<RecordOutcome> {
-  const headers = message.headers as Parameters<typeof deadLetterRecord>[0]['headers'];
-  let record = deadLetterRecord({ key: message.key, value: message.value, headers, source, error, deadLetteredAt: at });
-  let value = await deps.codec.encodeDeadLetter(deadLetterToAvro(record));
-  if (value.length > deps.maxRecordBytes) {
-    // The original bytes cannot be carried whole: keep their size and SHA-256, so the record can
-    // still be found (source) and recognised.
-    const { createHash } = await import('node:crypto');
-    const original = message.value ?? Buffer.alloc(0);
-    const digest = createHash('sha256').update(original).digest('hex');
-    const described = Buffer.from(`sms-worker: original value of ${original.length} bytes omitted (over the ${deps.maxRecordBytes}-byte record limit); sha256=${digest}`);
-    record = deadLetterRecord({ key: message.key !== null && message.key.length > 1024 ? message.key.subarray(0, 1024) : message.key, value: described, headers: undefined, source, error, deadLetteredAt: at });
-    value = await deps.codec.encodeDeadLetter(deadLetterToAvro(record));
-  }
-  return { kind: 'dead-letter', record, key: message.key ?? null, value };
+  const headers = message.headers;
+  // Too large to carry whole: reduceDeadLetter replaces the original bytes by their size and SHA-256.
+  const record = reduceDeadLetter(deadLetterRecord({ key: message.key, value: message.value, headers, source, error, deadLetteredAt: at }), deps.maxRecordBytes);
+  return { kind: 'dead-letter', record, key: record.key, value: await deps.codec.encodeDeadLetter(deadLetterToAvro(record)) };
 }
 
 /** A registry outage is not the record's fault: wait and ask again rather than dead-letter it. */

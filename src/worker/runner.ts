@@ -157,6 +157,7 @@ export class Worker {
           policy: c.validation,
           inDoubtPolicy: c.ledger.inDoubt,
           maxRecordBytes: parts.maxRecordBytes,
+          maxCommandBytes: c.maxCommandBytes,
           onRegistryRetry: (error) => this.#log.warn({ err: error }, 'schema registry unavailable; retrying'),
         },
         producers: parts.producers,
