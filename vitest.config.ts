@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 // Two projects: pure unit tests (no I/O beyond loopback HTTP) and integration tests that need the
-// real Kafka broker and schema registry the global setup provides (see src/stack/).
+// real Kafka broker and schema registry the global setup provides (see tools/stack/).
 export default defineConfig({
   test: {
     reporters: ['default'],

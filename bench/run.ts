@@ -18,7 +18,7 @@ import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Kafka } from 'kafkajs';
 import { createRegistry } from '../src/schema/codec.ts';
-import { startStack, type RunningStack } from '../src/stack/index.ts';
+import { startStack, type RunningStack } from '../tools/stack/index.ts';
 import { quietKnownWarnings } from '../src/cli/warnings.ts';
 import { benchKafka, createTopics, deleteTopics, loadBacklog } from './lib/kafka.ts';
 import { fmt, mb, ms, table } from './lib/markdown.ts';
