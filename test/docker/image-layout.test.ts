@@ -88,7 +88,7 @@ describe('what `npm run build` puts in dist/ (what the image runs)', () => {
       .split('Commands:\n')[1]
       ?.split('\n\n')[0]
       ?.split('\n')
-      .map((line) => line.trim().split(/\s+/)[0]);
+      .map((line) => line.trim().split(/\s+/)[0] ?? '');
     expect(commands).toEqual(['run', 'sandbox', 'produce', 'tail']);
     for (const command of commands ?? []) {
       const result = entry([command, '--help']);
