@@ -28,7 +28,7 @@ import { startStack } from '../tools/stack/index.ts';
 import { FUZZ_KINDS, fuzzRecord, kindAt, makeCommand, prng, type FuzzKind } from './lib/commands.ts';
 import { benchKafka, createTopics, PRODUCED_AT_HEADER } from './lib/kafka.ts';
 import { fmt, table } from './lib/markdown.ts';
-import { REPO_ROOT, sleep, stopChild, type Child } from './lib/proc.ts';
+import { exitWith, REPO_ROOT, sleep, stopChild, type Child } from './lib/proc.ts';
 import { readWholeTopic, ResultWatcher } from './lib/results.ts';
 import { SandboxProcess } from './lib/sandbox.ts';
 import { startWorker, workerEnv } from './pipelines/worker.ts';
@@ -464,10 +464,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(`chaos failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    process.exit(1);
-  },
-);
+exitWith('chaos', main);
