@@ -76,7 +76,8 @@ export function connectionSettings(e: ConnectionEnv, problems: string[]): Connec
     },
     registry: {
       url: e.SCHEMA_REGISTRY_URL.replace(/\/+$/, ''),
-      ...(e.SCHEMA_REGISTRY_USERNAME !== undefined && e.SCHEMA_REGISTRY_PASSWORD !== undefined && { auth: { username: e.SCHEMA_REGISTRY_USERNAME, password: e.SCHEMA_REGISTRY_PASSWORD } }),
+      ...(e.SCHEMA_REGISTRY_USERNAME !== undefined &&
+        e.SCHEMA_REGISTRY_PASSWORD !== undefined && { auth: { username: e.SCHEMA_REGISTRY_USERNAME, password: e.SCHEMA_REGISTRY_PASSWORD } }),
     },
   };
 }

@@ -33,7 +33,11 @@ export async function createTopics(client: Admin | Kafka, topics: readonly Topic
   if (missing.length === 0) return [];
   await admin.createTopics({
     waitForLeaders: true,
-    topics: missing.map((t) => ({ topic: t.topic, numPartitions: t.partitions ?? 1, ...(t.replicationFactor !== undefined && { replicationFactor: t.replicationFactor }) })),
+    topics: missing.map((t) => ({
+      topic: t.topic,
+      numPartitions: t.partitions ?? 1,
+      ...(t.replicationFactor !== undefined && { replicationFactor: t.replicationFactor }),
+    })),
   });
   return missing.map((t) => t.topic);
 }

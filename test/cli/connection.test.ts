@@ -50,7 +50,10 @@ describe('produce/tail connection settings', () => {
   });
 
   it('lets --brokers, --registry and --topic win over the environment', () => {
-    const connection = connectionFrom({ brokers: 'localhost:9092', registry: 'http://127.0.0.1:8081', topic: 'other' }, 'COMMAND_TOPIC', { ...base, COMMAND_TOPIC: 'sms.commands' });
+    const connection = connectionFrom({ brokers: 'localhost:9092', registry: 'http://127.0.0.1:8081', topic: 'other' }, 'COMMAND_TOPIC', {
+      ...base,
+      COMMAND_TOPIC: 'sms.commands',
+    });
     expect(connection.kafka.brokers).toEqual(['localhost:9092']);
     expect(connection.registry.url).toBe('http://127.0.0.1:8081');
     expect(connection.topic).toBe('other');
@@ -63,7 +66,14 @@ describe('produce/tail connection settings', () => {
   });
 
   it('rejects incomplete credentials as the worker does, without echoing a secret', () => {
-    const message = problemsOf(() => connectionFrom({}, 'COMMAND_TOPIC', { ...base, KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_PASSWORD: 'kafka-secret', SCHEMA_REGISTRY_PASSWORD: 'reg-secret' }));
+    const message = problemsOf(() =>
+      connectionFrom({}, 'COMMAND_TOPIC', {
+        ...base,
+        KAFKA_SASL_MECHANISM: 'plain',
+        KAFKA_SASL_PASSWORD: 'kafka-secret',
+        SCHEMA_REGISTRY_PASSWORD: 'reg-secret',
+      }),
+    );
     expect(message).toContain('KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD: both are required when KAFKA_SASL_MECHANISM is plain');
     expect(message).toContain('SCHEMA_REGISTRY_USERNAME and SCHEMA_REGISTRY_PASSWORD: give both or neither');
     expect(message).not.toContain('kafka-secret');
@@ -72,6 +82,8 @@ describe('produce/tail connection settings', () => {
 
   it('reports an unreadable CA file by variable and path', () => {
     const missing = join(dir, 'nope.pem');
-    expect(problemsOf(() => connectionFrom({}, 'COMMAND_TOPIC', { ...base, KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: missing }))).toContain(`KAFKA_SSL_CA_FILE: cannot read ${missing} (ENOENT)`);
+    expect(problemsOf(() => connectionFrom({}, 'COMMAND_TOPIC', { ...base, KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: missing }))).toContain(
+      `KAFKA_SSL_CA_FILE: cannot read ${missing} (ENOENT)`,
+    );
   });
 });

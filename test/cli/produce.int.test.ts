@@ -31,7 +31,13 @@ beforeAll(async () => {
       return;
     }
     const forward = request(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: `${upstream.pathname.replace(/\/$/, '')}${req.url ?? ''}`, headers: { ...req.headers, host: upstream.host } },
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: req.method,
+        path: `${upstream.pathname.replace(/\/$/, '')}${req.url ?? ''}`,
+        headers: { ...req.headers, host: upstream.host },
+      },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
@@ -66,7 +72,16 @@ describe('sms-worker produce against a registry that requires credentials', () =
     const topic = uniqueName('cli-auth');
     await createTopics(testKafka(), [{ topic }]);
     seen.length = 0;
-    const result = await produce({ KAFKA_BROKERS: testBrokers().join(','), SCHEMA_REGISTRY_URL: proxyUrl, SCHEMA_REGISTRY_USERNAME: USER, SCHEMA_REGISTRY_PASSWORD: PASSWORD, COMMAND_TOPIC: topic }, line);
+    const result = await produce(
+      {
+        KAFKA_BROKERS: testBrokers().join(','),
+        SCHEMA_REGISTRY_URL: proxyUrl,
+        SCHEMA_REGISTRY_USERNAME: USER,
+        SCHEMA_REGISTRY_PASSWORD: PASSWORD,
+        COMMAND_TOPIC: topic,
+      },
+      line,
+    );
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout.trim())).toMatchObject({ topic });
     expect(seen.length).toBeGreaterThan(0);

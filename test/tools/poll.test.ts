@@ -25,7 +25,12 @@ describe('eventually', () => {
 
   it('builds the description when it times out', async () => {
     let state = 'starting';
-    const waiting = eventually(() => undefined, 30, () => `ready (state ${state})`, fast);
+    const waiting = eventually(
+      () => undefined,
+      30,
+      () => `ready (state ${state})`,
+      fast,
+    );
     state = 'stuck';
     await expect(waiting).rejects.toThrow('timed out waiting for ready (state stuck)');
   });

@@ -81,7 +81,11 @@ export async function startContainers(): Promise<ContainerStack> {
     .withKraft()
     .withNetwork(network)
     .withNetworkAliases('broker')
-    .withEnvironment({ KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS: '0', KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR: '1', KAFKA_TRANSACTION_STATE_LOG_MIN_ISR: '1' })
+    .withEnvironment({
+      KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS: '0',
+      KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR: '1',
+      KAFKA_TRANSACTION_STATE_LOG_MIN_ISR: '1',
+    })
     .start();
   const registry: StartedTestContainer = await new GenericContainer(REGISTRY_IMAGE)
     .withNetwork(network)
