@@ -1,6 +1,7 @@
 /**
  * The one polling helper of the tooling (local stack, benchmarks, test helpers): wait for an
- * asynchronous effect without fixed sleeps, with a deadline that names what did not happen.
+ * asynchronous effect without fixed sleeps, with a deadline that names what did not happen; and
+ * `within`, the one way they bound a single step.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffDelay, type BackoffPolicy } from '../src/retry.ts';
@@ -52,5 +53,18 @@ export async function eventually<T>(
     }
     options.onTick?.();
     await sleep(Math.min(backoffDelay(round, interval), Math.max(0, deadline - Date.now()) + 1));
+  }
+}
+
+/** Bounds a step: rejects with "<what> did not complete within <ms> ms" if it takes longer. The step itself is not cancelled. */
+export async function within<T>(ms: number, what: string, step: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not complete within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([step, deadline]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { eventually, PollAbort, PollTimeout } from '../../tools/poll.ts';
+import { eventually, PollAbort, PollTimeout, within } from '../../tools/poll.ts';
 
 const fast = { interval: { initialMs: 1, maxMs: 5 } };
 
@@ -58,5 +58,21 @@ describe('eventually', () => {
     let calls = 0;
     await eventually(() => ++calls === 4 || undefined, 5_000, 'four calls', { ...fast, onTick: () => (ticks += 1) });
     expect(ticks).toBe(3);
+  });
+});
+
+describe('within', () => {
+  it('passes the step’s value through', async () => {
+    await expect(within(1_000, 'a quick step', Promise.resolve(42))).resolves.toBe(42);
+  });
+
+  it('names the step that did not finish in time', async () => {
+    await expect(within(20, 'pulling confluentinc/cp-kafka:8.1.0', new Promise(() => undefined))).rejects.toThrow(
+      'pulling confluentinc/cp-kafka:8.1.0 did not complete within 20 ms',
+    );
+  });
+
+  it('passes the step’s own failure through', async () => {
+    await expect(within(1_000, 'a failing step', Promise.reject(new Error('no such host')))).rejects.toThrow('no such host');
   });
 });

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { ContainerRuntimeClient, ImageName as ImageNameClass, StartedTestContainer, StartedNetwork } from 'testcontainers';
+import { within } from '../poll.ts';
 import type { DockerProbe } from './choose.ts';
 
 /** Images used when a Docker engine is reachable: Confluent Platform 8.1 ≈ Apache Kafka 4.1. */
@@ -42,7 +43,7 @@ export async function probeDocker(log: (line: string) => void): Promise<DockerPr
     try {
       if (await client.image.exists(name)) continue;
       log(`stack: pulling ${image}…`);
-      await withTimeout(client.image.pull(name), PULL_TIMEOUT_MS, `no answer within ${PULL_TIMEOUT_MS / 1000} s`);
+      await within(PULL_TIMEOUT_MS, `pulling ${image}`, client.image.pull(name));
     } catch (error) {
       unavailable.push({ image, error: firstLine(error) });
     }
@@ -52,18 +53,6 @@ export async function probeDocker(log: (line: string) => void): Promise<DockerPr
 
 function firstLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
-}
-
-async function withTimeout<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
-  });
-  try {
-    return await Promise.race([work, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export interface ContainerStack {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createTopics } from '../../src/kafka/admin.ts';
 import { createKafka, plaintextKafkaSettings } from '../../src/kafka/client.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { within } from '../poll.ts';
 
 /** True when the registry answers its Confluent-compatible subjects endpoint. */
 export async function registryAnswers(url: string): Promise<boolean> {
@@ -25,7 +26,6 @@ export async function kafkaRoundTrip(brokers: readonly string[], timeoutMs: numb
   const admin = kafka.admin();
   const producer = kafka.producer({ transactionalId: `stack-probe-${randomUUID()}`, idempotent: true, maxInFlightRequests: 1 });
   const consumer = kafka.consumer({ groupId: `stack-probe-${randomUUID()}`, readUncommitted: false });
-  const timer = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`Kafka round trip did not complete within ${timeoutMs} ms`)), timeoutMs).unref());
   const roundTrip = (async () => {
     await admin.connect();
     await createTopics(admin, [{ topic }]);
@@ -46,7 +46,7 @@ export async function kafkaRoundTrip(brokers: readonly string[], timeoutMs: numb
     });
   })();
   try {
-    await Promise.race([roundTrip, timer]);
+    await within(timeoutMs, 'Kafka round trip', roundTrip);
   } finally {
     await consumer.disconnect().catch(() => undefined);
     await producer.disconnect().catch(() => undefined);
