@@ -22,12 +22,13 @@ import { deadLetterFromAvro } from '../src/contracts/dead-letter.ts';
 import { resultFromAvro } from '../src/contracts/result-avro.ts';
 import type { CommandResult } from '../src/contracts/result.ts';
 import { CommandPublisher } from '../src/kafka/command-publisher.ts';
+import { backoffDelay } from '../src/retry.ts';
 import { createRegistry } from '../src/schema/codec.ts';
-import { startStack } from '../src/stack/index.ts';
+import { startStack } from '../tools/stack/index.ts';
 import { FUZZ_KINDS, fuzzRecord, kindAt, makeCommand, prng, type FuzzKind } from './lib/commands.ts';
 import { benchKafka, createTopics, PRODUCED_AT_HEADER } from './lib/kafka.ts';
 import { fmt, table } from './lib/markdown.ts';
-import { REPO_ROOT, sleep, stopChild, type Child } from './lib/proc.ts';
+import { exitWith, REPO_ROOT, sleep, stopChild, type Child } from './lib/proc.ts';
 import { readWholeTopic, ResultWatcher } from './lib/results.ts';
 import { SandboxProcess } from './lib/sandbox.ts';
 import { startWorker, workerEnv } from './pipelines/worker.ts';
@@ -66,6 +67,8 @@ const SEED = args.seed === undefined ? Math.floor(Math.random() * 1_000_000) : i
 const PARTITIONS = 12;
 const SESSION_TIMEOUT_MS = 10_000;
 const CANARIES = 50;
+/** After a failed publish (broker restarting): 0.5–1 s, doubling while it keeps failing, up to 4–8 s. */
+const PUBLISH_RETRY = { initialMs: 1_000, maxMs: 8_000, jitter: 0.5 } as const;
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const OUT_DIR = join(REPO_ROOT, 'bench', 'results');
 const JSON_FILE = args.json ?? join(OUT_DIR, `chaos-${stamp}.json`);
@@ -176,6 +179,7 @@ async function main(): Promise<number> {
     let paused = false;
     let published = 0;
     let publishErrors = 0;
+    let failuresInARow = 0;
     const ids: string[] = [];
     const productionSec = COMMANDS / RATE;
     const publishing = (async () => {
@@ -197,11 +201,13 @@ async function main(): Promise<number> {
           await publisher.publishRaw(batch);
           for (const r of batch) ids.push(r.key);
           published += batch.length;
+          failuresInARow = 0;
         } catch (error) {
           // Retried with the next tick; a batch that did land before the error may then exist twice.
           publishErrors += 1;
+          failuresInARow += 1;
           say(`publish failed (will retry): ${error instanceof Error ? error.message : String(error)}`);
-          await sleep(1_000);
+          await sleep(backoffDelay(failuresInARow, PUBLISH_RETRY));
         }
       }
     })();
@@ -458,10 +464,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(`chaos failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    process.exit(1);
-  },
-);
+exitWith('chaos', main);

@@ -18,11 +18,11 @@ import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Kafka } from 'kafkajs';
 import { createRegistry } from '../src/schema/codec.ts';
-import { startStack, type RunningStack } from '../src/stack/index.ts';
+import { startStack, type RunningStack } from '../tools/stack/index.ts';
 import { quietKnownWarnings } from '../src/cli/warnings.ts';
 import { benchKafka, createTopics, deleteTopics, loadBacklog } from './lib/kafka.ts';
 import { fmt, mb, ms, table } from './lib/markdown.ts';
-import { CpuSampler, cpuMicros, peakRssBytes, REPO_ROOT, startNode, stopChild, type Child } from './lib/proc.ts';
+import { CpuSampler, cpuMicros, exitWith, peakRssBytes, REPO_ROOT, startNode, stopChild, type Child } from './lib/proc.ts';
 import { ResultWatcher } from './lib/results.ts';
 import { SandboxProcess } from './lib/sandbox.ts';
 import { mean, percentile, sortedNumbers, spread, steadyWindow } from './lib/stats.ts';
@@ -344,10 +344,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    process.exit(1);
-  },
-);
+exitWith('bench', main);

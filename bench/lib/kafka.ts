@@ -1,52 +1,35 @@
 /** Kafka plumbing shared by the benchmark and the chaos run: clients, topics, backlog loading. */
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import type { Kafka } from 'kafkajs';
-import kafkajs from '../../src/kafka/kafkajs.ts';
+import { createTopics as createMissingTopics, withAdmin } from '../../src/kafka/admin.ts';
+import { createKafka, plaintextKafkaSettings } from '../../src/kafka/client.ts';
 import { CommandPublisher } from '../../src/kafka/command-publisher.ts';
+import { createLogger } from '../../src/observability/logger.ts';
 import { kindAt, makeCommand, prng } from './commands.ts';
-
-const { Kafka: KafkaClient, logLevel } = kafkajs;
 
 export const PRODUCED_AT_HEADER = 'sms-worker-produced-at';
 
 /** `quiet: false` lets kafkajs print its errors (the bench pipelines, whose output is kept for diagnostics). */
 export function benchKafka(brokers: string, clientId: string, options: { quiet?: boolean } = {}): Kafka {
-  return new KafkaClient({ clientId, brokers: brokers.split(','), logLevel: options.quiet === false ? logLevel.ERROR : logLevel.NOTHING, retry: { retries: 12, initialRetryTime: 200, maxRetryTime: 5_000 } });
+  return createKafka(plaintextKafkaSettings(brokers, clientId), createLogger(options.quiet === false ? 'error' : 'silent'), undefined, { retry: { retries: 12, initialRetryTime: 200, maxRetryTime: 5_000 } });
 }
 
+/** The bench's topics: replication factor 1 (one local broker); existing ones are kept. */
 export async function createTopics(kafka: Kafka, topics: readonly { topic: string; partitions: number }[]): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    const existing = new Set(await admin.listTopics());
-    const missing = topics.filter((t) => !existing.has(t.topic));
-    if (missing.length > 0) await admin.createTopics({ waitForLeaders: true, topics: missing.map((t) => ({ topic: t.topic, numPartitions: t.partitions, replicationFactor: 1 })) });
-  } finally {
-    await admin.disconnect();
-  }
+  await createMissingTopics(kafka, topics.map((t) => ({ ...t, replicationFactor: 1 })));
 }
 
 export async function deleteTopics(kafka: Kafka, topics: readonly string[]): Promise<void> {
   if (topics.length === 0) return;
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    await admin.deleteTopics({ topics: [...topics] }).catch(() => undefined);
-  } finally {
-    await admin.disconnect();
-  }
+  await withAdmin(kafka, (admin) => admin.deleteTopics({ topics: [...topics] }).catch(() => undefined));
 }
 
 /** Records in a topic (sum of high watermarks minus low watermarks; exact for a non-transactional topic). */
 export async function topicSize(kafka: Kafka, topic: string): Promise<number> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
+  return withAdmin(kafka, async (admin) => {
     const offsets = await admin.fetchTopicOffsets(topic);
     return offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
-  } finally {
-    await admin.disconnect();
-  }
+  });
 }
 
 export interface BacklogCommand {

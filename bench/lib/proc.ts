@@ -146,3 +146,14 @@ export async function stopChild(child: Child, graceMs = 15_000): Promise<{ code:
 export async function sleep(ms: number): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/** Runs a harness's main and exits with its code; a crash prints its stack and exits 1. */
+export function exitWith(name: string, main: () => Promise<number>): void {
+  main().then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      console.error(`${name} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      process.exit(1);
+    },
+  );
+}

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Consumer, Kafka } from 'kafkajs';
+import { eventually, PollTimeout } from '../../tools/poll.ts';
 
 export interface Arrival {
   readonly key: string;
@@ -56,13 +57,12 @@ export class ResultWatcher {
 
   /** Polls until `done()` holds; false when the deadline passes first. */
   async waitUntil(done: () => boolean, timeoutMs: number, onTick?: () => void): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
-    while (!done()) {
-      if (Date.now() > deadline) return false;
-      onTick?.();
-      await new Promise((resolve) => setTimeout(resolve, 100));
+    try {
+      return await eventually(done, timeoutMs, 'results', { interval: { initialMs: 100, maxMs: 100, jitter: 0 }, ...(onTick !== undefined && { onTick }) });
+    } catch (error) {
+      if (error instanceof PollTimeout) return false;
+      throw error;
     }
-    return true;
   }
 
   async stop(): Promise<void> {

@@ -4,7 +4,8 @@
  */
 import type { SandboxStats } from '../../src/sandbox/state.ts';
 import type { FaultUpdate } from '../../src/sandbox/admin.ts';
-import { CLI_MAIN, sleep, startNode, stopChild, type Child } from './proc.ts';
+import { eventually, PollAbort } from '../../tools/poll.ts';
+import { CLI_MAIN, startNode, stopChild, type Child } from './proc.ts';
 
 export class SandboxProcess {
   readonly url: string;
@@ -17,14 +18,16 @@ export class SandboxProcess {
 
   static async start(args: readonly string[]): Promise<SandboxProcess> {
     const child = startNode(CLI_MAIN, ['sandbox', '--port', '0', ...args]);
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const line = child.lines.find((l) => l.includes('sandbox listening on'));
-      const url = line === undefined ? undefined : /listening on (http:\/\/\S+)/.exec(line)?.[1];
-      if (url !== undefined) return new SandboxProcess(child, url);
-      if (child.process.exitCode !== null || Date.now() > deadline) throw new Error(`sandbox did not start:\n${child.output()}`);
-      await sleep(50);
-    }
+    const url = await eventually(
+      () => {
+        if (child.process.exitCode !== null) throw new PollAbort(`sandbox exited at start-up:\n${child.output()}`);
+        const line = child.lines.find((l) => l.includes('sandbox listening on'));
+        return line === undefined ? undefined : /listening on (http:\/\/\S+)/.exec(line)?.[1];
+      },
+      30_000,
+      () => `the sandbox to start:\n${child.output()}`,
+    );
+    return new SandboxProcess(child, url);
   }
 
   async #admin<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {

@@ -1,13 +1,15 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { loadConnectionConfig, type KafkaSettings, type RegistrySettings } from '../config/index.ts';
 import { ConfigError } from '../errors.ts';
 
 /**
- * What produce/tail need: where Kafka and the registry are, and the topic. Flags win over the
- * same environment variables the worker reads, so the commands work inside a worker's pod.
+ * What produce/tail need: how to reach Kafka and the registry, and the topic. The settings come
+ * from the same environment variables as the worker's (TLS, SASL, registry credentials included),
+ * so the commands work inside a worker's pod; --brokers, --registry and --topic win over them.
  */
 export interface Connection {
-  readonly brokers: string[];
-  readonly registryUrl: string;
+  readonly kafka: KafkaSettings;
+  readonly registry: RegistrySettings;
   readonly topic: string;
 }
 
@@ -18,19 +20,26 @@ export const CONNECTION_FLAGS = {
 } as const;
 
 export function connectionFrom(values: { brokers?: string | undefined; registry?: string | undefined; topic?: string | undefined }, topicVariable: 'COMMAND_TOPIC' | 'RESULT_TOPIC', env: NodeJS.ProcessEnv = process.env): Connection {
-  const problems: string[] = [];
-  const brokers = (values.brokers ?? env['KAFKA_BROKERS'] ?? '').split(',').map((b) => b.trim()).filter((b) => b !== '');
-  const registryUrl = values.registry ?? env['SCHEMA_REGISTRY_URL'] ?? '';
+  const merged: NodeJS.ProcessEnv = {
+    ...env,
+    ...(values.brokers !== undefined && { KAFKA_BROKERS: values.brokers }),
+    ...(values.registry !== undefined && { SCHEMA_REGISTRY_URL: values.registry }),
+  };
+  let settings;
+  try {
+    settings = loadConnectionConfig(merged);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    // Name the flags too: on a laptop they are the usual way to say where Kafka is.
+    throw new ConfigError(error.problems.map((p) => p.replace(/^KAFKA_BROKERS:/, 'KAFKA_BROKERS (or --brokers):').replace(/^SCHEMA_REGISTRY_URL:/, 'SCHEMA_REGISTRY_URL (or --registry):')));
+  }
   const topic = values.topic ?? env[topicVariable] ?? (topicVariable === 'COMMAND_TOPIC' ? 'sms.commands' : 'sms.results');
-  if (brokers.length === 0) problems.push('Kafka brokers: pass --brokers host:port or set KAFKA_BROKERS');
-  if (registryUrl === '') problems.push('schema registry: pass --registry URL or set SCHEMA_REGISTRY_URL');
-  if (problems.length > 0) throw new ConfigError(problems);
-  return { brokers, registryUrl: registryUrl.replace(/\/+$/, ''), topic };
+  return { ...settings, topic };
 }
 
 export { parseArgs };
 
-/** Ends a subcommand early with an exit code (usage error, --help); cli/main.ts turns it into the exit status. */
+/** Ends a subcommand early with an exit code (usage error, --help); cli/commands.ts turns it into the exit status. */
 export class CliExit extends Error {
   readonly code: number;
   constructor(code: number) {
@@ -57,7 +66,7 @@ export function parseCommandArgs<T extends ParseArgsConfig>(config: T, help: str
   return parsed;
 }
 
-/** connectionFrom, reporting missing settings as a usage error (exit 2). */
+/** connectionFrom, reporting missing or invalid settings as a usage error (exit 2). */
 export function requireConnection(values: Parameters<typeof connectionFrom>[0], topicVariable: 'COMMAND_TOPIC' | 'RESULT_TOPIC'): Connection {
   try {
     return connectionFrom(values, topicVariable);

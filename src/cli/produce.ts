@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import kafkajs from '../kafka/kafkajs.ts';
+import { createKafka } from '../kafka/client.ts';
+import { createLogger } from '../observability/logger.ts';
 import { CommandPublisher } from '../kafka/command-publisher.ts';
 import { createRegistry } from '../schema/codec.ts';
 import { parseCommandLine } from './command-json.ts';
@@ -15,7 +16,8 @@ Input: the JSON arguments, else --file F, else standard input.
 Fields: commandId (default: a UUID), key (Kafka key; default commandId), createdAt / expiresAt
 (epoch ms or ISO date), expiresInSeconds, metadata {string: string}, and exactly one of
 text {to, signature, content | templateId [+ templateData]} or voice {to, code}.
-Defaults from the environment: KAFKA_BROKERS, SCHEMA_REGISTRY_URL, COMMAND_TOPIC (sms.commands).
+Defaults from the environment: KAFKA_BROKERS, SCHEMA_REGISTRY_URL, COMMAND_TOPIC (sms.commands);
+TLS, SASL and registry credentials from the worker's variables (KAFKA_SSL*, KAFKA_SASL_*, SCHEMA_REGISTRY_USERNAME/PASSWORD).
 Each line is checked before anything is sent; bad lines are reported as "line N: …".
 Exit codes: 0 all published · 1 some lines rejected (the valid ones are published) · 2 usage error`;
 
@@ -39,8 +41,8 @@ export async function runProduce(argv: readonly string[]): Promise<number> {
     }
   }
 
-  const kafka = new kafkajs.Kafka({ clientId: 'sms-worker-produce', brokers: connection.brokers, logLevel: kafkajs.logLevel.NOTHING });
-  const publisher = new CommandPublisher(kafka, createRegistry(connection.registryUrl), connection.topic);
+  const kafka = createKafka(connection.kafka, createLogger('silent'), `${connection.kafka.clientId}-produce`);
+  const publisher = new CommandPublisher(kafka, createRegistry(connection.registry.url, connection.registry.auth), connection.topic);
   await publisher.connect();
   try {
     const encoded = [];

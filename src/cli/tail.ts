@@ -1,4 +1,5 @@
-import kafkajs from '../kafka/kafkajs.ts';
+import { createKafka } from '../kafka/client.ts';
+import { createLogger } from '../observability/logger.ts';
 import { ResultReader } from '../kafka/result-reader.ts';
 import { createRegistry } from '../schema/codec.ts';
 import { CONNECTION_FLAGS, HELP_FLAG, parseCommandArgs, requireConnection } from './connection.ts';
@@ -10,7 +11,8 @@ Usage: sms-worker tail [--pretty] [--from-end] [--count N] [--brokers B] [--regi
   --pretty     a readable table row per result instead of JSON
   --from-end   only results committed from now on (default: from the beginning)
   --count N    exit 0 after N results
-Defaults from the environment: KAFKA_BROKERS, SCHEMA_REGISTRY_URL, RESULT_TOPIC (sms.results).
+Defaults from the environment: KAFKA_BROKERS, SCHEMA_REGISTRY_URL, RESULT_TOPIC (sms.results);
+TLS, SASL and registry credentials from the worker's variables (KAFKA_SSL*, KAFKA_SASL_*, SCHEMA_REGISTRY_USERNAME/PASSWORD).
 Uses a throwaway consumer group and commits nothing: safe to run next to the worker.
 Exit codes: 0 on Ctrl-C or after --count · 1 the topic cannot be read · 2 usage error`;
 
@@ -22,8 +24,8 @@ export async function runTail(argv: readonly string[]): Promise<number> {
     return 2;
   }
   const connection = requireConnection(parsed.values, 'RESULT_TOPIC');
-  const kafka = new kafkajs.Kafka({ clientId: 'sms-worker-tail', brokers: connection.brokers, logLevel: kafkajs.logLevel.NOTHING });
-  const reader = new ResultReader(kafka, createRegistry(connection.registryUrl), connection.topic);
+  const kafka = createKafka(connection.kafka, createLogger('silent'), `${connection.kafka.clientId}-tail`);
+  const reader = new ResultReader(kafka, createRegistry(connection.registry.url, connection.registry.auth), connection.topic);
   let seen = 0;
   let printedHeader = false;
   let finish!: () => void;

@@ -1,21 +1,15 @@
-import { readFileSync } from 'node:fs';
 import type { CountryCode } from 'libphonenumber-js';
 import type { ValidationPolicy } from '../contracts/validate.ts';
 import { ConfigError } from '../errors.ts';
-import { envSchema, SECRET_VARIABLES, type Env } from './schema.ts';
+import { connectionSettings, describeIssues, type KafkaSettings, type RegistrySettings } from './connection.ts';
+import { envSchema, type Env } from './schema.ts';
 
 export { envSchema, SECRET_VARIABLES } from './schema.ts';
-
-export interface KafkaSettings {
-  readonly brokers: readonly string[];
-  readonly clientId: string;
-  readonly ssl: false | { readonly ca?: string; readonly cert?: string; readonly key?: string; readonly rejectUnauthorized: boolean };
-  readonly sasl: undefined | { readonly mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; readonly username: string; readonly password: string };
-}
+export { loadConnectionConfig, type ConnectionSettings, type KafkaSettings, type RegistrySettings } from './connection.ts';
 
 export interface WorkerConfig {
   readonly kafka: KafkaSettings;
-  readonly registry: { readonly url: string; readonly auth?: { readonly username: string; readonly password: string } };
+  readonly registry: RegistrySettings;
   readonly topics: { readonly commands: string; readonly results: string; readonly deadLetter: string; readonly ledger: string; readonly create: boolean; readonly partitions: number; readonly replicationFactor: number };
   readonly consumerGroup: string;
   /** How long the group waits for a silent member (e.g. a killed pod) before reassigning its partitions. */
@@ -54,16 +48,6 @@ export interface WorkerConfig {
   readonly logLevel: Env['LOG_LEVEL'];
 }
 
-function readFile(path: string | undefined, variable: string, problems: string[]): string | undefined {
-  if (path === undefined) return undefined;
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (error) {
-    problems.push(`${variable}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-    return undefined;
-  }
-}
-
 /**
  * Parses and validates the environment once, at start-up. Throws a ConfigError listing every
  * problem (never only the first); messages name the variable but never echo a secret's value.
@@ -71,44 +55,18 @@ function readFile(path: string | undefined, variable: string, problems: string[]
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   const parsed = envSchema.safeParse(env);
   const problems: string[] = [];
-  if (!parsed.success) {
-    for (const issue of parsed.error.issues) {
-      const variable = issue.path.join('.');
-      const secret = (SECRET_VARIABLES as readonly string[]).includes(variable);
-      problems.push(`${variable}: ${secret ? 'is required' : issue.message}`);
-    }
-    throw new ConfigError(problems);
-  }
+  if (!parsed.success) throw new ConfigError(describeIssues(parsed.error.issues));
   const e = parsed.data;
-  if (e.KAFKA_SASL_MECHANISM !== 'none' && (e.KAFKA_SASL_USERNAME === undefined || e.KAFKA_SASL_PASSWORD === undefined)) {
-    problems.push(`KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD: both are required when KAFKA_SASL_MECHANISM is ${e.KAFKA_SASL_MECHANISM}`);
-  }
-  if ((e.SCHEMA_REGISTRY_USERNAME === undefined) !== (e.SCHEMA_REGISTRY_PASSWORD === undefined)) {
-    problems.push('SCHEMA_REGISTRY_USERNAME and SCHEMA_REGISTRY_PASSWORD: give both or neither');
-  }
+  const connection = connectionSettings(e, problems);
   if (e.PROVIDER_RETRY_MAX_DELAY_MS < e.PROVIDER_RETRY_BASE_MS) problems.push('PROVIDER_RETRY_MAX_DELAY_MS: must be at least PROVIDER_RETRY_BASE_MS');
   if (e.FUNDS_PROBE_MAX_MS < e.FUNDS_PROBE_INITIAL_MS) problems.push('FUNDS_PROBE_MAX_MS: must be at least FUNDS_PROBE_INITIAL_MS');
   if (e.BREAKER_PROBE_MAX_MS < e.BREAKER_PROBE_INITIAL_MS) problems.push('BREAKER_PROBE_MAX_MS: must be at least BREAKER_PROBE_INITIAL_MS');
   if (new Set([e.COMMAND_TOPIC, e.RESULT_TOPIC, e.DEAD_LETTER_TOPIC, e.LEDGER_TOPIC]).size !== 4) problems.push('COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC, LEDGER_TOPIC: must be four different topics');
-  const ca = readFile(e.KAFKA_SSL_CA_FILE, 'KAFKA_SSL_CA_FILE', problems);
-  const cert = readFile(e.KAFKA_SSL_CERT_FILE, 'KAFKA_SSL_CERT_FILE', problems);
-  const key = readFile(e.KAFKA_SSL_KEY_FILE, 'KAFKA_SSL_KEY_FILE', problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {
-    kafka: {
-      brokers: e.KAFKA_BROKERS,
-      clientId: e.KAFKA_CLIENT_ID,
-      ssl: e.KAFKA_SSL ? { ...(ca && { ca }), ...(cert && { cert }), ...(key && { key }), rejectUnauthorized: e.KAFKA_SSL_REJECT_UNAUTHORIZED } : false,
-      sasl:
-        e.KAFKA_SASL_MECHANISM === 'none'
-          ? undefined
-          : { mechanism: e.KAFKA_SASL_MECHANISM, username: e.KAFKA_SASL_USERNAME ?? '', password: e.KAFKA_SASL_PASSWORD ?? '' },
-    },
-    registry: {
-      url: e.SCHEMA_REGISTRY_URL.replace(/\/+$/, ''),
-      ...(e.SCHEMA_REGISTRY_USERNAME !== undefined && e.SCHEMA_REGISTRY_PASSWORD !== undefined && { auth: { username: e.SCHEMA_REGISTRY_USERNAME, password: e.SCHEMA_REGISTRY_PASSWORD } }),
-    },
+    kafka: connection.kafka,
+    registry: connection.registry,
     topics: { commands: e.COMMAND_TOPIC, results: e.RESULT_TOPIC, deadLetter: e.DEAD_LETTER_TOPIC, ledger: e.LEDGER_TOPIC, create: e.TOPICS_CREATE, partitions: e.TOPICS_PARTITIONS, replicationFactor: e.TOPICS_REPLICATION_FACTOR },
     consumerGroup: e.CONSUMER_GROUP,
     sessionTimeoutMs: e.KAFKA_SESSION_TIMEOUT_MS,

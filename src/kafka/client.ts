@@ -1,4 +1,4 @@
-import type { Kafka, KafkaConfig, logCreator, SASLOptions } from 'kafkajs';
+import type { Kafka, KafkaConfig, logCreator, RetryOptions, SASLOptions } from 'kafkajs';
 import kafkajs from './kafkajs.ts';
 import type { KafkaSettings } from '../config/index.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -21,17 +21,33 @@ function kafkaLogCreator(logger: Logger): logCreator {
     };
 }
 
-export function createKafka(settings: KafkaSettings, logger: Logger, clientId = settings.clientId): Kafka {
+export interface KafkaClientOptions {
+  /** kafkajs's own request retries; the default suits the worker (bounded, then the caller decides). */
+  readonly retry?: RetryOptions;
+}
+
+/**
+ * The one way a kafkajs client is made: by the worker, the CLI (`produce`, `tail`), the local
+ * stack's probe, the benchmarks and the tests. TLS and SASL come from the settings, so every user
+ * honours KAFKA_SSL* and KAFKA_SASL_*; kafkajs's log goes to `logger` (a silent one quiets it).
+ */
+export function createKafka(settings: KafkaSettings, logger: Logger, clientId = settings.clientId, options: KafkaClientOptions = {}): Kafka {
   const config: KafkaConfig = {
     clientId,
     brokers: [...settings.brokers],
     logLevel: logLevel.WARN,
     logCreator: kafkaLogCreator(logger),
-    retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 10_000 },
+    retry: options.retry ?? { retries: 8, initialRetryTime: 200, maxRetryTime: 10_000 },
     connectionTimeout: 5_000,
     requestTimeout: 30_000,
   };
   if (settings.ssl !== false) config.ssl = { ...settings.ssl };
   if (settings.sasl !== undefined) config.sasl = { ...settings.sasl } as SASLOptions;
   return new KafkaClient(config);
+}
+
+/** Settings for a plaintext, unauthenticated cluster: the local stack, the tests and the benchmarks. */
+export function plaintextKafkaSettings(brokers: string | readonly string[], clientId: string): KafkaSettings {
+  const list = typeof brokers === 'string' ? brokers.split(',').map((b) => b.trim()).filter((b) => b !== '') : [...brokers];
+  return { brokers: list, clientId, ssl: false, sasl: undefined };
 }

@@ -1,5 +1,6 @@
 import type { Admin } from 'kafkajs';
 import { SmsWorkerError } from '../errors.ts';
+import { createTopics } from './admin.ts';
 
 export interface TopicPlan {
   readonly topics: readonly string[];
@@ -20,17 +21,7 @@ export async function ensureTopics(admin: Admin, plan: TopicPlan): Promise<{ cre
   if (missing.length > 0 && !plan.create) {
     throw new SmsWorkerError('TOPICS_MISSING', `topics do not exist: ${missing.join(', ')} (create them, or set TOPICS_CREATE=true)`);
   }
-  if (missing.length > 0) {
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: missing.map((topic) => ({
-        topic,
-        numPartitions: plan.partitions,
-        replicationFactor: plan.replicationFactor,
-        configEntries: Object.entries(plan.configs?.[topic] ?? {}).map(([name, value]) => ({ name, value })),
-      })),
-    });
-  }
+  if (missing.length > 0) await createTopics(admin, missing.map((topic) => ({ topic, partitions: plan.partitions, replicationFactor: plan.replicationFactor, configs: plan.configs?.[topic] ?? {} })));
   const metadata = await admin.fetchTopicMetadata({ topics: [...plan.topics] });
   const partitions = new Map(metadata.topics.map((t) => [t.name, t.partitions.length]));
   return { created: missing, partitions };

@@ -1,6 +1,6 @@
 /**
  * Shapes of the messaging service's two operations, as the spec
- * (shared/spec/messaging-service-api.md) describes them. Money is kept as the decimal strings
+ * (summarised in docs/messaging-service-api.md) describes them. Money is kept as the decimal strings
  * the service sends: never parsed into a float.
  */
 

@@ -200,6 +200,40 @@ describe('Dockerfile', () => {
     }
   });
 
+  it('the sources it copies hold no development tooling: no tools/, bench/, test/, and no import of a dev dependency or of a file outside them', () => {
+    const pkgDeps = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const contextSources = stages.flatMap((s) =>
+      stageInstructions(s, 'COPY')
+        .map((i) => parseCopy(i.args))
+        .filter((c) => c.from === undefined)
+        .flatMap((c) => c.sources.map((source) => path.posix.normalize(source).replace(/\/$/, ''))),
+    );
+    for (const source of contextSources) expect(['tools', 'bench', 'test', 'scripts', 'stack'].includes(source.split('/')[0] ?? ''), `COPY ${source}`).toBe(false);
+    const inside = (file: string): boolean => contextSources.some((s) => file === path.join(repoRoot, s) || file.startsWith(`${path.join(repoRoot, s)}${path.sep}`));
+    const problems: string[] = [];
+    const visit = (file: string): void => {
+      if (statSync(file).isDirectory()) {
+        for (const entry of readdirSync(file)) visit(path.join(file, entry));
+        return;
+      }
+      if (!file.endsWith('.ts')) return;
+      const text = readFileSync(file, 'utf8');
+      // Value imports only: `import type` is erased by the compiler and needs nothing at run time.
+      const specifiers = [...text.matchAll(/^\s*(?:import|export)\s+(?!type\s)(?:[^'";]*?\sfrom\s+)?'([^']+)'/gm), ...text.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)].map((m) => m[1] ?? '');
+      for (const specifier of specifiers) {
+        const where = path.relative(repoRoot, file);
+        if (specifier.startsWith('.')) {
+          if (!inside(path.resolve(path.dirname(file), specifier))) problems.push(`${where} imports ${specifier}, which the image does not contain`);
+        } else if (!specifier.startsWith('node:')) {
+          const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : (specifier.split('/')[0] ?? '');
+          if (!(name in pkgDeps.dependencies)) problems.push(`${where} imports ${specifier}, not a production dependency`);
+        }
+      }
+    };
+    for (const source of contextSources) visit(path.join(repoRoot, source));
+    expect(problems).toEqual([]);
+  });
+
   it('every COPY --from names an earlier stage and a path that stage produces', () => {
     const tsBuild = JSON.parse(readFileSync(path.join(repoRoot, 'tsconfig.build.json'), 'utf8')) as {
       compilerOptions: { outDir: string };

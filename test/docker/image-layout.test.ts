@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
@@ -47,5 +47,56 @@ describe('the image entry point, laid out as the image has it', () => {
     expect(schemas.status, schemas.stderr).toBe(0);
     expect(schemas.stdout.trim()).toBe('io.smsworker.v1.SendCommand io.smsworker.v1.CommandResult io.smsworker.v1.DeadLetter');
     expect(entry(['sandbox', '--help']).status).toBe(0);
+  });
+});
+
+/** Every file below a directory, relative to it. */
+function filesBelow(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => relative(dir, join(e.parentPath, e.name)));
+}
+
+describe('what `npm run build` puts in dist/ (what the image runs)', () => {
+  it('holds no development tooling: no local stack, no demo, nothing that loads testcontainers', () => {
+    const files = filesBelow(join(app, 'dist'));
+    expect(files).toContain(join('cli', 'main.js'));
+    expect(files.filter((f) => /(^|\/)(stack|tools|bench|test)\/|demo/.test(f))).toEqual([]);
+    const loadsDevTooling = files.filter((f) => f.endsWith('.js') && /testcontainers|kafka-pom|tools\/stack/.test(readFileSync(join(app, 'dist', f), 'utf8')));
+    expect(loadsDevTooling).toEqual([]);
+  });
+
+  it('loads only production dependencies and Node built-ins', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const foreign: string[] = [];
+    for (const file of filesBelow(join(app, 'dist')).filter((f) => f.endsWith('.js'))) {
+      const text = readFileSync(join(app, 'dist', file), 'utf8');
+      const specifiers = [...text.matchAll(/^\s*(?:import|export)\s+(?:[^'";]*?\sfrom\s+)?["']([^"']+)["']/gm), ...text.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g), ...text.matchAll(/\brequire\(\s*["']([^"']+)["']\s*\)/g)].map((m) => m[1] ?? '');
+      for (const specifier of specifiers) {
+        if (specifier.startsWith('.') || specifier.startsWith('node:')) continue;
+        const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : (specifier.split('/')[0] ?? '');
+        if (!(name in pkg.dependencies)) foreign.push(`${file}: ${specifier}`);
+      }
+    }
+    expect(foreign).toEqual([]);
+  });
+
+  it('the CLI offers exactly the commands that work in the image, and each answers --help', () => {
+    const help = entry(['--help']);
+    expect(help.status).toBe(0);
+    const commands = help.stdout
+      .split('Commands:\n')[1]
+      ?.split('\n\n')[0]
+      ?.split('\n')
+      .map((line) => line.trim().split(/\s+/)[0] ?? '');
+    expect(commands).toEqual(['run', 'sandbox', 'produce', 'tail']);
+    for (const command of commands ?? []) {
+      const result = entry([command, '--help']);
+      expect(result.status, `${command} --help: ${result.stderr}`).toBe(0);
+      expect(result.stdout).toContain(`sms-worker ${command}`);
+    }
+    const demo = entry(['demo']);
+    expect(demo.status).toBe(2);
+    expect(demo.stderr).toContain('unknown command: demo');
   });
 });

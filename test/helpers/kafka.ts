@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import type { Admin, Kafka } from 'kafkajs';
-import kafkajs from '../../src/kafka/kafkajs.ts';
+import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import type { Kafka } from 'kafkajs';
 import { inject } from 'vitest';
+import { createKafka, plaintextKafkaSettings } from '../../src/kafka/client.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { createRegistry } from '../../src/schema/codec.ts';
 
-const { Kafka: KafkaClient, logLevel } = kafkajs;
+export { createTopics, withAdmin } from '../../src/kafka/admin.ts';
+export { eventually } from '../../tools/poll.ts';
 
 /** A name no other test uses: every test gets its own topics and groups. */
 export function uniqueName(prefix: string): string {
@@ -15,42 +18,11 @@ export function testBrokers(): string[] {
   return inject('kafkaBrokers').split(',');
 }
 
+/** A client of the test stack, made by the worker's own factory (kafkajs's log silenced). */
 export function testKafka(clientId = uniqueName('test')): Kafka {
-  return new KafkaClient({ clientId, brokers: testBrokers(), logLevel: logLevel.NOTHING });
+  return createKafka(plaintextKafkaSettings(testBrokers(), clientId), createLogger('silent'));
 }
 
 export function testRegistry(): SchemaRegistry {
-  return new SchemaRegistry({ host: inject('schemaRegistryUrl') });
-}
-
-export async function withAdmin<T>(kafka: Kafka, use: (admin: Admin) => Promise<T>): Promise<T> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    return await use(admin);
-  } finally {
-    await admin.disconnect();
-  }
-}
-
-export async function createTopics(kafka: Kafka, topics: readonly { topic: string; partitions?: number }[]): Promise<void> {
-  await withAdmin(kafka, async (admin) => {
-    await admin.createTopics({ topics: topics.map((t) => ({ topic: t.topic, numPartitions: t.partitions ?? 1 })), waitForLeaders: true });
-  });
-}
-
-/** Polls until `check` holds, so tests wait for asynchronous effects without fixed sleeps. */
-export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return createRegistry(inject('schemaRegistryUrl'));
 }

@@ -7,7 +7,10 @@ import { ResultReader } from '../../src/kafka/result-reader.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createRegistry } from '../../src/schema/codec.ts';
 import { Worker } from '../../src/worker/runner.ts';
+import { within } from '../../tools/poll.ts';
 import { eventually, testBrokers, testKafka, uniqueName } from './kafka.ts';
+
+export { within };
 import { inject } from 'vitest';
 
 export interface TestTopics {
@@ -53,19 +56,6 @@ export function workerEnv(topics: TestTopics, sandboxUrl: string, overrides: Rec
     LOG_LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'silent',
     ...overrides,
   };
-}
-
-/** Bounds a set-up step, so a hang fails with the step's name instead of the test's timeout. */
-export async function within<T>(ms: number, what: string, step: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not complete within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([step, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export async function startTestWorker(env: Record<string, string>): Promise<{ worker: Worker; config: WorkerConfig }> {

@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { startStack } from '../../src/stack/index.ts';
+import { startStack } from '../../tools/stack/index.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -11,7 +11,7 @@ declare module 'vitest' {
 
 /**
  * Provides a real Kafka broker and schema registry to the integration tests: given addresses,
- * a running `stack:up` stack, testcontainers, or local processes (see src/stack/index.ts). Never
+ * a running `stack:up` stack, testcontainers, or local processes (see tools/stack/index.ts). Never
  * skips: when none is possible the run fails with the reason.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {

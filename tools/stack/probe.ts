@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import kafkajs from '../kafka/kafkajs.ts';
-
-const { Kafka, logLevel } = kafkajs;
+import { createTopics } from '../../src/kafka/admin.ts';
+import { createKafka, plaintextKafkaSettings } from '../../src/kafka/client.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { within } from '../poll.ts';
 
 /** True when the registry answers its Confluent-compatible subjects endpoint. */
 export async function registryAnswers(url: string): Promise<boolean> {
@@ -20,15 +21,14 @@ export async function registryAnswers(url: string): Promise<boolean> {
  * group and transaction coordinators, whose first requests otherwise answer "loading".
  */
 export async function kafkaRoundTrip(brokers: readonly string[], timeoutMs: number): Promise<void> {
-  const kafka = new Kafka({ clientId: 'sms-worker-stack-probe', brokers: [...brokers], logLevel: logLevel.NOTHING, retry: { retries: 10, initialRetryTime: 100 } });
+  const kafka = createKafka(plaintextKafkaSettings(brokers, 'sms-worker-stack-probe'), createLogger('silent'), undefined, { retry: { retries: 10, initialRetryTime: 100 } });
   const topic = `__stack-probe-${randomUUID()}`;
   const admin = kafka.admin();
   const producer = kafka.producer({ transactionalId: `stack-probe-${randomUUID()}`, idempotent: true, maxInFlightRequests: 1 });
   const consumer = kafka.consumer({ groupId: `stack-probe-${randomUUID()}`, readUncommitted: false });
-  const timer = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`Kafka round trip did not complete within ${timeoutMs} ms`)), timeoutMs).unref());
   const roundTrip = (async () => {
     await admin.connect();
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    await createTopics(admin, [{ topic }]);
     await producer.connect();
     const transaction = await producer.transaction();
     await transaction.send({ topic, messages: [{ key: 'probe', value: 'ready' }] });
@@ -46,7 +46,7 @@ export async function kafkaRoundTrip(brokers: readonly string[], timeoutMs: numb
     });
   })();
   try {
-    await Promise.race([roundTrip, timer]);
+    await within(timeoutMs, 'Kafka round trip', roundTrip);
   } finally {
     await consumer.disconnect().catch(() => undefined);
     await producer.disconnect().catch(() => undefined);

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually, PollTimeout } from '../poll.ts';
 
 /** Asks the kernel for a free TCP port on loopback. */
 export async function freePort(): Promise<number> {
@@ -67,6 +67,9 @@ export function startDaemon(command: string, args: readonly string[], options: D
   }
 }
 
+/** Exits are noticed within about 100 ms. */
+const EXIT_POLL = { initialMs: 100, maxMs: 100, jitter: 0.5 } as const;
+
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -84,25 +87,18 @@ export async function stopPid(pid: number, graceMs = 15_000): Promise<void> {
   } catch {
     return;
   }
-  const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline) {
-    if (!isAlive(pid)) return;
-    await sleep(100);
+  const gone = (): boolean => !isAlive(pid);
+  try {
+    await eventually(gone, graceMs, `process ${pid} to exit`, { interval: EXIT_POLL });
+    return;
+  } catch (error) {
+    if (!(error instanceof PollTimeout)) throw error;
   }
   try {
     process.kill(pid, 'SIGKILL');
   } catch {
     return;
   }
-  while (isAlive(pid)) await sleep(50);
-}
-
-/** Polls `check` until it returns true or the deadline passes; `describe` explains a timeout. */
-export async function waitUntil(check: () => Promise<boolean>, options: { timeoutMs: number; intervalMs?: number; describe: () => string }): Promise<void> {
-  const deadline = Date.now() + options.timeoutMs;
-  for (;;) {
-    if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(options.describe());
-    await sleep(options.intervalMs ?? 250);
-  }
+  // SIGKILL cannot be ignored: the wait ends; the bound only guards against a process stuck in the kernel.
+  await eventually(gone, 60_000, `process ${pid} to exit after SIGKILL`, { interval: EXIT_POLL });
 }

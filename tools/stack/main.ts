@@ -1,6 +1,6 @@
 // `npm run stack:up | stack:down | stack:status`: a local Kafka + schema registry that outlives the
 // command, for the demo, benchmarks and fast test loops (the test setup reuses it when healthy).
-import { runningCliStack, startStack, stopCliStack } from '../src/stack/index.ts';
+import { runningCliStack, startStack, stopCliStack } from './index.ts';
 
 const command = process.argv[2] ?? 'status';
 
@@ -33,7 +33,7 @@ async function main(): Promise<number> {
       return state === undefined ? 1 : 0;
     }
     default:
-      console.error(`usage: stack.ts up|down|status`);
+      console.error(`usage: npm run stack:up | stack:down | stack:status`);
       return 2;
   }
 }

@@ -1,12 +1,14 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { dockerReachable, KAFKA_IMAGE, REGISTRY_IMAGE, startContainers } from './containers.ts';
+import { chooseStack, parseForcedMode } from './choose.ts';
+import { KAFKA_IMAGE, probeDocker, REGISTRY_IMAGE, startContainers } from './containers.ts';
 import { findJavaRuntimes, pickJava } from './java.ts';
 import { ensureKafkaJars, kafkaVersion, launchLocalKafka, startLocalKafka, type LocalKafkaOptions } from './kafka-local.ts';
 import { mavenAvailable } from './maven.ts';
 import { cacheDir, stackStateFile } from './paths.ts';
 import { kafkaRoundTrip, registryAnswers } from './probe.ts';
-import { freePort, isAlive, stopPid, waitUntil } from './processes.ts';
+import { eventually, PollAbort } from '../poll.ts';
+import { freePort, isAlive, stopPid } from './processes.ts';
 import { ensureApicurio, pickApicurio, startLocalApicurio } from './registry-local.ts';
 
 /**
@@ -15,7 +17,8 @@ import { ensureApicurio, pickApicurio, startLocalApicurio } from './registry-loc
  * - `reused`: a stack started by `npm run stack:up` is running and healthy.
  * - `docker`: a Docker engine is reachable; testcontainers runs Kafka and Confluent's registry.
  * - `local`: Java and Maven are here; Kafka and Apicurio Registry run as local processes.
- * SMS_WORKER_STACK=docker|local forces one of the last two.
+ * - `local` also when the engine is reachable but cannot pull the images (air-gapped machine).
+ * SMS_WORKER_STACK=docker|local forces one of the last two (see choose.ts).
  */
 export type StackMode = 'external' | 'reused' | 'docker' | 'local';
 
@@ -59,6 +62,9 @@ export interface StartStackOptions {
   readonly reuse?: boolean;
 }
 
+/** Between readiness checks while the JVMs start: a few per second, not in step with each other. */
+const STARTUP_POLL = { initialMs: 300, maxMs: 1_000, jitter: 0.5 } as const;
+
 /** The registry's Confluent-compatible base URL on an Apicurio server. */
 const ccompat = (port: number): string => `http://127.0.0.1:${port}/apis/ccompat/v7`;
 
@@ -76,23 +82,25 @@ export async function startStack(options: StartStackOptions = {}): Promise<Runni
       return { mode: 'reused', kafkaBrokers: existing.kafkaBrokers, schemaRegistryUrl: existing.schemaRegistryUrl, description: `${existing.description} (started by stack:up)`, stop: async () => undefined };
     }
   }
-  const forced = process.env['SMS_WORKER_STACK'];
-  if (forced === 'docker' || (forced !== 'local' && (await dockerReachable()))) {
-    log(`stack: Docker engine found; starting ${KAFKA_IMAGE} and ${REGISTRY_IMAGE} with testcontainers…`);
+  const forced = parseForcedMode(process.env['SMS_WORKER_STACK']);
+  const choice = chooseStack(forced, forced === undefined ? await probeDocker(log) : undefined);
+  if (choice.mode === 'docker') {
+    log(`stack: ${choice.reason}; starting ${KAFKA_IMAGE} and ${REGISTRY_IMAGE} with testcontainers…`);
     const containers = await startContainers();
     return { mode: 'docker', kafkaBrokers: containers.kafkaBrokers, schemaRegistryUrl: containers.schemaRegistryUrl, description: `${KAFKA_IMAGE} + ${REGISTRY_IMAGE} (testcontainers)`, stop: () => containers.stop() };
   }
-  return startLocalStack(options.detached ?? false, log);
+  log(`stack: ${choice.reason}; using local processes (Java + Maven)`);
+  return startLocalStack(options.detached ?? false, log, choice.reason);
 }
 
-async function startLocalStack(detached: boolean, log: (line: string) => void): Promise<RunningStack> {
+async function startLocalStack(detached: boolean, log: (line: string) => void, why: string): Promise<RunningStack> {
   const runtimes = await findJavaRuntimes();
   const kafkaJava = pickJava(runtimes, 17);
   const registry = pickApicurio(runtimes);
   if (kafkaJava === undefined || registry === undefined) {
-    throw new NoStackError(`No Docker engine was reachable and no Java 17+ runtime was found (looked at $JAVA_HOME, PATH, /usr/lib/jvm).`);
+    throw new NoStackError(`Not Docker: ${why}; and no Java 17+ runtime was found (looked at $JAVA_HOME, PATH, /usr/lib/jvm).`);
   }
-  if (!(await mavenAvailable())) throw new NoStackError(`No Docker engine was reachable and \`mvn\` is not on PATH.`);
+  if (!(await mavenAvailable())) throw new NoStackError(`Not Docker: ${why}; and \`mvn\` is not on PATH.`);
 
   cleanStaleRuns();
   const [libDir, registryHome] = await Promise.all([ensureKafkaJars(log), ensureApicurio(registry.release, log)]);
@@ -130,23 +138,27 @@ async function startLocalStack(detached: boolean, log: (line: string) => void): 
     const kafkaBrokers = `127.0.0.1:${brokerPort}`;
     const schemaRegistryUrl = ccompat(registryPort);
     const alive = (pid: number, name: string, file: string): void => {
-      if (!isAlive(pid)) throw new Error(`${name} exited during start-up; see ${file}:\n${tail(file)}`);
+      if (!isAlive(pid)) throw new PollAbort(`${name} exited during start-up; see ${file}:\n${tail(file)}`);
     };
     await Promise.all([
-      waitUntil(
+      eventually(
         async () => {
           alive(apicurio.pid, 'Apicurio Registry', apicurio.logFile);
           return registryAnswers(schemaRegistryUrl);
         },
-        { timeoutMs: 120_000, intervalMs: 300, describe: () => `Apicurio Registry did not answer within 120 s; see ${apicurio.logFile}` },
+        120_000,
+        `Apicurio Registry to answer (see ${apicurio.logFile})`,
+        { interval: STARTUP_POLL },
       ),
-      waitUntil(
+      eventually(
         async () => {
           alive(kafka.pid, 'Kafka', kafka.logFile);
           await kafkaRoundTrip([kafkaBrokers], 30_000);
           return true;
         },
-        { timeoutMs: 120_000, intervalMs: 500, describe: () => `Kafka did not complete a produce/consume round trip within 120 s; see ${kafka.logFile}` },
+        120_000,
+        `a Kafka produce/consume round trip (see ${kafka.logFile})`,
+        { interval: STARTUP_POLL },
       ),
     ]);
     const description =
@@ -175,13 +187,15 @@ async function startLocalStack(detached: boolean, log: (line: string) => void): 
         kafka.pid = restarted.pid;
         pids[index] = restarted.pid;
         writeFileSync(join(workDir, 'owner.json'), JSON.stringify({ owner: process.pid, pids, detached }));
-        await waitUntil(
+        await eventually(
           async () => {
             alive(kafka.pid, 'Kafka', kafka.logFile);
             await kafkaRoundTrip([kafkaBrokers], 30_000);
             return true;
           },
-          { timeoutMs: 120_000, intervalMs: 500, describe: () => `Kafka did not come back within 120 s of its restart; see ${kafka.logFile}` },
+          120_000,
+          `Kafka to come back after its restart (see ${kafka.logFile})`,
+          { interval: STARTUP_POLL },
         );
       },
     };

@@ -1,8 +1,8 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-/** Root of the repository (or of the installed package): src/stack → ../.. */
-export const packageRoot = resolve(import.meta.dirname, '..', '..');
+/** This folder: the Maven POM that resolves the broker's jars sits next to the code that uses it. */
+export const stackDir = import.meta.dirname;
 
 /**
  * Everything the local stack downloads or unpacks lives here, outside git, so a second run starts

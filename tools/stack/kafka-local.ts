@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { mvn, resolveOnce } from './maven.ts';
-import { cacheDir, packageRoot } from './paths.ts';
+import { cacheDir, stackDir } from './paths.ts';
 import { run, startDaemon } from './processes.ts';
 
 /**
@@ -24,7 +24,7 @@ export async function ensureKafkaJars(log: (line: string) => void): Promise<stri
     `Apache Kafka ${version}`,
     async (temp) => {
       await mvn(
-        ['-f', join(packageRoot, 'stack', 'kafka-pom.xml'), `-Dkafka.version=${version}`, 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${join(temp, 'lib')}`],
+        ['-f', join(stackDir, 'kafka-pom.xml'), `-Dkafka.version=${version}`, 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${join(temp, 'lib')}`],
         `org.apache.kafka:kafka_2.13:${version}`,
         temp,
       );

@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import kafkajs from '../kafka/kafkajs.ts';
-import { loadConfig } from '../config/index.ts';
-import type { SendCommand } from '../contracts/command.ts';
-import type { CommandResult } from '../contracts/result.ts';
-import { CommandPublisher } from '../kafka/command-publisher.ts';
-import { ResultReader } from '../kafka/result-reader.ts';
-import { createLogger } from '../observability/logger.ts';
-import { startSandbox } from '../sandbox/index.ts';
-import { createRegistry } from '../schema/codec.ts';
-import { startStack } from '../stack/index.ts';
-import { Worker } from '../worker/runner.ts';
-import { HELP_FLAG, parseCommandArgs } from './connection.ts';
-import { formatTable, resultRow } from './result-table.ts';
+import kafkajs from '../src/kafka/kafkajs.ts';
+import { loadConfig } from '../src/config/index.ts';
+import type { SendCommand } from '../src/contracts/command.ts';
+import type { CommandResult } from '../src/contracts/result.ts';
+import { CommandPublisher } from '../src/kafka/command-publisher.ts';
+import { ResultReader } from '../src/kafka/result-reader.ts';
+import { createLogger } from '../src/observability/logger.ts';
+import { startSandbox } from '../src/sandbox/index.ts';
+import { createRegistry } from '../src/schema/codec.ts';
+import { startStack } from './stack/index.ts';
+import { Worker } from '../src/worker/runner.ts';
+import { HELP_FLAG, parseCommandArgs } from '../src/cli/connection.ts';
+import { formatTable, resultRow } from '../src/cli/result-table.ts';
 
 const HELP = `sms-worker demo — the whole thing on this machine, in one command
 
