@@ -60,6 +60,7 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
       COMMAND_TOPIC: topics.commands,
       RESULT_TOPIC: topics.results,
       DEAD_LETTER_TOPIC: topics.deadLetter,
+      LEDGER_TOPIC: `${topics.commands}.ledger`,
       CONSUMER_GROUP: `demo-${run}`,
       TRANSACTIONAL_ID_PREFIX: `demo-${run}`,
       TOPICS_CREATE: 'true',

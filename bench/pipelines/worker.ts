@@ -24,6 +24,7 @@ export function workerEnv(target: WorkerTarget, overrides: Record<string, string
     COMMAND_TOPIC: target.commands,
     RESULT_TOPIC: target.results,
     DEAD_LETTER_TOPIC: target.deadLetter,
+    LEDGER_TOPIC: `${target.commands}.ledger`,
     CONSUMER_GROUP: target.group,
     TRANSACTIONAL_ID_PREFIX: `${target.group}-tx`,
     TOPICS_CREATE: 'true',
