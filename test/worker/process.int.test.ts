@@ -76,13 +76,12 @@ describe('worker process: stopped mid-stream and started again', () => {
     expect(sentTwice).toEqual([]);
   });
 
-  it('SIGKILL: every command still has exactly one committed result (sends in flight at the kill may repeat)', async () => {
+  it('SIGKILL: every command still has exactly one committed result, and none is sent twice', async () => {
     const { counts, trouble, sentTwice, committedAtStop, firstExit } = await scenario('SIGKILL');
     expect(firstExit.signal).toBe('SIGKILL');
     expect(counts.filter((n) => n !== 1), trouble).toEqual([]);
-    // Sends whose results were not yet committed at the kill are sent again (documented); a
-    // command whose result was committed never is.
-    console.log(`[process test] commands the sandbox accepted twice after SIGKILL: ${sentTwice.length} (results committed before the kill: ${committedAtStop.size})`);
-    expect(sentTwice.filter((id) => committedAtStop.has(id))).toEqual([]);
+    // Sends in flight at the kill end UNKNOWN (the intent ledger), they are not sent again.
+    expect(committedAtStop.size).toBeGreaterThan(0);
+    expect(sentTwice).toEqual([]);
   });
 });
