@@ -153,7 +153,13 @@ export class PartitionOwnership {
     const { start, inDoubt } = recoveryPlan(groupOffset, checkpoint);
     const dedup = new DedupWindow(this.#o.dedupWindow);
     if (this.#o.dedupWindow > 0 && start > 0n) {
-      for (const { offset, commandId } of await this.#o.effects.recentCommandIds(topic, partition, start, this.#o.dedupWindow)) dedup.remember(commandId, offset);
+      try {
+        for (const { offset, commandId } of await this.#o.effects.recentCommandIds(topic, partition, start, this.#o.dedupWindow)) dedup.remember(commandId, offset);
+      } catch (error) {
+        // The window only catches repeats published by upstream retries; failing to rebuild it
+        // must not keep the partition from being processed.
+        this.#o.log.warn({ err: error, topic, partition }, 'could not rebuild the repeated-command window from recent records; starting with an empty one');
+      }
     }
     if (checkpoint !== undefined && checkpoint.next > groupOffset) {
       this.#o.log.info({ topic, partition, groupOffset: groupOffset.toString(), ledgerOffset: checkpoint.next.toString() }, 'the group offset was behind the ledger checkpoint (not yet stable): starting at the checkpoint');
