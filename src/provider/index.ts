@@ -24,6 +24,8 @@ export {
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_RESPONSE_TIMEOUT_MS,
   DEFAULT_MAX_SOCKETS,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  DEFAULT_FREE_SOCKET_TIMEOUT_MS,
 } from './options.ts';
 export type { ProviderClientOptions, ResolvedProviderOptions, AttemptInfo, RetryInfo } from './options.ts';
 export { DEFAULT_USER_AGENT } from './user-agent.ts';
