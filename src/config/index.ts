@@ -31,6 +31,8 @@ export interface WorkerConfig {
     readonly accessKeySecret: string | undefined;
     readonly connectTimeoutMs: number;
     readonly responseTimeoutMs: number;
+    /** Answers larger than this are not read to the end: malformed, not retried. */
+    readonly maxResponseBytes: number;
     readonly retry: { readonly maxAttempts: number; readonly budgetMs: number; readonly baseDelayMs: number; readonly maxDelayMs: number; readonly retryAmbiguous: boolean };
   };
   readonly maxInFlight: number;
@@ -79,6 +81,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
       accessKeySecret: e.PROVIDER_ACCESS_KEY_SECRET,
       connectTimeoutMs: e.PROVIDER_CONNECT_TIMEOUT_MS,
       responseTimeoutMs: e.PROVIDER_RESPONSE_TIMEOUT_MS,
+      maxResponseBytes: e.PROVIDER_MAX_RESPONSE_BYTES,
       retry: {
         maxAttempts: e.PROVIDER_RETRY_ATTEMPTS,
         budgetMs: e.PROVIDER_RETRY_BUDGET_MS,

@@ -10,6 +10,32 @@ const optionalText = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
+/**
+ * Defaults of the messaging-service client. The client's own options (src/provider/options.ts)
+ * read them from here, so the worker, a library user of the client and the README cannot drift.
+ */
+export const PROVIDER_DEFAULTS = {
+  connectTimeoutMs: 2_000,
+  responseTimeoutMs: 10_000,
+  retryAttempts: 4,
+  retryBudgetMs: 30_000,
+  retryBaseMs: 250,
+  retryMaxDelayMs: 5_000,
+  retryAmbiguous: false,
+  /**
+   * Largest answer body read. A success for 1,000 recipients (MAX_RECIPIENTS' default) is
+   * ≈ 200 KB (≈ 200 bytes per report); 1 MiB leaves a five-fold margin.
+   */
+  maxResponseBytes: 1_048_576,
+  /** Sockets per origin when not sized by the worker (which uses MAX_IN_FLIGHT). */
+  maxSockets: 64,
+  /**
+   * An idle keep-alive socket is closed after this long, below common server keep-alive timeouts
+   * (Node 5 s, nginx 75 s), so a request rarely meets a socket the server is closing (ECONNRESET).
+   */
+  freeSocketTimeoutMs: 4_000,
+} as const;
+
 const topicName = (fallback: string) => z.string().regex(/^[a-zA-Z0-9._-]{1,249}$/, 'a Kafka topic name: letters, digits, . _ - (1–249)').default(fallback);
 
 export const envSchema = z.object({
@@ -49,13 +75,14 @@ export const envSchema = z.object({
   PROVIDER_BASE_URL: z.url({ error: 'is required: the messaging service base URL' }),
   PROVIDER_ACCESS_KEY_ID: z.string({ error: 'is required (the access key id)' }).min(1, 'is required (the access key id)'),
   PROVIDER_ACCESS_KEY_SECRET: optionalText,
-  PROVIDER_CONNECT_TIMEOUT_MS: int(2_000, 1),
-  PROVIDER_RESPONSE_TIMEOUT_MS: int(10_000, 1),
-  PROVIDER_RETRY_ATTEMPTS: int(4, 1, 100),
-  PROVIDER_RETRY_BUDGET_MS: int(30_000, 0),
-  PROVIDER_RETRY_BASE_MS: int(250, 1),
-  PROVIDER_RETRY_MAX_DELAY_MS: int(5_000, 1),
-  PROVIDER_RETRY_AMBIGUOUS: bool(false),
+  PROVIDER_CONNECT_TIMEOUT_MS: int(PROVIDER_DEFAULTS.connectTimeoutMs, 1),
+  PROVIDER_RESPONSE_TIMEOUT_MS: int(PROVIDER_DEFAULTS.responseTimeoutMs, 1),
+  PROVIDER_RETRY_ATTEMPTS: int(PROVIDER_DEFAULTS.retryAttempts, 1, 100),
+  PROVIDER_RETRY_BUDGET_MS: int(PROVIDER_DEFAULTS.retryBudgetMs, 0),
+  PROVIDER_RETRY_BASE_MS: int(PROVIDER_DEFAULTS.retryBaseMs, 1),
+  PROVIDER_RETRY_MAX_DELAY_MS: int(PROVIDER_DEFAULTS.retryMaxDelayMs, 1),
+  PROVIDER_RETRY_AMBIGUOUS: bool(PROVIDER_DEFAULTS.retryAmbiguous),
+  PROVIDER_MAX_RESPONSE_BYTES: int(PROVIDER_DEFAULTS.maxResponseBytes, 1_024, 104_857_600),
   MAX_IN_FLIGHT: int(64, 1, 10_000),
   RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(0),
   COMMIT_INTERVAL_MS: int(100, 1, 60_000),

@@ -1,4 +1,8 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { PAUSE_REASONS } from '../worker/service-gate.ts';
+
+/** Values of `sms_worker_paused{reason}`: every gate reason, and the shutdown. */
+export const PAUSED_LABELS = [...PAUSE_REASONS, 'shutdown'] as const;
 
 /**
  * Label values that come from outside (provider codes, upstream names) are bounded: after
@@ -20,12 +24,24 @@ export class BoundedLabel {
   }
 }
 
-/** Exact decimal string → integer micro-units (six fractional digits), without floats. */
+/** Longest amount string toMicros reads (anything longer is no amount we can count). */
+const MAX_AMOUNT_LENGTH = 64;
+const MAX_SAFE_MICROS = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
+ * Exact decimal string → integer micro-units (six fractional digits, further digits cut), without
+ * floats. Undefined for anything that is not such a decimal, and for amounts whose micro-units
+ * are beyond ±Number.MAX_SAFE_INTEGER (≈ 9 billion units): the result always converts to a
+ * finite, exact Number, so a counter fed with it cannot throw (a 400-digit price once made it
+ * Infinity, and prom-client throws on that).
+ */
 export function toMicros(amount: string): bigint | undefined {
+  if (amount.length > MAX_AMOUNT_LENGTH) return undefined;
   const match = /^(-?)(\d+)(?:\.(\d{1,6})\d*)?$/.exec(amount.trim());
   if (match === null) return undefined;
   const [, sign, whole = '0', fraction = ''] = match;
   const micros = BigInt(whole) * 1_000_000n + BigInt(fraction.padEnd(6, '0'));
+  if (micros > MAX_SAFE_MICROS) return undefined;
   return sign === '-' ? -micros : micros;
 }
 
@@ -55,7 +71,7 @@ export function createMetrics(registry: Registry = new Registry()) {
     billedMessages: new Counter({ name: `${prefix}billed_messages_total`, help: 'Messages billed by the service, by region and upstream.', labelNames: ['region', 'upstream'], registers: [registry] }),
     chargedMicros: new Counter({ name: `${prefix}charged_amount_micros_total`, help: 'Amount charged by the service, in millionths of the account currency (exact integer sum of per-message prices), by region and upstream.', labelNames: ['region', 'upstream'], registers: [registry] }),
     deadLettered: new Counter({ name: `${prefix}dead_lettered_total`, help: 'Records sent to the dead-letter topic, by reason.', labelNames: ['reason'], registers: [registry] }),
-    paused: new Gauge({ name: `${prefix}paused`, help: '1 while consumption is paused, by reason (insufficient_funds, circuit_open, shutdown).', labelNames: ['reason'], registers: [registry] }),
+    paused: new Gauge({ name: `${prefix}paused`, help: `1 while consumption is paused, by reason (${PAUSED_LABELS.join(', ')}).`, labelNames: ['reason'], registers: [registry] }),
     consumerLag: new Gauge({ name: `${prefix}consumer_lag`, help: 'Records between the committed position and the high watermark, per partition.', labelNames: ['topic', 'partition'], registers: [registry] }),
     lastProgress: new Gauge({ name: `${prefix}last_progress_timestamp_seconds`, help: 'Unix time of the last sign of consume-loop progress (fetch, result, commit).', registers: [registry] }),
     transactions: new Counter({ name: `${prefix}transactions_total`, help: 'Kafka transactions (results + offsets), by outcome.', labelNames: ['outcome'], registers: [registry] }),
@@ -70,6 +86,18 @@ export function createMetrics(registry: Registry = new Registry()) {
       region: (raw: string) => regions.value(raw),
     },
   };
-  for (const reason of ['insufficient_funds', 'circuit_open', 'shutdown']) metrics.paused.set({ reason }, 0);
-  return metrics;
+  for (const reason of PAUSED_LABELS) metrics.paused.set({ reason }, 0);
+  return {
+    ...metrics,
+    /**
+     * Adds one message's price to the charged-amount counter. Never throws, whatever the string:
+     * an amount that is not a non-negative decimal within toMicros' range is not counted.
+     */
+    countCharge(labels: { region: string; upstream: string }, price: string): boolean {
+      const micros = toMicros(price);
+      if (micros === undefined || micros < 0n) return false;
+      metrics.chargedMicros.inc(labels, Number(micros));
+      return true;
+    },
+  };
 }

@@ -1,7 +1,7 @@
 /**
- * Pure retry arithmetic: exponential backoff with full jitter, and the
- * decision to retry under both an attempt limit and a total time budget. No clock, no timers:
- * callers pass `elapsedMs` and `random`, so every branch is unit-testable.
+ * Pure retry arithmetic: exponential backoff with full jitter, and the decision to retry under an
+ * attempt limit, a total time budget and the command's own deadline (its expiry). No clock, no
+ * timers: callers pass `elapsedMs`, `untilDeadlineMs` and `random`, so every branch is unit-testable.
  */
 import type { FailureClass } from './types.ts';
 import { isRetryableClass } from './classify.ts';
@@ -41,8 +41,14 @@ export type RetryDecision =
   | { readonly retry: true; readonly delayMs: number; readonly basis: 'backoff' | 'retry-after' }
   | {
       readonly retry: false;
-      readonly reason: 'not-retryable' | 'attempts-exhausted' | 'budget-exhausted' | 'retry-after-exceeds-budget';
+      readonly reason: StopReason;
     };
+
+/**
+ * Why no further attempt is made. `deadline` wins over the budget reasons: a retry that would
+ * start at or after the command's deadline is pointless whatever the budget says.
+ */
+export type StopReason = 'not-retryable' | 'attempts-exhausted' | 'budget-exhausted' | 'retry-after-exceeds-budget' | 'deadline';
 
 export interface RetryInput {
   readonly failureClass: FailureClass;
@@ -52,6 +58,8 @@ export interface RetryInput {
   readonly attemptsMade: number;
   /** Time since the call began. */
   readonly elapsedMs: number;
+  /** Time left until the call's deadline (e.g. the command's expiresAt), when it has one. */
+  readonly untilDeadlineMs?: number | undefined;
   readonly policy: RetryPolicy;
   readonly random?: () => number;
 }
@@ -61,12 +69,15 @@ export function decideRetry(input: RetryInput): RetryDecision {
   if (!isRetryableClass(failureClass, policy.retryAmbiguous)) return { retry: false, reason: 'not-retryable' };
   if (attemptsMade >= policy.maxAttempts) return { retry: false, reason: 'attempts-exhausted' };
   const remainingMs = policy.budgetMs - elapsedMs;
+  const untilDeadlineMs = input.untilDeadlineMs ?? Infinity;
   if (retryAfterMs !== undefined) {
     // The service told us when; retrying earlier would only be throttled again.
+    if (retryAfterMs >= untilDeadlineMs) return { retry: false, reason: 'deadline' };
     if (retryAfterMs > remainingMs) return { retry: false, reason: 'retry-after-exceeds-budget' };
     return { retry: true, delayMs: retryAfterMs, basis: 'retry-after' };
   }
   const delayMs = fullJitterDelay(attemptsMade, policy.baseDelayMs, policy.maxDelayMs, input.random);
+  if (delayMs >= untilDeadlineMs) return { retry: false, reason: 'deadline' };
   if (delayMs > remainingMs) return { retry: false, reason: 'budget-exhausted' };
   return { retry: true, delayMs, basis: 'backoff' };
 }

@@ -9,8 +9,13 @@
  *  3. A JSON envelope whose `code` is not "0" → business (105400 insufficient funds, 101301
  *     configuration, anything else generic), whatever the status: the spec says to branch on `code`.
  *  4. HTTP 200 with code "0" → success if `data` is well formed, else malformed.
- *  5. No usable envelope: 2xx → malformed; other 5xx → ambiguous; anything else → business with
- *     code PROVIDER_HTTP_<status>.
+ *  5. No usable envelope: 2xx → malformed; 401 / 403 / 404 / 407 → configuration (a revoked key,
+ *     a wrong URL or proxy: every other command would get the same); other 5xx → ambiguous;
+ *     anything else → business with code PROVIDER_HTTP_<status>.
+ *
+ * Text from the service is bounded before it goes anywhere (results, logs, errors): the message to
+ * MAX_PROVIDER_MESSAGE characters, the request id to MAX_REQUEST_ID; a body over the client's byte
+ * cap is never read to the end (`oversized`, malformed).
  */
 import type { FailureClass, OperationName, SendResult } from './types.ts';
 import { parseEnvelope } from './envelope.ts';
@@ -18,6 +23,21 @@ import { parseRetryAfter } from './retry-after.ts';
 
 export const INSUFFICIENT_FUNDS_CODE = '105400';
 export const NO_UPSTREAM_CODE = '101301';
+/** The call was aborted by the caller (its signal, or the client's close()). */
+export const ABORTED_CODE = 'PROVIDER_ABORTED';
+
+/** The service's error message is cut to this many characters (a 2 MB message is not copied into results). */
+export const MAX_PROVIDER_MESSAGE = 1_000;
+/** The service's request id header is cut to this many characters. */
+export const MAX_REQUEST_ID = 128;
+
+/** HTTP statuses that, without an envelope, say "this client may not call this service" (key, URL, proxy). */
+const REJECTING_STATUSES = new Set([401, 403, 404, 407]);
+
+/** Cuts outside text to `max` characters, marking the cut. */
+export function bounded(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
 
 /** What happened on one attempt, stripped of any library object (and of the URL with the key). */
 export type AttemptOutcome =
@@ -35,6 +55,8 @@ export type AttemptOutcome =
       /** For got timeouts: the phase that timed out (lookup, connect, secureConnect, send, response, read, request, socket). */
       readonly timeoutPhase?: string | undefined;
     }
+  /** An answer whose body exceeded the client's byte cap; it was not read to the end. */
+  | { readonly kind: 'oversized'; readonly status: number; readonly limitBytes: number; readonly requestId?: string | undefined }
   | { readonly kind: 'aborted' };
 
 export interface ClassifiedFailure {
@@ -45,6 +67,8 @@ export interface ClassifiedFailure {
   readonly providerMessage: string;
   /** Our one-line account of the failure (never contains a URL). */
   readonly detail: string;
+  /** The service sent an HTTP answer (any status): the failure is the service's, not the transport's. */
+  readonly answered: boolean;
   readonly httpStatus?: number | undefined;
   readonly requestId?: string | undefined;
   readonly retryAfterMs?: number | undefined;
@@ -101,6 +125,7 @@ function classifyNetwork(errorCode: string | undefined, timeoutPhase: string | u
         failureClass: 'transport',
         code: 'PROVIDER_CONNECT_TIMEOUT',
         providerMessage: '',
+        answered: false,
         detail: `timed out in the ${timeoutPhase} phase, before the request was sent`,
       };
     }
@@ -108,6 +133,7 @@ function classifyNetwork(errorCode: string | undefined, timeoutPhase: string | u
       failureClass: 'ambiguous',
       code: 'PROVIDER_TIMEOUT',
       providerMessage: '',
+      answered: false,
       detail: `timed out in the ${timeoutPhase} phase after the request was sent; it may have been delivered (ambiguous)`,
     };
   }
@@ -116,6 +142,7 @@ function classifyNetwork(errorCode: string | undefined, timeoutPhase: string | u
       failureClass: 'transport',
       code: 'PROVIDER_CONNECTION_FAILED',
       providerMessage: '',
+      answered: false,
       detail: `could not connect (${errorCode}); the request was not sent`,
     };
   }
@@ -124,6 +151,7 @@ function classifyNetwork(errorCode: string | undefined, timeoutPhase: string | u
       failureClass: 'ambiguous',
       code: 'PROVIDER_CONNECTION_RESET',
       providerMessage: '',
+      answered: false,
       detail: `connection lost before an answer (${errorCode}); the request may have been delivered (ambiguous)`,
     };
   }
@@ -132,7 +160,8 @@ function classifyNetwork(errorCode: string | undefined, timeoutPhase: string | u
     failureClass: 'ambiguous',
     code: 'PROVIDER_REQUEST_FAILED',
     providerMessage: '',
-    detail: `request failed (${errorCode ?? 'unknown error'}); it may have been delivered (ambiguous)`,
+    answered: false,
+    detail: `request failed (${bounded(errorCode ?? 'unknown error', 64)}); it may have been delivered (ambiguous)`,
   };
 }
 
@@ -141,8 +170,9 @@ function classifyResponse(
   operation: OperationName,
   nowMs: number,
 ): Classification {
-  const { status, requestId } = outcome;
-  const base = { httpStatus: status, requestId };
+  const { status } = outcome;
+  const requestId = outcome.requestId === undefined ? undefined : bounded(outcome.requestId, MAX_REQUEST_ID);
+  const base = { httpStatus: status, requestId, answered: true };
   if (status === 429 || status === 503) {
     const retryAfterMs = parseRetryAfter(outcome.retryAfter, nowMs);
     const envelope = parseEnvelope(outcome.body, operation);
@@ -152,7 +182,7 @@ function classifyResponse(
         ...base,
         failureClass: 'throttled',
         code: status === 429 ? 'PROVIDER_THROTTLED' : 'PROVIDER_UNAVAILABLE',
-        providerMessage: envelope.kind === 'failure' ? `${envelope.code} ${envelope.message}` : '',
+        providerMessage: envelope.kind === 'failure' ? bounded(`${envelope.code} ${envelope.message}`, MAX_PROVIDER_MESSAGE) : '',
         detail: `HTTP ${status}${retryAfterMs === undefined ? '' : `, retry after ${retryAfterMs} ms`}`,
         retryAfterMs,
       },
@@ -166,7 +196,7 @@ function classifyResponse(
         ...base,
         failureClass: 'ambiguous',
         code: `PROVIDER_HTTP_${status}`,
-        providerMessage: envelope.kind === 'failure' ? `${envelope.code} ${envelope.message}` : '',
+        providerMessage: envelope.kind === 'failure' ? bounded(`${envelope.code} ${envelope.message}`, MAX_PROVIDER_MESSAGE) : '',
         detail: `HTTP ${status}; the request may have been delivered (ambiguous)`,
       },
     };
@@ -174,14 +204,15 @@ function classifyResponse(
 
   const envelope = parseEnvelope(outcome.body, operation);
   if (envelope.kind === 'failure') {
+    const message = bounded(envelope.message, MAX_PROVIDER_MESSAGE);
     return {
       ok: false,
       failure: {
         ...base,
         failureClass: businessClassOf(envelope.code),
         code: envelope.code,
-        providerMessage: envelope.message,
-        detail: `the service answered ${envelope.code} ${envelope.message} (HTTP ${status})`,
+        providerMessage: message,
+        detail: `the service answered ${envelope.code} ${message} (HTTP ${status})`,
       },
     };
   }
@@ -195,7 +226,7 @@ function classifyResponse(
         failureClass: 'malformed',
         code: 'PROVIDER_MALFORMED_RESPONSE',
         providerMessage: '',
-        detail: `malformed answer (${problem}); the request may have been delivered`,
+        detail: `malformed answer (${bounded(problem, 300)}); the request may have been delivered`,
       },
     };
   }
@@ -208,6 +239,18 @@ function classifyResponse(
         code: `PROVIDER_HTTP_${status}`,
         providerMessage: '',
         detail: `HTTP ${status} without an envelope; the request may have been delivered (ambiguous)`,
+      },
+    };
+  }
+  if (REJECTING_STATUSES.has(status)) {
+    return {
+      ok: false,
+      failure: {
+        ...base,
+        failureClass: 'configuration',
+        code: `PROVIDER_HTTP_${status}`,
+        providerMessage: '',
+        detail: `HTTP ${status} without an envelope: the service refuses this client (access key, base URL or proxy)`,
       },
     };
   }
@@ -229,14 +272,28 @@ export function classifyOutcome(outcome: AttemptOutcome, operation: OperationNam
       return classifyResponse(outcome, operation, nowMs);
     case 'network':
       return { ok: false, failure: classifyNetwork(outcome.errorCode, outcome.timeoutPhase) };
+    case 'oversized':
+      return {
+        ok: false,
+        failure: {
+          failureClass: 'malformed',
+          code: 'PROVIDER_RESPONSE_TOO_LARGE',
+          providerMessage: '',
+          answered: true,
+          httpStatus: outcome.status,
+          requestId: outcome.requestId === undefined ? undefined : bounded(outcome.requestId, MAX_REQUEST_ID),
+          detail: `answer body over the ${outcome.limitBytes}-byte limit (HTTP ${outcome.status}), not read to the end; the request may have been delivered`,
+        },
+      };
     case 'aborted':
       return {
         ok: false,
         failure: {
           failureClass: 'ambiguous',
-          code: 'PROVIDER_ABORTED',
+          code: ABORTED_CODE,
           providerMessage: '',
-          detail: 'aborted by the caller; the request may have been delivered (ambiguous)',
+          answered: false,
+          detail: 'aborted by the caller (shutdown); the request may have been delivered (ambiguous)',
         },
       };
   }

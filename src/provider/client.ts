@@ -9,12 +9,13 @@
  * the service sends back is scrubbed of the key id and secret.
  */
 import http from 'node:http';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
-import got, { HTTPError, RequestError, TimeoutError } from 'got';
-import type { Got, RetryObject } from 'got';
+import got, { CancelError, HTTPError, RequestError, TimeoutError } from 'got';
+import type { CancelableRequest, Got, Progress, Response, RetryObject } from 'got';
 import type { OperationName, ProviderClient, ProviderRequest, ProviderSuccess } from './types.ts';
-import { classifyOutcome, isRetryableClass } from './classify.ts';
+import { ABORTED_CODE, classifyOutcome, isRetryableClass } from './classify.ts';
 import type { AttemptOutcome, Classification, ClassifiedFailure } from './classify.ts';
 import { decideRetry } from './backoff.ts';
 import type { RetryDecision } from './backoff.ts';
@@ -29,7 +30,7 @@ import { DEFAULT_USER_AGENT } from './user-agent.ts';
 export const CORRELATION_HEADER = 'x-correlation-id';
 export const REQUEST_ID_HEADER = 'x-uni-request-id';
 
-/** `signal`, and `correlationId` (sent as the `X-Correlation-Id` header). */
+/** `signal`, `correlationId` (sent as the `X-Correlation-Id` header) and `deadline` (epoch ms). */
 export type SendOptions = NonNullable<Parameters<ProviderClient['send']>[1]>;
 
 /**
@@ -40,6 +41,7 @@ export type SendOptions = NonNullable<Parameters<ProviderClient['send']>[1]>;
 class CallState {
   readonly operation: OperationName;
   readonly signal: AbortSignal | undefined;
+  readonly deadline: number | undefined;
   readonly startedAt = performance.now();
   attempts = 0;
   attemptStartedAt = performance.now();
@@ -47,10 +49,15 @@ class CallState {
   reportedAttempt = 0;
   lastFailure: ClassifiedFailure | undefined;
   lastDecision: RetryDecision | undefined;
+  /** Status and request id of the latest answer's head, known before its body is read. */
+  answerHead: { status: number; requestId: string | undefined } | undefined;
+  /** Set when the answer's body went over the byte cap and the call was cancelled for it. */
+  oversized = false;
 
-  constructor(operation: OperationName, signal: AbortSignal | undefined) {
+  constructor(operation: OperationName, signal: AbortSignal | undefined, deadline: number | undefined) {
     this.operation = operation;
     this.signal = signal;
+    this.deadline = deadline;
   }
 }
 
@@ -66,8 +73,9 @@ function header(value: string | string[] | undefined): string | undefined {
 }
 
 /** Describes a got failure without keeping the error object (it holds the signed URL). */
-function outcomeOfError(error: unknown, signal: AbortSignal | undefined): AttemptOutcome {
-  if (signal?.aborted === true) return { kind: 'aborted' };
+function outcomeOfError(error: unknown, call: CallState, limitBytes: number): AttemptOutcome {
+  if (call.oversized) return oversizedOutcome(call, limitBytes);
+  if (call.signal?.aborted === true) return { kind: 'aborted' };
   if (error instanceof HTTPError) {
     const response = error.response;
     return {
@@ -80,16 +88,21 @@ function outcomeOfError(error: unknown, signal: AbortSignal | undefined): Attemp
   }
   if (error instanceof TimeoutError) return { kind: 'network', errorCode: 'ETIMEDOUT', timeoutPhase: error.event };
   if (error instanceof RequestError) {
-    if (error.code === 'ERR_ABORTED' || error.name === 'CancelError') return { kind: 'aborted' };
+    if (error.code === 'ERR_ABORTED' || error instanceof CancelError) return { kind: 'aborted' };
     return { kind: 'network', errorCode: error.code };
   }
   return { kind: 'network', errorCode: undefined };
+}
+
+function oversizedOutcome(call: CallState, limitBytes: number): AttemptOutcome {
+  return { kind: 'oversized', status: call.answerHead?.status ?? 0, requestId: call.answerHead?.requestId, limitBytes };
 }
 
 const UNKNOWN_FAILURE: ClassifiedFailure = {
   failureClass: 'ambiguous',
   code: 'PROVIDER_REQUEST_FAILED',
   providerMessage: '',
+  answered: false,
   detail: 'request failed for an unknown reason; it may have been delivered (ambiguous)',
 };
 
@@ -111,6 +124,7 @@ const STOP_REASONS: Record<Extract<RetryDecision, { retry: false }>['reason'], s
   'attempts-exhausted': '; retry attempts exhausted',
   'budget-exhausted': '; retry time budget exhausted',
   'retry-after-exceeds-budget': '; Retry-After exceeds the remaining retry budget',
+  deadline: '; the command expires before a retry could start',
 };
 
 function plural(n: number): string {
@@ -121,13 +135,21 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
   const config: ResolvedProviderOptions = resolveProviderOptions(options);
   const secrets = [config.accessKeyId, ...(config.accessKeySecret === undefined ? [] : [config.accessKeySecret])];
   // Keep-alive, LIFO so a burst reuses warm sockets and idle ones age out; sized for the in-flight target.
+  // `timeout` closes an idle keep-alive socket before the server does (see PROVIDER_DEFAULTS.
+  // freeSocketTimeoutMs): a request written to a socket the server is closing fails with an
+  // ECONNRESET that we cannot tell from a reset after delivery (nodejs/node#47130), so it is ambiguous.
+  // Node's agent only destroys *free* sockets on this timeout; sockets in use are timed by got.
   const agentOptions = {
     keepAlive: true,
     maxSockets: config.maxSockets,
     maxFreeSockets: config.maxSockets,
     scheduling: 'lifo',
+    timeout: config.freeSocketTimeoutMs,
   } as const;
   const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
+  // Aborts every call in flight when the client is closed (shutdown): their commands are abandoned.
+  const closing = new AbortController();
+  const limitBytes = config.maxResponseBytes;
   const endpoint = config.baseUrl.href.replace(/\/+$/, '') + '/';
 
   const client: Got = got.extend({
@@ -162,6 +184,32 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
         return call === undefined ? 0 : calculateDelay(call, retryObject);
       },
     },
+    // The body is read with a byte cap, the way got's documentation limits downloads
+    // ("Limiting download & upload size"): count the bytes as they arrive and cancel the call once
+    // the answer (or its Content-Length) is over the cap, so at most the cap plus one chunk is held.
+    handlers: [
+      (gotOptions, next) => {
+        const result = next(gotOptions);
+        const call = callOf(gotOptions.context);
+        if (call === undefined || gotOptions.isStream) return result;
+        const pending = result as CancelableRequest<Response<string>>;
+        // got emits `response` only once the body is read: take the head from the native request,
+        // ahead of got's own listener (which reports the first progress, Content-Length included).
+        void pending.on('request', (request: ClientRequest) => {
+          request.prependOnceListener('response', (head: IncomingMessage) => {
+            call.answerHead = { status: head.statusCode ?? 0, requestId: header(head.headers[REQUEST_ID_HEADER]) };
+          });
+        });
+        void pending.on('downloadProgress', (progress: Progress) => {
+          if (call.oversized) return;
+          if (progress.transferred > limitBytes || (progress.total ?? 0) > limitBytes) {
+            call.oversized = true;
+            pending.cancel(`answer over ${limitBytes} bytes`);
+          }
+        });
+        return result;
+      },
+    ],
     hooks: {
       beforeRequest: [
         (gotOptions) => {
@@ -200,7 +248,8 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
 
   /** got's retry hook: classify the failed attempt, report it, and decide. 0 means "stop". */
   function calculateDelay(call: CallState, retryObject: RetryObject): number {
-    const verdict = classifyOutcome(outcomeOfError(retryObject.error, call.signal), call.operation, Date.now());
+    const now = Date.now();
+    const verdict = classifyOutcome(outcomeOfError(retryObject.error, call, limitBytes), call.operation, now);
     if (verdict.ok) return 0;
     call.lastFailure = verdict.failure;
     reportAttempt(call, verdict.failure);
@@ -209,6 +258,7 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
       retryAfterMs: verdict.failure.retryAfterMs,
       attemptsMade: call.attempts,
       elapsedMs: performance.now() - call.startedAt,
+      untilDeadlineMs: call.deadline === undefined ? undefined : call.deadline - now,
       policy: config.retry,
       random: config.random,
     });
@@ -226,7 +276,8 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
   }
 
   function toError(call: CallState, failure: ClassifiedFailure): ProviderError {
-    const stop = call.lastDecision !== undefined && !call.lastDecision.retry ? STOP_REASONS[call.lastDecision.reason] : '';
+    const stopReason = call.lastDecision !== undefined && !call.lastDecision.retry ? call.lastDecision.reason : undefined;
+    const stop = stopReason === undefined ? '' : STOP_REASONS[stopReason];
     const providerMessage = redactText(failure.providerMessage, secrets);
     const requestId = failure.requestId === undefined ? undefined : redactText(failure.requestId, secrets);
     const code = redactText(failure.code, secrets);
@@ -243,17 +294,21 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
       providerMessage,
       failureClass: failure.failureClass,
       // An abort is the caller's decision, not a failure to retry.
-      retryable: failure.code !== 'PROVIDER_ABORTED' && isRetryableClass(failure.failureClass, config.retry.retryAmbiguous),
+      retryable: failure.code !== ABORTED_CODE && isRetryableClass(failure.failureClass, config.retry.retryAmbiguous),
       attempts: call.attempts,
       httpStatus: failure.httpStatus,
       requestId,
       retryAfterMs: failure.retryAfterMs,
+      answered: failure.answered,
+      stopReason,
     });
   }
 
   async function send(request: ProviderRequest, sendOptions: SendOptions = {}): Promise<ProviderSuccess> {
-    const { signal, correlationId } = sendOptions;
-    const call = new CallState(request.operation, signal);
+    const { correlationId, deadline } = sendOptions;
+    const signal = sendOptions.signal === undefined ? closing.signal : AbortSignal.any([closing.signal, sendOptions.signal]);
+    const call = new CallState(request.operation, signal, deadline);
+    if (signal.aborted) throw toError(call, failureOf(classifyOutcome({ kind: 'aborted' }, call.operation, Date.now())));
     const url = `${endpoint}?action=${encodeURIComponent(request.operation)}&accessKeyId=${encodeURIComponent(config.accessKeyId)}`;
 
     let response;
@@ -262,28 +317,28 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
         body: JSON.stringify(request.body),
         context: { [CONTEXT_KEY]: call },
         ...(correlationId === undefined ? {} : { headers: { [CORRELATION_HEADER]: correlationId } }),
-        ...(signal === undefined ? {} : { signal }),
+        signal,
       });
     } catch (error) {
       // Normally calculateDelay has already judged the final attempt; an abort (or a failure got
       // raised outside its retry path) is judged here, from the same pure function.
-      const judged = signal?.aborted !== true && call.reportedAttempt === call.attempts ? call.lastFailure : undefined;
-      const failure = judged ?? failureOf(classifyOutcome(outcomeOfError(error, signal), call.operation, Date.now()));
+      const judged = !signal.aborted && !call.oversized && call.reportedAttempt === call.attempts ? call.lastFailure : undefined;
+      const failure = judged ?? failureOf(classifyOutcome(outcomeOfError(error, call, limitBytes), call.operation, Date.now()));
       reportAttempt(call, failure);
       throw toError(call, failure);
     }
 
-    const verdict = classifyOutcome(
-      {
-        kind: 'response',
-        status: response.statusCode,
-        body: response.body,
-        retryAfter: header(response.headers['retry-after']),
-        requestId: header(response.headers[REQUEST_ID_HEADER]),
-      },
-      call.operation,
-      Date.now(),
-    );
+    // A body whose last chunk took it over the cap can still resolve: it is over the cap all the same.
+    const outcome: AttemptOutcome = call.oversized || Buffer.byteLength(response.body) > limitBytes
+      ? { kind: 'oversized', status: response.statusCode, requestId: header(response.headers[REQUEST_ID_HEADER]), limitBytes }
+      : {
+          kind: 'response',
+          status: response.statusCode,
+          body: response.body,
+          retryAfter: header(response.headers['retry-after']),
+          requestId: header(response.headers[REQUEST_ID_HEADER]),
+        };
+    const verdict = classifyOutcome(outcome, call.operation, Date.now());
     if (!verdict.ok) {
       reportAttempt(call, verdict.failure);
       throw toError(call, verdict.failure);
@@ -295,6 +350,7 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
   return {
     send,
     close(): void {
+      closing.abort(new Error('provider client closed'));
       agents.http.destroy();
       agents.https.destroy();
     },

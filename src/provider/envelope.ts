@@ -5,23 +5,38 @@
 import { z } from 'zod';
 import type { OperationName, SendResult } from './types.ts';
 
-/** A non-negative decimal written with digits only, as the service writes amounts ("0.050000"). */
-export const DECIMAL_PATTERN = /^\d+(?:\.\d+)?$/;
+/**
+ * The amounts we accept: a non-negative decimal written with digits only, at most 18 digits
+ * before and 18 after the point, as the service writes amounts ("0.050000", six fractional
+ * digits per the spec). Signs, exponents ("1e3"), "NaN", "Infinity", blanks and 400-digit
+ * numbers are not amounts: such an answer is malformed.
+ */
+export const DECIMAL_PATTERN = /^\d{1,18}(?:\.\d{1,18})?$/;
+
+/** Largest count we accept (Avro `int`, the result's type for recipients and messageCount). */
+export const MAX_COUNT = 2_147_483_647;
+
+/** Longest text field of a report (id, to, regionCode, countryCode, status, upstream) we accept. */
+export const MAX_REPORT_TEXT = 256;
+
+/** Longest envelope `code` we accept as the service's code; a longer one is not an envelope. */
+export const MAX_CODE_LENGTH = 64;
 
 /** Stands in for the voice answer's virtualAmount, which the spec's field table omits. */
 export const ZERO_AMOUNT = '0.000000';
 
-const decimal = z.string().regex(DECIMAL_PATTERN, 'expected a decimal string');
-const count = z.number().int().nonnegative();
+const decimal = z.string().regex(DECIMAL_PATTERN, 'expected a decimal string of at most 18.18 digits');
+const count = z.number().int().min(0).max(MAX_COUNT);
+const text = z.string().max(MAX_REPORT_TEXT);
 
 const messageReport = z.object({
-  id: z.string(),
-  to: z.string(),
-  regionCode: z.string(),
-  countryCode: z.string(),
+  id: text,
+  to: text,
+  regionCode: text,
+  countryCode: text,
   messageCount: count,
-  status: z.string(),
-  upstream: z.string(),
+  status: text,
+  upstream: text,
   price: decimal,
 });
 
@@ -34,7 +49,7 @@ const sendData = z.object({
   messages: z.array(messageReport),
 });
 
-const envelopeHead = z.object({ code: z.string(), message: z.string().optional() });
+const envelopeHead = z.object({ code: z.string().min(1).max(MAX_CODE_LENGTH), message: z.string().optional() });
 
 export type ParsedEnvelope =
   /** Not JSON, not an object, or no string `code`. */

@@ -2,6 +2,7 @@
  * Options of the messaging-service client, their defaults and their validation (fail fast, every
  * problem listed at once). Everything is injected; nothing here reads the environment.
  */
+import { PROVIDER_DEFAULTS } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import type { FailureClass, OperationName } from './types.ts';
 import type { RetryPolicy } from './backoff.ts';
@@ -34,13 +35,20 @@ export interface ProviderClientOptions {
   readonly accessKeyId: string;
   /** When present, every attempt is HMAC-signed (see signing.ts). */
   readonly accessKeySecret?: string | undefined;
-  /** Limit for each of DNS lookup, TCP connect and TLS handshake. @defaultValue 2000 */
+  /** Limit for each of DNS lookup, TCP connect and TLS handshake. @defaultValue PROVIDER_DEFAULTS.connectTimeoutMs */
   readonly connectTimeoutMs?: number;
-  /** Limit for sending the body, for the first response byte and for reading the body. @defaultValue 5000 */
+  /**
+   * Limit for sending the body, for the first response byte and for reading the whole body (an
+   * answer that never ends stops here). @defaultValue PROVIDER_DEFAULTS.responseTimeoutMs
+   */
   readonly responseTimeoutMs?: number;
+  /** Largest answer body read; a bigger one is malformed. @defaultValue PROVIDER_DEFAULTS.maxResponseBytes */
+  readonly maxResponseBytes?: number;
   readonly retry?: Partial<RetryPolicy>;
-  /** Sockets per origin; size it to the worker's in-flight target. @defaultValue 64 */
+  /** Sockets per origin; size it to the worker's in-flight target. @defaultValue PROVIDER_DEFAULTS.maxSockets */
   readonly maxSockets?: number;
+  /** Idle keep-alive sockets are closed after this long. @defaultValue PROVIDER_DEFAULTS.freeSocketTimeoutMs */
+  readonly freeSocketTimeoutMs?: number;
   /** @defaultValue `sms-worker/<package version>` */
   readonly userAgent?: string;
   readonly onAttempt?: (info: AttemptInfo) => void;
@@ -49,18 +57,20 @@ export interface ProviderClientOptions {
   readonly random?: () => number;
 }
 
-/** Defaults we recommend for production (see README). */
+/** The worker's defaults (src/config/schema.ts is their one source; the README lists them). */
 export const DEFAULT_RETRY_POLICY = {
-  maxAttempts: 3,
-  budgetMs: 15_000,
-  baseDelayMs: 250,
-  maxDelayMs: 3_000,
-  retryAmbiguous: false,
+  maxAttempts: PROVIDER_DEFAULTS.retryAttempts,
+  budgetMs: PROVIDER_DEFAULTS.retryBudgetMs,
+  baseDelayMs: PROVIDER_DEFAULTS.retryBaseMs,
+  maxDelayMs: PROVIDER_DEFAULTS.retryMaxDelayMs,
+  retryAmbiguous: PROVIDER_DEFAULTS.retryAmbiguous,
 } as const satisfies RetryPolicy;
 
-export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
-export const DEFAULT_RESPONSE_TIMEOUT_MS = 5_000;
-export const DEFAULT_MAX_SOCKETS = 64;
+export const DEFAULT_CONNECT_TIMEOUT_MS = PROVIDER_DEFAULTS.connectTimeoutMs;
+export const DEFAULT_RESPONSE_TIMEOUT_MS = PROVIDER_DEFAULTS.responseTimeoutMs;
+export const DEFAULT_MAX_RESPONSE_BYTES = PROVIDER_DEFAULTS.maxResponseBytes;
+export const DEFAULT_MAX_SOCKETS = PROVIDER_DEFAULTS.maxSockets;
+export const DEFAULT_FREE_SOCKET_TIMEOUT_MS = PROVIDER_DEFAULTS.freeSocketTimeoutMs;
 
 export interface ResolvedProviderOptions {
   readonly baseUrl: URL;
@@ -68,8 +78,10 @@ export interface ResolvedProviderOptions {
   readonly accessKeySecret: string | undefined;
   readonly connectTimeoutMs: number;
   readonly responseTimeoutMs: number;
+  readonly maxResponseBytes: number;
   readonly retry: RetryPolicy;
   readonly maxSockets: number;
+  readonly freeSocketTimeoutMs: number;
   readonly userAgent: string | undefined;
   readonly onAttempt: ((info: AttemptInfo) => void) | undefined;
   readonly onRetry: ((info: RetryInfo) => void) | undefined;
@@ -98,9 +110,13 @@ export function resolveProviderOptions(options: ProviderClientOptions): Resolved
   const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const responseTimeoutMs = options.responseTimeoutMs ?? DEFAULT_RESPONSE_TIMEOUT_MS;
   const maxSockets = options.maxSockets ?? DEFAULT_MAX_SOCKETS;
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const freeSocketTimeoutMs = options.freeSocketTimeoutMs ?? DEFAULT_FREE_SOCKET_TIMEOUT_MS;
   positiveInt(problems, 'connectTimeoutMs', connectTimeoutMs);
   positiveInt(problems, 'responseTimeoutMs', responseTimeoutMs);
+  positiveInt(problems, 'maxResponseBytes', maxResponseBytes);
   positiveInt(problems, 'maxSockets', maxSockets);
+  positiveInt(problems, 'freeSocketTimeoutMs', freeSocketTimeoutMs);
   positiveInt(problems, 'retry.maxAttempts', retry.maxAttempts);
   positiveInt(problems, 'retry.budgetMs', retry.budgetMs, 0);
   positiveInt(problems, 'retry.baseDelayMs', retry.baseDelayMs, 0);
@@ -113,8 +129,10 @@ export function resolveProviderOptions(options: ProviderClientOptions): Resolved
     accessKeySecret: options.accessKeySecret,
     connectTimeoutMs,
     responseTimeoutMs,
+    maxResponseBytes,
     retry,
     maxSockets,
+    freeSocketTimeoutMs,
     userAgent: options.userAgent,
     onAttempt: options.onAttempt,
     onRetry: options.onRetry,

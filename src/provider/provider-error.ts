@@ -4,6 +4,8 @@
  * whose query string has the access key id and the signature.
  */
 import { SmsWorkerError } from '../errors.ts';
+import type { StopReason } from './backoff.ts';
+import { ABORTED_CODE } from './classify.ts';
 import type { FailureClass, OperationName } from './types.ts';
 
 export interface ProviderErrorFields {
@@ -17,6 +19,10 @@ export interface ProviderErrorFields {
   readonly httpStatus?: number | undefined;
   readonly requestId?: string | undefined;
   readonly retryAfterMs?: number | undefined;
+  /** The service sent an HTTP answer (any status, even 5xx or a malformed body). */
+  readonly answered?: boolean;
+  /** Why the client made no further attempt (undefined when the call ended some other way, e.g. aborted). */
+  readonly stopReason?: StopReason | undefined;
 }
 
 export class ProviderError extends SmsWorkerError {
@@ -27,6 +33,12 @@ export class ProviderError extends SmsWorkerError {
   readonly httpStatus: number | undefined;
   readonly requestId: string | undefined;
   readonly retryAfterMs: number | undefined;
+  /**
+   * The service sent an HTTP answer: a result's error stage is PROVIDER; otherwise (no answer:
+   * refused, reset, timed out) it is TRANSPORT.
+   */
+  readonly answered: boolean;
+  readonly stopReason: StopReason | undefined;
 
   constructor(fields: ProviderErrorFields) {
     super(fields.code, fields.message, { retryable: fields.retryable });
@@ -37,6 +49,18 @@ export class ProviderError extends SmsWorkerError {
     this.httpStatus = fields.httpStatus;
     this.requestId = fields.requestId;
     this.retryAfterMs = fields.retryAfterMs;
+    this.answered = fields.answered ?? false;
+    this.stopReason = fields.stopReason;
+  }
+
+  /** The caller ended the call (signal or the client's close(), i.e. shutdown): not a failure of the service. */
+  get aborted(): boolean {
+    return this.code === ABORTED_CODE;
+  }
+
+  /** The last attempt surely did not reach the service (refused, connect timeout, 429/503). */
+  get surelyNotSent(): boolean {
+    return this.failureClass === 'transport' || this.failureClass === 'throttled';
   }
 
   /** The request may have reached the service although we saw no clean answer. */
@@ -59,6 +83,8 @@ export class ProviderError extends SmsWorkerError {
       httpStatus: this.httpStatus,
       requestId: this.requestId,
       retryAfterMs: this.retryAfterMs,
+      answered: this.answered,
+      stopReason: this.stopReason,
     };
   }
 }

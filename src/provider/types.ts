@@ -76,7 +76,12 @@ export type FailureClass =
   | 'malformed';
 
 export interface ProviderClient {
-  /** `correlationId` is sent as the `X-Correlation-Id` header so the service side can tie requests to commands. */
-  send(request: ProviderRequest, options?: { signal?: AbortSignal; correlationId?: string }): Promise<ProviderSuccess>;
+  /**
+   * `correlationId` is sent as the `X-Correlation-Id` header so the service side can tie requests
+   * to commands. `deadline` (epoch ms, e.g. the command's expiresAt): no retry starts at or after
+   * it (the error's stopReason is then `deadline`).
+   */
+  send(request: ProviderRequest, options?: { signal?: AbortSignal; correlationId?: string; deadline?: number }): Promise<ProviderSuccess>;
+  /** Frees the sockets and aborts every call still in flight (code PROVIDER_ABORTED); later calls fail at once the same way. */
   close(): void;
 }

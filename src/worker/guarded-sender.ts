@@ -1,7 +1,7 @@
 import { isProviderError, type ProviderError } from '../provider/provider-error.ts';
 import type { FailureClass, ProviderClient, ProviderRequest, ProviderSuccess } from '../provider/types.ts';
 import type { RateLimiter } from './rate-limiter.ts';
-import type { OutageCounter, Passage, ServiceGate } from './service-gate.ts';
+import type { OutageCounter, Passage, PauseReason, ServiceGate } from './service-gate.ts';
 
 /** Failure classes that say "the service is not taking requests", not "this command is wrong". */
 const OUTAGE: ReadonlySet<FailureClass> = new Set(['transport', 'throttled', 'ambiguous']);
@@ -10,7 +10,8 @@ export type SendOutcome =
   | { readonly kind: 'sent'; readonly success: ProviderSuccess; readonly attempts: number }
   | { readonly kind: 'failed'; readonly error: ProviderError | Error; readonly attempts: number }
   | { readonly kind: 'expired'; readonly expiresAt: number; readonly attempts: number }
-  | { readonly kind: 'abandoned'; readonly attempts: number };
+  /** Given up without a result. `maybeSent`: a call was under way when it was cut (shutdown), so its ledger mark must stay. */
+  | { readonly kind: 'abandoned'; readonly attempts: number; readonly maybeSent?: boolean };
 
 /**
  * Called around each call to the service, so the caller can keep the intent ledger: `beforeSend`
@@ -31,14 +32,24 @@ export interface GuardedSenderOptions {
   /** `pause`: hold every send until funds return; `fail`: a FAILED result at once. */
   readonly fundsPolicy: 'pause' | 'fail';
   readonly onFailureClass?: (failureClass: FailureClass) => void;
+  /**
+   * Called when this sender pauses sending for a reason the gate did not have yet, with why in
+   * words (the service's code, HTTP status and message, bounded; never a secret), for a warn log.
+   */
+  readonly onPause?: (reason: PauseReason, why: string) => void;
   readonly now?: () => number;
 }
 
+/** What becomes of a failed send: held at the gate and sent again later, or given up. */
+type Verdict = 'keep' | 'give-up';
+
 /**
- * Sends one command through the client (which retries within its budget), behind the process-wide
- * gate: while funds are exhausted or the circuit is open, the command waits instead of failing,
+ * Sends one command through the client (which retries within its budget and before the command's
+ * expiry), behind the process-wide gate: while funds are exhausted, the circuit is open, the service
+ * throttles beyond the retry budget or refuses this client, the command waits instead of failing,
  * and is itself re-sent when it is chosen as the probe. Only an AbortSignal (shutdown, rebalance)
- * makes a waiting command give up, unsent, so that it is consumed again later.
+ * makes a waiting command give up, unsent, so that it is consumed again later; a call aborted by
+ * the client's close() (shutdown) is given up the same way.
  */
 export class GuardedSender {
   readonly #o: GuardedSenderOptions;
@@ -47,8 +58,10 @@ export class GuardedSender {
   }
 
   /**
-   * `expiresAt` is checked again each time the command gets past the gate: a verification code
-   * that waited out a funds pause or an outage is not sent late.
+   * `expiresAt` is checked again each time the command gets past the gate (a verification code
+   * that waited out a pause is not sent late) and is the client's deadline: no retry starts at or
+   * after it. A send that ended there without reaching the service is `expired`; one whose last
+   * attempt may have reached it stays `failed` (its outcome is unknown).
    */
   async send(request: ProviderRequest, correlationId: string, signal: AbortSignal, expiresAt: number | null = null, hooks?: SendHooks): Promise<SendOutcome> {
     const now = this.#o.now ?? Date.now;
@@ -78,7 +91,7 @@ export class GuardedSender {
         return { kind: 'abandoned', attempts };
       }
       try {
-        const success = await this.#o.client.send(request, { correlationId });
+        const success = await this.#o.client.send(request, { correlationId, ...(expiresAt === null ? {} : { deadline: expiresAt }) });
         attempts += success.attempts;
         this.#o.outages.success();
         this.#o.gate.clear();
@@ -89,29 +102,73 @@ export class GuardedSender {
           return { kind: 'failed', error: error instanceof Error ? error : new Error(String(error)), attempts };
         }
         attempts += error.attempts;
+        // Shutdown closed the client under the call: no result; the partition's next owner sends it.
+        // Not a sign of an outage, so the breaker does not count it.
+        if (error.aborted) {
+          if (wasProbe) this.#o.gate.releaseProbe();
+          return { kind: 'abandoned', attempts, maybeSent: !error.surelyNotSent };
+        }
         this.#o.onFailureClass?.(error.failureClass);
-        if (error.failureClass === 'insufficient-funds' && this.#o.fundsPolicy === 'pause') {
-          this.#o.gate.block('insufficient_funds', wasProbe);
-          hooks?.notSent();
+        if (this.#judge(error, wasProbe) === 'keep') {
+          // Held for later: if the service surely did not get it, its ledger mark is withdrawn.
+          if (error.surelyNotSent) hooks?.notSent();
           continue;
         }
-        if (OUTAGE.has(error.failureClass)) {
-          const open = this.#o.outages.failure();
-          if (open || wasProbe) this.#o.gate.block('circuit_open', wasProbe);
-          // Keep the command for after the outage only if re-sending it is safe: an ambiguous
-          // failure (it may have been sent) is retryable only when the operator allowed that.
-          if ((open || wasProbe) && error.retryable) {
-            if (error.failureClass !== 'ambiguous') hooks?.notSent();
-            continue;
-          }
-          return { kind: 'failed', error, attempts };
+        if (expiresAt !== null && error.surelyNotSent && (error.stopReason === 'deadline' || now() >= expiresAt)) {
+          return { kind: 'expired', expiresAt, attempts };
         }
-        // The service answered about this command: it is up, and has money unless it said otherwise.
-        this.#o.outages.success();
-        if (error.failureClass !== 'insufficient-funds') this.#o.gate.clear();
-        else if (wasProbe) this.#o.gate.releaseProbe();
         return { kind: 'failed', error, attempts };
       }
     }
+  }
+
+  /** Updates the gate and the breaker for one failed call, and says whether its command is kept. */
+  #judge(error: ProviderError, wasProbe: boolean): Verdict {
+    const { gate, outages } = this.#o;
+    if (error.failureClass === 'insufficient-funds' && this.#o.fundsPolicy === 'pause') {
+      this.#block('insufficient_funds', wasProbe, error);
+      return 'keep';
+    }
+    if (error.failureClass === 'configuration') {
+      // The service answered, so it is up; but it refuses this client or account as a whole, and
+      // every other command would get the same answer: pause rather than fail the backlog. The
+      // command is kept once and re-sent as the probe; a probe refused again fails its command, so
+      // no single command (say, one whose destination has no upstream) can hold the worker forever.
+      const refusedAgain = wasProbe && gate.reason === 'provider_rejecting';
+      outages.success();
+      this.#block('provider_rejecting', wasProbe, error);
+      return refusedAgain ? 'give-up' : 'keep';
+    }
+    if (error.failureClass === 'throttled' && error.stopReason === 'retry-after-exceeds-budget' && error.retryAfterMs !== undefined) {
+      // The service told us when to come back, later than the budget allows: it surely has not
+      // sent the command, so hold it (and everyone else) until then rather than fail it.
+      this.#block('throttled', wasProbe, error, error.retryAfterMs);
+      return 'keep';
+    }
+    if (OUTAGE.has(error.failureClass)) {
+      const open = outages.failure();
+      if (open || wasProbe) this.#block('circuit_open', wasProbe, error);
+      // Keep the command for after the outage only if re-sending it is safe: an ambiguous
+      // failure (it may have been sent) is retryable only when the operator allowed that.
+      return (open || wasProbe) && error.retryable ? 'keep' : 'give-up';
+    }
+    // The service answered about this command: it is up, and has money unless it said otherwise.
+    outages.success();
+    if (error.failureClass !== 'insufficient-funds') gate.clear();
+    else if (wasProbe) gate.releaseProbe();
+    return 'give-up';
+  }
+
+  #block(reason: PauseReason, wasProbe: boolean, error: ProviderError, probeInMs?: number): void {
+    if (this.#o.gate.reason !== reason) {
+      const status = error.httpStatus === undefined ? '' : ` (HTTP ${error.httpStatus})`;
+      const said = error.providerMessage === '' ? '' : `: ${error.providerMessage}`;
+      try {
+        this.#o.onPause?.(reason, `${error.code}${status}${said}`);
+      } catch {
+        // An observer's bug must not change what becomes of the command.
+      }
+    }
+    this.#o.gate.block(reason, wasProbe, probeInMs);
   }
 }

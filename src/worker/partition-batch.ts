@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger.ts';
-import { toMicros, type WorkerMetrics } from '../metrics/metrics.ts';
+import type { WorkerMetrics } from '../metrics/metrics.ts';
 import { encodeCheckpoint } from './ledger-checkpoint.ts';
 import { OffsetTracker } from './offset-tracker.ts';
 import type { PartitionClaim } from './partition-ownership.ts';
@@ -219,7 +219,8 @@ export async function processBatch(batch: FetchedBatch, ctx: BatchContext): Prom
         .then((outcome) => {
           if (outcome.kind === 'abandoned') {
             // Not sent: a later checkpoint must not list it (the next owner sends it normally).
-            withdraw(offset);
+            // A call cut while under way keeps its mark: the next owner reports it UNKNOWN.
+            if (outcome.maybeSent !== true) withdraw(offset);
             return;
           }
           tracker.complete(message.offset, outcome);
@@ -292,8 +293,7 @@ function countOutcome(metrics: WorkerMetrics, outcome: RecordOutcome): void {
   for (const message of result.messages) {
     const labels = { region: metrics.label.region(message.regionCode), upstream: metrics.label.upstream(message.upstream) };
     metrics.billedMessages.inc(labels, message.messageCount);
-    const micros = toMicros(message.price);
-    if (micros !== undefined && micros >= 0n && micros <= BigInt(Number.MAX_SAFE_INTEGER)) metrics.chargedMicros.inc(labels, Number(micros));
+    metrics.countCharge(labels, message.price);
   }
 }
 

@@ -26,7 +26,7 @@ export type RecordOutcome =
   | { readonly kind: 'result'; readonly result: CommandResult; readonly key: string; readonly value: Buffer }
   | { readonly kind: 'dead-letter'; readonly record: DeadLetter; readonly key: Buffer | null; readonly value: Buffer }
   | { readonly kind: 'duplicate'; readonly commandId: string; readonly firstOffset: bigint }
-  | { readonly kind: 'abandoned' };
+  | { readonly kind: 'abandoned'; readonly maybeSent?: boolean };
 
 export interface RecordHandlerDeps {
   readonly codec: Codec;
@@ -121,7 +121,7 @@ export async function handleRecord(message: CommandRecord, source: SourcePositio
   const outcome: SendOutcome = await deps.sender.send(validation.request, command.commandId, signal, command.expiresAt, marking);
   if (outcome.kind === 'abandoned') {
     lane.releaseCommandId(command.commandId, offset);
-    return { kind: 'abandoned' };
+    return { kind: 'abandoned', maybeSent: outcome.maybeSent === true };
   }
   const ctx: ResultContext = { command, source, completedAt: now() };
   try {
@@ -147,7 +147,7 @@ function resultOfSend(ctx: ResultContext, outcome: Exclude<SendOutcome, { kind: 
         return unknownResult(ctx, { code: 'INTERNAL_ERROR', message: error.message, stage: 'OTHER', attempts: outcome.attempts, attemptedAt });
       }
       // The service answered (an HTTP status): its stage is PROVIDER even for a 5xx.
-      const stage = error.httpStatus !== undefined ? 'PROVIDER' : 'TRANSPORT';
+      const stage = error.answered ? 'PROVIDER' : 'TRANSPORT';
       if (MAYBE_SENT.has(error.failureClass)) {
         return unknownResult(ctx, { code: error.code, message: `${error.message}; the service may have sent it, so it is not sent again`, stage, attempts: outcome.attempts, attemptedAt, requestId: error.requestId });
       }

@@ -6,7 +6,7 @@ import type { Logger } from '../observability/logger.ts';
 import { ProgressMonitor } from './health.ts';
 import { processBatch, type FetchedBatch } from './partition-batch.ts';
 import { Semaphore } from './semaphore.ts';
-import type { PauseReason } from './service-gate.ts';
+import { PAUSE_DESCRIPTIONS, PAUSE_REASONS, type PauseReason } from './service-gate.ts';
 import { FencedError } from './transaction-committer.ts';
 import { connectWorker, groupOffset, type WorkerParts } from './wiring.ts';
 
@@ -252,9 +252,9 @@ export class Worker {
 
   #onGateChange(reason: PauseReason | undefined): void {
     const topics = [{ topic: this.#config.topics.commands }];
-    for (const r of ['insufficient_funds', 'circuit_open'] as const) this.metrics.paused.set({ reason: r }, r === reason ? 1 : 0);
+    for (const r of PAUSE_REASONS) this.metrics.paused.set({ reason: r }, r === reason ? 1 : 0);
     if (reason !== undefined) {
-      this.#log.warn({ reason }, reason === 'insufficient_funds' ? 'account balance exhausted (105400): consumption paused; probing until a send succeeds' : 'messaging service unavailable: circuit open, consumption paused; probing');
+      this.#log.warn({ reason }, PAUSE_DESCRIPTIONS[reason]);
       // Held commands cannot finish while wrapping up: let them go, unsent and uncommitted.
       if (this.#state === 'stopping') this.#abandon.abort();
     } else {

@@ -1,13 +1,31 @@
 /**
  * Why sends are held back. Sending is paused for the whole process (not per command), because
- * both causes are properties of the account or of the service, not of a command.
+ * every cause is a property of the account or of the service, not of a command:
+ * - `insufficient_funds`: the service answered 105400.
+ * - `circuit_open`: BREAKER_FAILURE_THRESHOLD consecutive outage-class failures.
+ * - `throttled`: a 429/503 asked us to come back later than the retry budget allows.
+ * - `provider_rejecting`: the service refuses this client or account as a whole (101301 no
+ *   upstream configured; 401/403/404/407 without an envelope: revoked key, wrong URL, proxy).
+ * One list, so that metrics, health and logs can enumerate them without repeating it.
  */
-export type PauseReason = 'insufficient_funds' | 'circuit_open';
+export const PAUSE_REASONS = ['insufficient_funds', 'circuit_open', 'throttled', 'provider_rejecting'] as const;
+export type PauseReason = (typeof PAUSE_REASONS)[number];
+
+/** One line per reason, for the log line that announces a pause. */
+export const PAUSE_DESCRIPTIONS: Readonly<Record<PauseReason, string>> = {
+  insufficient_funds: 'account balance exhausted (105400): consumption paused; probing until a send succeeds',
+  circuit_open: 'messaging service unavailable: circuit open, consumption paused; probing',
+  throttled: 'messaging service asked to wait longer than the retry budget (429/503 Retry-After): consumption paused until then',
+  provider_rejecting: 'messaging service refuses this client or account (101301, or 401/403/404/407): consumption paused; probing — check the access key, base URL and account',
+};
 
 export interface GateBackoff {
   readonly initialMs: number;
   readonly maxMs: number;
 }
+
+/** `throttled` and `provider_rejecting` fall back to `circuit_open`'s probe delays when not given. */
+export type GateBackoffs = Record<'insufficient_funds' | 'circuit_open', GateBackoff> & Partial<Record<PauseReason, GateBackoff>>;
 
 export type Passage = 'go' | 'probe';
 
@@ -26,7 +44,7 @@ interface Blocked {
  */
 export class ServiceGate {
   #blocked: Blocked | undefined;
-  readonly #backoff: Record<PauseReason, GateBackoff>;
+  readonly #backoff: GateBackoffs;
   readonly #onChange: (reason: PauseReason | undefined) => void;
   readonly #onBlock: (reason: PauseReason) => void;
   readonly #onProbeWanted: () => void;
@@ -43,7 +61,7 @@ export class ServiceGate {
    *   command can probe. Without it a blocked gate with no waiters would stay blocked forever.
    */
   constructor(options: {
-    backoff: Record<PauseReason, GateBackoff>;
+    backoff: GateBackoffs;
     onChange?: (reason: PauseReason | undefined) => void;
     onBlock?: (reason: PauseReason) => void;
     onProbeWanted?: () => void;
@@ -93,17 +111,29 @@ export class ServiceGate {
     }
   }
 
-  /** A send failed for a reason outside the command. `wasProbe` escalates the delay. */
-  block(reason: PauseReason, wasProbe: boolean): void {
+  /**
+   * A send failed for a reason outside the command. `wasProbe` escalates the delay. `probeInMs`
+   * (a Retry-After) sets the next probe time instead, capped at the reason's maximum delay.
+   */
+  block(reason: PauseReason, wasProbe: boolean, probeInMs?: number): void {
     const previous = this.#blocked;
     // Already blocked for this reason: only a failed probe moves the next probe further out.
     if (previous?.reason === reason && !wasProbe) return;
-    const { initialMs, maxMs } = this.#backoff[reason];
-    const delayMs = previous?.reason === reason ? Math.min(maxMs, previous.delayMs * 2) : initialMs;
+    const { initialMs, maxMs } = this.#backoffOf(reason);
+    const delayMs =
+      probeInMs !== undefined && Number.isFinite(probeInMs)
+        ? Math.min(maxMs, Math.max(0, probeInMs))
+        : previous?.reason === reason
+          ? Math.min(maxMs, previous.delayMs * 2)
+          : initialMs;
     this.#blocked = { reason, delayMs, probeAt: this.#now() + delayMs, probing: false };
     if (previous?.reason !== reason) this.#onChange(reason);
     this.#onBlock(reason);
     this.#schedule(delayMs);
+  }
+
+  #backoffOf(reason: PauseReason): GateBackoff {
+    return this.#backoff[reason] ?? this.#backoff.circuit_open;
   }
 
   /** A send went through (or the service answered with a command-specific error): open the gate. */

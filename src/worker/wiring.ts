@@ -104,6 +104,8 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     outages: new OutageCounter(c.breaker.failureThreshold),
     rateLimiter: new RateLimiter(c.rateLimitPerSecond),
     fundsPolicy: c.funds.policy,
+    // Why the service made the worker pause (its code, status and message; never a secret).
+    onPause: (reason, why) => log.warn({ reason, why }, `sending paused (${reason}): ${why}`),
   });
   const producers = new TransactionalProducers(kafka, c.transactionalIdPrefix);
   hooks.adopt(() => producers.closeAll(), 'producers');
@@ -163,6 +165,7 @@ function createClient(config: WorkerConfig, metrics: WorkerMetrics, log: Logger)
     accessKeySecret: p.accessKeySecret,
     connectTimeoutMs: p.connectTimeoutMs,
     responseTimeoutMs: p.responseTimeoutMs,
+    maxResponseBytes: p.maxResponseBytes,
     retry: p.retry,
     maxSockets: config.maxInFlight,
     onAttempt: (info) => {

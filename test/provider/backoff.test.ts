@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { backoffCeiling, decideRetry, fullJitterDelay } from '../../src/provider/backoff.ts';
 import type { RetryPolicy } from '../../src/provider/backoff.ts';
-import { parseRetryAfter } from '../../src/provider/retry-after.ts';
+import { MAX_RETRY_AFTER_MS, parseRetryAfter } from '../../src/provider/retry-after.ts';
 
 const policy: RetryPolicy = { maxAttempts: 4, budgetMs: 10_000, baseDelayMs: 100, maxDelayMs: 1_000, retryAmbiguous: false };
 
@@ -74,6 +74,31 @@ describe('backoff', () => {
   });
 });
 
+describe('decideRetry with a deadline (the command\'s expiry)', () => {
+  it('makes no retry that would start at or after the deadline, even within the budget', () => {
+    // random 0.5 on the first retry: 50 ms of backoff.
+    const base = { failureClass: 'transport' as const, attemptsMade: 1, elapsedMs: 0, policy, random: () => 0.5 };
+    expect(decideRetry({ ...base, untilDeadlineMs: 51 })).toEqual({ retry: true, delayMs: 50, basis: 'backoff' });
+    expect(decideRetry({ ...base, untilDeadlineMs: 50 })).toEqual({ retry: false, reason: 'deadline' });
+    expect(decideRetry({ ...base, untilDeadlineMs: -5 })).toEqual({ retry: false, reason: 'deadline' });
+  });
+
+  it('a Retry-After that ends at or after the deadline stops with `deadline`, before the budget is considered', () => {
+    const base = { failureClass: 'throttled' as const, attemptsMade: 1, elapsedMs: 0, policy };
+    expect(decideRetry({ ...base, retryAfterMs: 1_000, untilDeadlineMs: 1_000 })).toEqual({ retry: false, reason: 'deadline' });
+    expect(decideRetry({ ...base, retryAfterMs: 60_000, untilDeadlineMs: 30_000 })).toEqual({ retry: false, reason: 'deadline' });
+    expect(decideRetry({ ...base, retryAfterMs: 60_000, untilDeadlineMs: 120_000 })).toEqual({ retry: false, reason: 'retry-after-exceeds-budget' });
+    expect(decideRetry({ ...base, retryAfterMs: 1_000, untilDeadlineMs: 1_001 })).toEqual({ retry: true, delayMs: 1_000, basis: 'retry-after' });
+  });
+
+  it('the budget still stops retries before a later deadline', () => {
+    expect(decideRetry({ failureClass: 'transport', attemptsMade: 1, elapsedMs: 9_990, policy, random: () => 0.5, untilDeadlineMs: 60_000 })).toEqual({
+      retry: false,
+      reason: 'budget-exhausted',
+    });
+  });
+});
+
 describe('parseRetryAfter', () => {
   const now = Date.parse('2025-01-01T00:00:00Z');
   it('reads delay-seconds', () => {
@@ -84,6 +109,11 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('Wed, 01 Jan 2025 00:00:05 GMT', now)).toBe(5_000);
     expect(parseRetryAfter('Tue, 31 Dec 2024 23:59:00 GMT', now)).toBe(0);
   });
+  it('caps absurd waits at one day (400 digits, a far date)', () => {
+    expect(parseRetryAfter('9'.repeat(400), 0)).toBe(MAX_RETRY_AFTER_MS);
+    expect(parseRetryAfter('Fri, 31 Dec 9999 23:59:59 GMT', 0)).toBe(MAX_RETRY_AFTER_MS);
+  });
+
   it('ignores absent or unparsable values', () => {
     expect(parseRetryAfter(undefined, now)).toBeUndefined();
     expect(parseRetryAfter('soon', now)).toBeUndefined();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyOutcome } from '../../src/provider/classify.ts';
+import { classifyOutcome, MAX_PROVIDER_MESSAGE } from '../../src/provider/classify.ts';
 import type { AttemptOutcome, Classification } from '../../src/provider/classify.ts';
 import { parseEnvelope } from '../../src/provider/envelope.ts';
 
@@ -79,11 +79,54 @@ describe('classifyOutcome: HTTP answers', () => {
   });
 
   it('other statuses without an envelope: 4xx business PROVIDER_HTTP_<status>, 5xx ambiguous', () => {
-    expect(failure(classifyOutcome(response(404, '<html>nope</html>'), TEXT, NOW))).toMatchObject({
+    expect(failure(classifyOutcome(response(409, '<html>nope</html>'), TEXT, NOW))).toMatchObject({
       failureClass: 'business',
-      code: 'PROVIDER_HTTP_404',
+      code: 'PROVIDER_HTTP_409',
     });
     expect(failure(classifyOutcome(response(507, ''), TEXT, NOW))).toMatchObject({ failureClass: 'ambiguous', code: 'PROVIDER_HTTP_507' });
+  });
+
+  it.each([401, 403, 404, 407])('%i without an envelope is configuration (revoked key, wrong URL, proxy): the service refuses this client', (status) => {
+    expect(failure(classifyOutcome(response(status, '<html>Forbidden</html>'), TEXT, NOW))).toMatchObject({
+      failureClass: 'configuration',
+      code: `PROVIDER_HTTP_${status}`,
+      answered: true,
+    });
+  });
+
+  it('an answer says it was answered (stage PROVIDER), 5xx included; a transport failure says it was not (stage TRANSPORT)', () => {
+    for (const status of [500, 502, 503, 504, 429, 400, 200]) {
+      expect(failure(classifyOutcome(response(status, status === 200 ? 'not json' : ''), TEXT, NOW)).answered, String(status)).toBe(true);
+    }
+    expect(failure(classifyOutcome({ kind: 'network', errorCode: 'ECONNREFUSED' }, TEXT, NOW)).answered).toBe(false);
+    expect(failure(classifyOutcome({ kind: 'network', errorCode: 'ETIMEDOUT', timeoutPhase: 'response' }, TEXT, NOW)).answered).toBe(false);
+    expect(failure(classifyOutcome({ kind: 'aborted' }, TEXT, NOW)).answered).toBe(false);
+  });
+
+  it('an answer over the byte cap is malformed with its own code, whatever its status', () => {
+    for (const status of [200, 503]) {
+      expect(failure(classifyOutcome({ kind: 'oversized', status, limitBytes: 1_024, requestId: 'r'.repeat(5_000) }, TEXT, NOW))).toMatchObject({
+        failureClass: 'malformed',
+        code: 'PROVIDER_RESPONSE_TOO_LARGE',
+        httpStatus: status,
+        answered: true,
+        requestId: expect.stringMatching(/^r{127}…$/) as unknown,
+      });
+    }
+  });
+
+  it('the service\'s message is cut to MAX_PROVIDER_MESSAGE characters (a 2 MB message is not copied)', () => {
+    const huge = 'x'.repeat(2_000_000);
+    for (const status of [400, 429, 500]) {
+      const f = failure(classifyOutcome(response(status, { code: '100001', message: huge }), TEXT, NOW));
+      expect(f.providerMessage.length, String(status)).toBeLessThanOrEqual(MAX_PROVIDER_MESSAGE);
+      expect(f.detail.length, String(status)).toBeLessThan(MAX_PROVIDER_MESSAGE + 200);
+    }
+  });
+
+  it('a `code` longer than 64 characters is not the service\'s code: no envelope', () => {
+    expect(failure(classifyOutcome(response(400, { code: '9'.repeat(65), message: 'x' }), TEXT, NOW))).toMatchObject({ failureClass: 'business', code: 'PROVIDER_HTTP_400' });
+    expect(failure(classifyOutcome(response(200, { code: '9'.repeat(65), message: 'x' }), TEXT, NOW))).toMatchObject({ failureClass: 'malformed' });
   });
 
   it('malformed answers are classified, never thrown', () => {
@@ -155,5 +198,48 @@ describe('parseEnvelope', () => {
     const parsed = parseEnvelope(JSON.stringify({ code: '0', message: 'Success', data: { ...data, payAmount: null } }), TEXT);
     expect(parsed).toMatchObject({ kind: 'bad-success' });
     expect(parsed.kind === 'bad-success' && parsed.problem).toContain('payAmount');
+  });
+});
+
+describe('classifyOutcome: numbers and amounts out of range make a success malformed', () => {
+  const withData = (patch: Record<string, unknown>, reportPatch: Record<string, unknown> = {}) =>
+    response(200, { code: '0', message: 'Success', data: { ...data, ...patch, messages: [{ ...report, ...reportPatch }] } });
+
+  it.each([
+    ['messageCount 3,000,000,000', { messageCount: 3_000_000_000 }, {}],
+    ['recipients 2^31', { recipients: 2 ** 31 }, {}],
+    ['negative recipients', { recipients: -1 }, {}],
+    ['fractional messageCount', { messageCount: 1.5 }, {}],
+    ['per-message messageCount 2^31', {}, { messageCount: 2 ** 31 }],
+    ['negative per-message messageCount', {}, { messageCount: -1 }],
+    ['a 400-digit price', {}, { price: '9'.repeat(400) }],
+    ['price "NaN"', {}, { price: 'NaN' }],
+    ['price "Infinity"', {}, { price: 'Infinity' }],
+    ['price "-1"', {}, { price: '-1' }],
+    ['price "-0.045000"', {}, { price: '-0.045000' }],
+    ['price "1e3"', {}, { price: '1e3' }],
+    ['price " 0.045000"', {}, { price: ' 0.045000' }],
+    ['price ".5"', {}, { price: '.5' }],
+    ['price "0."', {}, { price: '0.' }],
+    ['price with 19 fractional digits', {}, { price: `0.${'1'.repeat(19)}` }],
+    ['price as a number', {}, { price: 0.045 }],
+    ['totalAmount with 19 integer digits', { totalAmount: '1'.repeat(19) }, {}],
+    ['payAmount "NaN"', { payAmount: 'NaN' }, {}],
+    ['a 257-character id', {}, { id: 'i'.repeat(257) }],
+    ['a 1 MB upstream', {}, { upstream: 'u'.repeat(1_000_000) }],
+  ])('%s', (_name, patch, reportPatch) => {
+    const f = failure(classifyOutcome(withData(patch, reportPatch), TEXT, NOW));
+    expect(f).toMatchObject({ failureClass: 'malformed', code: 'PROVIDER_MALFORMED_RESPONSE' });
+    expect(f.detail.length).toBeLessThan(500);
+  });
+
+  it.each([
+    ['the spec\'s six fractional digits', { price: '0.045000' }],
+    ['an integer', { price: '3' }],
+    ['18 digits on each side', { price: `${'9'.repeat(18)}.${'9'.repeat(18)}` }],
+    ['the largest Avro int', { messageCount: 2_147_483_647 }],
+    ['zero', { messageCount: 0, price: '0' }],
+  ])('accepts %s', (_name, reportPatch) => {
+    expect(classifyOutcome(withData({}, reportPatch), TEXT, NOW).ok).toBe(true);
   });
 });

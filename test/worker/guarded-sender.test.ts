@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createProviderClient } from '../../src/provider/client.ts';
 import type { RetryPolicy } from '../../src/provider/backoff.ts';
@@ -6,13 +8,13 @@ import type { FailureClass, ProviderClient, ProviderRequest } from '../../src/pr
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
 import { GuardedSender, type SendOutcome } from '../../src/worker/guarded-sender.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
-import { OutageCounter, ServiceGate, type GateBackoff, type PauseReason } from '../../src/worker/service-gate.ts';
+import { OutageCounter, ServiceGate, type GateBackoffs, type PauseReason } from '../../src/worker/service-gate.ts';
 
 const TEXT: ProviderRequest = { operation: 'sms.message.send', body: { to: ['+8613800138000'], signature: 'Acme', content: 'Your code is 1234' } };
 const UNKNOWN_TEMPLATE: ProviderRequest = { operation: 'sms.message.send', body: { to: ['+8613800138000'], signature: 'Acme', templateId: 'no_such_template' } };
-const FAST_PROBES: Record<PauseReason, GateBackoff> = { insufficient_funds: { initialMs: 20, maxMs: 50 }, circuit_open: { initialMs: 20, maxMs: 50 } };
+const FAST_PROBES: GateBackoffs = { insufficient_funds: { initialMs: 20, maxMs: 50 }, circuit_open: { initialMs: 20, maxMs: 50 } };
 /** Probes far in the future: the gate stays shut unless the test opens it. */
-const NO_PROBES: Record<PauseReason, GateBackoff> = { insufficient_funds: { initialMs: 600_000, maxMs: 600_000 }, circuit_open: { initialMs: 600_000, maxMs: 600_000 } };
+const NO_PROBES: GateBackoffs = { insufficient_funds: { initialMs: 600_000, maxMs: 600_000 }, circuit_open: { initialMs: 600_000, maxMs: 600_000 } };
 
 let sandbox: RunningSandbox;
 const clients: ProviderClient[] = [];
@@ -35,13 +37,17 @@ afterEach(() => {
 interface Harness {
   readonly sender: GuardedSender;
   readonly gate: ServiceGate;
+  readonly client: ProviderClient;
   readonly changes: (PauseReason | undefined)[];
   readonly classes: FailureClass[];
+  readonly pauses: [PauseReason, string][];
 }
 
-function harness(options: { threshold?: number; fundsPolicy?: 'pause' | 'fail'; retry?: Partial<RetryPolicy>; backoff?: Record<PauseReason, GateBackoff>; now?: () => number; responseTimeoutMs?: number } = {}): Harness {
+function harness(
+  options: { threshold?: number; fundsPolicy?: 'pause' | 'fail'; retry?: Partial<RetryPolicy>; backoff?: GateBackoffs; now?: () => number; responseTimeoutMs?: number; baseUrl?: string } = {},
+): Harness {
   const client = createProviderClient({
-    baseUrl: sandbox.url,
+    baseUrl: options.baseUrl ?? sandbox.url,
     accessKeyId: 'guarded-sender-test',
     connectTimeoutMs: 500,
     responseTimeoutMs: options.responseTimeoutMs ?? 2_000,
@@ -54,6 +60,7 @@ function harness(options: { threshold?: number; fundsPolicy?: 'pause' | 'fail'; 
   const gate = new ServiceGate({ backoff: options.backoff ?? FAST_PROBES, onChange: (reason) => changes.push(reason) });
   gates.push(gate);
   const classes: FailureClass[] = [];
+  const pauses: [PauseReason, string][] = [];
   const sender = new GuardedSender({
     client,
     gate,
@@ -61,9 +68,10 @@ function harness(options: { threshold?: number; fundsPolicy?: 'pause' | 'fail'; 
     rateLimiter: new RateLimiter(0),
     fundsPolicy: options.fundsPolicy ?? 'pause',
     onFailureClass: (failureClass) => classes.push(failureClass),
+    onPause: (reason, why) => pauses.push([reason, why]),
     ...(options.now === undefined ? {} : { now: options.now }),
   });
-  return { sender, gate, changes, classes };
+  return { sender, gate, client, changes, classes, pauses };
 }
 
 function correlationId(): string {
@@ -240,5 +248,142 @@ describe('GuardedSender with the real client and sandbox', () => {
     expect(gate.reason).toBe('circuit_open');
     expect(sandbox.state.acceptedSends(id)).toBe(1);
     expect(requestsFor(id)).toBe(1);
+  });
+});
+
+const AU_TEXT: ProviderRequest = { operation: 'sms.message.send', body: { to: ['+61412345678'], signature: 'Acme', content: 'hello' } };
+
+/** A loopback service that answers every request 401 without an envelope (a revoked key). */
+async function refusingService(): Promise<{ url: string; requests: () => number; close: () => Promise<void> }> {
+  let requests = 0;
+  const server = http.createServer((req, res) => {
+    requests += 1;
+    req.resume();
+    res.writeHead(401, { 'content-type': 'text/html' });
+    res.end('<html>401 Authorization Required</html>');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    requests: () => requests,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('GuardedSender: throttling beyond the retry budget', () => {
+  it('holds a 429 whose Retry-After exceeds the budget at the gate, probes at Retry-After and sends: nothing FAILED', async () => {
+    const { sender, gate, changes, pauses } = harness({ retry: { maxAttempts: 3, budgetMs: 300 }, backoff: { ...FAST_PROBES, throttled: { initialMs: 20, maxMs: 5_000 } } });
+    sandbox.setFaults({ retryAfterSec: 1 });
+    sandbox.state.faults.enqueue('http429');
+    const id = correlationId();
+    const started = performance.now();
+    const sending = track(sender.send(TEXT, id, new AbortController().signal));
+    await until(() => gate.reason === 'throttled', 'the throttle pause');
+    expect(requestsFor(id)).toBe(1);
+    expect(sending.outcome).toBeUndefined();
+
+    await until(() => sending.outcome !== undefined, 'the send');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(950);
+    expect(sending.outcome?.kind).toBe('sent');
+    expect(sending.outcome?.attempts).toBe(2);
+    expect(sandbox.state.acceptedSends(id)).toBe(1);
+    expect(changes).toEqual(['throttled', undefined]);
+    expect(pauses).toEqual([['throttled', 'PROVIDER_THROTTLED (HTTP 429): 900429 TooManyRequests']]);
+  });
+});
+
+describe('GuardedSender: the service refuses this client or account', () => {
+  it('101301 pauses sending (provider_rejecting), keeps the command for one probe, fails it when refused again; the next command re-opens', async () => {
+    const { sender, gate, changes, pauses, classes } = harness();
+    const id = correlationId();
+    const outcome = await sender.send(AU_TEXT, id, new AbortController().signal);
+    const error = providerError(outcome);
+    expect(error).toMatchObject({ code: '101301', failureClass: 'configuration', retryable: false, answered: true });
+    // Sent once, held, re-sent as the probe, refused again: failed, and the gate stays shut.
+    expect(requestsFor(id)).toBe(2);
+    expect(outcome.attempts).toBe(2);
+    expect(classes).toEqual(['configuration', 'configuration']);
+    expect(gate.reason).toBe('provider_rejecting');
+    expect(pauses).toHaveLength(1);
+    expect(pauses[0]?.[0]).toBe('provider_rejecting');
+    expect(pauses[0]?.[1]).toMatch(/^101301 \(HTTP 400\): /);
+
+    const next = correlationId();
+    const sent = await sender.send(TEXT, next, new AbortController().signal);
+    expect(sent.kind).toBe('sent');
+    expect(gate.reason).toBeUndefined();
+    expect(changes).toEqual(['provider_rejecting', undefined]);
+  });
+
+  it('other commands wait while the service refuses; they do not fail at full speed', async () => {
+    const { sender, gate } = harness({ backoff: NO_PROBES });
+    const first = track(sender.send(AU_TEXT, correlationId(), new AbortController().signal));
+    await until(() => gate.reason === 'provider_rejecting', 'the pause');
+    const others = [correlationId(), correlationId(), correlationId()];
+    const waiting = others.map((id) => track(sender.send(TEXT, id, new AbortController().signal)));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(first.outcome).toBeUndefined();
+    expect(waiting.every((w) => w.outcome === undefined)).toBe(true);
+    expect(others.map(requestsFor)).toEqual([0, 0, 0]);
+    gate.clear();
+    await until(() => waiting.every((w) => w.outcome !== undefined), 'the waiting sends');
+    expect(waiting.map((w) => w.outcome?.kind)).toEqual(['sent', 'sent', 'sent']);
+  });
+
+  it('401 without an envelope (a revoked key) pauses sending and says why, without the key', async () => {
+    const service = await refusingService();
+    try {
+      const { sender, gate, pauses } = harness({ baseUrl: service.url });
+      const outcome = await sender.send(TEXT, correlationId(), new AbortController().signal);
+      expect(providerError(outcome)).toMatchObject({ code: 'PROVIDER_HTTP_401', failureClass: 'configuration' });
+      expect(service.requests()).toBe(2);
+      expect(gate.reason).toBe('provider_rejecting');
+      expect(pauses).toEqual([['provider_rejecting', 'PROVIDER_HTTP_401 (HTTP 401)']]);
+      expect(JSON.stringify(pauses)).not.toContain('guarded-sender-test');
+    } finally {
+      await service.close();
+    }
+  });
+});
+
+describe('GuardedSender: shutdown and expiry', () => {
+  it('a send aborted by the client\'s close() (shutdown) is abandoned, and the breaker does not count it', async () => {
+    const { sender, gate, client, classes } = harness({ threshold: 1 });
+    sandbox.state.faults.enqueue('hang');
+    const id = correlationId();
+    const sending = track(sender.send(TEXT, id, new AbortController().signal));
+    await until(() => requestsFor(id) === 1, 'the request');
+    client.close();
+    await until(() => sending.outcome !== undefined, 'the outcome');
+    expect(sending.outcome).toEqual({ kind: 'abandoned', attempts: 1 });
+    // A threshold of 1 would have opened the circuit had the abort counted as an outage.
+    expect(gate.reason).toBeUndefined();
+    expect(classes).toEqual([]);
+  });
+
+  it('returns `expired` when a surely-unsent send runs into the command\'s expiry (503 asking for longer than it lives)', async () => {
+    const { sender } = harness({ retry: { maxAttempts: 3, budgetMs: 5_000 } });
+    sandbox.setFaults({ retryAfterSec: 1 });
+    sandbox.state.faults.enqueue('http503');
+    const id = correlationId();
+    const expiresAt = Date.now() + 300;
+    const outcome = await sender.send(TEXT, id, new AbortController().signal, expiresAt);
+    expect(outcome).toEqual({ kind: 'expired', expiresAt, attempts: 1 });
+    expect(requestsFor(id)).toBe(1);
+    expect(sandbox.state.acceptedSends(id)).toBe(0);
+  });
+
+  it('keeps the failure (outcome unknown) when the last attempt may have been sent and the expiry stops the retries', async () => {
+    // retryAmbiguous on: without the deadline, the retry 500 ms later would send it again, after expiry.
+    const { sender } = harness({ retry: { maxAttempts: 3, budgetMs: 5_000, retryAmbiguous: true, baseDelayMs: 1_000, maxDelayMs: 1_000 }, responseTimeoutMs: 100 });
+    sandbox.state.faults.enqueue('hang-after');
+    const id = correlationId();
+    const outcome = await sender.send(TEXT, id, new AbortController().signal, Date.now() + 300);
+    expect(providerError(outcome)).toMatchObject({ failureClass: 'ambiguous', stopReason: 'deadline', attempts: 1 });
+    expect(requestsFor(id)).toBe(1);
+    expect(sandbox.state.acceptedSends(id)).toBe(1);
   });
 });

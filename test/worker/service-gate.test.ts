@@ -1,11 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { OutageCounter, ServiceGate, type GateBackoff, type Passage, type PauseReason } from '../../src/worker/service-gate.ts';
+import { OutageCounter, PAUSE_REASONS, ServiceGate, type GateBackoffs, type Passage, type PauseReason } from '../../src/worker/service-gate.ts';
 
 /**
  * The gate decides with its injected clock and wakes its waiters with a timer. Tests drive the
  * clock by hand and the timer through vitest's fake setTimeout, so nothing depends on wall time.
  */
-const BACKOFF: Record<PauseReason, GateBackoff> = {
+const BACKOFF: GateBackoffs = {
   insufficient_funds: { initialMs: 30, maxMs: 100 },
   circuit_open: { initialMs: 20, maxMs: 50 },
 };
@@ -32,7 +32,7 @@ let t = 0;
 let changes: (PauseReason | undefined)[] = [];
 const controllers: AbortController[] = [];
 
-function newGate(backoff: Record<PauseReason, GateBackoff> = BACKOFF): ServiceGate {
+function newGate(backoff: GateBackoffs = BACKOFF): ServiceGate {
   return new ServiceGate({ backoff, now: () => t, onChange: (reason) => changes.push(reason) });
 }
 
@@ -286,5 +286,55 @@ describe('ServiceGate without waiters, and with a lagging clock', () => {
     await flush();
     expect(wanted).toBe(1);
     gate.close();
+  });
+});
+
+describe('ServiceGate: every pause reason, and a probe time given by the service', () => {
+  /** The first instant (ms after now) an arriving caller is made the probe, up to `limit`. */
+  async function firstProbeAfter(gate: ServiceGate, limit: number): Promise<number | undefined> {
+    const start = t;
+    for (let step = 0; step <= limit; step += 1) {
+      t = start + step;
+      if ((await arriving(gate)) === 'probe') return step;
+    }
+    return undefined;
+  }
+
+  it('lists every reason once, in one exported constant', () => {
+    expect([...PAUSE_REASONS].sort()).toEqual(['circuit_open', 'insufficient_funds', 'provider_rejecting', 'throttled']);
+  });
+
+  it('`throttled` and `provider_rejecting` use circuit_open\'s delays when not given their own', async () => {
+    for (const reason of ['throttled', 'provider_rejecting'] as const) {
+      const gate = newGate(); // circuit_open: 20 ms, max 50 ms
+      gate.block(reason, false);
+      expect(gate.reason).toBe(reason);
+      expect(await firstProbeAfter(gate, 100)).toBe(20);
+      gate.close();
+    }
+  });
+
+  it('block() with a probe time (Retry-After) probes then, not at the initial delay', async () => {
+    const gate = newGate({ ...BACKOFF, throttled: { initialMs: 10, maxMs: 5_000 } });
+    gate.block('throttled', false, 1_234);
+    expect(await firstProbeAfter(gate, 2_000)).toBe(1_234);
+  });
+
+  it('a probe time beyond the reason\'s maximum delay is cut to the maximum (a hostile Retry-After)', async () => {
+    const gate = newGate({ ...BACKOFF, throttled: { initialMs: 10, maxMs: 300 } });
+    gate.block('throttled', false, 86_400_000);
+    expect(await firstProbeAfter(gate, 1_000)).toBe(300);
+  });
+
+  it('a waiter is woken for the probe at the given time by the gate\'s timer', async () => {
+    const gate = newGate({ ...BACKOFF, throttled: { initialMs: 10, maxMs: 5_000 } });
+    gate.block('throttled', false, 700);
+    const waiter = caller(gate);
+    t += 699;
+    await vi.advanceTimersByTimeAsync(699);
+    expect(waiter.settled).toBe(false);
+    t += 1;
+    await vi.advanceTimersByTimeAsync(1);
+    expect(waiter.value).toBe('probe');
   });
 });
