@@ -87,12 +87,12 @@ describe('hostile answers and commands never loop, crash or wedge a partition', 
     expect(results.byCommand.get(hostile.commandId)?.length).toBe(1);
   });
 
-  it('a 400-digit price: one result, the worker stays up, the next command answered', async () => {
+  it('a 400-digit price: one UNKNOWN result (a malformed answer after the send), the worker stays up, the next command answered', async () => {
     const { worker, publisher, results } = await setup();
     rewrite = (body) => body.replace(/"price":\s*"[^"]*"/, `"price":"${'9'.repeat(400)}"`);
     const hostile = textCommand();
     await within(30_000, 'publishing', publisher.publish([{ command: hostile }]));
-    await results.waitFor([hostile.commandId]);
+    expect((await results.waitFor([hostile.commandId])).get(hostile.commandId)).toMatchObject({ outcome: 'UNKNOWN', error: { code: 'PROVIDER_MALFORMED_RESPONSE' } });
     rewrite = undefined;
     const canary = textCommand();
     await within(30_000, 'publishing', publisher.publish([{ command: canary }]));
@@ -103,14 +103,17 @@ describe('hostile answers and commands never loop, crash or wedge a partition', 
     expect(metrics).toMatch(/sms_worker_results_total/);
   });
 
-  it('an error answer with a 2 MB message: one bounded FAILED result, the next command answered once', async () => {
+  it('an error answer with a 2 MB message: one bounded result (the answer is over the size cap: UNKNOWN), the next command answered once', async () => {
     const { publisher, results } = await setup();
     rewrite = () => JSON.stringify({ code: '999999', message: 'x'.repeat(2_000_000) });
     const hostile = textCommand();
     await within(30_000, 'publishing', publisher.publish([{ command: hostile }]));
     const got = (await results.waitFor([hostile.commandId])).get(hostile.commandId);
-    expect(got?.outcome).toBe('FAILED');
+    // Over PROVIDER_MAX_RESPONSE_BYTES (1 MiB): not read further, and not trusted to say "not sent".
+    expect(got?.outcome).toBe('UNKNOWN');
+    expect(got?.error?.code).toBe('PROVIDER_RESPONSE_TOO_LARGE');
     expect(got?.error?.message.length ?? 0).toBeLessThan(10_000);
+    expect(requests(hostile.commandId)).toBe(1);
     rewrite = undefined;
     const canary = textCommand();
     await within(30_000, 'publishing', publisher.publish([{ command: canary }]));

@@ -86,7 +86,9 @@ describe('zombies and crashes: a command is sent at most once', () => {
     cleanups.push(() => results.stop());
 
     const frozen = spawnWorker(workerEnv(topics, slow.url, common));
-    await eventually(() => (results.byCommand.size >= 20 ? true : undefined), 60_000, 'the first worker to make progress');
+    await eventually(() => (results.byCommand.size >= 20 ? true : undefined), 60_000, 'the first worker to make progress').catch((error: unknown) => {
+      throw new Error(`${String(error)}; worker output:\n${frozen.output.slice(-3000)}`);
+    });
     frozen.signal('SIGSTOP');
     const takeover = spawnWorker(workerEnv(topics, fast.url, common));
     cleanups.push(async () => takeover.signal('SIGTERM'));
