@@ -17,7 +17,7 @@
  * and exercises fifteen 1,000-message results on one partition.
  */
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import type { Kafka } from 'kafkajs';
 import type { SendCommand } from '../../src/contracts/command.ts';
 import { deadLetterFromAvro } from '../../src/contracts/dead-letter.ts';
@@ -116,6 +116,8 @@ export interface HostileVerdict {
   /** The canary's outcome, "none", or "OUTCOME ×n" when answered more than once. */
   readonly canary: string;
   readonly seconds: number;
+  /** Highest VmRSS over the worker processes when the kind started (a peak below is measured from there). */
+  readonly workerRssBeforeBytes: number | undefined;
   /** Highest VmHWM over the worker processes while this kind was handled; undefined when unreadable. */
   readonly workerPeakRssBytes: number | undefined;
   /** Whether the peak could be reset before the kind (else it is the peak since the worker started). */
@@ -158,6 +160,16 @@ export function judgeKind(observed: KindObservation): { problems: string[]; outc
   if (observed.canaryResults.length !== 1) problems.push(`canary answered ${observed.canaryResults.length} times`);
   if (observed.requestLogRotated) problems.push('the sandbox request log rotated during the kind: request counts are lower bounds (raise --log-capacity)');
   return { problems, outcomes, results, maxRequests, canary };
+}
+
+/** Current resident set size (VmRSS) in bytes, or undefined once the process is gone. */
+function rssBytes(pid: number): number | undefined {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match === null ? undefined : Number(match[1]) * 1024;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Resets VmHWM to the current RSS (Linux: "5" to clear_refs); false when not allowed. */
@@ -244,6 +256,7 @@ export async function runHostilePass(options: HostilePassOptions): Promise<Hosti
       const statsBefore = await sandboxGet<SandboxStats>(options.sandboxUrl, 'stats');
       const pids = options.workerPids();
       const reset = pids.length > 0 && pids.map(resetPeakRss).every(Boolean);
+      const before = pids.map(rssBytes).filter((n): n is number => n !== undefined);
       const started = Date.now();
       await publisher.publishRaw(await Promise.all(commands.map(async (c) => ({ key, value: await publisher.encode(c) }))));
       await publisher.publishRaw([{ key, value: await publisher.encode(canary) }]);
@@ -299,13 +312,14 @@ export async function runHostilePass(options: HostilePassOptions): Promise<Hosti
         requestLimit,
         canary: judged.canary,
         seconds,
+        workerRssBeforeBytes: before.length === 0 ? undefined : Math.max(...before),
         workerPeakRssBytes: peaks.length === 0 ? undefined : Math.max(...peaks),
         rssResetPerKind: reset,
         problems,
         pass: problems.length === 0,
       };
       verdicts.push(verdict);
-      log(`hostile: ${kind}: ${verdict.pass ? 'PASS' : `FAIL (${problems.join('; ')})`}; ${Object.entries(verdict.outcomes).map(([o, n]) => `${o} ×${n}`).join(', ') || 'no output'}; canary ${verdict.canary}; ${fmt(seconds, 1)} s; peak RSS ${mb(verdict.workerPeakRssBytes ?? Number.NaN)}`);
+      log(`hostile: ${kind}: ${verdict.pass ? 'PASS' : `FAIL (${problems.join('; ')})`}; ${Object.entries(verdict.outcomes).map(([o, n]) => `${o} ×${n}`).join(', ') || 'no output'}; canary ${verdict.canary}; ${fmt(seconds, 1)} s; worker RSS ${mb(verdict.workerRssBeforeBytes ?? Number.NaN)} → peak ${mb(verdict.workerPeakRssBytes ?? Number.NaN)}`);
     }
   } finally {
     await Promise.all([publisher.disconnect(), resultWatcher.stop(), letterWatcher.stop()]);
@@ -316,7 +330,7 @@ export async function runHostilePass(options: HostilePassOptions): Promise<Hosti
 /** The verdict rows as a markdown table for the chaos report. */
 export function hostileTable(verdicts: readonly HostileVerdict[]): string {
   return table(
-    ['kind', 'records in', 'results', 'dead letters', 'outcomes', 'max requests / command (limit)', 'canary', 'handled in', 'worker peak RSS', 'verdict'],
+    ['kind', 'records in', 'results', 'dead letters', 'outcomes', 'max requests / command (limit)', 'canary', 'handled in', 'worker RSS before → peak', 'verdict'],
     verdicts.map((v) => [
       v.kind,
       fmt(v.recordsIn),
@@ -326,7 +340,7 @@ export function hostileTable(verdicts: readonly HostileVerdict[]): string {
       `${v.maxRequestsPerCommand} (${v.requestLimit})`,
       v.canary,
       `${fmt(v.seconds, 1)} s`,
-      `${mb(v.workerPeakRssBytes ?? Number.NaN)}${v.rssResetPerKind ? '' : ' (since start)'}`,
+      `${mb(v.workerRssBeforeBytes ?? Number.NaN)} → ${mb(v.workerPeakRssBytes ?? Number.NaN)}${v.rssResetPerKind ? '' : ' (peak since start)'}`,
       v.pass ? 'PASS' : `FAIL: ${v.problems.join('; ')}`,
     ]),
     ['l', 'r', 'r', 'r', 'l', 'r', 'l', 'r', 'r', 'l'],
