@@ -55,17 +55,36 @@ interface KindPlan {
 const CN = '+8613800138000';
 
 function text(commandId: string, now: number, to: readonly string[], extra: { content?: string; metadata?: Record<string, string> } = {}): SendCommand {
-  return { commandId, createdAt: now, expiresAt: null, metadata: extra.metadata ?? { source: 'hostile' }, operation: { kind: 'text', to, signature: 'Acme', content: extra.content ?? 'Your code is 482913.' } };
+  return {
+    commandId,
+    createdAt: now,
+    expiresAt: null,
+    metadata: extra.metadata ?? { source: 'hostile' },
+    operation: { kind: 'text', to, signature: 'Acme', content: extra.content ?? 'Your code is 482913.' },
+  };
 }
 
 const cnNumbers = (count: number): string[] => Array.from({ length: count }, (_, i) => `+86138${String(i).padStart(8, '0')}`);
 /** `entries` metadata entries of `bytes` bytes each (keys m0…, values padded). */
-const metadata = (entries: number, bytes: number): Record<string, string> => Object.fromEntries(Array.from({ length: entries }, (_, i) => [`m${i}`, 'x'.repeat(bytes - `m${i}`.length)]));
+const metadata = (entries: number, bytes: number): Record<string, string> =>
+  Object.fromEntries(Array.from({ length: entries }, (_, i) => [`m${i}`, 'x'.repeat(bytes - `m${i}`.length)]));
 const one = (answer: AnswerFaultKind, description: string): KindPlan => ({ description, answer, commands: (id, now) => [text(`${id}-0`, now, [CN])] });
 
 export const HOSTILE_PLANS: Readonly<Record<HostileKind, KindPlan>> = {
-  'content-900kb': { description: 'a command whose content is 900 KB (Avro ≈ 900 KB, below MAX_COMMAND_BYTES)', commands: (id, now) => [text(`${id}-0`, now, [CN], { content: 'x'.repeat(900 * 1024) })] },
-  'recipients-50000-invalid': { description: '50,000 invalid recipients', commands: (id, now) => [text(`${id}-0`, now, Array.from({ length: 50_000 }, (_, i) => `bad${i}`))] },
+  'content-900kb': {
+    description: 'a command whose content is 900 KB (Avro ≈ 900 KB, below MAX_COMMAND_BYTES)',
+    commands: (id, now) => [text(`${id}-0`, now, [CN], { content: 'x'.repeat(900 * 1024) })],
+  },
+  'recipients-50000-invalid': {
+    description: '50,000 invalid recipients',
+    commands: (id, now) => [
+      text(
+        `${id}-0`,
+        now,
+        Array.from({ length: 50_000 }, (_, i) => `bad${i}`),
+      ),
+    ],
+  },
   'recipients-1000-x15-metadata-20kb': {
     description: '15 × 1,000 recipients with 20 KB metadata each, one partition (over MAX_METADATA_BYTES 4096)',
     commands: (id, now) => Array.from({ length: 15 }, (_, i) => text(`${id}-${i}`, now, cnNumbers(1_000), { metadata: metadata(10, 2_048) })),
@@ -140,7 +159,13 @@ export interface KindObservation {
 const outcomeLabel = (r: CommandResult): string => `${r.outcome}${r.error === null ? '' : ` ${r.error.code}`}`;
 
 /** Pure: the verdict of one kind from what was observed. */
-export function judgeKind(observed: KindObservation): { problems: string[]; outcomes: Record<string, number>; results: number; maxRequests: number; canary: string } {
+export function judgeKind(observed: KindObservation): {
+  problems: string[];
+  outcomes: Record<string, number>;
+  results: number;
+  maxRequests: number;
+  canary: string;
+} {
   const problems: string[] = [];
   const outcomes: Record<string, number> = {};
   let results = 0;
@@ -155,8 +180,12 @@ export function judgeKind(observed: KindObservation): { problems: string[]; outc
   }
   for (const code of observed.deadLetterCodes) outcomes[`DLQ ${code}`] = (outcomes[`DLQ ${code}`] ?? 0) + 1;
   const out = results + observed.deadLetterCodes.length;
-  if (out !== observed.recordsIn) problems.push(`${observed.recordsIn} records in, ${out} out (${results} results, ${observed.deadLetterCodes.length} dead letters)`);
-  const canary = observed.canaryResults.length === 0 ? 'none' : `${outcomeLabel(observed.canaryResults[0] as CommandResult)}${observed.canaryResults.length > 1 ? ` ×${observed.canaryResults.length}` : ''}`;
+  if (out !== observed.recordsIn)
+    problems.push(`${observed.recordsIn} records in, ${out} out (${results} results, ${observed.deadLetterCodes.length} dead letters)`);
+  const canary =
+    observed.canaryResults.length === 0
+      ? 'none'
+      : `${outcomeLabel(observed.canaryResults[0] as CommandResult)}${observed.canaryResults.length > 1 ? ` ×${observed.canaryResults.length}` : ''}`;
   if (observed.canaryResults.length !== 1) problems.push(`canary answered ${observed.canaryResults.length} times`);
   if (observed.requestLogRotated) problems.push('the sandbox request log rotated during the kind: request counts are lower bounds (raise --log-capacity)');
   return { problems, outcomes, results, maxRequests, canary };
@@ -189,7 +218,12 @@ async function sandboxGet<T>(url: string, path: string): Promise<T> {
 }
 
 async function sandboxPost(url: string, path: string, body: unknown): Promise<void> {
-  const response = await fetch(`${url}/_sandbox/${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(30_000) });
+  const response = await fetch(`${url}/_sandbox/${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
+  });
   if (!response.ok) throw new Error(`sandbox POST ${path}: HTTP ${response.status} ${await response.text()}`);
 }
 
@@ -276,7 +310,10 @@ export async function runHostilePass(options: HostilePassOptions): Promise<Hosti
       // A little longer, so a second result for the same command (the thing to catch) can show up.
       await sleep(2_000);
       await outputs.update(resultWatcher, letterWatcher);
-      const peaks = options.workerPids().map(peakRssBytes).filter((n): n is number => n !== undefined);
+      const peaks = options
+        .workerPids()
+        .map(peakRssBytes)
+        .filter((n): n is number => n !== undefined);
 
       const statsAfter = await sandboxGet<SandboxStats>(options.sandboxUrl, 'stats');
       const requestsPerCommand = new Map<string, number>();
@@ -319,7 +356,13 @@ export async function runHostilePass(options: HostilePassOptions): Promise<Hosti
         pass: problems.length === 0,
       };
       verdicts.push(verdict);
-      log(`hostile: ${kind}: ${verdict.pass ? 'PASS' : `FAIL (${problems.join('; ')})`}; ${Object.entries(verdict.outcomes).map(([o, n]) => `${o} ×${n}`).join(', ') || 'no output'}; canary ${verdict.canary}; ${fmt(seconds, 1)} s; worker RSS ${mb(verdict.workerRssBeforeBytes ?? Number.NaN)} → peak ${mb(verdict.workerPeakRssBytes ?? Number.NaN)}`);
+      log(
+        `hostile: ${kind}: ${verdict.pass ? 'PASS' : `FAIL (${problems.join('; ')})`}; ${
+          Object.entries(verdict.outcomes)
+            .map(([o, n]) => `${o} ×${n}`)
+            .join(', ') || 'no output'
+        }; canary ${verdict.canary}; ${fmt(seconds, 1)} s; worker RSS ${mb(verdict.workerRssBeforeBytes ?? Number.NaN)} → peak ${mb(verdict.workerPeakRssBytes ?? Number.NaN)}`,
+      );
     }
   } finally {
     await Promise.all([publisher.disconnect(), resultWatcher.stop(), letterWatcher.stop()]);
@@ -330,13 +373,26 @@ export async function runHostilePass(options: HostilePassOptions): Promise<Hosti
 /** The verdict rows as a markdown table for the chaos report. */
 export function hostileTable(verdicts: readonly HostileVerdict[]): string {
   return table(
-    ['kind', 'records in', 'results', 'dead letters', 'outcomes', 'max requests / command (limit)', 'canary', 'handled in', 'worker RSS before → peak', 'verdict'],
+    [
+      'kind',
+      'records in',
+      'results',
+      'dead letters',
+      'outcomes',
+      'max requests / command (limit)',
+      'canary',
+      'handled in',
+      'worker RSS before → peak',
+      'verdict',
+    ],
     verdicts.map((v) => [
       v.kind,
       fmt(v.recordsIn),
       fmt(v.results),
       fmt(v.deadLetters),
-      Object.entries(v.outcomes).map(([o, n]) => `${o} ×${n}`).join(', ') || '–',
+      Object.entries(v.outcomes)
+        .map(([o, n]) => `${o} ×${n}`)
+        .join(', ') || '–',
       `${v.maxRequestsPerCommand} (${v.requestLimit})`,
       v.canary,
       `${fmt(v.seconds, 1)} s`,

@@ -235,7 +235,12 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   }
 
   /** Writes a hostile answer; huge-body and never-ends keep streaming after this returns. */
-  function answerHostile(res: ServerResponse, kind: AnswerFaultKind, answer: Answer, requestId: string): { sent: { status: number; code: string | undefined }; streaming?: Promise<void> } {
+  function answerHostile(
+    res: ServerResponse,
+    kind: AnswerFaultKind,
+    answer: Answer,
+    requestId: string,
+  ): { sent: { status: number; code: string | undefined }; streaming?: Promise<void> } {
     const sent = { status: answer.status, code: answer.envelope.code };
     if (isEnvelopeFault(kind)) {
       const body = answer.accepted ? corruptEnvelope(kind, answer.envelope as SuccessEnvelope) : answer.envelope;
