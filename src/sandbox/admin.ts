@@ -13,10 +13,14 @@
  *   GET  /_sandbox/faults                       {"settings":FaultSettings,"queued":[FaultKind…]}
  *   POST /_sandbox/faults {"latency"?,"rates"?,"down"?,"retryAfterSec"?,"enqueue"?,"clearQueue"?}
  *        merges the given settings; enqueue is [{"kind":FaultKind,"count"?:n}] for the next requests
+ *   GET  /_sandbox/answer-faults                {"targets":{"<correlation id>":AnswerFaultKind},"requests":{"<id>":n}}
+ *   POST /_sandbox/answer-faults {"set"?:{"<correlation id>":AnswerFaultKind},"remove"?:[id…],"clear"?:true}
+ *        hostile answers aimed at single commands (answer-faults.ts); clear, then remove, then set
  */
 import { z } from 'zod';
 import type { ErrorEnvelope } from './error-codes.ts';
 import { errorEnvelope, SANDBOX_ERRORS } from './error-codes.ts';
+import { ANSWER_FAULT_KINDS } from './answer-faults.ts';
 import { FAULT_KINDS } from './faults.ts';
 import type { FaultSettings } from './faults.ts';
 import type { SandboxState } from './state.ts';
@@ -48,6 +52,14 @@ export const faultUpdateSchema = z.object({
 });
 
 export type FaultUpdate = z.infer<typeof faultUpdateSchema>;
+
+export const answerFaultUpdateSchema = z.object({
+  set: z.record(z.string().min(1), z.enum(ANSWER_FAULT_KINDS)).optional(),
+  remove: z.array(z.string()).optional(),
+  clear: z.boolean().optional(),
+});
+
+export type AnswerFaultUpdate = z.infer<typeof answerFaultUpdateSchema>;
 
 /** Applies a fault update (from HTTP or code) to the state. */
 export function applyFaultUpdate(state: SandboxState, update: FaultUpdate): void {
@@ -135,6 +147,20 @@ export function handleAdmin(state: SandboxState, method: string, url: URL, rawBo
       if (!parsed.success) return invalid(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
       applyFaultUpdate(state, parsed.data);
       return { status: 200, body: { settings: state.faults.settings, queued: state.faults.queued } };
+    }
+    case 'GET answer-faults':
+      return { status: 200, body: state.answerFaults.view() };
+    case 'POST answer-faults': {
+      const parsed = answerFaultUpdateSchema.safeParse(json.value);
+      if (!parsed.success) return invalid(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+      if (parsed.data.clear === true) state.answerFaults.clear();
+      state.answerFaults.remove(parsed.data.remove ?? []);
+      try {
+        state.answerFaults.set(parsed.data.set ?? {});
+      } catch (error) {
+        return invalid(error instanceof Error ? error.message : String(error));
+      }
+      return { status: 200, body: state.answerFaults.view() };
     }
     default:
       return { status: 404, body: errorEnvelope('notFound') };

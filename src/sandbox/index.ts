@@ -7,8 +7,19 @@ export { SANDBOX_ERRORS, errorEnvelope } from './error-codes.ts';
 export type { SandboxErrorDefinition, SandboxErrorKey, ErrorEnvelope } from './error-codes.ts';
 export { FAULT_KINDS, AFTER_PROCESSING, DEFAULT_FAULTS, FaultPlan, sampleLatency, seededRandom } from './faults.ts';
 export type { FaultKind, FaultSettings, LatencySpec } from './faults.ts';
-export { applyFaultUpdate, faultUpdateSchema, handleAdmin, ADMIN_PREFIX } from './admin.ts';
-export type { FaultUpdate } from './admin.ts';
+export { applyFaultUpdate, answerFaultUpdateSchema, faultUpdateSchema, handleAdmin, ADMIN_PREFIX } from './admin.ts';
+export type { AnswerFaultUpdate, FaultUpdate } from './admin.ts';
+export {
+  ANSWER_FAULT_KINDS,
+  AnswerFaults,
+  corruptEnvelope,
+  MAX_ANSWER_FAULT_TARGETS,
+  HUGE_BODY_PADDING_BYTES,
+  NEVER_ENDS_MAX_MS,
+  NEVER_ENDS_TRICKLE_MS,
+  OVERFLOW_MESSAGE_COUNT,
+} from './answer-faults.ts';
+export type { AnswerFaultKind } from './answer-faults.ts';
 export { PRICE_TABLE, textRoute, voiceRoute } from './pricing.ts';
 export type { Route, RegionRoutes } from './pricing.ts';
 export { TEMPLATES, renderTemplate } from './templates.ts';

@@ -11,6 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CountryCode } from 'libphonenumber-js';
 import { applyFaultUpdate, ADMIN_PREFIX, handleAdmin } from './admin.ts';
+import { corruptEnvelope, HUGE_BODY_PADDING_BYTES, isEnvelopeFault, NEVER_ENDS_MAX_MS, NEVER_ENDS_TRICKLE_MS, neverEndingPrefix } from './answer-faults.ts';
+import type { AnswerFaultKind } from './answer-faults.ts';
 import type { FaultUpdate } from './admin.ts';
 import { checkAuth } from './auth.ts';
 import type { ErrorEnvelope, SandboxErrorKey } from './error-codes.ts';
@@ -52,6 +54,8 @@ export interface RunningSandbox {
   readonly state: SandboxState;
   /** Same effect as POST /_sandbox/faults. */
   setFaults(update: FaultUpdate): void;
+  /** Same effect as POST /_sandbox/answer-faults {"set": targets}: hostile answers for these correlation ids. */
+  setAnswerFaults(targets: Readonly<Record<string, AnswerFaultKind>>): void;
   /** Stops listening and drops every connection, hanging ones included. Idempotent. */
   close(): Promise<void>;
 }
@@ -191,7 +195,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     const seq = state.nextSeq();
     const requestId = nextRequestId();
     const correlationId = header(req.headers['x-correlation-id']);
-    const fault = state.faults.next();
+    // A command with a hostile answer aimed at it gets exactly that answer: no random fault drawn.
+    const hostile = state.answerFaults.take(correlationId);
+    const fault = hostile === undefined ? state.faults.next() : undefined;
     const latencyMs = state.faults.latencyMs();
     if (latencyMs > 0) await sleep(latencyMs, undefined, { signal: closing.signal });
 
@@ -200,8 +206,11 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
       answer = processSend(req.method ?? 'GET', url.searchParams, rawBody, correlationId);
     }
     let sent: { status: number; code: string | undefined };
+    let streaming: Promise<void> | undefined;
     if (fault !== undefined) {
       sent = answerFault(res, fault, requestId);
+    } else if (answer !== undefined && hostile !== undefined) {
+      ({ sent, streaming } = answerHostile(res, hostile, answer, requestId));
     } else if (answer !== undefined) {
       writeJson(res, answer.status, answer.envelope, requestId);
       sent = { status: answer.status, code: answer.envelope.code };
@@ -217,10 +226,73 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
       rawBody: rawBody ?? '',
       httpStatus: sent.status,
       answerCode: sent.code,
-      fault,
+      fault: fault ?? hostile,
       accepted: answer?.accepted ?? false,
       latencyMs,
     });
+    // Logged as soon as the answer started: a client that gives up mid-body still sees its request counted.
+    await streaming;
+  }
+
+  /** Writes a hostile answer; huge-body and never-ends keep streaming after this returns. */
+  function answerHostile(
+    res: ServerResponse,
+    kind: AnswerFaultKind,
+    answer: Answer,
+    requestId: string,
+  ): { sent: { status: number; code: string | undefined }; streaming?: Promise<void> } {
+    const sent = { status: answer.status, code: answer.envelope.code };
+    if (isEnvelopeFault(kind)) {
+      const body = answer.accepted ? corruptEnvelope(kind, answer.envelope as SuccessEnvelope) : answer.envelope;
+      writeJson(res, answer.status, body, requestId);
+      return { sent };
+    }
+    const json = JSON.stringify(answer.envelope);
+    // Chunked, no content-length: the client only learns the size by reading.
+    res.writeHead(answer.status, { 'content-type': 'application/json;charset=utf-8', 'x-uni-request-id': requestId });
+    if (kind === 'huge-body') return { sent, streaming: streamHugeBody(res, json) };
+    return { sent, streaming: trickleForever(res, neverEndingPrefix(json)) };
+  }
+
+  /** Waits for 'drain' (or the end of the connection); false when the answer can no longer be written. */
+  async function writable(res: ServerResponse, chunk: string): Promise<boolean> {
+    if (res.destroyed || closing.signal.aborted) return false;
+    if (res.write(chunk)) return true;
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        res.off('drain', done);
+        res.off('close', done);
+        closing.signal.removeEventListener('abort', done);
+        resolve();
+      };
+      res.once('drain', done);
+      res.once('close', done);
+      closing.signal.addEventListener('abort', done, { once: true });
+    });
+    return !res.destroyed && !closing.signal.aborted;
+  }
+
+  async function streamHugeBody(res: ServerResponse, json: string): Promise<void> {
+    if (!(await writable(res, json.slice(0, -1)))) return;
+    const chunk = ' '.repeat(64 * 1024);
+    for (let written = 0; written < HUGE_BODY_PADDING_BYTES; written += chunk.length) {
+      if (!(await writable(res, chunk.slice(0, Math.min(chunk.length, HUGE_BODY_PADDING_BYTES - written))))) return;
+    }
+    res.end(json.slice(-1));
+  }
+
+  async function trickleForever(res: ServerResponse, prefix: string): Promise<void> {
+    if (!(await writable(res, prefix))) return;
+    const deadline = Date.now() + NEVER_ENDS_MAX_MS;
+    while (Date.now() < deadline) {
+      try {
+        await sleep(NEVER_ENDS_TRICKLE_MS, undefined, { signal: closing.signal });
+      } catch {
+        return;
+      }
+      if (!(await writable(res, ' '))) return;
+    }
+    res.destroy();
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -268,6 +340,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     port: address.port,
     state,
     setFaults: (update) => applyFaultUpdate(state, update),
+    setAnswerFaults: (targets) => state.answerFaults.set(targets),
     close(): Promise<void> {
       closed ??= new Promise<void>((resolve) => {
         closing.abort();

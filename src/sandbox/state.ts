@@ -4,6 +4,8 @@
  * counts of accepted sends (how a chaos run detects a command the service received twice).
  * Reachable in-process as `sandbox.state` and over HTTP through the /_sandbox/ routes.
  */
+import { AnswerFaults } from './answer-faults.ts';
+import type { AnswerFaultKind } from './answer-faults.ts';
 import type { FaultKind, FaultSettings } from './faults.ts';
 import { FaultPlan } from './faults.ts';
 import { formatMoney, parseMoney } from './money.ts';
@@ -23,7 +25,8 @@ export interface RequestLogEntry {
   readonly httpStatus: number;
   /** `code` of the answer, when one was sent. */
   readonly answerCode: string | undefined;
-  readonly fault: FaultKind | undefined;
+  /** A random or queued fault, or the hostile answer aimed at this correlation id. */
+  readonly fault: FaultKind | AnswerFaultKind | undefined;
   /** The send was processed and charged. */
   readonly accepted: boolean;
   readonly latencyMs: number;
@@ -71,6 +74,8 @@ function bump(counter: Map<string, number>, key: string, by = 1): void {
 
 export class SandboxState {
   readonly faults: FaultPlan;
+  /** Hostile answers aimed at single commands (answer-faults.ts). */
+  readonly answerFaults = new AnswerFaults();
   readonly logCapacity: number;
   readonly #initialBalance: bigint;
   readonly #initialFaults: FaultSettings;
@@ -196,11 +201,12 @@ export class SandboxState {
     };
   }
 
-  /** Back to the start: initial balance and faults, empty log, zero counters. */
+  /** Back to the start: initial balance and faults, no answer faults, empty log, zero counters. */
   reset(): void {
     this.#balance = this.#initialBalance;
     this.faults.replace(this.#initialFaults);
     this.faults.clearQueue();
+    this.answerFaults.clear();
     this.#log = new Array<RequestLogEntry | undefined>(this.logCapacity);
     this.#seq = 0;
     this.#byAction.clear();
