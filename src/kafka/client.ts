@@ -5,6 +5,16 @@ import type { Logger } from '../observability/logger.ts';
 
 const { Kafka: KafkaClient, logLevel } = kafkajs;
 
+function kafkaFields(extra: Record<string, unknown>): Record<string, unknown> {
+  return { component: 'kafkajs', ...extra };
+}
+
+/** kafkajs's error-level lines that only say a rebalance is under way. */
+export function isRoutineRebalance(message: string, extra: Record<string, unknown>): boolean {
+  const text = `${message} ${typeof extra['error'] === 'string' ? extra['error'] : ''}`;
+  return /group is rebalancing|REBALANCE_IN_PROGRESS|rebalance in progress/i.test(text);
+}
+
 /** Routes kafkajs's own log lines into the worker's structured log, at matching levels. */
 function kafkaLogCreator(logger: Logger): logCreator {
   return () =>
@@ -13,7 +23,16 @@ function kafkaLogCreator(logger: Logger): logCreator {
       // Our transactional producers retry a bounded number of times on purpose: a transaction
       // that cannot complete is aborted and redone with a fresh producer (transaction-committer).
       if (message.startsWith('Limiting retries for the idempotent producer')) return;
-      const child = { component: 'kafkajs', ...extra };
+      // kafkajs's one-time notice that its v2 default partitioner differs from v1's: nothing here
+      // depends on v1's partitioning (results are keyed by commandId, the ledger names partitions).
+      if (message.startsWith('KafkaJS v2.0.0 switched default partitioner')) return;
+      // A rebalance is routine (pods start, stop, scale): kafkajs logs each heartbeat answered
+      // "group is rebalancing" as an error; it is information.
+      if (level === logLevel.ERROR && isRoutineRebalance(message, extra)) {
+        logger.info(kafkaFields(extra), message);
+        return;
+      }
+      const child = kafkaFields(extra);
       if (level === logLevel.ERROR) logger.error(child, message);
       else if (level === logLevel.WARN) logger.warn(child, message);
       else if (level === logLevel.INFO) logger.debug(child, message);

@@ -84,7 +84,7 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   const codec = await Codec.create(createRegistry(c.registry.url, c.registry.auth), { results: c.topics.results, deadLetter: c.topics.deadLetter });
   log.info({ resultSchemaId: codec.resultSchemaId, deadLetterSchemaId: codec.deadLetterSchemaId }, 'registered result and dead-letter schemas');
 
-  const client = createClient(config, metrics, log);
+  const client = countInFlight(createClient(config, metrics, log), metrics);
   hooks.adopt(async () => client.close(), 'provider client');
   const consumerRef: { current: Consumer | undefined } = { current: undefined };
   const gate = new ServiceGate({
@@ -177,4 +177,19 @@ function createClient(config: WorkerConfig, metrics: WorkerMetrics, log: Logger)
       log.debug({ operation: info.operation, attempt: info.attempt, failureClass: info.failureClass, code: info.code, delayMs: info.delayMs }, 'retrying provider call');
     },
   });
+}
+
+/** `sms_worker_in_flight_sends`: calls to the service under way (retries included). */
+function countInFlight(client: ProviderClient, metrics: WorkerMetrics): ProviderClient {
+  return {
+    send: async (request, options) => {
+      metrics.inFlight.inc();
+      try {
+        return await client.send(request, options);
+      } finally {
+        metrics.inFlight.dec();
+      }
+    },
+    close: () => client.close(),
+  };
 }
