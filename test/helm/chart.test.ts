@@ -474,6 +474,8 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
         SmsWorkerDeadLettering: /sms_worker_dead_lettered_total\{/,
         SmsWorkerPausedInsufficientFunds: /sms_worker_paused\{[^}]*reason="insufficient_funds"/,
         SmsWorkerCircuitOpen: /sms_worker_paused\{[^}]*reason="circuit_open"/,
+        SmsWorkerProviderRejecting: /sms_worker_paused\{[^}]*reason="provider_rejecting"/,
+        SmsWorkerUnknownOutcomes: /sms_worker_results_total\{[^}]*outcome="UNKNOWN"/,
         SmsWorkerProviderErrorRatioHigh: /sms_worker_provider_requests_total\{/,
         SmsWorkerNoProgress: /sms_worker_last_progress_timestamp_seconds\{/,
         SmsWorkerAbsent: /sms_worker_commands_consumed_total\{/,
