@@ -5,6 +5,7 @@ import { expiredResult, failedResult, rejectedResult, sentResult, unknownResult,
 import { resultToAvro } from '../contracts/result-avro.ts';
 import { validateCommand, type ValidationPolicy } from '../contracts/validate.ts';
 import { coerceError } from '../errors.ts';
+import { backoffDelay } from '../retry.ts';
 import { isProviderError } from '../provider/provider-error.ts';
 import type { FailureClass } from '../provider/types.ts';
 import { RegistryUnavailableError, type Codec } from '../schema/codec.ts';
@@ -192,21 +193,22 @@ async function deadLetter(message: CommandRecord, source: SourcePosition, error:
   return { kind: 'dead-letter', record, key: record.key, value: await deps.codec.encodeDeadLetter(deadLetterToAvro(record)) };
 }
 
+/** Waits between registry lookups while it is unreachable: half jitter, so no loop spins. */
+const REGISTRY_BACKOFF = { initialMs: 250, maxMs: 10_000, jitter: 0.5 } as const;
+
 /** A registry outage is not the record's fault: wait and ask again rather than dead-letter it. */
 async function decodeWithRetry(value: Buffer | null, deps: RecordHandlerDeps, signal: AbortSignal): Promise<Awaited<ReturnType<Codec['decode']>> | 'abandoned'> {
-  let delay = 250;
-  for (;;) {
+  for (let retry = 1; ; retry++) {
     try {
       return await deps.codec.decode(value);
     } catch (error) {
       if (!(error instanceof RegistryUnavailableError)) throw error;
       deps.onRegistryRetry?.(error);
       try {
-        await sleep(delay, undefined, { signal });
+        await sleep(backoffDelay(retry, REGISTRY_BACKOFF), undefined, { signal });
       } catch {
         return 'abandoned';
       }
-      delay = Math.min(delay * 2, 10_000);
     }
   }
 }
