@@ -118,51 +118,22 @@ export function businessClassOf(code: string): FailureClass {
   return 'business';
 }
 
+/** A failure without an answer from the service. */
+function unanswered(failureClass: FailureClass, code: string, detail: string): ClassifiedFailure {
+  return { failureClass, code, providerMessage: '', answered: false, detail };
+}
+
 function classifyNetwork(errorCode: string | undefined, timeoutPhase: string | undefined): ClassifiedFailure {
   if (timeoutPhase !== undefined) {
-    if (NOT_SENT_TIMEOUT_PHASES.has(timeoutPhase)) {
-      return {
-        failureClass: 'transport',
-        code: 'PROVIDER_CONNECT_TIMEOUT',
-        providerMessage: '',
-        answered: false,
-        detail: `timed out in the ${timeoutPhase} phase, before the request was sent`,
-      };
-    }
-    return {
-      failureClass: 'ambiguous',
-      code: 'PROVIDER_TIMEOUT',
-      providerMessage: '',
-      answered: false,
-      detail: `timed out in the ${timeoutPhase} phase after the request was sent; it may have been delivered (ambiguous)`,
-    };
+    if (NOT_SENT_TIMEOUT_PHASES.has(timeoutPhase)) return unanswered('transport', 'PROVIDER_CONNECT_TIMEOUT', `timed out in the ${timeoutPhase} phase, before the request was sent`);
+    return unanswered('ambiguous', 'PROVIDER_TIMEOUT', `timed out in the ${timeoutPhase} phase after the request was sent; it may have been delivered (ambiguous)`);
   }
-  if (errorCode !== undefined && NOT_SENT_CODES.has(errorCode)) {
-    return {
-      failureClass: 'transport',
-      code: 'PROVIDER_CONNECTION_FAILED',
-      providerMessage: '',
-      answered: false,
-      detail: `could not connect (${errorCode}); the request was not sent`,
-    };
-  }
+  if (errorCode !== undefined && NOT_SENT_CODES.has(errorCode)) return unanswered('transport', 'PROVIDER_CONNECTION_FAILED', `could not connect (${errorCode}); the request was not sent`);
   if (errorCode !== undefined && RESET_CODES.has(errorCode)) {
-    return {
-      failureClass: 'ambiguous',
-      code: 'PROVIDER_CONNECTION_RESET',
-      providerMessage: '',
-      answered: false,
-      detail: `connection lost before an answer (${errorCode}); the request may have been delivered (ambiguous)`,
-    };
+    return unanswered('ambiguous', 'PROVIDER_CONNECTION_RESET', `connection lost before an answer (${errorCode}); the request may have been delivered (ambiguous)`);
   }
   // Unknown socket-level trouble: we cannot prove the request stayed home, so assume it may not have.
-  return {
-    failureClass: 'ambiguous',
-    code: 'PROVIDER_REQUEST_FAILED',
-    providerMessage: '',
-    answered: false,
-    detail: `request failed (${bounded(errorCode ?? 'unknown error', 64)}); it may have been delivered (ambiguous)`,
-  };
+  return unanswered('ambiguous', 'PROVIDER_REQUEST_FAILED', `request failed (${bounded(errorCode ?? 'unknown error', 64)}); it may have been delivered (ambiguous)`);
 }
 
 function classifyResponse(
@@ -172,98 +143,35 @@ function classifyResponse(
 ): Classification {
   const { status } = outcome;
   const requestId = outcome.requestId === undefined ? undefined : bounded(outcome.requestId, MAX_REQUEST_ID);
-  const base = { httpStatus: status, requestId, answered: true };
+  /** A failure the service answered with (an HTTP status). */
+  const answered = (failureClass: FailureClass, code: string, detail: string, providerMessage = '', extra: { retryAfterMs?: number | undefined } = {}): Classification => ({
+    ok: false,
+    failure: { httpStatus: status, requestId, answered: true, failureClass, code, providerMessage, detail, ...extra },
+  });
+  const envelope = parseEnvelope(outcome.body, operation);
+  const envelopeText = envelope.kind === 'failure' ? bounded(`${envelope.code} ${envelope.message}`, MAX_PROVIDER_MESSAGE) : '';
   if (status === 429 || status === 503) {
     const retryAfterMs = parseRetryAfter(outcome.retryAfter, nowMs);
-    const envelope = parseEnvelope(outcome.body, operation);
-    return {
-      ok: false,
-      failure: {
-        ...base,
-        failureClass: 'throttled',
-        code: status === 429 ? 'PROVIDER_THROTTLED' : 'PROVIDER_UNAVAILABLE',
-        providerMessage: envelope.kind === 'failure' ? bounded(`${envelope.code} ${envelope.message}`, MAX_PROVIDER_MESSAGE) : '',
-        detail: `HTTP ${status}${retryAfterMs === undefined ? '' : `, retry after ${retryAfterMs} ms`}`,
-        retryAfterMs,
-      },
-    };
+    const code = status === 429 ? 'PROVIDER_THROTTLED' : 'PROVIDER_UNAVAILABLE';
+    return answered('throttled', code, `HTTP ${status}${retryAfterMs === undefined ? '' : `, retry after ${retryAfterMs} ms`}`, envelopeText, { retryAfterMs });
   }
   if (status === 500 || status === 502 || status === 504) {
-    const envelope = parseEnvelope(outcome.body, operation);
-    return {
-      ok: false,
-      failure: {
-        ...base,
-        failureClass: 'ambiguous',
-        code: `PROVIDER_HTTP_${status}`,
-        providerMessage: envelope.kind === 'failure' ? bounded(`${envelope.code} ${envelope.message}`, MAX_PROVIDER_MESSAGE) : '',
-        detail: `HTTP ${status}; the request may have been delivered (ambiguous)`,
-      },
-    };
+    return answered('ambiguous', `PROVIDER_HTTP_${status}`, `HTTP ${status}; the request may have been delivered (ambiguous)`, envelopeText);
   }
-
-  const envelope = parseEnvelope(outcome.body, operation);
   if (envelope.kind === 'failure') {
     const message = bounded(envelope.message, MAX_PROVIDER_MESSAGE);
-    return {
-      ok: false,
-      failure: {
-        ...base,
-        failureClass: businessClassOf(envelope.code),
-        code: envelope.code,
-        providerMessage: message,
-        detail: `the service answered ${envelope.code} ${message} (HTTP ${status})`,
-      },
-    };
+    return answered(businessClassOf(envelope.code), envelope.code, `the service answered ${envelope.code} ${message} (HTTP ${status})`, message);
   }
   if (status === 200 && envelope.kind === 'success') return { ok: true, result: envelope.result, requestId };
   if (status >= 200 && status < 300) {
     const problem = envelope.kind === 'success' ? `unexpected HTTP ${status} for a success` : envelope.problem;
-    return {
-      ok: false,
-      failure: {
-        ...base,
-        failureClass: 'malformed',
-        code: 'PROVIDER_MALFORMED_RESPONSE',
-        providerMessage: '',
-        detail: `malformed answer (${bounded(problem, 300)}); the request may have been delivered`,
-      },
-    };
+    return answered('malformed', 'PROVIDER_MALFORMED_RESPONSE', `malformed answer (${bounded(problem, 300)}); the request may have been delivered`);
   }
-  if (status >= 500) {
-    return {
-      ok: false,
-      failure: {
-        ...base,
-        failureClass: 'ambiguous',
-        code: `PROVIDER_HTTP_${status}`,
-        providerMessage: '',
-        detail: `HTTP ${status} without an envelope; the request may have been delivered (ambiguous)`,
-      },
-    };
-  }
+  if (status >= 500) return answered('ambiguous', `PROVIDER_HTTP_${status}`, `HTTP ${status} without an envelope; the request may have been delivered (ambiguous)`);
   if (REJECTING_STATUSES.has(status)) {
-    return {
-      ok: false,
-      failure: {
-        ...base,
-        failureClass: 'configuration',
-        code: `PROVIDER_HTTP_${status}`,
-        providerMessage: '',
-        detail: `HTTP ${status} without an envelope: the service refuses this client (access key, base URL or proxy)`,
-      },
-    };
+    return answered('configuration', `PROVIDER_HTTP_${status}`, `HTTP ${status} without an envelope: the service refuses this client (access key, base URL or proxy)`);
   }
-  return {
-    ok: false,
-    failure: {
-      ...base,
-      failureClass: 'business',
-      code: `PROVIDER_HTTP_${status}`,
-      providerMessage: '',
-      detail: `HTTP ${status} without an envelope`,
-    },
-  };
+  return answered('business', `PROVIDER_HTTP_${status}`, `HTTP ${status} without an envelope`);
 }
 
 export function classifyOutcome(outcome: AttemptOutcome, operation: OperationName, nowMs: number): Classification {
