@@ -21,7 +21,7 @@ import type { PartitionClaim } from '../../src/worker/partition-ownership.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 import type { RecordCodec } from '../../src/worker/record-handler.ts';
 import { Semaphore } from '../../src/worker/semaphore.ts';
-import { OutageCounter, ServiceGate, type GateBackoff, type PauseReason } from '../../src/worker/service-gate.ts';
+import { OutageCounter, ServiceGate, type GateBackoffs } from '../../src/worker/service-gate.ts';
 import { FakeProducers } from '../helpers/fake-producers.ts';
 
 const TOPIC = 'cmds';
@@ -30,7 +30,7 @@ const RESULTS = 'results';
 const DLQ = 'dlq';
 const LEDGER = 'ledger';
 /** Probes far in the future: a blocked gate stays shut for the test. */
-const NO_PROBES: Record<PauseReason, GateBackoff> = {
+const NO_PROBES: GateBackoffs = {
   insufficient_funds: { initialMs: 600_000, maxMs: 600_000 },
   circuit_open: { initialMs: 600_000, maxMs: 600_000 },
 };
@@ -82,34 +82,20 @@ function success(): ProviderSuccess {
   };
 }
 
-function insufficientFunds(): ProviderError {
-  return new ProviderError({
-    operation: 'sms.message.send',
-    code: '105400',
-    message: 'insufficient balance',
-    providerMessage: 'insufficient balance',
-    failureClass: 'insufficient-funds',
-    retryable: false,
-    attempts: 1,
-    httpStatus: 400,
-    requestId: undefined,
-    retryAfterMs: undefined,
-  });
-}
-
-/** The request surely did not reach the service; below the breaker threshold it is a FAILED result. */
-function refused(): ProviderError {
+/** The request surely did not reach the service (connection refused). */
+function refused(retryable: boolean): ProviderError {
   return new ProviderError({
     operation: 'sms.message.send',
     code: 'ECONNREFUSED',
     message: 'connection refused',
     providerMessage: '',
     failureClass: 'transport',
-    retryable: true,
+    retryable,
     attempts: 1,
     httpStatus: undefined,
     requestId: undefined,
     retryAfterMs: undefined,
+    answered: false,
   });
 }
 
@@ -240,12 +226,20 @@ interface Harness {
   readonly ctx: BatchContext;
 }
 
-function harness(options: { ledger?: boolean; maxRunAhead?: number; commitIntervalMs?: number; slots?: number; claim?: PartitionClaim } = {}): Harness {
+function harness(
+  options: { ledger?: boolean; maxRunAhead?: number; commitIntervalMs?: number; slots?: number; claim?: PartitionClaim; breakerThreshold?: number } = {},
+): Harness {
   const producers = new FakeProducers();
   const service = new ScriptedService(producers);
   const gate = new ServiceGate({ backoff: NO_PROBES });
   gates.push(gate);
-  const sender = new GuardedSender({ client: service, gate, outages: new OutageCounter(5), rateLimiter: new RateLimiter(0), fundsPolicy: 'pause' });
+  const sender = new GuardedSender({
+    client: service,
+    gate,
+    outages: new OutageCounter(options.breakerThreshold ?? 5),
+    rateLimiter: new RateLimiter(0),
+    fundsPolicy: 'pause',
+  });
   const claim = options.claim ?? claimOf();
   const abandon = new AbortController();
   const ctx: BatchContext = {
@@ -451,16 +445,16 @@ describe('processBatch: ledger checkpoints', () => {
   });
 
   it('drops a withdrawn mark (surely not sent) from the next checkpoint', async () => {
-    const h = harness({ ledger: true, commitIntervalMs: 5 });
+    const h = harness({ ledger: true, commitIntervalMs: 5, breakerThreshold: 1 });
     h.service.mode = 'hold';
-    // c0 meets an empty account: not sent, and held at the gate (funds policy pause).
-    h.service.script = (commandId) => (commandId === 'c0' ? insufficientFunds() : undefined);
+    // c0's connection is refused: surely not sent; the circuit opens and c0 waits at the gate.
+    h.service.script = (commandId) => (commandId === 'c0' ? refused(true) : undefined);
     const done = processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx);
     await h.service.callsReach(2);
-    await until(() => h.gate.reason === 'insufficient_funds', 'the gate blocks');
+    await until(() => h.gate.reason === 'circuit_open', 'the circuit opens');
     // c1 ends (a FAILED result that leaves the gate shut): the commit it schedules cannot move
     // the offset past the open c0, but must still write a checkpoint without c0's mark.
-    h.service.fail('c1', refused());
+    h.service.fail('c1', refused(false));
     await until(() => h.producers.checkpoints(LEDGER).length === 2, 'a second checkpoint');
     expect(h.producers.checkpoints(LEDGER).map((c) => c.open.map((m) => m.offset))).toEqual([[0n, 1n], [1n]]);
     expect(h.service.calls.map((c) => c.commandId)).toEqual(['c0', 'c1']);
