@@ -1,4 +1,43 @@
-import type { Kafka, Producer } from 'kafkajs';
+import type { Kafka, Producer, Transaction as KafkaTransaction } from 'kafkajs';
+import { FencedError, type PartitionProducers, type Transaction, type TransactionalSession } from './ports.ts';
+
+/** kafkajs's error types for "another producer took over this transactional id". */
+const FENCING_TYPES: ReadonlySet<unknown> = new Set(['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED', 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED']);
+
+export function isFencing(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && FENCING_TYPES.has((error as { type?: unknown }).type);
+}
+
+/** Runs a kafkajs call, turning its fencing errors into `FencedError` (other errors pass unchanged). */
+async function classified<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (isFencing(error)) throw new FencedError(`transactional producer was fenced (${(error as { type: string }).type})`, error);
+    throw error;
+  }
+}
+
+function session(producer: Producer): TransactionalSession {
+  return {
+    transaction: () => classified(() => producer.transaction()).then(wrapTransaction),
+  };
+}
+
+function wrapTransaction(transaction: KafkaTransaction): Transaction {
+  return {
+    send: (batch) => classified(() => transaction.send({ topic: batch.topic, messages: batch.messages.map((m) => ({ ...m })) })),
+    sendOffsets: (offsets) =>
+      classified(() =>
+        transaction.sendOffsets({
+          consumerGroupId: offsets.consumerGroupId,
+          topics: offsets.topics.map((t) => ({ topic: t.topic, partitions: t.partitions.map((p) => ({ ...p })) })),
+        }),
+      ),
+    commit: () => classified(() => transaction.commit()),
+    abort: () => classified(() => transaction.abort()),
+  };
+}
 
 /**
  * One transactional producer per input partition, with a transactional id derived from the
@@ -6,9 +45,9 @@ import type { Kafka, Producer } from 'kafkajs';
  * generation (no KIP-447), so fencing comes from the id instead, as Kafka's EOS did before 2.5:
  * whoever takes over a partition initialises a producer with the same id, which bumps the epoch,
  * aborts the previous owner's open transaction and makes every later write or commit of the
- * previous owner (a "zombie") fail with a fencing error.
+ * previous owner (a "zombie") fail with a fencing error — thrown as `FencedError`.
  */
-export class TransactionalProducers {
+export class TransactionalProducers implements PartitionProducers {
   readonly #kafka: Kafka;
   readonly #prefix: string;
   readonly #producers = new Map<string, Promise<Producer>>();
@@ -23,7 +62,7 @@ export class TransactionalProducers {
   }
 
   /** The producer for a partition, connected (InitProducerId done, so earlier owners are fenced). */
-  async forPartition(topic: string, partition: number): Promise<Producer> {
+  async forPartition(topic: string, partition: number): Promise<TransactionalSession> {
     const id = this.transactionalId(topic, partition);
     let pending = this.#producers.get(id);
     if (pending === undefined) {
@@ -35,7 +74,7 @@ export class TransactionalProducers {
       this.#producers.set(id, pending);
       pending.catch(() => this.#producers.delete(id));
     }
-    return pending;
+    return session(await pending);
   }
 
   /** Drops a producer (after fencing or an unrecoverable transaction error); the next use re-initialises. */

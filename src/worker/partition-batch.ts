@@ -3,32 +3,18 @@ import type { WorkerMetrics } from '../metrics/metrics.ts';
 import { encodeCheckpoint } from './ledger-checkpoint.ts';
 import { OffsetTracker } from './offset-tracker.ts';
 import type { PartitionClaim } from './partition-ownership.ts';
-import { handleRecord, type CommandRecord, type RecordHandlerDeps, type RecordLane, type RecordOutcome } from './record-handler.ts';
+import { handleRecord, type RecordHandlerDeps, type RecordLane, type RecordOutcome } from './record-handler.ts';
 import type { Semaphore } from './semaphore.ts';
 import { commitPrefix, type CommitTarget } from './transaction-committer.ts';
-import type { TransactionalProducers } from '../kafka/transactional-producers.ts';
+import type { FetchedBatch, PartitionProducers } from '../kafka/ports.ts';
 import type { SendHooks } from './guarded-sender.ts';
 
-/** One fetched record, as the worker needs it (no client library types). */
-export interface FetchedRecord extends CommandRecord {
-  readonly offset: string;
-}
-
-/** One fetched batch of one partition and the consumer's controls for it. */
-export interface FetchedBatch {
-  readonly topic: string;
-  readonly partition: number;
-  readonly highWatermark: string;
-  readonly messages: readonly FetchedRecord[];
-  resolveOffset(offset: string): void;
-  heartbeat(): Promise<void>;
-  isRunning(): boolean;
-  isStale(): boolean;
-}
+/** One fetched batch and its records, as the worker needs them (defined with the other Kafka ports). */
+export type { FetchedBatch, FetchedRecord } from '../kafka/ports.ts';
 
 export interface BatchContext {
   readonly deps: RecordHandlerDeps;
-  readonly producers: TransactionalProducers;
+  readonly producers: PartitionProducers;
   readonly slots: Semaphore;
   readonly metrics: WorkerMetrics;
   readonly log: Logger;

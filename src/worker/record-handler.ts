@@ -29,8 +29,11 @@ export type RecordOutcome =
   | { readonly kind: 'duplicate'; readonly commandId: string; readonly firstOffset: bigint }
   | { readonly kind: 'abandoned'; readonly maybeSent?: boolean };
 
+/** The part of the codec a record needs (an interface, so a batch can be unit-tested without a registry). */
+export type RecordCodec = Pick<Codec, 'decode' | 'encodeResult' | 'encodeDeadLetter'>;
+
 export interface RecordHandlerDeps {
-  readonly codec: Codec;
+  readonly codec: RecordCodec;
   readonly sender: GuardedSender;
   readonly policy: ValidationPolicy;
   /** What to do with a command an earlier owner marked as being sent without a result. */
@@ -197,7 +200,7 @@ async function deadLetter(message: CommandRecord, source: SourcePosition, error:
 const REGISTRY_BACKOFF = { initialMs: 250, maxMs: 10_000, jitter: 0.5 } as const;
 
 /** A registry outage is not the record's fault: wait and ask again rather than dead-letter it. */
-async function decodeWithRetry(value: Buffer | null, deps: RecordHandlerDeps, signal: AbortSignal): Promise<Awaited<ReturnType<Codec['decode']>> | 'abandoned'> {
+async function decodeWithRetry(value: Buffer | null, deps: RecordHandlerDeps, signal: AbortSignal): Promise<Awaited<ReturnType<RecordCodec['decode']>> | 'abandoned'> {
   for (let retry = 1; ; retry++) {
     try {
       return await deps.codec.decode(value);

@@ -1,13 +1,12 @@
-import type { EachBatchPayload } from 'kafkajs';
 import type { WorkerConfig } from '../config/index.ts';
 import { startHttpServer, type HealthSource } from '../metrics/http-server.ts';
 import { createMetrics, type WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProgressMonitor } from './health.ts';
-import { processBatch, type FetchedBatch } from './partition-batch.ts';
+import { FencedError, type FetchedBatch } from '../kafka/ports.ts';
+import { processBatch } from './partition-batch.ts';
 import { Semaphore } from './semaphore.ts';
 import { PAUSE_DESCRIPTIONS, PAUSE_REASONS, type PauseReason } from './service-gate.ts';
-import { FencedError } from './transaction-committer.ts';
 import { connectWorker, groupOffset, type WorkerParts } from './wiring.ts';
 
 export interface WorkerOptions {
@@ -40,7 +39,7 @@ export class Worker {
   #http: { port: number; close(): Promise<void> } | undefined;
   readonly #releases: { name: string; release: () => Promise<unknown> }[] = [];
   readonly #abandon = new AbortController();
-  /** The last batch of each partition: a partition's batches never overlap, whatever kafkajs does across generations. */
+  /** The last batch of each partition: a partition's batches never overlap, whatever the consumer does across generations. */
   readonly #lanes = new Map<string, Promise<unknown>>();
   #joined = false;
   #lagTimer: NodeJS.Timeout | undefined;
@@ -108,12 +107,10 @@ export class Worker {
       this.#watchConsumer(parts);
       await parts.consumer.connect();
       this.#stillStarting();
-      await parts.consumer.subscribe({ topic: c.topics.commands, fromBeginning: true });
+      await parts.consumer.subscribe(c.topics.commands);
       await parts.consumer.run({
-        autoCommit: false,
-        eachBatchAutoResolve: false,
         partitionsConsumedConcurrently: Math.min(parts.commandPartitions, 64),
-        eachBatch: (payload) => this.#inLane(`${payload.batch.topic}:${payload.batch.partition}`, () => this.#handleBatch(parts, slots, payload)),
+        eachBatch: (batch) => this.#inLane(`${batch.topic}:${batch.partition}`, () => this.#handleBatch(parts, slots, batch)),
       });
       this.#stillStarting();
       this.#state = 'running';
@@ -130,9 +127,9 @@ export class Worker {
     }
   }
 
-  async #handleBatch(parts: WorkerParts, slots: Semaphore, payload: EachBatchPayload): Promise<void> {
+  async #handleBatch(parts: WorkerParts, slots: Semaphore, batch: FetchedBatch): Promise<void> {
     const c = this.#config;
-    const { topic, partition } = payload.batch;
+    const { topic, partition } = batch;
     const lane = `${topic}:${partition}`;
     // Lost to fencing in this generation: never re-initialise its producer (that would fence the
     // rightful owner back); the consumer was paused for it.
@@ -140,16 +137,6 @@ export class Worker {
     this.#progress.begin(lane);
     try {
       const claim = await parts.ownership.claim(topic, partition);
-      const batch: FetchedBatch = {
-        topic,
-        partition,
-        highWatermark: payload.batch.highWatermark,
-        messages: payload.batch.messages,
-        resolveOffset: (offset) => payload.resolveOffset(offset),
-        heartbeat: () => payload.heartbeat(),
-        isRunning: () => payload.isRunning(),
-        isStale: () => payload.isStale(),
-      };
       await processBatch(batch, {
         deps: {
           codec: parts.codec,
@@ -199,9 +186,8 @@ export class Worker {
 
   #watchConsumer(parts: WorkerParts): void {
     const { consumer, ownership } = parts;
-    const { events } = consumer;
     const topic = this.#config.topics.commands;
-    consumer.on(events.GROUP_JOIN, ({ payload }) => {
+    consumer.onGroupJoin((payload) => {
       this.#joined = true;
       const previous = ownership.assigned;
       const assigned = [...(payload.memberAssignment[topic] ?? [])];
@@ -213,9 +199,9 @@ export class Worker {
       // transaction blocks read_committed readers of the result topic until it is aborted.
       ownership.joined(topic, assigned);
     });
-    consumer.on(events.HEARTBEAT, () => ownership.confirm());
-    consumer.on(events.STOP, () => (this.#joined = false));
-    consumer.on(events.CRASH, ({ payload }) => {
+    consumer.onHeartbeat(() => ownership.confirm());
+    consumer.onStop(() => (this.#joined = false));
+    consumer.onCrash((payload) => {
       this.#joined = false;
       this.#log.error({ err: payload.error, restart: payload.restart }, 'consumer crashed');
       if (!payload.restart && this.#state === 'running') {
@@ -251,7 +237,6 @@ export class Worker {
   }
 
   #onGateChange(reason: PauseReason | undefined): void {
-    const topics = [{ topic: this.#config.topics.commands }];
     for (const r of PAUSE_REASONS) this.metrics.paused.set({ reason: r }, r === reason ? 1 : 0);
     if (reason !== undefined) {
       this.#log.warn({ reason }, PAUSE_DESCRIPTIONS[reason]);
@@ -259,7 +244,7 @@ export class Worker {
       if (this.#state === 'stopping') this.#abandon.abort();
     } else {
       this.#log.info('sends succeed again: consumption resumed');
-      this.#parts?.consumer.resume(topics);
+      this.#parts?.consumer.resume(this.#config.topics.commands);
     }
   }
 

@@ -1,7 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Message } from 'kafkajs';
-import type { TransactionalProducers } from '../kafka/transactional-producers.ts';
-import { SmsWorkerError } from '../errors.ts';
+import { FencedError, type OutgoingRecord, type PartitionProducers } from '../kafka/ports.ts';
 import type { Logger } from '../observability/logger.ts';
 import { CHECKPOINT_KEY } from './ledger-checkpoint.ts';
 import type { RecordOutcome } from './record-handler.ts';
@@ -19,22 +17,11 @@ export interface CommitTarget {
   readonly ledgerTopic: string | undefined;
   /**
    * Largest record batch one send may carry: below the broker's / topics' max.message.bytes
-   * (read at start-up). kafkajs has no linger, so each send is one batch per partition.
+   * (read at start-up). The Kafka client has no linger, so each send is one batch per partition.
    */
   readonly maxBatchBytes: number;
 }
 
-/** The producer for this partition was fenced: another instance owns the partition now. */
-export class FencedError extends SmsWorkerError {
-  constructor(message: string) {
-    super('PRODUCER_FENCED', message, { retryable: false });
-  }
-}
-
-function isFencing(error: unknown): boolean {
-  const type = (error as { type?: unknown }).type;
-  return type === 'INVALID_PRODUCER_EPOCH' || type === 'PRODUCER_FENCED' || type === 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED';
-}
 
 /**
  * Splits records into sends whose record batches stay below `maxBytes`. A record that alone
@@ -66,7 +53,7 @@ export function chunkBySize<T extends { key: string | Buffer | null; value: Buff
  * producer is never retried — the partition belongs to someone else.
  */
 export async function commitPrefix(
-  producers: TransactionalProducers,
+  producers: PartitionProducers,
   target: CommitTarget,
   outcomes: readonly RecordOutcome[],
   /** The next offset to consume, or undefined when the transaction only writes the ledger. */
@@ -78,7 +65,7 @@ export async function commitPrefix(
   committedOffset: () => Promise<bigint>,
   attempts = 6,
 ): Promise<{ results: number; deadLetters: number }> {
-  const messages: { topic: string; messages: Message[] }[] = [];
+  const messages: { topic: string; messages: OutgoingRecord[] }[] = [];
   const results: { key: string; value: Buffer }[] = [];
   const deadLetters: { key: Buffer | null; value: Buffer }[] = [];
   for (const outcome of outcomes) {
@@ -102,7 +89,7 @@ export async function commitPrefix(
     } catch (error) {
       await transaction?.abort().catch(() => undefined);
       await producers.discard(target.topic, target.partition);
-      if (isFencing(error)) throw new FencedError(`transactional producer for ${target.topic}[${target.partition}] was fenced: the partition is owned by another instance`);
+      if (error instanceof FencedError) throw new FencedError(`transactional producer for ${target.topic}[${target.partition}] was fenced: the partition is owned by another instance`, error.cause);
       if (attempt >= attempts) throw error;
       log.warn({ err: error, topic: target.topic, partition: target.partition, attempt }, 'transaction failed; checking whether it committed before retrying');
       await sleep(delay);
@@ -119,7 +106,7 @@ export async function commitPrefix(
   }
 }
 
-async function committedAfterAll(producers: TransactionalProducers, target: CommitTarget, commitOffset: string, committedOffset: () => Promise<bigint>): Promise<boolean> {
+async function committedAfterAll(producers: PartitionProducers, target: CommitTarget, commitOffset: string, committedOffset: () => Promise<bigint>): Promise<boolean> {
   try {
     await producers.forPartition(target.topic, target.partition);
     return (await committedOffset()) >= BigInt(commitOffset);

@@ -1,9 +1,10 @@
-import type { Admin, Consumer, Kafka } from 'kafkajs';
 import type { WorkerConfig } from '../config/index.ts';
 import { commandFromAvro } from '../contracts/command.ts';
 import { createKafka } from '../kafka/client.ts';
+import { KafkaCommandConsumer } from '../kafka/command-consumer.ts';
 import { readLatestCheckpoint } from '../kafka/ledger-store.ts';
 import { PartitionReader } from '../kafka/partition-reader.ts';
+import type { CommandConsumer, OffsetsAdmin } from '../kafka/ports.ts';
 import { ensureTopics, maxMessageBytes } from '../kafka/topics.ts';
 import { TransactionalProducers } from '../kafka/transactional-producers.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
@@ -24,9 +25,8 @@ const BATCH_HEADROOM = 16_384;
 
 /** Everything a running worker is made of; built once by `connectWorker`, released by `close`. */
 export interface WorkerParts {
-  readonly kafka: Kafka;
-  readonly admin: Admin;
-  readonly consumer: Consumer;
+  readonly admin: OffsetsAdmin;
+  readonly consumer: CommandConsumer;
   readonly codec: Codec;
   readonly client: ProviderClient;
   readonly gate: ServiceGate;
@@ -45,7 +45,7 @@ export interface WiringHooks {
 }
 
 /** The group's committed offset of one partition (0 when none). */
-export async function groupOffset(admin: Admin, group: string, topic: string, partition: number): Promise<bigint> {
+export async function groupOffset(admin: OffsetsAdmin, group: string, topic: string, partition: number): Promise<bigint> {
   const offsets = await admin.fetchOffsets({ groupId: group, topics: [topic] });
   const committed = offsets[0]?.partitions.find((p) => p.partition === partition)?.offset ?? '-1';
   return committed === '-1' ? 0n : BigInt(committed);
@@ -86,16 +86,16 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
 
   const client = countInFlight(createClient(config, metrics, log), metrics);
   hooks.adopt(async () => client.close(), 'provider client');
-  const consumerRef: { current: Consumer | undefined } = { current: undefined };
+  const consumerRef: { current: CommandConsumer | undefined } = { current: undefined };
   const gate = new ServiceGate({
     backoff: {
       insufficient_funds: { initialMs: c.funds.probeInitialMs, maxMs: c.funds.probeMaxMs },
       circuit_open: { initialMs: c.breaker.probeInitialMs, maxMs: c.breaker.probeMaxMs },
     },
     onChange: hooks.onGateChange,
-    onBlock: () => consumerRef.current?.pause([{ topic: c.topics.commands }]),
+    onBlock: () => consumerRef.current?.pause(c.topics.commands),
     // The gate needs a command to probe with: let the next one in.
-    onProbeWanted: () => consumerRef.current?.resume([{ topic: c.topics.commands }]),
+    onProbeWanted: () => consumerRef.current?.resume(c.topics.commands),
   });
   hooks.adopt(async () => gate.close(), 'gate');
   const sender = new GuardedSender({
@@ -112,7 +112,7 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   const reader = new PartitionReader(kafka);
   hooks.adopt(() => reader.close(), 'partition reader');
 
-  const consumer = kafka.consumer({
+  const consumer = new KafkaCommandConsumer(kafka, {
     groupId: c.consumerGroup,
     sessionTimeout: c.sessionTimeoutMs,
     rebalanceTimeout: 60_000,
@@ -150,11 +150,11 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
       }
       return out;
     },
-    pauseLost: (topic, partition) => theConsumer.pause([{ topic, partitions: [partition] }]),
-    resumeAll: (topic, resumed) => theConsumer.resume([{ topic, partitions: [...resumed] }]),
+    pauseLost: (topic, partition) => theConsumer.pause(topic, [partition]),
+    resumeAll: (topic, resumed) => theConsumer.resume(topic, resumed),
   };
   const ownership = new PartitionOwnership({ effects, dedupWindow: c.ledger.dedupWindow, sessionTimeoutMs: c.sessionTimeoutMs, log, metrics });
-  return { kafka, admin, consumer, codec, client, gate, sender, producers, reader, ownership, commandPartitions, maxRecordBytes };
+  return { admin, consumer, codec, client, gate, sender, producers, reader, ownership, commandPartitions, maxRecordBytes };
 }
 
 function createClient(config: WorkerConfig, metrics: WorkerMetrics, log: Logger): ProviderClient {

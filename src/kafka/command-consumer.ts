@@ -1,0 +1,80 @@
+import type { Consumer, ConsumerConfig, EachBatchPayload, Kafka } from 'kafkajs';
+import type { CommandConsumer, FetchedBatch } from './ports.ts';
+
+/** The worker's view of one kafkajs batch: its records and the consumer's controls for it. */
+export function fetchedBatch(payload: EachBatchPayload): FetchedBatch {
+  const { batch } = payload;
+  return {
+    topic: batch.topic,
+    partition: batch.partition,
+    highWatermark: batch.highWatermark,
+    messages: batch.messages,
+    resolveOffset: (offset) => payload.resolveOffset(offset),
+    heartbeat: () => payload.heartbeat(),
+    isRunning: () => payload.isRunning(),
+    isStale: () => payload.isStale(),
+  };
+}
+
+function topicPartitions(topic: string, partitions: readonly number[] | undefined): { topic: string; partitions?: number[] }[] {
+  return [partitions === undefined ? { topic } : { topic, partitions: [...partitions] }];
+}
+
+/**
+ * The command consumer on kafkajs. Offsets are never committed by the consumer (they ride in the
+ * result transactions) and a batch's offsets are resolved by the worker as its transactions
+ * commit, so auto-commit and auto-resolve are off whatever the caller wants.
+ */
+export class KafkaCommandConsumer implements CommandConsumer {
+  readonly #consumer: Consumer;
+
+  constructor(kafka: Kafka, config: ConsumerConfig) {
+    this.#consumer = kafka.consumer(config);
+  }
+
+  connect(): Promise<void> {
+    return this.#consumer.connect();
+  }
+
+  /** From the beginning: a group without committed offsets owes a result to every command on the topic. */
+  subscribe(topic: string): Promise<void> {
+    return this.#consumer.subscribe({ topic, fromBeginning: true });
+  }
+
+  run(options: { partitionsConsumedConcurrently: number; eachBatch: (batch: FetchedBatch) => Promise<void> }): Promise<void> {
+    return this.#consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: options.partitionsConsumedConcurrently,
+      eachBatch: (payload) => options.eachBatch(fetchedBatch(payload)),
+    });
+  }
+
+  pause(topic: string, partitions?: readonly number[]): void {
+    this.#consumer.pause(topicPartitions(topic, partitions));
+  }
+
+  resume(topic: string, partitions?: readonly number[]): void {
+    this.#consumer.resume(topicPartitions(topic, partitions));
+  }
+
+  disconnect(): Promise<void> {
+    return this.#consumer.disconnect();
+  }
+
+  onGroupJoin(listener: (event: { memberId: string; memberAssignment: Readonly<Record<string, readonly number[]>> }) => void): void {
+    this.#consumer.on(this.#consumer.events.GROUP_JOIN, ({ payload }) => listener({ memberId: payload.memberId, memberAssignment: payload.memberAssignment }));
+  }
+
+  onHeartbeat(listener: () => void): void {
+    this.#consumer.on(this.#consumer.events.HEARTBEAT, () => listener());
+  }
+
+  onStop(listener: () => void): void {
+    this.#consumer.on(this.#consumer.events.STOP, () => listener());
+  }
+
+  onCrash(listener: (event: { error: Error; restart: boolean }) => void): void {
+    this.#consumer.on(this.#consumer.events.CRASH, ({ payload }) => listener({ error: payload.error, restart: payload.restart }));
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * What the worker needs from a Kafka client, in its own terms: `worker/` imports these, never a
+ * client library's types, so swapping the client touches `kafka/` only. The kafkajs adapters
+ * (transactional-producers.ts, command-consumer.ts) implement them; unit tests use fakes.
+ */
+import type { RawHeaders } from '../contracts/dead-letter.ts';
+import { SmsWorkerError } from '../errors.ts';
+
+/** One record to produce. */
+export interface OutgoingRecord {
+  readonly key: string | Buffer | null;
+  readonly value: Buffer;
+  /** An explicit partition (the ledger's partition n belongs to command partition n); else the key decides. */
+  readonly partition?: number;
+}
+
+/** The consumed offsets a transaction commits for a consumer group. */
+export interface TransactionOffsets {
+  readonly consumerGroupId: string;
+  readonly topics: readonly { readonly topic: string; readonly partitions: readonly { readonly partition: number; readonly offset: string }[] }[];
+}
+
+/**
+ * One open Kafka transaction. Any method may throw; a fencing error (another instance took over
+ * the transactional id) is thrown as a `FencedError`, whatever the client calls it.
+ */
+export interface Transaction {
+  send(batch: { readonly topic: string; readonly messages: readonly OutgoingRecord[] }): Promise<unknown>;
+  sendOffsets(offsets: TransactionOffsets): Promise<void>;
+  commit(): Promise<void>;
+  abort(): Promise<void>;
+}
+
+/** A connected transactional producer (its id initialised, so earlier owners are fenced). */
+export interface TransactionalSession {
+  /** Begins a transaction; throws `FencedError` when the producer was fenced. */
+  transaction(): Promise<Transaction>;
+}
+
+/** One transactional producer per input partition (see TransactionalProducers). */
+export interface PartitionProducers {
+  /** The partition's producer, connected; created (and earlier owners fenced) on first use. */
+  forPartition(topic: string, partition: number): Promise<TransactionalSession>;
+  /** Drops the partition's producer; the next `forPartition` initialises a fresh one. */
+  discard(topic: string, partition: number): Promise<void>;
+}
+
+/** The producer was fenced: another instance owns the partition (or its transactional id) now. */
+export class FencedError extends SmsWorkerError {
+  constructor(message: string, cause?: unknown) {
+    super('PRODUCER_FENCED', message, { retryable: false, cause });
+  }
+}
+
+/** One consumed command record, as the worker needs it. */
+export interface FetchedRecord {
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly headers?: RawHeaders | undefined;
+  readonly offset: string;
+}
+
+/** One fetched batch of one partition and the consumer's controls for it. */
+export interface FetchedBatch {
+  readonly topic: string;
+  readonly partition: number;
+  readonly highWatermark: string;
+  readonly messages: readonly FetchedRecord[];
+  /** Marks the offset as processed (the consumer's next fetch of the partition starts after it). */
+  resolveOffset(offset: string): void;
+  heartbeat(): Promise<void>;
+  isRunning(): boolean;
+  isStale(): boolean;
+}
+
+/** The offsets the worker reads through the admin client: lag, and the group's committed offset. */
+export interface OffsetsAdmin {
+  fetchTopicOffsets(topic: string): Promise<{ partition: number; high: string; low: string }[]>;
+  fetchOffsets(options: { groupId: string; topics: string[] }): Promise<{ topic: string; partitions: { partition: number; offset: string }[] }[]>;
+}
+
+/** The command consumer's group events the worker follows. */
+export interface ConsumerEvents {
+  /** Joined the group (again): this member's assignment, partitions by topic. */
+  onGroupJoin(listener: (event: { memberId: string; memberAssignment: Readonly<Record<string, readonly number[]>> }) => void): void;
+  onHeartbeat(listener: () => void): void;
+  onStop(listener: () => void): void;
+  /** The consumer crashed; `restart`: it restarts itself, else it is gone for good. */
+  onCrash(listener: (event: { error: Error; restart: boolean }) => void): void;
+}
+
+/**
+ * The command consumer: a consumer-group member that reads `read_committed`, never commits
+ * offsets itself (they ride in the result transactions) and hands over whole batches.
+ */
+export interface CommandConsumer extends ConsumerEvents {
+  connect(): Promise<void>;
+  subscribe(topic: string): Promise<void>;
+  run(options: { partitionsConsumedConcurrently: number; eachBatch: (batch: FetchedBatch) => Promise<void> }): Promise<void>;
+  /** Stops fetching the topic, or only the given partitions of it. */
+  pause(topic: string, partitions?: readonly number[]): void;
+  /** Fetches the topic, or the given partitions of it, again. */
+  resume(topic: string, partitions?: readonly number[]): void;
+  disconnect(): Promise<void>;
+}

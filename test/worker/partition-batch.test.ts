@@ -1,0 +1,512 @@
+/**
+ * A partition's batch processing without a broker: a fake fetched batch, fake transactional
+ * producers that record every transaction, a real GuardedSender over a scripted service client,
+ * and the real Avro encoding behind a codec double (no registry).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { commandType, deadLetterType, resultType } from '../../src/contracts/avro.ts';
+import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts';
+import { DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
+import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
+import { FencedError, type FetchedBatch, type FetchedRecord } from '../../src/kafka/ports.ts';
+import { createMetrics } from '../../src/metrics/metrics.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { ProviderError } from '../../src/provider/provider-error.ts';
+import type { ProviderClient, ProviderRequest, ProviderSuccess } from '../../src/provider/types.ts';
+import { DedupWindow } from '../../src/worker/dedup-window.ts';
+import { GuardedSender } from '../../src/worker/guarded-sender.ts';
+import type { OpenMark } from '../../src/worker/ledger-checkpoint.ts';
+import { processBatch, type BatchContext } from '../../src/worker/partition-batch.ts';
+import type { PartitionClaim } from '../../src/worker/partition-ownership.ts';
+import { RateLimiter } from '../../src/worker/rate-limiter.ts';
+import type { RecordCodec } from '../../src/worker/record-handler.ts';
+import { Semaphore } from '../../src/worker/semaphore.ts';
+import { OutageCounter, ServiceGate, type GateBackoffs } from '../../src/worker/service-gate.ts';
+import { FakeProducers } from '../helpers/fake-producers.ts';
+
+const TOPIC = 'cmds';
+const PARTITION = 0;
+const RESULTS = 'results';
+const DLQ = 'dlq';
+const LEDGER = 'ledger';
+/** Probes far in the future: a blocked gate stays shut for the test. */
+const NO_PROBES: GateBackoffs = {
+  insufficient_funds: { initialMs: 600_000, maxMs: 600_000 },
+  circuit_open: { initialMs: 600_000, maxMs: 600_000 },
+};
+
+/** Confluent framing (magic byte, schema id) around Avro bytes, as the registry client writes it. */
+function framed(schemaId: number, avro: Buffer): Buffer {
+  const header = Buffer.alloc(5);
+  header.writeInt32BE(schemaId, 1);
+  return Buffer.concat([header, avro]);
+}
+
+/** The codec's three functions over the real Avro types, with fixed schema ids instead of a registry. */
+const codec: RecordCodec = {
+  decode: async (value) => {
+    if (value === null || value.length < 5 || value[0] !== 0) return { ok: false, code: DEAD_LETTER_CODES.notConfluentFraming, message: 'not framed' };
+    return { ok: true, value: commandType.fromBuffer(value.subarray(5)) as unknown, schemaId: value.readInt32BE(1) };
+  },
+  encodeResult: async (value) => framed(2, resultType.toBuffer(value)),
+  encodeDeadLetter: async (value) => framed(3, deadLetterType.toBuffer(value)),
+};
+
+function command(commandId: string): SendCommand {
+  return {
+    commandId,
+    createdAt: Date.now(),
+    expiresAt: null,
+    metadata: {},
+    operation: { kind: 'text', to: ['+8613800138000'], signature: 'Acme', content: `hello ${commandId}` },
+  };
+}
+
+/** A command record at `offset`, keyed `key` (null: no key), with commandId `c<offset>` unless given. */
+function record(offset: number, key: string | null, commandId = `c${offset}`): FetchedRecord {
+  return { offset: String(offset), key: key === null ? null : Buffer.from(key), value: framed(1, commandType.toBuffer(commandToAvro(command(commandId)))) };
+}
+
+function success(): ProviderSuccess {
+  return {
+    result: {
+      recipients: 1,
+      messageCount: 1,
+      totalAmount: '0.050000',
+      payAmount: '0.050000',
+      virtualAmount: '0.000000',
+      messages: [{ id: 'm1', to: '+8613800138000', regionCode: 'CN', countryCode: '86', messageCount: 1, status: 'Sent', upstream: 'up', price: '0.050000' }],
+    },
+    requestId: 'req-1',
+    attempts: 1,
+  };
+}
+
+/** The request surely did not reach the service (connection refused). */
+function refused(retryable: boolean): ProviderError {
+  return new ProviderError({
+    operation: 'sms.message.send',
+    code: 'ECONNREFUSED',
+    message: 'connection refused',
+    providerMessage: '',
+    failureClass: 'transport',
+    retryable,
+    attempts: 1,
+    httpStatus: undefined,
+    requestId: undefined,
+    retryAfterMs: undefined,
+    answered: false,
+  });
+}
+
+interface Call {
+  readonly commandId: string;
+  /** The partition's committed offset when the call was made. */
+  readonly committedOffset: bigint;
+  /** The open marks of the newest committed checkpoint when the call was made. */
+  readonly committedMarks: readonly bigint[];
+}
+
+/**
+ * The messaging service, scripted: `auto` answers every call at once; `hold` keeps each call
+ * pending until the test answers it (`answer`). `script` may decide per call instead.
+ */
+class ScriptedService implements ProviderClient {
+  readonly calls: Call[] = [];
+  readonly #pending = new Map<string, { resolve: (s: ProviderSuccess) => void; reject: (e: unknown) => void }>();
+  readonly #waiters: { count: number; resolve: () => void }[] = [];
+  mode: 'auto' | 'hold' = 'auto';
+  script: ((commandId: string, call: number) => ProviderError | undefined) | undefined;
+  inFlight = 0;
+  maxInFlight = 0;
+
+  readonly producers: FakeProducers;
+
+  constructor(producers: FakeProducers) {
+    this.producers = producers;
+  }
+
+  async send(_request: ProviderRequest, options?: { correlationId?: string }): Promise<ProviderSuccess> {
+    const commandId = options?.correlationId ?? '?';
+    const checkpoints = this.producers.checkpoints(LEDGER);
+    this.calls.push({
+      commandId,
+      committedOffset: this.producers.groupOffset(TOPIC, PARTITION),
+      committedMarks: checkpoints.at(-1)?.open.map((m) => m.offset) ?? [],
+    });
+    for (const waiter of this.#waiters.filter((w) => this.calls.length >= w.count)) {
+      this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
+      waiter.resolve();
+    }
+    const failure = this.script?.(commandId, this.calls.length);
+    if (failure !== undefined) throw failure;
+    if (this.mode === 'auto') return success();
+    this.inFlight += 1;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    try {
+      return await new Promise<ProviderSuccess>((resolve, reject) => this.#pending.set(commandId, { resolve, reject }));
+    } finally {
+      this.inFlight -= 1;
+    }
+  }
+
+  /** Answers a held call with success. */
+  answer(commandId: string): void {
+    const pending = this.#pending.get(commandId);
+    if (pending === undefined) throw new Error(`no call for ${commandId} is pending`);
+    this.#pending.delete(commandId);
+    pending.resolve(success());
+  }
+
+  /** Answers a held call with a failure. */
+  fail(commandId: string, error: ProviderError): void {
+    const pending = this.#pending.get(commandId);
+    if (pending === undefined) throw new Error(`no call for ${commandId} is pending`);
+    this.#pending.delete(commandId);
+    pending.reject(error);
+  }
+
+  get pending(): string[] {
+    return [...this.#pending.keys()];
+  }
+
+  /** Resolves once `count` calls have been made in all. */
+  callsReach(count: number): Promise<void> {
+    if (this.calls.length >= count) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push({ count, resolve }));
+  }
+
+  close(): void {}
+}
+
+interface FakeBatch extends FetchedBatch {
+  readonly resolved: string[];
+}
+
+function batchOf(messages: FetchedRecord[]): FakeBatch {
+  const resolved: string[] = [];
+  return {
+    topic: TOPIC,
+    partition: PARTITION,
+    highWatermark: String(Number(messages.at(-1)?.offset ?? '-1') + 1),
+    messages,
+    resolved,
+    resolveOffset: (offset) => void resolved.push(offset),
+    heartbeat: async () => undefined,
+    isRunning: () => true,
+    isStale: () => false,
+  };
+}
+
+function claimOf(start = 0n, inDoubt: OpenMark[] = []): PartitionClaim {
+  const marks = new Map(inDoubt.map((m) => [m.offset, m]));
+  return {
+    topic: TOPIC,
+    partition: PARTITION,
+    generation: 1,
+    start,
+    inDoubt: marks,
+    open: new Map(marks),
+    dedup: new DedupWindow(100),
+    position: { committed: start },
+  };
+}
+
+const gates: ServiceGate[] = [];
+afterEach(() => {
+  for (const gate of gates.splice(0)) gate.close();
+});
+
+interface Harness {
+  readonly producers: FakeProducers;
+  readonly service: ScriptedService;
+  readonly claim: PartitionClaim;
+  readonly gate: ServiceGate;
+  readonly abandon: AbortController;
+  readonly ctx: BatchContext;
+}
+
+function harness(
+  options: { ledger?: boolean; maxRunAhead?: number; commitIntervalMs?: number; slots?: number; claim?: PartitionClaim; breakerThreshold?: number } = {},
+): Harness {
+  const producers = new FakeProducers();
+  const service = new ScriptedService(producers);
+  const gate = new ServiceGate({ backoff: NO_PROBES });
+  gates.push(gate);
+  const sender = new GuardedSender({
+    client: service,
+    gate,
+    outages: new OutageCounter(options.breakerThreshold ?? 5),
+    rateLimiter: new RateLimiter(0),
+    fundsPolicy: 'pause',
+  });
+  const claim = options.claim ?? claimOf();
+  const abandon = new AbortController();
+  const ctx: BatchContext = {
+    deps: { codec, sender, policy: DEFAULT_VALIDATION_POLICY, inDoubtPolicy: 'report', maxRecordBytes: 1_000_000, maxCommandBytes: 1_000_000 },
+    producers,
+    slots: new Semaphore(options.slots ?? 100),
+    metrics: createMetrics(),
+    log: createLogger('silent'),
+    target: {
+      consumerGroup: 'g',
+      resultTopic: RESULTS,
+      deadLetterTopic: DLQ,
+      ledgerTopic: options.ledger === true ? LEDGER : undefined,
+      maxBatchBytes: 1_000_000,
+    },
+    commitIntervalMs: options.commitIntervalMs ?? 5,
+    claim,
+    maxRunAhead: options.maxRunAhead ?? 1_000,
+    fetchCommittedOffset: async (topic, partition) => producers.groupOffset(topic, partition),
+    leaseHolds: () => true,
+    wrappingUp: () => false,
+    abandon: abandon.signal,
+    onProgress: () => undefined,
+  };
+  return { producers, service, claim, gate, abandon, ctx };
+}
+
+const tick = (ms = 0): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls until `condition` holds (the batch runs on timers and promises of its own). */
+async function until(condition: () => boolean, what: string, timeoutMs = 2_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await tick(1);
+  }
+}
+
+describe('processBatch: the happy path', () => {
+  it('publishes one result per command and commits the offset after the last record', async () => {
+    const h = harness();
+    const batch = batchOf([record(0, 'a'), record(1, 'b'), record(2, null)]);
+    await processBatch(batch, h.ctx);
+    expect(h.producers.committedKeys(RESULTS).sort()).toEqual(['c0', 'c1', 'c2']);
+    expect(h.producers.groupOffset(TOPIC, PARTITION)).toBe(3n);
+    expect(h.claim.position.committed).toBe(3n);
+    expect(batch.resolved.at(-1)).toBe('2');
+  });
+
+  it('skips records below the claim start (answered by an earlier owner) without sending them', async () => {
+    const h = harness({ claim: claimOf(2n) });
+    await processBatch(batchOf([record(0, 'a'), record(1, 'a'), record(2, 'a')]), h.ctx);
+    expect(h.service.calls.map((c) => c.commandId)).toEqual(['c2']);
+    expect(h.producers.committedKeys(RESULTS)).toEqual(['c2']);
+  });
+});
+
+describe('processBatch: per-key order', () => {
+  it('sends a key’s commands one after another, and other keys alongside', async () => {
+    const h = harness();
+    h.service.mode = 'hold';
+    const done = processBatch(batchOf([record(0, 'a'), record(1, 'a'), record(2, 'b'), record(3, 'a'), record(4, null), record(5, null)]), h.ctx);
+    await h.service.callsReach(4);
+    await tick(20);
+    // The first of key a, the first of key b, and both keyless records (no ordering promise).
+    expect(h.service.pending.sort()).toEqual(['c0', 'c2', 'c4', 'c5']);
+    h.service.answer('c2');
+    h.service.answer('c4');
+    h.service.answer('c5');
+    await tick(20);
+    expect(h.service.pending).toEqual(['c0']);
+    h.service.answer('c0');
+    await h.service.callsReach(5);
+    expect(h.service.pending).toEqual(['c1']);
+    h.service.answer('c1');
+    await h.service.callsReach(6);
+    h.service.answer('c3');
+    await done;
+    const order = h.service.calls.map((c) => c.commandId);
+    expect(order.filter((id) => ['c0', 'c1', 'c3'].includes(id))).toEqual(['c0', 'c1', 'c3']);
+    expect(h.producers.committedKeys(RESULTS).sort()).toEqual(['c0', 'c1', 'c2', 'c3', 'c4', 'c5']);
+  });
+
+  it('commits results in offset order even when later records finish first', async () => {
+    const h = harness();
+    h.service.mode = 'hold';
+    const done = processBatch(batchOf([record(0, 'a'), record(1, 'b'), record(2, 'c')]), h.ctx);
+    await h.service.callsReach(3);
+    h.service.answer('c2');
+    h.service.answer('c1');
+    await tick(30);
+    // Nothing can commit while offset 0 is open: the offset would skip it.
+    expect(h.producers.committedKeys(RESULTS)).toEqual([]);
+    h.service.answer('c0');
+    await done;
+    expect(h.producers.committedKeys(RESULTS)).toEqual(['c0', 'c1', 'c2']);
+    expect(h.producers.groupOffset(TOPIC, PARTITION)).toBe(3n);
+  });
+});
+
+describe('processBatch: the run-ahead bound', () => {
+  it.each([false, true])('never has more than MAX_RUN_AHEAD records past the committed offset (ledger %s)', async (ledger) => {
+    const h = harness({ ledger, maxRunAhead: 3 });
+    h.service.mode = 'hold';
+    const records = Array.from({ length: 10 }, (_, i) => record(i, `k${i}`));
+    const done = processBatch(batchOf(records), h.ctx);
+    for (let answered = 0; answered < records.length; answered++) {
+      await until(() => h.service.pending.length > 0, `a call is pending (${answered} answered)`);
+      await tick(15);
+      // Every call is for a record less than 3 past the committed offset at the time of the call.
+      for (const call of h.service.calls) expect(BigInt(call.commandId.slice(1)) - call.committedOffset).toBeLessThan(3n);
+      expect(h.service.pending.length).toBeLessThanOrEqual(3);
+      h.service.answer(h.service.pending.sort((x, y) => Number(x.slice(1)) - Number(y.slice(1)))[0] ?? '');
+    }
+    await done;
+    expect(h.service.maxInFlight).toBe(3);
+    expect(h.producers.committedKeys(RESULTS)).toEqual(records.map((_, i) => `c${i}`));
+  });
+});
+
+describe('processBatch: commit scheduling', () => {
+  it('results alone wait for COMMIT_INTERVAL_MS', async () => {
+    const interval = 150;
+    const h = harness({ commitIntervalMs: interval });
+    h.service.mode = 'hold';
+    const done = processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx);
+    await h.service.callsReach(2);
+    h.service.answer('c0');
+    const answeredAt = performance.now();
+    await tick(interval / 3);
+    expect(h.producers.transactions).toHaveLength(0);
+    await until(() => h.producers.committed.length === 1, 'the results commit');
+    expect(h.producers.committedKeys(RESULTS)).toEqual(['c0']);
+    expect((h.producers.committed[0]?.committedAt ?? 0) - answeredAt).toBeGreaterThanOrEqual(interval - 10);
+    h.service.answer('c1');
+    await done;
+  });
+
+  it('marks commit at once, before the send, however long the commit interval', async () => {
+    const h = harness({ ledger: true, commitIntervalMs: 60_000 });
+    h.service.mode = 'hold';
+    const started = performance.now();
+    const done = processBatch(batchOf([record(0, 'a')]), h.ctx);
+    await h.service.callsReach(1);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    // The send started only once a committed checkpoint listed its mark.
+    expect(h.service.calls[0]?.committedMarks).toEqual([0n]);
+    const [markTx] = h.producers.committed;
+    expect(markTx?.offsets).toBeUndefined();
+    expect(markTx?.sends.map((s) => s.topic)).toEqual([LEDGER]);
+    h.service.answer('c0');
+    await done;
+  });
+
+  it('marks a wave of sends in one extra commit', async () => {
+    const h = harness({ ledger: true, commitIntervalMs: 60_000 });
+    h.service.mode = 'hold';
+    const done = processBatch(batchOf([0, 1, 2, 3, 4].map((i) => record(i, `k${i}`))), h.ctx);
+    await h.service.callsReach(5);
+    expect(h.producers.transactions).toHaveLength(1);
+    expect(h.producers.checkpoints(LEDGER)).toEqual([
+      { next: 0n, open: [0, 1, 2, 3, 4].map((i) => expect.objectContaining({ offset: BigInt(i), commandId: `c${i}` })) },
+    ]);
+    for (const id of ['c0', 'c1', 'c2', 'c3', 'c4']) h.service.answer(id);
+    await done;
+    // The mark commit, then the results (at the end of the batch: the interval is long).
+    expect(h.producers.transactions).toHaveLength(2);
+  });
+});
+
+describe('processBatch: ledger checkpoints', () => {
+  it('every checkpoint lists exactly the open marks', async () => {
+    const h = harness({ ledger: true, commitIntervalMs: 5 });
+    h.service.mode = 'hold';
+    const done = processBatch(batchOf([record(0, 'a'), record(1, 'b'), record(2, 'c'), record(3, 'd')]), h.ctx);
+    await h.service.callsReach(4);
+    h.service.answer('c1');
+    h.service.answer('c3');
+    await tick(30);
+    h.service.answer('c0');
+    await until(() => h.producers.groupOffset(TOPIC, PARTITION) === 2n, 'offsets 0-1 commit');
+    h.service.answer('c2');
+    await done;
+    const open = (c: { open: readonly OpenMark[] }): bigint[] => c.open.map((m) => m.offset);
+    expect(h.producers.checkpoints(LEDGER).map((c) => ({ next: c.next, open: open(c) }))).toEqual([
+      { next: 0n, open: [0n, 1n, 2n, 3n] },
+      { next: 2n, open: [2n, 3n] },
+      { next: 4n, open: [] },
+    ]);
+    expect(h.claim.open.size).toBe(0);
+  });
+
+  it('keeps inherited marks open until their results commit, and never sends them again (report)', async () => {
+    const inherited: OpenMark = { offset: 1n, commandId: 'c1', at: 1_700_000_000_000 };
+    const h = harness({ ledger: true, claim: claimOf(0n, [inherited]) });
+    await processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx);
+    expect(h.service.calls.map((c) => c.commandId)).toEqual(['c0']);
+    const checkpoints = h.producers.checkpoints(LEDGER);
+    // c0's mark commit still lists the inherited mark; the final commit lists nothing.
+    expect(checkpoints[0]?.open.map((m) => m.offset)).toEqual([1n, 0n]);
+    expect(checkpoints.at(-1)).toEqual({ next: 2n, open: [] });
+    expect(h.producers.committedKeys(RESULTS)).toEqual(['c0', 'c1']);
+  });
+
+  it('drops a withdrawn mark (surely not sent) from the next checkpoint', async () => {
+    const h = harness({ ledger: true, commitIntervalMs: 5, breakerThreshold: 1 });
+    h.service.mode = 'hold';
+    // c0's connection is refused: surely not sent; the circuit opens and c0 waits at the gate.
+    h.service.script = (commandId) => (commandId === 'c0' ? refused(true) : undefined);
+    const done = processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx);
+    await h.service.callsReach(2);
+    await until(() => h.gate.reason === 'circuit_open', 'the circuit opens');
+    // c1 ends (a FAILED result that leaves the gate shut): the commit it schedules cannot move
+    // the offset past the open c0, but must still write a checkpoint without c0's mark.
+    h.service.fail('c1', refused(false));
+    await until(() => h.producers.checkpoints(LEDGER).length === 2, 'a second checkpoint');
+    expect(h.producers.checkpoints(LEDGER).map((c) => c.open.map((m) => m.offset))).toEqual([[0n, 1n], [1n]]);
+    expect(h.service.calls.map((c) => c.commandId)).toEqual(['c0', 'c1']);
+    // A forced stop: c0 gives up unsent; the offset stays at 0, so c1's result waits too.
+    h.abandon.abort();
+    await done;
+    expect(h.producers.committedKeys(RESULTS)).toEqual([]);
+    expect(h.producers.groupOffset(TOPIC, PARTITION)).toBe(0n);
+    expect(
+      h.producers
+        .checkpoints(LEDGER)
+        .at(-1)
+        ?.open.map((m) => m.offset),
+    ).toEqual([1n]);
+  });
+});
+
+describe('processBatch: fencing', () => {
+  it('a fenced mark commit ends the batch with FencedError and nothing is sent', async () => {
+    const h = harness({ ledger: true });
+    h.producers.fate = () => 'fenced';
+    await expect(processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx)).rejects.toBeInstanceOf(FencedError);
+    expect(h.service.calls).toEqual([]);
+    expect(h.producers.committed).toEqual([]);
+  });
+
+  it('no send follows a fenced commit', async () => {
+    const h = harness({ ledger: true });
+    // The first mark commits; every later commit is fenced (another instance took over).
+    h.producers.fate = (tx) => (tx.id === 0 ? 'ok' : 'fenced');
+    await expect(processBatch(batchOf([record(0, 'a'), record(1, 'a'), record(2, 'a')]), h.ctx)).rejects.toBeInstanceOf(FencedError);
+    expect(h.service.calls.map((c) => c.commandId)).toEqual(['c0']);
+    expect(h.producers.committedKeys(RESULTS)).toEqual([]);
+  });
+});
+
+describe('processBatch: an ambiguous commit', () => {
+  it('does not resend results whose transaction committed although the client saw it fail', async () => {
+    const h = harness();
+    h.producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
+    await processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx);
+    expect(h.producers.committedKeys(RESULTS).sort()).toEqual(['c0', 'c1']);
+    expect(h.producers.groupOffset(TOPIC, PARTITION)).toBe(2n);
+    expect(h.service.calls).toHaveLength(2);
+  });
+
+  it('resends the results of a transaction that did not commit', async () => {
+    const h = harness();
+    h.producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
+    await processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx);
+    expect(h.producers.transactions[0]?.state).toBe('aborted');
+    expect(h.producers.committedKeys(RESULTS).sort()).toEqual(['c0', 'c1']);
+    expect(h.service.calls).toHaveLength(2);
+  });
+});

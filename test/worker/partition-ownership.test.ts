@@ -1,0 +1,176 @@
+import { describe, expect, it } from 'vitest';
+import { createMetrics } from '../../src/metrics/metrics.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import type { Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { PartitionOwnership, type OwnershipEffects } from '../../src/worker/partition-ownership.ts';
+
+const TOPIC = 'commands';
+
+interface Recorded {
+  fenced: string[];
+  paused: string[];
+  resumed: { topic: string; partitions: readonly number[] }[];
+}
+
+function ownershipWith(options: {
+  groupOffset?: bigint;
+  checkpoint?: Checkpoint;
+  recent?: { offset: bigint; commandId: string }[];
+  dedupWindow?: number;
+  sessionTimeoutMs?: number;
+  now?: () => number;
+  failRecent?: boolean;
+}): { ownership: PartitionOwnership; recorded: Recorded } {
+  const recorded: Recorded = { fenced: [], paused: [], resumed: [] };
+  const effects: OwnershipEffects = {
+    fence: async (topic, partition) => void recorded.fenced.push(`${topic}:${partition}`),
+    groupOffset: async () => options.groupOffset ?? 0n,
+    checkpoint: async () => options.checkpoint,
+    recentCommandIds: async () => {
+      if (options.failRecent === true) throw new Error('reader down');
+      return options.recent ?? [];
+    },
+    pauseLost: (topic, partition) => void recorded.paused.push(`${topic}:${partition}`),
+    resumeAll: (topic, partitions) => void recorded.resumed.push({ topic, partitions }),
+  };
+  const ownership = new PartitionOwnership({
+    effects,
+    dedupWindow: options.dedupWindow ?? 100,
+    sessionTimeoutMs: options.sessionTimeoutMs ?? 30_000,
+    log: createLogger('silent'),
+    metrics: createMetrics(),
+    ...(options.now !== undefined && { now: options.now }),
+  });
+  return { ownership, recorded };
+}
+
+describe('PartitionOwnership recovery', () => {
+  it('starts at the ledger checkpoint when the group offset is behind it, and inherits its open marks', async () => {
+    const marks = [
+      { offset: 11n, commandId: 'a', at: 1 },
+      { offset: 14n, commandId: 'b', at: 2 },
+    ];
+    const { ownership } = ownershipWith({ groupOffset: 9n, checkpoint: { next: 11n, open: marks } });
+    const claim = await ownership.claim(TOPIC, 0);
+    expect(claim.start).toBe(11n);
+    expect(claim.position.committed).toBe(11n);
+    expect([...claim.inDoubt.keys()]).toEqual([11n, 14n]);
+    // Inherited marks stay open (listed by every checkpoint) until their results commit.
+    expect([...claim.open.keys()]).toEqual([11n, 14n]);
+    expect(claim.open).not.toBe(claim.inDoubt);
+  });
+
+  it('starts at the group offset when it is ahead, dropping marks below it', async () => {
+    const { ownership } = ownershipWith({ groupOffset: 20n, checkpoint: { next: 15n, open: [{ offset: 16n, commandId: 'a', at: 1 }] } });
+    const claim = await ownership.claim(TOPIC, 0);
+    expect(claim.start).toBe(20n);
+    expect(claim.inDoubt.size).toBe(0);
+  });
+
+  it('rebuilds the dedup window from the records before the start; a reader failure leaves it empty', async () => {
+    const { ownership } = ownershipWith({ groupOffset: 5n, recent: [{ offset: 3n, commandId: 'seen' }] });
+    expect((await ownership.claim(TOPIC, 0)).dedup.firstOffset('seen')).toBe(3n);
+    const failing = ownershipWith({ groupOffset: 5n, failRecent: true }).ownership;
+    expect((await failing.claim(TOPIC, 0)).dedup.size).toBe(0);
+  });
+
+  it('fences once per partition and generation; a new generation fences again', async () => {
+    const { ownership, recorded } = ownershipWith({});
+    const [a, b] = await Promise.all([ownership.claim(TOPIC, 0), ownership.claim(TOPIC, 0)]);
+    expect(a).toBe(b);
+    expect(recorded.fenced).toEqual([`${TOPIC}:0`]);
+    ownership.joined(TOPIC, [0]);
+    const c = await ownership.claim(TOPIC, 0);
+    expect(c).not.toBe(a);
+    expect(c.generation).toBe(1);
+    expect(recorded.fenced).toEqual([`${TOPIC}:0`, `${TOPIC}:0`]);
+  });
+
+  it('retries a failed claim at the next use', async () => {
+    let failures = 1;
+    const flaky = new PartitionOwnership({
+      effects: {
+        fence: async () => {
+          if (failures-- > 0) throw new Error('broker away');
+        },
+        groupOffset: async () => 0n,
+        checkpoint: async () => undefined,
+        recentCommandIds: async () => [],
+        pauseLost: () => undefined,
+        resumeAll: () => undefined,
+      },
+      dedupWindow: 0,
+      sessionTimeoutMs: 30_000,
+      log: createLogger('silent'),
+      metrics: createMetrics(),
+    });
+    await expect(flaky.claim(TOPIC, 0)).rejects.toThrow('broker away');
+    await expect(flaky.claim(TOPIC, 0)).resolves.toMatchObject({ start: 0n });
+  });
+});
+
+describe('PartitionOwnership lost partitions', () => {
+  it('never re-fences a partition lost in this generation; the next generation resumes and claims it', async () => {
+    const { ownership, recorded } = ownershipWith({});
+    ownership.joined(TOPIC, [0, 1]);
+    await ownership.claim(TOPIC, 0);
+    await ownership.claim(TOPIC, 1);
+    const fencedBefore = recorded.fenced.length;
+
+    ownership.lose(TOPIC, 1);
+    ownership.lose(TOPIC, 1);
+    expect(ownership.isLost(TOPIC, 1)).toBe(true);
+    expect(ownership.isLost(TOPIC, 0)).toBe(false);
+    expect(recorded.paused).toEqual([`${TOPIC}:1`]);
+    // The runner checks isLost before claiming; a release (transient error) does not clear it.
+    ownership.release(TOPIC, 1);
+    expect(ownership.isLost(TOPIC, 1)).toBe(true);
+    expect(recorded.fenced.length).toBe(fencedBefore);
+
+    ownership.joined(TOPIC, [1]);
+    expect(ownership.isLost(TOPIC, 1)).toBe(false);
+    expect(recorded.resumed).toEqual([{ topic: TOPIC, partitions: [1] }]);
+    await ownership.claim(TOPIC, 1);
+    expect(recorded.fenced.at(-1)).toBe(`${TOPIC}:1`);
+  });
+
+  it('does not resume anything at a join when nothing was lost', () => {
+    const { ownership, recorded } = ownershipWith({});
+    ownership.joined(TOPIC, [0]);
+    ownership.joined(TOPIC, [0]);
+    expect(recorded.resumed).toEqual([]);
+  });
+});
+
+describe('PartitionOwnership lease', () => {
+  it('holds while heartbeats are recent and expires after a freeze longer than the session timeout minus the margin', () => {
+    let now = 1_000_000;
+    const { ownership } = ownershipWith({ sessionTimeoutMs: 10_000, now: () => now });
+    expect(ownership.leaseHolds()).toBe(false);
+    ownership.joined(TOPIC, []);
+    expect(ownership.leaseHolds()).toBe(true);
+    // Margin: min(2 s, timeout / 4) = 2 s, so the lease lasts 8 s after the last confirmation.
+    now += 7_999;
+    expect(ownership.leaseHolds()).toBe(true);
+    ownership.confirm();
+    now += 7_999;
+    expect(ownership.leaseHolds()).toBe(true);
+    // A freeze: no heartbeat for longer than the lease.
+    now += 1;
+    expect(ownership.leaseHolds()).toBe(false);
+    now += 60_000;
+    expect(ownership.leaseHolds()).toBe(false);
+    ownership.confirm();
+    expect(ownership.leaseHolds()).toBe(true);
+  });
+
+  it('uses a quarter of a short session timeout as the margin', () => {
+    let now = 0;
+    const { ownership } = ownershipWith({ sessionTimeoutMs: 4_000, now: () => now });
+    ownership.confirm();
+    now += 2_999;
+    expect(ownership.leaseHolds()).toBe(true);
+    now += 1;
+    expect(ownership.leaseHolds()).toBe(false);
+  });
+});

@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import { FencedError } from '../../src/kafka/ports.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import type { RecordOutcome } from '../../src/worker/record-handler.ts';
+import { chunkBySize, commitPrefix, type CommitTarget } from '../../src/worker/transaction-committer.ts';
+import { FakeProducers } from '../helpers/fake-producers.ts';
+
+const log = createLogger('silent');
+const target: CommitTarget = {
+  topic: 'cmds',
+  partition: 3,
+  consumerGroup: 'g',
+  resultTopic: 'res',
+  deadLetterTopic: 'dlq',
+  ledgerTopic: 'ledger',
+  maxBatchBytes: 1_000_000,
+};
+
+function resultOutcome(commandId: string): RecordOutcome {
+  // Only key and value reach the transaction; the result itself is for metrics and logs.
+  return { kind: 'result', key: commandId, value: Buffer.from(`result of ${commandId}`), result: undefined as never };
+}
+
+const outcomes: RecordOutcome[] = [resultOutcome('a'), { kind: 'duplicate', commandId: 'a', firstOffset: 0n }, resultOutcome('b')];
+
+describe('commitPrefix', () => {
+  it('writes results, the ledger checkpoint and the next offset in one committed transaction', async () => {
+    const producers = new FakeProducers();
+    const counts = await commitPrefix(producers, target, outcomes, '12', Buffer.from('{}'), log, async () => producers.groupOffset('cmds', 3));
+    expect(counts).toEqual({ results: 2, deadLetters: 0 });
+    expect(producers.transactions).toHaveLength(1);
+    const [tx] = producers.transactions;
+    expect(tx?.state).toBe('committed');
+    expect(tx?.sends.map((s) => [s.topic, s.messages.map((m) => m.key)])).toEqual([
+      ['res', ['a', 'b']],
+      ['ledger', ['checkpoint']],
+    ]);
+    // The checkpoint goes to the ledger partition that belongs to the command partition.
+    expect(tx?.sends[1]?.messages[0]?.partition).toBe(3);
+    expect(tx?.offsets).toEqual({ consumerGroupId: 'g', topics: [{ topic: 'cmds', partitions: [{ partition: 3, offset: '12' }] }] });
+  });
+
+  it('does not resend when a failed commit had committed after all (the offset says so)', async () => {
+    const producers = new FakeProducers();
+    producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
+    await commitPrefix(producers, target, outcomes, '12', undefined, log, async () => producers.groupOffset('cmds', 3));
+    expect(producers.transactions).toHaveLength(1);
+    expect(producers.committedKeys('res')).toEqual(['a', 'b']);
+    // The failed producer was dropped and a fresh one initialised before the offset was read.
+    expect(producers.discards).toBe(1);
+    expect(producers.sessions).toBe(2);
+  });
+
+  it('retries, once aborted, when the failed commit did not commit (the offset is behind)', async () => {
+    const producers = new FakeProducers();
+    producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
+    await commitPrefix(producers, target, outcomes, '12', undefined, log, async () => producers.groupOffset('cmds', 3));
+    expect(producers.transactions.map((t) => t.state)).toEqual(['aborted', 'committed']);
+    expect(producers.committedKeys('res')).toEqual(['a', 'b']);
+    expect(producers.groupOffset('cmds', 3)).toBe(12n);
+  });
+
+  it('retries when reading the committed offset fails (unknown is treated as not committed)', async () => {
+    const producers = new FakeProducers();
+    producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
+    let reads = 0;
+    await commitPrefix(producers, target, outcomes, '12', undefined, log, async () => {
+      reads += 1;
+      throw new Error('coordinator loading');
+    });
+    expect(reads).toBe(1);
+    expect(producers.transactions.map((t) => t.state)).toEqual(['aborted', 'committed']);
+  });
+
+  it('retries a failed ledger-only transaction without asking for the offset', async () => {
+    const producers = new FakeProducers();
+    producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
+    let reads = 0;
+    await commitPrefix(producers, target, [], undefined, Buffer.from('{}'), log, async () => {
+      reads += 1;
+      return 0n;
+    });
+    expect(reads).toBe(0);
+    // Writing the checkpoint twice is harmless: compaction keeps the newest.
+    expect(producers.committedKeys('ledger')).toEqual(['checkpoint', 'checkpoint']);
+  });
+
+  it('gives up after the attempts, with the last error', async () => {
+    const producers = new FakeProducers();
+    producers.fate = () => 'fail';
+    await expect(commitPrefix(producers, target, outcomes, '12', undefined, log, async () => 0n, 2)).rejects.toThrow('The coordinator is not available');
+    expect(producers.transactions.map((t) => t.state)).toEqual(['aborted', 'aborted']);
+  });
+
+  it('throws FencedError at once for a fenced producer, naming the partition, and never retries', async () => {
+    const producers = new FakeProducers();
+    producers.fate = () => 'fenced';
+    const error = await commitPrefix(producers, target, outcomes, '12', undefined, log, async () => 0n).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FencedError);
+    expect((error as FencedError).message).toBe('transactional producer for cmds[3] was fenced: the partition is owned by another instance');
+    expect((error as FencedError).code).toBe('PRODUCER_FENCED');
+    expect(producers.transactions).toHaveLength(1);
+    expect(producers.discards).toBe(1);
+  });
+});
+
+describe('chunkBySize', () => {
+  const item = (bytes: number) => ({ key: 'k', value: Buffer.alloc(bytes) });
+
+  it('splits records into sends below the byte limit, counting key, value and overhead', () => {
+    // 64 overhead + 1 key + 100 value = 165 bytes each: two fit in 400, three do not.
+    const chunks = chunkBySize([item(100), item(100), item(100), item(100), item(100)], 400);
+    expect(chunks.map((c) => c.length)).toEqual([2, 2, 1]);
+  });
+
+  it('sends a record larger than the limit alone', () => {
+    expect(chunkBySize([item(10), item(1_000), item(10)], 200).map((c) => c.length)).toEqual([1, 1, 1]);
+  });
+
+  it('makes no send for no records', () => {
+    expect(chunkBySize([], 100)).toEqual([]);
+  });
+});
