@@ -99,6 +99,23 @@ function refused(retryable: boolean): ProviderError {
   });
 }
 
+/** The service answered 105400: it refused the command, surely did not send it. */
+function insufficientFunds(): ProviderError {
+  return new ProviderError({
+    operation: 'sms.message.send',
+    code: '105400',
+    message: 'the service answered 105400 InsufficientFunds',
+    providerMessage: 'InsufficientFunds',
+    failureClass: 'insufficient-funds',
+    retryable: false,
+    attempts: 1,
+    httpStatus: 400,
+    requestId: undefined,
+    retryAfterMs: undefined,
+    answered: true,
+  });
+}
+
 interface Call {
   readonly commandId: string;
   /** The partition's committed offset when the call was made. */
@@ -469,6 +486,22 @@ describe('processBatch: ledger checkpoints', () => {
         .at(-1)
         ?.open.map((m) => m.offset),
     ).toEqual([1n]);
+  });
+});
+
+describe('processBatch: a refused command held at the funds pause', () => {
+  it('withdraws its mark: the next checkpoint does not list a command the service refused (105400)', async () => {
+    const h = harness({ ledger: true, commitIntervalMs: 5 });
+    h.service.mode = 'hold';
+    h.service.script = (commandId) => (commandId === 'c0' ? insufficientFunds() : undefined);
+    const done = processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx);
+    await h.service.callsReach(2);
+    await until(() => h.gate.reason === 'insufficient_funds', 'the funds pause');
+    h.service.fail('c1', refused(false));
+    await until(() => h.producers.checkpoints(LEDGER).some((c) => c.open.every((m) => m.offset !== 0n)), 'a checkpoint without c0');
+    h.abandon.abort();
+    await done;
+    expect(h.producers.checkpoints(LEDGER).at(-1)?.open.map((m) => m.offset)).not.toContain(0n);
   });
 });
 
