@@ -52,6 +52,13 @@ export class FencedError extends SmsWorkerError {
   }
 }
 
+/** The broker refused a send as too large for its or the topic's size limit (a record problem, not an outage). */
+export class BatchTooLargeError extends SmsWorkerError {
+  constructor(message: string, cause?: unknown) {
+    super('MESSAGE_TOO_LARGE', message, { retryable: false, cause });
+  }
+}
+
 /** One consumed command record, as the worker needs it. */
 export interface FetchedRecord {
   readonly key: Buffer | null;

@@ -1,5 +1,5 @@
 import type { Kafka, Producer, Transaction as KafkaTransaction } from 'kafkajs';
-import { FencedError, type PartitionProducers, type Transaction, type TransactionalSession } from './ports.ts';
+import { BatchTooLargeError, FencedError, type PartitionProducers, type Transaction, type TransactionalSession } from './ports.ts';
 
 /** kafkajs's error types for "another producer took over this transactional id". */
 const FENCING_TYPES: ReadonlySet<unknown> = new Set(['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED', 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED']);
@@ -8,12 +8,20 @@ export function isFencing(error: unknown): boolean {
   return typeof error === 'object' && error !== null && FENCING_TYPES.has((error as { type?: unknown }).type);
 }
 
+/** kafkajs's error types for a record batch or request over the broker's size limits. */
+const TOO_LARGE_TYPES: ReadonlySet<unknown> = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
+
+export function isTooLarge(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && TOO_LARGE_TYPES.has((error as { type?: unknown }).type);
+}
+
 /** Runs a kafkajs call, turning its fencing errors into `FencedError` (other errors pass unchanged). */
 async function classified<T>(call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (error) {
     if (isFencing(error)) throw new FencedError(`transactional producer was fenced (${(error as { type: string }).type})`, error);
+    if (isTooLarge(error)) throw new BatchTooLargeError(`the broker refused a send as too large (${(error as { type: string }).type})`, error);
     throw error;
   }
 }

@@ -1,8 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FencedError, type OutgoingRecord, type PartitionProducers } from '../kafka/ports.ts';
+import { BatchTooLargeError, FencedError, type OutgoingRecord, type PartitionProducers } from '../kafka/ports.ts';
+import { backoffDelay } from '../retry.ts';
 import type { Logger } from '../observability/logger.ts';
 import { CHECKPOINT_KEY } from './ledger-checkpoint.ts';
 import type { RecordOutcome } from './record-handler.ts';
+
+/** Waits between attempts of a failed transaction: half jitter, 200 ms doubling to 5 s. */
+const COMMIT_BACKOFF = { initialMs: 200, maxMs: 5_000, jitter: 0.5 } as const;
 
 /** Per-record overhead in a record batch, beyond key and value (varints, headers count, attributes): generous. */
 const RECORD_OVERHEAD = 64;
@@ -65,18 +69,24 @@ export async function commitPrefix(
   committedOffset: () => Promise<bigint>,
   attempts = 6,
 ): Promise<{ results: number; deadLetters: number }> {
-  const messages: { topic: string; messages: OutgoingRecord[] }[] = [];
   const results: { key: string; value: Buffer }[] = [];
   const deadLetters: { key: Buffer | null; value: Buffer }[] = [];
   for (const outcome of outcomes) {
     if (outcome.kind === 'result') results.push({ key: outcome.key, value: outcome.value });
     else if (outcome.kind === 'dead-letter') deadLetters.push({ key: outcome.key, value: outcome.value });
   }
-  for (const chunk of chunkBySize(results, target.maxBatchBytes)) messages.push({ topic: target.resultTopic, messages: chunk });
-  for (const chunk of chunkBySize(deadLetters, target.maxBatchBytes)) messages.push({ topic: target.deadLetterTopic, messages: chunk });
-  if (ledgerRecord !== undefined && target.ledgerTopic !== undefined) messages.push({ topic: target.ledgerTopic, messages: [{ key: CHECKPOINT_KEY, value: ledgerRecord, partition: target.partition }] });
+  // Sends chunked below the size limit; a send the broker still refuses as too large is split
+  // finer on the next attempt (a limit lower than the one read at start-up), never redelivered.
+  let maxBatchBytes = target.maxBatchBytes;
+  const plan = (): { topic: string; messages: OutgoingRecord[] }[] => {
+    const sends: { topic: string; messages: OutgoingRecord[] }[] = [];
+    for (const chunk of chunkBySize(results, maxBatchBytes)) sends.push({ topic: target.resultTopic, messages: chunk });
+    for (const chunk of chunkBySize(deadLetters, maxBatchBytes)) sends.push({ topic: target.deadLetterTopic, messages: chunk });
+    if (ledgerRecord !== undefined && target.ledgerTopic !== undefined) sends.push({ topic: target.ledgerTopic, messages: [{ key: CHECKPOINT_KEY, value: ledgerRecord, partition: target.partition }] });
+    return sends;
+  };
+  let messages = plan();
 
-  let delay = 200;
   for (let attempt = 1; ; attempt++) {
     const producer = await producers.forPartition(target.topic, target.partition);
     let transaction;
@@ -90,10 +100,13 @@ export async function commitPrefix(
       await transaction?.abort().catch(() => undefined);
       await producers.discard(target.topic, target.partition);
       if (error instanceof FencedError) throw new FencedError(`transactional producer for ${target.topic}[${target.partition}] was fenced: the partition is owned by another instance`, error.cause);
+      if (error instanceof BatchTooLargeError && maxBatchBytes > 1) {
+        maxBatchBytes = Math.floor(maxBatchBytes / 2);
+        messages = plan();
+      }
       if (attempt >= attempts) throw error;
-      log.warn({ err: error, topic: target.topic, partition: target.partition, attempt }, 'transaction failed; checking whether it committed before retrying');
-      await sleep(delay);
-      delay = Math.min(delay * 2, 5_000);
+      log.warn({ err: error, topic: target.topic, partition: target.partition, attempt, maxBatchBytes }, 'transaction failed; checking whether it committed before retrying');
+      await sleep(backoffDelay(attempt, COMMIT_BACKOFF));
       // A commit can fail on the client and still succeed on the broker (a lost EndTxn answer).
       // Re-initialising the producer completes or aborts that transaction; the committed offset,
       // written atomically with the results, then says which — resending would duplicate them.

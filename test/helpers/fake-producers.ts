@@ -4,7 +4,7 @@
  * group's committed offset per partition as a broker would, so tests can assert on what a reader
  * of the result, dead-letter and ledger topics would see.
  */
-import { FencedError, type OutgoingRecord, type PartitionProducers, type TransactionOffsets, type TransactionalSession } from '../../src/kafka/ports.ts';
+import { BatchTooLargeError, FencedError, type OutgoingRecord, type PartitionProducers, type TransactionOffsets, type TransactionalSession } from '../../src/kafka/ports.ts';
 import { decodeCheckpoint, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 
 export interface RecordedTransaction {
@@ -31,6 +31,8 @@ export class FakeProducers implements PartitionProducers {
   sessions = 0;
   /** Decides each commit's fate; `ok` by default. */
   fate: (transaction: RecordedTransaction) => CommitFate = () => 'ok';
+  /** Sends larger than this (key + value bytes) are refused as the broker refuses them. */
+  maxSendBytes = Number.POSITIVE_INFINITY;
   /** Called as each transaction commits (after its effects are visible). */
   onCommit: (transaction: RecordedTransaction) => void = () => undefined;
 
@@ -43,6 +45,8 @@ export class FakeProducers implements PartitionProducers {
         return {
           send: async (batch) => {
             if (tx.state !== 'open') throw new Error('transaction is not open');
+            const bytes = batch.messages.reduce((sum, m) => sum + (m.key === null ? 0 : Buffer.byteLength(m.key)) + m.value.length, 0);
+            if (bytes > this.maxSendBytes) throw new BatchTooLargeError(`a send of ${bytes} bytes is over the limit`);
             tx.sends.push({ topic: batch.topic, messages: [...batch.messages] });
           },
           sendOffsets: async (offsets) => {

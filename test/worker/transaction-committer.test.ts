@@ -104,6 +104,20 @@ describe('commitPrefix', () => {
   });
 });
 
+describe('commitPrefix: a send the broker refuses as too large', () => {
+  it('is split finer and committed, never given up on while records can be split', async () => {
+    const producers = new FakeProducers();
+    // The broker's real limit is lower than the one read at start-up.
+    producers.maxSendBytes = 100;
+    const many = Array.from({ length: 8 }, (_, i) => resultOutcome(`command-${i}`));
+    const counts = await commitPrefix(producers, { ...target, maxBatchBytes: 10_000 }, many, '8', undefined, log, async () => producers.groupOffset('cmds', 3));
+    expect(counts).toEqual({ results: 8, deadLetters: 0 });
+    const committed = producers.transactions.filter((t) => t.state === 'committed');
+    expect(committed).toHaveLength(1);
+    expect(committed[0]?.sends.flatMap((s) => s.messages.map((m) => m.key))).toEqual(many.map((_, i) => `command-${i}`));
+  });
+});
+
 describe('chunkBySize', () => {
   const item = (bytes: number) => ({ key: 'k', value: Buffer.alloc(bytes) });
 
