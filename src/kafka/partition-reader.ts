@@ -110,6 +110,17 @@ export class PartitionReader {
   }
 
   /**
+   * The partition's high watermark: the offset after the last record written, transactions still
+   * open or not yet marked included. (kafkajs's admin lists offsets `read_committed`, which gives
+   * the last stable offset instead: reading to that would miss a transaction whose commit is
+   * decided but whose markers are not written yet, e.g. right after a broker restart.)
+   */
+  async highWatermark(topic: string, partition: number, from: bigint): Promise<bigint> {
+    const found = await this.#fetch(topic, partition, from, 0);
+    return BigInt(found.highWatermark);
+  }
+
+  /**
    * Committed records in [from, to): every record below `to` that a read_committed reader will
    * ever see. `to` must not exceed the last stable offset, or this waits for open transactions
    * (bounded by `deadlineMs`).

@@ -25,7 +25,12 @@ export interface TransactionOffsets {
  * the transactional id) is thrown as a `FencedError`, whatever the client calls it.
  */
 export interface Transaction {
-  send(batch: { readonly topic: string; readonly messages: readonly OutgoingRecord[] }): Promise<unknown>;
+  /**
+   * Sends records of several topics in one request (one round trip to register the partitions
+   * with the transaction, one to produce). Each topic-partition's records become one record
+   * batch: keep each below max.message.bytes.
+   */
+  send(batches: readonly { readonly topic: string; readonly messages: readonly OutgoingRecord[] }[]): Promise<unknown>;
   sendOffsets(offsets: TransactionOffsets): Promise<void>;
   commit(): Promise<void>;
   abort(): Promise<void>;
@@ -39,10 +44,16 @@ export interface TransactionalSession {
 
 /** One transactional producer per input partition (see TransactionalProducers). */
 export interface PartitionProducers {
-  /** The partition's producer, connected; created (and earlier owners fenced) on first use. */
-  forPartition(topic: string, partition: number): Promise<TransactionalSession>;
-  /** Drops the partition's producer; the next `forPartition` initialises a fresh one. */
-  discard(topic: string, partition: number): Promise<void>;
+  /**
+   * The partition's producer, connected; created (and earlier owners fenced) on first use.
+   * `generation` is the group generation of the caller's claim: a caller from an older generation
+   * than the producer's, or than the latest one that fenced, gets `FencedError` — inside one
+   * process too, so a batch left over from a previous generation can neither reuse the new
+   * owner's producer nor re-initialise one.
+   */
+  forPartition(topic: string, partition: number, generation?: number): Promise<TransactionalSession>;
+  /** Drops the partition's producer (only if it belongs to `generation`, when given); the next `forPartition` initialises a fresh one. */
+  discard(topic: string, partition: number, generation?: number): Promise<void>;
 }
 
 /** The producer was fenced: another instance owns the partition (or its transactional id) now. */

@@ -34,7 +34,7 @@ function session(producer: Producer): TransactionalSession {
 
 function wrapTransaction(transaction: KafkaTransaction): Transaction {
   return {
-    send: (batch) => classified(() => transaction.send({ topic: batch.topic, messages: batch.messages.map((m) => ({ ...m })) })),
+    send: (batches) => classified(() => transaction.sendBatch({ topicMessages: batches.map((b) => ({ topic: b.topic, messages: b.messages.map((m) => ({ ...m })) })) })),
     sendOffsets: (offsets) =>
       classified(() =>
         transaction.sendOffsets({
@@ -58,7 +58,9 @@ function wrapTransaction(transaction: KafkaTransaction): Transaction {
 export class TransactionalProducers implements PartitionProducers {
   readonly #kafka: Kafka;
   readonly #prefix: string;
-  readonly #producers = new Map<string, Promise<Producer>>();
+  readonly #producers = new Map<string, { generation: number; producer: Promise<Producer> }>();
+  /** The newest generation that used each transactional id: older ones are zombies. */
+  readonly #latest = new Map<string, number>();
 
   constructor(kafka: Kafka, prefix: string) {
     this.#kafka = kafka;
@@ -70,32 +72,46 @@ export class TransactionalProducers implements PartitionProducers {
   }
 
   /** The producer for a partition, connected (InitProducerId done, so earlier owners are fenced). */
-  async forPartition(topic: string, partition: number): Promise<TransactionalSession> {
+  async forPartition(topic: string, partition: number, generation = 0): Promise<TransactionalSession> {
     const id = this.transactionalId(topic, partition);
-    let pending = this.#producers.get(id);
-    if (pending === undefined) {
-      pending = (async () => {
+    const latest = this.#latest.get(id) ?? 0;
+    if (generation < latest) throw new FencedError(`a claim of generation ${generation} of ${topic}[${partition}] is stale: generation ${latest} owns it now`);
+    this.#latest.set(id, generation);
+    let entry = this.#producers.get(id);
+    if (entry !== undefined && entry.generation !== generation) {
+      // A producer of an older generation of this process: replace it (a new claim fences).
+      this.#producers.delete(id);
+      void entry.producer.then((p) => p.disconnect()).catch(() => undefined);
+      entry = undefined;
+    }
+    if (entry === undefined) {
+      const created = (async () => {
         const producer = this.#kafka.producer({ transactionalId: id, idempotent: true, maxInFlightRequests: 1, transactionTimeout: 60_000 });
         await producer.connect();
         return producer;
       })();
-      this.#producers.set(id, pending);
-      pending.catch(() => this.#producers.delete(id));
+      entry = { generation, producer: created };
+      this.#producers.set(id, entry);
+      const mine = entry;
+      created.catch(() => {
+        if (this.#producers.get(id) === mine) this.#producers.delete(id);
+      });
     }
-    return session(await pending);
+    return session(await entry.producer);
   }
 
   /** Drops a producer (after fencing or an unrecoverable transaction error); the next use re-initialises. */
-  async discard(topic: string, partition: number): Promise<void> {
+  async discard(topic: string, partition: number, generation?: number): Promise<void> {
     const id = this.transactionalId(topic, partition);
-    const pending = this.#producers.get(id);
+    const entry = this.#producers.get(id);
+    if (entry === undefined || (generation !== undefined && entry.generation !== generation)) return;
     this.#producers.delete(id);
-    if (pending !== undefined) await (await pending.catch(() => undefined))?.disconnect().catch(() => undefined);
+    await (await entry.producer.catch(() => undefined))?.disconnect().catch(() => undefined);
   }
 
   async closeAll(): Promise<void> {
     const all = [...this.#producers.values()];
     this.#producers.clear();
-    await Promise.all(all.map(async (p) => (await p.catch(() => undefined))?.disconnect().catch(() => undefined)));
+    await Promise.all(all.map(async (e) => (await e.producer.catch(() => undefined))?.disconnect().catch(() => undefined)));
   }
 }

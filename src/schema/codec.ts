@@ -28,14 +28,19 @@ export function createRegistry(url: string, auth?: { username: string; password:
 /**
  * Registers a schema; replicas of one Deployment start together and race to set the subject's
  * compatibility rule, and Apicurio answers the loser 409 ("A rule named 'COMPATIBILITY' already
- * exists"). The rule is there then, so registering again succeeds.
+ * exists"), or a replica reads the subject between another's registration and its rule ("BACKWARD
+ * != NONE"). The rule is there a moment later, so registering again succeeds; a rule an operator
+ * set differently still fails after the attempts.
  */
 async function registerRacing(registry: SchemaRegistry, schema: string, subject: string, attempts = 5): Promise<{ id: number }> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await registry.register({ type: SchemaType.AVRO, schema }, { subject });
     } catch (error) {
-      if ((error as StatusError).status !== 409 || attempt >= attempts) throw error;
+      // 409: another replica set the rule first. A compatibility mismatch: another replica
+      // registered the subject and has not set its rule yet (the registry reports its default).
+      const racing = (error as StatusError).status === 409 || (error instanceof Error && error.name === 'ConfluentSchemaRegistryCompatibilityError');
+      if (!racing || attempt >= attempts) throw error;
       await new Promise((resolve) => setTimeout(resolve, 50 * attempt + Math.floor(Math.random() * 50)));
     }
   }

@@ -2,14 +2,20 @@
  * The intent ledger's record (pure: encoding and decoding, no I/O).
  *
  * Every transaction of a command partition writes one record to ledger partition n (same n) with
- * the constant key `checkpoint`, so compaction keeps only the newest: the state of the partition
+ * the key `checkpoint/<group>/<topic>`, so compaction keeps only the newest: the state of the partition
  * after that transaction. `next` is the command offset committed in the same transaction (the
  * group's committed offset can be read stale without KIP-447; this one cannot, because it is read
  * `read_committed` after fencing). `open` lists the commands marked "attempting" whose result is
  * not committed yet: the service may have them. A new owner reports those as UNKNOWN instead of
  * sending them again. `open` is bounded by MAX_RUN_AHEAD, so the record is too.
  */
-export const CHECKPOINT_KEY = 'checkpoint';
+/**
+ * The key of a partition's checkpoints: per consumer group and command topic, so deployments (or
+ * a renamed group) that share a ledger topic never read each other's state.
+ */
+export function checkpointKey(consumerGroup: string, commandTopic: string): string {
+  return `checkpoint/${consumerGroup}/${commandTopic}`;
+}
 const VERSION = 1;
 /** commandIds are informational in the ledger (the offset identifies the record): keep records small. */
 const MAX_ID_LENGTH = 256;
@@ -39,8 +45,8 @@ export function encodeCheckpoint(checkpoint: Checkpoint): Buffer {
 const OFFSET = /^(0|[1-9]\d{0,18})$/;
 
 /** Undefined for anything that is not a checkpoint this version can read (it is then ignored). */
-export function decodeCheckpoint(key: Buffer | null, value: Buffer | null): Checkpoint | undefined {
-  if (key?.toString('utf8') !== CHECKPOINT_KEY || value === null) return undefined;
+export function decodeCheckpoint(key: Buffer | null, value: Buffer | null, expectedKey: string): Checkpoint | undefined {
+  if (key?.toString('utf8') !== expectedKey || value === null) return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(value.toString('utf8'));

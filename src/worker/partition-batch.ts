@@ -67,6 +67,8 @@ export async function processBatch(batch: FetchedBatch, ctx: BatchContext): Prom
   let timer: NodeJS.Timeout | undefined;
   let urgent: NodeJS.Immediate | undefined;
   let committed: { promise: Promise<void>; resolve: () => void } = deferred();
+  /** Records holding an in-flight slot (taken right before their call, kept until they end). */
+  const slotHeld = new Set<bigint>();
 
   const commitNow = async (): Promise<void> => {
     const prefix = tracker.takePrefix();
@@ -147,30 +149,42 @@ export async function processBatch(batch: FetchedBatch, ctx: BatchContext): Prom
     releaseCommandId: (commandId, offset) => claim.dedup.forget(commandId, offset),
     onInDoubt: (action) => ctx.metrics.inDoubt.inc({ action }),
     sendHooks: (offset, commandId): SendHooks => ({
-      beforeSend: async (waitSignal) => {
-        if (!ctx.leaseHolds()) return false;
-        if (!ledgerOn) return true;
-        if (!claim.open.has(offset)) {
-          claim.open.set(offset, { offset, commandId, at: Date.now() });
-          ctx.metrics.ledgerMarks.inc();
+      beforeSend: async (gateSignal) => {
+        const waitSignal = AbortSignal.any([gateSignal, stopSending.signal]);
+        if (!ctx.leaseHolds() || ctx.wrappingUp()) return false;
+        if (ledgerOn) {
+          if (!claim.open.has(offset)) {
+            claim.open.set(offset, { offset, commandId, at: Date.now() });
+            ctx.metrics.ledgerMarks.inc();
+          }
+          const flushed = new Promise<void>((resolve, reject) => unflushed.push({ resolve, reject }));
+          scheduleCommit(true);
+          await abortable(flushed, waitSignal);
         }
-        const flushed = new Promise<void>((resolve, reject) => unflushed.push({ resolve, reject }));
-        scheduleCommit(true);
-        await abortable(flushed, waitSignal);
-        // The lease is checked again after the wait: a process frozen in between sends nothing.
-        return ctx.leaseHolds();
+        // The in-flight slot bounds calls to the service, so it is taken once the mark has
+        // committed: the next wave's marks commit while this wave's calls are under way.
+        if (!slotHeld.has(offset)) {
+          await ctx.slots.acquire(waitSignal);
+          slotHeld.add(offset);
+        }
+        // The lease is checked again after the waits: a process frozen in between sends nothing.
+        return ctx.leaseHolds() && !ctx.wrappingUp();
       },
       notSent: () => withdraw(offset),
     }),
   };
 
   let rebalancing = false;
+  /** Aborted at shutdown or a rebalance: sends that have not started give up (calls under way finish). */
+  const stopSending = new AbortController();
   const heartbeat = setInterval(() => {
+    if (ctx.wrappingUp()) stopSending.abort(new Error('shutting down'));
     batch.heartbeat().catch((error: unknown) => {
       // A rebalance is under way: stop taking records, and commands still waiting (gate, rate
       // limit, a slot, a mark) give up unsent; sends already made finish and commit.
       if (!rebalancing) ctx.log.info({ err: error, topic: batch.topic, partition: batch.partition }, 'heartbeat failed during batch; wrapping up');
       rebalancing = true;
+      stopSending.abort(error);
       local.abort(error);
     });
   }, 1_000);
@@ -188,11 +202,6 @@ export async function processBatch(batch: FetchedBatch, ctx: BatchContext): Prom
         await abortable(committed.promise, signal).catch(() => undefined);
       }
       if (ctx.wrappingUp() || rebalancing || signal.aborted || !batch.isRunning() || batch.isStale() || !ctx.leaseHolds()) break;
-      try {
-        await ctx.slots.acquire(signal);
-      } catch {
-        break;
-      }
       tracker.register(message.offset);
       ctx.metrics.commandsConsumed.inc();
       ctx.onProgress();
@@ -219,7 +228,7 @@ export async function processBatch(batch: FetchedBatch, ctx: BatchContext): Prom
           local.abort(error);
         })
         .finally(() => {
-          ctx.slots.release();
+          if (slotHeld.delete(offset)) ctx.slots.release();
           // The last record of its key is done: nothing needs to wait for it any more.
           if (chains.get(key) === task) chains.delete(key);
         });

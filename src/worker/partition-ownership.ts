@@ -29,7 +29,7 @@ export interface PartitionClaim {
 /** The effects ownership needs, kept behind an interface so it has no Kafka types (and tests can drive it). */
 export interface OwnershipEffects {
   /** Initialises the partition's transactional producer: fences the previous owner, settles its open transaction. */
-  fence(topic: string, partition: number): Promise<void>;
+  fence(topic: string, partition: number, generation: number): Promise<void>;
   /** The group's committed offset (may be stale without KIP-447's require_stable). */
   groupOffset(topic: string, partition: number): Promise<bigint>;
   /** The ledger's newest checkpoint, read to the end after fencing (undefined when the ledger is off or empty). */
@@ -112,6 +112,11 @@ export class PartitionOwnership {
     return this.#assigned?.partitions ?? [];
   }
 
+  /** Whether a claim is of the current generation (a batch left from an earlier one must not send or commit). */
+  isCurrent(claim: PartitionClaim): boolean {
+    return claim.generation === this.#generation && !this.isLost(claim.topic, claim.partition);
+  }
+
   isLost(topic: string, partition: number): boolean {
     return this.#lost.has(`${topic}:${partition}`);
   }
@@ -148,7 +153,7 @@ export class PartitionOwnership {
 
   async #recover(topic: string, partition: number, generation: number): Promise<PartitionClaim> {
     const started = this.#now();
-    await this.#o.effects.fence(topic, partition);
+    await this.#o.effects.fence(topic, partition, generation);
     const [groupOffset, checkpoint] = await Promise.all([this.#o.effects.groupOffset(topic, partition), this.#o.effects.checkpoint(partition)]);
     const { start, inDoubt } = recoveryPlan(groupOffset, checkpoint);
     const dedup = new DedupWindow(this.#o.dedupWindow);

@@ -137,6 +137,9 @@ export class Worker {
     this.#progress.begin(lane);
     try {
       const claim = await parts.ownership.claim(topic, partition);
+      // Sends and commits need both: the group still counts this member in (the lease) and the
+      // claim is of the current generation (not a batch left over from before a rebalance).
+      const owns = (): boolean => parts.ownership.leaseHolds() && parts.ownership.isCurrent(claim);
       await processBatch(batch, {
         deps: {
           codec: parts.codec,
@@ -151,12 +154,12 @@ export class Worker {
         slots,
         metrics: this.metrics,
         log: this.#log,
-        target: { consumerGroup: c.consumerGroup, resultTopic: c.topics.results, deadLetterTopic: c.topics.deadLetter, ledgerTopic: c.ledger.enabled ? c.topics.ledger : undefined, maxBatchBytes: parts.maxRecordBytes },
+        target: { consumerGroup: c.consumerGroup, resultTopic: c.topics.results, deadLetterTopic: c.topics.deadLetter, ledgerTopic: c.ledger.enabled ? c.topics.ledger : undefined, maxBatchBytes: parts.maxRecordBytes, generation: claim.generation, mayFence: owns },
         commitIntervalMs: c.commitIntervalMs,
         claim,
         maxRunAhead: c.ledger.maxRunAhead,
         fetchCommittedOffset: (t, p) => groupOffset(parts.admin, c.consumerGroup, t, p),
-        leaseHolds: () => parts.ownership.leaseHolds(),
+        leaseHolds: owns,
         wrappingUp: () => this.#state !== 'running',
         abandon: this.#abandon.signal,
         onProgress: () => this.#onProgress(lane),

@@ -2,8 +2,19 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchTooLargeError, FencedError, type OutgoingRecord, type PartitionProducers } from '../kafka/ports.ts';
 import { backoffDelay } from '../retry.ts';
 import type { Logger } from '../observability/logger.ts';
-import { CHECKPOINT_KEY } from './ledger-checkpoint.ts';
+import { checkpointKey } from './ledger-checkpoint.ts';
 import type { RecordOutcome } from './record-handler.ts';
+
+function rounds<T extends { topic: string }>(sends: readonly T[]): T[][] {
+  const out: T[][] = [];
+  const seen = new Map<string, number>();
+  for (const send of sends) {
+    const i = seen.get(send.topic) ?? 0;
+    seen.set(send.topic, i + 1);
+    (out[i] ??= []).push(send);
+  }
+  return out;
+}
 
 /** Waits between attempts of a failed transaction: half jitter, 200 ms doubling to 5 s. */
 const COMMIT_BACKOFF = { initialMs: 200, maxMs: 5_000, jitter: 0.5 } as const;
@@ -24,6 +35,10 @@ export interface CommitTarget {
    * (read at start-up). The Kafka client has no linger, so each send is one batch per partition.
    */
   readonly maxBatchBytes: number;
+  /** The group generation of the claim committing (producers of other generations are refused). */
+  readonly generation?: number;
+  /** Whether this worker may still (re)initialise the partition's producer: its claim is current and its lease holds. */
+  readonly mayFence: () => boolean;
 }
 
 
@@ -82,27 +97,35 @@ export async function commitPrefix(
     const sends: { topic: string; messages: OutgoingRecord[] }[] = [];
     for (const chunk of chunkBySize(results, maxBatchBytes)) sends.push({ topic: target.resultTopic, messages: chunk });
     for (const chunk of chunkBySize(deadLetters, maxBatchBytes)) sends.push({ topic: target.deadLetterTopic, messages: chunk });
-    if (ledgerRecord !== undefined && target.ledgerTopic !== undefined) sends.push({ topic: target.ledgerTopic, messages: [{ key: CHECKPOINT_KEY, value: ledgerRecord, partition: target.partition }] });
+    if (ledgerRecord !== undefined && target.ledgerTopic !== undefined) sends.push({ topic: target.ledgerTopic, messages: [{ key: checkpointKey(target.consumerGroup, target.topic), value: ledgerRecord, partition: target.partition }] });
     return sends;
   };
   let messages = plan();
 
   for (let attempt = 1; ; attempt++) {
-    const producer = await producers.forPartition(target.topic, target.partition);
+    // Never (re)initialise a producer without owning the partition: that would fence the owner.
+    if (!target.mayFence()) throw new FencedError(`not committing for ${target.topic}[${target.partition}]: this worker's claim is stale or its group lease expired`);
+    const producer = await producers.forPartition(target.topic, target.partition, target.generation);
     let transaction;
     try {
       transaction = await producer.transaction();
-      for (const batch of messages) await transaction.send(batch);
+      // One request per round: the i-th size chunk of every topic together (a request may carry
+      // several record batches; one topic-partition's records in one request are one batch).
+      for (const round of rounds(messages)) await transaction.send(round);
       if (commitOffset !== undefined) await transaction.sendOffsets({ consumerGroupId: target.consumerGroup, topics: [{ topic: target.topic, partitions: [{ partition: target.partition, offset: commitOffset }] }] });
       await transaction.commit();
       return { results: results.length, deadLetters: deadLetters.length };
     } catch (error) {
       await transaction?.abort().catch(() => undefined);
-      await producers.discard(target.topic, target.partition);
+      await producers.discard(target.topic, target.partition, target.generation);
       if (error instanceof FencedError) throw new FencedError(`transactional producer for ${target.topic}[${target.partition}] was fenced: the partition is owned by another instance`, error.cause);
       if (error instanceof BatchTooLargeError && maxBatchBytes > 1) {
+        // Not an outage: split finer and go again at once (at most log2(limit) times, so bounded),
+        // without spending an attempt. Nothing was committed: the broker refused the send.
         maxBatchBytes = Math.floor(maxBatchBytes / 2);
         messages = plan();
+        attempt -= 1;
+        continue;
       }
       if (attempt >= attempts) throw error;
       log.warn({ err: error, topic: target.topic, partition: target.partition, attempt, maxBatchBytes }, 'transaction failed; checking whether it committed before retrying');
@@ -121,11 +144,12 @@ export async function commitPrefix(
 
 async function committedAfterAll(producers: PartitionProducers, target: CommitTarget, commitOffset: string, committedOffset: () => Promise<bigint>): Promise<boolean> {
   try {
-    await producers.forPartition(target.topic, target.partition);
+    if (!target.mayFence()) return false;
+    await producers.forPartition(target.topic, target.partition, target.generation);
     return (await committedOffset()) >= BigInt(commitOffset);
   } catch {
     // Unknown: resending is the lesser harm only if it did not commit, so ask again next attempt.
-    await producers.discard(target.topic, target.partition);
+    await producers.discard(target.topic, target.partition, target.generation);
     return false;
   }
 }

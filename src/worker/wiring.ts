@@ -6,6 +6,9 @@ import { readLatestCheckpoint } from '../kafka/ledger-store.ts';
 import { PartitionReader } from '../kafka/partition-reader.ts';
 import type { CommandConsumer, OffsetsAdmin } from '../kafka/ports.ts';
 import { ensureTopics, maxMessageBytes } from '../kafka/topics.ts';
+
+/** The admin client, as the topic helpers take it. */
+type TopicAdmin = Parameters<typeof ensureTopics>[0];
 import { TransactionalProducers } from '../kafka/transactional-producers.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -13,7 +16,9 @@ import { createProviderClient } from '../provider/client.ts';
 import type { ProviderClient } from '../provider/types.ts';
 import { Codec, createRegistry } from '../schema/codec.ts';
 import { SmsWorkerError } from '../errors.ts';
+import { retry } from '../retry.ts';
 import { GuardedSender } from './guarded-sender.ts';
+import { checkpointKey } from './ledger-checkpoint.ts';
 import { PartitionOwnership, type OwnershipEffects } from './partition-ownership.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { OutageCounter, ServiceGate, type PauseReason } from './service-gate.ts';
@@ -51,6 +56,30 @@ export async function groupOffset(admin: OffsetsAdmin, group: string, topic: str
   return committed === '-1' ? 0n : BigInt(committed);
 }
 
+/** Checks or creates the topics (the ledger with the command topic's partition count) and reads the record size limit. */
+async function setUpTopics(admin: TopicAdmin, c: WorkerConfig, log: Logger): Promise<{ commandPartitions: number; maxRecordBytes: number }> {
+  const ledgerTopic = c.ledger.enabled ? c.topics.ledger : undefined;
+  const { partitions, created } = await ensureTopics(admin, {
+    topics: [c.topics.commands, c.topics.results, c.topics.deadLetter],
+    create: c.topics.create,
+    partitions: c.topics.partitions,
+    replicationFactor: c.topics.replicationFactor,
+  });
+  const commandPartitions = partitions.get(c.topics.commands) ?? 1;
+  if (ledgerTopic !== undefined) {
+    // Partition n of the ledger belongs to command partition n.
+    const ledger = await ensureTopics(admin, { topics: [ledgerTopic], create: c.topics.create, partitions: commandPartitions, replicationFactor: c.topics.replicationFactor, configs: { [ledgerTopic]: LEDGER_TOPIC_CONFIG } });
+    created.push(...ledger.created);
+    const ledgerPartitions = ledger.partitions.get(ledgerTopic) ?? 0;
+    if (ledgerPartitions < commandPartitions) {
+      throw new SmsWorkerError('LEDGER_TOPIC_TOO_SMALL', `the ledger topic ${ledgerTopic} has ${ledgerPartitions} partitions; it needs at least as many as ${c.topics.commands} (${commandPartitions}): partition n of the ledger belongs to command partition n`);
+    }
+  }
+  if (created.length > 0) log.info({ topics: created }, 'created missing topics');
+  const maxRecordBytes = (await maxMessageBytes(admin, [c.topics.results, c.topics.deadLetter, ...(ledgerTopic === undefined ? [] : [ledgerTopic])])) - BATCH_HEADROOM;
+  return { commandPartitions, maxRecordBytes };
+}
+
 /**
  * The composition root: connects to Kafka and the registry, checks or creates the topics,
  * registers the schemas, and builds the collaborators with their settings from the config.
@@ -62,24 +91,14 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   hooks.adopt(() => admin.disconnect(), 'admin');
   await admin.connect();
   const ledgerTopic = c.ledger.enabled ? c.topics.ledger : undefined;
-  const { partitions, created } = await ensureTopics(admin, {
-    topics: [c.topics.commands, c.topics.results, c.topics.deadLetter],
-    create: c.topics.create,
-    partitions: c.topics.partitions,
-    replicationFactor: c.topics.replicationFactor,
+  // Replicas start together: a topic another replica just created may not be in every broker's
+  // metadata yet ("This server does not host this topic-partition"). Those steps are retried.
+  const { commandPartitions, maxRecordBytes } = await retry(() => setUpTopics(admin, c, log), {
+    attempts: 6,
+    backoff: { initialMs: 250, maxMs: 4_000, jitter: 0.5 },
+    retryable: isTransientKafkaError,
+    onRetry: (error) => log.warn({ err: error }, 'topic set-up failed; retrying'),
   });
-  const commandPartitions = partitions.get(c.topics.commands) ?? 1;
-  if (ledgerTopic !== undefined) {
-    // Created with the command topic's partition count: partition n belongs to command partition n.
-    const ledger = await ensureTopics(admin, { topics: [ledgerTopic], create: c.topics.create, partitions: commandPartitions, replicationFactor: c.topics.replicationFactor, configs: { [ledgerTopic]: LEDGER_TOPIC_CONFIG } });
-    created.push(...ledger.created);
-    const ledgerPartitions = ledger.partitions.get(ledgerTopic) ?? 0;
-    if (ledgerPartitions < commandPartitions) {
-      throw new SmsWorkerError('LEDGER_TOPIC_TOO_SMALL', `the ledger topic ${ledgerTopic} has ${ledgerPartitions} partitions; it needs at least as many as ${c.topics.commands} (${commandPartitions}): partition n of the ledger belongs to command partition n`);
-    }
-  }
-  if (created.length > 0) log.info({ topics: created }, 'created missing topics');
-  const maxRecordBytes = (await maxMessageBytes(admin, [c.topics.results, c.topics.deadLetter, ...(ledgerTopic === undefined ? [] : [ledgerTopic])])) - BATCH_HEADROOM;
 
   const codec = await Codec.create(createRegistry(c.registry.url, c.registry.auth), { results: c.topics.results, deadLetter: c.topics.deadLetter });
   log.info({ resultSchemaId: codec.resultSchemaId, deadLetterSchemaId: codec.deadLetterSchemaId }, 'registered result and dead-letter schemas');
@@ -128,12 +147,12 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   hooks.adopt(() => theConsumer.disconnect(), 'consumer');
 
   const effects: OwnershipEffects = {
-    fence: async (topic, partition) => {
+    fence: async (topic, partition, generation) => {
       await producers.discard(topic, partition);
-      await producers.forPartition(topic, partition);
+      await producers.forPartition(topic, partition, generation);
     },
     groupOffset: (topic, partition) => groupOffset(admin, c.consumerGroup, topic, partition),
-    checkpoint: async (partition) => (ledgerTopic === undefined ? undefined : readLatestCheckpoint(admin, reader, ledgerTopic, partition)),
+    checkpoint: async (partition) => (ledgerTopic === undefined ? undefined : readLatestCheckpoint(admin, reader, ledgerTopic, partition, checkpointKey(c.consumerGroup, c.topics.commands))),
     recentCommandIds: async (topic, partition, start, count) => {
       const ends = (await admin.fetchTopicOffsets(topic)).find((o) => o.partition === partition);
       const low = BigInt(ends?.low ?? '0');
@@ -192,4 +211,10 @@ function countInFlight(client: ProviderClient, metrics: WorkerMetrics): Provider
     },
     close: () => client.close(),
   };
+}
+
+/** kafkajs errors that say "not yet" (metadata still propagating, a leader moving), not "wrong". */
+function isTransientKafkaError(error: unknown): boolean {
+  if (error instanceof SmsWorkerError) return error.retryable;
+  return typeof error === 'object' && error !== null && (error as { retriable?: unknown }).retriable === true;
 }

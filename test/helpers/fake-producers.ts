@@ -43,11 +43,13 @@ export class FakeProducers implements PartitionProducers {
         const tx: RecordedTransaction = { id: this.transactions.length, sends: [], offsets: undefined, state: 'open', committedAt: undefined };
         this.transactions.push(tx);
         return {
-          send: async (batch) => {
+          send: async (batches) => {
             if (tx.state !== 'open') throw new Error('transaction is not open');
-            const bytes = batch.messages.reduce((sum, m) => sum + (m.key === null ? 0 : Buffer.byteLength(m.key)) + m.value.length, 0);
-            if (bytes > this.maxSendBytes) throw new BatchTooLargeError(`a send of ${bytes} bytes is over the limit`);
-            tx.sends.push({ topic: batch.topic, messages: [...batch.messages] });
+            for (const batch of batches) {
+              const bytes = batch.messages.reduce((sum, m) => sum + (m.key === null ? 0 : Buffer.byteLength(m.key)) + m.value.length, 0);
+              if (bytes > this.maxSendBytes) throw new BatchTooLargeError(`a send of ${bytes} bytes is over the limit`);
+            }
+            for (const batch of batches) tx.sends.push({ topic: batch.topic, messages: [...batch.messages] });
           },
           sendOffsets: async (offsets) => {
             tx.offsets = offsets;
@@ -100,7 +102,7 @@ export class FakeProducers implements PartitionProducers {
   /** The checkpoints committed to the ledger topic, in order. */
   checkpoints(ledgerTopic: string): Checkpoint[] {
     return this.committedRecords(ledgerTopic).map((r) => {
-      const checkpoint = decodeCheckpoint(r.key === null ? null : Buffer.from(r.key), r.value);
+      const checkpoint = decodeCheckpoint(r.key === null ? null : Buffer.from(r.key), r.value, String(r.key));
       if (checkpoint === undefined) throw new Error('the ledger holds a record that is not a checkpoint');
       return checkpoint;
     });

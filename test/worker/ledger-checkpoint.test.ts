@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { CHECKPOINT_KEY, decodeCheckpoint, encodeCheckpoint, recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { checkpointKey, decodeCheckpoint, encodeCheckpoint, recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 
-const key = Buffer.from(CHECKPOINT_KEY);
+const key = Buffer.from(checkpointKey('g', 'cmds'));
 
 describe('ledger checkpoint encoding', () => {
   it('round-trips offsets beyond 2^53 and the open marks', () => {
@@ -12,11 +12,11 @@ describe('ledger checkpoint encoding', () => {
         { offset: 9_007_199_254_740_995n, commandId: 'cmd-2', at: 1_700_000_000_001 },
       ],
     };
-    expect(decodeCheckpoint(key, encodeCheckpoint(checkpoint))).toEqual(checkpoint);
+    expect(decodeCheckpoint(key, encodeCheckpoint(checkpoint), 'checkpoint/g/cmds')).toEqual(checkpoint);
   });
 
   it('cuts commandIds to 256 characters (they are informational; the offset identifies the record)', () => {
-    const decoded = decodeCheckpoint(key, encodeCheckpoint({ next: 1n, open: [{ offset: 1n, commandId: 'x'.repeat(1_000), at: 1 }] }));
+    const decoded = decodeCheckpoint(key, encodeCheckpoint({ next: 1n, open: [{ offset: 1n, commandId: 'x'.repeat(1_000), at: 1 }] }), 'checkpoint/g/cmds');
     expect(decoded?.open[0]?.commandId).toHaveLength(256);
   });
 
@@ -38,7 +38,7 @@ describe('ledger checkpoint encoding', () => {
     ['a mark with a bad offset', key, Buffer.from(JSON.stringify({ v: 1, next: '1', open: [{ o: 'x', id: 'a', at: 1 }] }))],
     ['a mark with a string time', key, Buffer.from(JSON.stringify({ v: 1, next: '1', open: [{ o: '1', id: 'a', at: '1' }] }))],
   ])('reads %s as no checkpoint', (_, k, value) => {
-    expect(decodeCheckpoint(k, value)).toBeUndefined();
+    expect(decodeCheckpoint(k, value, 'checkpoint/g/cmds')).toBeUndefined();
   });
 });
 

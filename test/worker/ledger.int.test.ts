@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
-import { CHECKPOINT_KEY, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { checkpointKey, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
 import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
 
@@ -63,7 +63,7 @@ describe('intent ledger: sends at most once', () => {
     const markedAt = Date.now() - 5_000;
     const producer = kafka.producer();
     await producer.connect();
-    await producer.send({ topic: topics.ledger, messages: [{ key: CHECKPOINT_KEY, partition: 0, value: encodeCheckpoint({ next: 3n, open: [{ offset: 3n, commandId: commands[3]?.commandId ?? '', at: markedAt }] }) }] });
+    await producer.send({ topic: topics.ledger, messages: [{ key: checkpointKey(topics.group, topics.commands), partition: 0, value: encodeCheckpoint({ next: 3n, open: [{ offset: 3n, commandId: commands[3]?.commandId ?? '', at: markedAt }] }) }] });
     await producer.disconnect();
 
     const results = await ResultCollector.start(topics.results);
@@ -91,7 +91,7 @@ describe('intent ledger: sends at most once', () => {
     await within(30_000, 'publishing', publisher.publish([{ command }]));
     const producer = kafka.producer();
     await producer.connect();
-    await producer.send({ topic: topics.ledger, messages: [{ key: CHECKPOINT_KEY, partition: 0, value: encodeCheckpoint({ next: 0n, open: [{ offset: 0n, commandId: command.commandId, at: Date.now() }] }) }] });
+    await producer.send({ topic: topics.ledger, messages: [{ key: checkpointKey(topics.group, topics.commands), partition: 0, value: encodeCheckpoint({ next: 0n, open: [{ offset: 0n, commandId: command.commandId, at: Date.now() }] }) }] });
     await producer.disconnect();
     const results = await ResultCollector.start(topics.results);
     cleanups.push(() => results.stop());

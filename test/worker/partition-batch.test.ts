@@ -271,6 +271,7 @@ function harness(
       deadLetterTopic: DLQ,
       ledgerTopic: options.ledger === true ? LEDGER : undefined,
       maxBatchBytes: 1_000_000,
+      mayFence: () => true,
     },
     commitIntervalMs: options.commitIntervalMs ?? 5,
     claim,

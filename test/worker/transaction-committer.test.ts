@@ -14,6 +14,7 @@ const target: CommitTarget = {
   deadLetterTopic: 'dlq',
   ledgerTopic: 'ledger',
   maxBatchBytes: 1_000_000,
+  mayFence: () => true,
 };
 
 function resultOutcome(commandId: string): RecordOutcome {
@@ -33,7 +34,7 @@ describe('commitPrefix', () => {
     expect(tx?.state).toBe('committed');
     expect(tx?.sends.map((s) => [s.topic, s.messages.map((m) => m.key)])).toEqual([
       ['res', ['a', 'b']],
-      ['ledger', ['checkpoint']],
+      ['ledger', ['checkpoint/g/cmds']],
     ]);
     // The checkpoint goes to the ledger partition that belongs to the command partition.
     expect(tx?.sends[1]?.messages[0]?.partition).toBe(3);
@@ -82,7 +83,7 @@ describe('commitPrefix', () => {
     });
     expect(reads).toBe(0);
     // Writing the checkpoint twice is harmless: compaction keeps the newest.
-    expect(producers.committedKeys('ledger')).toEqual(['checkpoint', 'checkpoint']);
+    expect(producers.committedKeys('ledger')).toEqual(['checkpoint/g/cmds', 'checkpoint/g/cmds']);
   });
 
   it('gives up after the attempts, with the last error', async () => {
@@ -133,5 +134,14 @@ describe('chunkBySize', () => {
 
   it('makes no send for no records', () => {
     expect(chunkBySize([], 100)).toEqual([]);
+  });
+});
+
+describe('commitPrefix: a worker that no longer owns the partition', () => {
+  it('commits nothing and never touches a producer when its claim is stale or its lease expired', async () => {
+    const producers = new FakeProducers();
+    await expect(commitPrefix(producers, { ...target, mayFence: () => false }, outcomes, '12', Buffer.from('{}'), log, async () => 0n)).rejects.toBeInstanceOf(FencedError);
+    expect(producers.sessions).toBe(0);
+    expect(producers.transactions).toEqual([]);
   });
 });

@@ -1,0 +1,16 @@
+import { describe, expect, it } from 'vitest';
+import { createKafka } from '../../src/kafka/client.ts';
+import { FencedError } from '../../src/kafka/ports.ts';
+import { TransactionalProducers } from '../../src/kafka/transactional-producers.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+
+describe('TransactionalProducers: generations', () => {
+  it('refuses a claim older than the newest one that used the transactional id (a batch left from a previous generation)', async () => {
+    // Nothing listens on this port: creating a producer fails, which is all this needs.
+    const kafka = createKafka({ brokers: ['127.0.0.1:1'], clientId: 't', ssl: false, sasl: undefined }, createLogger('silent'), 't', { retry: { retries: 0 } });
+    const producers = new TransactionalProducers(kafka, 'p');
+    await expect(producers.forPartition('cmds', 0, 2)).rejects.not.toBeInstanceOf(FencedError);
+    await expect(producers.forPartition('cmds', 0, 1)).rejects.toBeInstanceOf(FencedError);
+    await producers.closeAll();
+  });
+});
