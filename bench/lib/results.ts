@@ -14,6 +14,9 @@ export interface Arrival {
   /** The record's own timestamp (producer CreateTime). */
   readonly timestamp: number;
   readonly value: Buffer | null;
+  /** Where the record sits (the chaos run reads per-key publish order from it). */
+  readonly partition: number;
+  readonly offset: string;
 }
 
 export class ResultWatcher {
@@ -44,7 +47,14 @@ export class ResultWatcher {
         for (const message of batch.messages) {
           const key = message.key?.toString('utf8') ?? '';
           this.perKey.set(key, (this.perKey.get(key) ?? 0) + 1);
-          this.arrivals.push({ key, visibleAt, timestamp: Number(message.timestamp), value: this.#keepValues ? message.value : null });
+          this.arrivals.push({
+            key,
+            visibleAt,
+            timestamp: Number(message.timestamp),
+            value: this.#keepValues ? message.value : null,
+            partition: batch.partition,
+            offset: message.offset,
+          });
         }
       },
     });
