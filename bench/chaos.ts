@@ -683,7 +683,10 @@ async function main(): Promise<number> {
           )
           .join(', ')}`,
       );
-    if (order.examples.length > 0) lines.push(`Order violations (first ${order.examples.length}): ${order.examples.join('; ')}`);
+    if (order.examples.length > 0)
+      lines.push(
+        `Order violations (first ${order.examples.length}): ${order.violating.map((v, i) => `${order.examples[i] ?? ''} (partition ${partitionOf.get(v.later) ?? '?'})`).join('; ')}`,
+      );
     if (missing.length > 0) lines.push(`Without a result (first 10): ${missing.slice(0, 10).join(', ')}`);
     if (duplicated.length > 0)
       lines.push(
@@ -763,6 +766,22 @@ async function main(): Promise<number> {
           blows: blowRows.map((b) => b.json),
           sentTwice: sentTwice.slice(0, 100).map(([id, s]) => ({ id, ...s, partition: partitionOf.get(id), results: (results.get(id) ?? []).map(outcomeOf) })),
           orderExamples: order.examples,
+          // Every request of the commands that were sent twice or out of order, for the investigation.
+          evidence: [...new Set([...sentTwice.slice(0, 20).map(([id]) => id), ...order.violating.flatMap((v) => [v.earlier, v.later])])].map((id) => ({
+            id,
+            partition: partitionOf.get(id),
+            results: (results.get(id) ?? []).map(outcomeOf),
+            resultVisibleAtSec: firstVisible.has(id) ? ((firstVisible.get(id) ?? 0) - started) / 1000 : null,
+            requests: requests
+              .filter((r) => r.correlationId === id)
+              .map((r) => ({
+                seq: r.seq,
+                atSec: (r.receivedAt - started) / 1000,
+                at: new Date(r.receivedAt).toISOString(),
+                httpStatus: r.httpStatus,
+                accepted: r.accepted,
+              })),
+          })),
           outcomes: Object.fromEntries(outcomes),
           fuzz: { lost: fuzzLost, handledTwice: fuzzTwice, canariesAnswered, rows: fuzzRows },
           sandbox: sandboxStats,

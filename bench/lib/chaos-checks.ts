@@ -39,6 +39,8 @@ export interface OrderReport {
   readonly pairs: number;
   readonly violations: number;
   readonly examples: readonly string[];
+  /** The first violations: `later` (in publish order) reached the sandbox before `earlier`. */
+  readonly violating: readonly { readonly key: string; readonly earlier: string; readonly later: string }[];
 }
 
 /**
@@ -54,6 +56,7 @@ export function orderViolations(
   let pairs = 0;
   let violations = 0;
   const examples: string[] = [];
+  const violating: { key: string; earlier: string; later: string }[] = [];
   for (const [key, ids] of publishOrderByKey) {
     let previous: { id: string; seq: number } | undefined;
     for (const id of ids) {
@@ -63,13 +66,16 @@ export function orderViolations(
         pairs += 1;
         if (s.firstSeq < previous.seq) {
           violations += 1;
-          if (examples.length < maxExamples) examples.push(`key ${key}: ${id} (request #${s.firstSeq}) before ${previous.id} (request #${previous.seq})`);
+          if (examples.length < maxExamples) {
+            examples.push(`key ${key}: ${id} (request #${s.firstSeq}) before ${previous.id} (request #${previous.seq})`);
+            violating.push({ key, earlier: previous.id, later: id });
+          }
         }
       }
       previous = { id, seq: s.firstSeq };
     }
   }
-  return { keys: publishOrderByKey.size, pairs, violations, examples };
+  return { keys: publishOrderByKey.size, pairs, violations, examples, violating };
 }
 
 /**
