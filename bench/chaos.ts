@@ -14,7 +14,7 @@
  * REJECTED result. Exit 1 if a command is lost, answered twice or sent twice, or a fuzz record is lost.
  *
  *   node bench/chaos.ts [--commands 20000] [--rate 160] [--keys 200] [--kills 5] [--outage-sec 30]
- *                       [--funds-pause-sec 10] [--fuzz 1000] [--latency-ms 20] [--seed N] [--json FILE]
+ *                       [--funds-pause-sec 10] [--fuzz 1000] [--latency-ms 20] [--worker-log-level warn] [--seed N] [--json FILE]
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -52,6 +52,7 @@ const { values: args } = parseArgs({
     'funds-pause-sec': { type: 'string', default: '10' },
     fuzz: { type: 'string', default: '1000' },
     'latency-ms': { type: 'string', default: '20' },
+    'worker-log-level': { type: 'string', default: 'warn' },
     seed: { type: 'string' },
     json: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
@@ -59,7 +60,7 @@ const { values: args } = parseArgs({
 });
 if (args.help === true) {
   console.log(
-    'node bench/chaos.ts [--commands 20000] [--rate 160] [--keys 200] [--kills 5] [--outage-sec 30] [--funds-pause-sec 10] [--fuzz 1000] [--latency-ms 20] [--seed N] [--json FILE]',
+    'node bench/chaos.ts [--commands 20000] [--rate 160] [--keys 200] [--kills 5] [--outage-sec 30] [--funds-pause-sec 10] [--fuzz 1000] [--latency-ms 20] [--worker-log-level warn] [--seed N] [--json FILE]',
   );
   process.exit(0);
 }
@@ -76,6 +77,10 @@ const OUTAGE_SEC = int('outage-sec', args['outage-sec'], 0);
 const FUNDS_PAUSE_SEC = int('funds-pause-sec', args['funds-pause-sec'], 0);
 const FUZZ = int('fuzz', args.fuzz, 0);
 const LATENCY_MS = int('latency-ms', args['latency-ms'], 0);
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'];
+/** The workers' LOG_LEVEL: `debug` shows every claim (generation, start, in-doubt marks), for investigating. */
+const WORKER_LOG_LEVEL = args['worker-log-level'];
+if (!LOG_LEVELS.includes(WORKER_LOG_LEVEL)) throw new Error(`--worker-log-level must be one of ${LOG_LEVELS.join(', ')} (got ${WORKER_LOG_LEVEL})`);
 const SEED = args.seed === undefined ? Math.floor(Math.random() * 1_000_000) : int('seed', args.seed);
 const PARTITIONS = 12;
 /** The worker's minimum: a frozen worker loses its partitions quickly. */
@@ -170,7 +175,7 @@ async function main(): Promise<number> {
         deadLetter: topics.deadLetter,
         group,
       },
-      { KAFKA_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS), FUNDS_PROBE_MAX_MS: String(FUNDS_PROBE_MAX_MS) },
+      { KAFKA_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS), FUNDS_PROBE_MAX_MS: String(FUNDS_PROBE_MAX_MS), LOG_LEVEL: WORKER_LOG_LEVEL },
     ),
     logDir: LOG_DIR,
     clientPrefix: group,
