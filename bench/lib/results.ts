@@ -14,27 +14,68 @@ export interface Arrival {
   /** The record's own timestamp (producer CreateTime). */
   readonly timestamp: number;
   readonly value: Buffer | null;
+  /** Where the record sits (the chaos run reads per-key publish order from it). */
+  readonly partition: number;
+  readonly offset: string;
 }
 
 export class ResultWatcher {
   readonly perKey = new Map<string, number>();
   readonly arrivals: Arrival[] = [];
-  readonly #consumer: Consumer;
+  readonly #kafka: Kafka;
   readonly #topic: string;
   readonly #keepValues: boolean;
+  #consumer: Consumer;
   #joined: Promise<void>;
+  /** Next offset to take per partition: a restarted consumer reads from the beginning again. */
+  readonly #next = new Map<number, bigint>();
+  #stopped = false;
+  /** Times the consumer crashed for good (e.g. no group coordinator while the broker restarts) and was replaced. */
+  restarts = 0;
 
   constructor(kafka: Kafka, topic: string, options: { keepValues?: boolean } = {}) {
-    this.#consumer = kafka.consumer({ groupId: `bench-watch-${randomUUID()}`, readUncommitted: false, maxWaitTimeInMs: 50, sessionTimeout: 30_000 });
+    this.#kafka = kafka;
     this.#topic = topic;
     this.#keepValues = options.keepValues ?? false;
-    this.#joined = new Promise((resolve) => {
-      this.#consumer.on(this.#consumer.events.GROUP_JOIN, () => resolve());
+    [this.#consumer, this.#joined] = this.#create();
+  }
+
+  #create(): [Consumer, Promise<void>] {
+    const consumer = this.#kafka.consumer({ groupId: `bench-watch-${randomUUID()}`, readUncommitted: false, maxWaitTimeInMs: 50, sessionTimeout: 30_000 });
+    const joined = new Promise<void>((resolve) => {
+      consumer.on(consumer.events.GROUP_JOIN, () => resolve());
     });
+    // kafkajs does not restart a consumer after a non-retriable error (it gives up finding the
+    // group coordinator while a broker restarts): without this the watcher would go deaf for good.
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (payload.restart || this.#stopped || consumer !== this.#consumer) return;
+      this.restarts += 1;
+      void this.#replace();
+    });
+    return [consumer, joined];
+  }
+
+  async #replace(): Promise<void> {
+    await this.#consumer.disconnect().catch(() => undefined);
+    for (let attempt = 1; !this.#stopped; attempt += 1) {
+      [this.#consumer, this.#joined] = this.#create();
+      try {
+        await this.#run();
+        return;
+      } catch {
+        await this.#consumer.disconnect().catch(() => undefined);
+        await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 500 * attempt)));
+      }
+    }
   }
 
   /** Resolves once the watcher has joined its group (so visibility times are not inflated by its start). */
   async start(): Promise<void> {
+    await this.#run();
+    await this.#joined;
+  }
+
+  async #run(): Promise<void> {
     await this.#consumer.connect();
     await this.#consumer.subscribe({ topic: this.#topic, fromBeginning: true });
     await this.#consumer.run({
@@ -42,13 +83,22 @@ export class ResultWatcher {
       eachBatch: async ({ batch }) => {
         const visibleAt = Date.now();
         for (const message of batch.messages) {
+          const offset = BigInt(message.offset);
+          if (offset < (this.#next.get(batch.partition) ?? 0n)) continue;
+          this.#next.set(batch.partition, offset + 1n);
           const key = message.key?.toString('utf8') ?? '';
           this.perKey.set(key, (this.perKey.get(key) ?? 0) + 1);
-          this.arrivals.push({ key, visibleAt, timestamp: Number(message.timestamp), value: this.#keepValues ? message.value : null });
+          this.arrivals.push({
+            key,
+            visibleAt,
+            timestamp: Number(message.timestamp),
+            value: this.#keepValues ? message.value : null,
+            partition: batch.partition,
+            offset: message.offset,
+          });
         }
       },
     });
-    await this.#joined;
   }
 
   get distinct(): number {
@@ -66,6 +116,7 @@ export class ResultWatcher {
   }
 
   async stop(): Promise<void> {
+    this.#stopped = true;
     await this.#consumer.disconnect().catch(() => undefined);
   }
 }

@@ -2,7 +2,7 @@
  * The messaging-service sandbox in its own process (`sms-worker sandbox`), steered over its
  * /_sandbox/ admin routes, so its CPU is charged to nobody in the measurement.
  */
-import type { SandboxStats } from '../../src/sandbox/state.ts';
+import type { RequestLogView, SandboxStats } from '../../src/sandbox/state.ts';
 import type { FaultUpdate } from '../../src/sandbox/admin.ts';
 import { eventually, PollAbort } from '../../tools/poll.ts';
 import { CLI_MAIN, startNode, stopChild, type Child } from './proc.ts';
@@ -57,6 +57,19 @@ export class SandboxProcess {
   /** Correlation ids (command ids) with at least `min` accepted sends. */
   async correlations(min = 2): Promise<Record<string, number>> {
     return (await this.#admin<{ counts: Record<string, number> }>('GET', `correlations?min=${min}`)).counts;
+  }
+
+  /**
+   * Logged requests with seq > `since`, oldest first (at most `limit`, the newest kept). An entry
+   * is logged when its answer goes out, so a slow request can appear after a higher seq.
+   */
+  async requests(since: number, limit = 100_000): Promise<RequestLogView[]> {
+    return (await this.#admin<{ entries: RequestLogView[] }>('GET', `requests?since=${since}&limit=${limit}`)).entries;
+  }
+
+  /** Sets the account balance (a decimal string): "0" makes every send a 105400 InsufficientFunds. */
+  async setBalance(balance: string): Promise<void> {
+    await this.#admin('POST', 'balance', { balance });
   }
 
   async reset(): Promise<void> {
