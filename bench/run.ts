@@ -1,15 +1,20 @@
 /**
- * `npm run bench`: the same pre-loaded backlog of Avro commands drained by three pipelines, each
- * in its own process with its own group and output topic, against the sandbox in a fourth:
- *   ceiling  raw kafkajs pipe: decode, validate, encode, no HTTP (bench/pipelines/ceiling.ts)
- *   floor    naive worker: eachMessage, await HTTP, await a one-record send (bench/pipelines/floor.ts)
- *   worker   sms-worker as shipped (`node src/cli/main.ts run`, default settings)
- * per sandbox latency, in interleaved order (ABC, CBA, …). Prints a Markdown report and writes
+ * `npm run bench`: the same pre-loaded backlog of Avro commands drained by four pipelines, each
+ * in its own process with its own group and output topic, against the sandbox in another:
+ *   ceiling           raw kafkajs pipe: decode, validate, encode, no HTTP (bench/pipelines/ceiling.ts)
+ *   floor             naive worker: eachMessage, await HTTP, await a one-record send (bench/pipelines/floor.ts)
+ *   worker            sms-worker as shipped (`node src/cli/main.ts run`, default settings: ledger on)
+ *   worker-no-ledger  the same with LEDGER_ENABLED=false: what the intent ledger costs
+ * per sandbox latency, in interleaved order (ABCD, DCBA, …). Prints a Markdown report and writes
  * the raw figures as JSON. See bench/README.md for what every column means.
  *
  *   node bench/run.ts [--commands 50000] [--latencies 0,50] [--rounds 2] [--floor-commands 300]
+ *                     [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger]
  *                     [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7]
  *                     [--worker-node-options "--max-old-space-size=…"]   (NODE_OPTIONS of the worker only)
+ *
+ * `--only ledger` is the quick ledger comparison: worker and worker-no-ledger at 50 ms, 3 rounds,
+ * no RSS check (each of those can still be set explicitly).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -26,12 +31,17 @@ import { CpuSampler, cpuMicros, exitWith, peakRssBytes, REPO_ROOT, startNode, st
 import { ResultWatcher } from './lib/results.ts';
 import { SandboxProcess } from './lib/sandbox.ts';
 import { mean, percentile, sortedNumbers, spread, steadyWindow } from './lib/stats.ts';
-import { startWorker, workerEnv } from './pipelines/worker.ts';
+import { freePort, scrapeWorker, startWorker, workerEnv, type WorkerCounters } from './pipelines/worker.ts';
 
 quietKnownWarnings();
 
-type Pipeline = 'ceiling' | 'floor' | 'worker';
-const ORDER: readonly Pipeline[] = ['ceiling', 'floor', 'worker'];
+const ALL_PIPELINES = ['ceiling', 'floor', 'worker', 'worker-no-ledger'] as const;
+type Pipeline = (typeof ALL_PIPELINES)[number];
+const isPipeline = (name: string): name is Pipeline => (ALL_PIPELINES as readonly string[]).includes(name);
+/** The sms-worker CLI, with the intent ledger on (as shipped) or off (LEDGER_ENABLED=false). */
+const isWorker = (pipeline: Pipeline): boolean => pipeline === 'worker' || pipeline === 'worker-no-ledger';
+/** The issue's target for the ledger: at this latency, throughput with it ≥ 90% of without. */
+const LEDGER_TARGET_LATENCY_MS = 50;
 const PARTITIONS = 12;
 /** The worker's default MAX_IN_FLIGHT (src/config/schema.ts). */
 const WORKER_IN_FLIGHT = 64;
@@ -39,8 +49,11 @@ const WORKER_IN_FLIGHT = 64;
 const { values: args } = parseArgs({
   options: {
     commands: { type: 'string', default: '50000' },
-    latencies: { type: 'string', default: '0,50' },
-    rounds: { type: 'string', default: '2' },
+    // No defaults in parseArgs for these three: `--only ledger` changes them unless they are given.
+    latencies: { type: 'string' },
+    rounds: { type: 'string' },
+    pipelines: { type: 'string' },
+    only: { type: 'string' },
     'floor-commands': { type: 'string', default: '300' },
     'rss-commands': { type: 'string', default: '100000' },
     'no-rss-check': { type: 'boolean', default: false },
@@ -51,7 +64,9 @@ const { values: args } = parseArgs({
   },
 });
 if (args.help === true) {
-  console.log('node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"]');
+  console.log(
+    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"]',
+  );
   process.exit(0);
 }
 const positiveInt = (name: string, raw: string): number => {
@@ -59,16 +74,28 @@ const positiveInt = (name: string, raw: string): number => {
   if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer (got ${raw})`);
   return n;
 };
+if (args.only !== undefined && args.only !== 'ledger') throw new Error(`--only takes one value, ledger (got ${args.only})`);
+const ONLY_LEDGER = args.only === 'ledger';
 const COMMANDS = positiveInt('commands', args.commands);
-const ROUNDS = positiveInt('rounds', args.rounds);
+const ROUNDS = positiveInt('rounds', args.rounds ?? (ONLY_LEDGER ? '3' : '2'));
 const FLOOR_COMMANDS = Math.min(COMMANDS, positiveInt('floor-commands', args['floor-commands']));
-const RSS_COMMANDS = args['no-rss-check'] ? 0 : positiveInt('rss-commands', args['rss-commands']);
+// The quick ledger comparison skips the RSS check unless --rss-commands is given.
+const RSS_COMMANDS = args['no-rss-check'] || (ONLY_LEDGER && !process.argv.some((a) => a.startsWith('--rss-commands'))) ? 0 : positiveInt('rss-commands', args['rss-commands']);
 const SEED = positiveInt('seed', args.seed);
-const LATENCIES = args.latencies.split(',').map((v) => {
+const latencyList = args.latencies ?? (ONLY_LEDGER ? String(LEDGER_TARGET_LATENCY_MS) : '0,50');
+const LATENCIES = latencyList.split(',').map((v) => {
   const n = Number(v);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`--latencies must be a comma-separated list of milliseconds (got ${args.latencies})`);
+  if (v.trim() === '' || !Number.isFinite(n) || n < 0) throw new Error(`--latencies must be a comma-separated list of milliseconds (got ${latencyList})`);
   return n;
 });
+const pipelineList = args.pipelines ?? (ONLY_LEDGER ? 'worker,worker-no-ledger' : ALL_PIPELINES.join(','));
+/** The selected pipelines, in the canonical order (the interleaving alternates it round by round). */
+const ORDER: readonly Pipeline[] = (() => {
+  const names = pipelineList.split(',').map((n) => n.trim());
+  const unknown = names.filter((n) => !isPipeline(n));
+  if (unknown.length > 0 || names.length === 0) throw new Error(`--pipelines must be a comma-separated list of ${ALL_PIPELINES.join(', ')} (got ${pipelineList})`);
+  return ALL_PIPELINES.filter((p) => names.includes(p));
+})();
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const JSON_FILE = args.json ?? join(REPO_ROOT, 'bench', 'results', `bench-${stamp}.json`);
 
@@ -99,6 +126,8 @@ interface RunFigures {
   readonly startupMs: number;
   readonly drainMs: number;
   readonly selfReport: unknown;
+  /** The worker's own counters at the end of the run (worker pipelines only). */
+  readonly worker: WorkerCounters | null;
 }
 
 interface Context {
@@ -109,14 +138,16 @@ interface Context {
   readonly topics: string[];
 }
 
-function startPipeline(ctx: Context, pipeline: Pipeline, input: string, output: string, group: string): Child {
-  if (pipeline === 'worker') {
+function startPipeline(ctx: Context, pipeline: Pipeline, input: string, output: string, group: string, httpPort: number): Child {
+  if (isWorker(pipeline)) {
     const nodeOptions = args['worker-node-options'];
+    // Every run has its own ledger topic: a ledger shared with an earlier run over the same
+    // backlog holds that run's checkpoint, and the worker would start after it (nothing to do).
+    const overrides: Record<string, string> = { LEDGER_TOPIC: `${output}.ledger`, HTTP_PORT: String(httpPort) };
+    if (pipeline === 'worker-no-ledger') overrides['LEDGER_ENABLED'] = 'false';
+    if (nodeOptions !== undefined) overrides['NODE_OPTIONS'] = nodeOptions;
     return startWorker(
-      workerEnv(
-        { brokers: ctx.stack.kafkaBrokers, registryUrl: ctx.stack.schemaRegistryUrl, providerUrl: ctx.sandbox.url, commands: input, results: output, deadLetter: `${output}.dlq`, group },
-        nodeOptions === undefined ? {} : { NODE_OPTIONS: nodeOptions },
-      ),
+      workerEnv({ brokers: ctx.stack.kafkaBrokers, registryUrl: ctx.stack.schemaRegistryUrl, providerUrl: ctx.sandbox.url, commands: input, results: output, deadLetter: `${output}.dlq`, group }, overrides),
     );
   }
   return startNode(join(REPO_ROOT, 'bench', 'pipelines', `${pipeline}.ts`), [], {
@@ -133,6 +164,7 @@ async function runOnce(ctx: Context, options: { pipeline: Pipeline; latencyMs: n
   const { pipeline, target } = options;
   const output = `bench.${ctx.runId}.${options.label}.results`;
   ctx.topics.push(output, `${output}.dlq`);
+  if (pipeline === 'worker') ctx.topics.push(`${output}.ledger`);
   await createTopics(ctx.kafka, [
     { topic: output, partitions: PARTITIONS },
     { topic: `${output}.dlq`, partitions: 1 },
@@ -140,7 +172,8 @@ async function runOnce(ctx: Context, options: { pipeline: Pipeline; latencyMs: n
   const watcher = new ResultWatcher(ctx.kafka, output);
   await watcher.start();
   const runStart = Date.now();
-  const child = startPipeline(ctx, pipeline, options.input, output, `bench-${ctx.runId}-${options.label}`);
+  const httpPort = isWorker(pipeline) ? await freePort() : 0;
+  const child = startPipeline(ctx, pipeline, options.input, output, `bench-${ctx.runId}-${options.label}`, httpPort);
   const sampler = new CpuSampler(child.pid, 50);
   let exited = false;
   void child.exited.then(() => (exited = true));
@@ -156,6 +189,7 @@ async function runOnce(ctx: Context, options: { pipeline: Pipeline; latencyMs: n
     await watcher.stop();
     throw new Error(`${options.label}: ${exited ? 'pipeline exited' : 'timed out'} with ${watcher.distinct}/${target} results; its output:\n${output}`);
   }
+  const counters = isWorker(pipeline) ? ((await scrapeWorker(httpPort)) ?? null) : null;
   await stopChild(child);
   const selfReportLine = child.lines.find((l) => l.startsWith('{"pipeline"'));
   await watcher.stop();
@@ -199,11 +233,21 @@ async function runOnce(ctx: Context, options: { pipeline: Pipeline; latencyMs: n
     startupMs: firstVisible - runStart,
     drainMs: lastVisible - firstVisible,
     selfReport: selfReportLine === undefined ? null : (JSON.parse(selfReportLine) as unknown),
+    worker: counters,
   };
 }
 
+/** Transactions per second over the drain, and their mean duration, from the worker's counters. */
+function commitFigures(r: RunFigures): { perSecond: number; meanMs: number; marks: number } {
+  if (r.worker === null) return { perSecond: Number.NaN, meanMs: Number.NaN, marks: Number.NaN };
+  const { transactions, commitSeconds, ledgerMarks } = r.worker;
+  return { perSecond: transactions / Math.max(0.001, r.drainMs / 1000), meanMs: transactions > 0 ? (1000 * commitSeconds) / transactions : Number.NaN, marks: ledgerMarks };
+}
+
 function describeRun(r: RunFigures): string {
-  return `${r.pipeline} @${r.latencyMs} ms r${r.round + 1}: ${fmt(r.perSecond)} cmd/s steady (${r.steadyResults} in ${fmt(r.steadySeconds, 1)} s), e2e p50 ${ms(r.e2eP50Ms)} p99 ${ms(r.e2eP99Ms)}, ${fmt(r.cpuUsPerCommand)} CPU-µs/cmd, peak RSS ${mb(r.peakRssBytes)}, start-up ${ms(r.startupMs)}${r.duplicateResults > 0 ? `, ${r.duplicateResults} keys with >1 result` : ''}`;
+  const c = commitFigures(r);
+  const commits = r.worker === null ? '' : `, ${fmt(c.perSecond)} commits/s (mean ${fmt(c.meanMs, 1)} ms), ${fmt(c.marks)} ledger marks`;
+  return `${r.pipeline} @${r.latencyMs} ms r${r.round + 1}: ${fmt(r.perSecond)} cmd/s steady (${r.steadyResults} in ${fmt(r.steadySeconds, 1)} s), e2e p50 ${ms(r.e2eP50Ms)} p99 ${ms(r.e2eP99Ms)}, ${fmt(r.cpuUsPerCommand)} CPU-µs/cmd, peak RSS ${mb(r.peakRssBytes)}, start-up ${ms(r.startupMs)}${commits}${r.duplicateResults > 0 ? `, ${r.duplicateResults} keys with >1 result` : ''}`;
 }
 
 interface Row {
@@ -218,16 +262,19 @@ function report(rows: readonly Row[], rss: RunFigures | undefined, machine: stri
   const lines: string[] = [];
   lines.push(`## sms-worker benchmark`);
   lines.push('');
-  lines.push(`${machine}. Backlog: ${fmt(COMMANDS)} Avro commands (55% single-recipient text, 20% 2–5 recipients, 10% template, 13% voice, 2% invalid) in a ${PARTITIONS}-partition topic; the floor drains a sample of ${fmt(FLOOR_COMMANDS)}. ${ROUNDS} round(s) per setting, interleaved ${ROUNDS > 1 ? 'ABC, CBA, …' : 'ABC'}; figures are the mean over rounds, cmd/s with its min–max spread. Worker in-flight limit MAX_IN_FLIGHT=${WORKER_IN_FLIGHT} (default). Wall time ${fmt(wallSeconds)} s.`);
+  const letters = ORDER.map((_, i) => String.fromCharCode(65 + i)).join('');
+  const interleaving = ROUNDS > 1 ? `${letters}, ${[...letters].reverse().join('')}, …` : letters;
+  const floorNote = ORDER.includes('floor') ? `; the floor drains a sample of ${fmt(FLOOR_COMMANDS)}` : '';
+  lines.push(`${machine}. Backlog: ${fmt(COMMANDS)} Avro commands (55% single-recipient text, 20% 2–5 recipients, 10% template, 13% voice, 2% invalid) in a ${PARTITIONS}-partition topic${floorNote}. Pipelines ${ORDER.join(', ')}; ${ROUNDS} round(s) per setting, interleaved ${interleaving}; figures are the mean over rounds, cmd/s with its min–max spread. Worker in-flight limit MAX_IN_FLIGHT=${WORKER_IN_FLIGHT} (default). Wall time ${fmt(wallSeconds)} s.`);
   lines.push('');
-  const header = ['pipeline', 'latency', 'cmd/s (steady)', 'min–max', 'e2e p50 / p99', 'from start p50 / p99', 'commit delay p50 / p99', 'CPU-µs/cmd', 'peak RSS', 'worker ÷ ceiling', 'worker ÷ floor'];
+  const header = ['pipeline', 'latency', 'cmd/s (steady)', 'min–max', 'e2e p50 / p99', 'from start p50 / p99', 'commit delay p50 / p99', 'CPU-µs/cmd', 'peak RSS', 'commits/s (mean ms)', 'worker ÷ ceiling', 'worker ÷ floor'];
   const body: string[][] = [];
   for (const row of rows) {
     const s = spread(row.runs.map((r) => r.perSecond));
     const ceiling = find('ceiling', row.latencyMs);
     const floor = find('floor', row.latencyMs);
     const tput = (r: Row | undefined): number => (r === undefined ? Number.NaN : agg(r, (x) => x.perSecond));
-    const isWorker = row.pipeline === 'worker';
+    const worker = isWorker(row.pipeline);
     body.push([
       row.pipeline,
       `${row.latencyMs} ms`,
@@ -238,11 +285,12 @@ function report(rows: readonly Row[], rss: RunFigures | undefined, machine: stri
       `${ms(agg(row, (r) => r.commitDelayP50Ms))} / ${ms(agg(row, (r) => r.commitDelayP99Ms))}`,
       fmt(agg(row, (r) => r.cpuUsPerCommand)),
       mb(Math.max(...row.runs.map((r) => r.peakRssBytes))),
-      isWorker ? `${fmt(s.mean / tput(ceiling), 2)}×` : '',
-      isWorker ? `${fmt(s.mean / tput(floor), 1)}×` : '',
+      worker ? `${fmt(agg(row, (r) => commitFigures(r).perSecond))} (${fmt(agg(row, (r) => commitFigures(r).meanMs), 1)})` : '',
+      worker && ceiling !== undefined ? `${fmt(s.mean / tput(ceiling), 2)}×` : '',
+      worker && floor !== undefined ? `${fmt(s.mean / tput(floor), 1)}×` : '',
     ]);
   }
-  lines.push(table(header, body, ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r']));
+  lines.push(table(header, body, ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r']));
   lines.push('');
   lines.push('Targets (reported, not enforced):');
   for (const latencyMs of LATENCIES) {
@@ -263,6 +311,29 @@ function report(rows: readonly Row[], rss: RunFigures | undefined, machine: stri
       lines.push(`- 0 ms: worker ÷ ceiling = ${fmt((100 * wt) / ct)}% (target ≥ 40%): ${wt >= 0.4 * ct ? 'MET' : 'NOT MET'}`);
     }
   }
+  for (const latencyMs of LATENCIES) {
+    const on = find('worker', latencyMs);
+    const off = find('worker-no-ledger', latencyMs);
+    if (on === undefined || off === undefined) continue;
+    const onT = agg(on, (r) => r.perSecond);
+    const offT = agg(off, (r) => r.perSecond);
+    // Paired by round: the two ran next to each other, so the pair shares the machine's mood.
+    const paired = on.runs.map((r) => r.perSecond / (off.runs.find((o) => o.round === r.round)?.perSecond ?? Number.NaN));
+    const ps = spread(paired);
+    const latency = `e2e p50 on ${ms(agg(on, (r) => r.e2eP50Ms))} / off ${ms(agg(off, (r) => r.e2eP50Ms))}, p99 on ${ms(agg(on, (r) => r.e2eP99Ms))} / off ${ms(agg(off, (r) => r.e2eP99Ms))}; commit delay p50 on ${ms(agg(on, (r) => r.commitDelayP50Ms))} / off ${ms(agg(off, (r) => r.commitDelayP50Ms))}`;
+    const rounds = `per round ${fmt(100 * ps.min)}–${fmt(100 * ps.max)}%`;
+    const verdict = latencyMs === LEDGER_TARGET_LATENCY_MS ? ` (target ≥ 90%): ${onT >= 0.9 * offT ? 'MET' : 'NOT MET'}` : ' (the target is at 50 ms)';
+    lines.push(`- ledger on ÷ off at ${latencyMs} ms = ${fmt((100 * onT) / offT)}%${verdict}; ${fmt(onT)} vs ${fmt(offT)} cmd/s, ${rounds}; ${latency}`);
+    if (latencyMs > 0) {
+      // Little's law with the in-flight slots full: each slot is held latency + what the ledger adds.
+      const heldOn = (1000 * WORKER_IN_FLIGHT) / onT;
+      const heldOff = (1000 * WORKER_IN_FLIGHT) / offT;
+      const c = commitFigures;
+      lines.push(
+        `  - slot time per command (in-flight ${WORKER_IN_FLIGHT} ÷ cmd/s): on ${fmt(heldOn, 1)} ms, off ${fmt(heldOff, 1)} ms (+${fmt(heldOn - heldOff, 1)} ms with the ledger); transactions on ${fmt(agg(on, (r) => c(r).perSecond))}/s of mean ${fmt(agg(on, (r) => c(r).meanMs), 1)} ms, off ${fmt(agg(off, (r) => c(r).perSecond))}/s of mean ${fmt(agg(off, (r) => c(r).meanMs), 1)} ms`,
+      );
+    }
+  }
   if (rss !== undefined) {
     lines.push(`- RSS: worker peak ${mb(rss.peakRssBytes)} draining a ${fmt(rss.target)}-command backlog at 0 ms (${fmt(rss.perSecond)} cmd/s steady; target < 300 MB): ${rss.peakRssBytes < 300 * 1024 * 1024 ? 'MET' : 'NOT MET'}`);
   }
@@ -274,7 +345,8 @@ function report(rows: readonly Row[], rss: RunFigures | undefined, machine: stri
   lines.push('- commit delay: result record timestamp (when produced) → visible to `read_committed`; the cost of transactional batching (worker) or just the reader\'s fetch (ceiling, floor).');
   lines.push('- CPU-µs/cmd: user+system CPU of the pipeline process (from /proc, 10 ms ticks, sampled every 50 ms) over the steady window ÷ results in it; the sandbox, broker and this harness run in other processes. The ceiling drains in about a second, so its figure is the least precise.');
   lines.push('- peak RSS: VmHWM of the pipeline process (max over rounds).');
-  lines.push('- ceiling and floor are at-least-once (no transactions); the worker commits results and offsets in Kafka transactions (exactly one result per command).');
+  lines.push('- commits/s (mean ms): the worker\'s committed transactions (`sms_worker_transactions_total`) ÷ its drain time, and their mean duration (`sms_worker_commit_duration_seconds`), read from its /metrics before it stops.');
+  lines.push('- ceiling and floor are at-least-once (no transactions); the worker commits results and offsets in Kafka transactions (exactly one result per command); worker-no-ledger is the worker with LEDGER_ENABLED=false (no mark before a send).');
   return lines.join('\n');
 }
 
@@ -332,7 +404,7 @@ async function main(): Promise<number> {
     const markdown = report(rows, rssRun, machine, wallSeconds);
     console.log(markdown);
     mkdirSync(dirname(JSON_FILE), { recursive: true });
-    writeFileSync(JSON_FILE, JSON.stringify({ startedAt: new Date(started).toISOString(), wallSeconds, machine, settings: { commands: COMMANDS, latencies: LATENCIES, rounds: ROUNDS, floorCommands: FLOOR_COMMANDS, rssCommands: RSS_COMMANDS, partitions: PARTITIONS, workerInFlight: WORKER_IN_FLIGHT, seed: SEED }, runs, rssRun: rssRun ?? null, sandbox: sandboxStats, markdown }, null, 2));
+    writeFileSync(JSON_FILE, JSON.stringify({ startedAt: new Date(started).toISOString(), wallSeconds, machine, settings: { commands: COMMANDS, latencies: LATENCIES, pipelines: ORDER, rounds: ROUNDS, floorCommands: FLOOR_COMMANDS, rssCommands: RSS_COMMANDS, partitions: PARTITIONS, workerInFlight: WORKER_IN_FLIGHT, seed: SEED }, runs, rssRun: rssRun ?? null, sandbox: sandboxStats, markdown }, null, 2));
     say(`JSON: ${JSON_FILE}`);
     const duplicates = runs.reduce((n, r) => n + r.duplicateResults, 0);
     if (duplicates > 0) say(`note: ${duplicates} keys had more than one result across the runs (expected 0 after a clean stop)`);

@@ -3,6 +3,7 @@
  * by environment. Default settings except what a deployment must set anyway (topics, group,
  * transactional-id prefix, addresses), LOG_LEVEL=warn and HTTP_PORT=0 (a free port).
  */
+import { createServer } from 'node:net';
 import { CLI_MAIN, startNode, type Child } from '../lib/proc.ts';
 
 export interface WorkerTarget {
@@ -37,4 +38,44 @@ export function workerEnv(target: WorkerTarget, overrides: Record<string, string
 
 export function startWorker(env: Record<string, string>): Child {
   return startNode(CLI_MAIN, ['run'], env);
+}
+
+/** A free loopback port for the worker's HTTP server, so the harness can read its /metrics. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no TCP address for a free port');
+  return address.port;
+}
+
+/** What the harness reads from the worker's /metrics at the end of a run (totals since start). */
+export interface WorkerCounters {
+  /** Kafka transactions committed (results + offsets, and the ledger checkpoint when on). */
+  readonly transactions: number;
+  /** Sum of their durations, seconds (`sms_worker_commit_duration_seconds_sum`). */
+  readonly commitSeconds: number;
+  /** Commands marked "attempting" in the ledger (0 with the ledger off). */
+  readonly ledgerMarks: number;
+}
+
+/** Reads the worker's counters from its /metrics (Prometheus text); undefined if it does not answer. */
+export async function scrapeWorker(port: number): Promise<WorkerCounters | undefined> {
+  try {
+    const response = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5_000) });
+    if (!response.ok) return undefined;
+    const text = await response.text();
+    const value = (pattern: RegExp): number => {
+      const match = pattern.exec(text);
+      return match === null ? 0 : Number(match[1]);
+    };
+    return {
+      transactions: value(/^sms_worker_transactions_total\{outcome="committed"\} (\S+)$/m),
+      commitSeconds: value(/^sms_worker_commit_duration_seconds_sum(?:\{\})? (\S+)$/m),
+      ledgerMarks: value(/^sms_worker_ledger_marks_total(?:\{\})? (\S+)$/m),
+    };
+  } catch {
+    return undefined;
+  }
 }
