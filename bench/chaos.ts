@@ -38,6 +38,7 @@ import { RequestLogCollector } from './lib/request-log.ts';
 import { readWholeTopic, ResultWatcher } from './lib/results.ts';
 import { SandboxProcess } from './lib/sandbox.ts';
 import { groupAssignment, WorkerPool, type PoolWorker } from './lib/worker-pool.ts';
+import { hostileFailures, hostileTable, runHostilePass, type HostileVerdict } from './lib/hostile.ts';
 import { workerEnv } from './pipelines/worker.ts';
 
 quietKnownWarnings();
@@ -51,6 +52,7 @@ const { values: args } = parseArgs({
     'outage-sec': { type: 'string', default: '30' },
     'funds-pause-sec': { type: 'string', default: '10' },
     fuzz: { type: 'string', default: '1000' },
+    'no-hostile': { type: 'boolean', default: false },
     'latency-ms': { type: 'string', default: '20' },
     'worker-log-level': { type: 'string', default: 'warn' },
     seed: { type: 'string' },
@@ -439,6 +441,24 @@ async function main(): Promise<number> {
       note(fuzzComplete ? 'fuzz: every malformed record handled and every canary answered (live readers)' : 'fuzz: deadline passed; verifying from the topics');
     }
 
+    // Hostile inputs (bench/lib/hostile.ts): one kind at a time on one partition, each followed by
+    // a canary, with the workers still running.
+    let hostile: HostileVerdict[] = [];
+    if (!args['no-hostile']) {
+      note('hostile pass: oversized and hostile commands, hostile answers from the service');
+      hostile = await runHostilePass({
+        kafka,
+        registry,
+        commandTopic: topics.commands,
+        resultTopic: topics.results,
+        deadLetterTopic: topics.deadLetter,
+        sandboxUrl: sandbox.url,
+        workerPids: () => pool.running().flatMap((w) => (w.child.pid === undefined ? [] : [w.child.pid])),
+        runId: run,
+        log: note,
+      });
+    }
+
     const stops = await pool.stopAll();
     note(
       `stopped the last workers with SIGTERM: ${stops.map((s) => `#${s.n} exit ${s.code ?? '?'}${s.signal === null ? '' : ` (signal ${s.signal})`}`).join(', ')}`,
@@ -598,6 +618,7 @@ async function main(): Promise<number> {
     if (duplicated.length > 0) failures.push(`${duplicated.length} commands with more than one result`);
     if (sentTwice.length > 0 || sandboxTwice > 0) failures.push(`${Math.max(sentTwice.length, sandboxTwice)} commands sent more than once`);
     if (fuzzLost > 0) failures.push(`${fuzzLost} fuzz records lost`);
+    failures.push(...hostileFailures(hostile));
     if (fuzzTwice > 0) failures.push(`${fuzzTwice} fuzz records handled twice`);
     if (canariesAnswered < canaryIds.length) failures.push(`${canaryIds.length - canariesAnswered} canaries unanswered after the fuzz pass`);
     if (commandIds.length < COMMANDS) failures.push(`only ${commandIds.length} of ${COMMANDS} commands reached the command topic`);
@@ -719,6 +740,12 @@ async function main(): Promise<number> {
           'l',
         ]),
       );
+    }
+    if (hostile.length > 0) {
+      lines.push('');
+      lines.push('Hostile pass (one kind at a time on one partition, a canary behind each; outcomes printed, not judged; a kind fails if a record is lost, a command is called more often than the retry policy allows, or its canary is not answered):');
+      lines.push('');
+      lines.push(hostileTable(hostile));
     }
     lines.push('');
     lines.push(
