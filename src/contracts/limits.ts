@@ -68,3 +68,10 @@ export function mapBytes(map: Readonly<Record<string, string>>): number {
   for (const [key, value] of Object.entries(map)) bytes += utf8Bytes(key) + utf8Bytes(value);
   return bytes;
 }
+
+/** Code points of `value` when it may be longer than `max`; the UTF-16 length is an upper bound, so short strings are not walked. */
+export function overLimit(value: string, max: number): number | undefined {
+  if (value.length <= max) return undefined;
+  const length = codePoints(value);
+  return length > max ? length : undefined;
+}

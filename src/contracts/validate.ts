@@ -3,12 +3,12 @@
  * Every problem is collected, not only the first, so a producer fixes a command in one round.
  */
 import type { ProviderRequest, TextMessageRequest } from '../provider/types.ts';
-// The sandbox's billing rule is the one pure statement of how a text is segmented; the
-// validation reuses it rather than keeping a second copy that could drift.
-import { billedText, segment } from '../sandbox/billing.ts';
+// One statement of how a text is segmented and billed, shared with the sandbox.
+import { billedText, segment } from './segments.ts';
 import type { SendCommand, TextOperation, VoiceOperation } from './command.ts';
-import { codePoints, FIXED_LIMITS, mapBytes } from './limits.ts';
+import { codePoints, FIXED_LIMITS, mapBytes, overLimit } from './limits.ts';
 import { isDomestic, parsePhone } from './phone.ts';
+import { validateRecipients, type RecipientRegions } from './recipients.ts';
 import type { CountryCode } from './phone.ts';
 import { RULES } from './rules.ts';
 import type { FieldProblem } from './rules.ts';
@@ -83,13 +83,6 @@ export type Validation =
 /** Empty and whitespace-only strings are not values (String.prototype.trim: Unicode White_Space, incl. U+3000). */
 function present(value: string | undefined): value is string {
   return value !== undefined && value.trim() !== '';
-}
-
-/** Code points of `value` when it may be longer than `max`; the UTF-16 length is an upper bound, so short strings are not walked. */
-function overLimit(value: string, max: number): number | undefined {
-  if (value.length <= max) return undefined;
-  const length = codePoints(value);
-  return length > max ? length : undefined;
 }
 
 const CODE_FORMAT = /^(?:[0-9]{4}|[0-9]{6})$/;
@@ -236,65 +229,6 @@ function validateTemplateData(templateData: Readonly<Record<string, string>>, po
   if (values.longer > 0) {
     problems.push({ field: 'operation.templateData', problem: RULES.templateValueLength.message(values.longer, values.longest, policy.maxTemplateValueChars) });
   }
-}
-
-/** Which kinds of valid recipient a list holds: billing differs between them. */
-interface RecipientRegions {
-  readonly domestic: boolean;
-  readonly international: boolean;
-}
-
-interface Recipients {
-  /** Distinct valid recipients in E.164, in first-seen order. */
-  readonly to: readonly string[];
-  /** Invalid recipients, as given, with their field path. */
-  readonly invalid: readonly (FieldProblem & { readonly to: string })[];
-  readonly duplicatesRemoved: number;
-  /** Problems with the list as a whole (empty, too many, none valid) and over-long entries: these reject under every policy. */
-  readonly problems: readonly FieldProblem[];
-  readonly regions: RecipientRegions;
-}
-
-function validateRecipients(to: readonly string[], policy: ValidationPolicy): Recipients {
-  const regions = { domestic: false, international: false };
-  if (to.length === 0) {
-    return { to: [], invalid: [], duplicatesRemoved: 0, problems: [{ field: 'operation.to', problem: RULES.recipientsEmpty.message() }], regions };
-  }
-  const problems: FieldProblem[] = [];
-  // Counted as given, and only the first maxRecipients entries are examined: a list of 50,000
-  // bad numbers costs the same small work and gives the same small result as one of 1,001.
-  if (to.length > policy.maxRecipients) {
-    problems.push({ field: 'operation.to', problem: RULES.recipientsTooMany.message(to.length, policy.maxRecipients) });
-  }
-  const unique = new Set<string>();
-  const invalid: (FieldProblem & { to: string })[] = [];
-  let duplicatesRemoved = 0;
-  const examined = Math.min(to.length, policy.maxRecipients);
-  for (let index = 0; index < examined; index += 1) {
-    const input = to[index] as string;
-    const tooLong = overLimit(input, FIXED_LIMITS.recipientChars);
-    if (tooLong !== undefined) {
-      // Not an "invalid recipient": send-valid would echo it into rejectedRecipients.
-      problems.push({ field: `operation.to[${index}]`, problem: RULES.recipientTooLong.message(tooLong, FIXED_LIMITS.recipientChars) });
-      continue;
-    }
-    const parsed = parsePhone(input, policy.homeRegion);
-    if (!parsed.ok) {
-      invalid.push({ to: input, field: `operation.to[${index}]`, problem: RULES.recipientInvalid.message(parsed.problem, policy.homeRegion) });
-    } else if (unique.has(parsed.phone.e164)) {
-      duplicatesRemoved += 1;
-    } else {
-      unique.add(parsed.phone.e164);
-      if (isDomestic(parsed.phone, policy.homeRegion)) regions.domestic = true;
-      else regions.international = true;
-    }
-  }
-
-  // Under `reject` the per-recipient problems already say it all.
-  if (unique.size === 0 && invalid.length > 0 && policy.partialRecipients === 'send-valid') {
-    problems.push({ field: 'operation.to', problem: RULES.recipientsNoneValid.message(examined) });
-  }
-  return { to: [...unique], invalid, duplicatesRemoved, problems, regions };
 }
 
 function validateVoice(operation: VoiceOperation, policy: ValidationPolicy, problems: FieldProblem[]): SendParts | undefined {

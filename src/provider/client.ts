@@ -12,11 +12,11 @@ import http from 'node:http';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
-import got, { CancelError, HTTPError, RequestError, TimeoutError } from 'got';
+import got from 'got';
 import type { CancelableRequest, Got, Progress, Response, RetryObject } from 'got';
-import type { OperationName, ProviderClient, ProviderRequest, ProviderSuccess } from './types.ts';
+import type { ProviderClient, ProviderRequest, ProviderSuccess } from './types.ts';
 import { ABORTED_CODE, classifyOutcome, isRetryableClass } from './classify.ts';
-import type { AttemptOutcome, Classification, ClassifiedFailure } from './classify.ts';
+import type { AttemptOutcome, ClassifiedFailure } from './classify.ts';
 import { decideRetry } from './backoff.ts';
 import type { RetryDecision } from './backoff.ts';
 import { ProviderError } from './provider-error.ts';
@@ -26,98 +26,13 @@ import { signingQuery } from './signing.ts';
 import { resolveProviderOptions } from './options.ts';
 import type { ProviderClientOptions, ResolvedProviderOptions } from './options.ts';
 import { DEFAULT_USER_AGENT } from './user-agent.ts';
+import { CallState, callOf, CONTEXT_KEY, failureOf, header, outcomeOfError, REQUEST_ID_HEADER, safeCall } from './call-state.ts';
 
 export const CORRELATION_HEADER = 'x-correlation-id';
-export const REQUEST_ID_HEADER = 'x-uni-request-id';
+export { REQUEST_ID_HEADER };
 
 /** `signal`, `correlationId` (sent as the `X-Correlation-Id` header) and `deadline` (epoch ms). */
 export type SendOptions = NonNullable<Parameters<ProviderClient['send']>[1]>;
-
-/**
- * Mutable bookkeeping of one `send` call across its attempts. It rides in got's `context`
- * option, so the retry hook and the request hook are defined once on the instance rather than
- * merged into every call's options (got's per-call option merging is its main CPU cost).
- */
-class CallState {
-  readonly operation: OperationName;
-  readonly signal: AbortSignal | undefined;
-  readonly deadline: number | undefined;
-  readonly startedAt = performance.now();
-  attempts = 0;
-  attemptStartedAt = performance.now();
-  /** Attempt number whose outcome was already reported through onAttempt. */
-  reportedAttempt = 0;
-  lastFailure: ClassifiedFailure | undefined;
-  lastDecision: RetryDecision | undefined;
-  /** Status and request id of the latest answer's head, known before its body is read. */
-  answerHead: { status: number; requestId: string | undefined } | undefined;
-  /** Set when the answer's body went over the byte cap and the call was cancelled for it. */
-  oversized = false;
-
-  constructor(operation: OperationName, signal: AbortSignal | undefined, deadline: number | undefined) {
-    this.operation = operation;
-    this.signal = signal;
-    this.deadline = deadline;
-  }
-}
-
-const CONTEXT_KEY = 'smsWorkerCall';
-
-function callOf(context: Readonly<Record<string, unknown>>): CallState | undefined {
-  const call = context[CONTEXT_KEY];
-  return call instanceof CallState ? call : undefined;
-}
-
-function header(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
-/** Describes a got failure without keeping the error object (it holds the signed URL). */
-function outcomeOfError(error: unknown, call: CallState, limitBytes: number): AttemptOutcome {
-  if (call.oversized) return oversizedOutcome(call, limitBytes);
-  if (call.signal?.aborted === true) return { kind: 'aborted' };
-  if (error instanceof HTTPError) {
-    const response = error.response;
-    return {
-      kind: 'response',
-      status: response.statusCode,
-      body: typeof response.body === 'string' ? response.body : String(response.body),
-      retryAfter: header(response.headers['retry-after']),
-      requestId: header(response.headers[REQUEST_ID_HEADER]),
-    };
-  }
-  if (error instanceof TimeoutError) return { kind: 'network', errorCode: 'ETIMEDOUT', timeoutPhase: error.event };
-  if (error instanceof RequestError) {
-    if (error.code === 'ERR_ABORTED' || error instanceof CancelError) return { kind: 'aborted' };
-    return { kind: 'network', errorCode: error.code };
-  }
-  return { kind: 'network', errorCode: undefined };
-}
-
-function oversizedOutcome(call: CallState, limitBytes: number): AttemptOutcome {
-  return { kind: 'oversized', status: call.answerHead?.status ?? 0, requestId: call.answerHead?.requestId, limitBytes };
-}
-
-const UNKNOWN_FAILURE: ClassifiedFailure = {
-  failureClass: 'ambiguous',
-  code: 'PROVIDER_REQUEST_FAILED',
-  providerMessage: '',
-  answered: false,
-  detail: 'request failed for an unknown reason; it may have been delivered (ambiguous)',
-};
-
-function failureOf(verdict: Classification): ClassifiedFailure {
-  return verdict.ok ? UNKNOWN_FAILURE : verdict.failure;
-}
-
-function safeCall<T>(hook: ((info: T) => void) | undefined, info: T): void {
-  if (hook === undefined) return;
-  try {
-    hook(info);
-  } catch {
-    // An observer's bug must not change the outcome of a send.
-  }
-}
 
 const STOP_REASONS: Record<Extract<RetryDecision, { retry: false }>['reason'], string> = {
   'not-retryable': '',

@@ -6,7 +6,7 @@
 import type { SendResult } from '../provider/types.ts';
 import type { ErrorEnvelope } from './error-codes.ts';
 import { errorEnvelope } from './error-codes.ts';
-import { billedText, segment } from './billing.ts';
+import { billedText, segment } from '../contracts/segments.ts';
 import { formatMoney } from './money.ts';
 import { textRoute, voiceRoute } from './pricing.ts';
 import type { Route } from './pricing.ts';

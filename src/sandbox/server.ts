@@ -15,10 +15,10 @@ import { corruptEnvelope, HUGE_BODY_PADDING_BYTES, isEnvelopeFault, NEVER_ENDS_M
 import type { AnswerFaultKind } from './answer-faults.ts';
 import type { FaultUpdate } from './admin.ts';
 import { checkAuth } from './auth.ts';
-import type { ErrorEnvelope, SandboxErrorKey } from './error-codes.ts';
-import { errorEnvelope, SANDBOX_ERRORS } from './error-codes.ts';
+import { failure, header, readBody, writeFault, writeJson, type Answer } from './http-io.ts';
+import { errorEnvelope } from './error-codes.ts';
 import { AFTER_PROCESSING, DEFAULT_FAULTS, seededRandom } from './faults.ts';
-import type { FaultKind, FaultSettings } from './faults.ts';
+import type { FaultSettings } from './faults.ts';
 import { parseMoney } from './money.ts';
 import { sendText, sendVoice } from './operations.ts';
 import type { OperationAnswer, SuccessEnvelope } from './operations.ts';
@@ -61,47 +61,8 @@ export interface RunningSandbox {
 }
 
 export const DEFAULT_SANDBOX_BALANCE = '1000000.000000';
-const MAX_BODY_BYTES = 1024 * 1024;
 const TEXT = 'sms.message.send';
 const VOICE = 'sms.voice.verification.send';
-
-interface Answer {
-  readonly status: number;
-  readonly envelope: ErrorEnvelope | SuccessEnvelope;
-  readonly accepted: boolean;
-}
-
-function header(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function failure(key: SandboxErrorKey): Answer {
-  return { status: SANDBOX_ERRORS[key].httpStatus, envelope: errorEnvelope(key), accepted: false };
-}
-
-/** Reads the body; undefined when it is larger than the limit. */
-async function readBody(req: IncomingMessage): Promise<string | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    const buffer = chunk as Buffer;
-    size += buffer.length;
-    // Keep draining past the limit (dropping the bytes) so the socket stays usable for the answer.
-    if (size <= MAX_BODY_BYTES) chunks.push(buffer);
-  }
-  return size > MAX_BODY_BYTES ? undefined : Buffer.concat(chunks).toString('utf8');
-}
-
-function writeJson(res: ServerResponse, status: number, body: unknown, requestId: string, extra: Record<string, string> = {}): void {
-  const json = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json;charset=utf-8',
-    'content-length': Buffer.byteLength(json),
-    'x-uni-request-id': requestId,
-    ...extra,
-  });
-  res.end(json);
-}
 
 export async function startSandbox(options: SandboxOptions = {}): Promise<RunningSandbox> {
   const homeRegion: CountryCode = options.homeRegion ?? 'CN';
@@ -155,41 +116,6 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     return { status: 200, envelope: result.envelope, accepted: true };
   }
 
-  function answerFault(res: ServerResponse, fault: FaultKind, requestId: string): { status: number; code: string | undefined } {
-    const retryAfter = { 'retry-after': String(state.faults.settings.retryAfterSec) };
-    switch (fault) {
-      case 'http500':
-        writeJson(res, 500, errorEnvelope('internalError'), requestId);
-        return { status: 500, code: SANDBOX_ERRORS.internalError.code };
-      case 'http502':
-        writeJson(res, 502, errorEnvelope('badGateway'), requestId);
-        return { status: 502, code: SANDBOX_ERRORS.badGateway.code };
-      case 'http503':
-        writeJson(res, 503, errorEnvelope('serviceUnavailable'), requestId, retryAfter);
-        return { status: 503, code: SANDBOX_ERRORS.serviceUnavailable.code };
-      case 'http429':
-        writeJson(res, 429, errorEnvelope('tooManyRequests'), requestId, retryAfter);
-        return { status: 429, code: SANDBOX_ERRORS.tooManyRequests.code };
-      case 'reset':
-      case 'reset-after':
-        res.socket?.destroy();
-        return { status: 0, code: undefined };
-      case 'hang':
-      case 'hang-after':
-        // Never answered; close() drops the connection.
-        return { status: 0, code: undefined };
-      case 'malformed': {
-        const html = '<html><body><h1>upstream hiccup</h1></body></html>';
-        res.writeHead(200, { 'content-type': 'text/html', 'content-length': Buffer.byteLength(html), 'x-uni-request-id': requestId });
-        res.end(html);
-        return { status: 200, code: undefined };
-      }
-      case 'missing-data':
-        writeJson(res, 200, { code: '0', message: 'Success' }, requestId);
-        return { status: 200, code: '0' };
-    }
-  }
-
   async function handleService(req: IncomingMessage, res: ServerResponse, url: URL, rawBody: string | undefined): Promise<void> {
     const receivedAt = Date.now();
     const seq = state.nextSeq();
@@ -208,7 +134,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     let sent: { status: number; code: string | undefined };
     let streaming: Promise<void> | undefined;
     if (fault !== undefined) {
-      sent = answerFault(res, fault, requestId);
+      sent = writeFault(res, fault, requestId, state.faults.settings.retryAfterSec);
     } else if (answer !== undefined && hostile !== undefined) {
       ({ sent, streaming } = answerHostile(res, hostile, answer, requestId));
     } else if (answer !== undefined) {

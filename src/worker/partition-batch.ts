@@ -1,6 +1,8 @@
 import type { Logger } from '../observability/logger.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import { encodeCheckpoint } from './ledger-checkpoint.ts';
+import { reportOutcome } from './outcome-report.ts';
+import { abortable, deferred } from './waiting.ts';
 import { OffsetTracker } from './offset-tracker.ts';
 import type { PartitionClaim } from './partition-ownership.ts';
 import { handleRecord, type RecordHandlerDeps, type RecordLane, type RecordOutcome } from './record-handler.ts';
@@ -94,10 +96,7 @@ export async function processBatch(batch: FetchedBatch, ctx: BatchContext): Prom
       claim.position.committed = next;
       for (const offset of [...claim.open.keys()]) if (offset < next) claim.open.delete(offset);
       for (const offset of [...claim.inDoubt.keys()]) if (offset < next) claim.inDoubt.delete(offset);
-      for (const outcome of prefix.values) {
-        countOutcome(ctx.metrics, outcome);
-        logOutcome(ctx.log, outcome);
-      }
+      for (const outcome of prefix.values) reportOutcome(ctx.metrics, ctx.log, outcome);
       batch.resolveOffset((next - 1n).toString());
       ctx.metrics.consumerLag.set({ topic: batch.topic, partition: String(batch.partition) }, Math.max(0, Number(BigInt(batch.highWatermark) - next)));
     }
@@ -247,65 +246,4 @@ export async function processBatch(batch: FetchedBatch, ctx: BatchContext): Prom
   }
   if (commitError !== undefined) throw commitError;
   await commitNow();
-}
-
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
-
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error as Error);
-      },
-    );
-  });
-}
-
-function countOutcome(metrics: WorkerMetrics, outcome: RecordOutcome): void {
-  if (outcome.kind === 'dead-letter') {
-    metrics.deadLettered.inc({ reason: outcome.record.error.code });
-    return;
-  }
-  if (outcome.kind === 'duplicate') {
-    metrics.duplicateCommands.inc();
-    return;
-  }
-  if (outcome.kind !== 'result') return;
-  const { result } = outcome;
-  metrics.results.inc({ operation: result.operation, outcome: result.outcome, code: result.error === null ? '' : metrics.label.code(result.error.code) });
-  for (const message of result.messages) {
-    const labels = { region: metrics.label.region(message.regionCode), upstream: metrics.label.upstream(message.upstream) };
-    metrics.billedMessages.inc(labels, message.messageCount);
-    metrics.countCharge(labels, message.price);
-  }
-}
-
-/** One line per committed outcome: debug for the expected ones, warn for failures, unknowns and dead letters. */
-function logOutcome(log: Logger, outcome: RecordOutcome): void {
-  if (outcome.kind === 'dead-letter') {
-    const { source, error } = outcome.record;
-    log.warn({ partition: source.partition, offset: source.offset, code: error.code }, `dead-lettered: ${error.message}`);
-    return;
-  }
-  if (outcome.kind === 'duplicate') {
-    log.info({ commandId: outcome.commandId, firstOffset: outcome.firstOffset.toString() }, 'repeated command record skipped: its commandId already has a result on this partition');
-    return;
-  }
-  if (outcome.kind !== 'result') return;
-  const { result } = outcome;
-  const fields = { commandId: result.commandId, partition: result.source.partition, offset: result.source.offset, outcome: result.outcome, attempts: result.attempts };
-  if (result.outcome === 'FAILED' || result.outcome === 'UNKNOWN') log.warn({ ...fields, code: result.error?.code, retryable: result.error?.retryable }, `command ${result.outcome === 'FAILED' ? 'failed' : 'outcome unknown'}: ${result.error?.message ?? ''}`);
-  else log.debug({ ...fields, ...(result.error !== null && { code: result.error.code }) }, 'result committed');
 }

@@ -3,6 +3,7 @@ import { startHttpServer, type HealthSource } from '../metrics/http-server.ts';
 import { createMetrics, type WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProgressMonitor } from './health.ts';
+import { refreshConsumerLag } from './lag.ts';
 import { FencedError, type FetchedBatch } from '../kafka/ports.ts';
 import { processBatch } from './partition-batch.ts';
 import { Semaphore } from './semaphore.ts';
@@ -214,29 +215,10 @@ export class Worker {
     });
   }
 
-  /**
-   * Lag of this process's partitions from the broker (high watermark − committed offset). Commits
-   * update it as they happen; this keeps it true while consumption is paused or there is nothing
-   * to commit, which is when an operator most needs it.
-   */
-  async #refreshLag(): Promise<void> {
+  #refreshLag(): Promise<void> {
     const parts = this.#parts;
-    const assigned = parts?.ownership.assigned ?? [];
-    if (this.#state !== 'running' || parts === undefined || assigned.length === 0) return;
-    const topic = this.#config.topics.commands;
-    try {
-      const [ends, committed] = await Promise.all([parts.admin.fetchTopicOffsets(topic), parts.admin.fetchOffsets({ groupId: this.#config.consumerGroup, topics: [topic] })]);
-      const committedBy = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, p.offset]));
-      for (const end of ends) {
-        if (!assigned.includes(end.partition)) continue;
-        const position = committedBy.get(end.partition) ?? '-1';
-        const from = position === '-1' ? BigInt(end.low) : BigInt(position);
-        const lag = BigInt(end.high) - from;
-        this.metrics.consumerLag.set({ topic, partition: String(end.partition) }, Number(lag > 0n ? lag : 0n));
-      }
-    } catch (error) {
-      this.#log.debug({ err: error }, 'reading consumer lag failed');
-    }
+    if (this.#state !== 'running' || parts === undefined) return Promise.resolve();
+    return refreshConsumerLag({ admin: parts.admin, group: this.#config.consumerGroup, topic: this.#config.topics.commands, assigned: parts.ownership.assigned, metrics: this.metrics, log: this.#log });
   }
 
   #onGateChange(reason: PauseReason | undefined): void {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { billedText, segment } from '../../src/sandbox/billing.ts';
+import { billedText, segment } from '../../src/contracts/segments.ts';
 import { formatMoney, parseMoney } from '../../src/sandbox/money.ts';
 import { sendText, sendVoice } from '../../src/sandbox/operations.ts';
 import { PRICE_TABLE } from '../../src/sandbox/pricing.ts';

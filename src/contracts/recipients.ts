@@ -1,0 +1,64 @@
+import { FIXED_LIMITS, overLimit } from './limits.ts';
+import { isDomestic, parsePhone } from './phone.ts';
+import { RULES, type FieldProblem } from './rules.ts';
+import type { ValidationPolicy } from './validate.ts';
+
+/** Which kinds of valid recipient a list holds: billing differs between them. */
+export interface RecipientRegions {
+  readonly domestic: boolean;
+  readonly international: boolean;
+}
+
+export interface Recipients {
+  /** Distinct valid recipients in E.164, in first-seen order. */
+  readonly to: readonly string[];
+  /** Invalid recipients, as given, with their field path. */
+  readonly invalid: readonly (FieldProblem & { readonly to: string })[];
+  readonly duplicatesRemoved: number;
+  /** Problems with the list as a whole (empty, too many, none valid) and over-long entries: these reject under every policy. */
+  readonly problems: readonly FieldProblem[];
+  readonly regions: RecipientRegions;
+}
+
+export function validateRecipients(to: readonly string[], policy: ValidationPolicy): Recipients {
+  const regions = { domestic: false, international: false };
+  if (to.length === 0) {
+    return { to: [], invalid: [], duplicatesRemoved: 0, problems: [{ field: 'operation.to', problem: RULES.recipientsEmpty.message() }], regions };
+  }
+  const problems: FieldProblem[] = [];
+  // Counted as given, and only the first maxRecipients entries are examined: a list of 50,000
+  // bad numbers costs the same small work and gives the same small result as one of 1,001.
+  if (to.length > policy.maxRecipients) {
+    problems.push({ field: 'operation.to', problem: RULES.recipientsTooMany.message(to.length, policy.maxRecipients) });
+  }
+  const unique = new Set<string>();
+  const invalid: (FieldProblem & { to: string })[] = [];
+  let duplicatesRemoved = 0;
+  const examined = Math.min(to.length, policy.maxRecipients);
+  for (let index = 0; index < examined; index += 1) {
+    const input = to[index] as string;
+    const tooLong = overLimit(input, FIXED_LIMITS.recipientChars);
+    if (tooLong !== undefined) {
+      // Not an "invalid recipient": send-valid would echo it into rejectedRecipients.
+      problems.push({ field: `operation.to[${index}]`, problem: RULES.recipientTooLong.message(tooLong, FIXED_LIMITS.recipientChars) });
+      continue;
+    }
+    const parsed = parsePhone(input, policy.homeRegion);
+    if (!parsed.ok) {
+      invalid.push({ to: input, field: `operation.to[${index}]`, problem: RULES.recipientInvalid.message(parsed.problem, policy.homeRegion) });
+    } else if (unique.has(parsed.phone.e164)) {
+      duplicatesRemoved += 1;
+    } else {
+      unique.add(parsed.phone.e164);
+      if (isDomestic(parsed.phone, policy.homeRegion)) regions.domestic = true;
+      else regions.international = true;
+    }
+  }
+
+  // Under `reject` the per-recipient problems already say it all.
+  if (unique.size === 0 && invalid.length > 0 && policy.partialRecipients === 'send-valid') {
+    problems.push({ field: 'operation.to', problem: RULES.recipientsNoneValid.message(examined) });
+  }
+  return { to: [...unique], invalid, duplicatesRemoved, problems, regions };
+}
+
