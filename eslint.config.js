@@ -19,7 +19,15 @@ export default tseslint.config(
       'no-console': 'off',
       '@typescript-eslint/no-restricted-imports': [
         'error',
-        { paths: [{ name: 'kafkajs', message: "Load kafkajs through src/kafka/kafkajs.ts (it fixes kafkajs's read_committed filter first); type imports are fine.", allowTypeImports: true }] },
+        {
+          paths: [
+            {
+              name: 'kafkajs',
+              message: "Load kafkajs through src/kafka/kafkajs.ts (it fixes kafkajs's read_committed filter first); type imports are fine.",
+              allowTypeImports: true,
+            },
+          ],
+        },
       ],
     },
   },

@@ -743,7 +743,9 @@ async function main(): Promise<number> {
     }
     if (hostile.length > 0) {
       lines.push('');
-      lines.push('Hostile pass (one kind at a time on one partition, a canary behind each; outcomes printed, not judged; a kind fails if a record is lost, a command is called more often than the retry policy allows, or its canary is not answered):');
+      lines.push(
+        'Hostile pass (one kind at a time on one partition, a canary behind each; outcomes printed, not judged; a kind fails if a record is lost, a command is called more often than the retry policy allows, or its canary is not answered):',
+      );
       lines.push('');
       lines.push(hostileTable(hostile));
     }

@@ -80,7 +80,8 @@ const COMMANDS = positiveInt('commands', args.commands);
 const ROUNDS = positiveInt('rounds', args.rounds ?? (ONLY_LEDGER ? '3' : '2'));
 const FLOOR_COMMANDS = Math.min(COMMANDS, positiveInt('floor-commands', args['floor-commands']));
 // The quick ledger comparison skips the RSS check unless --rss-commands is given.
-const RSS_COMMANDS = args['no-rss-check'] || (ONLY_LEDGER && !process.argv.some((a) => a.startsWith('--rss-commands'))) ? 0 : positiveInt('rss-commands', args['rss-commands']);
+const RSS_COMMANDS =
+  args['no-rss-check'] || (ONLY_LEDGER && !process.argv.some((a) => a.startsWith('--rss-commands'))) ? 0 : positiveInt('rss-commands', args['rss-commands']);
 const SEED = positiveInt('seed', args.seed);
 const latencyList = args.latencies ?? (ONLY_LEDGER ? String(LEDGER_TARGET_LATENCY_MS) : '0,50');
 const LATENCIES = latencyList.split(',').map((v) => {
@@ -93,7 +94,8 @@ const pipelineList = args.pipelines ?? (ONLY_LEDGER ? 'worker,worker-no-ledger' 
 const ORDER: readonly Pipeline[] = (() => {
   const names = pipelineList.split(',').map((n) => n.trim());
   const unknown = names.filter((n) => !isPipeline(n));
-  if (unknown.length > 0 || names.length === 0) throw new Error(`--pipelines must be a comma-separated list of ${ALL_PIPELINES.join(', ')} (got ${pipelineList})`);
+  if (unknown.length > 0 || names.length === 0)
+    throw new Error(`--pipelines must be a comma-separated list of ${ALL_PIPELINES.join(', ')} (got ${pipelineList})`);
   return ALL_PIPELINES.filter((p) => names.includes(p));
 })();
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
@@ -147,7 +149,18 @@ function startPipeline(ctx: Context, pipeline: Pipeline, input: string, output: 
     if (pipeline === 'worker-no-ledger') overrides['LEDGER_ENABLED'] = 'false';
     if (nodeOptions !== undefined) overrides['NODE_OPTIONS'] = nodeOptions;
     return startWorker(
-      workerEnv({ brokers: ctx.stack.kafkaBrokers, registryUrl: ctx.stack.schemaRegistryUrl, providerUrl: ctx.sandbox.url, commands: input, results: output, deadLetter: `${output}.dlq`, group }, overrides),
+      workerEnv(
+        {
+          brokers: ctx.stack.kafkaBrokers,
+          registryUrl: ctx.stack.schemaRegistryUrl,
+          providerUrl: ctx.sandbox.url,
+          commands: input,
+          results: output,
+          deadLetter: `${output}.dlq`,
+          group,
+        },
+        overrides,
+      ),
     );
   }
   return startNode(join(REPO_ROOT, 'bench', 'pipelines', `${pipeline}.ts`), [], {
@@ -160,7 +173,19 @@ function startPipeline(ctx: Context, pipeline: Pipeline, input: string, output: 
   });
 }
 
-async function runOnce(ctx: Context, options: { pipeline: Pipeline; latencyMs: number; round: number; position: number; input: string; producedAt: Map<string, number>; target: number; label: string }): Promise<RunFigures> {
+async function runOnce(
+  ctx: Context,
+  options: {
+    pipeline: Pipeline;
+    latencyMs: number;
+    round: number;
+    position: number;
+    input: string;
+    producedAt: Map<string, number>;
+    target: number;
+    label: string;
+  },
+): Promise<RunFigures> {
   const { pipeline, target } = options;
   const output = `bench.${ctx.runId}.${options.label}.results`;
   ctx.topics.push(output, `${output}.dlq`);
@@ -241,7 +266,11 @@ async function runOnce(ctx: Context, options: { pipeline: Pipeline; latencyMs: n
 function commitFigures(r: RunFigures): { perSecond: number; meanMs: number; marks: number } {
   if (r.worker === null) return { perSecond: Number.NaN, meanMs: Number.NaN, marks: Number.NaN };
   const { transactions, commitSeconds, ledgerMarks } = r.worker;
-  return { perSecond: transactions / Math.max(0.001, r.drainMs / 1000), meanMs: transactions > 0 ? (1000 * commitSeconds) / transactions : Number.NaN, marks: ledgerMarks };
+  return {
+    perSecond: transactions / Math.max(0.001, r.drainMs / 1000),
+    meanMs: transactions > 0 ? (1000 * commitSeconds) / transactions : Number.NaN,
+    marks: ledgerMarks,
+  };
 }
 
 function describeRun(r: RunFigures): string {
@@ -265,9 +294,24 @@ function report(rows: readonly Row[], rss: RunFigures | undefined, machine: stri
   const letters = ORDER.map((_, i) => String.fromCharCode(65 + i)).join('');
   const interleaving = ROUNDS > 1 ? `${letters}, ${[...letters].reverse().join('')}, …` : letters;
   const floorNote = ORDER.includes('floor') ? `; the floor drains a sample of ${fmt(FLOOR_COMMANDS)}` : '';
-  lines.push(`${machine}. Backlog: ${fmt(COMMANDS)} Avro commands (55% single-recipient text, 20% 2–5 recipients, 10% template, 13% voice, 2% invalid) in a ${PARTITIONS}-partition topic${floorNote}. Pipelines ${ORDER.join(', ')}; ${ROUNDS} round(s) per setting, interleaved ${interleaving}; figures are the mean over rounds, cmd/s with its min–max spread. Worker in-flight limit MAX_IN_FLIGHT=${WORKER_IN_FLIGHT} (default). Wall time ${fmt(wallSeconds)} s.`);
+  lines.push(
+    `${machine}. Backlog: ${fmt(COMMANDS)} Avro commands (55% single-recipient text, 20% 2–5 recipients, 10% template, 13% voice, 2% invalid) in a ${PARTITIONS}-partition topic${floorNote}. Pipelines ${ORDER.join(', ')}; ${ROUNDS} round(s) per setting, interleaved ${interleaving}; figures are the mean over rounds, cmd/s with its min–max spread. Worker in-flight limit MAX_IN_FLIGHT=${WORKER_IN_FLIGHT} (default). Wall time ${fmt(wallSeconds)} s.`,
+  );
   lines.push('');
-  const header = ['pipeline', 'latency', 'cmd/s (steady)', 'min–max', 'e2e p50 / p99', 'from start p50 / p99', 'commit delay p50 / p99', 'CPU-µs/cmd', 'peak RSS', 'commits/s (mean ms)', 'worker ÷ ceiling', 'worker ÷ floor'];
+  const header = [
+    'pipeline',
+    'latency',
+    'cmd/s (steady)',
+    'min–max',
+    'e2e p50 / p99',
+    'from start p50 / p99',
+    'commit delay p50 / p99',
+    'CPU-µs/cmd',
+    'peak RSS',
+    'commits/s (mean ms)',
+    'worker ÷ ceiling',
+    'worker ÷ floor',
+  ];
   const body: string[][] = [];
   for (const row of rows) {
     const s = spread(row.runs.map((r) => r.perSecond));
@@ -285,7 +329,12 @@ function report(rows: readonly Row[], rss: RunFigures | undefined, machine: stri
       `${ms(agg(row, (r) => r.commitDelayP50Ms))} / ${ms(agg(row, (r) => r.commitDelayP99Ms))}`,
       fmt(agg(row, (r) => r.cpuUsPerCommand)),
       mb(Math.max(...row.runs.map((r) => r.peakRssBytes))),
-      worker ? `${fmt(agg(row, (r) => commitFigures(r).perSecond))} (${fmt(agg(row, (r) => commitFigures(r).meanMs), 1)})` : '',
+      worker
+        ? `${fmt(agg(row, (r) => commitFigures(r).perSecond))} (${fmt(
+            agg(row, (r) => commitFigures(r).meanMs),
+            1,
+          )})`
+        : '',
       worker && ceiling !== undefined ? `${fmt(s.mean / tput(ceiling), 2)}×` : '',
       worker && floor !== undefined ? `${fmt(s.mean / tput(floor), 1)}×` : '',
     ]);
@@ -301,7 +350,9 @@ function report(rows: readonly Row[], rss: RunFigures | undefined, machine: stri
     const wt = agg(w, (r) => r.perSecond);
     if (latencyMs > 0) {
       const limit = WORKER_IN_FLIGHT / (latencyMs / 1000);
-      lines.push(`- ${latencyMs} ms: worker ${fmt(wt)} cmd/s = ${fmt((100 * wt) / limit)}% of the latency ceiling ${fmt(limit)} cmd/s (in-flight ${WORKER_IN_FLIGHT} ÷ ${latencyMs} ms; target ≥ 90%): ${wt >= 0.9 * limit ? 'MET' : 'NOT MET'}`);
+      lines.push(
+        `- ${latencyMs} ms: worker ${fmt(wt)} cmd/s = ${fmt((100 * wt) / limit)}% of the latency ceiling ${fmt(limit)} cmd/s (in-flight ${WORKER_IN_FLIGHT} ÷ ${latencyMs} ms; target ≥ 90%): ${wt >= 0.9 * limit ? 'MET' : 'NOT MET'}`,
+      );
       if (f !== undefined) {
         const ft = agg(f, (r) => r.perSecond);
         lines.push(`- ${latencyMs} ms: worker ÷ floor = ${fmt(wt / ft, 1)}× (target ≥ 20×): ${wt >= 20 * ft ? 'MET' : 'NOT MET'}`);
@@ -330,23 +381,43 @@ function report(rows: readonly Row[], rss: RunFigures | undefined, machine: stri
       const heldOff = (1000 * WORKER_IN_FLIGHT) / offT;
       const c = commitFigures;
       lines.push(
-        `  - slot time per command (in-flight ${WORKER_IN_FLIGHT} ÷ cmd/s): on ${fmt(heldOn, 1)} ms, off ${fmt(heldOff, 1)} ms (+${fmt(heldOn - heldOff, 1)} ms with the ledger); transactions on ${fmt(agg(on, (r) => c(r).perSecond))}/s of mean ${fmt(agg(on, (r) => c(r).meanMs), 1)} ms, off ${fmt(agg(off, (r) => c(r).perSecond))}/s of mean ${fmt(agg(off, (r) => c(r).meanMs), 1)} ms`,
+        `  - slot time per command (in-flight ${WORKER_IN_FLIGHT} ÷ cmd/s): on ${fmt(heldOn, 1)} ms, off ${fmt(heldOff, 1)} ms (+${fmt(heldOn - heldOff, 1)} ms with the ledger); transactions on ${fmt(agg(on, (r) => c(r).perSecond))}/s of mean ${fmt(
+          agg(on, (r) => c(r).meanMs),
+          1,
+        )} ms, off ${fmt(agg(off, (r) => c(r).perSecond))}/s of mean ${fmt(
+          agg(off, (r) => c(r).meanMs),
+          1,
+        )} ms`,
       );
     }
   }
   if (rss !== undefined) {
-    lines.push(`- RSS: worker peak ${mb(rss.peakRssBytes)} draining a ${fmt(rss.target)}-command backlog at 0 ms (${fmt(rss.perSecond)} cmd/s steady; target < 300 MB): ${rss.peakRssBytes < 300 * 1024 * 1024 ? 'MET' : 'NOT MET'}`);
+    lines.push(
+      `- RSS: worker peak ${mb(rss.peakRssBytes)} draining a ${fmt(rss.target)}-command backlog at 0 ms (${fmt(rss.perSecond)} cmd/s steady; target < 300 MB): ${rss.peakRssBytes < 300 * 1024 * 1024 ? 'MET' : 'NOT MET'}`,
+    );
   }
   lines.push('');
   lines.push('Columns:');
-  lines.push('- cmd/s (steady): results per second between the 10th and the 90th percentile of the results\' record timestamps (start-up and tail excluded); the JSON also has the same figure from visibility times.');
-  lines.push('- e2e: the command\'s `sms-worker-produced-at` header → its result visible to a `read_committed` reader. With a pre-loaded backlog this includes the time the backlog waited for earlier runs, so it grows with run position; read it with the next column.');
+  lines.push(
+    "- cmd/s (steady): results per second between the 10th and the 90th percentile of the results' record timestamps (start-up and tail excluded); the JSON also has the same figure from visibility times.",
+  );
+  lines.push(
+    "- e2e: the command's `sms-worker-produced-at` header → its result visible to a `read_committed` reader. With a pre-loaded backlog this includes the time the backlog waited for earlier runs, so it grows with run position; read it with the next column.",
+  );
   lines.push('- from start: pipeline process started → result visible; queueing-dominated by construction (p50 ≈ start-up + half the drain).');
-  lines.push('- commit delay: result record timestamp (when produced) → visible to `read_committed`; the cost of transactional batching (worker) or just the reader\'s fetch (ceiling, floor).');
-  lines.push('- CPU-µs/cmd: user+system CPU of the pipeline process (from /proc, 10 ms ticks, sampled every 50 ms) over the steady window ÷ results in it; the sandbox, broker and this harness run in other processes. The ceiling drains in about a second, so its figure is the least precise.');
+  lines.push(
+    "- commit delay: result record timestamp (when produced) → visible to `read_committed`; the cost of transactional batching (worker) or just the reader's fetch (ceiling, floor).",
+  );
+  lines.push(
+    '- CPU-µs/cmd: user+system CPU of the pipeline process (from /proc, 10 ms ticks, sampled every 50 ms) over the steady window ÷ results in it; the sandbox, broker and this harness run in other processes. The ceiling drains in about a second, so its figure is the least precise.',
+  );
   lines.push('- peak RSS: VmHWM of the pipeline process (max over rounds).');
-  lines.push('- commits/s (mean ms): the worker\'s committed transactions (`sms_worker_transactions_total`) ÷ its drain time, and their mean duration (`sms_worker_commit_duration_seconds`), read from its /metrics before it stops.');
-  lines.push('- ceiling and floor are at-least-once (no transactions); the worker commits results and offsets in Kafka transactions (exactly one result per command); worker-no-ledger is the worker with LEDGER_ENABLED=false (no mark before a send).');
+  lines.push(
+    "- commits/s (mean ms): the worker's committed transactions (`sms_worker_transactions_total`) ÷ its drain time, and their mean duration (`sms_worker_commit_duration_seconds`), read from its /metrics before it stops.",
+  );
+  lines.push(
+    '- ceiling and floor are at-least-once (no transactions); the worker commits results and offsets in Kafka transactions (exactly one result per command); worker-no-ledger is the worker with LEDGER_ENABLED=false (no mark before a send).',
+  );
   return lines.join('\n');
 }
 
@@ -376,7 +447,16 @@ async function main(): Promise<number> {
         const order = round % 2 === 0 ? ORDER : [...ORDER].reverse();
         for (const [position, pipeline] of order.entries()) {
           const target = pipeline === 'floor' ? FLOOR_COMMANDS : COMMANDS;
-          const figures = await runOnce(ctx, { pipeline, latencyMs, round, position, input: backlog, producedAt, target, label: `${pipeline}.${latencyMs}ms.r${round + 1}` });
+          const figures = await runOnce(ctx, {
+            pipeline,
+            latencyMs,
+            round,
+            position,
+            input: backlog,
+            producedAt,
+            target,
+            label: `${pipeline}.${latencyMs}ms.r${round + 1}`,
+          });
           runs.push(figures);
           say(describeRun(figures));
         }
@@ -392,19 +472,57 @@ async function main(): Promise<number> {
       const loadStart = Date.now();
       const bigProducedAt = await loadBacklog({ kafka, registry, topic: big, count: RSS_COMMANDS, idPrefix: `r${runId}`, seed: SEED + 1 });
       say(`RSS check: ${fmt(RSS_COMMANDS)} commands loaded in ${fmt((Date.now() - loadStart) / 1000, 1)} s; worker at 0 ms…`);
-      rssRun = await runOnce(ctx, { pipeline: 'worker', latencyMs: 0, round: 0, position: 0, input: big, producedAt: bigProducedAt, target: RSS_COMMANDS, label: 'worker.rss' });
+      rssRun = await runOnce(ctx, {
+        pipeline: 'worker',
+        latencyMs: 0,
+        round: 0,
+        position: 0,
+        input: big,
+        producedAt: bigProducedAt,
+        target: RSS_COMMANDS,
+        label: 'worker.rss',
+      });
       say(`RSS check: ${describeRun(rssRun)}`);
     }
 
     const rows: Row[] = [];
-    for (const latencyMs of LATENCIES) for (const pipeline of ORDER) rows.push({ pipeline, latencyMs, runs: runs.filter((r) => r.pipeline === pipeline && r.latencyMs === latencyMs) });
+    for (const latencyMs of LATENCIES)
+      for (const pipeline of ORDER) rows.push({ pipeline, latencyMs, runs: runs.filter((r) => r.pipeline === pipeline && r.latencyMs === latencyMs) });
     const sandboxStats = await sandbox.stats();
-    const machine = `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${fmt(totalmem() / 1024 ** 3)} GiB, Node ${process.version}, ${stack.description.split(';')[0] ?? ''} (stack ${stack.mode}); load average at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`;
+    const machine = `Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, ${fmt(totalmem() / 1024 ** 3)} GiB, Node ${process.version}, ${stack.description.split(';')[0] ?? ''} (stack ${stack.mode}); load average at the end ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`;
     const wallSeconds = (Date.now() - started) / 1000;
     const markdown = report(rows, rssRun, machine, wallSeconds);
     console.log(markdown);
     mkdirSync(dirname(JSON_FILE), { recursive: true });
-    writeFileSync(JSON_FILE, JSON.stringify({ startedAt: new Date(started).toISOString(), wallSeconds, machine, settings: { commands: COMMANDS, latencies: LATENCIES, pipelines: ORDER, rounds: ROUNDS, floorCommands: FLOOR_COMMANDS, rssCommands: RSS_COMMANDS, partitions: PARTITIONS, workerInFlight: WORKER_IN_FLIGHT, seed: SEED }, runs, rssRun: rssRun ?? null, sandbox: sandboxStats, markdown }, null, 2));
+    writeFileSync(
+      JSON_FILE,
+      JSON.stringify(
+        {
+          startedAt: new Date(started).toISOString(),
+          wallSeconds,
+          machine,
+          settings: {
+            commands: COMMANDS,
+            latencies: LATENCIES,
+            pipelines: ORDER,
+            rounds: ROUNDS,
+            floorCommands: FLOOR_COMMANDS,
+            rssCommands: RSS_COMMANDS,
+            partitions: PARTITIONS,
+            workerInFlight: WORKER_IN_FLIGHT,
+            seed: SEED,
+          },
+          runs,
+          rssRun: rssRun ?? null,
+          sandbox: sandboxStats,
+          markdown,
+        },
+        null,
+        2,
+      ),
+    );
     say(`JSON: ${JSON_FILE}`);
     const duplicates = runs.reduce((n, r) => n + r.duplicateResults, 0);
     if (duplicates > 0) say(`note: ${duplicates} keys had more than one result across the runs (expected 0 after a clean stop)`);

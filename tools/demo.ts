@@ -26,11 +26,31 @@ function sampleCommands(now: number): { label: string; command: SendCommand }[] 
   const id = (name: string): string => `demo-${name}-${randomUUID().slice(0, 8)}`;
   const base = { createdAt: now, expiresAt: null, metadata: { source: 'demo' } };
   return [
-    { label: 'text to CN, US and SG in one call', command: { ...base, commandId: id('multi'), operation: { kind: 'text', to: ['+8613800138000', '+14155552671', '+6581234567'], signature: 'Acme', content: 'Your parcel is on its way.' } } },
-    { label: 'template text', command: { ...base, commandId: id('template'), operation: { kind: 'text', to: ['13900139000'], signature: '合一短信', templateId: 'pub_verif_cn', templateData: { code: '6666', ttl: '5' } } } },
+    {
+      label: 'text to CN, US and SG in one call',
+      command: {
+        ...base,
+        commandId: id('multi'),
+        operation: { kind: 'text', to: ['+8613800138000', '+14155552671', '+6581234567'], signature: 'Acme', content: 'Your parcel is on its way.' },
+      },
+    },
+    {
+      label: 'template text',
+      command: {
+        ...base,
+        commandId: id('template'),
+        operation: { kind: 'text', to: ['13900139000'], signature: '合一短信', templateId: 'pub_verif_cn', templateData: { code: '6666', ttl: '5' } },
+      },
+    },
     { label: 'voice verification code', command: { ...base, commandId: id('voice'), operation: { kind: 'voice', to: '18509872103', code: '482913' } } },
-    { label: 'invalid: bad number, 1-char signature', command: { ...base, commandId: id('invalid'), operation: { kind: 'text', to: ['+86123'], signature: 'A', content: 'never sent' } } },
-    { label: 'expired before it was consumed', command: { ...base, commandId: id('expired'), expiresAt: now - 60_000, operation: { kind: 'voice', to: '18509872103', code: '1234' } } },
+    {
+      label: 'invalid: bad number, 1-char signature',
+      command: { ...base, commandId: id('invalid'), operation: { kind: 'text', to: ['+86123'], signature: 'A', content: 'never sent' } },
+    },
+    {
+      label: 'expired before it was consumed',
+      command: { ...base, commandId: id('expired'), expiresAt: now - 60_000, operation: { kind: 'voice', to: '18509872103', code: '1234' } },
+    },
   ];
 }
 
@@ -111,8 +131,12 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
       return 0;
     }
     say('everything keeps running; publish more with:');
-    console.log(`  KAFKA_BROKERS=${stack.kafkaBrokers} SCHEMA_REGISTRY_URL=${stack.schemaRegistryUrl} COMMAND_TOPIC=${topics.commands} npm run cli -- produce '{"text":{"to":["+8613800138000"],"signature":"Acme","content":"Hi"}}'`);
-    console.log(`  KAFKA_BROKERS=${stack.kafkaBrokers} SCHEMA_REGISTRY_URL=${stack.schemaRegistryUrl} RESULT_TOPIC=${topics.results} npm run cli -- tail --pretty`);
+    console.log(
+      `  KAFKA_BROKERS=${stack.kafkaBrokers} SCHEMA_REGISTRY_URL=${stack.schemaRegistryUrl} COMMAND_TOPIC=${topics.commands} npm run cli -- produce '{"text":{"to":["+8613800138000"],"signature":"Acme","content":"Hi"}}'`,
+    );
+    console.log(
+      `  KAFKA_BROKERS=${stack.kafkaBrokers} SCHEMA_REGISTRY_URL=${stack.schemaRegistryUrl} RESULT_TOPIC=${topics.results} npm run cli -- tail --pretty`,
+    );
     say('Ctrl-C to stop');
     await new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve());

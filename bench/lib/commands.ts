@@ -12,7 +12,12 @@ export { seededRandom as prng } from '../../src/sandbox/faults.ts';
 const CN_MOBILES = ['+8613800138000', '+8613900139000', '+8618509872103', '+8615012345678', '+8617712345678'];
 const FOREIGN = ['+14155552671', '+6581234567'];
 const NATIONAL = ['18509872103', '13800138000', '13900139000'];
-const TEXTS = ['Your parcel is on its way.', 'Your verification code is 482913; it expires in 5 minutes.', '您的验证码是 6666，5 分钟内有效。', 'Reminder: your appointment is tomorrow at 10:00.'];
+const TEXTS = [
+  'Your parcel is on its way.',
+  'Your verification code is 482913; it expires in 5 minutes.',
+  '您的验证码是 6666，5 分钟内有效。',
+  'Reminder: your appointment is tomorrow at 10:00.',
+];
 
 export type CommandKind = 'text-single' | 'text-multi' | 'text-template' | 'voice' | 'invalid';
 
@@ -49,7 +54,16 @@ export function makeCommand(commandId: string, kind: CommandKind, random: () => 
       return { ...base, operation: { kind: 'text', to, signature: 'Acme', content: pick(random, TEXTS) } };
     }
     case 'text-template':
-      return { ...base, operation: { kind: 'text', to: [pick(random, NATIONAL)], signature: '合一短信', templateId: 'pub_verif_cn', templateData: { code: String(1000 + Math.floor(random() * 9000)), ttl: '5' } } };
+      return {
+        ...base,
+        operation: {
+          kind: 'text',
+          to: [pick(random, NATIONAL)],
+          signature: '合一短信',
+          templateId: 'pub_verif_cn',
+          templateData: { code: String(1000 + Math.floor(random() * 9000)), ttl: '5' },
+        },
+      };
     case 'voice':
       return { ...base, operation: { kind: 'voice', to: pick(random, NATIONAL), code: String(100000 + Math.floor(random() * 900000)) } };
     case 'invalid':
@@ -66,7 +80,12 @@ export const FUZZ_KINDS: readonly FuzzKind[] = ['random-bytes', 'wrong-magic', '
  * other kinds are derived from it or made up. `invalid-fields` records decode and map but fail
  * validation (REJECTED result); every other kind cannot be decoded (dead-letter topic).
  */
-export async function fuzzRecord(kind: FuzzKind, id: string, random: () => number, encode: (value: Record<string, unknown>) => Promise<Buffer>): Promise<Buffer> {
+export async function fuzzRecord(
+  kind: FuzzKind,
+  id: string,
+  random: () => number,
+  encode: (value: Record<string, unknown>) => Promise<Buffer>,
+): Promise<Buffer> {
   const bytes = (n: number): Buffer => Buffer.from(Array.from({ length: n }, () => Math.floor(random() * 256)));
   switch (kind) {
     case 'random-bytes': {
@@ -96,7 +115,13 @@ export async function fuzzRecord(kind: FuzzKind, id: string, random: () => numbe
         { commandId: id, createdAt: Date.now(), expiresAt: null, metadata: {}, operation: { kind: 'text', to: [], signature: 'Acme', content: 'x' } },
         { commandId: id, createdAt: Date.now(), expiresAt: null, metadata: {}, operation: { kind: 'text', to: ['+8613800138000'], signature: 'Acme' } },
         { commandId: id, createdAt: Date.now(), expiresAt: null, metadata: {}, operation: { kind: 'voice', to: '+14155552671', code: '12' } },
-        { commandId: id, createdAt: Date.now(), expiresAt: null, metadata: {}, operation: { kind: 'text', to: ['not a number'], signature: 'A very long signature indeed', content: 'x', templateId: 'y' } },
+        {
+          commandId: id,
+          createdAt: Date.now(),
+          expiresAt: null,
+          metadata: {},
+          operation: { kind: 'text', to: ['not a number'], signature: 'A very long signature indeed', content: 'x', templateId: 'y' },
+        },
       ];
       return encode(commandToAvro(pick(random, invalid)));
     }

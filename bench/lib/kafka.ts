@@ -11,12 +11,17 @@ export const PRODUCED_AT_HEADER = 'sms-worker-produced-at';
 
 /** `quiet: false` lets kafkajs print its errors (the bench pipelines, whose output is kept for diagnostics). */
 export function benchKafka(brokers: string, clientId: string, options: { quiet?: boolean } = {}): Kafka {
-  return createKafka(plaintextKafkaSettings(brokers, clientId), createLogger(options.quiet === false ? 'error' : 'silent'), undefined, { retry: { retries: 12, initialRetryTime: 200, maxRetryTime: 5_000 } });
+  return createKafka(plaintextKafkaSettings(brokers, clientId), createLogger(options.quiet === false ? 'error' : 'silent'), undefined, {
+    retry: { retries: 12, initialRetryTime: 200, maxRetryTime: 5_000 },
+  });
 }
 
 /** The bench's topics: replication factor 1 (one local broker); existing ones are kept. */
 export async function createTopics(kafka: Kafka, topics: readonly { topic: string; partitions: number }[]): Promise<void> {
-  await createMissingTopics(kafka, topics.map((t) => ({ ...t, replicationFactor: 1 })));
+  await createMissingTopics(
+    kafka,
+    topics.map((t) => ({ ...t, replicationFactor: 1 })),
+  );
 }
 
 export async function deleteTopics(kafka: Kafka, topics: readonly string[]): Promise<void> {
@@ -74,4 +79,3 @@ export async function loadBacklog(options: {
   }
   return producedAt;
 }
-

@@ -129,7 +129,9 @@ export function startNode(script: string, args: readonly string[], env: Record<s
     lines.push(...parts);
   });
   child.stderr.on('data', keep);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   return { process: child, pid: child.pid, exited, output: () => output, lines };
 }
 

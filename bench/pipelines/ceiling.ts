@@ -13,10 +13,14 @@ const consumer = kafka.consumer({ groupId: settings.group, maxWaitTimeInMs: 100,
 const SEND_CHUNK = 1000;
 let produced = 0;
 exitOnCrash('ceiling', consumer);
-summaryOnSignal('ceiling', () => produced, async () => {
-  await consumer.disconnect();
-  await producer.disconnect();
-});
+summaryOnSignal(
+  'ceiling',
+  () => produced,
+  async () => {
+    await consumer.disconnect();
+    await producer.disconnect();
+  },
+);
 await producer.connect();
 await consumer.connect();
 await consumer.subscribe({ topic: settings.input, fromBeginning: true });
@@ -29,7 +33,9 @@ await consumer.run({
       const decoded = await decodeAndValidate(codec, message.value);
       if (decoded === undefined) continue;
       const { command, validation } = decoded;
-      const result = resultWithoutSend(command, validation, source) ?? (validation.kind === 'send' ? sentResult({ command, source, completedAt: Date.now() }, syntheticSuccess(validation.request)) : undefined);
+      const result =
+        resultWithoutSend(command, validation, source) ??
+        (validation.kind === 'send' ? sentResult({ command, source, completedAt: Date.now() }, syntheticSuccess(validation.request)) : undefined);
       if (result !== undefined) messages.push(await encodeResult(codec, result));
     }
     // One batch can hold more than the broker takes in one request (1 MB record batches): chunk it.

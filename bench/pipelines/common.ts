@@ -72,9 +72,22 @@ export function resultWithoutSend(command: SendCommand, validation: Validation, 
 /** What the service would have answered, so the ceiling encodes results of realistic size without a call. */
 export function syntheticSuccess(request: ProviderRequest): ProviderSuccess {
   const to = request.operation === 'sms.message.send' ? request.body.to : [request.body.to];
-  const messages = to.map((recipient, i) => ({ id: `synthetic-${Date.now()}-${i}`, to: recipient, regionCode: 'CN', countryCode: '86', messageCount: 1, status: 'sent', upstream: 'bench', price: '0.045000' }));
+  const messages = to.map((recipient, i) => ({
+    id: `synthetic-${Date.now()}-${i}`,
+    to: recipient,
+    regionCode: 'CN',
+    countryCode: '86',
+    messageCount: 1,
+    status: 'sent',
+    upstream: 'bench',
+    price: '0.045000',
+  }));
   const total = (0.045 * to.length).toFixed(6);
-  return { result: { recipients: to.length, messageCount: to.length, totalAmount: total, payAmount: total, virtualAmount: '0.000000', messages }, requestId: undefined, attempts: 1 };
+  return {
+    result: { recipients: to.length, messageCount: to.length, totalAmount: total, payAmount: total, virtualAmount: '0.000000', messages },
+    requestId: undefined,
+    attempts: 1,
+  };
 }
 
 export async function encodeResult(codec: Codec, result: CommandResult): Promise<{ key: string; value: Buffer }> {

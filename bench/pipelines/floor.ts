@@ -14,11 +14,15 @@ const producer = kafka.producer({ allowAutoTopicCreation: false });
 const consumer = kafka.consumer({ groupId: settings.group, maxWaitTimeInMs: 100, readUncommitted: false });
 let produced = 0;
 exitOnCrash('floor', consumer);
-summaryOnSignal('floor', () => produced, async () => {
-  await consumer.disconnect();
-  await producer.disconnect();
-  client.close();
-});
+summaryOnSignal(
+  'floor',
+  () => produced,
+  async () => {
+    await consumer.disconnect();
+    await producer.disconnect();
+    client.close();
+  },
+);
 await producer.connect();
 await consumer.connect();
 await consumer.subscribe({ topic: settings.input, fromBeginning: true });

@@ -68,5 +68,8 @@ export function parseCommandLine(line: string, now: number = Date.now()): { ok: 
         }
       : { kind: 'voice', to: c.voice?.to ?? '', code: c.voice?.code ?? '' };
   const expiresAt = c.expiresInSeconds !== undefined ? now + Math.round(c.expiresInSeconds * 1000) : (c.expiresAt ?? null);
-  return { ok: true, value: { key: c.key ?? commandId, command: { commandId, createdAt: c.createdAt ?? now, expiresAt, operation, metadata: c.metadata ?? {} } } };
+  return {
+    ok: true,
+    value: { key: c.key ?? commandId, command: { commandId, createdAt: c.createdAt ?? now, expiresAt, operation, metadata: c.metadata ?? {} } },
+  };
 }

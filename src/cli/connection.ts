@@ -19,7 +19,11 @@ export const CONNECTION_FLAGS = {
   topic: { type: 'string' },
 } as const;
 
-export function connectionFrom(values: { brokers?: string | undefined; registry?: string | undefined; topic?: string | undefined }, topicVariable: 'COMMAND_TOPIC' | 'RESULT_TOPIC', env: NodeJS.ProcessEnv = process.env): Connection {
+export function connectionFrom(
+  values: { brokers?: string | undefined; registry?: string | undefined; topic?: string | undefined },
+  topicVariable: 'COMMAND_TOPIC' | 'RESULT_TOPIC',
+  env: NodeJS.ProcessEnv = process.env,
+): Connection {
   const merged: NodeJS.ProcessEnv = {
     ...env,
     ...(values.brokers !== undefined && { KAFKA_BROKERS: values.brokers }),
@@ -31,7 +35,11 @@ export function connectionFrom(values: { brokers?: string | undefined; registry?
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     // Name the flags too: on a laptop they are the usual way to say where Kafka is.
-    throw new ConfigError(error.problems.map((p) => p.replace(/^KAFKA_BROKERS:/, 'KAFKA_BROKERS (or --brokers):').replace(/^SCHEMA_REGISTRY_URL:/, 'SCHEMA_REGISTRY_URL (or --registry):')));
+    throw new ConfigError(
+      error.problems.map((p) =>
+        p.replace(/^KAFKA_BROKERS:/, 'KAFKA_BROKERS (or --brokers):').replace(/^SCHEMA_REGISTRY_URL:/, 'SCHEMA_REGISTRY_URL (or --registry):'),
+      ),
+    );
   }
   const topic = values.topic ?? env[topicVariable] ?? (topicVariable === 'COMMAND_TOPIC' ? 'sms.commands' : 'sms.results');
   return { ...settings, topic };

@@ -28,7 +28,9 @@ export async function runProduce(argv: readonly string[]): Promise<number> {
   const lines: string[] =
     parsed.positionals.length > 0
       ? parsed.positionals
-      : await collectLines(createInterface({ input: parsed.values.file !== undefined ? createReadStream(parsed.values.file) : process.stdin, crlfDelay: Infinity }));
+      : await collectLines(
+          createInterface({ input: parsed.values.file !== undefined ? createReadStream(parsed.values.file) : process.stdin, crlfDelay: Infinity }),
+        );
   const commands = [];
   let rejected = 0;
   for (const [index, line] of lines.entries()) {

@@ -18,6 +18,10 @@ export function formatTable(rows: readonly Record<string, string>[], maxWidth = 
   const columns = Object.keys(rows[0] ?? {});
   const cell = (value: string): string => (value.length > maxWidth ? `${value.slice(0, maxWidth - 1)}…` : value);
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c] ?? '').length)));
-  const line = (values: readonly string[]): string => values.map((v, i) => v.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const line = (values: readonly string[]): string =>
+    values
+      .map((v, i) => v.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   return [line(columns), line(widths.map((w) => '-'.repeat(w))), ...rows.map((r) => line(columns.map((c) => cell(r[c] ?? ''))))].join('\n');
 }

@@ -17,7 +17,13 @@ Uses a throwaway consumer group and commits nothing: safe to run next to the wor
 Exit codes: 0 on Ctrl-C or after --count · 1 the topic cannot be read · 2 usage error`;
 
 export async function runTail(argv: readonly string[]): Promise<number> {
-  const parsed = parseCommandArgs({ args: [...argv], options: { ...CONNECTION_FLAGS, ...HELP_FLAG, pretty: { type: 'boolean' }, 'from-end': { type: 'boolean' }, count: { type: 'string' } } }, HELP);
+  const parsed = parseCommandArgs(
+    {
+      args: [...argv],
+      options: { ...CONNECTION_FLAGS, ...HELP_FLAG, pretty: { type: 'boolean' }, 'from-end': { type: 'boolean' }, count: { type: 'string' } },
+    },
+    HELP,
+  );
   const count = parsed.values.count === undefined ? undefined : Number(parsed.values.count);
   if (count !== undefined && (!Number.isInteger(count) || count < 1)) {
     console.error('--count must be a positive integer');
@@ -43,7 +49,10 @@ export async function runTail(argv: readonly string[]): Promise<number> {
         seen += 1;
         if (count !== undefined && seen >= count) finish();
       },
-      { fromBeginning: parsed.values['from-end'] !== true, onError: (error, offset) => console.error(`offset ${offset}: not a result record: ${error instanceof Error ? error.message : String(error)}`) },
+      {
+        fromBeginning: parsed.values['from-end'] !== true,
+        onError: (error, offset) => console.error(`offset ${offset}: not a result record: ${error instanceof Error ? error.message : String(error)}`),
+      },
     );
   } catch (error) {
     console.error(`cannot read ${connection.topic}: ${error instanceof Error ? error.message : String(error)}`);

@@ -10,7 +10,15 @@ export { loadConnectionConfig, type ConnectionSettings, type KafkaSettings, type
 export interface WorkerConfig {
   readonly kafka: KafkaSettings;
   readonly registry: RegistrySettings;
-  readonly topics: { readonly commands: string; readonly results: string; readonly deadLetter: string; readonly ledger: string; readonly create: boolean; readonly partitions: number; readonly replicationFactor: number };
+  readonly topics: {
+    readonly commands: string;
+    readonly results: string;
+    readonly deadLetter: string;
+    readonly ledger: string;
+    readonly create: boolean;
+    readonly partitions: number;
+    readonly replicationFactor: number;
+  };
   readonly consumerGroup: string;
   /** How long the group waits for a silent member (e.g. a killed pod) before reassigning its partitions. */
   readonly sessionTimeoutMs: number;
@@ -33,7 +41,13 @@ export interface WorkerConfig {
     readonly responseTimeoutMs: number;
     /** Answers larger than this are not read to the end: malformed, not retried. */
     readonly maxResponseBytes: number;
-    readonly retry: { readonly maxAttempts: number; readonly budgetMs: number; readonly baseDelayMs: number; readonly maxDelayMs: number; readonly retryAmbiguous: boolean };
+    readonly retry: {
+      readonly maxAttempts: number;
+      readonly budgetMs: number;
+      readonly baseDelayMs: number;
+      readonly maxDelayMs: number;
+      readonly retryAmbiguous: boolean;
+    };
   };
   readonly maxInFlight: number;
   readonly rateLimitPerSecond: number;
@@ -63,13 +77,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   if (e.PROVIDER_RETRY_MAX_DELAY_MS < e.PROVIDER_RETRY_BASE_MS) problems.push('PROVIDER_RETRY_MAX_DELAY_MS: must be at least PROVIDER_RETRY_BASE_MS');
   if (e.FUNDS_PROBE_MAX_MS < e.FUNDS_PROBE_INITIAL_MS) problems.push('FUNDS_PROBE_MAX_MS: must be at least FUNDS_PROBE_INITIAL_MS');
   if (e.BREAKER_PROBE_MAX_MS < e.BREAKER_PROBE_INITIAL_MS) problems.push('BREAKER_PROBE_MAX_MS: must be at least BREAKER_PROBE_INITIAL_MS');
-  if (new Set([e.COMMAND_TOPIC, e.RESULT_TOPIC, e.DEAD_LETTER_TOPIC, e.LEDGER_TOPIC]).size !== 4) problems.push('COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC, LEDGER_TOPIC: must be four different topics');
+  if (new Set([e.COMMAND_TOPIC, e.RESULT_TOPIC, e.DEAD_LETTER_TOPIC, e.LEDGER_TOPIC]).size !== 4)
+    problems.push('COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC, LEDGER_TOPIC: must be four different topics');
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {
     kafka: connection.kafka,
     registry: connection.registry,
-    topics: { commands: e.COMMAND_TOPIC, results: e.RESULT_TOPIC, deadLetter: e.DEAD_LETTER_TOPIC, ledger: e.LEDGER_TOPIC, create: e.TOPICS_CREATE, partitions: e.TOPICS_PARTITIONS, replicationFactor: e.TOPICS_REPLICATION_FACTOR },
+    topics: {
+      commands: e.COMMAND_TOPIC,
+      results: e.RESULT_TOPIC,
+      deadLetter: e.DEAD_LETTER_TOPIC,
+      ledger: e.LEDGER_TOPIC,
+      create: e.TOPICS_CREATE,
+      partitions: e.TOPICS_PARTITIONS,
+      replicationFactor: e.TOPICS_REPLICATION_FACTOR,
+    },
     consumerGroup: e.CONSUMER_GROUP,
     sessionTimeoutMs: e.KAFKA_SESSION_TIMEOUT_MS,
     fetch: { maxBytesPerPartition: e.KAFKA_FETCH_MAX_BYTES_PER_PARTITION, maxBytes: e.KAFKA_FETCH_MAX_BYTES },
@@ -120,8 +143,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
 export function describeConfig(config: WorkerConfig): Record<string, unknown> {
   return {
     ...config,
-    kafka: { ...config.kafka, ssl: config.kafka.ssl === false ? false : { rejectUnauthorized: config.kafka.ssl.rejectUnauthorized }, sasl: config.kafka.sasl === undefined ? undefined : { mechanism: config.kafka.sasl.mechanism, username: config.kafka.sasl.username, password: '[redacted]' } },
-    registry: { url: config.registry.url, auth: config.registry.auth === undefined ? undefined : { username: config.registry.auth.username, password: '[redacted]' } },
+    kafka: {
+      ...config.kafka,
+      ssl: config.kafka.ssl === false ? false : { rejectUnauthorized: config.kafka.ssl.rejectUnauthorized },
+      sasl:
+        config.kafka.sasl === undefined ? undefined : { mechanism: config.kafka.sasl.mechanism, username: config.kafka.sasl.username, password: '[redacted]' },
+    },
+    registry: {
+      url: config.registry.url,
+      auth: config.registry.auth === undefined ? undefined : { username: config.registry.auth.username, password: '[redacted]' },
+    },
     provider: { ...config.provider, accessKeyId: '[redacted]', accessKeySecret: config.provider.accessKeySecret === undefined ? undefined : '[redacted]' },
   };
 }

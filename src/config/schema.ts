@@ -36,13 +36,22 @@ export const PROVIDER_DEFAULTS = {
   freeSocketTimeoutMs: 4_000,
 } as const;
 
-const topicName = (fallback: string) => z.string().regex(/^[a-zA-Z0-9._-]{1,249}$/, 'a Kafka topic name: letters, digits, . _ - (1–249)').default(fallback);
+const topicName = (fallback: string) =>
+  z
+    .string()
+    .regex(/^[a-zA-Z0-9._-]{1,249}$/, 'a Kafka topic name: letters, digits, . _ - (1–249)')
+    .default(fallback);
 
 export const envSchema = z.object({
   KAFKA_BROKERS: z
     .string({ error: 'is required (comma-separated host:port list)' })
     .min(1, 'is required (comma-separated host:port list)')
-    .transform((v) => v.split(',').map((b) => b.trim()).filter((b) => b !== ''))
+    .transform((v) =>
+      v
+        .split(',')
+        .map((b) => b.trim())
+        .filter((b) => b !== ''),
+    )
     .refine((list) => list.length > 0 && list.every((b) => /^[^:\s]+:\d{1,5}$/.test(b)), 'must be a comma-separated list of host:port'),
   KAFKA_CLIENT_ID: z.string().min(1).default('sms-worker'),
   KAFKA_SSL: bool(false),
@@ -86,7 +95,10 @@ export const envSchema = z.object({
   MAX_IN_FLIGHT: int(64, 1, 10_000),
   RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(0),
   COMMIT_INTERVAL_MS: int(100, 1, 60_000),
-  HOME_REGION: z.string().regex(/^[A-Z]{2}$/, 'must be an ISO 3166-1 alpha-2 region code such as CN').default('CN'),
+  HOME_REGION: z
+    .string()
+    .regex(/^[A-Z]{2}$/, 'must be an ISO 3166-1 alpha-2 region code such as CN')
+    .default('CN'),
   // Limits on one command (README "Limits"). Each bounds work, billing or what a result echoes.
   MAX_RECIPIENTS: int(1000, 1, 100_000),
   MAX_CONTENT_CHARS: int(500, 1, 100_000),

@@ -169,14 +169,11 @@ export function commandFromAvro(decoded: unknown): SendCommand {
   // Best-effort reads, so the REJECTED result can still be keyed and carry the metadata.
   const commandId = fieldOf(decoded, 'commandId');
   const metadata = stringMap.safeParse(fieldOf(decoded, 'metadata'));
-  throw new CommandShapeError(
-    [...(parsed.success ? [] : problemsOf(parsed.error, [])), ...('problems' in mapped ? mapped.problems : [])],
-    {
-      commandId: typeof commandId === 'string' ? commandId : undefined,
-      metadata: metadata.success ? metadata.data : {},
-      operationKind: 'problems' in mapped ? mapped.kind : mapped.operation.kind,
-    },
-  );
+  throw new CommandShapeError([...(parsed.success ? [] : problemsOf(parsed.error, [])), ...('problems' in mapped ? mapped.problems : [])], {
+    commandId: typeof commandId === 'string' ? commandId : undefined,
+    metadata: metadata.success ? metadata.data : {},
+    operationKind: 'problems' in mapped ? mapped.kind : mapped.operation.kind,
+  });
 }
 
 /** Wraps a value for a `["null", T]` union. Absent (undefined) is written as null. */

@@ -159,14 +159,21 @@ const HEADERS_TYPE: Type = (() => {
 })();
 
 /** Bytes of a Kafka record as the size limit counts them: key, value, and every header key (UTF-8) and value. */
-export function commandRecordBytes(record: { readonly key: Bytes | null | undefined; readonly value: Bytes | null | undefined; readonly headers?: RawHeaders | undefined }): number {
-  const bytes = (b: Bytes | null | undefined): number => (b === null || b === undefined ? 0 : typeof b === 'string' ? Buffer.byteLength(b, 'utf8') : b.byteLength);
+export function commandRecordBytes(record: {
+  readonly key: Bytes | null | undefined;
+  readonly value: Bytes | null | undefined;
+  readonly headers?: RawHeaders | undefined;
+}): number {
+  const bytes = (b: Bytes | null | undefined): number =>
+    b === null || b === undefined ? 0 : typeof b === 'string' ? Buffer.byteLength(b, 'utf8') : b.byteLength;
   let total = bytes(record.key) + bytes(record.value);
   for (const header of record.headers === undefined ? [] : flattenHeaders(record.headers)) total += Buffer.byteLength(header.key, 'utf8') + bytes(header.value);
   return total;
 }
 
-export type RecordSizeCheck = { readonly ok: true; readonly bytes: number } | { readonly ok: false; readonly bytes: number; readonly code: typeof DEAD_LETTER_CODES.recordTooLarge; readonly message: string };
+export type RecordSizeCheck =
+  | { readonly ok: true; readonly bytes: number }
+  | { readonly ok: false; readonly bytes: number; readonly code: typeof DEAD_LETTER_CODES.recordTooLarge; readonly message: string };
 
 /**
  * Whether a command record may be decoded: at most `maxBytes` (MAX_COMMAND_BYTES) counted by
@@ -188,9 +195,7 @@ export function checkCommandRecordSize(
 }
 
 const bytes = z.custom<Buffer>((value) => Buffer.isBuffer(value), 'expected bytes (a Buffer)');
-const nullableBytes = z
-  .union([z.null(), z.object({ bytes })])
-  .transform((value) => (value === null ? null : value.bytes));
+const nullableBytes = z.union([z.null(), z.object({ bytes })]).transform((value) => (value === null ? null : value.bytes));
 
 const deadLetterSchema = z.object({
   key: nullableBytes,

@@ -32,16 +32,7 @@ export {
   sentResult,
   unusableCommandResult,
 } from './result.ts';
-export type {
-  CommandResult,
-  ErrorStage,
-  Failure,
-  Outcome,
-  ResultContext,
-  ResultError,
-  ResultOperation,
-  SourcePosition,
-} from './result.ts';
+export type { CommandResult, ErrorStage, Failure, Outcome, ResultContext, ResultError, ResultOperation, SourcePosition } from './result.ts';
 export { resultFromAvro, resultToAvro } from './result-avro.ts';
 export {
   DEAD_LETTER_CODES,

@@ -17,14 +17,7 @@ import type { CountryCode } from 'libphonenumber-js/max';
 export type { CountryCode };
 
 /** Why a number was refused; turned into words by RULES in rules.ts. */
-export type PhoneProblem =
-  | 'empty'
-  | 'syntax'
-  | 'too-short'
-  | 'too-long'
-  | 'invalid-length'
-  | 'unknown-calling-code'
-  | 'invalid';
+export type PhoneProblem = 'empty' | 'syntax' | 'too-short' | 'too-long' | 'invalid-length' | 'unknown-calling-code' | 'invalid';
 
 export interface Phone {
   /** E.164, e.g. `+8613800138000`: what the text message request carries. */

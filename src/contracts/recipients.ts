@@ -61,4 +61,3 @@ export function validateRecipients(to: readonly string[], policy: ValidationPoli
   }
   return { to: [...unique], invalid, duplicatesRemoved, problems, regions };
 }
-

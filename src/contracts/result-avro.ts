@@ -48,9 +48,7 @@ export function resultToAvro(result: CommandResult): Record<string, unknown> {
 }
 
 function nullable<T extends z.ZodType>(branch: string, inner: T) {
-  return z
-    .union([z.null(), z.object({ [branch]: inner })])
-    .transform((value) => (value === null ? null : (value[branch] as z.output<T>)));
+  return z.union([z.null(), z.object({ [branch]: inner })]).transform((value) => (value === null ? null : (value[branch] as z.output<T>)));
 }
 
 function enumWithDefault<const S extends readonly [string, ...string[]]>(symbols: S, fallback: S[number]) {

@@ -66,10 +66,7 @@ export interface ResultContext {
   readonly completedAt: number;
 }
 
-const OPERATION_OF = { text: 'TEXT_MESSAGE', voice: 'VOICE_VERIFICATION' } as const satisfies Record<
-  Operation['kind'],
-  ResultOperation
->;
+const OPERATION_OF = { text: 'TEXT_MESSAGE', voice: 'VOICE_VERIFICATION' } as const satisfies Record<Operation['kind'], ResultOperation>;
 
 /** How many problems the error message spells out; `details` carries up to FIXED_LIMITS.details. */
 const PROBLEMS_IN_MESSAGE = 5;
@@ -141,14 +138,13 @@ function base(ctx: ResultContext) {
 function summarise(problems: readonly FieldProblem[]): string {
   const shown = boundDetails(problems.slice(0, PROBLEMS_IN_MESSAGE)).map((p) => `${p.field}: ${p.problem}`);
   const more = problems.length > PROBLEMS_IN_MESSAGE ? `; and ${problems.length - PROBLEMS_IN_MESSAGE} more (see details)` : '';
-  return truncate(`command rejected, ${problems.length} problem${problems.length === 1 ? '' : 's'}: ${shown.join('; ')}${more}`, FIXED_LIMITS.errorMessageChars);
+  return truncate(
+    `command rejected, ${problems.length} problem${problems.length === 1 ? '' : 's'}: ${shown.join('; ')}${more}`,
+    FIXED_LIMITS.errorMessageChars,
+  );
 }
 
-export function sentResult(
-  ctx: ResultContext,
-  success: ProviderSuccess,
-  rejectedRecipients: readonly RejectedRecipient[] = [],
-): CommandResult {
+export function sentResult(ctx: ResultContext, success: ProviderSuccess, rejectedRecipients: readonly RejectedRecipient[] = []): CommandResult {
   const { result } = success;
   return {
     ...base(ctx),
@@ -263,7 +259,17 @@ export function unusableCommandResult(input: {
  * the request went out, a reset, a 5xx without the service's envelope, a malformed 2xx). It is not
  * sent again: a person may already have the message. `retryable` is false for that reason.
  */
-export function unknownResult(ctx: ResultContext, unknown: { readonly message: string; readonly stage: ErrorStage; readonly attempts: number; readonly attemptedAt: number | null; readonly requestId?: string | undefined; readonly code?: string }): CommandResult {
+export function unknownResult(
+  ctx: ResultContext,
+  unknown: {
+    readonly message: string;
+    readonly stage: ErrorStage;
+    readonly attempts: number;
+    readonly attemptedAt: number | null;
+    readonly requestId?: string | undefined;
+    readonly code?: string;
+  },
+): CommandResult {
   return {
     ...base(ctx),
     ...NOT_SENT,

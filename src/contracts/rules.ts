@@ -72,8 +72,7 @@ export const RULES = {
   },
   bodyNeither: {
     field: 'operation',
-    message: () =>
-      'exactly one of content and templateId must be given; got neither (empty or whitespace-only strings count as absent)',
+    message: () => 'exactly one of content and templateId must be given; got neither (empty or whitespace-only strings count as absent)',
   },
   contentLength: {
     field: 'operation.content',

@@ -102,8 +102,7 @@ export function validateCommand(command: SendCommand, policy: ValidationPolicy, 
   }
   validateMetadata(command.metadata, policy, problems);
   const operation = command.operation;
-  const outcome =
-    operation.kind === 'text' ? validateText(operation, policy, problems) : validateVoice(operation, policy, problems);
+  const outcome = operation.kind === 'text' ? validateText(operation, policy, problems) : validateVoice(operation, policy, problems);
   if (problems.length > 0 || outcome === undefined) return { kind: 'rejected', problems };
   return { kind: 'send', ...outcome };
 }
@@ -144,8 +143,7 @@ function validateText(operation: TextOperation, policy: ValidationPolicy, proble
     if (length !== undefined) others.push({ field: 'operation.templateId', problem: RULES.templateIdLength.message(length, policy.maxTemplateIdChars) });
   }
   // An empty map is not a value either: generated producer code often defaults maps to {}.
-  const templateData =
-    operation.templateData !== undefined && Object.keys(operation.templateData).length > 0 ? operation.templateData : undefined;
+  const templateData = operation.templateData !== undefined && Object.keys(operation.templateData).length > 0 ? operation.templateData : undefined;
   if (templateData !== undefined && !hasTemplate) {
     others.push({ field: 'operation.templateData', problem: RULES.templateDataWithoutTemplateId.message() });
   }
@@ -179,13 +177,7 @@ function validateText(operation: TextOperation, policy: ValidationPolicy, proble
  * always UCS-2; elsewhere: `[sig] `, GSM-7 when every character allows). With no valid recipient
  * (the command is rejected anyway) both kinds are counted.
  */
-function validateContent(
-  content: string,
-  signature: string | undefined,
-  regions: RecipientRegions,
-  policy: ValidationPolicy,
-  problems: FieldProblem[],
-): void {
+function validateContent(content: string, signature: string | undefined, regions: RecipientRegions, policy: ValidationPolicy, problems: FieldProblem[]): void {
   const length = overLimit(content, policy.maxContentChars);
   if (length !== undefined) {
     problems.push({ field: 'operation.content', problem: RULES.contentLength.message(length, policy.maxContentChars) });
@@ -194,9 +186,7 @@ function validateContent(
   if (signature === undefined) return;
   const none = !regions.domestic && !regions.international;
   const kinds = [...(regions.domestic || none ? [true] : []), ...(regions.international || none ? [false] : [])];
-  const worst = kinds
-    .map((domestic) => segment(billedText(signature, content, domestic)))
-    .reduce((a, b) => (b.parts > a.parts ? b : a));
+  const worst = kinds.map((domestic) => segment(billedText(signature, content, domestic))).reduce((a, b) => (b.parts > a.parts ? b : a));
   if (worst.parts > policy.maxContentSegments) {
     problems.push({ field: 'operation.content', problem: RULES.contentSegments.message(worst.parts, policy.maxContentSegments, worst.encoding) });
   }

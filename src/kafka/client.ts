@@ -67,6 +67,12 @@ export function createKafka(settings: KafkaSettings, logger: Logger, clientId = 
 
 /** Settings for a plaintext, unauthenticated cluster: the local stack, the tests and the benchmarks. */
 export function plaintextKafkaSettings(brokers: string | readonly string[], clientId: string): KafkaSettings {
-  const list = typeof brokers === 'string' ? brokers.split(',').map((b) => b.trim()).filter((b) => b !== '') : [...brokers];
+  const list =
+    typeof brokers === 'string'
+      ? brokers
+          .split(',')
+          .map((b) => b.trim())
+          .filter((b) => b !== '')
+      : [...brokers];
   return { brokers: list, clientId, ssl: false, sasl: undefined };
 }

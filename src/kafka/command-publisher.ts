@@ -37,11 +37,20 @@ export class CommandPublisher {
   /** Sends already-encoded values (or raw bytes, for poison-record tests) in one request. */
   async publishRaw(records: readonly { key: string | Buffer | null; value: Buffer | null; headers?: Record<string, string> }[]): Promise<void> {
     if (records.length === 0) return;
-    await this.#producer.send({ topic: this.#topic, messages: records.map((r) => ({ key: r.key, value: r.value, ...(r.headers !== undefined && { headers: r.headers }) })) });
+    await this.#producer.send({
+      topic: this.#topic,
+      messages: records.map((r) => ({ key: r.key, value: r.value, ...(r.headers !== undefined && { headers: r.headers }) })),
+    });
   }
 
   async publish(commands: readonly { command: SendCommand; key?: string }[]): Promise<void> {
-    const records = await Promise.all(commands.map(async ({ command, key }) => ({ key: key ?? command.commandId, value: await this.encode(command), headers: { 'sms-worker-produced-at': String(Date.now()) } })));
+    const records = await Promise.all(
+      commands.map(async ({ command, key }) => ({
+        key: key ?? command.commandId,
+        value: await this.encode(command),
+        headers: { 'sms-worker-produced-at': String(Date.now()) },
+      })),
+    );
     await this.publishRaw(records);
   }
 

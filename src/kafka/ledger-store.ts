@@ -13,7 +13,13 @@ const FIRST_WINDOW = 64n;
  * partition's own transactions write one each), so this reads backwards in growing windows
  * rather than the whole partition.
  */
-export async function readLatestCheckpoint(admin: Admin, reader: PartitionReader, topic: string, partition: number, key: string): Promise<Checkpoint | undefined> {
+export async function readLatestCheckpoint(
+  admin: Admin,
+  reader: PartitionReader,
+  topic: string,
+  partition: number,
+  key: string,
+): Promise<Checkpoint | undefined> {
   const offsets = await admin.fetchTopicOffsets(topic);
   const ends = offsets.find((o) => o.partition === partition);
   if (ends === undefined) return undefined;

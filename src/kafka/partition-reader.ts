@@ -58,8 +58,12 @@ const READ_COMMITTED = 1;
 function createCluster(kafka: Kafka): KafkaJsCluster {
   const symbol = Object.getOwnPropertySymbols(kafka).find((s) => s.description === 'private:Kafka:createCluster');
   const factory = symbol === undefined ? undefined : (kafka as unknown as Record<symbol, unknown>)[symbol];
-  if (typeof factory !== 'function') throw new SmsWorkerError('KAFKA_CLIENT_UNSUPPORTED', 'this kafkajs version has no cluster factory: the partition reader needs kafkajs 2.x');
-  return (factory as (options: { isolationLevel: number; allowAutoTopicCreation: boolean }) => KafkaJsCluster)({ isolationLevel: READ_COMMITTED, allowAutoTopicCreation: false });
+  if (typeof factory !== 'function')
+    throw new SmsWorkerError('KAFKA_CLIENT_UNSUPPORTED', 'this kafkajs version has no cluster factory: the partition reader needs kafkajs 2.x');
+  return (factory as (options: { isolationLevel: number; allowAutoTopicCreation: boolean }) => KafkaJsCluster)({
+    isolationLevel: READ_COMMITTED,
+    allowAutoTopicCreation: false,
+  });
 }
 
 export class PartitionReader {
@@ -102,7 +106,8 @@ export class PartitionReader {
     const found = response.responses.find((r) => r.topicName === topic)?.partitions.find((p) => p.partition === partition);
     if (found === undefined) throw new SmsWorkerError('KAFKA_FETCH_EMPTY', `fetch of ${topic}[${partition}] returned no partition`, { retryable: true });
     if (found.errorCode !== 0) {
-      if (found.errorCode === 1) throw new SmsWorkerError('KAFKA_OFFSET_OUT_OF_RANGE', `offset ${offset} is out of range for ${topic}[${partition}]`, { retryable: true });
+      if (found.errorCode === 1)
+        throw new SmsWorkerError('KAFKA_OFFSET_OUT_OF_RANGE', `offset ${offset} is out of range for ${topic}[${partition}]`, { retryable: true });
       await this.#cluster.refreshMetadata().catch(() => undefined);
       throw new SmsWorkerError('KAFKA_FETCH_FAILED', `fetch of ${topic}[${partition}] failed with error code ${found.errorCode}`, { retryable: true });
     }
@@ -130,7 +135,12 @@ export class PartitionReader {
     const deadline = Date.now() + deadlineMs;
     let next = from;
     while (next < to) {
-      if (Date.now() > deadline) throw new SmsWorkerError('KAFKA_READ_TIMEOUT', `reading ${topic}[${partition}] from ${from} to ${to} took longer than ${deadlineMs} ms (stuck at ${next})`, { retryable: true });
+      if (Date.now() > deadline)
+        throw new SmsWorkerError(
+          'KAFKA_READ_TIMEOUT',
+          `reading ${topic}[${partition}] from ${from} to ${to} took longer than ${deadlineMs} ms (stuck at ${next})`,
+          { retryable: true },
+        );
       const found = await this.#fetch(topic, partition, next, 200);
       const stable = BigInt(found.lastStableOffset);
       const records = filterAbortedRecords(found.messages, found.abortedTransactions);

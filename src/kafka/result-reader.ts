@@ -28,7 +28,10 @@ export class ResultReader {
     this.#topic = topic;
   }
 
-  async start(onResult: (read: ReadResult) => void | Promise<void>, options: { fromBeginning: boolean; onError?: (error: unknown, offset: string) => void }): Promise<void> {
+  async start(
+    onResult: (read: ReadResult) => void | Promise<void>,
+    options: { fromBeginning: boolean; onError?: (error: unknown, offset: string) => void },
+  ): Promise<void> {
     await this.#consumer.connect();
     await this.#consumer.subscribe({ topic: this.#topic, fromBeginning: options.fromBeginning });
     await this.#consumer.run({

@@ -21,7 +21,11 @@ export async function ensureTopics(admin: Admin, plan: TopicPlan): Promise<{ cre
   if (missing.length > 0 && !plan.create) {
     throw new SmsWorkerError('TOPICS_MISSING', `topics do not exist: ${missing.join(', ')} (create them, or set TOPICS_CREATE=true)`);
   }
-  if (missing.length > 0) await createTopics(admin, missing.map((topic) => ({ topic, partitions: plan.partitions, replicationFactor: plan.replicationFactor, configs: plan.configs?.[topic] ?? {} })));
+  if (missing.length > 0)
+    await createTopics(
+      admin,
+      missing.map((topic) => ({ topic, partitions: plan.partitions, replicationFactor: plan.replicationFactor, configs: plan.configs?.[topic] ?? {} })),
+    );
   const metadata = await admin.fetchTopicMetadata({ topics: [...plan.topics] });
   const partitions = new Map(metadata.topics.map((t) => [t.name, t.partitions.length]));
   return { created: missing, partitions };
@@ -36,7 +40,10 @@ const DEFAULT_MAX_MESSAGE_BYTES = 1_048_588;
  */
 export async function maxMessageBytes(admin: Admin, topics: readonly string[]): Promise<number> {
   try {
-    const described = await admin.describeConfigs({ includeSynonyms: false, resources: topics.map((name) => ({ type: TOPIC_RESOURCE, name, configNames: ['max.message.bytes'] })) });
+    const described = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: topics.map((name) => ({ type: TOPIC_RESOURCE, name, configNames: ['max.message.bytes'] })),
+    });
     const values = described.resources.flatMap((r) => r.configEntries.filter((e) => e.configName === 'max.message.bytes').map((e) => Number(e.configValue)));
     const valid = values.filter((v) => Number.isInteger(v) && v > 0);
     return valid.length === 0 ? DEFAULT_MAX_MESSAGE_BYTES : Math.min(...valid);

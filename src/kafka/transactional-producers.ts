@@ -34,7 +34,8 @@ function session(producer: Producer): TransactionalSession {
 
 function wrapTransaction(transaction: KafkaTransaction): Transaction {
   return {
-    send: (batches) => classified(() => transaction.sendBatch({ topicMessages: batches.map((b) => ({ topic: b.topic, messages: b.messages.map((m) => ({ ...m })) })) })),
+    send: (batches) =>
+      classified(() => transaction.sendBatch({ topicMessages: batches.map((b) => ({ topic: b.topic, messages: b.messages.map((m) => ({ ...m })) })) })),
     sendOffsets: (offsets) =>
       classified(() =>
         transaction.sendOffsets({

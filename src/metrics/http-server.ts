@@ -9,7 +9,12 @@ export interface HealthSource {
 }
 
 /** `/metrics`, `/healthz`, `/readyz` on one port. */
-export async function startHttpServer(options: { port: number; host?: string; registry: Registry; health: HealthSource }): Promise<{ server: Server; port: number; close(): Promise<void> }> {
+export async function startHttpServer(options: {
+  port: number;
+  host?: string;
+  registry: Registry;
+  health: HealthSource;
+}): Promise<{ server: Server; port: number; close(): Promise<void> }> {
   const server = createServer((request, response) => {
     const path = (request.url ?? '/').split('?')[0];
     if (request.method !== 'GET' && request.method !== 'HEAD') {
@@ -39,9 +44,10 @@ export async function startHttpServer(options: { port: number; host?: string; re
   return {
     server,
     port,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

@@ -10,7 +10,17 @@ export function createLogger(level: string, base: Record<string, unknown> = {}):
     base: { service: 'sms-worker', ...base },
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: {
-      paths: ['accessKeyId', 'accessKeySecret', 'password', '*.accessKeyId', '*.accessKeySecret', '*.password', 'sasl.password', 'config.provider.accessKeyId', 'config.provider.accessKeySecret'],
+      paths: [
+        'accessKeyId',
+        'accessKeySecret',
+        'password',
+        '*.accessKeyId',
+        '*.accessKeySecret',
+        '*.password',
+        'sasl.password',
+        'config.provider.accessKeyId',
+        'config.provider.accessKeySecret',
+      ],
       censor: '[redacted]',
     },
   });

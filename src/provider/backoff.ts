@@ -28,12 +28,7 @@ export function backoffCeiling(retryNumber: number, baseDelayMs: number, maxDela
  * Full jitter (AWS architecture blog, "Exponential Backoff And Jitter"): uniformly random in
  * [0, ceiling). Spreads retries of many workers hit by the same outage instead of synchronising them.
  */
-export function fullJitterDelay(
-  retryNumber: number,
-  baseDelayMs: number,
-  maxDelayMs: number,
-  random: () => number = Math.random,
-): number {
+export function fullJitterDelay(retryNumber: number, baseDelayMs: number, maxDelayMs: number, random: () => number = Math.random): number {
   return Math.floor(random() * backoffCeiling(retryNumber, baseDelayMs, maxDelayMs));
 }
 

@@ -95,4 +95,3 @@ export function safeCall<T>(hook: ((info: T) => void) | undefined, info: T): voi
     // An observer's bug must not change the outcome of a send.
   }
 }
-

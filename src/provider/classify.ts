@@ -75,8 +75,7 @@ export interface ClassifiedFailure {
 }
 
 export type Classification =
-  | { readonly ok: true; readonly result: SendResult; readonly requestId: string | undefined }
-  | { readonly ok: false; readonly failure: ClassifiedFailure };
+  { readonly ok: true; readonly result: SendResult; readonly requestId: string | undefined } | { readonly ok: false; readonly failure: ClassifiedFailure };
 
 /** Errors where the request surely never reached the service. */
 const NOT_SENT_CODES = new Set([
@@ -125,26 +124,42 @@ function unanswered(failureClass: FailureClass, code: string, detail: string): C
 
 function classifyNetwork(errorCode: string | undefined, timeoutPhase: string | undefined): ClassifiedFailure {
   if (timeoutPhase !== undefined) {
-    if (NOT_SENT_TIMEOUT_PHASES.has(timeoutPhase)) return unanswered('transport', 'PROVIDER_CONNECT_TIMEOUT', `timed out in the ${timeoutPhase} phase, before the request was sent`);
-    return unanswered('ambiguous', 'PROVIDER_TIMEOUT', `timed out in the ${timeoutPhase} phase after the request was sent; it may have been delivered (ambiguous)`);
+    if (NOT_SENT_TIMEOUT_PHASES.has(timeoutPhase))
+      return unanswered('transport', 'PROVIDER_CONNECT_TIMEOUT', `timed out in the ${timeoutPhase} phase, before the request was sent`);
+    return unanswered(
+      'ambiguous',
+      'PROVIDER_TIMEOUT',
+      `timed out in the ${timeoutPhase} phase after the request was sent; it may have been delivered (ambiguous)`,
+    );
   }
-  if (errorCode !== undefined && NOT_SENT_CODES.has(errorCode)) return unanswered('transport', 'PROVIDER_CONNECTION_FAILED', `could not connect (${errorCode}); the request was not sent`);
+  if (errorCode !== undefined && NOT_SENT_CODES.has(errorCode))
+    return unanswered('transport', 'PROVIDER_CONNECTION_FAILED', `could not connect (${errorCode}); the request was not sent`);
   if (errorCode !== undefined && RESET_CODES.has(errorCode)) {
-    return unanswered('ambiguous', 'PROVIDER_CONNECTION_RESET', `connection lost before an answer (${errorCode}); the request may have been delivered (ambiguous)`);
+    return unanswered(
+      'ambiguous',
+      'PROVIDER_CONNECTION_RESET',
+      `connection lost before an answer (${errorCode}); the request may have been delivered (ambiguous)`,
+    );
   }
   // Unknown socket-level trouble: we cannot prove the request stayed home, so assume it may not have.
-  return unanswered('ambiguous', 'PROVIDER_REQUEST_FAILED', `request failed (${bounded(errorCode ?? 'unknown error', 64)}); it may have been delivered (ambiguous)`);
+  return unanswered(
+    'ambiguous',
+    'PROVIDER_REQUEST_FAILED',
+    `request failed (${bounded(errorCode ?? 'unknown error', 64)}); it may have been delivered (ambiguous)`,
+  );
 }
 
-function classifyResponse(
-  outcome: Extract<AttemptOutcome, { kind: 'response' }>,
-  operation: OperationName,
-  nowMs: number,
-): Classification {
+function classifyResponse(outcome: Extract<AttemptOutcome, { kind: 'response' }>, operation: OperationName, nowMs: number): Classification {
   const { status } = outcome;
   const requestId = outcome.requestId === undefined ? undefined : bounded(outcome.requestId, MAX_REQUEST_ID);
   /** A failure the service answered with (an HTTP status). */
-  const answered = (failureClass: FailureClass, code: string, detail: string, providerMessage = '', extra: { retryAfterMs?: number | undefined } = {}): Classification => ({
+  const answered = (
+    failureClass: FailureClass,
+    code: string,
+    detail: string,
+    providerMessage = '',
+    extra: { retryAfterMs?: number | undefined } = {},
+  ): Classification => ({
     ok: false,
     failure: { httpStatus: status, requestId, answered: true, failureClass, code, providerMessage, detail, ...extra },
   });
@@ -167,9 +182,14 @@ function classifyResponse(
     const problem = envelope.kind === 'success' ? `unexpected HTTP ${status} for a success` : envelope.problem;
     return answered('malformed', 'PROVIDER_MALFORMED_RESPONSE', `malformed answer (${bounded(problem, 300)}); the request may have been delivered`);
   }
-  if (status >= 500) return answered('ambiguous', `PROVIDER_HTTP_${status}`, `HTTP ${status} without an envelope; the request may have been delivered (ambiguous)`);
+  if (status >= 500)
+    return answered('ambiguous', `PROVIDER_HTTP_${status}`, `HTTP ${status} without an envelope; the request may have been delivered (ambiguous)`);
   if (REJECTING_STATUSES.has(status)) {
-    return answered('configuration', `PROVIDER_HTTP_${status}`, `HTTP ${status} without an envelope: the service refuses this client (access key, base URL or proxy)`);
+    return answered(
+      'configuration',
+      `PROVIDER_HTTP_${status}`,
+      `HTTP ${status} without an envelope: the service refuses this client (access key, base URL or proxy)`,
+    );
   }
   return answered('business', `PROVIDER_HTTP_${status}`, `HTTP ${status} without an envelope`);
 }

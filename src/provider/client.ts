@@ -244,15 +244,16 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
     }
 
     // A body whose last chunk took it over the cap can still resolve: it is over the cap all the same.
-    const outcome: AttemptOutcome = call.oversized || Buffer.byteLength(response.body) > limitBytes
-      ? { kind: 'oversized', status: response.statusCode, requestId: header(response.headers[REQUEST_ID_HEADER]), limitBytes }
-      : {
-          kind: 'response',
-          status: response.statusCode,
-          body: response.body,
-          retryAfter: header(response.headers['retry-after']),
-          requestId: header(response.headers[REQUEST_ID_HEADER]),
-        };
+    const outcome: AttemptOutcome =
+      call.oversized || Buffer.byteLength(response.body) > limitBytes
+        ? { kind: 'oversized', status: response.statusCode, requestId: header(response.headers[REQUEST_ID_HEADER]), limitBytes }
+        : {
+            kind: 'response',
+            status: response.statusCode,
+            body: response.body,
+            retryAfter: header(response.headers['retry-after']),
+            requestId: header(response.headers[REQUEST_ID_HEADER]),
+          };
     const verdict = classifyOutcome(outcome, call.operation, Date.now());
     if (!verdict.ok) {
       reportAttempt(call, verdict.failure);

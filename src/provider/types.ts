@@ -66,14 +66,7 @@ export interface ProviderSuccess {
  * - `configuration`: business error 101301 (no valid upstream). Never retried.
  * - `malformed`: the answer is not the envelope the spec describes. Not retried (it may have been sent).
  */
-export type FailureClass =
-  | 'transport'
-  | 'throttled'
-  | 'ambiguous'
-  | 'business'
-  | 'insufficient-funds'
-  | 'configuration'
-  | 'malformed';
+export type FailureClass = 'transport' | 'throttled' | 'ambiguous' | 'business' | 'insufficient-funds' | 'configuration' | 'malformed';
 
 export interface ProviderClient {
   /**

@@ -17,19 +17,11 @@ function define(code: string, message: string, meaning: string, httpStatus = 400
 export const SANDBOX_ERRORS = {
   // The two codes the spec publishes, answered exactly as it shows them.
   insufficientFunds: define('105400', 'InsufficientFunds', 'The send costs more than the balance; nothing is charged.'),
-  noUpstream: define(
-    '101301',
-    '未设置有效的上游服务商',
-    'No valid upstream: a recipient region without a route, or a voice call to a non-domestic number.',
-  ),
+  noUpstream: define('101301', '未设置有效的上游服务商', 'No valid upstream: a recipient region without a route, or a voice call to a non-domestic number.'),
   // Authentication.
   missingAccessKeyId: define('900100', 'MissingAccessKeyId', 'The accessKeyId query parameter is absent or empty.'),
   invalidAccessKeyId: define('900101', 'InvalidAccessKeyId', 'accessKeyId differs from the key the sandbox was started with.'),
-  invalidSignature: define(
-    '900102',
-    'InvalidSignature',
-    'HMAC mode: signature absent, algorithm other than hmac-sha256, or the signature does not match.',
-  ),
+  invalidSignature: define('900102', 'InvalidSignature', 'HMAC mode: signature absent, algorithm other than hmac-sha256, or the signature does not match.'),
   timestampOutOfRange: define(
     '900103',
     'TimestampOutOfRange',
@@ -53,11 +45,7 @@ export const SANDBOX_ERRORS = {
   invalidContent: define('900312', 'InvalidContent', '`content` is not a non-empty string.'),
   templateDataWithoutTemplate: define('900313', 'TemplateDataWithoutTemplate', '`templateData` given without `templateId`.'),
   unknownTemplate: define('900314', 'UnknownTemplate', '`templateId` is not in the sandbox template table.'),
-  invalidTemplateData: define(
-    '900315',
-    'InvalidTemplateData',
-    '`templateData` is not an object of strings, or lacks a variable the template uses.',
-  ),
+  invalidTemplateData: define('900315', 'InvalidTemplateData', '`templateData` is not an object of strings, or lacks a variable the template uses.'),
   invalidVerificationCode: define('900320', 'InvalidVerificationCode', 'Voice `code` is not 4 or 6 ASCII digits.'),
   // Injected faults (see faults.ts).
   tooManyRequests: define('900429', 'TooManyRequests', 'Injected throttling (with Retry-After).', 429),

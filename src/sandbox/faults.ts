@@ -13,18 +13,7 @@
  *  - malformed: processed, then answered 200 with a non-JSON body.
  *  - missing-data: processed, then answered 200 `{"code":"0","message":"Success"}` without data.
  */
-export const FAULT_KINDS = [
-  'http500',
-  'http502',
-  'http503',
-  'http429',
-  'reset',
-  'hang',
-  'reset-after',
-  'hang-after',
-  'malformed',
-  'missing-data',
-] as const;
+export const FAULT_KINDS = ['http500', 'http502', 'http503', 'http429', 'reset', 'hang', 'reset-after', 'hang-after', 'malformed', 'missing-data'] as const;
 
 export type FaultKind = (typeof FAULT_KINDS)[number];
 

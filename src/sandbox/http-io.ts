@@ -44,7 +44,6 @@ export function writeJson(res: ServerResponse, status: number, body: unknown, re
   res.end(json);
 }
 
-
 /** Answers with an injected fault instead of the service's answer. */
 export function writeFault(res: ServerResponse, fault: FaultKind, requestId: string, retryAfterSec: number): { status: number; code: string | undefined } {
   const retryAfter = { 'retry-after': String(retryAfterSec) };

@@ -29,7 +29,20 @@ const RATE_FLAGS: Readonly<Record<string, FaultKind>> = {
   'rate-malformed': 'malformed',
 };
 
-const stringFlags = ['host', 'port', 'access-key-id', 'secret', 'balance', 'home-region', 'seed', 'log-capacity', 'latency-ms', 'latency-p99-ms', 'retry-after-sec', ...Object.keys(RATE_FLAGS)];
+const stringFlags = [
+  'host',
+  'port',
+  'access-key-id',
+  'secret',
+  'balance',
+  'home-region',
+  'seed',
+  'log-capacity',
+  'latency-ms',
+  'latency-p99-ms',
+  'retry-after-sec',
+  ...Object.keys(RATE_FLAGS),
+];
 
 /** Pure: argv (without node and script) → options, or a ConfigError listing every problem. */
 export function parseSandboxArgs(argv: readonly string[]): SandboxOptions {
@@ -108,10 +121,7 @@ export function parseSandboxArgs(argv: readonly string[]): SandboxOptions {
 }
 
 /** Starts a sandbox from command-line flags and logs one line (never the secret). */
-export async function runSandboxFromArgs(
-  argv: readonly string[],
-  log: (line: string) => void = (line) => console.log(line),
-): Promise<RunningSandbox> {
+export async function runSandboxFromArgs(argv: readonly string[], log: (line: string) => void = (line) => console.log(line)): Promise<RunningSandbox> {
   const options = parseSandboxArgs(argv);
   const sandbox = await startSandbox(options);
   const mode = options.accessKeySecret === undefined ? 'simple' : 'hmac';

@@ -24,8 +24,7 @@ export const TEMPLATES: Readonly<Record<string, TemplateDefinition>> = Object.fr
 );
 
 export type RenderResult =
-  | { readonly ok: true; readonly text: string }
-  | { readonly ok: false; readonly reason: 'unknown-template' | 'missing-variable'; readonly variable?: string };
+  { readonly ok: true; readonly text: string } | { readonly ok: false; readonly reason: 'unknown-template' | 'missing-variable'; readonly variable?: string };
 
 export function renderTemplate(id: string, data: Readonly<Record<string, string>>): RenderResult {
   const definition = Object.hasOwn(TEMPLATES, id) ? TEMPLATES[id] : undefined;

@@ -80,7 +80,12 @@ export class Codec {
       return {
         ok: false,
         code: DEAD_LETTER_CODES.notConfluentFraming,
-        message: value === null ? 'record has no value (tombstone)' : value.length < 5 ? `value is ${value.length} bytes, shorter than the 5-byte Confluent header` : `first byte is ${value[0]}, not the Confluent magic byte 0`,
+        message:
+          value === null
+            ? 'record has no value (tombstone)'
+            : value.length < 5
+              ? `value is ${value.length} bytes, shorter than the 5-byte Confluent header`
+              : `first byte is ${value[0]}, not the Confluent magic byte 0`,
       };
     }
     const schemaId = value.readInt32BE(1);
@@ -97,7 +102,11 @@ export class Codec {
       return { ok: true, value: decoded, schemaId };
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
-      return { ok: false, code: DEAD_LETTER_CODES.undecodable, message: `bytes do not decode with schema id ${schemaId} (${type === undefined ? 'unknown type' : 'Avro'}): ${reason}` };
+      return {
+        ok: false,
+        code: DEAD_LETTER_CODES.undecodable,
+        message: `bytes do not decode with schema id ${schemaId} (${type === undefined ? 'unknown type' : 'Avro'}): ${reason}`,
+      };
     }
   }
 

@@ -50,7 +50,9 @@ export class ProgressMonitor {
     if (paused !== undefined) return { ok: true, detail: `paused: ${paused}` };
     const stalled = this.stalledFor();
     if (stalled === undefined) return { ok: true, detail: 'ok: no batch in hand' };
-    return stalled.ms <= this.#stallMs ? { ok: true, detail: `ok: slowest partition progressed ${stalled.ms} ms ago` } : { ok: false, detail: `stuck: ${stalled.lane} made no progress for ${stalled.ms} ms` };
+    return stalled.ms <= this.#stallMs
+      ? { ok: true, detail: `ok: slowest partition progressed ${stalled.ms} ms ago` }
+      : { ok: false, detail: `stuck: ${stalled.lane} made no progress for ${stalled.ms} ms` };
   }
 }
 

@@ -7,7 +7,14 @@ import type { WorkerParts } from './wiring.ts';
  * update it as they happen; this keeps it true while consumption is paused or there is nothing
  * to commit, which is when an operator most needs it.
  */
-export async function refreshConsumerLag(options: { admin: WorkerParts['admin']; group: string; topic: string; assigned: readonly number[]; metrics: WorkerMetrics; log: Logger }): Promise<void> {
+export async function refreshConsumerLag(options: {
+  admin: WorkerParts['admin'];
+  group: string;
+  topic: string;
+  assigned: readonly number[];
+  metrics: WorkerMetrics;
+  log: Logger;
+}): Promise<void> {
   const { admin, group, topic, assigned, metrics, log } = options;
   if (assigned.length === 0) return;
   try {

@@ -35,12 +35,25 @@ function logOutcome(log: Logger, outcome: RecordOutcome): void {
     return;
   }
   if (outcome.kind === 'duplicate') {
-    log.info({ commandId: outcome.commandId, firstOffset: outcome.firstOffset.toString() }, 'repeated command record skipped: its commandId already has a result on this partition');
+    log.info(
+      { commandId: outcome.commandId, firstOffset: outcome.firstOffset.toString() },
+      'repeated command record skipped: its commandId already has a result on this partition',
+    );
     return;
   }
   if (outcome.kind !== 'result') return;
   const { result } = outcome;
-  const fields = { commandId: result.commandId, partition: result.source.partition, offset: result.source.offset, outcome: result.outcome, attempts: result.attempts };
-  if (result.outcome === 'FAILED' || result.outcome === 'UNKNOWN') log.warn({ ...fields, code: result.error?.code, retryable: result.error?.retryable }, `command ${result.outcome === 'FAILED' ? 'failed' : 'outcome unknown'}: ${result.error?.message ?? ''}`);
+  const fields = {
+    commandId: result.commandId,
+    partition: result.source.partition,
+    offset: result.source.offset,
+    outcome: result.outcome,
+    attempts: result.attempts,
+  };
+  if (result.outcome === 'FAILED' || result.outcome === 'UNKNOWN')
+    log.warn(
+      { ...fields, code: result.error?.code, retryable: result.error?.retryable },
+      `command ${result.outcome === 'FAILED' ? 'failed' : 'outcome unknown'}: ${result.error?.message ?? ''}`,
+    );
   else log.debug({ ...fields, ...(result.error !== null && { code: result.error.code }) }, 'result committed');
 }

@@ -82,7 +82,9 @@ export async function processBatch(batch: FetchedBatch, ctx: BatchContext): Prom
     const ledgerRecord = ledgerOn ? encodeCheckpoint({ next, open: [...claim.open.values()].filter((m) => m.offset >= next) }) : undefined;
     const started = performance.now();
     try {
-      await commitPrefix(ctx.producers, target, prefix?.values ?? [], prefix?.commitOffset, ledgerRecord, ctx.log, () => ctx.fetchCommittedOffset(batch.topic, batch.partition));
+      await commitPrefix(ctx.producers, target, prefix?.values ?? [], prefix?.commitOffset, ledgerRecord, ctx.log, () =>
+        ctx.fetchCommittedOffset(batch.topic, batch.partition),
+      );
       ctx.metrics.transactions.inc({ outcome: 'committed' });
     } catch (error) {
       ctx.metrics.transactions.inc({ outcome: 'failed' });

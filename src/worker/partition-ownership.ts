@@ -93,7 +93,9 @@ export class PartitionOwnership {
     this.confirm();
     if (lost.length > 0) this.#o.effects.resumeAll(topic, partitions);
     for (const partition of partitions) {
-      this.claim(topic, partition).catch((error: unknown) => this.#o.log.warn({ err: error, topic, partition }, 'fencing or recovering the partition failed; retrying at its first batch'));
+      this.claim(topic, partition).catch((error: unknown) =>
+        this.#o.log.warn({ err: error, topic, partition }, 'fencing or recovering the partition failed; retrying at its first batch'),
+      );
     }
   }
 
@@ -128,7 +130,10 @@ export class PartitionOwnership {
     this.#lost.add(key);
     this.#claims.delete(key);
     this.#o.effects.pauseLost(topic, partition);
-    this.#o.log.warn({ topic, partition, generation: this.#generation }, 'partition lost to another owner (producer fenced): not touching it again until the next rebalance');
+    this.#o.log.warn(
+      { topic, partition, generation: this.#generation },
+      'partition lost to another owner (producer fenced): not touching it again until the next rebalance',
+    );
   }
 
   /** Drops a failed claim so the next batch tries again (a transient error, not fencing). */
@@ -159,7 +164,8 @@ export class PartitionOwnership {
     const dedup = new DedupWindow(this.#o.dedupWindow);
     if (this.#o.dedupWindow > 0 && start > 0n) {
       try {
-        for (const { offset, commandId } of await this.#o.effects.recentCommandIds(topic, partition, start, this.#o.dedupWindow)) dedup.remember(commandId, offset);
+        for (const { offset, commandId } of await this.#o.effects.recentCommandIds(topic, partition, start, this.#o.dedupWindow))
+          dedup.remember(commandId, offset);
       } catch (error) {
         // The window only catches repeats published by upstream retries; failing to rebuild it
         // must not keep the partition from being processed.
@@ -167,13 +173,22 @@ export class PartitionOwnership {
       }
     }
     if (checkpoint !== undefined && checkpoint.next > groupOffset) {
-      this.#o.log.info({ topic, partition, groupOffset: groupOffset.toString(), ledgerOffset: checkpoint.next.toString() }, 'the group offset was behind the ledger checkpoint (not yet stable): starting at the checkpoint');
+      this.#o.log.info(
+        { topic, partition, groupOffset: groupOffset.toString(), ledgerOffset: checkpoint.next.toString() },
+        'the group offset was behind the ledger checkpoint (not yet stable): starting at the checkpoint',
+      );
     }
     if (inDoubt.size > 0) {
-      this.#o.log.warn({ topic, partition, inDoubt: inDoubt.size }, 'commands were marked as being sent by an earlier owner without a result: they will not be sent again');
+      this.#o.log.warn(
+        { topic, partition, inDoubt: inDoubt.size },
+        'commands were marked as being sent by an earlier owner without a result: they will not be sent again',
+      );
     }
     this.#o.metrics.recoveries.inc();
-    this.#o.log.debug({ topic, partition, generation, start: start.toString(), inDoubt: inDoubt.size, remembered: dedup.size, ms: this.#now() - started }, 'partition claimed');
+    this.#o.log.debug(
+      { topic, partition, generation, start: start.toString(), inDoubt: inDoubt.size, remembered: dedup.size, ms: this.#now() - started },
+      'partition claimed',
+    );
     return { topic, partition, generation, start, inDoubt, open: new Map(inDoubt), dedup, position: { committed: start } };
   }
 }

@@ -1,7 +1,17 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commandFromAvro, CommandShapeError, type SendCommand } from '../contracts/command.ts';
 import { checkCommandRecordSize, deadLetterRecord, deadLetterToAvro, reduceDeadLetter, type DeadLetter, type RawHeaders } from '../contracts/dead-letter.ts';
-import { expiredResult, failedResult, rejectedResult, sentResult, unknownResult, unusableCommandResult, type CommandResult, type ResultContext, type SourcePosition } from '../contracts/result.ts';
+import {
+  expiredResult,
+  failedResult,
+  rejectedResult,
+  sentResult,
+  unknownResult,
+  unusableCommandResult,
+  type CommandResult,
+  type ResultContext,
+  type SourcePosition,
+} from '../contracts/result.ts';
 import { resultToAvro } from '../contracts/result-avro.ts';
 import { validateCommand, type ValidationPolicy } from '../contracts/validate.ts';
 import { coerceError } from '../errors.ts';
@@ -68,7 +78,13 @@ const MAYBE_SENT: ReadonlySet<FailureClass> = new Set(['ambiguous', 'malformed']
  * result, a send that surely did not happen a FAILED result, one that may have happened an
  * UNKNOWN result. Once the service may have been called, every path ends in exactly one result.
  */
-export async function handleRecord(message: CommandRecord, source: SourcePosition, deps: RecordHandlerDeps, signal: AbortSignal, lane: RecordLane): Promise<RecordOutcome> {
+export async function handleRecord(
+  message: CommandRecord,
+  source: SourcePosition,
+  deps: RecordHandlerDeps,
+  signal: AbortSignal,
+  lane: RecordLane,
+): Promise<RecordOutcome> {
   const now = deps.now ?? Date.now;
   const offset = BigInt(source.offset);
   const size = checkCommandRecordSize(message, deps.maxCommandBytes);
@@ -96,7 +112,15 @@ export async function handleRecord(message: CommandRecord, source: SourcePositio
     lane.claimCommandId(command.commandId, offset);
     const attemptedAt = new Date(inherited.at).toISOString();
     return result(
-      unknownResult({ command, source, completedAt: now() }, { message: `an earlier owner of this partition marked the command as being sent at ${attemptedAt} and stopped before its result was committed; the service may have sent it, so it is not sent again`, stage: 'OTHER', attempts: 0, attemptedAt: inherited.at }),
+      unknownResult(
+        { command, source, completedAt: now() },
+        {
+          message: `an earlier owner of this partition marked the command as being sent at ${attemptedAt} and stopped before its result was committed; the service may have sent it, so it is not sent again`,
+          stage: 'OTHER',
+          attempts: 0,
+          attemptedAt: inherited.at,
+        },
+      ),
       deps,
     );
   }
@@ -134,11 +158,24 @@ export async function handleRecord(message: CommandRecord, source: SourcePositio
     // The service may have been called: whatever went wrong after it (an answer that does not fit
     // the result, an encoding error), the command gets one result and is never sent again.
     const cause = coerceError(error);
-    return result(unknownResult(ctx, { message: `the send's outcome could not be recorded (${cause.message.slice(0, 300)}); the service may have sent it`, stage: 'OTHER', attempts: outcome.attempts, attemptedAt }), deps);
+    return result(
+      unknownResult(ctx, {
+        message: `the send's outcome could not be recorded (${cause.message.slice(0, 300)}); the service may have sent it`,
+        stage: 'OTHER',
+        attempts: outcome.attempts,
+        attemptedAt,
+      }),
+      deps,
+    );
   }
 }
 
-function resultOfSend(ctx: ResultContext, outcome: Exclude<SendOutcome, { kind: 'abandoned' }>, rejected: Parameters<typeof sentResult>[2], attemptedAt: number): CommandResult {
+function resultOfSend(
+  ctx: ResultContext,
+  outcome: Exclude<SendOutcome, { kind: 'abandoned' }>,
+  rejected: Parameters<typeof sentResult>[2],
+  attemptedAt: number,
+): CommandResult {
   switch (outcome.kind) {
     case 'expired':
       return expiredResult(ctx, outcome.expiresAt);
@@ -153,9 +190,23 @@ function resultOfSend(ctx: ResultContext, outcome: Exclude<SendOutcome, { kind: 
       // The service answered (an HTTP status): its stage is PROVIDER even for a 5xx.
       const stage = error.answered ? 'PROVIDER' : 'TRANSPORT';
       if (MAYBE_SENT.has(error.failureClass)) {
-        return unknownResult(ctx, { code: error.code, message: `${error.message}; the service may have sent it, so it is not sent again`, stage, attempts: outcome.attempts, attemptedAt, requestId: error.requestId });
+        return unknownResult(ctx, {
+          code: error.code,
+          message: `${error.message}; the service may have sent it, so it is not sent again`,
+          stage,
+          attempts: outcome.attempts,
+          attemptedAt,
+          requestId: error.requestId,
+        });
       }
-      return failedResult(ctx, { code: error.code, message: error.message, stage, retryable: error.retryable, attempts: outcome.attempts, requestId: error.requestId });
+      return failedResult(ctx, {
+        code: error.code,
+        message: error.message,
+        stage,
+        retryable: error.retryable,
+        attempts: outcome.attempts,
+        requestId: error.requestId,
+      });
     }
   }
 }
@@ -176,23 +227,41 @@ async function result(commandResult: CommandResult, deps: RecordHandlerDeps): Pr
  * per-recipient reports dropped (counts and amounts stay). Past that nothing is left to cut.
  */
 export function shrinkResult(result: CommandResult, step: number, size: number, limit: number): CommandResult | undefined {
-  const note = (what: string): Record<string, string> => ({ 'sms-worker.reduced': `${what}: the result was ${size} bytes, over the ${limit}-byte record limit` });
+  const note = (what: string): Record<string, string> => ({
+    'sms-worker.reduced': `${what}: the result was ${size} bytes, over the ${limit}-byte record limit`,
+  });
   switch (step) {
     case 0:
       return { ...result, metadata: note('metadata dropped') };
     case 1:
-      return result.error === null ? { ...result } : { ...result, error: { ...result.error, message: result.error.message.slice(0, 1_000), details: result.error.details.slice(0, 10) } };
+      return result.error === null
+        ? { ...result }
+        : { ...result, error: { ...result.error, message: result.error.message.slice(0, 1_000), details: result.error.details.slice(0, 10) } };
     case 2:
-      return { ...result, messages: [], rejectedRecipients: [], metadata: note(`metadata, ${result.messages.length} message reports and ${result.rejectedRecipients.length} rejected recipients dropped`) };
+      return {
+        ...result,
+        messages: [],
+        rejectedRecipients: [],
+        metadata: note(`metadata, ${result.messages.length} message reports and ${result.rejectedRecipients.length} rejected recipients dropped`),
+      };
     default:
       return undefined;
   }
 }
 
-async function deadLetter(message: CommandRecord, source: SourcePosition, error: { code: string; message: string }, deps: RecordHandlerDeps, at: number): Promise<RecordOutcome> {
+async function deadLetter(
+  message: CommandRecord,
+  source: SourcePosition,
+  error: { code: string; message: string },
+  deps: RecordHandlerDeps,
+  at: number,
+): Promise<RecordOutcome> {
   const headers = message.headers;
   // Too large to carry whole: reduceDeadLetter replaces the original bytes by their size and SHA-256.
-  const record = reduceDeadLetter(deadLetterRecord({ key: message.key, value: message.value, headers, source, error, deadLetteredAt: at }), deps.maxRecordBytes);
+  const record = reduceDeadLetter(
+    deadLetterRecord({ key: message.key, value: message.value, headers, source, error, deadLetteredAt: at }),
+    deps.maxRecordBytes,
+  );
   return { kind: 'dead-letter', record, key: record.key, value: await deps.codec.encodeDeadLetter(deadLetterToAvro(record)) };
 }
 
@@ -200,7 +269,11 @@ async function deadLetter(message: CommandRecord, source: SourcePosition, error:
 const REGISTRY_BACKOFF = { initialMs: 250, maxMs: 10_000, jitter: 0.5 } as const;
 
 /** A registry outage is not the record's fault: wait and ask again rather than dead-letter it. */
-async function decodeWithRetry(value: Buffer | null, deps: RecordHandlerDeps, signal: AbortSignal): Promise<Awaited<ReturnType<RecordCodec['decode']>> | 'abandoned'> {
+async function decodeWithRetry(
+  value: Buffer | null,
+  deps: RecordHandlerDeps,
+  signal: AbortSignal,
+): Promise<Awaited<ReturnType<RecordCodec['decode']>> | 'abandoned'> {
   for (let retry = 1; ; retry++) {
     try {
       return await deps.codec.decode(value);

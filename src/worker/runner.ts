@@ -118,7 +118,14 @@ export class Worker {
       this.#lagTimer = setInterval(() => void this.#refreshLag(), this.#lagRefreshMs);
       this.#lagTimer.unref();
       this.#log.info(
-        { topic: c.topics.commands, group: c.consumerGroup, partitions: parts.commandPartitions, maxInFlight: c.maxInFlight, ledger: c.ledger.enabled ? c.topics.ledger : 'off', httpPort: this.#http?.port },
+        {
+          topic: c.topics.commands,
+          group: c.consumerGroup,
+          partitions: parts.commandPartitions,
+          maxInFlight: c.maxInFlight,
+          ledger: c.ledger.enabled ? c.topics.ledger : 'off',
+          httpPort: this.#http?.port,
+        },
         'worker started',
       );
     } catch (error) {
@@ -155,7 +162,15 @@ export class Worker {
         slots,
         metrics: this.metrics,
         log: this.#log,
-        target: { consumerGroup: c.consumerGroup, resultTopic: c.topics.results, deadLetterTopic: c.topics.deadLetter, ledgerTopic: c.ledger.enabled ? c.topics.ledger : undefined, maxBatchBytes: parts.maxRecordBytes, generation: claim.generation, mayFence: owns },
+        target: {
+          consumerGroup: c.consumerGroup,
+          resultTopic: c.topics.results,
+          deadLetterTopic: c.topics.deadLetter,
+          ledgerTopic: c.ledger.enabled ? c.topics.ledger : undefined,
+          maxBatchBytes: parts.maxRecordBytes,
+          generation: claim.generation,
+          mayFence: owns,
+        },
         commitIntervalMs: c.commitIntervalMs,
         claim,
         maxRunAhead: c.ledger.maxRunAhead,
@@ -218,7 +233,14 @@ export class Worker {
   #refreshLag(): Promise<void> {
     const parts = this.#parts;
     if (this.#state !== 'running' || parts === undefined) return Promise.resolve();
-    return refreshConsumerLag({ admin: parts.admin, group: this.#config.consumerGroup, topic: this.#config.topics.commands, assigned: parts.ownership.assigned, metrics: this.metrics, log: this.#log });
+    return refreshConsumerLag({
+      admin: parts.admin,
+      group: this.#config.consumerGroup,
+      topic: this.#config.topics.commands,
+      assigned: parts.ownership.assigned,
+      metrics: this.metrics,
+      log: this.#log,
+    });
   }
 
   #onGateChange(reason: PauseReason | undefined): void {
@@ -260,7 +282,11 @@ export class Worker {
       const wasStarting = this.#state === 'starting';
       this.#state = 'stopping';
       this.metrics.paused.set({ reason: 'shutdown' }, 1);
-      this.#log.info(wasStarting ? 'stopping while starting: start gives up and releases what it built' : 'stopping: finishing dispatched commands, committing, leaving the group');
+      this.#log.info(
+        wasStarting
+          ? 'stopping while starting: start gives up and releases what it built'
+          : 'stopping: finishing dispatched commands, committing, leaving the group',
+      );
       if (this.#parts?.gate.reason !== undefined) this.#abandon.abort();
       await this.#release();
       this.#state = 'stopped';

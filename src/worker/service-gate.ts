@@ -16,7 +16,8 @@ export const PAUSE_DESCRIPTIONS: Readonly<Record<PauseReason, string>> = {
   insufficient_funds: 'account balance exhausted (105400): consumption paused; probing until a send succeeds',
   circuit_open: 'messaging service unavailable: circuit open, consumption paused; probing',
   throttled: 'messaging service asked to wait longer than the retry budget (429/503 Retry-After): consumption paused until then',
-  provider_rejecting: 'messaging service refuses this client or account (101301, or 401/403/404/407): consumption paused; probing — check the access key, base URL and account',
+  provider_rejecting:
+    'messaging service refuses this client or account (101301, or 401/403/404/407): consumption paused; probing — check the access key, base URL and account',
 };
 
 export interface GateBackoff {
@@ -157,18 +158,21 @@ export class ServiceGate {
 
   #schedule(delayMs: number): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      // Timers run on a monotonic clock, `now` is the wall clock: the timer can fire a little
-      // before the probe time by `now`. Then wait out the rest rather than miss the probe.
-      const blocked = this.#blocked;
-      if (blocked !== undefined && !blocked.probing && this.#now() < blocked.probeAt) {
-        this.#schedule(blocked.probeAt - this.#now());
-        return;
-      }
-      this.#notify();
-      this.#wantProbeIfIdle();
-    }, Math.max(0, delayMs));
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = undefined;
+        // Timers run on a monotonic clock, `now` is the wall clock: the timer can fire a little
+        // before the probe time by `now`. Then wait out the rest rather than miss the probe.
+        const blocked = this.#blocked;
+        if (blocked !== undefined && !blocked.probing && this.#now() < blocked.probeAt) {
+          this.#schedule(blocked.probeAt - this.#now());
+          return;
+        }
+        this.#notify();
+        this.#wantProbeIfIdle();
+      },
+      Math.max(0, delayMs),
+    );
     this.#timer.unref();
   }
 

@@ -41,7 +41,6 @@ export interface CommitTarget {
   readonly mayFence: () => boolean;
 }
 
-
 /**
  * Splits records into sends whose record batches stay below `maxBytes`. A record that alone
  * exceeds it was reduced before it got here (record-handler); it still goes alone.
@@ -97,14 +96,19 @@ export async function commitPrefix(
     const sends: { topic: string; messages: OutgoingRecord[] }[] = [];
     for (const chunk of chunkBySize(results, maxBatchBytes)) sends.push({ topic: target.resultTopic, messages: chunk });
     for (const chunk of chunkBySize(deadLetters, maxBatchBytes)) sends.push({ topic: target.deadLetterTopic, messages: chunk });
-    if (ledgerRecord !== undefined && target.ledgerTopic !== undefined) sends.push({ topic: target.ledgerTopic, messages: [{ key: checkpointKey(target.consumerGroup, target.topic), value: ledgerRecord, partition: target.partition }] });
+    if (ledgerRecord !== undefined && target.ledgerTopic !== undefined)
+      sends.push({
+        topic: target.ledgerTopic,
+        messages: [{ key: checkpointKey(target.consumerGroup, target.topic), value: ledgerRecord, partition: target.partition }],
+      });
     return sends;
   };
   let messages = plan();
 
   for (let attempt = 1; ; attempt++) {
     // Never (re)initialise a producer without owning the partition: that would fence the owner.
-    if (!target.mayFence()) throw new FencedError(`not committing for ${target.topic}[${target.partition}]: this worker's claim is stale or its group lease expired`);
+    if (!target.mayFence())
+      throw new FencedError(`not committing for ${target.topic}[${target.partition}]: this worker's claim is stale or its group lease expired`);
     const producer = await producers.forPartition(target.topic, target.partition, target.generation);
     let transaction;
     try {
@@ -112,13 +116,21 @@ export async function commitPrefix(
       // One request per round: the i-th size chunk of every topic together (a request may carry
       // several record batches; one topic-partition's records in one request are one batch).
       for (const round of rounds(messages)) await transaction.send(round);
-      if (commitOffset !== undefined) await transaction.sendOffsets({ consumerGroupId: target.consumerGroup, topics: [{ topic: target.topic, partitions: [{ partition: target.partition, offset: commitOffset }] }] });
+      if (commitOffset !== undefined)
+        await transaction.sendOffsets({
+          consumerGroupId: target.consumerGroup,
+          topics: [{ topic: target.topic, partitions: [{ partition: target.partition, offset: commitOffset }] }],
+        });
       await transaction.commit();
       return { results: results.length, deadLetters: deadLetters.length };
     } catch (error) {
       await transaction?.abort().catch(() => undefined);
       await producers.discard(target.topic, target.partition, target.generation);
-      if (error instanceof FencedError) throw new FencedError(`transactional producer for ${target.topic}[${target.partition}] was fenced: the partition is owned by another instance`, error.cause);
+      if (error instanceof FencedError)
+        throw new FencedError(
+          `transactional producer for ${target.topic}[${target.partition}] was fenced: the partition is owned by another instance`,
+          error.cause,
+        );
       if (error instanceof BatchTooLargeError && maxBatchBytes > 1) {
         // Not an outage: split finer and go again at once (at most log2(limit) times, so bounded),
         // without spending an attempt. Nothing was committed: the broker refused the send.
@@ -128,7 +140,10 @@ export async function commitPrefix(
         continue;
       }
       if (attempt >= attempts) throw error;
-      log.warn({ err: error, topic: target.topic, partition: target.partition, attempt, maxBatchBytes }, 'transaction failed; checking whether it committed before retrying');
+      log.warn(
+        { err: error, topic: target.topic, partition: target.partition, attempt, maxBatchBytes },
+        'transaction failed; checking whether it committed before retrying',
+      );
       await sleep(backoffDelay(attempt, COMMIT_BACKOFF));
       // A commit can fail on the client and still succeed on the broker (a lost EndTxn answer).
       // Re-initialising the producer completes or aborts that transaction; the committed offset,
@@ -142,7 +157,12 @@ export async function commitPrefix(
   }
 }
 
-async function committedAfterAll(producers: PartitionProducers, target: CommitTarget, commitOffset: string, committedOffset: () => Promise<bigint>): Promise<boolean> {
+async function committedAfterAll(
+  producers: PartitionProducers,
+  target: CommitTarget,
+  commitOffset: string,
+  committedOffset: () => Promise<bigint>,
+): Promise<boolean> {
   try {
     if (!target.mayFence()) return false;
     await producers.forPartition(target.topic, target.partition, target.generation);

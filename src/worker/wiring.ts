@@ -68,15 +68,25 @@ async function setUpTopics(admin: TopicAdmin, c: WorkerConfig, log: Logger): Pro
   const commandPartitions = partitions.get(c.topics.commands) ?? 1;
   if (ledgerTopic !== undefined) {
     // Partition n of the ledger belongs to command partition n.
-    const ledger = await ensureTopics(admin, { topics: [ledgerTopic], create: c.topics.create, partitions: commandPartitions, replicationFactor: c.topics.replicationFactor, configs: { [ledgerTopic]: LEDGER_TOPIC_CONFIG } });
+    const ledger = await ensureTopics(admin, {
+      topics: [ledgerTopic],
+      create: c.topics.create,
+      partitions: commandPartitions,
+      replicationFactor: c.topics.replicationFactor,
+      configs: { [ledgerTopic]: LEDGER_TOPIC_CONFIG },
+    });
     created.push(...ledger.created);
     const ledgerPartitions = ledger.partitions.get(ledgerTopic) ?? 0;
     if (ledgerPartitions < commandPartitions) {
-      throw new SmsWorkerError('LEDGER_TOPIC_TOO_SMALL', `the ledger topic ${ledgerTopic} has ${ledgerPartitions} partitions; it needs at least as many as ${c.topics.commands} (${commandPartitions}): partition n of the ledger belongs to command partition n`);
+      throw new SmsWorkerError(
+        'LEDGER_TOPIC_TOO_SMALL',
+        `the ledger topic ${ledgerTopic} has ${ledgerPartitions} partitions; it needs at least as many as ${c.topics.commands} (${commandPartitions}): partition n of the ledger belongs to command partition n`,
+      );
     }
   }
   if (created.length > 0) log.info({ topics: created }, 'created missing topics');
-  const maxRecordBytes = (await maxMessageBytes(admin, [c.topics.results, c.topics.deadLetter, ...(ledgerTopic === undefined ? [] : [ledgerTopic])])) - BATCH_HEADROOM;
+  const maxRecordBytes =
+    (await maxMessageBytes(admin, [c.topics.results, c.topics.deadLetter, ...(ledgerTopic === undefined ? [] : [ledgerTopic])])) - BATCH_HEADROOM;
   return { commandPartitions, maxRecordBytes };
 }
 
@@ -152,7 +162,8 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
       await producers.forPartition(topic, partition, generation);
     },
     groupOffset: (topic, partition) => groupOffset(admin, c.consumerGroup, topic, partition),
-    checkpoint: async (partition) => (ledgerTopic === undefined ? undefined : readLatestCheckpoint(admin, reader, ledgerTopic, partition, checkpointKey(c.consumerGroup, c.topics.commands))),
+    checkpoint: async (partition) =>
+      ledgerTopic === undefined ? undefined : readLatestCheckpoint(admin, reader, ledgerTopic, partition, checkpointKey(c.consumerGroup, c.topics.commands)),
     recentCommandIds: async (topic, partition, start, count) => {
       const ends = (await admin.fetchTopicOffsets(topic)).find((o) => o.partition === partition);
       const low = BigInt(ends?.low ?? '0');
@@ -193,7 +204,10 @@ function createClient(config: WorkerConfig, metrics: WorkerMetrics, log: Logger)
     },
     onRetry: (info) => {
       metrics.retries.inc({ operation: info.operation, class: info.failureClass });
-      log.debug({ operation: info.operation, attempt: info.attempt, failureClass: info.failureClass, code: info.code, delayMs: info.delayMs }, 'retrying provider call');
+      log.debug(
+        { operation: info.operation, attempt: info.attempt, failureClass: info.failureClass, code: info.code, delayMs: info.delayMs },
+        'retrying provider call',
+      );
     },
   });
 }

@@ -23,7 +23,15 @@ function problemsOf(env: NodeJS.ProcessEnv): readonly string[] {
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
     const config = loadConfig(minimal);
-    expect(config.topics).toEqual({ commands: 'sms.commands', results: 'sms.results', deadLetter: 'sms.commands.dlq', ledger: 'sms.commands.ledger', create: false, partitions: 12, replicationFactor: 3 });
+    expect(config.topics).toEqual({
+      commands: 'sms.commands',
+      results: 'sms.results',
+      deadLetter: 'sms.commands.dlq',
+      ledger: 'sms.commands.ledger',
+      create: false,
+      partitions: 12,
+      replicationFactor: 3,
+    });
     expect(config.maxInFlight).toBe(64);
     expect(config.ledger).toEqual({ enabled: true, inDoubt: 'report', maxRunAhead: 128, dedupWindow: 2000 });
     expect(config.validation).toEqual(DEFAULT_VALIDATION_POLICY);
@@ -75,30 +83,67 @@ describe('loadConfig', () => {
   it('lists every problem at once, naming each variable', () => {
     const problems = problemsOf({ KAFKA_BROKERS: 'nohostport', MAX_IN_FLIGHT: '0', PARTIAL_RECIPIENTS: 'some', HOME_REGION: 'china' });
     const text = problems.join('\n');
-    for (const variable of ['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'PROVIDER_BASE_URL', 'PROVIDER_ACCESS_KEY_ID', 'MAX_IN_FLIGHT', 'PARTIAL_RECIPIENTS', 'HOME_REGION']) {
+    for (const variable of [
+      'KAFKA_BROKERS',
+      'SCHEMA_REGISTRY_URL',
+      'PROVIDER_BASE_URL',
+      'PROVIDER_ACCESS_KEY_ID',
+      'MAX_IN_FLIGHT',
+      'PARTIAL_RECIPIENTS',
+      'HOME_REGION',
+    ]) {
       expect(text).toContain(variable);
     }
     expect(problems.length).toBeGreaterThanOrEqual(7);
   });
 
   it('checks rules across variables', () => {
-    const problems = problemsOf({ ...minimal, KAFKA_SASL_MECHANISM: 'scram-sha-512', RESULT_TOPIC: 'sms.commands', PROVIDER_RETRY_BASE_MS: '1000', PROVIDER_RETRY_MAX_DELAY_MS: '10' });
+    const problems = problemsOf({
+      ...minimal,
+      KAFKA_SASL_MECHANISM: 'scram-sha-512',
+      RESULT_TOPIC: 'sms.commands',
+      PROVIDER_RETRY_BASE_MS: '1000',
+      PROVIDER_RETRY_MAX_DELAY_MS: '10',
+    });
     expect(problems.join('\n')).toMatch(/KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD/);
     expect(problems.join('\n')).toMatch(/four different topics/);
     expect(problems.join('\n')).toMatch(/PROVIDER_RETRY_MAX_DELAY_MS/);
   });
 
   it('parses booleans and SASL settings', () => {
-    const config = loadConfig({ ...minimal, KAFKA_SSL: 'true', KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'svc', KAFKA_SASL_PASSWORD: 'pw-123', PROVIDER_RETRY_AMBIGUOUS: '1' });
+    const config = loadConfig({
+      ...minimal,
+      KAFKA_SSL: 'true',
+      KAFKA_SASL_MECHANISM: 'plain',
+      KAFKA_SASL_USERNAME: 'svc',
+      KAFKA_SASL_PASSWORD: 'pw-123',
+      PROVIDER_RETRY_AMBIGUOUS: '1',
+    });
     expect(config.kafka.ssl).toEqual({ rejectUnauthorized: true });
     expect(config.kafka.sasl).toEqual({ mechanism: 'plain', username: 'svc', password: 'pw-123' });
     expect(config.provider.retry.retryAmbiguous).toBe(true);
   });
 
   it('never echoes a secret, neither in errors nor in the loggable description', () => {
-    const bad = problemsOf({ ...minimal, KAFKA_BROKERS: '', PROVIDER_ACCESS_KEY_SECRET: 'SECRET-XYZ', KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_PASSWORD: 'PW-XYZ' });
+    const bad = problemsOf({
+      ...minimal,
+      KAFKA_BROKERS: '',
+      PROVIDER_ACCESS_KEY_SECRET: 'SECRET-XYZ',
+      KAFKA_SASL_MECHANISM: 'plain',
+      KAFKA_SASL_PASSWORD: 'PW-XYZ',
+    });
     expect(bad.join('\n')).not.toMatch(/AKID-SECRET-VALUE|SECRET-XYZ|PW-XYZ/);
-    const described = JSON.stringify(describeConfig(loadConfig({ ...minimal, PROVIDER_ACCESS_KEY_SECRET: 'SECRET-XYZ', KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_USERNAME: 'u', KAFKA_SASL_PASSWORD: 'PW-XYZ' })));
+    const described = JSON.stringify(
+      describeConfig(
+        loadConfig({
+          ...minimal,
+          PROVIDER_ACCESS_KEY_SECRET: 'SECRET-XYZ',
+          KAFKA_SASL_MECHANISM: 'plain',
+          KAFKA_SASL_USERNAME: 'u',
+          KAFKA_SASL_PASSWORD: 'PW-XYZ',
+        }),
+      ),
+    );
     expect(described).not.toMatch(/AKID-SECRET-VALUE|SECRET-XYZ|PW-XYZ/);
     expect(described).toContain('[redacted]');
   });

@@ -122,7 +122,9 @@ const decodedValue = fc.oneof(
     createdAt: fc.oneof(fc.integer(), fc.anything()),
     expiresAt: fc.oneof(fc.constant(null), fc.record({ long: fc.oneof(fc.integer(), fc.anything()) }), fc.anything()),
     operation: fc.oneof(
-      fc.record({ [BRANCH.textMessage]: fc.record({ to: fc.oneof(recipients, fc.array(fc.anything(), { maxLength: 5 }), fc.anything()), signature: fc.anything() }) }),
+      fc.record({
+        [BRANCH.textMessage]: fc.record({ to: fc.oneof(recipients, fc.array(fc.anything(), { maxLength: 5 }), fc.anything()), signature: fc.anything() }),
+      }),
       fc.record({ [BRANCH.voiceVerification]: fc.record({ to: fc.anything(), code: fc.anything() }) }),
       fc.anything(),
     ),
@@ -230,7 +232,10 @@ describe('maxEncodedResultBytes', () => {
     operation: { kind: 'text', to: [], signature: 'x' },
     // Just within the hard caps: 256 entries, 65,536 bytes of 3-byte characters and ASCII keys.
     metadata: Object.fromEntries(
-      Array.from({ length: FIXED_LIMITS.metadataEntries }, (_, i) => [String(i).padStart(4, '0'), threeBytes.repeat(Math.floor((FIXED_LIMITS.metadataBytes / FIXED_LIMITS.metadataEntries - 4) / 3))]),
+      Array.from({ length: FIXED_LIMITS.metadataEntries }, (_, i) => [
+        String(i).padStart(4, '0'),
+        threeBytes.repeat(Math.floor((FIXED_LIMITS.metadataBytes / FIXED_LIMITS.metadataEntries - 4) / 3)),
+      ]),
     ),
   };
   const ctx = { command: worst, source, completedAt: 2 ** 52 };
@@ -239,7 +244,14 @@ describe('maxEncodedResultBytes', () => {
     const details = Array.from({ length: 100 }, () => ({ field: threeBytes.repeat(1000), problem: threeBytes.repeat(1000) }));
     const rejected = encodedBytes(rejectedResult(ctx, details));
     const failed = encodedBytes(
-      failedResult(ctx, { code: threeBytes.repeat(1000), message: threeBytes.repeat(10_000), stage: 'OTHER', retryable: true, attempts: 2_147_483_647, requestId: threeBytes.repeat(1000) }),
+      failedResult(ctx, {
+        code: threeBytes.repeat(1000),
+        message: threeBytes.repeat(10_000),
+        stage: 'OTHER',
+        retryable: true,
+        attempts: 2_147_483_647,
+        requestId: threeBytes.repeat(1000),
+      }),
     );
     const largest = Math.max(rejected, failed);
     expect(largest).toBeLessThanOrEqual(BOUND);

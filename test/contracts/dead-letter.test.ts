@@ -37,7 +37,9 @@ function roundTrip(record: DeadLetter): DeadLetter {
 
 describe('checkCommandRecordSize', () => {
   it('counts key, value, header keys (UTF-8) and header values', () => {
-    expect(commandRecordBytes({ key: 'ab', value: Buffer.alloc(10), headers: { 'é': ['x', Buffer.alloc(3)], none: undefined } })).toBe(2 + 10 + (2 + 1) + (2 + 3) + 4);
+    expect(commandRecordBytes({ key: 'ab', value: Buffer.alloc(10), headers: { é: ['x', Buffer.alloc(3)], none: undefined } })).toBe(
+      2 + 10 + (2 + 1) + (2 + 3) + 4,
+    );
     expect(commandRecordBytes({ key: null, value: null })).toBe(0);
   });
 
@@ -81,7 +83,10 @@ describe('reduceDeadLetter', () => {
 
     const reduced = reduceDeadLetter(record, 10_000);
     expect(reduced).toMatchObject({ key: null, value: null, headers: [] });
-    const headersType = parseSchema({ type: 'array', items: (deadLetterSchema as { fields: { name: string; type: { items: avro.Schema } }[] }).fields.find((f) => f.name === 'headers')?.type.items ?? 'null' });
+    const headersType = parseSchema({
+      type: 'array',
+      items: (deadLetterSchema as { fields: { name: string; type: { items: avro.Schema } }[] }).fields.find((f) => f.name === 'headers')?.type.items ?? 'null',
+    });
     const encodedHeaders = headersType.toBuffer(deadLetterToAvro(record).headers);
     expect(reduced.omitted).toEqual([
       { part: 'value', size: 50_000, sha256: expect.any(String) as unknown },

@@ -224,7 +224,14 @@ describe('bounded results (issue 11)', () => {
   });
 
   it('a FAILED result bounds the service-supplied code, message and request id', () => {
-    const result = failedResult(ctx, { code: '9'.repeat(1000), message: 'm'.repeat(100_000), stage: 'PROVIDER', retryable: false, attempts: 1, requestId: 'r'.repeat(1000) });
+    const result = failedResult(ctx, {
+      code: '9'.repeat(1000),
+      message: 'm'.repeat(100_000),
+      stage: 'PROVIDER',
+      retryable: false,
+      attempts: 1,
+      requestId: 'r'.repeat(1000),
+    });
     expect(result.error?.code).toHaveLength(200);
     expect(result.error?.message).toHaveLength(2_000);
     expect(result.providerRequestId).toHaveLength(200);
@@ -233,7 +240,13 @@ describe('bounded results (issue 11)', () => {
   it('a COMMAND_UNUSABLE result of a value with 50,000 shape problems and a huge key is small', () => {
     let error: CommandShapeError | undefined;
     try {
-      commandFromAvro({ commandId: 'c', createdAt: 1, expiresAt: null, metadata: {}, operation: { 'io.smsworker.v1.TextMessage': { to: Array.from({ length: 50_000 }, () => 1), signature: 'ab' } } });
+      commandFromAvro({
+        commandId: 'c',
+        createdAt: 1,
+        expiresAt: null,
+        metadata: {},
+        operation: { 'io.smsworker.v1.TextMessage': { to: Array.from({ length: 50_000 }, () => 1), signature: 'ab' } },
+      });
     } catch (caught) {
       if (caught instanceof CommandShapeError) error = caught;
     }

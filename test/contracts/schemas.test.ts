@@ -49,7 +49,11 @@ describe.each(['command', 'result', 'dead-letter'] as const satisfies readonly S
 
   it('has a doc checker that notices a missing doc', () => {
     const bad: Json = { type: 'record', name: 'X', doc: 'x', fields: [{ name: 'a', type: 'string' }] };
-    expect(documentables(bad, 'x').filter((d) => d.doc === undefined).map((d) => d.path)).toEqual(['x.a']);
+    expect(
+      documentables(bad, 'x')
+        .filter((d) => d.doc === undefined)
+        .map((d) => d.path),
+    ).toEqual(['x.a']);
   });
 
   it('documents every record, enum and field', () => {

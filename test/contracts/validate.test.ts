@@ -76,9 +76,7 @@ describe('text: signature counted in Unicode code points', () => {
   });
 
   it.each(['', '  ', '\u3000\u3000'])('rejects blank signature %j', (signature) => {
-    expect(problemsOf(textCommand({ signature }))).toEqual([
-      { field: 'operation.signature', problem: 'signature must not be empty or whitespace only' },
-    ]);
+    expect(problemsOf(textCommand({ signature }))).toEqual([{ field: 'operation.signature', problem: 'signature must not be empty or whitespace only' }]);
   });
 });
 
@@ -176,7 +174,8 @@ describe('text: recipients', () => {
     expect(problemsOf(textCommand({ to }))).toEqual([
       {
         field: 'operation.to',
-        problem: 'at most 1000 recipients are allowed; got 1001 (counted as given, before removing duplicates and invalid numbers; only the first 1000 were examined)',
+        problem:
+          'at most 1000 recipients are allowed; got 1001 (counted as given, before removing duplicates and invalid numbers; only the first 1000 were examined)',
       },
     ]);
     expect(validateCommand(textCommand({ to: to.slice(0, 1000) }), policy, NOW).kind).toBe('send');
@@ -197,7 +196,13 @@ describe('text: recipients', () => {
     const result = validateCommand(textCommand({ to: ['13800138000', long] }), { ...policy, partialRecipients }, NOW);
     expect(result).toEqual({
       kind: 'rejected',
-      problems: [{ field: 'operation.to[1]', problem: 'recipient must be at most 32 characters (Unicode code points); got 33 (this rejects the whole command under every PARTIAL_RECIPIENTS policy)' }],
+      problems: [
+        {
+          field: 'operation.to[1]',
+          problem:
+            'recipient must be at most 32 characters (Unicode code points); got 33 (this rejects the whole command under every PARTIAL_RECIPIENTS policy)',
+        },
+      ],
     });
     expect(validateCommand(textCommand({ to: ['13800138000', '1'.repeat(32)] }), sendValid, NOW).kind).toBe('send');
   });
@@ -266,7 +271,10 @@ describe('voice', () => {
 
   it.each([
     ['', 'callee is empty; expected a domestic number of CN, national or in E.164'],
-    ['185 0987 2103', "callee must be ASCII digits with an optional leading '+' (no spaces, punctuation or other characters); expected a domestic number of CN, national or in E.164"],
+    [
+      '185 0987 2103',
+      "callee must be ASCII digits with an optional leading '+' (no spaces, punctuation or other characters); expected a domestic number of CN, national or in E.164",
+    ],
     ['12345', 'callee is too short to be a phone number; expected a domestic number of CN, national or in E.164'],
   ])('rejects malformed callee %j', (to, problem) => {
     expect(problemsOf(voiceCommand({ to }))).toEqual([{ field: 'operation.to', problem }]);
@@ -296,20 +304,11 @@ describe('every problem is reported at once', () => {
       { to: ['13800138000', 'x', ''], signature: '合'.repeat(17), content: 'hi', templateId: 'T1', templateData: { a: 'b' } },
       { commandId: ' ' },
     );
-    expect(problemsOf(command).map((p) => p.field)).toEqual([
-      'commandId',
-      'operation.to[1]',
-      'operation.to[2]',
-      'operation.signature',
-      'operation',
-    ]);
+    expect(problemsOf(command).map((p) => p.field)).toEqual(['commandId', 'operation.to[1]', 'operation.to[2]', 'operation.signature', 'operation']);
   });
 
   it('text without body and with stray templateData', () => {
-    expect(problemsOf(textCommand({ content: '', templateData: { a: 'b' } })).map((p) => p.field)).toEqual([
-      'operation',
-      'operation.templateData',
-    ]);
+    expect(problemsOf(textCommand({ content: '', templateData: { a: 'b' } })).map((p) => p.field)).toEqual(['operation', 'operation.templateData']);
   });
 
   it('voice', () => {
@@ -403,8 +402,14 @@ describe('limits (issue 11)', () => {
   it('templateData: one problem for all over-long names and one for all over-long values, never quoting them', () => {
     const problems = problemsOf(template({ abcd: '123456', 'ab😀': '12345', abcdefg: '1' }), { ...small, maxTemplateVariables: 3 });
     expect(problems).toEqual([
-      { field: 'operation.templateData', problem: 'template variable names must be at most 3 characters (Unicode code points); 2 are longer, the longest has 7' },
-      { field: 'operation.templateData', problem: 'template variable values must be at most 5 characters (Unicode code points); 1 is longer, the longest has 6' },
+      {
+        field: 'operation.templateData',
+        problem: 'template variable names must be at most 3 characters (Unicode code points); 2 are longer, the longest has 7',
+      },
+      {
+        field: 'operation.templateData',
+        problem: 'template variable values must be at most 5 characters (Unicode code points); 1 is longer, the longest has 6',
+      },
     ]);
     expect(JSON.stringify(problems)).not.toMatch(/abcd|123456/);
   });

@@ -161,9 +161,7 @@ describe('Dockerfile', () => {
     const build = stages.find((s) => s.name === 'build');
     expect(build, 'a stage named "build"').toBeDefined();
     expect(build?.base).toMatch(/^node:24-bookworm-slim(@sha256:[a-f0-9]{64})?$/);
-    expect(runtime.base).toMatch(
-      /^(node:24(\.\d+)*-(bookworm|trixie)-slim|gcr\.io\/distroless\/nodejs24-debian1[23](:[a-z0-9-]+)?)(@sha256:[a-f0-9]{64})?$/,
-    );
+    expect(runtime.base).toMatch(/^(node:24(\.\d+)*-(bookworm|trixie)-slim|gcr\.io\/distroless\/nodejs24-debian1[23](:[a-z0-9-]+)?)(@sha256:[a-f0-9]{64})?$/);
     expect(runtime.name).not.toBe('build');
   });
 
@@ -193,9 +191,7 @@ describe('Dockerfile', () => {
       for (const source of copy.sources) {
         expect(source, 'copying the whole context defeats the allowlist').not.toMatch(/^\.\/?$/);
         expect(existsSync(path.join(repoRoot, source)), `COPY source ${source} exists in the repo`).toBe(true);
-        expect(dockerignoreAllows(ignorePatterns, source), `COPY source ${source} is re-included in .dockerignore`).toBe(
-          true,
-        );
+        expect(dockerignoreAllows(ignorePatterns, source), `COPY source ${source} is re-included in .dockerignore`).toBe(true);
       }
     }
   });
@@ -208,8 +204,10 @@ describe('Dockerfile', () => {
         .filter((c) => c.from === undefined)
         .flatMap((c) => c.sources.map((source) => path.posix.normalize(source).replace(/\/$/, ''))),
     );
-    for (const source of contextSources) expect(['tools', 'bench', 'test', 'scripts', 'stack'].includes(source.split('/')[0] ?? ''), `COPY ${source}`).toBe(false);
-    const inside = (file: string): boolean => contextSources.some((s) => file === path.join(repoRoot, s) || file.startsWith(`${path.join(repoRoot, s)}${path.sep}`));
+    for (const source of contextSources)
+      expect(['tools', 'bench', 'test', 'scripts', 'stack'].includes(source.split('/')[0] ?? ''), `COPY ${source}`).toBe(false);
+    const inside = (file: string): boolean =>
+      contextSources.some((s) => file === path.join(repoRoot, s) || file.startsWith(`${path.join(repoRoot, s)}${path.sep}`));
     const problems: string[] = [];
     const visit = (file: string): void => {
       if (statSync(file).isDirectory()) {
@@ -219,7 +217,10 @@ describe('Dockerfile', () => {
       if (!file.endsWith('.ts')) return;
       const text = readFileSync(file, 'utf8');
       // Value imports only: `import type` is erased by the compiler and needs nothing at run time.
-      const specifiers = [...text.matchAll(/^\s*(?:import|export)\s+(?!type\s)(?:[^'";]*?\sfrom\s+)?'([^']+)'/gm), ...text.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)].map((m) => m[1] ?? '');
+      const specifiers = [
+        ...text.matchAll(/^\s*(?:import|export)\s+(?!type\s)(?:[^'";]*?\sfrom\s+)?'([^']+)'/gm),
+        ...text.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g),
+      ].map((m) => m[1] ?? '');
       for (const specifier of specifiers) {
         const where = path.relative(repoRoot, file);
         if (specifier.startsWith('.')) {
@@ -247,7 +248,9 @@ describe('Dockerfile', () => {
         expect(producerIndex, `COPY --from=${copy.from} must reference an earlier stage`).toBeLessThan(index);
         const producer = stages[producerIndex] as Stage;
         const workdir = only(stageInstructions(producer, 'WORKDIR'), `one WORKDIR in stage ${copy.from}`).args;
-        const runs = stageInstructions(producer, 'RUN').map((i) => i.args).join('\n');
+        const runs = stageInstructions(producer, 'RUN')
+          .map((i) => i.args)
+          .join('\n');
         const copiedIn = stageInstructions(producer, 'COPY').flatMap((i) => parseCopy(i.args).sources);
         for (const source of copy.sources) {
           const rel = path.posix.relative(workdir, source);
@@ -283,9 +286,7 @@ describe('Dockerfile', () => {
       expect(Number(gid)).toBeGreaterThan(0);
     }
     // The user switch must come after the last RUN/COPY that needs root, i.e. be the last of them.
-    const lastRootStep = Math.max(
-      ...runtime.instructions.filter((i) => i.keyword === 'RUN').map((i) => i.line),
-    );
+    const lastRootStep = Math.max(...runtime.instructions.filter((i) => i.keyword === 'RUN').map((i) => i.line));
     expect(user?.line).toBeGreaterThan(lastRootStep);
   });
 

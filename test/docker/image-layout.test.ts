@@ -13,12 +13,21 @@ const root = resolve(import.meta.dirname, '..', '..');
 let app: string;
 
 function entry(args: readonly string[], env: Record<string, string> = {}) {
-  return spawnSync(process.execPath, ['dist/cli/main.js', ...args], { cwd: app, encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '', ...env }, timeout: 30_000 });
+  return spawnSync(process.execPath, ['dist/cli/main.js', ...args], {
+    cwd: app,
+    encoding: 'utf8',
+    env: { PATH: process.env['PATH'] ?? '', ...env },
+    timeout: 30_000,
+  });
 }
 
 beforeAll(() => {
   app = mkdtempSync(join(tmpdir(), 'sms-worker-image-'));
-  const build = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', join(app, 'dist')], { encoding: 'utf8' });
+  const build = spawnSync(
+    process.execPath,
+    [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(root, 'tsconfig.build.json'), '--outDir', join(app, 'dist')],
+    { encoding: 'utf8' },
+  );
   expect(build.status, build.stdout + build.stderr).toBe(0);
   cpSync(join(root, 'schemas'), join(app, 'schemas'), { recursive: true });
   cpSync(join(root, 'package.json'), join(app, 'package.json'));
@@ -43,7 +52,15 @@ describe('the image entry point, laid out as the image has it', () => {
   });
 
   it('finds the Avro schemas from the compiled code (the sandbox subcommand also starts)', () => {
-    const schemas = spawnSync(process.execPath, ['--input-type=module', '-e', "const m = await import('./dist/contracts/avro.js'); console.log(m.commandType.name, m.resultType.name, m.deadLetterType.name)"], { cwd: app, encoding: 'utf8' });
+    const schemas = spawnSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "const m = await import('./dist/contracts/avro.js'); console.log(m.commandType.name, m.resultType.name, m.deadLetterType.name)",
+      ],
+      { cwd: app, encoding: 'utf8' },
+    );
     expect(schemas.status, schemas.stderr).toBe(0);
     expect(schemas.stdout.trim()).toBe('io.smsworker.v1.SendCommand io.smsworker.v1.CommandResult io.smsworker.v1.DeadLetter');
     expect(entry(['sandbox', '--help']).status).toBe(0);
@@ -71,7 +88,11 @@ describe('what `npm run build` puts in dist/ (what the image runs)', () => {
     const foreign: string[] = [];
     for (const file of filesBelow(join(app, 'dist')).filter((f) => f.endsWith('.js'))) {
       const text = readFileSync(join(app, 'dist', file), 'utf8');
-      const specifiers = [...text.matchAll(/^\s*(?:import|export)\s+(?:[^'";]*?\sfrom\s+)?["']([^"']+)["']/gm), ...text.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g), ...text.matchAll(/\brequire\(\s*["']([^"']+)["']\s*\)/g)].map((m) => m[1] ?? '');
+      const specifiers = [
+        ...text.matchAll(/^\s*(?:import|export)\s+(?:[^'";]*?\sfrom\s+)?["']([^"']+)["']/gm),
+        ...text.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g),
+        ...text.matchAll(/\brequire\(\s*["']([^"']+)["']\s*\)/g),
+      ].map((m) => m[1] ?? '');
       for (const specifier of specifiers) {
         if (specifier.startsWith('.') || specifier.startsWith('node:')) continue;
         const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : (specifier.split('/')[0] ?? '');

@@ -4,7 +4,14 @@
  * group's committed offset per partition as a broker would, so tests can assert on what a reader
  * of the result, dead-letter and ledger topics would see.
  */
-import { BatchTooLargeError, FencedError, type OutgoingRecord, type PartitionProducers, type TransactionOffsets, type TransactionalSession } from '../../src/kafka/ports.ts';
+import {
+  BatchTooLargeError,
+  FencedError,
+  type OutgoingRecord,
+  type PartitionProducers,
+  type TransactionOffsets,
+  type TransactionalSession,
+} from '../../src/kafka/ports.ts';
 import { decodeCheckpoint, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 
 export interface RecordedTransaction {

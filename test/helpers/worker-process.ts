@@ -21,7 +21,9 @@ export class WorkerProcess {
   }
 
   async stopped(timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`worker did not exit within ${timeoutMs} ms; output:\n${this.output.slice(-3000)}`)), timeoutMs).unref());
+    const timeout = new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error(`worker did not exit within ${timeoutMs} ms; output:\n${this.output.slice(-3000)}`)), timeoutMs).unref(),
+    );
     return Promise.race([this.exited, timeout]);
   }
 }

@@ -24,7 +24,14 @@ export interface TestTopics {
 
 export function testTopics(): TestTopics {
   const base = uniqueName('w');
-  return { commands: `${base}.commands`, results: `${base}.results`, deadLetter: `${base}.dlq`, ledger: `${base}.ledger`, group: `${base}-group`, transactionalIdPrefix: `${base}-tx` };
+  return {
+    commands: `${base}.commands`,
+    results: `${base}.results`,
+    deadLetter: `${base}.dlq`,
+    ledger: `${base}.ledger`,
+    group: `${base}-group`,
+    transactionalIdPrefix: `${base}-tx`,
+  };
 }
 
 /** The environment a test worker runs with: its own topics and group, fast probes, no fixed port. */
@@ -98,7 +105,11 @@ export class ResultCollector {
 
   /** Waits for a result of each id, then returns the one result of each (throws on none). */
   async waitFor(commandIds: readonly string[], timeoutMs = 60_000): Promise<Map<string, CommandResult>> {
-    await eventually(() => (commandIds.every((id) => this.byCommand.has(id)) ? true : undefined), timeoutMs, `results for ${commandIds.length} commands (have ${commandIds.filter((id) => this.byCommand.has(id)).length})`);
+    await eventually(
+      () => (commandIds.every((id) => this.byCommand.has(id)) ? true : undefined),
+      timeoutMs,
+      `results for ${commandIds.length} commands (have ${commandIds.filter((id) => this.byCommand.has(id)).length})`,
+    );
     return new Map(commandIds.map((id) => [id, (this.byCommand.get(id) ?? [])[0] as CommandResult]));
   }
 
@@ -115,7 +126,12 @@ export function textCommand(overrides: Partial<SendCommand> & { to?: string[]; c
     createdAt: Date.now(),
     expiresAt: overrides.expiresAt ?? null,
     metadata: overrides.metadata ?? { test: 'yes' },
-    operation: overrides.operation ?? { kind: 'text', to: overrides.to ?? ['+8613800138000'], signature: 'Acme', content: overrides.content ?? 'Hello from the worker tests' },
+    operation: overrides.operation ?? {
+      kind: 'text',
+      to: overrides.to ?? ['+8613800138000'],
+      signature: 'Acme',
+      content: overrides.content ?? 'Hello from the worker tests',
+    },
   };
 }
 

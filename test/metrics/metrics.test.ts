@@ -15,9 +15,12 @@ describe('toMicros', () => {
     expect(toMicros(amount)).toBe(micros);
   });
 
-  it.each(['', 'abc', '1e3', '0,05', '.5', 'NaN', 'Infinity', '9'.repeat(400), `0.${'1'.repeat(400)}`, '9007199254.740992', '-9007199254.740992'])('refuses %j', (amount) => {
-    expect(toMicros(amount)).toBeUndefined();
-  });
+  it.each(['', 'abc', '1e3', '0,05', '.5', 'NaN', 'Infinity', '9'.repeat(400), `0.${'1'.repeat(400)}`, '9007199254.740992', '-9007199254.740992'])(
+    'refuses %j',
+    (amount) => {
+      expect(toMicros(amount)).toBeUndefined();
+    },
+  );
 
   it('reads the largest amount whose micro-units are a safe integer', () => {
     expect(toMicros('9007199254.740991')).toBe(9_007_199_254_740_991n);

@@ -59,22 +59,26 @@ describe('backoff', () => {
   });
 
   it('stops when the delay would overrun the budget', () => {
-    expect(
-      decideRetry({ failureClass: 'transport', attemptsMade: 3, elapsedMs: 9_900, policy, random: () => 0.9 }),
-    ).toEqual({ retry: false, reason: 'budget-exhausted' });
+    expect(decideRetry({ failureClass: 'transport', attemptsMade: 3, elapsedMs: 9_900, policy, random: () => 0.9 })).toEqual({
+      retry: false,
+      reason: 'budget-exhausted',
+    });
   });
 
   it('honours Retry-After over the backoff, and gives up when it does not fit the budget', () => {
-    expect(
-      decideRetry({ failureClass: 'throttled', retryAfterMs: 2_000, attemptsMade: 1, elapsedMs: 0, policy }),
-    ).toEqual({ retry: true, delayMs: 2_000, basis: 'retry-after' });
-    expect(
-      decideRetry({ failureClass: 'throttled', retryAfterMs: 2_000, attemptsMade: 1, elapsedMs: 8_500, policy }),
-    ).toEqual({ retry: false, reason: 'retry-after-exceeds-budget' });
+    expect(decideRetry({ failureClass: 'throttled', retryAfterMs: 2_000, attemptsMade: 1, elapsedMs: 0, policy })).toEqual({
+      retry: true,
+      delayMs: 2_000,
+      basis: 'retry-after',
+    });
+    expect(decideRetry({ failureClass: 'throttled', retryAfterMs: 2_000, attemptsMade: 1, elapsedMs: 8_500, policy })).toEqual({
+      retry: false,
+      reason: 'retry-after-exceeds-budget',
+    });
   });
 });
 
-describe('decideRetry with a deadline (the command\'s expiry)', () => {
+describe("decideRetry with a deadline (the command's expiry)", () => {
   it('makes no retry that would start at or after the deadline, even within the budget', () => {
     // random 0.5 on the first retry: 50 ms of backoff.
     const base = { failureClass: 'transport' as const, attemptsMade: 1, elapsedMs: 0, policy, random: () => 0.5 };

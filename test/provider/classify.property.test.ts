@@ -57,13 +57,23 @@ const successLike = fc
 const failureLike = fc
   .record({
     code: fc.oneof(fc.constantFrom('105400', '101301', '0', ''), fc.string({ maxLength: 100 })),
-    message: fc.oneof(fc.string({ maxLength: 2_000 }), fc.integer({ min: 1, max: 300_000 }).map((n) => 'm'.repeat(n)), fc.integer()),
+    message: fc.oneof(
+      fc.string({ maxLength: 2_000 }),
+      fc.integer({ min: 1, max: 300_000 }).map((n) => 'm'.repeat(n)),
+      fc.integer(),
+    ),
   })
   .map((envelope) => JSON.stringify(envelope));
 
-const deepNesting = fc.integer({ min: 1, max: 200_000 }).chain((depth) =>
-  fc.constantFrom('['.repeat(depth) + ']'.repeat(depth), `{"code":"0","data":${'['.repeat(depth)}${']'.repeat(depth)}}`, '{"a":'.repeat(depth) + '1' + '}'.repeat(depth)),
-);
+const deepNesting = fc
+  .integer({ min: 1, max: 200_000 })
+  .chain((depth) =>
+    fc.constantFrom(
+      '['.repeat(depth) + ']'.repeat(depth),
+      `{"code":"0","data":${'['.repeat(depth)}${']'.repeat(depth)}}`,
+      '{"a":'.repeat(depth) + '1' + '}'.repeat(depth),
+    ),
+  );
 
 const body = fc.oneof(
   fc.string({ maxLength: 200 }),
@@ -90,7 +100,13 @@ const responseOutcome: fc.Arbitrary<AttemptOutcome> = fc.record({
   status: fc.oneof(fc.integer({ min: 100, max: 599 }), fc.constantFrom(200, 400, 401, 403, 404, 429, 500, 502, 503, 504), fc.integer({ min: -1, max: 1_000 })),
   body,
   retryAfter,
-  requestId: fc.option(fc.oneof(fc.string({ maxLength: 50 }), fc.integer({ min: 1, max: 50_000 }).map((n) => 'r'.repeat(n))), { nil: undefined }),
+  requestId: fc.option(
+    fc.oneof(
+      fc.string({ maxLength: 50 }),
+      fc.integer({ min: 1, max: 50_000 }).map((n) => 'r'.repeat(n)),
+    ),
+    { nil: undefined },
+  ),
 });
 
 const otherOutcome: fc.Arbitrary<AttemptOutcome> = fc.oneof(

@@ -64,9 +64,7 @@ describe('classifyOutcome: HTTP answers', () => {
   it('429 and 503 are throttled with Retry-After in ms, whatever the body', () => {
     const t429 = failure(classifyOutcome(response(429, 'slow down', { retryAfter: '2' }), TEXT, NOW));
     expect(t429).toMatchObject({ failureClass: 'throttled', code: 'PROVIDER_THROTTLED', retryAfterMs: 2_000, httpStatus: 429 });
-    const t503 = failure(
-      classifyOutcome(response(503, { code: '105400', message: 'x' }, { retryAfter: 'Wed, 01 Jan 2025 00:00:03 GMT' }), TEXT, NOW),
-    );
+    const t503 = failure(classifyOutcome(response(503, { code: '105400', message: 'x' }, { retryAfter: 'Wed, 01 Jan 2025 00:00:03 GMT' }), TEXT, NOW));
     expect(t503).toMatchObject({ failureClass: 'throttled', code: 'PROVIDER_UNAVAILABLE', retryAfterMs: 3_000 });
   });
 
@@ -115,7 +113,7 @@ describe('classifyOutcome: HTTP answers', () => {
     }
   });
 
-  it('the service\'s message is cut to MAX_PROVIDER_MESSAGE characters (a 2 MB message is not copied)', () => {
+  it("the service's message is cut to MAX_PROVIDER_MESSAGE characters (a 2 MB message is not copied)", () => {
     const huge = 'x'.repeat(2_000_000);
     for (const status of [400, 429, 500]) {
       const f = failure(classifyOutcome(response(status, { code: '100001', message: huge }), TEXT, NOW));
@@ -124,8 +122,11 @@ describe('classifyOutcome: HTTP answers', () => {
     }
   });
 
-  it('a `code` longer than 64 characters is not the service\'s code: no envelope', () => {
-    expect(failure(classifyOutcome(response(400, { code: '9'.repeat(65), message: 'x' }), TEXT, NOW))).toMatchObject({ failureClass: 'business', code: 'PROVIDER_HTTP_400' });
+  it("a `code` longer than 64 characters is not the service's code: no envelope", () => {
+    expect(failure(classifyOutcome(response(400, { code: '9'.repeat(65), message: 'x' }), TEXT, NOW))).toMatchObject({
+      failureClass: 'business',
+      code: 'PROVIDER_HTTP_400',
+    });
     expect(failure(classifyOutcome(response(200, { code: '9'.repeat(65), message: 'x' }), TEXT, NOW))).toMatchObject({ failureClass: 'malformed' });
   });
 
@@ -234,7 +235,7 @@ describe('classifyOutcome: numbers and amounts out of range make a success malfo
   });
 
   it.each([
-    ['the spec\'s six fractional digits', { price: '0.045000' }],
+    ["the spec's six fractional digits", { price: '0.045000' }],
     ['an integer', { price: '3' }],
     ['18 digits on each side', { price: `${'9'.repeat(18)}.${'9'.repeat(18)}` }],
     ['the largest Avro int', { messageCount: 2_147_483_647 }],

@@ -106,7 +106,14 @@ describe('provider client: answer size is capped', () => {
     const { stats, handler } = streamingServer(TWENTY_MB, { contentLength: false });
     const url = await serve(handler);
     const error = await failureOf(client(url, { maxResponseBytes: 100_000 }).send(TEXT));
-    expect(error).toMatchObject({ failureClass: 'malformed', code: 'PROVIDER_RESPONSE_TOO_LARGE', httpStatus: 200, answered: true, retryable: false, attempts: 1 });
+    expect(error).toMatchObject({
+      failureClass: 'malformed',
+      code: 'PROVIDER_RESPONSE_TOO_LARGE',
+      httpStatus: 200,
+      answered: true,
+      retryable: false,
+      attempts: 1,
+    });
     expect(error.message).toMatch(/100000-byte limit/);
     expect(stats.requests).toBe(1);
     // The client stopped reading: the server could not push the whole 20 MB into the socket.
@@ -139,8 +146,10 @@ describe('provider client: answer size is capped', () => {
     expect(error.message.length).toBeLessThan(1_500);
   });
 
-  it('the default cap is PROVIDER_MAX_RESPONSE_BYTES\'s default', () => {
-    expect(resolveProviderOptions({ baseUrl: 'http://127.0.0.1:1', accessKeyId: 'k' }).maxResponseBytes).toBe(envSchema.shape.PROVIDER_MAX_RESPONSE_BYTES.parse(undefined));
+  it("the default cap is PROVIDER_MAX_RESPONSE_BYTES's default", () => {
+    expect(resolveProviderOptions({ baseUrl: 'http://127.0.0.1:1', accessKeyId: 'k' }).maxResponseBytes).toBe(
+      envSchema.shape.PROVIDER_MAX_RESPONSE_BYTES.parse(undefined),
+    );
   });
 });
 
@@ -211,12 +220,19 @@ describe('provider client: where the failure happened', () => {
       res.writeHead(500);
       res.end('oops');
     });
-    expect(await failureOf(client(url, { retry: { maxAttempts: 1 } }).send(TEXT))).toMatchObject({ failureClass: 'ambiguous', httpStatus: 500, answered: true });
+    expect(await failureOf(client(url, { retry: { maxAttempts: 1 } }).send(TEXT))).toMatchObject({
+      failureClass: 'ambiguous',
+      httpStatus: 500,
+      answered: true,
+    });
     const server = http.createServer();
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as net.AddressInfo).port;
     await new Promise<void>((resolve) => server.close(() => resolve()));
-    expect(await failureOf(client(`http://127.0.0.1:${port}`, { retry: { maxAttempts: 1 } }).send(TEXT))).toMatchObject({ failureClass: 'transport', answered: false });
+    expect(await failureOf(client(`http://127.0.0.1:${port}`, { retry: { maxAttempts: 1 } }).send(TEXT))).toMatchObject({
+      failureClass: 'transport',
+      answered: false,
+    });
   });
 
   it('401 without an envelope (a revoked key) is configuration, not retried', async () => {
@@ -271,25 +287,27 @@ describe('provider client: idle keep-alive sockets', () => {
     expect(sandbox.state.stats().connections).toBe(2);
   });
 
-  it('by default idle sockets are closed after 4 s, below Node\'s (5 s) and nginx\'s (75 s) server keep-alive timeouts', () => {
+  it("by default idle sockets are closed after 4 s, below Node's (5 s) and nginx's (75 s) server keep-alive timeouts", () => {
     expect(resolveProviderOptions({ baseUrl: 'http://127.0.0.1:1', accessKeyId: 'k' }).freeSocketTimeoutMs).toBe(4_000);
     expect(PROVIDER_DEFAULTS.freeSocketTimeoutMs).toBeLessThan(new http.Server().keepAliveTimeout);
   });
 });
 
 describe('provider defaults have one source', () => {
-  it('the client\'s defaults are the worker\'s (src/config/schema.ts)', () => {
+  it("the client's defaults are the worker's (src/config/schema.ts)", () => {
     const resolved = resolveProviderOptions({ baseUrl: 'http://127.0.0.1:1', accessKeyId: 'k' });
-    const env = envSchema.pick({
-      PROVIDER_CONNECT_TIMEOUT_MS: true,
-      PROVIDER_RESPONSE_TIMEOUT_MS: true,
-      PROVIDER_RETRY_ATTEMPTS: true,
-      PROVIDER_RETRY_BUDGET_MS: true,
-      PROVIDER_RETRY_BASE_MS: true,
-      PROVIDER_RETRY_MAX_DELAY_MS: true,
-      PROVIDER_RETRY_AMBIGUOUS: true,
-      MAX_IN_FLIGHT: true,
-    }).parse({});
+    const env = envSchema
+      .pick({
+        PROVIDER_CONNECT_TIMEOUT_MS: true,
+        PROVIDER_RESPONSE_TIMEOUT_MS: true,
+        PROVIDER_RETRY_ATTEMPTS: true,
+        PROVIDER_RETRY_BUDGET_MS: true,
+        PROVIDER_RETRY_BASE_MS: true,
+        PROVIDER_RETRY_MAX_DELAY_MS: true,
+        PROVIDER_RETRY_AMBIGUOUS: true,
+        MAX_IN_FLIGHT: true,
+      })
+      .parse({});
     expect(resolved).toMatchObject({
       connectTimeoutMs: env.PROVIDER_CONNECT_TIMEOUT_MS,
       responseTimeoutMs: env.PROVIDER_RESPONSE_TIMEOUT_MS,

@@ -119,7 +119,13 @@ describe('provider client against the sandbox: successes', () => {
     const probe = http.createServer((req, res) => {
       seen.push(req.headers);
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ code: '0', message: 'Success', data: { recipients: 0, messageCount: 0, totalAmount: '0.000000', payAmount: '0.000000', virtualAmount: '0.000000', messages: [] } }));
+      res.end(
+        JSON.stringify({
+          code: '0',
+          message: 'Success',
+          data: { recipients: 0, messageCount: 0, totalAmount: '0.000000', payAmount: '0.000000', virtualAmount: '0.000000', messages: [] },
+        }),
+      );
     });
     await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
     try {
@@ -162,18 +168,14 @@ describe('provider client: business failures are never retried', () => {
   });
 
   it('101301 for a voice call to an international number', async () => {
-    const error = await failureOf(
-      client().send({ operation: 'sms.voice.verification.send', body: { to: '+447400123456', code: '1234' } }),
-    );
+    const error = await failureOf(client().send({ operation: 'sms.voice.verification.send', body: { to: '+447400123456', code: '1234' } }));
     expect(error).toMatchObject({ code: '101301', failureClass: 'configuration', retryable: false, attempts: 1 });
     expect(error.providerMessage).toBe('未设置有效的上游服务商');
     expect(sandbox.state.requests()).toHaveLength(1);
   });
 
   it('a sandbox validation code is a generic business failure, one request', async () => {
-    const error = await failureOf(
-      client().send({ operation: 'sms.message.send', body: { to: ['+8613800138000'], signature: 'A', content: 'x' } }),
-    );
+    const error = await failureOf(client().send({ operation: 'sms.message.send', body: { to: ['+8613800138000'], signature: 'A', content: 'x' } }));
     expect(error).toMatchObject({ code: '900310', failureClass: 'business', retryable: false, attempts: 1 });
     expect(sandbox.state.requests()).toHaveLength(1);
   });
@@ -184,10 +186,9 @@ describe('provider client: retries', () => {
     sandbox.setFaults({ enqueue: [{ kind: 'http503' }], retryAfterSec: 0 });
     const retries: RetryInfo[] = [];
     const attempts: AttemptInfo[] = [];
-    const success = await client({ onRetry: (info) => retries.push(info), onAttempt: (info) => attempts.push(info) }).send(
-      TEXT_ONE,
-      { correlationId: 'cmd-503' },
-    );
+    const success = await client({ onRetry: (info) => retries.push(info), onAttempt: (info) => attempts.push(info) }).send(TEXT_ONE, {
+      correlationId: 'cmd-503',
+    });
     expect(success.attempts).toBe(2);
     expect(sandbox.state.requests({ correlationId: 'cmd-503' }).map((e) => e.httpStatus)).toEqual([503, 200]);
     expect(retries).toEqual([expect.objectContaining({ attempt: 1, failureClass: 'throttled', code: 'PROVIDER_UNAVAILABLE' })]);
@@ -249,10 +250,9 @@ describe('provider client: ambiguous and transport failures', () => {
 
   it('a processed-then-lost answer retried under retryAmbiguous is a duplicate the sandbox counts', async () => {
     sandbox.setFaults({ enqueue: [{ kind: 'hang-after' }] });
-    await client({ retry: { maxAttempts: 2, budgetMs: 3_000, baseDelayMs: 10, maxDelayMs: 50, retryAmbiguous: true } }).send(
-      TEXT_ONE,
-      { correlationId: 'dup-1' },
-    );
+    await client({ retry: { maxAttempts: 2, budgetMs: 3_000, baseDelayMs: 10, maxDelayMs: 50, retryAmbiguous: true } }).send(TEXT_ONE, {
+      correlationId: 'dup-1',
+    });
     expect(sandbox.state.acceptedSends('dup-1')).toBe(2);
     expect(sandbox.state.stats().duplicateCorrelationIds).toBe(1);
   });
@@ -369,8 +369,8 @@ describe('provider client: authentication and secrets', () => {
 
 describe('provider client options', () => {
   it('rejects invalid options with every problem listed', () => {
-    expect(() =>
-      createProviderClient({ baseUrl: 'not a url', accessKeyId: '', retry: { maxAttempts: 0 } }),
-    ).toThrowError(/baseUrl is not a valid URL[\s\S]*accessKeyId must not be empty[\s\S]*retry.maxAttempts/);
+    expect(() => createProviderClient({ baseUrl: 'not a url', accessKeyId: '', retry: { maxAttempts: 0 } })).toThrowError(
+      /baseUrl is not a valid URL[\s\S]*accessKeyId must not be empty[\s\S]*retry.maxAttempts/,
+    );
   });
 });

@@ -52,9 +52,7 @@ describe('latency', () => {
 
   it('log-normal hits the requested median and p99', () => {
     const random = seededRandom(7);
-    const samples = Array.from({ length: 20_000 }, () => sampleLatency({ kind: 'lognormal', medianMs: 20, p99Ms: 200 }, random)).sort(
-      (a, b) => a - b,
-    );
+    const samples = Array.from({ length: 20_000 }, () => sampleLatency({ kind: 'lognormal', medianMs: 20, p99Ms: 200 }, random)).sort((a, b) => a - b);
     const median = samples[10_000] ?? 0;
     const p99 = samples[19_800] ?? 0;
     expect(median).toBeGreaterThan(18);
@@ -149,8 +147,25 @@ describe('sandbox command line', () => {
   it('parses flags into options', () => {
     expect(
       parseSandboxArgs([
-        '--port', '8081', '--secret', 's3', '--access-key-id', 'id', '--balance', '5', '--seed', '9',
-        '--latency-ms', '20', '--latency-p99-ms', '200', '--rate-503', '0.1', '--rate-reset', '0.01', '--down',
+        '--port',
+        '8081',
+        '--secret',
+        's3',
+        '--access-key-id',
+        'id',
+        '--balance',
+        '5',
+        '--seed',
+        '9',
+        '--latency-ms',
+        '20',
+        '--latency-p99-ms',
+        '200',
+        '--rate-503',
+        '0.1',
+        '--rate-reset',
+        '0.01',
+        '--down',
       ]),
     ).toEqual({
       port: 8081,

@@ -34,10 +34,7 @@ function query(action: string, overrides: Record<string, string | undefined> = {
   return new URLSearchParams({ ...params, signature }).toString();
 }
 
-async function call(
-  path: string,
-  options: { method?: 'GET' | 'POST'; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
-): Promise<Answer> {
+async function call(path: string, options: { method?: 'GET' | 'POST'; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
   const response = await got(`${sandbox.url}${path}`, {
     method: options.method ?? 'POST',
     body: options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
@@ -55,8 +52,7 @@ async function call(
   return { status: response.statusCode, headers: response.headers, body, raw: response.body };
 }
 
-const send = (body: unknown, overrides: Record<string, string | undefined> = {}) =>
-  call(`/?${query('sms.message.send', overrides)}`, { body });
+const send = (body: unknown, overrides: Record<string, string | undefined> = {}) => call(`/?${query('sms.message.send', overrides)}`, { body });
 const voice = (body: unknown) => call(`/?${query('sms.voice.verification.send')}`, { body });
 
 beforeAll(async () => {

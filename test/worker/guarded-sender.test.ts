@@ -11,7 +11,10 @@ import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 import { OutageCounter, ServiceGate, type GateBackoffs, type PauseReason } from '../../src/worker/service-gate.ts';
 
 const TEXT: ProviderRequest = { operation: 'sms.message.send', body: { to: ['+8613800138000'], signature: 'Acme', content: 'Your code is 1234' } };
-const UNKNOWN_TEMPLATE: ProviderRequest = { operation: 'sms.message.send', body: { to: ['+8613800138000'], signature: 'Acme', templateId: 'no_such_template' } };
+const UNKNOWN_TEMPLATE: ProviderRequest = {
+  operation: 'sms.message.send',
+  body: { to: ['+8613800138000'], signature: 'Acme', templateId: 'no_such_template' },
+};
 const FAST_PROBES: GateBackoffs = { insufficient_funds: { initialMs: 20, maxMs: 50 }, circuit_open: { initialMs: 20, maxMs: 50 } };
 /** Probes far in the future: the gate stays shut unless the test opens it. */
 const NO_PROBES: GateBackoffs = { insufficient_funds: { initialMs: 600_000, maxMs: 600_000 }, circuit_open: { initialMs: 600_000, maxMs: 600_000 } };
@@ -44,7 +47,15 @@ interface Harness {
 }
 
 function harness(
-  options: { threshold?: number; fundsPolicy?: 'pause' | 'fail'; retry?: Partial<RetryPolicy>; backoff?: GateBackoffs; now?: () => number; responseTimeoutMs?: number; baseUrl?: string } = {},
+  options: {
+    threshold?: number;
+    fundsPolicy?: 'pause' | 'fail';
+    retry?: Partial<RetryPolicy>;
+    backoff?: GateBackoffs;
+    now?: () => number;
+    responseTimeoutMs?: number;
+    baseUrl?: string;
+  } = {},
 ): Harness {
   const client = createProviderClient({
     baseUrl: options.baseUrl ?? sandbox.url,
@@ -234,21 +245,24 @@ describe('GuardedSender with the real client and sandbox', () => {
     expect(gate.reason).toBe('circuit_open');
   });
 
-  it.each(['reset-after', 'hang-after'] as const)('does not keep an ambiguous failure (%s) when re-sending is not allowed, even when it trips the breaker', async (fault) => {
-    const { sender, gate, classes } = harness({ threshold: 1, backoff: NO_PROBES, retry: { maxAttempts: 3, retryAmbiguous: false }, responseTimeoutMs: 200 });
-    sandbox.state.faults.enqueue(fault);
-    const id = correlationId();
-    const outcome = await sender.send(TEXT, id, new AbortController().signal);
-    const error = providerError(outcome);
-    expect(error.failureClass).toBe('ambiguous');
-    expect(error.retryable).toBe(false);
-    expect(outcome.attempts).toBe(1);
-    expect(classes).toEqual(['ambiguous']);
-    // The breaker tripped, but the command was not held for a re-send: the service has it once.
-    expect(gate.reason).toBe('circuit_open');
-    expect(sandbox.state.acceptedSends(id)).toBe(1);
-    expect(requestsFor(id)).toBe(1);
-  });
+  it.each(['reset-after', 'hang-after'] as const)(
+    'does not keep an ambiguous failure (%s) when re-sending is not allowed, even when it trips the breaker',
+    async (fault) => {
+      const { sender, gate, classes } = harness({ threshold: 1, backoff: NO_PROBES, retry: { maxAttempts: 3, retryAmbiguous: false }, responseTimeoutMs: 200 });
+      sandbox.state.faults.enqueue(fault);
+      const id = correlationId();
+      const outcome = await sender.send(TEXT, id, new AbortController().signal);
+      const error = providerError(outcome);
+      expect(error.failureClass).toBe('ambiguous');
+      expect(error.retryable).toBe(false);
+      expect(outcome.attempts).toBe(1);
+      expect(classes).toEqual(['ambiguous']);
+      // The breaker tripped, but the command was not held for a re-send: the service has it once.
+      expect(gate.reason).toBe('circuit_open');
+      expect(sandbox.state.acceptedSends(id)).toBe(1);
+      expect(requestsFor(id)).toBe(1);
+    },
+  );
 });
 
 const AU_TEXT: ProviderRequest = { operation: 'sms.message.send', body: { to: ['+61412345678'], signature: 'Acme', content: 'hello' } };
@@ -275,7 +289,10 @@ async function refusingService(): Promise<{ url: string; requests: () => number;
 
 describe('GuardedSender: throttling beyond the retry budget', () => {
   it('holds a 429 whose Retry-After exceeds the budget at the gate, probes at Retry-After and sends: nothing FAILED', async () => {
-    const { sender, gate, changes, pauses } = harness({ retry: { maxAttempts: 3, budgetMs: 300 }, backoff: { ...FAST_PROBES, throttled: { initialMs: 20, maxMs: 5_000 } } });
+    const { sender, gate, changes, pauses } = harness({
+      retry: { maxAttempts: 3, budgetMs: 300 },
+      backoff: { ...FAST_PROBES, throttled: { initialMs: 20, maxMs: 5_000 } },
+    });
     sandbox.setFaults({ retryAfterSec: 1 });
     sandbox.state.faults.enqueue('http429');
     const id = correlationId();
@@ -350,7 +367,7 @@ describe('GuardedSender: the service refuses this client or account', () => {
 });
 
 describe('GuardedSender: shutdown and expiry', () => {
-  it('a send aborted by the client\'s close() (shutdown) is abandoned, and the breaker does not count it', async () => {
+  it("a send aborted by the client's close() (shutdown) is abandoned, and the breaker does not count it", async () => {
     const { sender, gate, client, classes } = harness({ threshold: 1 });
     sandbox.state.faults.enqueue('hang');
     const id = correlationId();
@@ -365,7 +382,7 @@ describe('GuardedSender: shutdown and expiry', () => {
     expect(classes).toEqual([]);
   });
 
-  it('returns `expired` when a surely-unsent send runs into the command\'s expiry (503 asking for longer than it lives)', async () => {
+  it("returns `expired` when a surely-unsent send runs into the command's expiry (503 asking for longer than it lives)", async () => {
     const { sender } = harness({ retry: { maxAttempts: 3, budgetMs: 5_000 } });
     sandbox.setFaults({ retryAfterSec: 1 });
     sandbox.state.faults.enqueue('http503');
@@ -379,7 +396,10 @@ describe('GuardedSender: shutdown and expiry', () => {
 
   it('keeps the failure (outcome unknown) when the last attempt may have been sent and the expiry stops the retries', async () => {
     // retryAmbiguous on: without the deadline, the retry 500 ms later would send it again, after expiry.
-    const { sender } = harness({ retry: { maxAttempts: 3, budgetMs: 5_000, retryAmbiguous: true, baseDelayMs: 1_000, maxDelayMs: 1_000 }, responseTimeoutMs: 100 });
+    const { sender } = harness({
+      retry: { maxAttempts: 3, budgetMs: 5_000, retryAmbiguous: true, baseDelayMs: 1_000, maxDelayMs: 1_000 },
+      responseTimeoutMs: 100,
+    });
     sandbox.state.faults.enqueue('hang-after');
     const id = correlationId();
     const outcome = await sender.send(TEXT, id, new AbortController().signal, Date.now() + 300);

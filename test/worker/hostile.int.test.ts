@@ -92,7 +92,10 @@ describe('hostile answers and commands never loop, crash or wedge a partition', 
     rewrite = (body) => body.replace(/"price":\s*"[^"]*"/, `"price":"${'9'.repeat(400)}"`);
     const hostile = textCommand();
     await within(30_000, 'publishing', publisher.publish([{ command: hostile }]));
-    expect((await results.waitFor([hostile.commandId])).get(hostile.commandId)).toMatchObject({ outcome: 'UNKNOWN', error: { code: 'PROVIDER_MALFORMED_RESPONSE' } });
+    expect((await results.waitFor([hostile.commandId])).get(hostile.commandId)).toMatchObject({
+      outcome: 'UNKNOWN',
+      error: { code: 'PROVIDER_MALFORMED_RESPONSE' },
+    });
     rewrite = undefined;
     const canary = textCommand();
     await within(30_000, 'publishing', publisher.publish([{ command: canary }]));

@@ -38,13 +38,25 @@ describe('intent ledger: sends at most once', () => {
     const repeated = textCommand();
     const other = textCommand();
     // An upstream producer that retried: the same command twice, then again after the first result.
-    await within(30_000, 'publishing', publisher.publish([{ command: repeated, key: 'k1' }, { command: repeated, key: 'k1' }, { command: other, key: 'k2' }]));
+    await within(
+      30_000,
+      'publishing',
+      publisher.publish([
+        { command: repeated, key: 'k1' },
+        { command: repeated, key: 'k1' },
+        { command: other, key: 'k2' },
+      ]),
+    );
     await results.waitFor([repeated.commandId, other.commandId]);
     await within(30_000, 'publishing again', publisher.publish([{ command: repeated, key: 'k1' }]));
-    await eventually(async () => {
-      const text = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
-      return /sms_worker_duplicate_commands_total 2/.test(text) ? true : undefined;
-    }, 30_000, 'both repeats to be skipped');
+    await eventually(
+      async () => {
+        const text = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
+        return /sms_worker_duplicate_commands_total 2/.test(text) ? true : undefined;
+      },
+      30_000,
+      'both repeats to be skipped',
+    );
     expect(sends(sandbox, repeated.commandId)).toBe(1);
     expect(results.byCommand.get(repeated.commandId)?.map((r) => r.outcome)).toEqual(['SENT']);
     expect(sends(sandbox, other.commandId)).toBe(1);
@@ -53,7 +65,12 @@ describe('intent ledger: sends at most once', () => {
   it('starts at the ledger checkpoint when the group offset is behind it, and reports its in-doubt mark UNKNOWN without sending', async () => {
     const topics = testTopics();
     const kafka = testKafka();
-    await createTopics(kafka, [{ topic: topics.commands, partitions: 1 }, { topic: topics.results }, { topic: topics.deadLetter }, { topic: topics.ledger, partitions: 1 }]);
+    await createTopics(kafka, [
+      { topic: topics.commands, partitions: 1 },
+      { topic: topics.results },
+      { topic: topics.deadLetter },
+      { topic: topics.ledger, partitions: 1 },
+    ]);
     const publisher = await publisherFor(kafka, topics.commands);
     cleanups.push(() => publisher.disconnect());
     const commands = Array.from({ length: 6 }, () => textCommand());
@@ -63,7 +80,16 @@ describe('intent ledger: sends at most once', () => {
     const markedAt = Date.now() - 5_000;
     const producer = kafka.producer();
     await producer.connect();
-    await producer.send({ topic: topics.ledger, messages: [{ key: checkpointKey(topics.group, topics.commands), partition: 0, value: encodeCheckpoint({ next: 3n, open: [{ offset: 3n, commandId: commands[3]?.commandId ?? '', at: markedAt }] }) }] });
+    await producer.send({
+      topic: topics.ledger,
+      messages: [
+        {
+          key: checkpointKey(topics.group, topics.commands),
+          partition: 0,
+          value: encodeCheckpoint({ next: 3n, open: [{ offset: 3n, commandId: commands[3]?.commandId ?? '', at: markedAt }] }),
+        },
+      ],
+    });
     await producer.disconnect();
 
     const results = await ResultCollector.start(topics.results);
@@ -73,7 +99,12 @@ describe('intent ledger: sends at most once', () => {
 
     const ids = commands.map((c) => c.commandId);
     const got = await results.waitFor(ids.slice(3));
-    expect(got.get(ids[3] ?? '')).toMatchObject({ outcome: 'UNKNOWN', attemptedAt: markedAt, attempts: 0, error: { code: 'SEND_OUTCOME_UNKNOWN', retryable: false } });
+    expect(got.get(ids[3] ?? '')).toMatchObject({
+      outcome: 'UNKNOWN',
+      attemptedAt: markedAt,
+      attempts: 0,
+      error: { code: 'SEND_OUTCOME_UNKNOWN', retryable: false },
+    });
     expect(ids.slice(4).map((id) => got.get(id)?.outcome)).toEqual(['SENT', 'SENT']);
     // Below the checkpoint: already answered by the earlier owner, not sent again; the marked one not either.
     await new Promise((r) => setTimeout(r, 500));
@@ -84,14 +115,28 @@ describe('intent ledger: sends at most once', () => {
   it('IN_DOUBT_POLICY=resend sends an in-doubt command again', async () => {
     const topics = testTopics();
     const kafka = testKafka();
-    await createTopics(kafka, [{ topic: topics.commands, partitions: 1 }, { topic: topics.results }, { topic: topics.deadLetter }, { topic: topics.ledger, partitions: 1 }]);
+    await createTopics(kafka, [
+      { topic: topics.commands, partitions: 1 },
+      { topic: topics.results },
+      { topic: topics.deadLetter },
+      { topic: topics.ledger, partitions: 1 },
+    ]);
     const publisher = await publisherFor(kafka, topics.commands);
     cleanups.push(() => publisher.disconnect());
     const command = textCommand();
     await within(30_000, 'publishing', publisher.publish([{ command }]));
     const producer = kafka.producer();
     await producer.connect();
-    await producer.send({ topic: topics.ledger, messages: [{ key: checkpointKey(topics.group, topics.commands), partition: 0, value: encodeCheckpoint({ next: 0n, open: [{ offset: 0n, commandId: command.commandId, at: Date.now() }] }) }] });
+    await producer.send({
+      topic: topics.ledger,
+      messages: [
+        {
+          key: checkpointKey(topics.group, topics.commands),
+          partition: 0,
+          value: encodeCheckpoint({ next: 0n, open: [{ offset: 0n, commandId: command.commandId, at: Date.now() }] }),
+        },
+      ],
+    });
     await producer.disconnect();
     const results = await ResultCollector.start(topics.results);
     cleanups.push(() => results.stop());
@@ -104,7 +149,12 @@ describe('intent ledger: sends at most once', () => {
   it('a rebalance while commands wait at the funds pause: the old owner gives them up unsent and never sends them later', async () => {
     const topics = testTopics();
     const kafka = testKafka();
-    await createTopics(kafka, [{ topic: topics.commands, partitions: 2 }, { topic: topics.results }, { topic: topics.deadLetter }, { topic: topics.ledger, partitions: 2 }]);
+    await createTopics(kafka, [
+      { topic: topics.commands, partitions: 2 },
+      { topic: topics.results },
+      { topic: topics.deadLetter },
+      { topic: topics.ledger, partitions: 2 },
+    ]);
     const env = { TOPICS_PARTITIONS: '2', FUNDS_PROBE_INITIAL_MS: '300', FUNDS_PROBE_MAX_MS: '300' };
     const { worker: first } = await startTestWorker(workerEnv(topics, sandbox.url, env));
     cleanups.push(() => first.stop());
@@ -123,16 +173,21 @@ describe('intent ledger: sends at most once', () => {
     const { worker: second } = await startTestWorker(workerEnv(topics, sandboxB.url, env));
     cleanups.push(() => second.stop());
     const ids = commands.map((c) => c.commandId);
-    const handledBySecond = await eventually(() => {
-      const sent = ids.filter((id) => sends(sandboxB, id) > 0);
-      return sent.length > 0 ? sent : undefined;
-    }, 60_000, 'the second worker to send commands of the partition it took over');
+    const handledBySecond = await eventually(
+      () => {
+        const sent = ids.filter((id) => sends(sandboxB, id) > 0);
+        return sent.length > 0 ? sent : undefined;
+      },
+      60_000,
+      'the second worker to send commands of the partition it took over',
+    );
     // The first account gets its money back: the first worker must not send what it gave up.
     sandbox.state.setBalance('1000.000000');
     await results.waitFor(ids, 60_000);
     await new Promise((r) => setTimeout(r, 1_500));
     for (const id of handledBySecond) expect(sandbox.state.acceptedSends(id), id).toBe(0);
-    for (const id of ids) expect(sandbox.state.acceptedSends(id) + sandboxB.state.acceptedSends(id), `${id}: ${JSON.stringify(results.byCommand.get(id)?.[0]?.error)}`).toBe(1);
+    for (const id of ids)
+      expect(sandbox.state.acceptedSends(id) + sandboxB.state.acceptedSends(id), `${id}: ${JSON.stringify(results.byCommand.get(id)?.[0]?.error)}`).toBe(1);
     expect(ids.map((id) => results.byCommand.get(id)?.length)).toEqual(ids.map(() => 1));
   });
 });

@@ -502,7 +502,12 @@ describe('processBatch: a refused command held at the funds pause', () => {
     await until(() => h.producers.checkpoints(LEDGER).some((c) => c.open.every((m) => m.offset !== 0n)), 'a checkpoint without c0');
     h.abandon.abort();
     await done;
-    expect(h.producers.checkpoints(LEDGER).at(-1)?.open.map((m) => m.offset)).not.toContain(0n);
+    expect(
+      h.producers
+        .checkpoints(LEDGER)
+        .at(-1)
+        ?.open.map((m) => m.offset),
+    ).not.toContain(0n);
   });
 });
 

@@ -52,19 +52,27 @@ async function scenario(stopWith: NodeJS.Signals): Promise<Outcome> {
     second.signal('SIGTERM');
     await second.stopped(30_000);
   });
-  await results.waitFor(commands.map((c) => c.command.commandId), 120_000);
+  await results.waitFor(
+    commands.map((c) => c.command.commandId),
+    120_000,
+  );
   // Give a duplicate, if there were one, time to show up before counting.
   await new Promise((r) => setTimeout(r, 1_500));
   const counts = commands.map((c) => results.byCommand.get(c.command.commandId)?.length ?? 0);
   const sentTwice = commands.map((c) => c.command.commandId).filter((id) => sandbox.state.acceptedSends(id) > 1);
   const dups = commands.map((c) => results.byCommand.get(c.command.commandId) ?? []).filter((l) => l.length > 1);
-  const dupInfo = dups.slice(0, 5).map((l) => l.map((r) => `${r.source.partition}:${r.source.offset}@${r.completedAt}`).join(' | ')).join('\n');
-  const trouble = `killAt=${killAt} dups:\n${dupInfo}\n` + [first.output, second.output]
-    .join('\n')
-    .split('\n')
-    .filter((line) => /"level":(40|50|60)/.test(line) && !line.includes('partitioner'))
-    .slice(0, 40)
+  const dupInfo = dups
+    .slice(0, 5)
+    .map((l) => l.map((r) => `${r.source.partition}:${r.source.offset}@${r.completedAt}`).join(' | '))
     .join('\n');
+  const trouble =
+    `killAt=${killAt} dups:\n${dupInfo}\n` +
+    [first.output, second.output]
+      .join('\n')
+      .split('\n')
+      .filter((line) => /"level":(40|50|60)/.test(line) && !line.includes('partitioner'))
+      .slice(0, 40)
+      .join('\n');
   return { counts, trouble, sentTwice, committedAtStop, firstExit };
 }
 
@@ -72,14 +80,20 @@ describe('worker process: stopped mid-stream and started again', () => {
   it('SIGTERM: exits 0 after committing what it dispatched; every command has exactly one result, none sent twice', async () => {
     const { counts, trouble, sentTwice, firstExit } = await scenario('SIGTERM');
     expect(firstExit).toEqual({ code: 0, signal: null });
-    expect(counts.filter((n) => n !== 1), trouble).toEqual([]);
+    expect(
+      counts.filter((n) => n !== 1),
+      trouble,
+    ).toEqual([]);
     expect(sentTwice).toEqual([]);
   });
 
   it('SIGKILL: every command still has exactly one committed result, and none is sent twice', async () => {
     const { counts, trouble, sentTwice, committedAtStop, firstExit } = await scenario('SIGKILL');
     expect(firstExit.signal).toBe('SIGKILL');
-    expect(counts.filter((n) => n !== 1), trouble).toEqual([]);
+    expect(
+      counts.filter((n) => n !== 1),
+      trouble,
+    ).toEqual([]);
     // Sends in flight at the kill end UNKNOWN (the intent ledger), they are not sent again.
     expect(committedAtStop.size).toBeGreaterThan(0);
     expect(sentTwice).toEqual([]);

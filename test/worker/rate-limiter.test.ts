@@ -16,7 +16,7 @@ describe('RateLimiter', () => {
     await expect(limiter.take()).resolves.toBeUndefined();
   });
 
-  it('allows a burst of one second\'s worth after idleness, then spaces reservations 1000/R ms apart', () => {
+  it("allows a burst of one second's worth after idleness, then spaces reservations 1000/R ms apart", () => {
     const clock = manualClock(60_000);
     const limiter = new RateLimiter(10, clock.now);
     expect(limiter.enabled).toBe(true);

@@ -145,7 +145,7 @@ describe('ServiceGate', () => {
     expect(await arriving(gate)).toBe('go');
   });
 
-  it('a different reason starts again from that reason\'s initial delay, and is reported', async () => {
+  it("a different reason starts again from that reason's initial delay, and is reported", async () => {
     const gate = newGate(); // funds 30 ms, circuit 20 ms
     gate.block('circuit_open', false);
     t += 20;
@@ -304,7 +304,7 @@ describe('ServiceGate: every pause reason, and a probe time given by the service
     expect([...PAUSE_REASONS].sort()).toEqual(['circuit_open', 'insufficient_funds', 'provider_rejecting', 'throttled']);
   });
 
-  it('`throttled` and `provider_rejecting` use circuit_open\'s delays when not given their own', async () => {
+  it("`throttled` and `provider_rejecting` use circuit_open's delays when not given their own", async () => {
     for (const reason of ['throttled', 'provider_rejecting'] as const) {
       const gate = newGate(); // circuit_open: 20 ms, max 50 ms
       gate.block(reason, false);
@@ -320,13 +320,13 @@ describe('ServiceGate: every pause reason, and a probe time given by the service
     expect(await firstProbeAfter(gate, 2_000)).toBe(1_234);
   });
 
-  it('a probe time beyond the reason\'s maximum delay is cut to the maximum (a hostile Retry-After)', async () => {
+  it("a probe time beyond the reason's maximum delay is cut to the maximum (a hostile Retry-After)", async () => {
     const gate = newGate({ ...BACKOFF, throttled: { initialMs: 10, maxMs: 300 } });
     gate.block('throttled', false, 86_400_000);
     expect(await firstProbeAfter(gate, 1_000)).toBe(300);
   });
 
-  it('a waiter is woken for the probe at the given time by the gate\'s timer', async () => {
+  it("a waiter is woken for the probe at the given time by the gate's timer", async () => {
     const gate = newGate({ ...BACKOFF, throttled: { initialMs: 10, maxMs: 5_000 } });
     gate.block('throttled', false, 700);
     const waiter = caller(gate);

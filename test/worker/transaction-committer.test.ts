@@ -140,7 +140,9 @@ describe('chunkBySize', () => {
 describe('commitPrefix: a worker that no longer owns the partition', () => {
   it('commits nothing and never touches a producer when its claim is stale or its lease expired', async () => {
     const producers = new FakeProducers();
-    await expect(commitPrefix(producers, { ...target, mayFence: () => false }, outcomes, '12', Buffer.from('{}'), log, async () => 0n)).rejects.toBeInstanceOf(FencedError);
+    await expect(commitPrefix(producers, { ...target, mayFence: () => false }, outcomes, '12', Buffer.from('{}'), log, async () => 0n)).rejects.toBeInstanceOf(
+      FencedError,
+    );
     expect(producers.sessions).toBe(0);
     expect(producers.transactions).toEqual([]);
   });

@@ -21,7 +21,13 @@ afterEach(async () => {
   sandbox.state.faults.clearQueue();
 });
 
-async function setup(overrides: Record<string, string> = {}): Promise<{ worker: Worker; topics: ReturnType<typeof testTopics>; results: ResultCollector; publish: (commands: Parameters<Awaited<ReturnType<typeof publisherFor>>['publish']>[0]) => Promise<void>; raw: Awaited<ReturnType<typeof publisherFor>> }> {
+async function setup(overrides: Record<string, string> = {}): Promise<{
+  worker: Worker;
+  topics: ReturnType<typeof testTopics>;
+  results: ResultCollector;
+  publish: (commands: Parameters<Awaited<ReturnType<typeof publisherFor>>['publish']>[0]) => Promise<void>;
+  raw: Awaited<ReturnType<typeof publisherFor>>;
+}> {
   const topics = testTopics();
   const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, overrides));
   cleanups.push(() => worker.stop());
@@ -40,7 +46,9 @@ describe('worker: consume, validate, send, publish, commit', () => {
   it('sends a multi-region text, a template text and a voice code, and publishes their reports', async () => {
     const { publish, results } = await setup();
     const multi = textCommand({ to: ['+8613800138000', '+14155552671', '+6581234567', '13800138000'] });
-    const template = textCommand({ operation: { kind: 'text', to: ['+8613900139000'], signature: '合一短信', templateId: 'pub_verif_ttl', templateData: { code: '6666', ttl: '5' } } });
+    const template = textCommand({
+      operation: { kind: 'text', to: ['+8613900139000'], signature: '合一短信', templateId: 'pub_verif_ttl', templateData: { code: '6666', ttl: '5' } },
+    });
     const voice = voiceCommand('+8618509872103', '4321');
     await publish([{ command: multi }, { command: template }, { command: voice }]);
     const got = await results.waitFor([multi.commandId, template.commandId, voice.commandId]);
@@ -123,11 +131,15 @@ describe('worker: consume, validate, send, publish, commit', () => {
     await eventually(() => (requestsFor(first.commandId).length + requestsFor(second.commandId).length >= 3 ? true : undefined), 30_000, 'probes');
     expect(results.byCommand.size).toBe(0);
     // Nothing commits while paused, yet the lag the operator sees stays true: two commands waiting.
-    const lag = await eventually(async () => {
-      const body = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
-      const total = [...body.matchAll(/^sms_worker_consumer_lag\{[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
-      return total === 2 ? total : undefined;
-    }, 10_000, 'consumer lag of 2 while paused');
+    const lag = await eventually(
+      async () => {
+        const body = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
+        const total = [...body.matchAll(/^sms_worker_consumer_lag\{[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+        return total === 2 ? total : undefined;
+      },
+      10_000,
+      'consumer lag of 2 while paused',
+    );
     expect(lag).toBe(2);
 
     sandbox.state.setBalance('100.000000');
@@ -190,10 +202,14 @@ describe('worker: consume, validate, send, publish, commit', () => {
     const base = `http://127.0.0.1:${worker.httpPort}`;
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
-    const text = await eventually(async () => {
-      const body = await (await fetch(`${base}/metrics`)).text();
-      return /sms_worker_results_total\{operation="TEXT_MESSAGE",outcome="SENT",code=""\} 1/.test(body) ? body : undefined;
-    }, 10_000, 'result counter');
+    const text = await eventually(
+      async () => {
+        const body = await (await fetch(`${base}/metrics`)).text();
+        return /sms_worker_results_total\{operation="TEXT_MESSAGE",outcome="SENT",code=""\} 1/.test(body) ? body : undefined;
+      },
+      10_000,
+      'result counter',
+    );
     expect(text).toMatch(/sms_worker_commands_consumed_total 1/);
     expect(text).toMatch(/sms_worker_provider_requests_total\{operation="sms.message.send",outcome="success"\} 1/);
     expect(text).toMatch(/sms_worker_billed_messages_total\{region="US",upstream="na.tollfree"\} 1/);
@@ -220,7 +236,10 @@ describe('worker: consume, validate, send, publish, commit', () => {
 
     const second = await startTestWorker(env);
     cleanups.push(() => second.worker.stop());
-    await results.waitFor(commands.map((c) => c.command.commandId), 90_000);
+    await results.waitFor(
+      commands.map((c) => c.command.commandId),
+      90_000,
+    );
     await new Promise((r) => setTimeout(r, 1_000));
     const counts = commands.map((c) => results.byCommand.get(c.command.commandId)?.length ?? 0);
     expect(counts.filter((n) => n !== 1)).toEqual([]);

@@ -43,7 +43,11 @@ describe('zombies and crashes: a command is sent at most once', () => {
     // The sandbox logs a request when it answers (1.5 s after it arrived): once the first wave is
     // logged, the next wave has just been sent and is in flight.
     const ids = commands.map((c) => c.commandId);
-    await eventually(() => (ids.filter((id) => sandbox.state.requests({ correlationId: id }).length > 0).length >= 8 ? true : undefined), 60_000, 'a first wave of sends');
+    await eventually(
+      () => (ids.filter((id) => sandbox.state.requests({ correlationId: id }).length > 0).length >= 8 ? true : undefined),
+      60_000,
+      'a first wave of sends',
+    );
     first.signal('SIGKILL');
     const killedAt = Date.now();
     await first.stopped(10_000);

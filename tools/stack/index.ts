@@ -73,13 +73,25 @@ export async function startStack(options: StartStackOptions = {}): Promise<Runni
   const brokers = process.env['KAFKA_BROKERS'];
   const registryUrl = process.env['SCHEMA_REGISTRY_URL'];
   if (brokers !== undefined && brokers !== '' && registryUrl !== undefined && registryUrl !== '') {
-    return { mode: 'external', kafkaBrokers: brokers, schemaRegistryUrl: registryUrl, description: `given addresses (KAFKA_BROKERS, SCHEMA_REGISTRY_URL)`, stop: async () => undefined };
+    return {
+      mode: 'external',
+      kafkaBrokers: brokers,
+      schemaRegistryUrl: registryUrl,
+      description: `given addresses (KAFKA_BROKERS, SCHEMA_REGISTRY_URL)`,
+      stop: async () => undefined,
+    };
   }
   // SMS_WORKER_REUSE_STACK=false makes a run behave as on a clean machine (CI).
   if (options.reuse !== false && process.env['SMS_WORKER_REUSE_STACK'] !== 'false') {
     const existing = await runningCliStack();
     if (existing !== undefined) {
-      return { mode: 'reused', kafkaBrokers: existing.kafkaBrokers, schemaRegistryUrl: existing.schemaRegistryUrl, description: `${existing.description} (started by stack:up)`, stop: async () => undefined };
+      return {
+        mode: 'reused',
+        kafkaBrokers: existing.kafkaBrokers,
+        schemaRegistryUrl: existing.schemaRegistryUrl,
+        description: `${existing.description} (started by stack:up)`,
+        stop: async () => undefined,
+      };
     }
   }
   const forced = parseForcedMode(process.env['SMS_WORKER_STACK']);
@@ -87,7 +99,13 @@ export async function startStack(options: StartStackOptions = {}): Promise<Runni
   if (choice.mode === 'docker') {
     log(`stack: ${choice.reason}; starting ${KAFKA_IMAGE} and ${REGISTRY_IMAGE} with testcontainers…`);
     const containers = await startContainers();
-    return { mode: 'docker', kafkaBrokers: containers.kafkaBrokers, schemaRegistryUrl: containers.schemaRegistryUrl, description: `${KAFKA_IMAGE} + ${REGISTRY_IMAGE} (testcontainers)`, stop: () => containers.stop() };
+    return {
+      mode: 'docker',
+      kafkaBrokers: containers.kafkaBrokers,
+      schemaRegistryUrl: containers.schemaRegistryUrl,
+      description: `${KAFKA_IMAGE} + ${REGISTRY_IMAGE} (testcontainers)`,
+      stop: () => containers.stop(),
+    };
   }
   log(`stack: ${choice.reason}; using local processes (Java + Maven)`);
   return startLocalStack(options.detached ?? false, log, choice.reason);
@@ -131,7 +149,15 @@ async function startLocalStack(detached: boolean, log: (line: string) => void, w
     const kafkaOptions: LocalKafkaOptions = { java: kafkaJava.path, libDir, workDir, brokerPort, controllerPort, detached };
     const kafka = await startLocalKafka(kafkaOptions);
     pids.push(kafka.pid);
-    const apicurio = startLocalApicurio({ java: registry.java.path, home: registryHome, jar: registry.release.jar, port: registryPort, managementPort, workDir, detached });
+    const apicurio = startLocalApicurio({
+      java: registry.java.path,
+      home: registryHome,
+      jar: registry.release.jar,
+      port: registryPort,
+      managementPort,
+      workDir,
+      detached,
+    });
     pids.push(apicurio.pid);
     writeFileSync(join(workDir, 'owner.json'), JSON.stringify({ owner: process.pid, pids, detached }));
 

@@ -24,7 +24,14 @@ export async function ensureKafkaJars(log: (line: string) => void): Promise<stri
     `Apache Kafka ${version}`,
     async (temp) => {
       await mvn(
-        ['-f', join(stackDir, 'kafka-pom.xml'), `-Dkafka.version=${version}`, 'dependency:copy-dependencies', '-DincludeScope=runtime', `-DoutputDirectory=${join(temp, 'lib')}`],
+        [
+          '-f',
+          join(stackDir, 'kafka-pom.xml'),
+          `-Dkafka.version=${version}`,
+          'dependency:copy-dependencies',
+          '-DincludeScope=runtime',
+          `-DoutputDirectory=${join(temp, 'lib')}`,
+        ],
         `org.apache.kafka:kafka_2.13:${version}`,
         temp,
       );
@@ -107,7 +114,18 @@ export async function startLocalKafka(options: LocalKafkaOptions): Promise<{ pid
   const classpath = `${options.libDir}/*`;
   const jvmLogging = `-Dlog4j2.configurationFile=${logConfig}`;
 
-  const format = await run(options.java, ['-cp', classpath, jvmLogging, 'kafka.tools.StorageTool', 'format', '--standalone', '-t', clusterId(), '-c', propsFile]);
+  const format = await run(options.java, [
+    '-cp',
+    classpath,
+    jvmLogging,
+    'kafka.tools.StorageTool',
+    'format',
+    '--standalone',
+    '-t',
+    clusterId(),
+    '-c',
+    propsFile,
+  ]);
   if (format.code !== 0) throw new Error(`formatting Kafka storage failed (exit ${format.code}): ${format.stderr || format.stdout}`);
   return launchLocalKafka(options);
 }
@@ -122,7 +140,18 @@ export function launchLocalKafka(options: LocalKafkaOptions): { pid: number; log
   const jvmLogging = `-Dlog4j2.configurationFile=${join(options.workDir, 'kafka-log4j2.properties')}`;
   const child = startDaemon(
     options.java,
-    ['-Xms256m', '-Xmx1g', '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-Djava.awt.headless=true', jvmLogging, '-cp', `${options.libDir}/*`, 'kafka.Kafka', propsFile],
+    [
+      '-Xms256m',
+      '-Xmx1g',
+      '-XX:+UseG1GC',
+      '-XX:MaxGCPauseMillis=20',
+      '-Djava.awt.headless=true',
+      jvmLogging,
+      '-cp',
+      `${options.libDir}/*`,
+      'kafka.Kafka',
+      propsFile,
+    ],
     { logFile: join(options.workDir, 'kafka.stdout.log'), detached: options.detached },
   );
   if (child.pid === undefined) throw new Error('could not start the Kafka broker process');

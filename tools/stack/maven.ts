@@ -40,7 +40,11 @@ export async function resolveOnce(target: string, describe: string, fill: (tempD
 export async function mvn(args: readonly string[], what: string, cwd: string): Promise<void> {
   const result = await run('mvn', ['-q', '-B', ...args], { cwd });
   if (result.code !== 0) {
-    const tail = (result.stdout + result.stderr).split('\n').filter((l) => l.includes('ERROR')).slice(0, 5).join('\n');
+    const tail = (result.stdout + result.stderr)
+      .split('\n')
+      .filter((l) => l.includes('ERROR'))
+      .slice(0, 5)
+      .join('\n');
     throw new Error(`mvn failed to resolve ${what} (exit ${result.code}):\n${tail}`);
   }
 }

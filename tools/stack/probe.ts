@@ -21,7 +21,9 @@ export async function registryAnswers(url: string): Promise<boolean> {
  * group and transaction coordinators, whose first requests otherwise answer "loading".
  */
 export async function kafkaRoundTrip(brokers: readonly string[], timeoutMs: number): Promise<void> {
-  const kafka = createKafka(plaintextKafkaSettings(brokers, 'sms-worker-stack-probe'), createLogger('silent'), undefined, { retry: { retries: 10, initialRetryTime: 100 } });
+  const kafka = createKafka(plaintextKafkaSettings(brokers, 'sms-worker-stack-probe'), createLogger('silent'), undefined, {
+    retry: { retries: 10, initialRetryTime: 100 },
+  });
   const topic = `__stack-probe-${randomUUID()}`;
   const admin = kafka.admin();
   const producer = kafka.producer({ transactionalId: `stack-probe-${randomUUID()}`, idempotent: true, maxInFlightRequests: 1 });

@@ -38,7 +38,12 @@ export async function ensureApicurio(release: ApicurioRelease, log: (line: strin
     async (temp) => {
       // The assembly (classifier `all`) is self-contained; its POM's own dependencies are not needed.
       await mvn(
-        ['dependency:unpack', `-Dartifact=io.apicurio:apicurio-registry-app:${release.version}:tar.gz:all`, `-DoutputDirectory=${temp}`, `-DmarkersDirectory=${join(temp, '.markers')}`],
+        [
+          'dependency:unpack',
+          `-Dartifact=io.apicurio:apicurio-registry-app:${release.version}:tar.gz:all`,
+          `-DoutputDirectory=${temp}`,
+          `-DmarkersDirectory=${join(temp, '.markers')}`,
+        ],
         `io.apicurio:apicurio-registry-app:${release.version}:tar.gz:all`,
         temp,
       );
@@ -49,7 +54,15 @@ export async function ensureApicurio(release: ApicurioRelease, log: (line: strin
   return target;
 }
 
-export function startLocalApicurio(options: { java: string; home: string; jar: string; port: number; managementPort: number; workDir: string; detached: boolean }): { pid: number; logFile: string } {
+export function startLocalApicurio(options: {
+  java: string;
+  home: string;
+  jar: string;
+  port: number;
+  managementPort: number;
+  workDir: string;
+  detached: boolean;
+}): { pid: number; logFile: string } {
   const logFile = join(options.workDir, 'registry.log');
   const child = startDaemon(options.java, ['-Xms128m', '-Xmx512m', '-Djava.awt.headless=true', '-jar', join(options.home, options.jar)], {
     cwd: options.home,
