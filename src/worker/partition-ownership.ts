@@ -1,3 +1,4 @@
+import { SmsWorkerError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import { DedupWindow } from './dedup-window.ts';
@@ -158,6 +159,11 @@ export class PartitionOwnership {
 
   async #recover(topic: string, partition: number, generation: number): Promise<PartitionClaim> {
     const started = this.#now();
+    // Fencing takes the partition from whoever holds it: only while the group counts this member in.
+    if (!this.leaseHolds())
+      throw new SmsWorkerError('LEASE_EXPIRED', `not claiming ${topic}[${partition}]: no heartbeat confirmed this member within the session timeout`, {
+        retryable: true,
+      });
     await this.#o.effects.fence(topic, partition, generation);
     const [groupOffset, checkpoint] = await Promise.all([this.#o.effects.groupOffset(topic, partition), this.#o.effects.checkpoint(partition)]);
     const { start, inDoubt } = recoveryPlan(groupOffset, checkpoint);

@@ -4,11 +4,11 @@ import { createMetrics, type WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProgressMonitor } from './health.ts';
 import { refreshConsumerLag } from './lag.ts';
-import { FencedError, type FetchedBatch } from '../kafka/ports.ts';
-import { processBatch } from './partition-batch.ts';
+import type { FetchedBatch } from '../kafka/ports.ts';
+import { runClaimedBatch } from './claimed-batch.ts';
 import { Semaphore } from './semaphore.ts';
 import { PAUSE_DESCRIPTIONS, PAUSE_REASONS, type PauseReason } from './service-gate.ts';
-import { connectWorker, groupOffset, type WorkerParts } from './wiring.ts';
+import { connectWorker, type WorkerParts } from './wiring.ts';
 
 export interface WorkerOptions {
   readonly config: WorkerConfig;
@@ -136,7 +136,6 @@ export class Worker {
   }
 
   async #handleBatch(parts: WorkerParts, slots: Semaphore, batch: FetchedBatch): Promise<void> {
-    const c = this.#config;
     const { topic, partition } = batch;
     const lane = `${topic}:${partition}`;
     // Lost to fencing in this generation: never re-initialise its producer (that would fence the
@@ -144,50 +143,16 @@ export class Worker {
     if (parts.ownership.isLost(topic, partition)) return;
     this.#progress.begin(lane);
     try {
-      const claim = await parts.ownership.claim(topic, partition);
-      // Sends and commits need both: the group still counts this member in (the lease) and the
-      // claim is of the current generation (not a batch left over from before a rebalance).
-      const owns = (): boolean => parts.ownership.leaseHolds() && parts.ownership.isCurrent(claim);
-      await processBatch(batch, {
-        deps: {
-          codec: parts.codec,
-          sender: parts.sender,
-          policy: c.validation,
-          inDoubtPolicy: c.ledger.inDoubt,
-          maxRecordBytes: parts.maxRecordBytes,
-          maxCommandBytes: c.maxCommandBytes,
-          onRegistryRetry: (error) => this.#log.warn({ err: error }, 'schema registry unavailable; retrying'),
-        },
-        producers: parts.producers,
+      await runClaimedBatch(batch, {
+        parts,
         slots,
+        config: this.#config,
         metrics: this.metrics,
         log: this.#log,
-        target: {
-          consumerGroup: c.consumerGroup,
-          resultTopic: c.topics.results,
-          deadLetterTopic: c.topics.deadLetter,
-          ledgerTopic: c.ledger.enabled ? c.topics.ledger : undefined,
-          maxBatchBytes: parts.maxRecordBytes,
-          generation: claim.generation,
-          mayFence: owns,
-        },
-        commitIntervalMs: c.commitIntervalMs,
-        claim,
-        maxRunAhead: c.ledger.maxRunAhead,
-        fetchCommittedOffset: (t, p) => groupOffset(parts.admin, c.consumerGroup, t, p),
-        leaseHolds: owns,
         wrappingUp: () => this.#state !== 'running',
         abandon: this.#abandon.signal,
         onProgress: () => this.#onProgress(lane),
       });
-    } catch (error) {
-      if (error instanceof FencedError) {
-        parts.ownership.lose(topic, partition);
-        return;
-      }
-      // Start this partition afresh (new producer, re-read ledger and offsets) next time.
-      parts.ownership.release(topic, partition);
-      throw error;
     } finally {
       this.#progress.end(lane);
     }

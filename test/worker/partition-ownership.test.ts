@@ -41,8 +41,23 @@ function ownershipWith(options: {
     metrics: createMetrics(),
     ...(options.now !== undefined && { now: options.now }),
   });
+  // The group confirmed this member (as a heartbeat or a join does): claims may fence.
+  ownership.confirm();
   return { ownership, recorded };
 }
+
+describe('PartitionOwnership: no claim without the lease', () => {
+  it('does not fence a partition while no heartbeat confirms this member (a process frozen or cut off)', async () => {
+    let now = 1_000_000;
+    const { ownership, recorded } = ownershipWith({ sessionTimeoutMs: 10_000, now: () => now });
+    now += 60_000;
+    await expect(ownership.claim(TOPIC, 0)).rejects.toThrow(/not claiming/);
+    expect(recorded.fenced).toEqual([]);
+    ownership.confirm();
+    await ownership.claim(TOPIC, 0);
+    expect(recorded.fenced).toEqual([`${TOPIC}:0`]);
+  });
+});
 
 describe('PartitionOwnership recovery', () => {
   it('starts at the ledger checkpoint when the group offset is behind it, and inherits its open marks', async () => {
@@ -104,6 +119,7 @@ describe('PartitionOwnership recovery', () => {
       log: createLogger('silent'),
       metrics: createMetrics(),
     });
+    flaky.confirm();
     await expect(flaky.claim(TOPIC, 0)).rejects.toThrow('broker away');
     await expect(flaky.claim(TOPIC, 0)).resolves.toMatchObject({ start: 0n });
   });
@@ -146,6 +162,7 @@ describe('PartitionOwnership lease', () => {
   it('holds while heartbeats are recent and expires after a freeze longer than the session timeout minus the margin', () => {
     let now = 1_000_000;
     const { ownership } = ownershipWith({ sessionTimeoutMs: 10_000, now: () => now });
+    now += 60_000;
     expect(ownership.leaseHolds()).toBe(false);
     ownership.joined(TOPIC, []);
     expect(ownership.leaseHolds()).toBe(true);
