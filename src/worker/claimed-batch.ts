@@ -9,6 +9,7 @@ import { groupOffset, type WorkerParts } from './wiring.ts';
 export interface ClaimedBatchOptions {
   readonly parts: WorkerParts;
   readonly slots: Semaphore;
+  readonly markPermits: Semaphore;
   readonly config: WorkerConfig;
   readonly metrics: WorkerMetrics;
   readonly log: Logger;
@@ -48,6 +49,7 @@ export async function runClaimedBatch(batch: FetchedBatch, o: ClaimedBatchOption
       },
       producers: parts.producers,
       slots: o.slots,
+      markPermits: o.markPermits,
       metrics: o.metrics,
       log: o.log,
       target: {

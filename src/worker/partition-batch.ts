@@ -18,6 +18,12 @@ export interface BatchContext {
   readonly deps: RecordHandlerDeps;
   readonly producers: PartitionProducers;
   readonly slots: Semaphore;
+  /**
+   * Bounds the commands marked in the ledger but not yet holding a slot (process-wide; MAX_IN_FLIGHT):
+   * one wave of marks ahead of the calls keeps the pipeline full, more would only grow what a
+   * crash leaves UNKNOWN.
+   */
+  readonly markPermits?: Semaphore;
   readonly metrics: WorkerMetrics;
   readonly log: Logger;
   readonly target: Omit<CommitTarget, 'topic' | 'partition'>;
@@ -153,20 +159,26 @@ export async function processBatch(batch: FetchedBatch, ctx: BatchContext): Prom
       beforeSend: async (gateSignal) => {
         const waitSignal = AbortSignal.any([gateSignal, stopSending.signal]);
         if (!ctx.leaseHolds() || ctx.wrappingUp()) return false;
-        if (ledgerOn) {
-          if (!claim.open.has(offset)) {
-            claim.open.set(offset, { offset, commandId, at: Date.now() });
-            ctx.metrics.ledgerMarks.inc();
+        const permits = ledgerOn && !slotHeld.has(offset) ? ctx.markPermits : undefined;
+        await permits?.acquire(waitSignal);
+        try {
+          if (ledgerOn) {
+            if (!claim.open.has(offset)) {
+              claim.open.set(offset, { offset, commandId, at: Date.now() });
+              ctx.metrics.ledgerMarks.inc();
+            }
+            const flushed = new Promise<void>((resolve, reject) => unflushed.push({ resolve, reject }));
+            scheduleCommit(true);
+            await abortable(flushed, waitSignal);
           }
-          const flushed = new Promise<void>((resolve, reject) => unflushed.push({ resolve, reject }));
-          scheduleCommit(true);
-          await abortable(flushed, waitSignal);
-        }
-        // The in-flight slot bounds calls to the service, so it is taken once the mark has
-        // committed: the next wave's marks commit while this wave's calls are under way.
-        if (!slotHeld.has(offset)) {
-          await ctx.slots.acquire(waitSignal);
-          slotHeld.add(offset);
+          // The in-flight slot bounds calls to the service, so it is taken once the mark has
+          // committed: the next wave's marks commit while this wave's calls are under way.
+          if (!slotHeld.has(offset)) {
+            await ctx.slots.acquire(waitSignal);
+            slotHeld.add(offset);
+          }
+        } finally {
+          permits?.release();
         }
         // The lease is checked again after the waits: a process frozen in between sends nothing.
         return ctx.leaseHolds() && !ctx.wrappingUp();

@@ -105,13 +105,14 @@ export class Worker {
       this.#parts = parts;
       this.#stillStarting();
       const slots = new Semaphore(c.maxInFlight);
+      const markPermits = new Semaphore(c.maxInFlight);
       this.#watchConsumer(parts);
       await parts.consumer.connect();
       this.#stillStarting();
       await parts.consumer.subscribe(c.topics.commands);
       await parts.consumer.run({
         partitionsConsumedConcurrently: Math.min(parts.commandPartitions, 64),
-        eachBatch: (batch) => this.#inLane(`${batch.topic}:${batch.partition}`, () => this.#handleBatch(parts, slots, batch)),
+        eachBatch: (batch) => this.#inLane(`${batch.topic}:${batch.partition}`, () => this.#handleBatch(parts, slots, markPermits, batch)),
       });
       this.#stillStarting();
       this.#state = 'running';
@@ -135,7 +136,7 @@ export class Worker {
     }
   }
 
-  async #handleBatch(parts: WorkerParts, slots: Semaphore, batch: FetchedBatch): Promise<void> {
+  async #handleBatch(parts: WorkerParts, slots: Semaphore, markPermits: Semaphore, batch: FetchedBatch): Promise<void> {
     const { topic, partition } = batch;
     const lane = `${topic}:${partition}`;
     // Lost to fencing in this generation: never re-initialise its producer (that would fence the
@@ -146,6 +147,7 @@ export class Worker {
       await runClaimedBatch(batch, {
         parts,
         slots,
+        markPermits,
         config: this.#config,
         metrics: this.metrics,
         log: this.#log,

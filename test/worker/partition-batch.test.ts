@@ -358,6 +358,27 @@ describe('processBatch: per-key order', () => {
   });
 });
 
+describe('processBatch: marks ahead of the calls', () => {
+  it('marks at most one permit-bound wave ahead of the calls under way (what a crash can leave UNKNOWN)', async () => {
+    const h = harness({ ledger: true, slots: 2 });
+    const ctx: BatchContext = { ...h.ctx, markPermits: new Semaphore(2) };
+    h.service.mode = 'hold';
+    const records = Array.from({ length: 10 }, (_, i) => record(i, `k${i}`));
+    const done = processBatch(batchOf(records), ctx);
+    await h.service.callsReach(2);
+    await tick(50);
+    // Two calls under way, two more marked and waiting for a slot: never all ten.
+    const marked = Math.max(...h.producers.checkpoints(LEDGER).map((c) => c.open.length));
+    expect(marked).toBe(4);
+    for (let i = 0; i < 10; i += 1) {
+      await h.service.callsReach(i + 1);
+      h.service.answer(`c${i}`);
+    }
+    await done;
+    expect(h.producers.committedKeys(RESULTS)).toHaveLength(10);
+  });
+});
+
 describe('processBatch: the run-ahead bound', () => {
   it.each([false, true])('never has more than MAX_RUN_AHEAD records past the committed offset (ledger %s)', async (ledger) => {
     const h = harness({ ledger, maxRunAhead: 3 });
