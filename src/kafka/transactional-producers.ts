@@ -4,15 +4,20 @@ import { BatchTooLargeError, FencedError, type PartitionProducers, type Transact
 /** kafkajs's error types for "another producer took over this transactional id". */
 const FENCING_TYPES: ReadonlySet<unknown> = new Set(['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED', 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED']);
 
+/** Whether a kafkajs error's `type` (its protocol error name) is one of `types`. */
+function hasType(error: unknown, types: ReadonlySet<unknown>): boolean {
+  return typeof error === 'object' && error !== null && types.has((error as { type?: unknown }).type);
+}
+
 export function isFencing(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && FENCING_TYPES.has((error as { type?: unknown }).type);
+  return hasType(error, FENCING_TYPES);
 }
 
 /** kafkajs's error types for a record batch or request over the broker's size limits. */
 const TOO_LARGE_TYPES: ReadonlySet<unknown> = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
 
 export function isTooLarge(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && TOO_LARGE_TYPES.has((error as { type?: unknown }).type);
+  return hasType(error, TOO_LARGE_TYPES);
 }
 
 /** Runs a kafkajs call, turning its fencing errors into `FencedError` (other errors pass unchanged). */

@@ -63,6 +63,11 @@ export class ProviderError extends SmsWorkerError {
     return this.failureClass === 'transport' || this.failureClass === 'throttled';
   }
 
+  /** The service answered and refused the command (a business error, 105400, 101301): it surely did not send it. */
+  get refused(): boolean {
+    return this.failureClass === 'business' || this.failureClass === 'insufficient-funds' || this.failureClass === 'configuration';
+  }
+
   /** The request may have reached the service although we saw no clean answer. */
   get ambiguous(): boolean {
     return this.failureClass === 'ambiguous' || this.failureClass === 'malformed';

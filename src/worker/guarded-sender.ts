@@ -3,9 +3,6 @@ import type { FailureClass, ProviderClient, ProviderRequest, ProviderSuccess } f
 import type { RateLimiter } from './rate-limiter.ts';
 import type { OutageCounter, Passage, PauseReason, ServiceGate } from './service-gate.ts';
 
-/** The service answered and refused the command: it surely did not send it. */
-const REFUSED: ReadonlySet<FailureClass> = new Set(['business', 'insufficient-funds', 'configuration']);
-
 /** Failure classes that say "the service is not taking requests", not "this command is wrong". */
 const OUTAGE: ReadonlySet<FailureClass> = new Set(['transport', 'throttled', 'ambiguous']);
 
@@ -115,7 +112,7 @@ export class GuardedSender {
         if (this.#judge(error, wasProbe) === 'keep') {
           // Held for later: if the service surely did not send it (it never got it, or it
           // refused it: 105400, 101301), its ledger mark is withdrawn.
-          if (error.surelyNotSent || REFUSED.has(error.failureClass)) hooks?.notSent();
+          if (error.surelyNotSent || error.refused) hooks?.notSent();
           continue;
         }
         if (expiresAt !== null && error.surelyNotSent && (error.stopReason === 'deadline' || now() >= expiresAt)) {

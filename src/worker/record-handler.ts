@@ -17,7 +17,6 @@ import { validateCommand, type ValidationPolicy } from '../contracts/validate.ts
 import { coerceError } from '../errors.ts';
 import { backoffDelay } from '../retry.ts';
 import { isProviderError } from '../provider/provider-error.ts';
-import type { FailureClass } from '../provider/types.ts';
 import { RegistryUnavailableError, type Codec } from '../schema/codec.ts';
 import type { GuardedSender, SendHooks, SendOutcome } from './guarded-sender.ts';
 import type { OpenMark } from './ledger-checkpoint.ts';
@@ -68,9 +67,6 @@ export interface RecordLane {
   sendHooks(offset: bigint, commandId: string): SendHooks | undefined;
   onInDoubt(action: 'reported' | 'resent'): void;
 }
-
-/** Failure classes after which the service may have sent the command. */
-const MAYBE_SENT: ReadonlySet<FailureClass> = new Set(['ambiguous', 'malformed']);
 
 /**
  * Decode → (in doubt? duplicate?) → validate → send → result, for one record. Never throws for
@@ -189,7 +185,7 @@ function resultOfSend(
       }
       // The service answered (an HTTP status): its stage is PROVIDER even for a 5xx.
       const stage = error.answered ? 'PROVIDER' : 'TRANSPORT';
-      if (MAYBE_SENT.has(error.failureClass)) {
+      if (error.ambiguous) {
         return unknownResult(ctx, {
           code: error.code,
           message: `${error.message}; the service may have sent it, so it is not sent again`,

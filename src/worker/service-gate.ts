@@ -1,3 +1,5 @@
+import { deferred } from './waiting.ts';
+
 /**
  * Why sends are held back. Sending is paused for the whole process (not per command), because
  * every cause is a property of the account or of the service, not of a command:
@@ -51,7 +53,7 @@ export class ServiceGate {
   readonly #onProbeWanted: () => void;
   readonly #now: () => number;
   #waiting = 0;
-  #wake: { promise: Promise<void>; resolve: () => void } = ServiceGate.#deferred();
+  #wake: { promise: Promise<void>; resolve: () => void } = deferred();
   #timer: NodeJS.Timeout | undefined;
 
   /**
@@ -73,12 +75,6 @@ export class ServiceGate {
     this.#onBlock = options.onBlock ?? (() => undefined);
     this.#onProbeWanted = options.onProbeWanted ?? (() => undefined);
     this.#now = options.now ?? Date.now;
-  }
-
-  static #deferred(): { promise: Promise<void>; resolve: () => void } {
-    let resolve!: () => void;
-    const promise = new Promise<void>((r) => (resolve = r));
-    return { promise, resolve };
   }
 
   get reason(): PauseReason | undefined {
@@ -186,7 +182,7 @@ export class ServiceGate {
 
   #notify(): void {
     const current = this.#wake;
-    this.#wake = ServiceGate.#deferred();
+    this.#wake = deferred();
     current.resolve();
   }
 
