@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
-import { checkpointKey, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { checkpointKey, encodeCheckpoint, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
 import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
 
@@ -20,6 +20,30 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
   sandbox.state.setBalance('1000.000000');
 });
+
+/** Topics of a test whose command topic has `partitions` partitions (the ledger as many). */
+async function createTestTopics(topics: ReturnType<typeof testTopics>, partitions: number): Promise<void> {
+  await createTopics(testKafka(), [
+    { topic: topics.commands, partitions },
+    { topic: topics.results },
+    { topic: topics.deadLetter },
+    { topic: topics.ledger, partitions },
+  ]);
+}
+
+/** What an earlier owner of partition 0 left in the ledger. */
+async function writeCheckpoint(topics: ReturnType<typeof testTopics>, checkpoint: Checkpoint): Promise<void> {
+  const producer = testKafka().producer();
+  await producer.connect();
+  try {
+    await producer.send({
+      topic: topics.ledger,
+      messages: [{ key: checkpointKey(topics.group, topics.commands), partition: 0, value: encodeCheckpoint(checkpoint) }],
+    });
+  } finally {
+    await producer.disconnect();
+  }
+}
 
 function sends(on: RunningSandbox, commandId: string): number {
   return on.state.requests({ correlationId: commandId }).length;
@@ -65,12 +89,7 @@ describe('intent ledger: sends at most once', () => {
   it('starts at the ledger checkpoint when the group offset is behind it, and reports its in-doubt mark UNKNOWN without sending', async () => {
     const topics = testTopics();
     const kafka = testKafka();
-    await createTopics(kafka, [
-      { topic: topics.commands, partitions: 1 },
-      { topic: topics.results },
-      { topic: topics.deadLetter },
-      { topic: topics.ledger, partitions: 1 },
-    ]);
+    await createTestTopics(topics, 1);
     const publisher = await publisherFor(kafka, topics.commands);
     cleanups.push(() => publisher.disconnect());
     const commands = Array.from({ length: 6 }, () => textCommand());
@@ -78,19 +97,7 @@ describe('intent ledger: sends at most once', () => {
     // What an earlier owner left: results up to offset 2 committed (the group offset read later
     // can lag behind it without KIP-447), and offset 3 marked as being sent, without a result.
     const markedAt = Date.now() - 5_000;
-    const producer = kafka.producer();
-    await producer.connect();
-    await producer.send({
-      topic: topics.ledger,
-      messages: [
-        {
-          key: checkpointKey(topics.group, topics.commands),
-          partition: 0,
-          value: encodeCheckpoint({ next: 3n, open: [{ offset: 3n, commandId: commands[3]?.commandId ?? '', at: markedAt }] }),
-        },
-      ],
-    });
-    await producer.disconnect();
+    await writeCheckpoint(topics, { next: 3n, open: [{ offset: 3n, commandId: commands[3]?.commandId ?? '', at: markedAt }] });
 
     const results = await ResultCollector.start(topics.results);
     cleanups.push(() => results.stop());
@@ -115,29 +122,12 @@ describe('intent ledger: sends at most once', () => {
   it('IN_DOUBT_POLICY=resend sends an in-doubt command again', async () => {
     const topics = testTopics();
     const kafka = testKafka();
-    await createTopics(kafka, [
-      { topic: topics.commands, partitions: 1 },
-      { topic: topics.results },
-      { topic: topics.deadLetter },
-      { topic: topics.ledger, partitions: 1 },
-    ]);
+    await createTestTopics(topics, 1);
     const publisher = await publisherFor(kafka, topics.commands);
     cleanups.push(() => publisher.disconnect());
     const command = textCommand();
     await within(30_000, 'publishing', publisher.publish([{ command }]));
-    const producer = kafka.producer();
-    await producer.connect();
-    await producer.send({
-      topic: topics.ledger,
-      messages: [
-        {
-          key: checkpointKey(topics.group, topics.commands),
-          partition: 0,
-          value: encodeCheckpoint({ next: 0n, open: [{ offset: 0n, commandId: command.commandId, at: Date.now() }] }),
-        },
-      ],
-    });
-    await producer.disconnect();
+    await writeCheckpoint(topics, { next: 0n, open: [{ offset: 0n, commandId: command.commandId, at: Date.now() }] });
     const results = await ResultCollector.start(topics.results);
     cleanups.push(() => results.stop());
     const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { TOPICS_PARTITIONS: '1', IN_DOUBT_POLICY: 'resend' }));
@@ -149,12 +139,7 @@ describe('intent ledger: sends at most once', () => {
   it('a rebalance while commands wait at the funds pause: the old owner gives them up unsent and never sends them later', async () => {
     const topics = testTopics();
     const kafka = testKafka();
-    await createTopics(kafka, [
-      { topic: topics.commands, partitions: 2 },
-      { topic: topics.results },
-      { topic: topics.deadLetter },
-      { topic: topics.ledger, partitions: 2 },
-    ]);
+    await createTestTopics(topics, 2);
     const env = { TOPICS_PARTITIONS: '2', FUNDS_PROBE_INITIAL_MS: '300', FUNDS_PROBE_MAX_MS: '300' };
     const { worker: first } = await startTestWorker(workerEnv(topics, sandbox.url, env));
     cleanups.push(() => first.stop());
