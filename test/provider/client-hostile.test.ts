@@ -10,9 +10,9 @@ import { envSchema, PROVIDER_DEFAULTS } from '../../src/config/schema.ts';
 import { createProviderClient } from '../../src/provider/client.ts';
 import { resolveProviderOptions } from '../../src/provider/options.ts';
 import type { ProviderClientOptions } from '../../src/provider/options.ts';
-import { ProviderError } from '../../src/provider/provider-error.ts';
 import type { ProviderClient, ProviderRequest } from '../../src/provider/types.ts';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { failureOf } from '../helpers/provider.ts';
 
 const TEXT: ProviderRequest = { operation: 'sms.message.send', body: { to: ['+8613800138000'], signature: 'Acme', content: 'hello' } };
 const KEY_ID = 'AKID-hostile-test-19c2';
@@ -56,16 +56,6 @@ async function serve(handler: http.RequestListener): Promise<string> {
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
-}
-
-async function failureOf(promise: Promise<unknown>): Promise<ProviderError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof ProviderError) return error;
-    throw error;
-  }
-  throw new Error('expected the send to fail');
 }
 
 /**

@@ -3,10 +3,11 @@ import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createProviderClient } from '../../src/provider/client.ts';
 import type { AttemptInfo, ProviderClientOptions, RetryInfo } from '../../src/provider/options.ts';
-import { ProviderError } from '../../src/provider/provider-error.ts';
+import type { ProviderError } from '../../src/provider/provider-error.ts';
 import type { ProviderClient, ProviderRequest } from '../../src/provider/types.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
 import type { RunningSandbox } from '../../src/sandbox/server.ts';
+import { failureOf } from '../helpers/provider.ts';
 
 const KEY_ID = 'AKID-client-test-7f3a9c';
 const SECRET = 'SECRET-client-test-e81b44d0';
@@ -37,16 +38,6 @@ function client(overrides: Partial<ProviderClientOptions> = {}): ProviderClient 
   });
   clients.push(created);
   return created;
-}
-
-async function failureOf(promise: Promise<unknown>): Promise<ProviderError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof ProviderError) return error;
-    throw error;
-  }
-  throw new Error('expected the send to fail');
 }
 
 /** A port with nothing listening on it. */
