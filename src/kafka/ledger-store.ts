@@ -1,6 +1,6 @@
 import type { Admin } from 'kafkajs';
 import { decodeCheckpoint, type Checkpoint } from '../worker/ledger-checkpoint.ts';
-import type { PartitionReader, ReadRecord } from './partition-reader.ts';
+import type { PartitionReader } from './partition-reader.ts';
 
 /** How far back the first look goes; each further look goes 16 times further. */
 const FIRST_WINDOW = 64n;
@@ -24,27 +24,21 @@ export async function readLatestCheckpoint(
   const ends = offsets.find((o) => o.partition === partition);
   if (ends === undefined) return undefined;
   const low = BigInt(ends.low);
-  // To the true end (not the admin's read_committed end): read() then waits until every
+  // To the true end (not the admin's read_committed end): forEach() then waits until every
   // transaction below it is decided, so the newest checkpoint cannot be missed.
   const high = await reader.highWatermark(topic, partition, low);
   let window = FIRST_WINDOW;
   let to = high;
   while (to > low) {
     const from = to - window > low ? to - window : low;
-    const records = await reader.read(topic, partition, from, to);
-    const newest = newestCheckpoint(records, key);
-    if (newest !== undefined) return newest;
+    // Only the newest readable checkpoint matters: keep that one, not the window's records.
+    let checkpoint: Checkpoint | undefined;
+    await reader.forEach(topic, partition, from, to, (record) => {
+      checkpoint = decodeCheckpoint(record.key, record.value, key) ?? checkpoint;
+    });
+    if (checkpoint !== undefined) return checkpoint;
     to = from;
     window *= 16n;
-  }
-  return undefined;
-}
-
-function newestCheckpoint(records: readonly ReadRecord[], key: string): Checkpoint | undefined {
-  for (let i = records.length - 1; i >= 0; i--) {
-    const record = records[i];
-    const checkpoint = record === undefined ? undefined : decodeCheckpoint(record.key, record.value, key);
-    if (checkpoint !== undefined) return checkpoint;
   }
   return undefined;
 }

@@ -126,12 +126,19 @@ export class PartitionReader {
   }
 
   /**
-   * Committed records in [from, to): every record below `to` that a read_committed reader will
-   * ever see. `to` must not exceed the last stable offset, or this waits for open transactions
-   * (bounded by `deadlineMs`).
+   * Committed records in [from, to), handed to `visit` one fetch at a time (memory holds one
+   * fetch, about `maxBytes`, not the range): every record below `to` that a read_committed reader
+   * will ever see. `to` must not exceed what is written, or this waits (bounded by `deadlineMs`)
+   * for open transactions to be decided.
    */
-  async read(topic: string, partition: number, from: bigint, to: bigint, deadlineMs = 30_000): Promise<ReadRecord[]> {
-    const out: ReadRecord[] = [];
+  async forEach(
+    topic: string,
+    partition: number,
+    from: bigint,
+    to: bigint,
+    visit: (record: ReadRecord) => void | Promise<void>,
+    deadlineMs = 30_000,
+  ): Promise<void> {
     const deadline = Date.now() + deadlineMs;
     let next = from;
     while (next < to) {
@@ -157,7 +164,7 @@ export class PartitionReader {
         next = offset + 1n;
         advanced = true;
         if (record.isControlRecord === true) continue;
-        out.push({ offset, key: record.key ?? null, value: record.value ?? null });
+        await visit({ offset, key: record.key ?? null, value: record.value ?? null });
       }
       if (!advanced && next < to) {
         // Nothing visible was returned: skip what the broker did return (aborted records, control
@@ -168,7 +175,6 @@ export class PartitionReader {
         else if (stable > next) next = stable < to ? stable : to;
       }
     }
-    return out;
   }
 
   async close(): Promise<void> {

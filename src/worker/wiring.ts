@@ -169,15 +169,16 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
       const low = BigInt(ends?.low ?? '0');
       const from = start - BigInt(count) > low ? start - BigInt(count) : low;
       if (from >= start) return [];
+      // One fetch at a time: only the commandIds are kept, never the records (up to MAX_COMMAND_BYTES each).
       const out: { offset: bigint; commandId: string }[] = [];
-      for (const record of await reader.read(topic, partition, from, start)) {
+      await reader.forEach(topic, partition, from, start, async (record) => {
         try {
           const decoded = await codec.decode(record.value);
           if (decoded.ok) out.push({ offset: record.offset, commandId: commandFromAvro(decoded.value).commandId });
         } catch {
           // Not a readable command: it had a dead letter or a REJECTED result keyed otherwise.
         }
-      }
+      });
       return out;
     },
     pauseLost: (topic, partition) => theConsumer.pause(topic, [partition]),
