@@ -50,6 +50,7 @@ export interface WorkerConfig {
     };
   };
   readonly maxInFlight: number;
+  /** Deployment-wide calls per second (0 = none); each process applies its partitions' share. */
   readonly rateLimitPerSecond: number;
   readonly commitIntervalMs: number;
   /** The ValidationPolicy of src/contracts/validate.ts. */

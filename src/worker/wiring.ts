@@ -21,6 +21,7 @@ import { GuardedSender } from './guarded-sender.ts';
 import { checkpointKey } from './ledger-checkpoint.ts';
 import { PartitionOwnership, type OwnershipEffects } from './partition-ownership.ts';
 import { RateLimiter } from './rate-limiter.ts';
+import { rateShare } from './rate-share.ts';
 import { OutageCounter, ServiceGate, type PauseReason } from './service-gate.ts';
 
 /** Settings of the ledger topic when the worker creates it: compacted, small segments so compaction keeps up. */
@@ -127,11 +128,12 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     onProbeWanted: () => consumerRef.current?.resume(c.topics.commands),
   });
   hooks.adopt(async () => gate.close(), 'gate');
+  const rateLimiter = new RateLimiter(c.rateLimitPerSecond);
   const sender = new GuardedSender({
     client,
     gate,
     outages: new OutageCounter(c.breaker.failureThreshold),
-    rateLimiter: new RateLimiter(c.rateLimitPerSecond),
+    rateLimiter,
     fundsPolicy: c.funds.policy,
     // Why the service made the worker pause (its code, status and message; never a secret).
     onPause: (reason, why) => log.warn({ reason, why }, `sending paused (${reason}): ${why}`),
@@ -155,6 +157,14 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   consumerRef.current = consumer;
   const theConsumer = consumer;
   hooks.adopt(() => theConsumer.disconnect(), 'consumer');
+  // RATE_LIMIT_PER_SECOND is the deployment's: this process takes its partitions' share, anew at every rebalance.
+  if (rateLimiter.enabled) {
+    consumer.onGroupJoin(({ memberAssignment }) => {
+      const owned = memberAssignment[c.topics.commands]?.length ?? 0;
+      rateLimiter.setRate(rateShare({ limitPerSecond: c.rateLimitPerSecond, ownedPartitions: owned, totalPartitions: commandPartitions }));
+      log.info({ ownedPartitions: owned, totalPartitions: commandPartitions, perSecond: rateLimiter.perSecond }, 'rate limit share');
+    });
+  }
 
   const effects: OwnershipEffects = {
     fence: async (topic, partition, generation) => {

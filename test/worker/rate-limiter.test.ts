@@ -89,4 +89,33 @@ describe('RateLimiter', () => {
     controller.abort(new Error('stop'));
     await expect(waiting).rejects.toThrow();
   });
+
+  it('setRate() spaces the reservations after it at the new rate, keeping the slots already handed out', () => {
+    const clock = manualClock(60_000);
+    const limiter = new RateLimiter(10, clock.now);
+    for (let i = 0; i < 10; i += 1) limiter.reserve();
+    expect([limiter.reserve(), limiter.reserve()]).toEqual([100, 200]);
+    limiter.setRate(5);
+    expect(limiter.perSecond).toBe(5);
+    // The last slot was at +200 ms; the next ones come 200 ms apart from there.
+    expect([limiter.reserve(), limiter.reserve()]).toEqual([400, 600]);
+    limiter.setRate(20);
+    expect([limiter.reserve(), limiter.reserve()]).toEqual([650, 700]);
+  });
+
+  it("after setRate() the burst following idleness is one second's worth at the new rate", () => {
+    const clock = manualClock(60_000);
+    const limiter = new RateLimiter(10, clock.now);
+    limiter.setRate(4);
+    clock.advance(5_000);
+    const waits = Array.from({ length: 5 }, () => limiter.reserve());
+    expect(waits).toEqual([0, 0, 0, 0, 250]);
+  });
+
+  it('setRate() refuses a rate that is not > 0, and a limiter built without a limit', () => {
+    const limited = new RateLimiter(10);
+    expect(() => limited.setRate(0)).toThrow(/rate must be a finite number > 0/);
+    expect(() => limited.setRate(Number.POSITIVE_INFINITY)).toThrow(/rate must be/);
+    expect(() => new RateLimiter(0).setRate(5)).toThrow(/without a limit/);
+  });
 });
