@@ -32,6 +32,10 @@ import { ResultWatcher } from './lib/results.ts';
 import { SandboxProcess } from './lib/sandbox.ts';
 import { mean, percentile, sortedNumbers, spread, steadyWindow } from './lib/stats.ts';
 import { freePort, scrapeWorker, startWorker, workerEnv, type WorkerCounters } from './pipelines/worker.ts';
+import { chartMemorySettings, type ChartMemorySettings } from './lib/chart-settings.ts';
+import { httpLegLines, runClientOnly, type ClientOnlyFigures } from './lib/http-leg.ts';
+import { inFlightCapacityPerSecond, logNormalMeanMs, openLoopLines, runOpenLoop, type OpenLoopFigures } from './lib/open-loop.ts';
+import { runChurn, runScaleOut, scaleOutLines, type ChurnFigures, type ScaleRun } from './lib/scale-out.ts';
 
 quietKnownWarnings();
 
@@ -60,12 +64,20 @@ const { values: args } = parseArgs({
     json: { type: 'string' },
     seed: { type: 'string', default: '7' },
     'worker-node-options': { type: 'string' },
+    'open-loop-seconds': { type: 'string', default: '60' },
+    'open-loop-load': { type: 'string', default: '0.4' },
+    'open-loop-rate': { type: 'string' },
+    'client-requests': { type: 'string', default: '20000' },
+    'scale-out': { type: 'string', default: '1,2,4' },
+    'scale-out-commands': { type: 'string', default: '8000' },
+    'rate-limit': { type: 'string', default: '400' },
+    'churn-seconds': { type: 'string', default: '45' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (args.help === true) {
   console.log(
-    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"]',
+    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-load 0.4 | --open-loop-rate N] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 400] [--churn-seconds 45 (0: skip)]',
   );
   process.exit(0);
 }
@@ -98,6 +110,24 @@ const ORDER: readonly Pipeline[] = (() => {
     throw new Error(`--pipelines must be a comma-separated list of ${ALL_PIPELINES.join(', ')} (got ${pipelineList})`);
   return ALL_PIPELINES.filter((p) => names.includes(p));
 })();
+const nonNegativeInt = (name: string, raw: string): number => (raw === '0' ? 0 : positiveInt(name, raw));
+/** The issue-12 sections; `--only ledger` skips them unless one is given explicitly. */
+const given = (name: string): boolean => process.argv.some((a) => a === `--${name}` || a.startsWith(`--${name}=`));
+const section = (name: string, raw: string): string => (ONLY_LEDGER && !given(name) ? '0' : raw);
+const OPEN_LOOP_SECONDS = nonNegativeInt('open-loop-seconds', section('open-loop-seconds', args['open-loop-seconds']));
+const OPEN_LOOP_LOAD = Number(args['open-loop-load']);
+if (!(OPEN_LOOP_LOAD > 0 && OPEN_LOOP_LOAD <= 1)) throw new Error(`--open-loop-load must be in (0, 1] (got ${args['open-loop-load']})`);
+const CLIENT_REQUESTS = nonNegativeInt('client-requests', section('client-requests', args['client-requests']));
+const scaleOutList = section('scale-out', args['scale-out']);
+const SCALE_OUT: number[] = scaleOutList === '0' || scaleOutList === 'none' || scaleOutList === '' ? [] : scaleOutList.split(',').map((n) => positiveInt('scale-out', n.trim()));
+const SCALE_OUT_COMMANDS = positiveInt('scale-out-commands', args['scale-out-commands']);
+const RATE_LIMIT = positiveInt('rate-limit', args['rate-limit']);
+const CHURN_SECONDS = nonNegativeInt('churn-seconds', section('churn-seconds', args['churn-seconds']));
+/** The issue's open-loop upstream: log-normal, p50 50 ms, p99 500 ms. */
+const OPEN_LOOP_LATENCY = { kind: 'lognormal', medianMs: 50, p99Ms: 500 } as const;
+/** Scale-out settings of the issue: 50 ms upstream, MAX_IN_FLIGHT=16 per process. */
+const SCALE_OUT_LATENCY_MS = 50;
+const SCALE_OUT_IN_FLIGHT = 16;
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const JSON_FILE = args.json ?? join(REPO_ROOT, 'bench', 'results', `bench-${stamp}.json`);
 
@@ -140,7 +170,7 @@ interface Context {
   readonly topics: string[];
 }
 
-function startPipeline(ctx: Context, pipeline: Pipeline, input: string, output: string, group: string, httpPort: number): Child {
+function startPipeline(ctx: Context, pipeline: Pipeline, input: string, output: string, group: string, httpPort: number, extraEnv: Record<string, string> = {}): Child {
   if (isWorker(pipeline)) {
     const nodeOptions = args['worker-node-options'];
     // Every run has its own ledger topic: a ledger shared with an earlier run over the same
@@ -148,6 +178,7 @@ function startPipeline(ctx: Context, pipeline: Pipeline, input: string, output: 
     const overrides: Record<string, string> = { LEDGER_TOPIC: `${output}.ledger`, HTTP_PORT: String(httpPort) };
     if (pipeline === 'worker-no-ledger') overrides['LEDGER_ENABLED'] = 'false';
     if (nodeOptions !== undefined) overrides['NODE_OPTIONS'] = nodeOptions;
+    Object.assign(overrides, extraEnv);
     return startWorker(
       workerEnv(
         {
@@ -184,6 +215,8 @@ async function runOnce(
     producedAt: Map<string, number>;
     target: number;
     label: string;
+    /** Worker environment on top of the defaults (the chart's memory settings). */
+    env?: Record<string, string>;
   },
 ): Promise<RunFigures> {
   const { pipeline, target } = options;
@@ -198,7 +231,7 @@ async function runOnce(
   await watcher.start();
   const runStart = Date.now();
   const httpPort = isWorker(pipeline) ? await freePort() : 0;
-  const child = startPipeline(ctx, pipeline, options.input, output, `bench-${ctx.runId}-${options.label}`, httpPort);
+  const child = startPipeline(ctx, pipeline, options.input, output, `bench-${ctx.runId}-${options.label}`, httpPort, options.env);
   const sampler = new CpuSampler(child.pid, 50);
   let exited = false;
   void child.exited.then(() => (exited = true));
@@ -285,7 +318,17 @@ interface Row {
   readonly runs: readonly RunFigures[];
 }
 
-function report(rows: readonly Row[], rss: RunFigures | undefined, machine: string, wallSeconds: number): string {
+/** The issue-12 sections' figures (each undefined when skipped). */
+interface Issue12Figures {
+  rssChart?: RunFigures;
+  chart?: ChartMemorySettings;
+  client?: ClientOnlyFigures;
+  openLoop?: OpenLoopFigures;
+  scaleOut: ScaleRun[];
+  churn?: ChurnFigures;
+}
+
+function report(rows: readonly Row[], rss: RunFigures | undefined, machine: string, wallSeconds: number, extra: Issue12Figures): string {
   const agg = (row: Row, pick: (r: RunFigures) => number): number => mean(row.runs.map(pick));
   const find = (pipeline: Pipeline, latencyMs: number): Row | undefined => rows.find((r) => r.pipeline === pipeline && r.latencyMs === latencyMs);
   const lines: string[] = [];
@@ -396,6 +439,31 @@ function report(rows: readonly Row[], rss: RunFigures | undefined, machine: stri
       `- RSS: worker peak ${mb(rss.peakRssBytes)} draining a ${fmt(rss.target)}-command backlog at 0 ms (${fmt(rss.perSecond)} cmd/s steady; target < 300 MB): ${rss.peakRssBytes < 300 * 1024 * 1024 ? 'MET' : 'NOT MET'}`,
     );
   }
+  const { rssChart, chart } = extra;
+  if (rss !== undefined && rssChart !== undefined && chart !== undefined) {
+    const share = rssChart.perSecond / rss.perSecond;
+    const limitMiB = chart.memoryLimitBytes / 1024 ** 2;
+    lines.push(
+      `- memory in a pod: with the chart's settings (helm/sms-worker/values.yaml: limit ${chart.memoryLimit}, ${Object.entries(chart.env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(', ')}) peak RSS ${fmt(rssChart.peakRssBytes / 1024 ** 2)} MiB (target ≤ ${fmt(limitMiB)} MiB): ${rssChart.peakRssBytes <= chart.memoryLimitBytes ? 'MET' : 'NOT MET'}; ${fmt(rssChart.perSecond)} cmd/s = ${fmt(100 * share)}% of the uncapped run's ${fmt(rss.perSecond)} cmd/s (peak ${fmt(rss.peakRssBytes / 1024 ** 2)} MiB; target ≥ 90%): ${share >= 0.9 ? 'MET' : 'NOT MET'}`,
+    );
+  }
+  const issue12: string[] = [];
+  if (extra.client !== undefined) {
+    const w = find('worker', 0);
+    issue12.push(
+      ...httpLegLines(extra.client, w === undefined ? undefined : { perSecond: agg(w, (r) => r.perSecond), cpuUsPerCommand: agg(w, (r) => r.cpuUsPerCommand) }),
+    );
+  }
+  if (extra.openLoop !== undefined) issue12.push(...openLoopLines(extra.openLoop));
+  issue12.push(...scaleOutLines(extra.scaleOut, SCALE_OUT_IN_FLIGHT, SCALE_OUT_LATENCY_MS, extra.churn));
+  if (issue12.length > 0) {
+    lines.push('');
+    lines.push('Latency, HTTP leg, scale-out and the deployment-wide rate limit (issue 12; targets reported, not enforced):');
+    lines.push('');
+    lines.push(...issue12);
+  }
   lines.push('');
   lines.push('Columns:');
   lines.push(
@@ -425,7 +493,8 @@ async function main(): Promise<number> {
   say(`starting (or reusing) Kafka and the schema registry…`);
   const stack = await startStack({ log: say });
   say(`stack (${stack.mode}): ${stack.description}`);
-  const sandbox = await SandboxProcess.start(['--log-capacity', '1000', '--balance', '1000000000.000000']);
+  // The log must hold what arrives between two polls of the open-loop and churn runs' collectors.
+  const sandbox = await SandboxProcess.start(['--log-capacity', '50000', '--balance', '1000000000.000000']);
   say(`sandbox at ${sandbox.url} (own process, pid ${sandbox.child.pid})`);
   const kafka = benchKafka(stack.kafkaBrokers, 'bench-orchestrator');
   const registry = createRegistry(stack.schemaRegistryUrl);
@@ -433,6 +502,7 @@ async function main(): Promise<number> {
   const ctx: Context = { stack, kafka, sandbox, runId, topics: [] };
   const runs: RunFigures[] = [];
   let rssRun: RunFigures | undefined;
+  const extra: Issue12Figures = { scaleOut: [] };
   try {
     const backlog = `bench.${runId}.commands`;
     ctx.topics.push(backlog);
@@ -483,6 +553,58 @@ async function main(): Promise<number> {
         label: 'worker.rss',
       });
       say(`RSS check: ${describeRun(rssRun)}`);
+      // The same backlog again, the worker configured as the Helm chart deploys it.
+      const chart = chartMemorySettings();
+      extra.chart = chart;
+      extra.rssChart = await runOnce(ctx, {
+        pipeline: 'worker',
+        latencyMs: 0,
+        round: 0,
+        position: 1,
+        input: big,
+        producedAt: bigProducedAt,
+        target: RSS_COMMANDS,
+        label: 'worker.rss-chart',
+        env: chart.env,
+      });
+      say(`RSS check with the chart's settings (${JSON.stringify(chart.env)}): ${describeRun(extra.rssChart)}`);
+    }
+    await deleteTopics(kafka, ctx.topics.splice(0));
+
+    if (CLIENT_REQUESTS > 0) {
+      await sandbox.setLatency(0);
+      extra.client = await runClientOnly({ providerUrl: sandbox.url, requests: CLIENT_REQUESTS, inFlight: WORKER_IN_FLIGHT, seed: SEED });
+      say(`HTTP leg: provider client alone ${fmt(extra.client.perSecond)} req/s, ${fmt(extra.client.cpuUsPerRequest)} CPU-µs/req`);
+    }
+
+    const sectionCtx = {
+      kafka,
+      registry,
+      sandbox,
+      brokers: stack.kafkaBrokers,
+      registryUrl: stack.schemaRegistryUrl,
+      runId,
+      topics: ctx.topics,
+      say,
+      logDir: join(dirname(JSON_FILE), `logs-${stamp}`),
+    };
+    if (OPEN_LOOP_SECONDS > 0) {
+      const meanLatencyMs = logNormalMeanMs(OPEN_LOOP_LATENCY.medianMs, OPEN_LOOP_LATENCY.p99Ms);
+      const capacity = inFlightCapacityPerSecond(WORKER_IN_FLIGHT, meanLatencyMs);
+      const rate = args['open-loop-rate'] === undefined ? Math.round(OPEN_LOOP_LOAD * capacity) : positiveInt('open-loop-rate', args['open-loop-rate']);
+      extra.openLoop = await runOpenLoop(sectionCtx, { latency: OPEN_LOOP_LATENCY, inFlight: WORKER_IN_FLIGHT, ratePerSecond: rate, seconds: OPEN_LOOP_SECONDS, seed: SEED + 2, meanLatencyMs });
+      say(openLoopLines(extra.openLoop).join(' '));
+      await deleteTopics(kafka, ctx.topics.splice(0));
+    }
+    if (SCALE_OUT.length > 0 || CHURN_SECONDS > 0) mkdirSync(sectionCtx.logDir, { recursive: true });
+    if (SCALE_OUT.length > 0) {
+      extra.scaleOut = await runScaleOut(sectionCtx, { processes: SCALE_OUT, inFlight: SCALE_OUT_IN_FLIGHT, latencyMs: SCALE_OUT_LATENCY_MS, commandsPerProcess: SCALE_OUT_COMMANDS, seed: SEED + 3 });
+      await deleteTopics(kafka, ctx.topics.splice(0));
+    }
+    if (CHURN_SECONDS > 0) {
+      extra.churn = await runChurn(sectionCtx, { limitPerSecond: RATE_LIMIT, inFlight: SCALE_OUT_IN_FLIGHT, latencyMs: SCALE_OUT_LATENCY_MS, seconds: CHURN_SECONDS, seed: SEED + 4 });
+      say(scaleOutLines([], SCALE_OUT_IN_FLIGHT, SCALE_OUT_LATENCY_MS, extra.churn).join(' '));
+      await deleteTopics(kafka, ctx.topics.splice(0));
     }
 
     const rows: Row[] = [];
@@ -493,7 +615,7 @@ async function main(): Promise<number> {
       .map((l) => l.toFixed(2))
       .join(' ')}`;
     const wallSeconds = (Date.now() - started) / 1000;
-    const markdown = report(rows, rssRun, machine, wallSeconds);
+    const markdown = report(rows, rssRun, machine, wallSeconds, extra);
     console.log(markdown);
     mkdirSync(dirname(JSON_FILE), { recursive: true });
     writeFileSync(
@@ -513,9 +635,16 @@ async function main(): Promise<number> {
             partitions: PARTITIONS,
             workerInFlight: WORKER_IN_FLIGHT,
             seed: SEED,
+            openLoopSeconds: OPEN_LOOP_SECONDS,
+            clientRequests: CLIENT_REQUESTS,
+            scaleOut: SCALE_OUT,
+            scaleOutCommandsPerProcess: SCALE_OUT_COMMANDS,
+            rateLimit: RATE_LIMIT,
+            churnSeconds: CHURN_SECONDS,
           },
           runs,
           rssRun: rssRun ?? null,
+          issue12: extra,
           sandbox: sandboxStats,
           markdown,
         },

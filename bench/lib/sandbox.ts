@@ -4,6 +4,7 @@
  */
 import type { RequestLogView, SandboxStats } from '../../src/sandbox/state.ts';
 import type { FaultUpdate } from '../../src/sandbox/admin.ts';
+import type { LatencySpec } from '../../src/sandbox/faults.ts';
 import { eventually, PollAbort } from '../../tools/poll.ts';
 import { CLI_MAIN, startNode, stopChild, type Child } from './proc.ts';
 
@@ -48,6 +49,11 @@ export class SandboxProcess {
   /** 0 means no added latency. */
   async setLatency(ms: number): Promise<void> {
     await this.faults({ latency: ms > 0 ? { kind: 'fixed', ms } : { kind: 'none' } });
+  }
+
+  /** Any latency distribution, e.g. log-normal `{ kind: 'lognormal', medianMs: 50, p99Ms: 500 }`. */
+  async setLatencySpec(latency: LatencySpec): Promise<void> {
+    await this.faults({ latency });
   }
 
   stats(): Promise<SandboxStats> {

@@ -4,7 +4,7 @@
  * transactional-id prefix, addresses), LOG_LEVEL=warn and HTTP_PORT=0 (a free port).
  */
 import { createServer } from 'node:net';
-import { CLI_MAIN, startNode, type Child } from '../lib/proc.ts';
+import { CLI_MAIN, sleep, startNode, type Child } from '../lib/proc.ts';
 
 export interface WorkerTarget {
   readonly brokers: string;
@@ -38,6 +38,21 @@ export function workerEnv(target: WorkerTarget, overrides: Record<string, string
 
 export function startWorker(env: Record<string, string>): Child {
   return startNode(CLI_MAIN, ['run'], env);
+}
+
+/** Resolves once the worker's /readyz says it has joined its group; throws if it exits or `timeoutMs` passes. */
+export async function waitReady(port: number, worker: Child, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (worker.process.exitCode !== null || worker.process.signalCode !== null) throw new Error(`worker exited before it was ready:\n${worker.output()}`);
+    const ready = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(2_000) }).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ready) return;
+    await sleep(200);
+  }
+  throw new Error(`worker not ready after ${timeoutMs} ms:\n${worker.output()}`);
 }
 
 /** A free loopback port for the worker's HTTP server, so the harness can read its /metrics. */

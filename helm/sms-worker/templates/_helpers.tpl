@@ -143,3 +143,30 @@ Deployment so every render runs it.
 {{- end -}}
 {{- $_ := include "sms-worker.terminationGracePeriodSeconds" . -}}
 {{- end }}
+
+{{/*
+resources.limits.memory in MiB (Ki, Mi, Gi, k, M, G or plain bytes), "" when not set or not understood.
+*/}}
+{{- define "sms-worker.memoryLimitMiB" -}}
+{{- $m := toString (dig "limits" "memory" "" (.Values.resources | default dict)) -}}
+{{- if regexMatch "^[0-9]+Gi$" $m -}}{{ mul (trimSuffix "Gi" $m | atoi) 1024 }}
+{{- else if regexMatch "^[0-9]+Mi$" $m -}}{{ trimSuffix "Mi" $m | atoi }}
+{{- else if regexMatch "^[0-9]+Ki$" $m -}}{{ div (trimSuffix "Ki" $m | atoi) 1024 }}
+{{- else if regexMatch "^[0-9]+G$" $m -}}{{ div (mul (trimSuffix "G" $m | atoi) 1000000000) 1048576 }}
+{{- else if regexMatch "^[0-9]+M$" $m -}}{{ div (mul (trimSuffix "M" $m | atoi) 1000000) 1048576 }}
+{{- else if regexMatch "^[0-9]+k$" $m -}}{{ div (mul (trimSuffix "k" $m | atoi) 1000) 1048576 }}
+{{- else if regexMatch "^[0-9]+$" $m -}}{{ div ($m | atoi) 1048576 }}
+{{- end -}}
+{{- end }}
+
+{{/*
+NODE_OPTIONS derived from the memory limit: the V8 old-space cap at heapPercentOfMemoryLimit of it.
+Empty when there is no limit, the percentage is 0, or extraConfig sets NODE_OPTIONS itself.
+*/}}
+{{- define "sms-worker.nodeOptions" -}}
+{{- $limit := include "sms-worker.memoryLimitMiB" . -}}
+{{- $percent := int (.Values.heapPercentOfMemoryLimit | default 0) -}}
+{{- if and (ne $limit "") (gt $percent 0) (not (hasKey (.Values.extraConfig | default dict) "NODE_OPTIONS")) -}}
+--max-old-space-size={{ div (mul (atoi $limit) $percent) 100 }}
+{{- end -}}
+{{- end }}

@@ -1,0 +1,49 @@
+/**
+ * The Helm chart's memory-related defaults, read from `helm/sms-worker/values.yaml` (never
+ * copied), as the environment the bench gives a worker "with the chart's settings": the memory
+ * limit, NODE_OPTIONS with the heap cap the chart derives from it (the same arithmetic as
+ * `sms-worker.nodeOptions` in templates/_helpers.tpl), and the fetch sizes.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { REPO_ROOT } from './proc.ts';
+
+export interface ChartMemorySettings {
+  /** resources.limits.memory as written, and in bytes. */
+  readonly memoryLimit: string;
+  readonly memoryLimitBytes: number;
+  readonly heapPercentOfMemoryLimit: number;
+  /** --max-old-space-size in MiB, or undefined when the chart renders no cap. */
+  readonly maxOldSpaceMiB: number | undefined;
+  /** The worker's environment for these settings (NODE_OPTIONS and the fetch sizes). */
+  readonly env: Record<string, string>;
+}
+
+const UNITS: Record<string, number> = { '': 1, k: 1e3, M: 1e6, G: 1e9, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 };
+
+/** A Kubernetes memory quantity in bytes (the suffixes the chart's helper understands). */
+export function memoryQuantityBytes(quantity: string): number {
+  const match = /^(\d+)(|k|M|G|Ki|Mi|Gi)$/.exec(quantity);
+  if (match === null) throw new Error(`memory quantity ${quantity} is not one of <n>, <n>k/M/G, <n>Ki/Mi/Gi`);
+  return Number(match[1]) * (UNITS[match[2] as string] as number);
+}
+
+export function chartMemorySettings(valuesFile = join(REPO_ROOT, 'helm', 'sms-worker', 'values.yaml')): ChartMemorySettings {
+  const values = parse(readFileSync(valuesFile, 'utf8')) as {
+    resources?: { limits?: { memory?: string | number } };
+    heapPercentOfMemoryLimit?: number;
+    kafka?: { fetchMaxBytesPerPartition?: number; fetchMaxBytes?: number };
+  };
+  const memoryLimit = String(values.resources?.limits?.memory ?? '');
+  if (memoryLimit === '') throw new Error(`${valuesFile}: resources.limits.memory is not set`);
+  const memoryLimitBytes = memoryQuantityBytes(memoryLimit);
+  const percent = values.heapPercentOfMemoryLimit ?? 0;
+  // Integer MiB first, then the percentage, as the template's `div (mul limit percent) 100`.
+  const maxOldSpaceMiB = percent > 0 ? Math.floor((Math.floor(memoryLimitBytes / 1024 ** 2) * percent) / 100) : undefined;
+  const env: Record<string, string> = {};
+  if (maxOldSpaceMiB !== undefined) env['NODE_OPTIONS'] = `--max-old-space-size=${maxOldSpaceMiB}`;
+  if (values.kafka?.fetchMaxBytesPerPartition !== undefined) env['KAFKA_FETCH_MAX_BYTES_PER_PARTITION'] = String(values.kafka.fetchMaxBytesPerPartition);
+  if (values.kafka?.fetchMaxBytes !== undefined) env['KAFKA_FETCH_MAX_BYTES'] = String(values.kafka.fetchMaxBytes);
+  return { memoryLimit, memoryLimitBytes, heapPercentOfMemoryLimit: percent, maxOldSpaceMiB, env };
+}

@@ -1,0 +1,230 @@
+/**
+ * The open-loop latency run (issue 12, item 2): commands published at a fixed rate, whatever the
+ * worker does (a backlog drain is closed-loop: it hides queueing), against a heavy-tailed upstream
+ * latency. Per command:
+ *   time to send = the sandbox's receive time of its first request (taken when the request
+ *                  arrives, before the sandbox's latency wait) − its publish time;
+ *   end to end   = its result visible to a `read_committed` reader − its publish time.
+ * Publish time is Date.now() just before the batch holding the record is handed to the producer;
+ * the sandbox and this harness share the machine's clock.
+ */
+import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import type { Kafka } from 'kafkajs';
+import { CommandPublisher } from '../../src/kafka/command-publisher.ts';
+import type { LatencySpec } from '../../src/sandbox/faults.ts';
+import { kindAt, makeCommand, prng } from './commands.ts';
+import { createTopics, PRODUCED_AT_HEADER } from './kafka.ts';
+import { fmt, ms } from './markdown.ts';
+import { peakRssBytes, sleep, stopChild } from './proc.ts';
+import { RequestLogCollector } from './request-log.ts';
+import { ResultWatcher } from './results.ts';
+import type { SandboxProcess } from './sandbox.ts';
+import { percentile, sortedNumbers } from './stats.ts';
+import { freePort, startWorker, waitReady, workerEnv } from '../pipelines/worker.ts';
+
+/** The issue's targets for the open-loop run. */
+export const TIME_TO_SEND_P99_TARGET_MS = 100;
+export const E2E_P99_TARGET_MS = 800;
+/** Z of the 99th percentile of the standard normal distribution (as the sandbox's sampler). */
+const Z99 = 2.3263478740408408;
+
+/** Mean of a log-normal distribution given by its median and 99th percentile: median × e^(σ²/2). */
+export function logNormalMeanMs(medianMs: number, p99Ms: number): number {
+  const sigma = Math.log(p99Ms / medianMs) / Z99;
+  return medianMs * Math.exp((sigma * sigma) / 2);
+}
+
+/** What MAX_IN_FLIGHT sends at a mean latency allow (Little's law): in flight ÷ mean latency. */
+export function inFlightCapacityPerSecond(inFlight: number, meanLatencyMs: number): number {
+  return inFlight / (meanLatencyMs / 1000);
+}
+
+/**
+ * Publishes `rate` commands per second for `seconds` (the backlog's mix), in small batches every
+ * `tickMs`, catching up if a send was slow; returns the publish time per commandId.
+ */
+export async function publishAtRate(options: {
+  readonly kafka: Kafka;
+  readonly registry: SchemaRegistry;
+  readonly topic: string;
+  readonly rate: number;
+  readonly seconds: number;
+  readonly idPrefix: string;
+  readonly seed: number;
+  readonly tickMs?: number;
+  readonly shouldStop?: () => boolean;
+}): Promise<Map<string, number>> {
+  const publisher = new CommandPublisher(options.kafka, options.registry, options.topic);
+  await publisher.connect();
+  const random = prng(options.seed);
+  const publishedAt = new Map<string, number>();
+  const total = Math.round(options.rate * options.seconds);
+  const tickMs = options.tickMs ?? 10;
+  const start = Date.now();
+  let published = 0;
+  try {
+    while (published < total && options.shouldStop?.() !== true) {
+      const due = Math.min(total, Math.floor((options.rate * (Date.now() - start)) / 1000));
+      if (due > published) {
+        const records = [];
+        const ids: string[] = [];
+        for (let i = published; i < due; i += 1) {
+          const commandId = `${options.idPrefix}-${i}`;
+          ids.push(commandId);
+          records.push({ key: commandId, value: await publisher.encode(makeCommand(commandId, kindAt(random), random)), headers: {} as Record<string, string> });
+        }
+        const now = Date.now();
+        for (const [i, record] of records.entries()) {
+          record.headers[PRODUCED_AT_HEADER] = String(now);
+          publishedAt.set(ids[i] as string, now);
+        }
+        await publisher.publishRaw(records);
+        published = due;
+      }
+      await sleep(tickMs);
+    }
+  } finally {
+    await publisher.disconnect();
+  }
+  return publishedAt;
+}
+
+export interface OpenLoopFigures {
+  readonly latency: LatencySpec;
+  readonly meanLatencyMs: number;
+  readonly inFlight: number;
+  readonly capacityPerSecond: number;
+  readonly ratePerSecond: number;
+  readonly seconds: number;
+  readonly published: number;
+  readonly results: number;
+  /** Commands that reached the sandbox (invalid ones never do). */
+  readonly sent: number;
+  readonly timeToSendP50Ms: number;
+  readonly timeToSendP99Ms: number;
+  readonly timeToSendMaxMs: number;
+  readonly e2eP50Ms: number;
+  readonly e2eP99Ms: number;
+  readonly e2eMaxMs: number;
+  readonly peakRssBytes: number;
+  readonly logGaps: number;
+}
+
+export interface OpenLoopContext {
+  readonly kafka: Kafka;
+  readonly registry: SchemaRegistry;
+  readonly sandbox: SandboxProcess;
+  readonly brokers: string;
+  readonly registryUrl: string;
+  readonly runId: string;
+  /** Topics made by the run, for the caller to delete. */
+  readonly topics: string[];
+  readonly say: (line: string) => void;
+}
+
+/** One open-loop run of the shipped worker (default settings, MAX_IN_FLIGHT = `inFlight`). */
+export async function runOpenLoop(
+  ctx: OpenLoopContext,
+  options: { latency: LatencySpec; inFlight: number; ratePerSecond: number; seconds: number; seed: number; meanLatencyMs: number },
+): Promise<OpenLoopFigures> {
+  const input = `bench.${ctx.runId}.open-loop.commands`;
+  const output = `bench.${ctx.runId}.open-loop.results`;
+  ctx.topics.push(input, output, `${output}.dlq`, `${output}.ledger`);
+  await createTopics(ctx.kafka, [
+    { topic: input, partitions: 12 },
+    { topic: output, partitions: 12 },
+    { topic: `${output}.dlq`, partitions: 1 },
+  ]);
+  await ctx.sandbox.setLatencySpec(options.latency);
+  const watcher = new ResultWatcher(ctx.kafka, output);
+  await watcher.start();
+  const httpPort = await freePort();
+  const worker = startWorker(
+    workerEnv(
+      {
+        brokers: ctx.brokers,
+        registryUrl: ctx.registryUrl,
+        providerUrl: ctx.sandbox.url,
+        commands: input,
+        results: output,
+        deadLetter: `${output}.dlq`,
+        group: `bench-${ctx.runId}-open-loop`,
+      },
+      { LEDGER_TOPIC: `${output}.ledger`, HTTP_PORT: String(httpPort), MAX_IN_FLIGHT: String(options.inFlight) },
+    ),
+  );
+  const log = new RequestLogCollector(ctx.sandbox, { intervalMs: 500 });
+  try {
+    await waitReady(httpPort, worker, 120_000);
+    log.start();
+    ctx.say(`open loop: worker ready; publishing ${fmt(options.ratePerSecond)} cmd/s for ${options.seconds} s…`);
+    let exited = false;
+    void worker.exited.then(() => (exited = true));
+    const publishedAt = await publishAtRate({
+      kafka: ctx.kafka,
+      registry: ctx.registry,
+      topic: input,
+      rate: options.ratePerSecond,
+      seconds: options.seconds,
+      idPrefix: `o${ctx.runId}`,
+      seed: options.seed,
+      shouldStop: () => exited,
+    });
+    const done = await watcher.waitUntil(() => watcher.distinct >= publishedAt.size || exited, 120_000);
+    if (!done || exited) throw new Error(`open loop: ${exited ? 'worker exited' : 'timed out'} with ${watcher.distinct}/${publishedAt.size} results:\n${worker.output()}`);
+    const peakRss = peakRssBytes(worker.pid) ?? Number.NaN;
+    await log.stop();
+    const firstRequest = new Map<string, number>();
+    for (const r of log.all()) if (r.correlationId !== undefined && !firstRequest.has(r.correlationId)) firstRequest.set(r.correlationId, r.receivedAt);
+    const toSend: number[] = [];
+    for (const [id, at] of publishedAt) {
+      const received = firstRequest.get(id);
+      if (received !== undefined) toSend.push(received - at);
+    }
+    const firstVisible = new Map<string, number>();
+    for (const a of watcher.arrivals) if (!firstVisible.has(a.key)) firstVisible.set(a.key, a.visibleAt);
+    const e2e: number[] = [];
+    for (const [id, at] of publishedAt) {
+      const visible = firstVisible.get(id);
+      if (visible !== undefined) e2e.push(visible - at);
+    }
+    const send = sortedNumbers(toSend);
+    const end = sortedNumbers(e2e);
+    return {
+      latency: options.latency,
+      meanLatencyMs: options.meanLatencyMs,
+      inFlight: options.inFlight,
+      capacityPerSecond: inFlightCapacityPerSecond(options.inFlight, options.meanLatencyMs),
+      ratePerSecond: options.ratePerSecond,
+      seconds: options.seconds,
+      published: publishedAt.size,
+      results: watcher.distinct,
+      sent: send.length,
+      timeToSendP50Ms: percentile(send, 50),
+      timeToSendP99Ms: percentile(send, 99),
+      timeToSendMaxMs: send.at(-1) ?? Number.NaN,
+      e2eP50Ms: percentile(end, 50),
+      e2eP99Ms: percentile(end, 99),
+      e2eMaxMs: end.at(-1) ?? Number.NaN,
+      peakRssBytes: peakRss,
+      logGaps: log.abandonedGaps,
+    };
+  } finally {
+    await log.stop().catch(() => undefined);
+    await stopChild(worker);
+    await watcher.stop();
+    await ctx.sandbox.setLatency(0);
+  }
+}
+
+/** The report's lines for the open-loop run, each target MET/NOT MET. */
+export function openLoopLines(f: OpenLoopFigures): string[] {
+  const spec = f.latency.kind === 'lognormal' ? `log-normal p50 ${f.latency.medianMs} ms / p99 ${f.latency.p99Ms} ms (mean ${fmt(f.meanLatencyMs, 1)} ms)` : JSON.stringify(f.latency);
+  const verdict = (value: number, target: number): string => (value <= target ? 'MET' : 'NOT MET');
+  return [
+    `Open loop: ${fmt(f.ratePerSecond)} cmd/s for ${f.seconds} s = ${fmt((100 * f.ratePerSecond) / f.capacityPerSecond)}% of the in-flight capacity ${fmt(f.capacityPerSecond)} cmd/s (MAX_IN_FLIGHT ${f.inFlight} ÷ mean latency ${fmt(f.meanLatencyMs, 1)} ms); upstream ${spec}; ${fmt(f.published)} published, ${fmt(f.sent)} reached the service, ${fmt(f.results)} results; worker peak RSS ${fmt(f.peakRssBytes / 1024 ** 2)} MiB.`,
+    `- time to send (published → request received by the service) p50 ${ms(f.timeToSendP50Ms)}, p99 ${ms(f.timeToSendP99Ms)}, max ${ms(f.timeToSendMaxMs)} (target p99 ≤ ${TIME_TO_SEND_P99_TARGET_MS} ms): ${verdict(f.timeToSendP99Ms, TIME_TO_SEND_P99_TARGET_MS)}`,
+    `- end to end (published → result visible read_committed) p50 ${ms(f.e2eP50Ms)}, p99 ${ms(f.e2eP99Ms)}, max ${ms(f.e2eMaxMs)} (target p99 ≤ ${E2E_P99_TARGET_MS} ms): ${verdict(f.e2eP99Ms, E2E_P99_TARGET_MS)}`,
+    ...(f.logGaps > 0 ? [`- note: ${f.logGaps} sandbox log entries were missed (ring buffer overrun); those commands have no time to send`] : []),
+  ];
+}
