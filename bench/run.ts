@@ -119,7 +119,8 @@ const OPEN_LOOP_LOAD = Number(args['open-loop-load']);
 if (!(OPEN_LOOP_LOAD > 0 && OPEN_LOOP_LOAD <= 1)) throw new Error(`--open-loop-load must be in (0, 1] (got ${args['open-loop-load']})`);
 const CLIENT_REQUESTS = nonNegativeInt('client-requests', section('client-requests', args['client-requests']));
 const scaleOutList = section('scale-out', args['scale-out']);
-const SCALE_OUT: number[] = scaleOutList === '0' || scaleOutList === 'none' || scaleOutList === '' ? [] : scaleOutList.split(',').map((n) => positiveInt('scale-out', n.trim()));
+const SCALE_OUT: number[] =
+  scaleOutList === '0' || scaleOutList === 'none' || scaleOutList === '' ? [] : scaleOutList.split(',').map((n) => positiveInt('scale-out', n.trim()));
 const SCALE_OUT_COMMANDS = positiveInt('scale-out-commands', args['scale-out-commands']);
 const RATE_LIMIT = positiveInt('rate-limit', args['rate-limit']);
 const CHURN_SECONDS = nonNegativeInt('churn-seconds', section('churn-seconds', args['churn-seconds']));
@@ -170,7 +171,15 @@ interface Context {
   readonly topics: string[];
 }
 
-function startPipeline(ctx: Context, pipeline: Pipeline, input: string, output: string, group: string, httpPort: number, extraEnv: Record<string, string> = {}): Child {
+function startPipeline(
+  ctx: Context,
+  pipeline: Pipeline,
+  input: string,
+  output: string,
+  group: string,
+  httpPort: number,
+  extraEnv: Record<string, string> = {},
+): Child {
   if (isWorker(pipeline)) {
     const nodeOptions = args['worker-node-options'];
     // Every run has its own ledger topic: a ledger shared with an earlier run over the same
@@ -446,7 +455,9 @@ function report(rows: readonly Row[], rss: RunFigures | undefined, machine: stri
     lines.push(
       `- memory in a pod: with the chart's settings (helm/sms-worker/values.yaml: limit ${chart.memoryLimit}, ${Object.entries(chart.env)
         .map(([k, v]) => `${k}=${v}`)
-        .join(', ')}) peak RSS ${fmt(rssChart.peakRssBytes / 1024 ** 2)} MiB (target ≤ ${fmt(limitMiB)} MiB): ${rssChart.peakRssBytes <= chart.memoryLimitBytes ? 'MET' : 'NOT MET'}; ${fmt(rssChart.perSecond)} cmd/s = ${fmt(100 * share)}% of the uncapped run's ${fmt(rss.perSecond)} cmd/s (peak ${fmt(rss.peakRssBytes / 1024 ** 2)} MiB; target ≥ 90%): ${share >= 0.9 ? 'MET' : 'NOT MET'}`,
+        .join(
+          ', ',
+        )}) peak RSS ${fmt(rssChart.peakRssBytes / 1024 ** 2)} MiB (target ≤ ${fmt(limitMiB)} MiB): ${rssChart.peakRssBytes <= chart.memoryLimitBytes ? 'MET' : 'NOT MET'}; ${fmt(rssChart.perSecond)} cmd/s = ${fmt(100 * share)}% of the uncapped run's ${fmt(rss.perSecond)} cmd/s (peak ${fmt(rss.peakRssBytes / 1024 ** 2)} MiB; target ≥ 90%): ${share >= 0.9 ? 'MET' : 'NOT MET'}`,
     );
   }
   const issue12: string[] = [];
@@ -592,17 +603,36 @@ async function main(): Promise<number> {
       const meanLatencyMs = logNormalMeanMs(OPEN_LOOP_LATENCY.medianMs, OPEN_LOOP_LATENCY.p99Ms);
       const capacity = inFlightCapacityPerSecond(WORKER_IN_FLIGHT, meanLatencyMs);
       const rate = args['open-loop-rate'] === undefined ? Math.round(OPEN_LOOP_LOAD * capacity) : positiveInt('open-loop-rate', args['open-loop-rate']);
-      extra.openLoop = await runOpenLoop(sectionCtx, { latency: OPEN_LOOP_LATENCY, inFlight: WORKER_IN_FLIGHT, ratePerSecond: rate, seconds: OPEN_LOOP_SECONDS, seed: SEED + 2, meanLatencyMs });
+      extra.openLoop = await runOpenLoop(sectionCtx, {
+        latency: OPEN_LOOP_LATENCY,
+        inFlight: WORKER_IN_FLIGHT,
+        ratePerSecond: rate,
+        seconds: OPEN_LOOP_SECONDS,
+        seed: SEED + 2,
+        meanLatencyMs,
+      });
       say(openLoopLines(extra.openLoop).join(' '));
       await deleteTopics(kafka, ctx.topics.splice(0));
     }
     if (SCALE_OUT.length > 0 || CHURN_SECONDS > 0) mkdirSync(sectionCtx.logDir, { recursive: true });
     if (SCALE_OUT.length > 0) {
-      extra.scaleOut = await runScaleOut(sectionCtx, { processes: SCALE_OUT, inFlight: SCALE_OUT_IN_FLIGHT, latencyMs: SCALE_OUT_LATENCY_MS, commandsPerProcess: SCALE_OUT_COMMANDS, seed: SEED + 3 });
+      extra.scaleOut = await runScaleOut(sectionCtx, {
+        processes: SCALE_OUT,
+        inFlight: SCALE_OUT_IN_FLIGHT,
+        latencyMs: SCALE_OUT_LATENCY_MS,
+        commandsPerProcess: SCALE_OUT_COMMANDS,
+        seed: SEED + 3,
+      });
       await deleteTopics(kafka, ctx.topics.splice(0));
     }
     if (CHURN_SECONDS > 0) {
-      extra.churn = await runChurn(sectionCtx, { limitPerSecond: RATE_LIMIT, inFlight: SCALE_OUT_IN_FLIGHT, latencyMs: SCALE_OUT_LATENCY_MS, seconds: CHURN_SECONDS, seed: SEED + 4 });
+      extra.churn = await runChurn(sectionCtx, {
+        limitPerSecond: RATE_LIMIT,
+        inFlight: SCALE_OUT_IN_FLIGHT,
+        latencyMs: SCALE_OUT_LATENCY_MS,
+        seconds: CHURN_SECONDS,
+        seed: SEED + 4,
+      });
       say(scaleOutLines([], SCALE_OUT_IN_FLIGHT, SCALE_OUT_LATENCY_MS, extra.churn).join(' '));
       await deleteTopics(kafka, ctx.topics.splice(0));
     }

@@ -1,7 +1,8 @@
 /**
  * The Helm chart's memory-related defaults, read from `helm/sms-worker/values.yaml` (never
  * copied), as the environment the bench gives a worker "with the chart's settings": the memory
- * limit, NODE_OPTIONS with the heap cap the chart derives from it (the same arithmetic as
+ * limit, NODE_OPTIONS with the heap cap the chart derives from it and the young generation's
+ * semi-space (the same arithmetic as
  * `sms-worker.nodeOptions` in templates/_helpers.tpl), and the fetch sizes.
  */
 import { readFileSync } from 'node:fs';
@@ -33,6 +34,7 @@ export function chartMemorySettings(valuesFile = join(REPO_ROOT, 'helm', 'sms-wo
   const values = parse(readFileSync(valuesFile, 'utf8')) as {
     resources?: { limits?: { memory?: string | number } };
     heapPercentOfMemoryLimit?: number;
+    semiSpaceMiB?: number;
     kafka?: { fetchMaxBytesPerPartition?: number; fetchMaxBytes?: number };
   };
   const memoryLimit = String(values.resources?.limits?.memory ?? '');
@@ -42,7 +44,8 @@ export function chartMemorySettings(valuesFile = join(REPO_ROOT, 'helm', 'sms-wo
   // Integer MiB first, then the percentage, as the template's `div (mul limit percent) 100`.
   const maxOldSpaceMiB = percent > 0 ? Math.floor((Math.floor(memoryLimitBytes / 1024 ** 2) * percent) / 100) : undefined;
   const env: Record<string, string> = {};
-  if (maxOldSpaceMiB !== undefined) env['NODE_OPTIONS'] = `--max-old-space-size=${maxOldSpaceMiB}`;
+  const semiSpace = values.semiSpaceMiB ?? 0;
+  if (maxOldSpaceMiB !== undefined) env['NODE_OPTIONS'] = `--max-old-space-size=${maxOldSpaceMiB}${semiSpace > 0 ? ` --max-semi-space-size=${semiSpace}` : ''}`;
   if (values.kafka?.fetchMaxBytesPerPartition !== undefined) env['KAFKA_FETCH_MAX_BYTES_PER_PARTITION'] = String(values.kafka.fetchMaxBytesPerPartition);
   if (values.kafka?.fetchMaxBytes !== undefined) env['KAFKA_FETCH_MAX_BYTES'] = String(values.kafka.fetchMaxBytes);
   return { memoryLimit, memoryLimitBytes, heapPercentOfMemoryLimit: percent, maxOldSpaceMiB, env };

@@ -71,7 +71,11 @@ export async function publishAtRate(options: {
         for (let i = published; i < due; i += 1) {
           const commandId = `${options.idPrefix}-${i}`;
           ids.push(commandId);
-          records.push({ key: commandId, value: await publisher.encode(makeCommand(commandId, kindAt(random), random)), headers: {} as Record<string, string> });
+          records.push({
+            key: commandId,
+            value: await publisher.encode(makeCommand(commandId, kindAt(random), random)),
+            headers: {} as Record<string, string>,
+          });
         }
         const now = Date.now();
         for (const [i, record] of records.entries()) {
@@ -171,7 +175,8 @@ export async function runOpenLoop(
       shouldStop: () => exited,
     });
     const done = await watcher.waitUntil(() => watcher.distinct >= publishedAt.size || exited, 120_000);
-    if (!done || exited) throw new Error(`open loop: ${exited ? 'worker exited' : 'timed out'} with ${watcher.distinct}/${publishedAt.size} results:\n${worker.output()}`);
+    if (!done || exited)
+      throw new Error(`open loop: ${exited ? 'worker exited' : 'timed out'} with ${watcher.distinct}/${publishedAt.size} results:\n${worker.output()}`);
     const peakRss = peakRssBytes(worker.pid) ?? Number.NaN;
     await log.stop();
     const firstRequest = new Map<string, number>();
@@ -219,7 +224,10 @@ export async function runOpenLoop(
 
 /** The report's lines for the open-loop run, each target MET/NOT MET. */
 export function openLoopLines(f: OpenLoopFigures): string[] {
-  const spec = f.latency.kind === 'lognormal' ? `log-normal p50 ${f.latency.medianMs} ms / p99 ${f.latency.p99Ms} ms (mean ${fmt(f.meanLatencyMs, 1)} ms)` : JSON.stringify(f.latency);
+  const spec =
+    f.latency.kind === 'lognormal'
+      ? `log-normal p50 ${f.latency.medianMs} ms / p99 ${f.latency.p99Ms} ms (mean ${fmt(f.meanLatencyMs, 1)} ms)`
+      : JSON.stringify(f.latency);
   const verdict = (value: number, target: number): string => (value <= target ? 'MET' : 'NOT MET');
   return [
     `Open loop: ${fmt(f.ratePerSecond)} cmd/s for ${f.seconds} s = ${fmt((100 * f.ratePerSecond) / f.capacityPerSecond)}% of the in-flight capacity ${fmt(f.capacityPerSecond)} cmd/s (MAX_IN_FLIGHT ${f.inFlight} ÷ mean latency ${fmt(f.meanLatencyMs, 1)} ms); upstream ${spec}; ${fmt(f.published)} published, ${fmt(f.sent)} reached the service, ${fmt(f.results)} results; worker peak RSS ${fmt(f.peakRssBytes / 1024 ** 2)} MiB.`,

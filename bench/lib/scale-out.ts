@@ -68,7 +68,15 @@ function topicsFor(ctx: ScaleOutContext, label: string): { input: string; output
 
 function poolFor(ctx: ScaleOutContext, t: { input: string; output: string; group: string }, label: string, overrides: Record<string, string>): WorkerPool {
   const env = workerEnv(
-    { brokers: ctx.brokers, registryUrl: ctx.registryUrl, providerUrl: ctx.sandbox.url, commands: t.input, results: t.output, deadLetter: `${t.output}.dlq`, group: t.group },
+    {
+      brokers: ctx.brokers,
+      registryUrl: ctx.registryUrl,
+      providerUrl: ctx.sandbox.url,
+      commands: t.input,
+      results: t.output,
+      deadLetter: `${t.output}.dlq`,
+      group: t.group,
+    },
     { LEDGER_TOPIC: `${t.output}.ledger`, ...overrides },
   );
   return new WorkerPool({ env, logDir: ctx.logDir, clientPrefix: `${ctx.runId}-${label}`, say: () => undefined });
@@ -123,12 +131,15 @@ export async function runScaleOut(
       await settled(ctx, t.group, t.input, n);
       const settledAt = Date.now();
       const done = await watcher.waitUntil(() => watcher.distinct >= commands || pool.unplannedExits.length > 0, 120_000 + commands * 5);
-      if (!done || pool.unplannedExits.length > 0) throw new Error(`scale-out ×${n}: ${watcher.distinct}/${commands} results; ${pool.unplannedExits.join('; ')}`);
+      if (!done || pool.unplannedExits.length > 0)
+        throw new Error(`scale-out ×${n}: ${watcher.distinct}/${commands} results; ${pool.unplannedExits.join('; ')}`);
       // Results produced after the group settled, up to the 90th percentile (the tail excluded).
       const times = watcher.arrivals.map((a) => a.timestamp).filter((ts) => ts >= settledAt + 1_000);
       const window = steadyWindow(times, 0.05);
       runs.push({ processes: n, commands, perSecond: window.perSecond, settleMs: settledAt - started, measuredResults: window.results });
-      ctx.say(`scale-out: ${n} process(es) × MAX_IN_FLIGHT ${options.inFlight} at ${options.latencyMs} ms: ${fmt(window.perSecond)} cmd/s (settled after ${ms(settledAt - started)}, ${window.results} results measured)`);
+      ctx.say(
+        `scale-out: ${n} process(es) × MAX_IN_FLIGHT ${options.inFlight} at ${options.latencyMs} ms: ${fmt(window.perSecond)} cmd/s (settled after ${ms(settledAt - started)}, ${window.results} results measured)`,
+      );
     } finally {
       await pool.stopAll(30_000);
       await watcher.stop();
@@ -161,7 +172,9 @@ export async function runChurn(
     await loadBacklog({ kafka: ctx.kafka, registry: ctx.registry, topic: t.input, count: commands, idPrefix: `c${ctx.runId}`, seed: options.seed });
     log.start();
     const t0 = Date.now();
-    ctx.say(`churn: 2 processes, RATE_LIMIT_PER_SECOND=${options.limitPerSecond}, ${fmt(commands)} commands loaded; a third joins at ${Math.round(options.seconds / 3)} s, one leaves at ${Math.round((2 * options.seconds) / 3)} s…`);
+    ctx.say(
+      `churn: 2 processes, RATE_LIMIT_PER_SECOND=${options.limitPerSecond}, ${fmt(commands)} commands loaded; a third joins at ${Math.round(options.seconds / 3)} s, one leaves at ${Math.round((2 * options.seconds) / 3)} s…`,
+    );
     await sleep((options.seconds * 1000) / 3);
     const joinAt = Date.now();
     pool.start('joins under load');
@@ -206,10 +219,15 @@ export function scaleOutLines(runs: readonly ScaleRun[], inFlight: number, laten
   const lines: string[] = [];
   const one = runs.find((r) => r.processes === 1);
   if (runs.length > 0) {
-    lines.push(`Scale-out: worker processes in one group on a ${PARTITIONS}-partition topic, MAX_IN_FLIGHT=${inFlight} each, ${latencyMs} ms upstream (throughput measured once the group settled):`);
+    lines.push(
+      `Scale-out: worker processes in one group on a ${PARTITIONS}-partition topic, MAX_IN_FLIGHT=${inFlight} each, ${latencyMs} ms upstream (throughput measured once the group settled):`,
+    );
     for (const r of runs) {
       const expected = one === undefined ? Number.NaN : SCALE_TARGET * r.processes * one.perSecond;
-      const verdict = one === undefined || r.processes === 1 ? '' : ` = ${fmt(r.perSecond / one.perSecond, 2)}× one process (target ≥ ${fmt(SCALE_TARGET * r.processes, 1)}×): ${r.perSecond >= expected ? 'MET' : 'NOT MET'}`;
+      const verdict =
+        one === undefined || r.processes === 1
+          ? ''
+          : ` = ${fmt(r.perSecond / one.perSecond, 2)}× one process (target ≥ ${fmt(SCALE_TARGET * r.processes, 1)}×): ${r.perSecond >= expected ? 'MET' : 'NOT MET'}`;
       lines.push(`- ${r.processes} process(es): ${fmt(r.perSecond)} cmd/s (ceiling ${fmt((r.processes * inFlight * 1000) / latencyMs)})${verdict}`);
     }
   }

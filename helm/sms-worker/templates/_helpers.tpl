@@ -160,7 +160,8 @@ resources.limits.memory in MiB (Ki, Mi, Gi, k, M, G or plain bytes), "" when not
 {{- end }}
 
 {{/*
-NODE_OPTIONS derived from the memory limit: the V8 old-space cap at heapPercentOfMemoryLimit of it.
+NODE_OPTIONS derived from the memory limit: the V8 old-space cap at heapPercentOfMemoryLimit of it,
+and the young generation's semi-space (semiSpaceMiB) that a small cap needs.
 Empty when there is no limit, the percentage is 0, or extraConfig sets NODE_OPTIONS itself.
 */}}
 {{- define "sms-worker.nodeOptions" -}}
@@ -168,5 +169,6 @@ Empty when there is no limit, the percentage is 0, or extraConfig sets NODE_OPTI
 {{- $percent := int (.Values.heapPercentOfMemoryLimit | default 0) -}}
 {{- if and (ne $limit "") (gt $percent 0) (not (hasKey (.Values.extraConfig | default dict) "NODE_OPTIONS")) -}}
 --max-old-space-size={{ div (mul (atoi $limit) $percent) 100 }}
+{{- with int (.Values.semiSpaceMiB | default 0) }} --max-semi-space-size={{ . }}{{ end }}
 {{- end -}}
 {{- end }}
