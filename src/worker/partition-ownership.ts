@@ -29,6 +29,11 @@ export interface PartitionClaim {
 
 /** The effects ownership needs, kept behind an interface so it has no Kafka types (and tests can drive it). */
 export interface OwnershipEffects {
+  /**
+   * Waits until this process's lane of an earlier claim of the partition has ended (its calls under
+   * way finished and their results committed): fencing before that would abort those results.
+   */
+  handover(topic: string, partition: number): Promise<void>;
   /** Initialises the partition's transactional producer: fences the previous owner, settles its open transaction. */
   fence(topic: string, partition: number, generation: number): Promise<void>;
   /** The group's committed offset (may be stale without KIP-447's require_stable). */
@@ -164,6 +169,9 @@ export class PartitionOwnership {
       throw new SmsWorkerError('LEASE_EXPIRED', `not claiming ${topic}[${partition}]: no heartbeat confirmed this member within the session timeout`, {
         retryable: true,
       });
+    await this.#o.effects.handover(topic, partition);
+    if (generation !== this.#generation)
+      throw new SmsWorkerError('CLAIM_STALE', `not claiming ${topic}[${partition}]: a newer generation started meanwhile`, { retryable: true });
     await this.#o.effects.fence(topic, partition, generation);
     const [groupOffset, checkpoint] = await Promise.all([this.#o.effects.groupOffset(topic, partition), this.#o.effects.checkpoint(partition)]);
     const { start, inDoubt } = recoveryPlan(groupOffset, checkpoint);

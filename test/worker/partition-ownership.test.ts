@@ -30,6 +30,7 @@ function ownershipWith(options: {
       if (options.failRecent === true) throw new Error('reader down');
       return options.recent ?? [];
     },
+    handover: async () => undefined,
     pauseLost: (topic, partition) => void recorded.paused.push(`${topic}:${partition}`),
     resumeAll: (topic, partitions) => void recorded.resumed.push({ topic, partitions }),
   };
@@ -111,6 +112,7 @@ describe('PartitionOwnership recovery', () => {
         groupOffset: async () => 0n,
         checkpoint: async () => undefined,
         recentCommandIds: async () => [],
+        handover: async () => undefined,
         pauseLost: () => undefined,
         resumeAll: () => undefined,
       },
