@@ -64,12 +64,13 @@ export class PartitionLanes {
     lane.accept(batch);
   }
 
-  /** Waits until the partition's lane of an earlier claim has ended (see the class comment). */
-  async handover(topic: string, partition: number): Promise<void> {
+  /** Waits until the partition's lane of an earlier claim has ended (see the class comment); false when there was none. */
+  async handover(topic: string, partition: number): Promise<boolean> {
     const lane = this.#lanes.get(`${topic}:${partition}`);
-    if (lane === undefined) return;
+    if (lane === undefined) return false;
     lane.retire(new Error('the partition is being claimed again'));
     await lane.ended;
+    return true;
   }
 
   /** A rebalance (or shutdown): every lane takes no more records and ends once its calls under way have committed. */

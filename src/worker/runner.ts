@@ -100,7 +100,7 @@ export class Worker {
       const parts = await connectWorker(c, this.#log, this.metrics, {
         onGateChange: (reason) => this.#onGateChange(reason),
         adopt: (release, name) => this.#releases.push({ name, release }),
-        handover: async (topic, partition) => this.#lanes?.handover(topic, partition),
+        handover: async (topic, partition) => (await this.#lanes?.handover(topic, partition)) ?? false,
       });
       this.#parts = parts;
       this.#stillStarting();

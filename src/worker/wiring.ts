@@ -26,6 +26,8 @@ import { OutageCounter, ServiceGate, type PauseReason } from './service-gate.ts'
 
 /** Settings of the ledger topic when the worker creates it: compacted, small segments so compaction keeps up. */
 const LEDGER_TOPIC_CONFIG = { 'cleanup.policy': 'compact', 'segment.ms': '600000', 'min.cleanable.dirty.ratio': '0.1', 'delete.retention.ms': '3600000' };
+/** Time allowed for an earlier owner to commit the results of its last calls (see PartitionOwnership). */
+const HANDOVER_COMMIT_MARGIN_MS = 2_000;
 /** Headroom below max.message.bytes for the record batch's own header. */
 const BATCH_HEADROOM = 16_384;
 
@@ -50,7 +52,7 @@ export interface WiringHooks {
   /** Builds on what was made so far, so a failed start releases it (see Worker.start). */
   readonly adopt: (release: () => Promise<unknown>, name: string) => void;
   /** Waits for this process's earlier lane of a partition to end before it is claimed again (see PartitionLanes). */
-  readonly handover: (topic: string, partition: number) => Promise<void>;
+  readonly handover: (topic: string, partition: number) => Promise<boolean>;
 }
 
 /** The hold a partition lost to fencing keeps on its fetching, until the next generation. */
@@ -194,7 +196,16 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
       for (const partition of partitions) fetchPauses.release(partition, LOST);
     },
   };
-  const ownership = new PartitionOwnership({ effects, dedupWindow: c.ledger.dedupWindow, sessionTimeoutMs: c.sessionTimeoutMs, log, metrics });
+  const ownership = new PartitionOwnership({
+    effects,
+    dedupWindow: c.ledger.dedupWindow,
+    sessionTimeoutMs: c.sessionTimeoutMs,
+    // How long a call of an earlier owner may still be under way (one attempt), plus its commit:
+    // a call retried for longer is cut off and reported UNKNOWN rather than holding the partition.
+    handoverGraceMs: ledgerTopic === undefined ? 0 : c.provider.responseTimeoutMs + HANDOVER_COMMIT_MARGIN_MS,
+    log,
+    metrics,
+  });
   return { admin, consumer, codec, client, gate, sender, producers, reader, ownership, fetchPauses, commandPartitions, maxRecordBytes };
 }
 
