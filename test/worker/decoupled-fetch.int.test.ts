@@ -88,4 +88,44 @@ describe('fetching is decoupled from sending', () => {
     // The committed offset never passed the slow command before its result: exactly one result each.
     for (const c of [slow, ...behind]) expect(results.byCommand.get(c.commandId)).toHaveLength(1);
   });
+
+  it('a rebalance while calls are under way: they finish and get their real results, whichever worker gets the partition next', async () => {
+    const topics = testTopics();
+    await createTopics(testKafka(), [{ topic: topics.commands, partitions: 2 }, { topic: topics.results }, { topic: topics.deadLetter }]);
+    const env = workerEnv(topics, proxyUrl, { TOPICS_PARTITIONS: '2', PROVIDER_RESPONSE_TIMEOUT_MS: '60000' });
+    const first = await startTestWorker(env);
+    cleanups.push(() => first.worker.stop());
+    const publisher = await publisherFor(testKafka(), topics.commands);
+    cleanups.push(() => publisher.disconnect());
+    const results = await ResultCollector.start(topics.results);
+    cleanups.push(() => results.stop());
+
+    // One held call per partition (keys chosen until both partitions have one), on the first worker.
+    const slow = Array.from({ length: 8 }, () => textCommand());
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    cleanups.push(async () => release());
+    const arrivals = slow.map((c) => {
+      let arrived!: () => void;
+      const promise = new Promise<void>((resolve) => (arrived = resolve));
+      held.set(c.commandId, { arrived, release: released });
+      return promise;
+    });
+    await within(30_000, 'publishing', publisher.publish(slow.map((command) => ({ command, key: command.commandId }))));
+    await within(30_000, 'every slow call reaching the service', Promise.all(arrivals));
+
+    // A second worker joins: the group rebalances while the eight calls are under way.
+    const second = await startTestWorker(env);
+    cleanups.push(() => second.worker.stop());
+    await eventually(() => (second.worker.health().ready().ok ? true : undefined), 30_000, 'the second worker joining the group');
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    release();
+
+    const answered = await results.waitFor(slow.map((c) => c.commandId));
+    for (const c of slow) {
+      expect(answered.get(c.commandId)?.outcome).toBe('SENT');
+      expect(results.byCommand.get(c.commandId)).toHaveLength(1);
+      expect(sandbox.state.requests({ correlationId: c.commandId })).toHaveLength(1);
+    }
+  });
 });
