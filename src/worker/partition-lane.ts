@@ -7,6 +7,8 @@ import { OffsetTracker } from './offset-tracker.ts';
 import type { PartitionClaim } from './partition-ownership.ts';
 import { handleRecord, type RecordHandlerDeps, type RecordLane, type RecordOutcome } from './record-handler.ts';
 import type { Semaphore } from './semaphore.ts';
+import type { BytesInHand } from './bytes-in-hand.ts';
+import { commandRecordBytes } from '../contracts/dead-letter.ts';
 import { commitPrefix, type CommitTarget } from './transaction-committer.ts';
 import type { FetchedBatch, PartitionProducers } from '../kafka/ports.ts';
 import type { SendHooks } from './guarded-sender.ts';
@@ -33,6 +35,8 @@ export interface LaneContext {
   readonly claim: PartitionClaim;
   /** Records dispatched past the committed offset, at most (the run-ahead bound). */
   readonly maxRunAhead: number;
+  /** Bytes of records dispatched and not yet done, process-wide (MAX_BYTES_IN_HAND). */
+  readonly bytesInHand: BytesInHand;
   /** Reads the partition's committed offset from the broker (to resolve an ambiguous commit). */
   readonly fetchCommittedOffset: (topic: string, partition: number) => Promise<bigint>;
   /** Whether this process may still start a send for the partition (its lease holds and the claim is current). */
@@ -106,6 +110,14 @@ export class PartitionLane {
   #lastAccepted = -1n;
   #highWatermark = 0n;
   #held = false;
+  /** At the run-ahead bound, until half of it is committed. */
+  #runAheadFull = false;
+  /** Held for the bytes budget (a separate reason from the run-ahead bound). */
+  #heldForBytes = false;
+  readonly #bytesFreed = (): void => {
+    this.#heldForBytes = false;
+    this.#syncHold();
+  };
   #busy = false;
   #finishing = false;
   readonly #ended = deferred<LaneEnd>();
@@ -163,11 +175,21 @@ export class PartitionLane {
       if (this.#tracker.pending >= this.#ctx.maxRunAhead) {
         // The run-ahead bound: stop fetching this partition until commits catch up. The records
         // not taken are fetched again then (their offsets stay unresolved).
-        this.#hold(true);
+        this.#runAheadFull = true;
+        this.#syncHold();
         this.#scheduleCommit(false);
         return;
       }
-      this.#dispatch(message, batch);
+      const bytes = commandRecordBytes(message);
+      if (!this.#ctx.bytesInHand.tryTake(bytes)) {
+        // The process holds as many record bytes as it may: fetch this partition again once
+        // other records are done.
+        this.#heldForBytes = true;
+        this.#ctx.bytesInHand.whenFree(this.#bytesFreed);
+        this.#syncHold();
+        return;
+      }
+      this.#dispatch(message, batch, bytes);
       batch.resolveOffset(message.offset);
       this.#lastAccepted = offset;
     }
@@ -181,7 +203,7 @@ export class PartitionLane {
     if (this.#retired) return;
     this.#retired = true;
     this.#stopSending.abort(reason);
-    this.#hold(false);
+    this.#releaseHolds();
     this.#maybeEnd();
   }
 
@@ -192,12 +214,12 @@ export class PartitionLane {
     }
     this.#local.abort(error);
     this.#stopSending.abort(error);
-    this.#hold(false);
+    this.#releaseHolds();
     for (const mark of this.#unflushed.splice(0)) mark.reject(error);
     this.#maybeEnd();
   }
 
-  #dispatch(message: FetchedBatch['messages'][number], batch: FetchedBatch): void {
+  #dispatch(message: FetchedBatch['messages'][number], batch: FetchedBatch, bytes: number): void {
     const ctx = this.#ctx;
     const offset = BigInt(message.offset);
     this.#tracker.register(message.offset);
@@ -228,6 +250,7 @@ export class PartitionLane {
       })
       .finally(() => {
         if (this.#slotHeld.delete(offset)) ctx.slots.release();
+        ctx.bytesInHand.free(bytes);
         // The last record of its key is done: nothing needs to wait for it any more.
         if (this.#chains.get(key) === task) this.#chains.delete(key);
         this.#tasks.delete(task);
@@ -319,7 +342,10 @@ export class PartitionLane {
       ctx.metrics.consumerLag.set({ topic: claim.topic, partition: String(claim.partition) }, lag);
     }
     // Half the bound free again: fetch the partition again (hysteresis, so it does not flap).
-    if (this.#held && this.#tracker.pending <= Math.floor(ctx.maxRunAhead / 2)) this.#hold(false);
+    if (this.#runAheadFull && this.#tracker.pending <= Math.floor(ctx.maxRunAhead / 2)) {
+      this.#runAheadFull = false;
+      this.#syncHold();
+    }
     if (this.#tracker.pending === 0) this.#setBusy(false);
     ctx.onProgress();
   }
@@ -373,10 +399,19 @@ export class PartitionLane {
     })();
   }
 
-  #hold(held: boolean): void {
+  /** The partition is not fetched while either bound holds it. */
+  #syncHold(): void {
+    const held = this.accepting && (this.#runAheadFull || this.#heldForBytes);
     if (this.#held === held) return;
     this.#held = held;
     this.#ctx.holdFetching(held);
+  }
+
+  #releaseHolds(): void {
+    this.#runAheadFull = false;
+    this.#heldForBytes = false;
+    this.#ctx.bytesInHand.cancel(this.#bytesFreed);
+    this.#syncHold();
   }
 
   #setBusy(busy: boolean): void {

@@ -3,6 +3,7 @@ import { FencedError, type FetchedBatch } from '../kafka/ports.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { PartitionLane, type LaneEnd } from './partition-lane.ts';
+import type { BytesInHand } from './bytes-in-hand.ts';
 import type { Semaphore } from './semaphore.ts';
 import { groupOffset, type WorkerParts } from './wiring.ts';
 
@@ -11,6 +12,7 @@ export interface PartitionLanesOptions {
   readonly config: WorkerConfig;
   readonly slots: Semaphore;
   readonly markPermits: Semaphore;
+  readonly bytesInHand: BytesInHand;
   readonly metrics: WorkerMetrics;
   readonly log: Logger;
   /** Aborted when dispatched records must give up too (a forced stop, or wrap-up while sends are held). */
@@ -115,6 +117,7 @@ export class PartitionLanes {
       commitIntervalMs: c.commitIntervalMs,
       claim,
       maxRunAhead: c.ledger.maxRunAhead,
+      bytesInHand: this.#o.bytesInHand,
       fetchCommittedOffset: (t, p) => groupOffset(parts.admin, c.consumerGroup, t, p),
       // Sends need both: the group still counts this member in (the lease) and the claim is of
       // the current generation (not a lane left over from before a rebalance).

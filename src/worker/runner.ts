@@ -4,6 +4,7 @@ import { createMetrics, type WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProgressMonitor } from './health.ts';
 import { refreshConsumerLag } from './lag.ts';
+import { BytesInHand } from './bytes-in-hand.ts';
 import { PartitionLanes } from './partition-lanes.ts';
 import { Semaphore } from './semaphore.ts';
 import { PAUSE_DESCRIPTIONS, PAUSE_REASONS, type PauseReason } from './service-gate.ts';
@@ -111,6 +112,7 @@ export class Worker {
         // Two waves of marks ahead of the calls: one keeps the pipeline full when transactions are
         // slow (measured: MAX_IN_FLIGHT alone drained at 79% of the ledger-off rate at 50 ms).
         markPermits: new Semaphore(2 * c.maxInFlight),
+        bytesInHand: new BytesInHand(c.maxBytesInHand),
         metrics: this.metrics,
         log: this.#log,
         abandon: this.#abandon.signal,

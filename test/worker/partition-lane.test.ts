@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { commandType, deadLetterType, resultType } from '../../src/contracts/avro.ts';
 import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts';
-import { DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
+import { commandRecordBytes, DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
 import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
 import { FencedError, type FetchedBatch, type FetchedRecord } from '../../src/kafka/ports.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
@@ -18,6 +18,7 @@ import { GuardedSender } from '../../src/worker/guarded-sender.ts';
 import type { OpenMark } from '../../src/worker/ledger-checkpoint.ts';
 import { PartitionLane, type LaneContext } from '../../src/worker/partition-lane.ts';
 import type { PartitionClaim } from '../../src/worker/partition-ownership.ts';
+import { BytesInHand } from '../../src/worker/bytes-in-hand.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 import type { RecordCodec } from '../../src/worker/record-handler.ts';
 import { Semaphore } from '../../src/worker/semaphore.ts';
@@ -246,7 +247,15 @@ interface Harness {
 }
 
 function harness(
-  options: { ledger?: boolean; maxRunAhead?: number; commitIntervalMs?: number; slots?: number; claim?: PartitionClaim; breakerThreshold?: number } = {},
+  options: {
+    bytesInHand?: BytesInHand;
+    ledger?: boolean;
+    maxRunAhead?: number;
+    commitIntervalMs?: number;
+    slots?: number;
+    claim?: PartitionClaim;
+    breakerThreshold?: number;
+  } = {},
 ): Harness {
   const producers = new FakeProducers();
   const service = new ScriptedService(producers);
@@ -278,6 +287,7 @@ function harness(
     commitIntervalMs: options.commitIntervalMs ?? 5,
     claim,
     maxRunAhead: options.maxRunAhead ?? 1_000,
+    bytesInHand: options.bytesInHand ?? new BytesInHand(1_000_000_000),
     fetchCommittedOffset: async (topic, partition) => producers.groupOffset(topic, partition),
     leaseHolds: () => true,
     mayCommit: () => true,
@@ -696,5 +706,29 @@ describe('PartitionLane: retiring (a rebalance, shutdown)', () => {
     const end = await lane.ended;
     expect(end.failure).toBeInstanceOf(FencedError);
     expect(h.producers.committed).toEqual([]);
+  });
+});
+
+describe('PartitionLane: the bytes in hand (MAX_BYTES_IN_HAND)', () => {
+  it('stops fetching the partition when the process holds as many record bytes as it may, and fetches it again once they are done', async () => {
+    const records = Array.from({ length: 6 }, (_, i) => record(i, `k${i}`));
+    const size = commandRecordBytes(records[0] ?? record(0, 'k0'));
+    const budget = new BytesInHand(2 * size);
+    const h = harness({ bytesInHand: budget });
+    h.service.mode = 'hold';
+    const done = processBatch(batchOf(records), h.ctx, h.fetching);
+    await h.service.callsReach(2);
+    await tick(30);
+    // Two records in hand: the third did not fit, the partition is not fetched meanwhile.
+    expect(h.service.calls).toHaveLength(2);
+    expect(h.fetching.held).toBe(true);
+    expect(budget.used).toBe(2 * size);
+    for (let i = 0; i < records.length; i += 1) {
+      await h.service.callsReach(i + 1);
+      h.service.answer(`c${i}`);
+    }
+    await done;
+    expect(h.producers.committedKeys(RESULTS)).toEqual(records.map((_, i) => `c${i}`));
+    expect(budget.used).toBe(0);
   });
 });
