@@ -18,10 +18,20 @@ export function benchKafka(brokers: string, clientId: string, options: { quiet?:
 
 /** The bench's topics: replication factor 1 (one local broker); existing ones are kept. */
 export async function createTopics(kafka: Kafka, topics: readonly { topic: string; partitions: number }[]): Promise<void> {
-  await createMissingTopics(
-    kafka,
-    topics.map((t) => ({ ...t, replicationFactor: 1 })),
-  );
+  // A topic just created may not be in the broker's metadata yet ("This server does not host this
+  // topic-partition" while waiting for its leaders), more so on a busy machine: try again.
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await createMissingTopics(
+        kafka,
+        topics.map((t) => ({ ...t, replicationFactor: 1 })),
+      );
+      return;
+    } catch (error) {
+      if (attempt >= 5 || (error as { retriable?: unknown }).retriable !== true) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 500 * attempt));
+    }
+  }
 }
 
 export async function deleteTopics(kafka: Kafka, topics: readonly string[]): Promise<void> {

@@ -83,6 +83,11 @@ export function createMetrics(registry: Registry = new Registry()) {
       registers: [registry],
     }),
     inFlight: new Gauge({ name: `${prefix}in_flight_sends`, help: 'Sends currently waiting for the messaging service.', registers: [registry] }),
+    rateLimitShare: new Gauge({
+      name: `${prefix}rate_limit_per_second`,
+      help: "This process's share of the deployment-wide RATE_LIMIT_PER_SECOND (by owned command partitions); absent without a limit.",
+      registers: [registry],
+    }),
     billedMessages: new Counter({
       name: `${prefix}billed_messages_total`,
       help: 'Messages billed by the service, by region and upstream.',

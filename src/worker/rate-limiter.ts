@@ -8,12 +8,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
  */
 export class RateLimiter {
   #intervalMs: number;
+  #perSecond: number;
   readonly #burstMs: number;
   readonly #now: () => number;
   #nextSlot = 0;
 
   constructor(perSecond: number, now: () => number = () => performance.now()) {
     this.#intervalMs = perSecond > 0 ? 1000 / perSecond : 0;
+    this.#perSecond = perSecond > 0 ? perSecond : 0;
     this.#burstMs = perSecond > 0 ? 1000 : 0;
     this.#now = now;
   }
@@ -30,10 +32,11 @@ export class RateLimiter {
     const interval = 1000 / perSecond;
     this.#nextSlot = this.#nextSlot - this.#intervalMs + interval;
     this.#intervalMs = interval;
+    this.#perSecond = perSecond;
   }
 
   get perSecond(): number {
-    return this.#intervalMs === 0 ? 0 : 1000 / this.#intervalMs;
+    return this.#perSecond;
   }
 
   get enabled(): boolean {

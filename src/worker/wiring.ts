@@ -171,6 +171,7 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     consumer.onGroupJoin(({ memberAssignment }) => {
       const owned = memberAssignment[c.topics.commands]?.length ?? 0;
       rateLimiter.setRate(rateShare({ limitPerSecond: c.rateLimitPerSecond, ownedPartitions: owned, totalPartitions: commandPartitions }));
+      metrics.rateLimitShare.set(rateLimiter.perSecond);
       log.info({ ownedPartitions: owned, totalPartitions: commandPartitions, perSecond: rateLimiter.perSecond }, 'rate limit share');
     });
   }
