@@ -70,14 +70,15 @@ const { values: args } = parseArgs({
     'client-requests': { type: 'string', default: '20000' },
     'scale-out': { type: 'string', default: '1,2,4' },
     'scale-out-commands': { type: 'string', default: '8000' },
-    'rate-limit': { type: 'string', default: '400' },
+    'rate-limit': { type: 'string', default: '200' },
+    'open-loop-ledger': { type: 'string', default: 'on,off' },
     'churn-seconds': { type: 'string', default: '45' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (args.help === true) {
   console.log(
-    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-load 0.4 | --open-loop-rate N] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 400] [--churn-seconds 45 (0: skip)]',
+    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-load 0.4 | --open-loop-rate N] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)]',
   );
   process.exit(0);
 }
@@ -116,6 +117,12 @@ const given = (name: string): boolean => process.argv.some((a) => a === `--${nam
 const section = (name: string, raw: string): string => (ONLY_LEDGER && !given(name) ? '0' : raw);
 const OPEN_LOOP_SECONDS = nonNegativeInt('open-loop-seconds', section('open-loop-seconds', args['open-loop-seconds']));
 const OPEN_LOOP_LOAD = Number(args['open-loop-load']);
+/** The open-loop run with the intent ledger on (as shipped) and, for comparison, off: a command waits for its mark's transaction before its send. */
+const OPEN_LOOP_LEDGER = args['open-loop-ledger'].split(',').map((v) => {
+  const value = v.trim();
+  if (value !== 'on' && value !== 'off') throw new Error(`--open-loop-ledger must be on, off or on,off (got ${args['open-loop-ledger']})`);
+  return value === 'on';
+});
 if (!(OPEN_LOOP_LOAD > 0 && OPEN_LOOP_LOAD <= 1)) throw new Error(`--open-loop-load must be in (0, 1] (got ${args['open-loop-load']})`);
 const CLIENT_REQUESTS = nonNegativeInt('client-requests', section('client-requests', args['client-requests']));
 const scaleOutList = section('scale-out', args['scale-out']);
@@ -332,7 +339,7 @@ interface Issue12Figures {
   rssChart?: RunFigures;
   chart?: ChartMemorySettings;
   client?: ClientOnlyFigures;
-  openLoop?: OpenLoopFigures;
+  openLoop: OpenLoopFigures[];
   scaleOut: ScaleRun[];
   churn?: ChurnFigures;
 }
@@ -467,7 +474,7 @@ function report(rows: readonly Row[], rss: RunFigures | undefined, machine: stri
       ...httpLegLines(extra.client, w === undefined ? undefined : { perSecond: agg(w, (r) => r.perSecond), cpuUsPerCommand: agg(w, (r) => r.cpuUsPerCommand) }),
     );
   }
-  if (extra.openLoop !== undefined) issue12.push(...openLoopLines(extra.openLoop));
+  for (const run of extra.openLoop) issue12.push(...openLoopLines(run));
   issue12.push(...scaleOutLines(extra.scaleOut, SCALE_OUT_IN_FLIGHT, SCALE_OUT_LATENCY_MS, extra.churn));
   if (issue12.length > 0) {
     lines.push('');
@@ -513,7 +520,7 @@ async function main(): Promise<number> {
   const ctx: Context = { stack, kafka, sandbox, runId, topics: [] };
   const runs: RunFigures[] = [];
   let rssRun: RunFigures | undefined;
-  const extra: Issue12Figures = { scaleOut: [] };
+  const extra: Issue12Figures = { scaleOut: [], openLoop: [] };
   try {
     const backlog = `bench.${runId}.commands`;
     ctx.topics.push(backlog);
@@ -603,16 +610,20 @@ async function main(): Promise<number> {
       const meanLatencyMs = logNormalMeanMs(OPEN_LOOP_LATENCY.medianMs, OPEN_LOOP_LATENCY.p99Ms);
       const capacity = inFlightCapacityPerSecond(WORKER_IN_FLIGHT, meanLatencyMs);
       const rate = args['open-loop-rate'] === undefined ? Math.round(OPEN_LOOP_LOAD * capacity) : positiveInt('open-loop-rate', args['open-loop-rate']);
-      extra.openLoop = await runOpenLoop(sectionCtx, {
-        latency: OPEN_LOOP_LATENCY,
-        inFlight: WORKER_IN_FLIGHT,
-        ratePerSecond: rate,
-        seconds: OPEN_LOOP_SECONDS,
-        seed: SEED + 2,
-        meanLatencyMs,
-      });
-      say(openLoopLines(extra.openLoop).join(' '));
-      await deleteTopics(kafka, ctx.topics.splice(0));
+      for (const ledger of OPEN_LOOP_LEDGER) {
+        const run = await runOpenLoop(sectionCtx, {
+          latency: OPEN_LOOP_LATENCY,
+          inFlight: WORKER_IN_FLIGHT,
+          ratePerSecond: rate,
+          seconds: OPEN_LOOP_SECONDS,
+          seed: SEED + 2,
+          meanLatencyMs,
+          ledger,
+        });
+        extra.openLoop.push(run);
+        say(openLoopLines(run).join(' '));
+        await deleteTopics(kafka, ctx.topics.splice(0));
+      }
     }
     if (SCALE_OUT.length > 0 || CHURN_SECONDS > 0) mkdirSync(sectionCtx.logDir, { recursive: true });
     if (SCALE_OUT.length > 0) {

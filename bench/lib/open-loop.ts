@@ -95,6 +95,8 @@ export async function publishAtRate(options: {
 
 export interface OpenLoopFigures {
   readonly latency: LatencySpec;
+  /** The worker's LEDGER_ENABLED. */
+  readonly ledger: boolean;
   readonly meanLatencyMs: number;
   readonly inFlight: number;
   readonly capacityPerSecond: number;
@@ -129,10 +131,11 @@ export interface OpenLoopContext {
 /** One open-loop run of the shipped worker (default settings, MAX_IN_FLIGHT = `inFlight`). */
 export async function runOpenLoop(
   ctx: OpenLoopContext,
-  options: { latency: LatencySpec; inFlight: number; ratePerSecond: number; seconds: number; seed: number; meanLatencyMs: number },
+  options: { latency: LatencySpec; inFlight: number; ratePerSecond: number; seconds: number; seed: number; meanLatencyMs: number; ledger: boolean },
 ): Promise<OpenLoopFigures> {
-  const input = `bench.${ctx.runId}.open-loop.commands`;
-  const output = `bench.${ctx.runId}.open-loop.results`;
+  const label = `open-loop-ledger-${options.ledger ? 'on' : 'off'}`;
+  const input = `bench.${ctx.runId}.${label}.commands`;
+  const output = `bench.${ctx.runId}.${label}.results`;
   ctx.topics.push(input, output, `${output}.dlq`, `${output}.ledger`);
   await createTopics(ctx.kafka, [
     { topic: input, partitions: 12 },
@@ -152,16 +155,21 @@ export async function runOpenLoop(
         commands: input,
         results: output,
         deadLetter: `${output}.dlq`,
-        group: `bench-${ctx.runId}-open-loop`,
+        group: `bench-${ctx.runId}-${label}`,
       },
-      { LEDGER_TOPIC: `${output}.ledger`, HTTP_PORT: String(httpPort), MAX_IN_FLIGHT: String(options.inFlight) },
+      {
+        LEDGER_TOPIC: `${output}.ledger`,
+        LEDGER_ENABLED: String(options.ledger),
+        HTTP_PORT: String(httpPort),
+        MAX_IN_FLIGHT: String(options.inFlight),
+      },
     ),
   );
   const log = new RequestLogCollector(ctx.sandbox, { intervalMs: 500 });
   try {
     await waitReady(httpPort, worker, 120_000);
     log.start();
-    ctx.say(`open loop: worker ready; publishing ${fmt(options.ratePerSecond)} cmd/s for ${options.seconds} s…`);
+    ctx.say(`open loop (ledger ${options.ledger ? 'on' : 'off'}): worker ready; publishing ${fmt(options.ratePerSecond)} cmd/s for ${options.seconds} s…`);
     let exited = false;
     void worker.exited.then(() => (exited = true));
     const publishedAt = await publishAtRate({
@@ -197,6 +205,7 @@ export async function runOpenLoop(
     const end = sortedNumbers(e2e);
     return {
       latency: options.latency,
+      ledger: options.ledger,
       meanLatencyMs: options.meanLatencyMs,
       inFlight: options.inFlight,
       capacityPerSecond: inFlightCapacityPerSecond(options.inFlight, options.meanLatencyMs),
@@ -230,9 +239,13 @@ export function openLoopLines(f: OpenLoopFigures): string[] {
       : JSON.stringify(f.latency);
   const verdict = (value: number, target: number): string => (value <= target ? 'MET' : 'NOT MET');
   return [
-    `Open loop: ${fmt(f.ratePerSecond)} cmd/s for ${f.seconds} s = ${fmt((100 * f.ratePerSecond) / f.capacityPerSecond)}% of the in-flight capacity ${fmt(f.capacityPerSecond)} cmd/s (MAX_IN_FLIGHT ${f.inFlight} ÷ mean latency ${fmt(f.meanLatencyMs, 1)} ms); upstream ${spec}; ${fmt(f.published)} published, ${fmt(f.sent)} reached the service, ${fmt(f.results)} results; worker peak RSS ${fmt(f.peakRssBytes / 1024 ** 2)} MiB.`,
+    `Open loop, intent ledger ${f.ledger ? 'on (as shipped)' : 'off (LEDGER_ENABLED=false, for comparison)'}: ${fmt(f.ratePerSecond)} cmd/s for ${f.seconds} s = ${fmt((100 * f.ratePerSecond) / f.capacityPerSecond)}% of the in-flight capacity ${fmt(f.capacityPerSecond)} cmd/s (MAX_IN_FLIGHT ${f.inFlight} ÷ mean latency ${fmt(f.meanLatencyMs, 1)} ms); upstream ${spec}; ${fmt(f.published)} published, ${fmt(f.sent)} reached the service, ${fmt(f.results)} results; worker peak RSS ${fmt(f.peakRssBytes / 1024 ** 2)} MiB.`,
     `- time to send (published → request received by the service) p50 ${ms(f.timeToSendP50Ms)}, p99 ${ms(f.timeToSendP99Ms)}, max ${ms(f.timeToSendMaxMs)} (target p99 ≤ ${TIME_TO_SEND_P99_TARGET_MS} ms): ${verdict(f.timeToSendP99Ms, TIME_TO_SEND_P99_TARGET_MS)}`,
     `- end to end (published → result visible read_committed) p50 ${ms(f.e2eP50Ms)}, p99 ${ms(f.e2eP99Ms)}, max ${ms(f.e2eMaxMs)} (target p99 ≤ ${E2E_P99_TARGET_MS} ms): ${verdict(f.e2eP99Ms, E2E_P99_TARGET_MS)}`,
-    ...(f.logGaps > 0 ? [`- note: ${f.logGaps} sandbox log entries were missed (ring buffer overrun); those commands have no time to send`] : []),
+    ...(f.logGaps > 0
+      ? [
+          `- note: ${f.logGaps} request(s) missing from the copy of the sandbox's log (never logged, or overwritten in its ring buffer before a poll); their commands have no time to send`,
+        ]
+      : []),
   ];
 }
