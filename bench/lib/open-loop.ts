@@ -178,7 +178,7 @@ export async function runOpenLoop(
       topic: input,
       rate: options.ratePerSecond,
       seconds: options.seconds,
-      idPrefix: `o${ctx.runId}`,
+      idPrefix: `o${ctx.runId}-${options.ledger ? 'on' : 'off'}`,
       seed: options.seed,
       shouldStop: () => exited,
     });
