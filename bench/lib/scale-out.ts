@@ -198,8 +198,8 @@ export async function runChurn(
     const visible = [...new Set(watcher.arrivals.map((a) => a.visibleAt))].sort((a, b) => a - b);
     const windowMs = Math.min(15_000, (options.seconds * 1000) / 3);
     const mean = buckets.reduce((a, b) => a + b, 0) / Math.max(1, buckets.length);
-    const settled = buckets.slice(0, Math.max(1, Math.floor((joinAt - from) / 1000)));
-    const settledMean = settled.reduce((a, b) => a + b, 0) / settled.length;
+    const beforeJoin = buckets.slice(0, Math.max(1, Math.floor((joinAt - from) / 1000)));
+    const settledMean = beforeJoin.reduce((a, b) => a + b, 0) / beforeJoin.length;
     return {
       limitPerSecond: limit,
       seconds: options.seconds,
