@@ -46,6 +46,7 @@ export async function runClaimedBatch(batch: FetchedBatch, o: ClaimedBatchOption
         maxRecordBytes: parts.maxRecordBytes,
         maxCommandBytes: c.maxCommandBytes,
         onRegistryRetry: (error) => o.log.warn({ err: error }, 'schema registry unavailable; retrying'),
+        tracer: parts.tracer,
       },
       producers: parts.producers,
       slots: o.slots,
