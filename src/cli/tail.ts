@@ -1,6 +1,7 @@
 import { createKafka } from '../kafka/client.ts';
 import { createLogger } from '../observability/logger.ts';
 import { ResultReader } from '../kafka/result-reader.ts';
+import { traceIdOf } from '../observability/trace-headers.ts';
 import { createRegistry } from '../schema/codec.ts';
 import { CONNECTION_FLAGS, HELP_FLAG, parseCommandArgs, requireConnection } from './connection.ts';
 import { formatTable, resultRow } from './result-table.ts';
@@ -8,7 +9,8 @@ import { formatTable, resultRow } from './result-table.ts';
 const HELP = `sms-worker tail — print committed results (read_committed), one JSON line each
 
 Usage: sms-worker tail [--pretty] [--from-end] [--count N] [--brokers B] [--registry URL] [--topic T]
-  --pretty     a readable table row per result instead of JSON
+  --pretty     a readable table row per result instead of JSON, with the trace id the
+               worker wrote on the result (traceparent header) when it traced the command
   --from-end   only results committed from now on (default: from the beginning)
   --count N    exit 0 after N results
 Defaults from the environment: KAFKA_BROKERS, SCHEMA_REGISTRY_URL, RESULT_TOPIC (sms.results);
@@ -40,9 +42,9 @@ export async function runTail(argv: readonly string[]): Promise<number> {
   process.once('SIGTERM', finish);
   try {
     await reader.start(
-      ({ result }) => {
+      ({ result, headers }) => {
         if (parsed.values.pretty === true) {
-          const table = formatTable([resultRow(result)]).split('\n');
+          const table = formatTable([{ ...resultRow(result), traceId: traceIdOf(headers) ?? '' }]).split('\n');
           console.log((printedHeader ? table.slice(2) : table).join('\n'));
           printedHeader = true;
         } else console.log(JSON.stringify(result));
