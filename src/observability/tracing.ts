@@ -40,7 +40,8 @@ export function startTracing(settings: TracingSettings, log: Logger, serviceName
     .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName, [ATTR_SERVICE_VERSION]: PACKAGE_VERSION }))
     .merge(detectResources({ detectors: [envDetector] }));
   const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
-  setGlobalErrorHandler(throttledExportErrors(log));
+  const exportErrors = throttledExportErrors(log);
+  setGlobalErrorHandler(exportErrors);
   log.info({ endpoint: settings.endpoint, sampler: settings.sampler }, 'tracing: exporting spans over OTLP/HTTP');
   return {
     tracer: provider.getTracer('sms-worker', PACKAGE_VERSION),
@@ -48,8 +49,14 @@ export function startTracing(settings: TracingSettings, log: Logger, serviceName
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), SHUTDOWN_FLUSH_MS)));
       try {
-        const ended = await Promise.race([provider.shutdown().then(() => 'flushed' as const), timeout]);
+        // The last export failing (a collector down) is reported, not thrown: stopping goes on.
+        const flushed = provider.shutdown().then(
+          () => 'flushed' as const,
+          (error: unknown) => error,
+        );
+        const ended = await Promise.race([flushed, timeout]);
         if (ended === 'timeout') log.warn({ timeoutMs: SHUTDOWN_FLUSH_MS }, 'tracing: spans not exported before shutdown');
+        else if (ended !== 'flushed') exportErrors(ended);
       } finally {
         clearTimeout(timer);
       }
