@@ -84,7 +84,10 @@ describe('DeliveryReporter', () => {
     const reporter = new DeliveryReporter({ ...DEFAULT_DELIVERY_REPORTS, callbackUrl: cb.url, delayMs: 0, failRate: 0, retryBaseMs: 5 }, () => 0.5);
     cleanups.push(() => reporter.close());
     reporter.accepted('key', [message], Date.now());
-    await eventually(() => expect(reporter.stats()).toMatchObject({ posted: 1, delivered: 1, retries: 2, queued: 0, lastStatus: 200 }));
+    await eventually(() => {
+      expect(reporter.stats()).toMatchObject({ posted: 1, delivered: 1, retries: 2, queued: 0, lastStatus: 200 });
+      return true;
+    });
     expect(cb.bodies).toHaveLength(3);
     expect(new Set(cb.bodies.map((b) => JSON.stringify(b))).size).toBe(1);
   });
@@ -98,7 +101,10 @@ describe('DeliveryReporter', () => {
     );
     cleanups.push(() => reporter.close());
     reporter.accepted(undefined, [message, { ...message, id: 'm-2' }], Date.now());
-    await eventually(() => expect(reporter.stats()).toMatchObject({ posted: 0, dropped: 2, queued: 0 }));
+    await eventually(() => {
+      expect(reporter.stats()).toMatchObject({ posted: 0, dropped: 2, queued: 0 });
+      return true;
+    });
     expect(cb.bodies).toHaveLength(2);
   });
 
@@ -125,7 +131,10 @@ describe('sandbox with delivery reports', () => {
     const sent = await got
       .post(`${sandbox.url}/?action=sms.message.send&accessKeyId=k`, { json: { to: ['+8613800138000', '+14155552671'], signature: 'Acme', content: 'hi' } })
       .json<{ data: { messages: { id: string }[] } }>();
-    await eventually(() => expect(cb.bodies).toHaveLength(2));
+    await eventually(() => {
+      expect(cb.bodies).toHaveLength(2);
+      return true;
+    });
     expect(cb.bodies.map((b) => (b as { id: string }).id).sort()).toEqual(sent.data.messages.map((m) => m.id).sort());
     expect(cb.bodies.every((b) => (b as { status: string }).status === 'delivered')).toBe(true);
     const stats = await got(`${sandbox.url}/_sandbox/delivery-reports`).json<{ stats: { posted: number } }>();
