@@ -99,7 +99,11 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
     say(`delivery-receipts receiver at ${receiver.url}/receipts/<token> (metrics: http://127.0.0.1:${receiver.httpPort}/metrics)`);
 
     // Seeded so that a run shows both outcomes: 1 in 4 reports says failed, with an error code.
-    const sandbox = await startSandbox({ port: 0, seed: 15, deliveryReports: { callbackUrl: `${receiver.url}/receipts/${receiptToken}`, delayMs: 1_000, failRate: 0.25 } });
+    const sandbox = await startSandbox({
+      port: 0,
+      seed: 15,
+      deliveryReports: { callbackUrl: `${receiver.url}/receipts/${receiptToken}`, delayMs: 1_000, failRate: 0.25 },
+    });
     cleanups.push(() => sandbox.close());
     say(`messaging-service sandbox at ${sandbox.url} (admin: ${sandbox.url}/_sandbox/stats), posting delivery reports to the receiver`);
 

@@ -22,7 +22,11 @@ export interface TailReceiptsOptions {
  */
 export function renderJoined(line: JoinedLine, pretty: boolean, header = false): string {
   if (!pretty) return JSON.stringify(line.kind === 'result' ? { result: line.result } : { receipt: line.receipt, commandId: line.commandId });
-  if (line.kind === 'result') return formatTable([resultRow(line.result)]).split('\n').slice(header ? 0 : 2).join('\n');
+  if (line.kind === 'result')
+    return formatTable([resultRow(line.result)])
+      .split('\n')
+      .slice(header ? 0 : 2)
+      .join('\n');
   const row = receiptRow(line.receipt, line.commandId);
   return `  ↳ ${row.messageId}  ${row.outcome} (${row.status}${row.code === '' ? '' : `, ${row.code}`})${row.done === '' ? '' : `  done ${row.done}`}${line.commandId === null ? '  (command unknown)' : ''}`;
 }

@@ -87,9 +87,12 @@ export function loadReceiverConfig(env: NodeJS.ProcessEnv = process.env): Receiv
   const hasPassword = e.RECEIPTS_BASIC_PASSWORD !== undefined;
   if (hasUser !== hasPassword) problems.push('RECEIPTS_BASIC_USERNAME and RECEIPTS_BASIC_PASSWORD: give both or neither');
   if (e.RECEIPTS_PATH_TOKEN === undefined && !(hasUser && hasPassword)) {
-    problems.push('RECEIPTS_PATH_TOKEN or RECEIPTS_BASIC_USERNAME/RECEIPTS_BASIC_PASSWORD: set at least one; the receiver never accepts unauthenticated reports');
+    problems.push(
+      'RECEIPTS_PATH_TOKEN or RECEIPTS_BASIC_USERNAME/RECEIPTS_BASIC_PASSWORD: set at least one; the receiver never accepts unauthenticated reports',
+    );
   }
-  if (e.RECEIPTS_PORT !== 0 && e.RECEIPTS_PORT === e.RECEIPTS_HTTP_PORT) problems.push('RECEIPTS_PORT and RECEIPTS_HTTP_PORT: must differ (reports and metrics are served apart)');
+  if (e.RECEIPTS_PORT !== 0 && e.RECEIPTS_PORT === e.RECEIPTS_HTTP_PORT)
+    problems.push('RECEIPTS_PORT and RECEIPTS_HTTP_PORT: must differ (reports and metrics are served apart)');
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     kafka: connection.kafka,

@@ -41,7 +41,10 @@ export function receiptFromAvro(value: unknown): DeliveryReceipt {
   if (typeof value !== 'object' || value === null) throw new Error('receipt value is not a record');
   const v = value as Record<string, unknown>;
   if (!isString(v['messageId']) || !isString(v['status'])) throw new Error('receipt value lacks messageId or status');
-  const strings = Object.fromEntries(STRING_FIELDS.map((field) => [field, unwrap(v[field], 'string', isString)])) as Record<(typeof STRING_FIELDS)[number], string | null>;
+  const strings = Object.fromEntries(STRING_FIELDS.map((field) => [field, unwrap(v[field], 'string', isString)])) as Record<
+    (typeof STRING_FIELDS)[number],
+    string | null
+  >;
   return {
     messageId: v['messageId'],
     outcome: OUTCOMES.includes(v['outcome'] as DeliveryOutcome) ? (v['outcome'] as DeliveryOutcome) : 'UNKNOWN',

@@ -78,7 +78,14 @@ export async function startReceiver(config: ReceiverConfig, deps: ReceiverDepend
     });
     releases.push(() => server.close(config.shutdownTimeoutMs));
     logger.info(
-      { port: server.port, httpPort: health.port, topic: config.topic, path: config.path, pathToken: config.credentials.pathToken !== undefined, basicAuth: config.credentials.basic !== undefined },
+      {
+        port: server.port,
+        httpPort: health.port,
+        topic: config.topic,
+        path: config.path,
+        pathToken: config.credentials.pathToken !== undefined,
+        basicAuth: config.credentials.basic !== undefined,
+      },
       'receipts receiver listening',
     );
     let closed: Promise<void> | undefined;

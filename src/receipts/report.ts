@@ -48,7 +48,8 @@ export interface DeliveryReceipt {
   readonly doneAt: number | null;
 }
 
-export type ReportsParse = { readonly ok: true; readonly receipts: readonly DeliveryReceipt[] } | { readonly ok: false; readonly field: string; readonly problem: string };
+export type ReportsParse =
+  { readonly ok: true; readonly receipts: readonly DeliveryReceipt[] } | { readonly ok: false; readonly field: string; readonly problem: string };
 
 const UNDELIVERED_STATUSES = new Set(['failed', 'undelivered', 'rejected', 'expired']);
 

@@ -63,7 +63,13 @@ export async function startReportServer(options: ReportServerOptions): Promise<R
     const source = sourceAddress(req.socket.remoteAddress, header(req.headers['x-forwarded-for']), options.trustedProxyHops);
     // Rate limited first, before any credential check: guessing tokens costs the same budget as posting.
     if (!limiter.take(source, Date.now())) {
-      reject(res, 'rate_limited', 429, { code: 'RATE_LIMITED', message: 'too many requests' }, { 'retry-after': String(limiter.retryAfterSeconds(source)), ...closeHeader });
+      reject(
+        res,
+        'rate_limited',
+        429,
+        { code: 'RATE_LIMITED', message: 'too many requests' },
+        { 'retry-after': String(limiter.retryAfterSeconds(source)), ...closeHeader },
+      );
       return;
     }
     if (req.method !== 'POST') {
@@ -109,8 +115,17 @@ export async function startReportServer(options: ReportServerOptions): Promise<R
     try {
       await options.publish(parsed.receipts);
     } catch (error) {
-      logger.warn({ source, answer: 503, reports: parsed.receipts.length, err: coerceError(error).message }, 'receipts not published; answered 503 for the service to retry');
-      reject(res, 'kafka_unavailable', 503, { code: 'UNAVAILABLE', message: 'receipts cannot be stored now; retry later' }, { 'retry-after': String(RETRY_AFTER_UNAVAILABLE_SEC) });
+      logger.warn(
+        { source, answer: 503, reports: parsed.receipts.length, err: coerceError(error).message },
+        'receipts not published; answered 503 for the service to retry',
+      );
+      reject(
+        res,
+        'kafka_unavailable',
+        503,
+        { code: 'UNAVAILABLE', message: 'receipts cannot be stored now; retry later' },
+        { 'retry-after': String(RETRY_AFTER_UNAVAILABLE_SEC) },
+      );
       return;
     }
     metrics.publishSeconds((performance.now() - started) / 1000);

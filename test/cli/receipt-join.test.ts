@@ -8,7 +8,16 @@ function result(commandId: string, messageIds: string[]): CommandResult {
     commandId,
     operation: 'TEXT_MESSAGE',
     outcome: 'SENT',
-    messages: messageIds.map((id) => ({ id, to: '+8613800138000', regionCode: 'CN', countryCode: '86', messageCount: 1, status: 'sent', upstream: 'u', price: '0.05' })),
+    messages: messageIds.map((id) => ({
+      id,
+      to: '+8613800138000',
+      regionCode: 'CN',
+      countryCode: '86',
+      messageCount: 1,
+      status: 'sent',
+      upstream: 'u',
+      price: '0.05',
+    })),
   } as unknown as CommandResult;
 }
 
@@ -75,6 +84,11 @@ describe('ReceiptJoin', () => {
   });
 
   it('renders a readable row', () => {
-    expect(receiptRow({ ...receipt('m1', 'failed'), errorCode: 'UNDELIV' }, null)).toMatchObject({ commandId: '(unknown)', messageId: 'm1', outcome: 'UNDELIVERED', code: 'UNDELIV' });
+    expect(receiptRow({ ...receipt('m1', 'failed'), errorCode: 'UNDELIV' }, null)).toMatchObject({
+      commandId: '(unknown)',
+      messageId: 'm1',
+      outcome: 'UNDELIVERED',
+      code: 'UNDELIV',
+    });
   });
 });

@@ -46,7 +46,16 @@ describe('sms-worker tail --receipts', () => {
     const command = textCommand({ to: ['+8613800138000', '+14155552671'] }, { commandId: uniqueName('cmd') });
     const other = textCommand({ to: ['+8613800138000'] }, { commandId: uniqueName('other') });
     const [m1, m2, m3] = [uniqueName('m1'), uniqueName('m2'), uniqueName('m3')];
-    const message = (id: string, to: string, regionCode: string) => ({ id, to, regionCode, countryCode: '86', messageCount: 1, status: 'sent', upstream: 'u', price: '0.050000' });
+    const message = (id: string, to: string, regionCode: string) => ({
+      id,
+      to,
+      regionCode,
+      countryCode: '86',
+      messageCount: 1,
+      status: 'sent',
+      upstream: 'u',
+      price: '0.050000',
+    });
     const success = (messages: ReturnType<typeof message>[]) => ({
       requestId: 'r',
       attempts: 1,
@@ -60,7 +69,10 @@ describe('sms-worker tail --receipts', () => {
     await publisher.publish([receipt({ id: m1, status: 'delivered', errorCode: 'DELIVRD' })]);
     const producer = kafka.producer();
     await producer.connect();
-    const results1 = sentResult({ command, source, completedAt: Date.now() }, success([message(m1, '+8613800138000', 'CN'), message(m2, '+14155552671', 'US')]));
+    const results1 = sentResult(
+      { command, source, completedAt: Date.now() },
+      success([message(m1, '+8613800138000', 'CN'), message(m2, '+14155552671', 'US')]),
+    );
     const results2 = sentResult({ command: other, source, completedAt: Date.now() }, success([message(m3, '+8613800138000', 'CN')]));
     await producer.send({
       topic: results,

@@ -148,9 +148,15 @@ describe('delivery receipts receiver (real Kafka, real HTTP)', () => {
 
   it('answers 413 to a body over the limit and 400 naming the field, publishing nothing', async () => {
     const h = await startHarness();
-    const big = await post(h.reportUrl, [{ id: uniqueName('big'), status: 'delivered', errorMessage: 'x'.repeat(500) }, ...Array.from({ length: 20 }, (_, i) => ({ id: `b${i}`, status: 'delivered', errorMessage: 'y'.repeat(200) }))]);
+    const big = await post(h.reportUrl, [
+      { id: uniqueName('big'), status: 'delivered', errorMessage: 'x'.repeat(500) },
+      ...Array.from({ length: 20 }, (_, i) => ({ id: `b${i}`, status: 'delivered', errorMessage: 'y'.repeat(200) })),
+    ]);
     expect(big.statusCode).toBe(413);
-    const bad = await post(h.reportUrl, [{ id: uniqueName('ok'), status: 'delivered' }, { id: uniqueName('bad'), status: 'delivered', messageCount: -1 }]);
+    const bad = await post(h.reportUrl, [
+      { id: uniqueName('ok'), status: 'delivered' },
+      { id: uniqueName('bad'), status: 'delivered', messageCount: -1 },
+    ]);
     expect(bad.statusCode).toBe(400);
     expect(JSON.parse(bad.body)).toMatchObject({ code: 'INVALID_REPORT', field: '[1].messageCount' });
     await drainWithMarker(h);

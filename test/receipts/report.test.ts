@@ -47,7 +47,14 @@ describe('parseReport', () => {
 
   it('needs only id and status; absent fields become null; unknown fields are ignored', () => {
     const parsed = parseReport({ id: 'm-1', status: 'failed', somethingNew: { nested: true } });
-    expect(parsed.ok && parsed.receipt).toMatchObject({ messageId: 'm-1', outcome: 'UNDELIVERED', to: null, price: null, messageCount: null, submittedAt: null });
+    expect(parsed.ok && parsed.receipt).toMatchObject({
+      messageId: 'm-1',
+      outcome: 'UNDELIVERED',
+      to: null,
+      price: null,
+      messageCount: null,
+      submittedAt: null,
+    });
   });
 
   it.each([
@@ -119,7 +126,11 @@ describe('parseReports', () => {
   });
 
   it('bounds the number of reports per post and refuses an empty list', () => {
-    expect(parseReports([report(), report(), report()], 2)).toMatchObject({ ok: false, field: '(body)', problem: expect.stringContaining('more than the limit of 2') });
+    expect(parseReports([report(), report(), report()], 2)).toMatchObject({
+      ok: false,
+      field: '(body)',
+      problem: expect.stringContaining('more than the limit of 2'),
+    });
     expect(parseReports([], 2)).toMatchObject({ ok: false, field: '(body)' });
   });
 });

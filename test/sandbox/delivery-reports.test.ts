@@ -126,7 +126,9 @@ describe('sandbox with delivery reports', () => {
     cleanups.push(() => cb.close());
     sandbox = await startSandbox({ deliveryReports: { delayMs: 0 } });
     cleanups.push(() => sandbox.close());
-    const admin = await got.post(`${sandbox.url}/_sandbox/delivery-reports`, { json: { callbackUrl: cb.url, failRate: 0 } }).json<{ settings: { callbackUrl: string } }>();
+    const admin = await got
+      .post(`${sandbox.url}/_sandbox/delivery-reports`, { json: { callbackUrl: cb.url, failRate: 0 } })
+      .json<{ settings: { callbackUrl: string } }>();
     expect(admin.settings.callbackUrl).toBe(cb.url);
     const sent = await got
       .post(`${sandbox.url}/?action=sms.message.send&accessKeyId=k`, { json: { to: ['+8613800138000', '+14155552671'], signature: 'Acme', content: 'hi' } })
