@@ -5,12 +5,21 @@
  * must not wait on an unreachable Kafka (the service retries a 503).
  */
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import type { Kafka, Producer } from 'kafkajs';
+import type { Kafka, Message, Producer } from 'kafkajs';
 import { deliveryReceiptSchema } from '../contracts/avro.ts';
 import { SmsWorkerError } from '../errors.ts';
 import { registerRacing } from '../schema/codec.ts';
 import { receiptToAvro } from './receipt-avro.ts';
 import type { DeliveryReceipt } from './report.ts';
+import { SendBatcher } from './send-batcher.ts';
+
+/**
+ * Records per Kafka send: a receipt is ≈ 300 bytes, so a send stays far below the broker's
+ * default 1 MB message-batch limit per partition. A single post with more reports goes alone.
+ */
+export const MAX_RECORDS_PER_SEND = 500;
+/** Receipts waiting for Kafka, at most; a post beyond it is answered 503 at once (memory bound: ≈ 6 MB). */
+export const MAX_QUEUED_RECEIPTS = 20_000;
 
 /** Kafka did not acknowledge in time (or refused): the post is answered 503 and retried by the service. */
 export class ReceiptsUnavailableError extends SmsWorkerError {
@@ -24,6 +33,7 @@ export class ReceiptPublisher {
   readonly #registry: SchemaRegistry;
   readonly #topic: string;
   readonly #timeoutMs: number;
+  readonly #batcher: SendBatcher<Message>;
   #schemaId: number | undefined;
   #connected = false;
 
@@ -41,6 +51,13 @@ export class ReceiptPublisher {
     this.#registry = registry;
     this.#topic = options.topic;
     this.#timeoutMs = options.timeoutMs;
+    this.#batcher = new SendBatcher({
+      send: async (messages) => {
+        await this.#producer.send({ topic: this.#topic, acks: -1, messages: [...messages] });
+      },
+      maxRecords: MAX_RECORDS_PER_SEND,
+      maxQueued: MAX_QUEUED_RECEIPTS,
+    });
   }
 
   /** Registers the schema and connects the producer; fails start-up when either cannot be reached. */
@@ -53,23 +70,32 @@ export class ReceiptPublisher {
     return this.#connected && this.#schemaId !== undefined;
   }
 
-  /** Resolves once Kafka acknowledged every receipt; throws ReceiptsUnavailableError otherwise. */
+  /**
+   * Resolves once Kafka acknowledged every receipt; throws ReceiptsUnavailableError otherwise
+   * (not acknowledged within the timeout, refused, or too many receipts already waiting).
+   */
   async publish(receipts: readonly DeliveryReceipt[]): Promise<void> {
     const schemaId = this.#schemaId;
     if (schemaId === undefined) throw new ReceiptsUnavailableError('publisher not connected');
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new ReceiptsUnavailableError(`Kafka did not acknowledge within ${this.#timeoutMs} ms`)), this.#timeoutMs);
+    const expired = new ReceiptsUnavailableError(`Kafka did not acknowledge within ${this.#timeoutMs} ms`);
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(expired), this.#timeoutMs);
+    const timeout = deadline.signal;
+    const timedOut = new Promise<never>((_, reject) => {
+      timeout.addEventListener('abort', () => reject(expired), { once: true });
     });
     // Observed even when encoding fails first, so a later timeout is never an unhandled rejection.
-    timeout.catch(() => undefined);
+    timedOut.catch(() => undefined);
     try {
       // Encoding only asks the registry on a cold cache (the id was registered at connect).
-      const messages = await Promise.all(receipts.map(async (r) => ({ key: r.messageId, value: await this.#registry.encode(schemaId, receiptToAvro(r)) })));
-      await Promise.race([this.#producer.send({ topic: this.#topic, acks: -1, messages }), timeout]);
+      const messages = await Promise.race([
+        Promise.all(receipts.map(async (r) => ({ key: r.messageId, value: await this.#registry.encode(schemaId, receiptToAvro(r)) }))),
+        timedOut,
+      ]);
+      await Promise.race([this.#batcher.submit(messages, timeout), timedOut]);
     } catch (error) {
       if (error instanceof ReceiptsUnavailableError) throw error;
-      throw new ReceiptsUnavailableError(`Kafka refused the receipts: ${error instanceof Error ? error.message : String(error)}`, error);
+      throw new ReceiptsUnavailableError(`receipts not stored: ${error instanceof Error ? error.message : String(error)}`, error);
     } finally {
       clearTimeout(timer);
     }
