@@ -7,17 +7,22 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
  */
 const DRAIN_FACTOR = 4;
 
-export type BodyRead = { readonly kind: 'body'; readonly text: string } | { readonly kind: 'too-large'; readonly drained: boolean };
+export type BodyRead =
+  | { readonly kind: 'body'; readonly text: string }
+  | { readonly kind: 'too-large'; readonly drained: boolean }
+  /** The client went away before the body ended: nothing to answer. */
+  | { readonly kind: 'aborted' };
 
 /** Reads the body up to `limit` bytes; larger bodies are reported as too large, never buffered. */
 export function readBoundedBody(req: IncomingMessage, limit: number): Promise<BodyRead> {
-  return new Promise((resolve, reject) => {
+  return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const cleanup = (): void => {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
+      req.off('close', onClose);
     };
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
@@ -32,11 +37,15 @@ export function readBoundedBody(req: IncomingMessage, limit: number): Promise<Bo
       cleanup();
       resolve(size > limit ? { kind: 'too-large', drained: true } : { kind: 'body', text: Buffer.concat(chunks).toString('utf8') });
     };
-    const onError = (error: Error): void => {
+    // An error on the request stream ('aborted', a reset) or 'close' before 'end': the client cut
+    // the connection (or the request timed out) mid-body. Nothing to answer, nothing to log.
+    const onError = (): void => onClose();
+    const onClose = (): void => {
       cleanup();
-      reject(error);
+      resolve({ kind: 'aborted' });
     };
     req.on('data', onData);
+    req.on('close', onClose);
     req.on('end', onEnd);
     req.on('error', onError);
   });

@@ -93,6 +93,7 @@ export async function startReportServer(options: ReportServerOptions): Promise<R
       return;
     }
     const body = await readBoundedBody(req, options.maxBodyBytes);
+    if (body.kind === 'aborted') return;
     if (body.kind === 'too-large') {
       reject(res, 'too_large', 413, tooLarge, closeHeader);
       if (!body.drained) res.once('finish', () => req.destroy());

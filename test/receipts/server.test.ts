@@ -1,6 +1,7 @@
 // The report endpoint over real loopback HTTP, with the publish step given as a function (the
 // Kafka side is covered by receiver.int.test.ts against the real broker).
 import got, { type Response } from 'got';
+import net from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -153,6 +154,20 @@ describe('report endpoint', () => {
     const answers = [];
     for (let i = 0; i < 4; i += 1) answers.push((await post(`${h.server.url}/receipts/wrong-token-0123456789`, report)).statusCode);
     expect(answers).toEqual([401, 401, 429, 429]);
+  });
+
+  it('shrugs off a client that cuts the connection mid-body: nothing published, no error logged, next post fine', async () => {
+    const h = await start();
+    const { port } = new URL(h.server.url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    socket.write(`POST /receipts/${TOKEN} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"id":"m-1",`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    socket.destroy();
+    const next = await post(`${h.server.url}/receipts/${TOKEN}`, report);
+    expect(next.statusCode).toBe(200);
+    expect(h.published).toHaveLength(1);
+    expect(h.logs.join('')).not.toContain('"level":50');
   });
 
   it('answers 405 to other methods and 404 to other paths', async () => {
