@@ -17,6 +17,7 @@
  *   POST /_sandbox/answer-faults {"set"?:{"<correlation id>":AnswerFaultKind},"remove"?:[id…],"clear"?:true}
  *        hostile answers aimed at single commands (answer-faults.ts); clear, then remove, then set
  *   GET  /_sandbox/delivery-reports             {"settings":DeliveryReportSettings,"stats":DeliveryReportStats}
+ *        (callback URLs shown without user info and cut after the first path segment: tokens stay out)
  *   POST /_sandbox/delivery-reports {"callbackUrl"?:url|null,"accounts"?:{"<access key id>":url|null},
  *        "delayMs"?,"failRate"?,"retryBaseMs"?,"retryMaxMs"?,"maxAttempts"?,"maxQueue"?}
  *        where accepted messages' delivery reports go (delivery-reports.ts); null removes a URL
@@ -80,6 +81,33 @@ export const deliveryReportUpdateSchema = z.object({
 });
 
 export type DeliveryReportUpdate = z.infer<typeof deliveryReportUpdateSchema>;
+
+/**
+ * A callback URL as the admin routes show it: origin and first path segment only, no user info.
+ * The rest is where a receiver's secret path token lives, and admin answers end up in bench and
+ * chaos logs.
+ */
+export function redactCallbackUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    const [first = '', ...rest] = url.pathname.split('/').filter((part) => part !== '');
+    return `${url.protocol}//${url.host}${first === '' ? '' : `/${first}`}${rest.length > 0 || url.search !== '' ? '/[redacted]' : ''}`;
+  } catch {
+    return '[redacted]';
+  }
+}
+
+function deliveryReportView(state: SandboxState): { settings: unknown; stats: unknown } {
+  const settings = state.deliveryReports.settings;
+  return {
+    settings: {
+      ...settings,
+      callbackUrl: settings.callbackUrl === undefined ? null : redactCallbackUrl(settings.callbackUrl),
+      accounts: Object.fromEntries(Object.entries(settings.accounts).map(([id, url]) => [id, redactCallbackUrl(url)])),
+    },
+    stats: state.deliveryReports.stats(),
+  };
+}
 
 /** Applies a delivery-report update (from HTTP, code or CLI flags): null removes a URL. */
 export function applyDeliveryReportUpdate(state: SandboxState, update: DeliveryReportUpdate): void {
@@ -196,12 +224,12 @@ export function handleAdmin(state: SandboxState, method: string, url: URL, rawBo
       return { status: 200, body: state.answerFaults.view() };
     }
     case 'GET delivery-reports':
-      return { status: 200, body: { settings: state.deliveryReports.settings, stats: state.deliveryReports.stats() } };
+      return { status: 200, body: deliveryReportView(state) };
     case 'POST delivery-reports': {
       const parsed = deliveryReportUpdateSchema.safeParse(json.value);
       if (!parsed.success) return invalid(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
       applyDeliveryReportUpdate(state, parsed.data);
-      return { status: 200, body: { settings: state.deliveryReports.settings, stats: state.deliveryReports.stats() } };
+      return { status: 200, body: deliveryReportView(state) };
     }
     default:
       return { status: 404, body: errorEnvelope('notFound') };

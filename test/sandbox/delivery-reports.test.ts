@@ -129,7 +129,7 @@ describe('sandbox with delivery reports', () => {
     const admin = await got
       .post(`${sandbox.url}/_sandbox/delivery-reports`, { json: { callbackUrl: cb.url, failRate: 0 } })
       .json<{ settings: { callbackUrl: string } }>();
-    expect(admin.settings.callbackUrl).toBe(cb.url);
+    expect(admin.settings.callbackUrl).toBe(cb.url); // one path segment: nothing to hide
     const sent = await got
       .post(`${sandbox.url}/?action=sms.message.send&accessKeyId=k`, { json: { to: ['+8613800138000', '+14155552671'], signature: 'Acme', content: 'hi' } })
       .json<{ data: { messages: { id: string }[] } }>();
@@ -141,6 +141,20 @@ describe('sandbox with delivery reports', () => {
     expect(cb.bodies.every((b) => (b as { status: string }).status === 'delivered')).toBe(true);
     const stats = await got(`${sandbox.url}/_sandbox/delivery-reports`).json<{ stats: { posted: number } }>();
     expect(stats.stats.posted).toBe(2);
+  });
+
+  it('never shows a token from a callback URL in its admin answers', async () => {
+    sandbox = await startSandbox();
+    cleanups.push(() => sandbox.close());
+    const url = 'http://user:pw@receiver.invalid:8080/receipts/tok_0123456789abcdef';
+    const set = await got.post(`${sandbox.url}/_sandbox/delivery-reports`, { json: { callbackUrl: url, accounts: { k: url } } }).text();
+    const get = await got(`${sandbox.url}/_sandbox/delivery-reports`).text();
+    for (const body of [set, get]) {
+      expect(body).not.toContain('tok_0123456789abcdef');
+      expect(body).not.toContain('pw@');
+      expect(body).toContain('http://receiver.invalid:8080/receipts/[redacted]');
+    }
+    expect(sandbox.state.deliveryReports.callbackFor('k')).toBe(url);
   });
 
   it('refuses a callback URL that is not http(s)', async () => {
