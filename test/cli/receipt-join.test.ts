@@ -8,6 +8,8 @@ function result(commandId: string, messageIds: string[]): CommandResult {
     commandId,
     operation: 'TEXT_MESSAGE',
     outcome: 'SENT',
+    totalAmount: '0.05',
+    error: null,
     messages: messageIds.map((id) => ({
       id,
       to: '+8613800138000',
@@ -90,5 +92,29 @@ describe('ReceiptJoin', () => {
       outcome: 'UNDELIVERED',
       code: 'UNDELIV',
     });
+  });
+});
+
+describe('renderJoined (tail --receipts output)', () => {
+  it('prints JSON lines: {"result"} and {"receipt","commandId"}', async () => {
+    const { renderJoined } = await import('../../src/cli/tail-receipts.ts');
+    const r = result('c1', ['m1']);
+    expect(JSON.parse(renderJoined({ kind: 'result', result: r }, false))).toEqual({ result: JSON.parse(JSON.stringify(r)) });
+    expect(JSON.parse(renderJoined({ kind: 'receipt', receipt: receipt('m1'), commandId: 'c1' }, false))).toMatchObject({
+      receipt: { messageId: 'm1' },
+      commandId: 'c1',
+    });
+  });
+
+  it('pretty: a table row per result (header on the first) and an indented line per receipt', async () => {
+    const { renderJoined } = await import('../../src/cli/tail-receipts.ts');
+    const first = renderJoined({ kind: 'result', result: result('c1', ['m1']) }, true, true).split('\n');
+    expect(first[0]).toMatch(/^commandId\s+operation\s+outcome/);
+    expect(first[2]).toMatch(/^c1\s+text\s+SENT/);
+    expect(renderJoined({ kind: 'result', result: result('c2', []) }, true).split('\n')).toHaveLength(1);
+    expect(renderJoined({ kind: 'receipt', receipt: { ...receipt('m1', 'failed'), errorCode: 'UNDELIV' }, commandId: 'c1' }, true)).toBe(
+      '  ↳ m1  UNDELIVERED (failed, UNDELIV)',
+    );
+    expect(renderJoined({ kind: 'receipt', receipt: receipt('m9'), commandId: null }, true)).toContain('(command unknown)');
   });
 });
