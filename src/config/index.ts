@@ -52,6 +52,8 @@ export interface WorkerConfig {
     };
   };
   readonly maxInFlight: number;
+  /** Bytes of command records dispatched and not yet done, process-wide (a partition over it is not fetched). */
+  readonly maxBytesInHand: number;
   readonly rateLimitPerSecond: number;
   readonly commitIntervalMs: number;
   /** The ValidationPolicy of src/contracts/validate.ts. */
@@ -119,6 +121,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
       },
     },
     maxInFlight: e.MAX_IN_FLIGHT,
+    maxBytesInHand: e.MAX_BYTES_IN_HAND,
     rateLimitPerSecond: e.RATE_LIMIT_PER_SECOND,
     commitIntervalMs: e.COMMIT_INTERVAL_MS,
     validation: {

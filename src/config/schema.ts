@@ -93,6 +93,7 @@ export const envSchema = z.object({
   PROVIDER_RETRY_AMBIGUOUS: bool(PROVIDER_DEFAULTS.retryAmbiguous),
   PROVIDER_MAX_RESPONSE_BYTES: int(PROVIDER_DEFAULTS.maxResponseBytes, 1_024, 104_857_600),
   MAX_IN_FLIGHT: int(64, 1, 10_000),
+  MAX_BYTES_IN_HAND: int(16_777_216, 1_048_576, 4_294_967_296),
   RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(0),
   COMMIT_INTERVAL_MS: int(100, 1, 60_000),
   HOME_REGION: z

@@ -1,4 +1,4 @@
-import type { Kafka, KafkaConfig, logCreator, RetryOptions, SASLOptions } from 'kafkajs';
+import type { ISocketFactory, Kafka, KafkaConfig, logCreator, RetryOptions, SASLOptions } from 'kafkajs';
 import kafkajs from './kafkajs.ts';
 import type { KafkaSettings } from '../config/index.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -50,6 +50,10 @@ function kafkaLogCreator(logger: Logger): logCreator {
 export interface KafkaClientOptions {
   /** kafkajs's own request retries; the default suits the worker (bounded, then the caller decides). */
   readonly retry?: RetryOptions;
+  /** How sockets to brokers are opened; tests route them through a proxy they can close (test/helpers/tcp-proxy.ts). */
+  readonly socketFactory?: ISocketFactory;
+  /** kafkajs's connection timeout (ms). @defaultValue 5000 */
+  readonly connectionTimeout?: number;
 }
 
 /**
@@ -64,8 +68,9 @@ export function createKafka(settings: KafkaSettings, logger: Logger, clientId = 
     logLevel: logLevel.WARN,
     logCreator: kafkaLogCreator(logger),
     retry: options.retry ?? { retries: 8, initialRetryTime: 200, maxRetryTime: 10_000 },
-    connectionTimeout: 5_000,
+    connectionTimeout: options.connectionTimeout ?? 5_000,
     requestTimeout: 30_000,
+    ...(options.socketFactory !== undefined && { socketFactory: options.socketFactory }),
   };
   if (settings.ssl !== false) config.ssl = { ...settings.ssl };
   if (settings.sasl !== undefined) config.sasl = { ...settings.sasl } as SASLOptions;

@@ -58,6 +58,10 @@ export class KafkaCommandConsumer implements CommandConsumer {
     this.#consumer.resume(topicPartitions(topic, partitions));
   }
 
+  seek(topic: string, partition: number, offset: bigint): void {
+    this.#consumer.seek({ topic, partition, offset: offset.toString() });
+  }
+
   disconnect(): Promise<void> {
     return this.#consumer.disconnect();
   }
@@ -68,6 +72,10 @@ export class KafkaCommandConsumer implements CommandConsumer {
 
   onHeartbeat(listener: () => void): void {
     this.#consumer.on(this.#consumer.events.HEARTBEAT, () => listener());
+  }
+
+  onRebalancing(listener: () => void): void {
+    this.#consumer.on(this.#consumer.events.REBALANCING, () => listener());
   }
 
   onStop(listener: () => void): void {

@@ -56,6 +56,8 @@ export interface PartitionProducers {
   forPartition(topic: string, partition: number, generation?: number): Promise<TransactionalSession>;
   /** Drops the partition's producer (only if it belongs to `generation`, when given); the next `forPartition` initialises a fresh one. */
   discard(topic: string, partition: number, generation?: number): Promise<void>;
+  /** Whether the partition has a producer of exactly this generation, initialised and not discarded (using it fences nobody). */
+  has(topic: string, partition: number, generation: number): boolean;
 }
 
 /** The producer was fenced: another instance owns the partition (or its transactional id) now. */
@@ -104,6 +106,8 @@ export interface ConsumerEvents {
   /** Joined the group (again): this member's assignment, partitions by topic. */
   onGroupJoin(listener: (event: { memberId: string; memberAssignment: Readonly<Record<string, readonly number[]>> }) => void): void;
   onHeartbeat(listener: () => void): void;
+  /** A rebalance was noticed: the member is about to join again (its partitions may move). */
+  onRebalancing(listener: () => void): void;
   onStop(listener: () => void): void;
   /** The consumer crashed; `restart`: it restarts itself, else it is gone for good. */
   onCrash(listener: (event: { error: Error; restart: boolean }) => void): void;
@@ -121,5 +125,7 @@ export interface CommandConsumer extends ConsumerEvents {
   pause(topic: string, partitions?: readonly number[]): void;
   /** Fetches the topic, or the given partitions of it, again. */
   resume(topic: string, partitions?: readonly number[]): void;
+  /** The partition's next fetch starts at `offset` (records dispatched past it were not committed). */
+  seek(topic: string, partition: number, offset: bigint): void;
   disconnect(): Promise<void>;
 }

@@ -115,6 +115,11 @@ export class TransactionalProducers implements PartitionProducers {
     await (await entry.producer.catch(() => undefined))?.disconnect().catch(() => undefined);
   }
 
+  has(topic: string, partition: number, generation: number): boolean {
+    const entry = this.#producers.get(this.transactionalId(topic, partition));
+    return entry !== undefined && entry.generation === generation && (this.#latest.get(this.transactionalId(topic, partition)) ?? 0) === generation;
+  }
+
   async closeAll(): Promise<void> {
     const all = [...this.#producers.values()];
     this.#producers.clear();

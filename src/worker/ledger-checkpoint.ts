@@ -75,3 +75,26 @@ export function recoveryPlan(groupOffset: bigint, checkpoint: Checkpoint | undef
   for (const mark of checkpoint?.open ?? []) if (mark.offset >= start) inDoubt.set(mark.offset, mark);
   return { start, inDoubt };
 }
+
+/**
+ * How long a new owner should still wait before fencing a partition whose newest checkpoint lists
+ * marks an earlier owner made recently: that owner may be alive (a rebalance moved the partition)
+ * with those calls under way, and would commit their results in a moment; fencing now would abort
+ * them and make them UNKNOWN. A mark older than `graceMs` (the longest a call can take, with
+ * retries, plus a commit) cannot be under way any more. Undefined: nothing to wait for.
+ */
+export function handoverWaitMs(checkpoint: Checkpoint | undefined, now: number, graceMs: number): number | undefined {
+  if (checkpoint === undefined) return undefined;
+  let newest: number | undefined;
+  for (const mark of checkpoint.open) if (newest === undefined || mark.at > newest) newest = mark.at;
+  if (newest === undefined) return undefined;
+  const wait = newest + graceMs - now;
+  return wait > 0 ? wait : undefined;
+}
+
+/** Whether a later checkpoint settled the marks an earlier one listed (each committed past, or withdrawn). */
+export function marksSettled(earlier: Checkpoint, later: Checkpoint | undefined): boolean {
+  if (later === undefined) return false;
+  const stillOpen = new Set(later.open.map((m) => m.offset));
+  return earlier.open.every((m) => m.offset < later.next || !stillOpen.has(m.offset));
+}

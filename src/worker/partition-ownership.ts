@@ -2,7 +2,7 @@ import { SmsWorkerError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import { DedupWindow } from './dedup-window.ts';
-import { recoveryPlan, type Checkpoint, type OpenMark } from './ledger-checkpoint.ts';
+import { handoverWaitMs, marksSettled, recoveryPlan, type Checkpoint, type OpenMark } from './ledger-checkpoint.ts';
 
 /**
  * What this process holds of one command partition in one group generation, from the moment its
@@ -29,6 +29,12 @@ export interface PartitionClaim {
 
 /** The effects ownership needs, kept behind an interface so it has no Kafka types (and tests can drive it). */
 export interface OwnershipEffects {
+  /**
+   * Waits until this process's lane of an earlier claim of the partition has ended (its calls under
+   * way finished and their results committed): fencing before that would abort those results.
+   * True when this process had such a lane (no other process can have been working on it).
+   */
+  handover(topic: string, partition: number): Promise<boolean>;
   /** Initialises the partition's transactional producer: fences the previous owner, settles its open transaction. */
   fence(topic: string, partition: number, generation: number): Promise<void>;
   /** The group's committed offset (may be stale without KIP-447's require_stable). */
@@ -47,6 +53,14 @@ export interface OwnershipOptions {
   readonly dedupWindow: number;
   /** A heartbeat older than this means the group may have given the partitions away (a freeze, a partition). */
   readonly sessionTimeoutMs: number;
+  /**
+   * How long a send of an earlier owner may still be under way (the response timeout) plus a
+   * commit: its marks younger than this may belong to calls about to commit their results (see
+   * handoverWaitMs). 0 disables the wait.
+   */
+  readonly handoverGraceMs?: number;
+  /** How often the ledger is read again while waiting for an earlier owner's marks to settle. */
+  readonly handoverPollMs?: number;
   readonly log: Logger;
   readonly metrics: WorkerMetrics;
   readonly now?: () => number;
@@ -157,6 +171,33 @@ export class PartitionOwnership {
     return pending;
   }
 
+  /**
+   * Another process may have owned the partition until this rebalance, with calls under way that
+   * it is about to commit: wait (bounded) until the ledger shows their marks settled, so a send
+   * that was made gets its real result rather than UNKNOWN. A crashed owner's marks simply age
+   * out. Fencing follows either way, and recovery reads the ledger again after it.
+   */
+  async #awaitEarlierOwner(topic: string, partition: number, generation: number): Promise<void> {
+    const grace = this.#o.handoverGraceMs ?? 0;
+    if (grace <= 0) return;
+    const first = await this.#o.effects.checkpoint(partition);
+    if (first === undefined || handoverWaitMs(first, this.#now(), grace) === undefined) return;
+    const started = this.#now();
+    this.#o.log.info(
+      { topic, partition, open: first.open.length },
+      'an earlier owner has sends under way: waiting for their results before taking the partition',
+    );
+    for (;;) {
+      const wait = handoverWaitMs(first, this.#now(), grace);
+      if (wait === undefined || generation !== this.#generation || !this.leaseHolds()) return;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(wait, this.#o.handoverPollMs ?? 200)));
+      if (marksSettled(first, await this.#o.effects.checkpoint(partition))) {
+        this.#o.log.info({ topic, partition, ms: this.#now() - started }, "the earlier owner's sends have their results");
+        return;
+      }
+    }
+  }
+
   async #recover(topic: string, partition: number, generation: number): Promise<PartitionClaim> {
     const started = this.#now();
     // Fencing takes the partition from whoever holds it: only while the group counts this member in.
@@ -164,6 +205,10 @@ export class PartitionOwnership {
       throw new SmsWorkerError('LEASE_EXPIRED', `not claiming ${topic}[${partition}]: no heartbeat confirmed this member within the session timeout`, {
         retryable: true,
       });
+    const local = await this.#o.effects.handover(topic, partition);
+    if (!local) await this.#awaitEarlierOwner(topic, partition, generation);
+    if (generation !== this.#generation)
+      throw new SmsWorkerError('CLAIM_STALE', `not claiming ${topic}[${partition}]: a newer generation started meanwhile`, { retryable: true });
     await this.#o.effects.fence(topic, partition, generation);
     const [groupOffset, checkpoint] = await Promise.all([this.#o.effects.groupOffset(topic, partition), this.#o.effects.checkpoint(partition)]);
     const { start, inDoubt } = recoveryPlan(groupOffset, checkpoint);

@@ -4,8 +4,8 @@ import { createMetrics, type WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProgressMonitor } from './health.ts';
 import { refreshConsumerLag } from './lag.ts';
-import type { FetchedBatch } from '../kafka/ports.ts';
-import { runClaimedBatch } from './claimed-batch.ts';
+import { BytesInHand } from './bytes-in-hand.ts';
+import { PartitionLanes } from './partition-lanes.ts';
 import { Semaphore } from './semaphore.ts';
 import { PAUSE_DESCRIPTIONS, PAUSE_REASONS, type PauseReason } from './service-gate.ts';
 import { connectWorker, type WorkerParts } from './wiring.ts';
@@ -40,8 +40,8 @@ export class Worker {
   #http: { port: number; close(): Promise<void> } | undefined;
   readonly #releases: { name: string; release: () => Promise<unknown> }[] = [];
   readonly #abandon = new AbortController();
-  /** The last batch of each partition: a partition's batches never overlap, whatever the consumer does across generations. */
-  readonly #lanes = new Map<string, Promise<unknown>>();
+  /** One lane per partition being worked on (see PartitionLanes); made once the parts are connected. */
+  #lanes: PartitionLanes | undefined;
   #joined = false;
   #lagTimer: NodeJS.Timeout | undefined;
   readonly #lagRefreshMs: number;
@@ -101,20 +101,35 @@ export class Worker {
       const parts = await connectWorker(c, this.#log, this.metrics, {
         onGateChange: (reason) => this.#onGateChange(reason),
         adopt: (release, name) => this.#releases.push({ name, release }),
+        handover: async (topic, partition) => (await this.#lanes?.handover(topic, partition)) ?? false,
       });
       this.#parts = parts;
       this.#stillStarting();
-      const slots = new Semaphore(c.maxInFlight);
-      // Two waves of marks ahead of the calls: one keeps the pipeline full when transactions are
-      // slow (measured: MAX_IN_FLIGHT alone drained at 79% of the ledger-off rate at 50 ms).
-      const markPermits = new Semaphore(2 * c.maxInFlight);
-      this.#watchConsumer(parts);
+      const lanes = new PartitionLanes({
+        parts,
+        config: c,
+        slots: new Semaphore(c.maxInFlight),
+        // Two waves of marks ahead of the calls: one keeps the pipeline full when transactions are
+        // slow (measured: MAX_IN_FLIGHT alone drained at 79% of the ledger-off rate at 50 ms).
+        markPermits: new Semaphore(2 * c.maxInFlight),
+        bytesInHand: new BytesInHand(c.maxBytesInHand),
+        metrics: this.metrics,
+        log: this.#log,
+        abandon: this.#abandon.signal,
+        onProgress: (lane) => this.#onProgress(lane),
+        onBusy: (lane, busy) => (busy ? this.#progress.begin(lane) : this.#progress.end(lane)),
+      });
+      this.#lanes = lanes;
+      // Released before the consumer (newest first): every lane ends, its calls under way
+      // finished and committed, before the group is left.
+      this.#releases.push({ name: 'partition lanes', release: () => lanes.drain() });
+      this.#watchConsumer(parts, lanes);
       await parts.consumer.connect();
       this.#stillStarting();
       await parts.consumer.subscribe(c.topics.commands);
       await parts.consumer.run({
         partitionsConsumedConcurrently: Math.min(parts.commandPartitions, 64),
-        eachBatch: (batch) => this.#inLane(`${batch.topic}:${batch.partition}`, () => this.#handleBatch(parts, slots, markPermits, batch)),
+        eachBatch: (batch) => lanes.accept(batch),
       });
       this.#stillStarting();
       this.#state = 'running';
@@ -138,42 +153,11 @@ export class Worker {
     }
   }
 
-  async #handleBatch(parts: WorkerParts, slots: Semaphore, markPermits: Semaphore, batch: FetchedBatch): Promise<void> {
-    const { topic, partition } = batch;
-    const lane = `${topic}:${partition}`;
-    // Lost to fencing in this generation: never re-initialise its producer (that would fence the
-    // rightful owner back); the consumer was paused for it.
-    if (parts.ownership.isLost(topic, partition)) return;
-    this.#progress.begin(lane);
-    try {
-      await runClaimedBatch(batch, {
-        parts,
-        slots,
-        markPermits,
-        config: this.#config,
-        metrics: this.metrics,
-        log: this.#log,
-        wrappingUp: () => this.#state !== 'running',
-        abandon: this.#abandon.signal,
-        onProgress: () => this.#onProgress(lane),
-      });
-    } finally {
-      this.#progress.end(lane);
-    }
-  }
-
-  #inLane(key: string, work: () => Promise<void>): Promise<void> {
-    const run = (this.#lanes.get(key) ?? Promise.resolve()).then(work);
-    const settled = run.catch(() => undefined);
-    this.#lanes.set(key, settled);
-    void settled.then(() => {
-      if (this.#lanes.get(key) === settled) this.#lanes.delete(key);
-    });
-    return run;
-  }
-
-  #watchConsumer(parts: WorkerParts): void {
+  #watchConsumer(parts: WorkerParts, lanes: PartitionLanes): void {
     const { consumer, ownership } = parts;
+    // Partitions may move: commands not yet sending give up unsent, calls under way finish and
+    // commit (a new claim of the partition, here or elsewhere, waits for that: see PartitionLanes).
+    consumer.onRebalancing(() => lanes.retireAll(new Error('the group is rebalancing')));
     const topic = this.#config.topics.commands;
     consumer.onGroupJoin((payload) => {
       this.#joined = true;
@@ -183,6 +167,8 @@ export class Worker {
         if (!assigned.includes(partition)) this.metrics.consumerLag.remove({ topic, partition: String(partition) });
       }
       this.#log.info({ memberId: payload.memberId, assignment: payload.memberAssignment }, 'joined consumer group');
+      lanes.retireAll(new Error('a new group generation'));
+      parts.fetchPauses.assign(assigned);
       // Fence and recover at once rather than at the first batch: a previous owner's open
       // transaction blocks read_committed readers of the result topic until it is aborted.
       ownership.joined(topic, assigned);
@@ -220,7 +206,7 @@ export class Worker {
       if (this.#state === 'stopping') this.#abandon.abort();
     } else {
       this.#log.info('sends succeed again: consumption resumed');
-      this.#parts?.consumer.resume(this.#config.topics.commands);
+      this.#parts?.fetchPauses.setGateClosed(false);
     }
   }
 

@@ -22,11 +22,14 @@ import { retry } from '../retry.ts';
 import { GuardedSender } from './guarded-sender.ts';
 import { checkpointKey } from './ledger-checkpoint.ts';
 import { PartitionOwnership, type OwnershipEffects } from './partition-ownership.ts';
+import { FetchPauses } from './fetch-pauses.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { OutageCounter, ServiceGate, type PauseReason } from './service-gate.ts';
 
 /** Settings of the ledger topic when the worker creates it: compacted, small segments so compaction keeps up. */
 const LEDGER_TOPIC_CONFIG = { 'cleanup.policy': 'compact', 'segment.ms': '600000', 'min.cleanable.dirty.ratio': '0.1', 'delete.retention.ms': '3600000' };
+/** Time allowed for an earlier owner to commit the results of its last calls (see PartitionOwnership). */
+const HANDOVER_COMMIT_MARGIN_MS = 2_000;
 /** Headroom below max.message.bytes for the record batch's own header. */
 const BATCH_HEADROOM = 16_384;
 
@@ -41,6 +44,7 @@ export interface WorkerParts {
   readonly producers: TransactionalProducers;
   readonly reader: PartitionReader;
   readonly ownership: PartitionOwnership;
+  readonly fetchPauses: FetchPauses;
   readonly commandPartitions: number;
   readonly maxRecordBytes: number;
   /** Spans of each command, when tracing is configured (OTEL_EXPORTER_OTLP_ENDPOINT). */
@@ -51,7 +55,12 @@ export interface WiringHooks {
   readonly onGateChange: (reason: PauseReason | undefined) => void;
   /** Builds on what was made so far, so a failed start releases it (see Worker.start). */
   readonly adopt: (release: () => Promise<unknown>, name: string) => void;
+  /** Waits for this process's earlier lane of a partition to end before it is claimed again (see PartitionLanes). */
+  readonly handover: (topic: string, partition: number) => Promise<boolean>;
 }
+
+/** The hold a partition lost to fencing keeps on its fetching, until the next generation. */
+const LOST = Symbol('lost to fencing');
 
 /** The group's committed offset of one partition (0 when none). */
 export async function groupOffset(admin: OffsetsAdmin, group: string, topic: string, partition: number): Promise<bigint> {
@@ -131,16 +140,16 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
 
   const client = countInFlight(createClient(config, metrics, log), metrics);
   hooks.adopt(async () => client.close(), 'provider client');
-  const consumerRef: { current: CommandConsumer | undefined } = { current: undefined };
+  const pausesRef: { current: FetchPauses | undefined } = { current: undefined };
   const gate = new ServiceGate({
     backoff: {
       insufficient_funds: { initialMs: c.funds.probeInitialMs, maxMs: c.funds.probeMaxMs },
       circuit_open: { initialMs: c.breaker.probeInitialMs, maxMs: c.breaker.probeMaxMs },
     },
     onChange: hooks.onGateChange,
-    onBlock: () => consumerRef.current?.pause(c.topics.commands),
+    onBlock: () => pausesRef.current?.setGateClosed(true),
     // The gate needs a command to probe with: let the next one in.
-    onProbeWanted: () => consumerRef.current?.resume(c.topics.commands),
+    onProbeWanted: () => pausesRef.current?.setGateClosed(false),
   });
   hooks.adopt(async () => gate.close(), 'gate');
   const sender = new GuardedSender({
@@ -168,11 +177,12 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     readUncommitted: false,
     retry: { retries: 10 },
   });
-  consumerRef.current = consumer;
-  const theConsumer = consumer;
-  hooks.adopt(() => theConsumer.disconnect(), 'consumer');
+  const fetchPauses = new FetchPauses(consumer, c.topics.commands);
+  pausesRef.current = fetchPauses;
+  hooks.adopt(() => consumer.disconnect(), 'consumer');
 
   const effects: OwnershipEffects = {
+    handover: hooks.handover,
     fence: async (topic, partition, generation) => {
       await producers.discard(topic, partition);
       await producers.forPartition(topic, partition, generation);
@@ -197,11 +207,22 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
       });
       return out;
     },
-    pauseLost: (topic, partition) => theConsumer.pause(topic, [partition]),
-    resumeAll: (topic, resumed) => theConsumer.resume(topic, resumed),
+    pauseLost: (_topic, partition) => fetchPauses.hold(partition, LOST),
+    resumeAll: (_topic, partitions) => {
+      for (const partition of partitions) fetchPauses.release(partition, LOST);
+    },
   };
-  const ownership = new PartitionOwnership({ effects, dedupWindow: c.ledger.dedupWindow, sessionTimeoutMs: c.sessionTimeoutMs, log, metrics });
-  return { admin, consumer, codec, client, gate, sender, producers, reader, ownership, commandPartitions, maxRecordBytes, tracer };
+  const ownership = new PartitionOwnership({
+    effects,
+    dedupWindow: c.ledger.dedupWindow,
+    sessionTimeoutMs: c.sessionTimeoutMs,
+    // How long a call of an earlier owner may still be under way (one attempt), plus its commit:
+    // a call retried for longer is cut off and reported UNKNOWN rather than holding the partition.
+    handoverGraceMs: ledgerTopic === undefined ? 0 : c.provider.responseTimeoutMs + HANDOVER_COMMIT_MARGIN_MS,
+    log,
+    metrics,
+  });
+  return { admin, consumer, codec, client, gate, sender, producers, reader, ownership, fetchPauses, commandPartitions, maxRecordBytes, tracer };
 }
 
 function createClient(config: WorkerConfig, metrics: WorkerMetrics, log: Logger): ProviderClient {

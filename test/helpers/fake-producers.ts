@@ -43,6 +43,13 @@ export class FakeProducers implements PartitionProducers {
   /** Called as each transaction commits (after its effects are visible). */
   onCommit: (transaction: RecordedTransaction) => void = () => undefined;
 
+  /** Whether a producer is there for the claim's generation (a retiring lane may commit with it). */
+  present = true;
+
+  has(): boolean {
+    return this.present;
+  }
+
   async forPartition(): Promise<TransactionalSession> {
     this.sessions += 1;
     return {

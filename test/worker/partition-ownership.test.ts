@@ -10,6 +10,7 @@ interface Recorded {
   fenced: string[];
   paused: string[];
   resumed: { topic: string; partitions: readonly number[] }[];
+  ledgerReads: number;
 }
 
 function ownershipWith(options: {
@@ -20,16 +21,25 @@ function ownershipWith(options: {
   sessionTimeoutMs?: number;
   now?: () => number;
   failRecent?: boolean;
+  /** Each ledger read, in turn (the last repeats); overrides `checkpoint`. */
+  checkpoints?: (Checkpoint | undefined)[];
+  handoverGraceMs?: number;
+  localLane?: boolean;
 }): { ownership: PartitionOwnership; recorded: Recorded } {
-  const recorded: Recorded = { fenced: [], paused: [], resumed: [] };
+  const recorded: Recorded = { fenced: [], paused: [], resumed: [], ledgerReads: 0 };
   const effects: OwnershipEffects = {
     fence: async (topic, partition) => void recorded.fenced.push(`${topic}:${partition}`),
     groupOffset: async () => options.groupOffset ?? 0n,
-    checkpoint: async () => options.checkpoint,
+    checkpoint: async () => {
+      recorded.ledgerReads += 1;
+      const list = options.checkpoints;
+      return list === undefined ? options.checkpoint : list[Math.min(recorded.ledgerReads, list.length) - 1];
+    },
     recentCommandIds: async () => {
       if (options.failRecent === true) throw new Error('reader down');
       return options.recent ?? [];
     },
+    handover: async () => options.localLane ?? false,
     pauseLost: (topic, partition) => void recorded.paused.push(`${topic}:${partition}`),
     resumeAll: (topic, partitions) => void recorded.resumed.push({ topic, partitions }),
   };
@@ -37,6 +47,8 @@ function ownershipWith(options: {
     effects,
     dedupWindow: options.dedupWindow ?? 100,
     sessionTimeoutMs: options.sessionTimeoutMs ?? 30_000,
+    handoverGraceMs: options.handoverGraceMs ?? 0,
+    handoverPollMs: 1,
     log: createLogger('silent'),
     metrics: createMetrics(),
     ...(options.now !== undefined && { now: options.now }),
@@ -111,6 +123,7 @@ describe('PartitionOwnership recovery', () => {
         groupOffset: async () => 0n,
         checkpoint: async () => undefined,
         recentCommandIds: async () => [],
+        handover: async () => false,
         pauseLost: () => undefined,
         resumeAll: () => undefined,
       },
@@ -189,5 +202,43 @@ describe('PartitionOwnership lease', () => {
     expect(ownership.leaseHolds()).toBe(true);
     now += 1;
     expect(ownership.leaseHolds()).toBe(false);
+  });
+});
+
+describe('PartitionOwnership: taking a partition from another process', () => {
+  const fresh = (): Checkpoint => ({ next: 5n, open: [{ offset: 5n, commandId: 'c5', at: Date.now() }] });
+
+  it('waits for the earlier owner to commit the results of its calls under way before fencing', async () => {
+    const settled: Checkpoint = { next: 6n, open: [] };
+    const { ownership, recorded } = ownershipWith({ handoverGraceMs: 30_000, checkpoints: [fresh(), fresh(), fresh(), settled] });
+    const claim = await ownership.claim(TOPIC, 0);
+    // Read until settled (4 reads), fenced once, then read again after fencing.
+    expect(recorded.ledgerReads).toBe(5);
+    expect(recorded.fenced).toEqual([`${TOPIC}:0`]);
+    expect(claim.start).toBe(6n);
+    expect(claim.inDoubt.size).toBe(0);
+  });
+
+  it('does not wait for marks older than the grace (a crashed owner): they are in doubt at once', async () => {
+    const old: Checkpoint = { next: 5n, open: [{ offset: 5n, commandId: 'c5', at: Date.now() - 60_000 }] };
+    const { ownership, recorded } = ownershipWith({ handoverGraceMs: 30_000, checkpoint: old });
+    const claim = await ownership.claim(TOPIC, 0);
+    expect(recorded.ledgerReads).toBe(2);
+    expect([...claim.inDoubt.keys()]).toEqual([5n]);
+  });
+
+  it('gives up waiting at the grace and reports the marks in doubt', async () => {
+    const mark: Checkpoint = { next: 5n, open: [{ offset: 5n, commandId: 'c5', at: Date.now() - 29_950 }] };
+    const { ownership, recorded } = ownershipWith({ handoverGraceMs: 30_000, checkpoint: mark });
+    const claim = await ownership.claim(TOPIC, 0);
+    expect(recorded.ledgerReads).toBeGreaterThan(2);
+    expect(recorded.fenced).toEqual([`${TOPIC}:0`]);
+    expect([...claim.inDoubt.keys()]).toEqual([5n]);
+  });
+
+  it('does not wait when this process had the partition (its own lane ended first)', async () => {
+    const { ownership, recorded } = ownershipWith({ handoverGraceMs: 30_000, localLane: true, checkpoint: fresh() });
+    await ownership.claim(TOPIC, 0);
+    expect(recorded.ledgerReads).toBe(1);
   });
 });

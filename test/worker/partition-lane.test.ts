@@ -1,12 +1,12 @@
 /**
- * A partition's batch processing without a broker: a fake fetched batch, fake transactional
+ * A partition's lane without a broker: a fake fetched batch, fake transactional
  * producers that record every transaction, a real GuardedSender over a scripted service client,
  * and the real Avro encoding behind a codec double (no registry).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { commandType, deadLetterType, resultType } from '../../src/contracts/avro.ts';
 import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts';
-import { DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
+import { commandRecordBytes, DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
 import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
 import { FencedError, type FetchedBatch, type FetchedRecord } from '../../src/kafka/ports.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
@@ -16,8 +16,9 @@ import type { ProviderClient, ProviderRequest, ProviderSuccess } from '../../src
 import { DedupWindow } from '../../src/worker/dedup-window.ts';
 import { GuardedSender } from '../../src/worker/guarded-sender.ts';
 import type { OpenMark } from '../../src/worker/ledger-checkpoint.ts';
-import { processBatch, type BatchContext } from '../../src/worker/partition-batch.ts';
+import { PartitionLane, type LaneContext } from '../../src/worker/partition-lane.ts';
 import type { PartitionClaim } from '../../src/worker/partition-ownership.ts';
+import { BytesInHand } from '../../src/worker/bytes-in-hand.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 import type { RecordCodec } from '../../src/worker/record-handler.ts';
 import { Semaphore } from '../../src/worker/semaphore.ts';
@@ -240,11 +241,21 @@ interface Harness {
   readonly claim: PartitionClaim;
   readonly gate: ServiceGate;
   readonly abandon: AbortController;
-  readonly ctx: BatchContext;
+  readonly ctx: LaneContext;
+  /** Whether the lane asked the consumer to stop fetching the partition (the run-ahead bound). */
+  readonly fetching: { held: boolean; holds: number };
 }
 
 function harness(
-  options: { ledger?: boolean; maxRunAhead?: number; commitIntervalMs?: number; slots?: number; claim?: PartitionClaim; breakerThreshold?: number } = {},
+  options: {
+    bytesInHand?: BytesInHand;
+    ledger?: boolean;
+    maxRunAhead?: number;
+    commitIntervalMs?: number;
+    slots?: number;
+    claim?: PartitionClaim;
+    breakerThreshold?: number;
+  } = {},
 ): Harness {
   const producers = new FakeProducers();
   const service = new ScriptedService(producers);
@@ -259,7 +270,8 @@ function harness(
   });
   const claim = options.claim ?? claimOf();
   const abandon = new AbortController();
-  const ctx: BatchContext = {
+  const fetching = { held: false, holds: 0 };
+  const ctx: LaneContext = {
     deps: { codec, sender, policy: DEFAULT_VALIDATION_POLICY, inDoubtPolicy: 'report', maxRecordBytes: 1_000_000, maxCommandBytes: 1_000_000 },
     producers,
     slots: new Semaphore(options.slots ?? 100),
@@ -271,18 +283,23 @@ function harness(
       deadLetterTopic: DLQ,
       ledgerTopic: options.ledger === true ? LEDGER : undefined,
       maxBatchBytes: 1_000_000,
-      mayFence: () => true,
     },
     commitIntervalMs: options.commitIntervalMs ?? 5,
     claim,
     maxRunAhead: options.maxRunAhead ?? 1_000,
+    bytesInHand: options.bytesInHand ?? new BytesInHand(1_000_000_000),
     fetchCommittedOffset: async (topic, partition) => producers.groupOffset(topic, partition),
     leaseHolds: () => true,
-    wrappingUp: () => false,
+    mayCommit: () => true,
     abandon: abandon.signal,
     onProgress: () => undefined,
+    onBusy: () => undefined,
+    holdFetching: (held) => {
+      fetching.held = held;
+      if (held) fetching.holds += 1;
+    },
   };
-  return { producers, service, claim, gate, abandon, ctx };
+  return { producers, service, claim, gate, abandon, ctx, fetching };
 }
 
 const tick = (ms = 0): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -296,11 +313,33 @@ async function until(condition: () => boolean, what: string, timeoutMs = 2_000):
   }
 }
 
-describe('processBatch: the happy path', () => {
+/**
+ * Runs one batch through a lane as the consumer would: records the lane does not take (the
+ * run-ahead bound) are offered again once it lets the partition be fetched; when every record is
+ * done (or the lane failed, or was abandoned) the lane is retired: it commits what is left. Rejects with its failure.
+ */
+async function processBatch(batch: FakeBatch, ctx: LaneContext, fetching?: Harness['fetching']): Promise<void> {
+  const lane = new PartitionLane(ctx);
+  let remaining = [...batch.messages];
+  for (;;) {
+    const offer = { ...batch, messages: remaining, resolveOffset: (offset: string) => batch.resolveOffset(offset) };
+    lane.accept(offer);
+    remaining = remaining.filter((m) => !batch.resolved.includes(m.offset));
+    if (remaining.length === 0 || !lane.accepting || ctx.abandon.aborted) break;
+    if (fetching === undefined) throw new Error('the lane left records but the test does not watch its fetch holds');
+    await until(() => !fetching.held || !lane.accepting || ctx.abandon.aborted, 'the lane lets the partition be fetched again', 10_000);
+  }
+  await until(() => lane.working === 0 || !lane.accepting || ctx.abandon.aborted, 'every record is done', 10_000);
+  lane.retire(new Error('test done'));
+  const end = await lane.ended;
+  if (end.failure !== undefined) throw end.failure;
+}
+
+describe('PartitionLane: the happy path', () => {
   it('publishes one result per command and commits the offset after the last record', async () => {
     const h = harness();
     const batch = batchOf([record(0, 'a'), record(1, 'b'), record(2, null)]);
-    await processBatch(batch, h.ctx);
+    await processBatch(batch, h.ctx, h.fetching);
     expect(h.producers.committedKeys(RESULTS).sort()).toEqual(['c0', 'c1', 'c2']);
     expect(h.producers.groupOffset(TOPIC, PARTITION)).toBe(3n);
     expect(h.claim.position.committed).toBe(3n);
@@ -309,17 +348,17 @@ describe('processBatch: the happy path', () => {
 
   it('skips records below the claim start (answered by an earlier owner) without sending them', async () => {
     const h = harness({ claim: claimOf(2n) });
-    await processBatch(batchOf([record(0, 'a'), record(1, 'a'), record(2, 'a')]), h.ctx);
+    await processBatch(batchOf([record(0, 'a'), record(1, 'a'), record(2, 'a')]), h.ctx, h.fetching);
     expect(h.service.calls.map((c) => c.commandId)).toEqual(['c2']);
     expect(h.producers.committedKeys(RESULTS)).toEqual(['c2']);
   });
 });
 
-describe('processBatch: per-key order', () => {
+describe('PartitionLane: per-key order', () => {
   it('sends a key’s commands one after another, and other keys alongside', async () => {
     const h = harness();
     h.service.mode = 'hold';
-    const done = processBatch(batchOf([record(0, 'a'), record(1, 'a'), record(2, 'b'), record(3, 'a'), record(4, null), record(5, null)]), h.ctx);
+    const done = processBatch(batchOf([record(0, 'a'), record(1, 'a'), record(2, 'b'), record(3, 'a'), record(4, null), record(5, null)]), h.ctx, h.fetching);
     await h.service.callsReach(4);
     await tick(20);
     // The first of key a, the first of key b, and both keyless records (no ordering promise).
@@ -344,7 +383,7 @@ describe('processBatch: per-key order', () => {
   it('commits results in offset order even when later records finish first', async () => {
     const h = harness();
     h.service.mode = 'hold';
-    const done = processBatch(batchOf([record(0, 'a'), record(1, 'b'), record(2, 'c')]), h.ctx);
+    const done = processBatch(batchOf([record(0, 'a'), record(1, 'b'), record(2, 'c')]), h.ctx, h.fetching);
     await h.service.callsReach(3);
     h.service.answer('c2');
     h.service.answer('c1');
@@ -358,13 +397,13 @@ describe('processBatch: per-key order', () => {
   });
 });
 
-describe('processBatch: marks ahead of the calls', () => {
+describe('PartitionLane: marks ahead of the calls', () => {
   it('marks at most one permit-bound wave ahead of the calls under way (what a crash can leave UNKNOWN)', async () => {
     const h = harness({ ledger: true, slots: 2 });
-    const ctx: BatchContext = { ...h.ctx, markPermits: new Semaphore(2) };
+    const ctx: LaneContext = { ...h.ctx, markPermits: new Semaphore(2) };
     h.service.mode = 'hold';
     const records = Array.from({ length: 10 }, (_, i) => record(i, `k${i}`));
-    const done = processBatch(batchOf(records), ctx);
+    const done = processBatch(batchOf(records), ctx, h.fetching);
     await h.service.callsReach(2);
     await tick(50);
     // Two calls under way, two more marked and waiting for a slot: never all ten.
@@ -379,12 +418,12 @@ describe('processBatch: marks ahead of the calls', () => {
   });
 });
 
-describe('processBatch: the run-ahead bound', () => {
+describe('PartitionLane: the run-ahead bound', () => {
   it.each([false, true])('never has more than MAX_RUN_AHEAD records past the committed offset (ledger %s)', async (ledger) => {
     const h = harness({ ledger, maxRunAhead: 3 });
     h.service.mode = 'hold';
     const records = Array.from({ length: 10 }, (_, i) => record(i, `k${i}`));
-    const done = processBatch(batchOf(records), h.ctx);
+    const done = processBatch(batchOf(records), h.ctx, h.fetching);
     for (let answered = 0; answered < records.length; answered++) {
       await until(() => h.service.pending.length > 0, `a call is pending (${answered} answered)`);
       await tick(15);
@@ -395,16 +434,19 @@ describe('processBatch: the run-ahead bound', () => {
     }
     await done;
     expect(h.service.maxInFlight).toBe(3);
+    // The partition was not fetched while the bound was reached, and fetched again after.
+    expect(h.fetching.holds).toBeGreaterThan(0);
+    expect(h.fetching.held).toBe(false);
     expect(h.producers.committedKeys(RESULTS)).toEqual(records.map((_, i) => `c${i}`));
   });
 });
 
-describe('processBatch: commit scheduling', () => {
+describe('PartitionLane: commit scheduling', () => {
   it('results alone wait for COMMIT_INTERVAL_MS', async () => {
     const interval = 150;
     const h = harness({ commitIntervalMs: interval });
     h.service.mode = 'hold';
-    const done = processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx);
+    const done = processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx, h.fetching);
     await h.service.callsReach(2);
     h.service.answer('c0');
     const answeredAt = performance.now();
@@ -421,7 +463,7 @@ describe('processBatch: commit scheduling', () => {
     const h = harness({ ledger: true, commitIntervalMs: 60_000 });
     h.service.mode = 'hold';
     const started = performance.now();
-    const done = processBatch(batchOf([record(0, 'a')]), h.ctx);
+    const done = processBatch(batchOf([record(0, 'a')]), h.ctx, h.fetching);
     await h.service.callsReach(1);
     expect(performance.now() - started).toBeLessThan(1_000);
     // The send started only once a committed checkpoint listed its mark.
@@ -436,7 +478,7 @@ describe('processBatch: commit scheduling', () => {
   it('marks a wave of sends in one extra commit', async () => {
     const h = harness({ ledger: true, commitIntervalMs: 60_000 });
     h.service.mode = 'hold';
-    const done = processBatch(batchOf([0, 1, 2, 3, 4].map((i) => record(i, `k${i}`))), h.ctx);
+    const done = processBatch(batchOf([0, 1, 2, 3, 4].map((i) => record(i, `k${i}`))), h.ctx, h.fetching);
     await h.service.callsReach(5);
     expect(h.producers.transactions).toHaveLength(1);
     expect(h.producers.checkpoints(LEDGER)).toEqual([
@@ -449,11 +491,11 @@ describe('processBatch: commit scheduling', () => {
   });
 });
 
-describe('processBatch: ledger checkpoints', () => {
+describe('PartitionLane: ledger checkpoints', () => {
   it('every checkpoint lists exactly the open marks', async () => {
     const h = harness({ ledger: true, commitIntervalMs: 5 });
     h.service.mode = 'hold';
-    const done = processBatch(batchOf([record(0, 'a'), record(1, 'b'), record(2, 'c'), record(3, 'd')]), h.ctx);
+    const done = processBatch(batchOf([record(0, 'a'), record(1, 'b'), record(2, 'c'), record(3, 'd')]), h.ctx, h.fetching);
     await h.service.callsReach(4);
     h.service.answer('c1');
     h.service.answer('c3');
@@ -474,7 +516,7 @@ describe('processBatch: ledger checkpoints', () => {
   it('keeps inherited marks open until their results commit, and never sends them again (report)', async () => {
     const inherited: OpenMark = { offset: 1n, commandId: 'c1', at: 1_700_000_000_000 };
     const h = harness({ ledger: true, claim: claimOf(0n, [inherited]) });
-    await processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx);
+    await processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx, h.fetching);
     expect(h.service.calls.map((c) => c.commandId)).toEqual(['c0']);
     const checkpoints = h.producers.checkpoints(LEDGER);
     // c0's mark commit still lists the inherited mark; the final commit lists nothing.
@@ -488,7 +530,7 @@ describe('processBatch: ledger checkpoints', () => {
     h.service.mode = 'hold';
     // c0's connection is refused: surely not sent; the circuit opens and c0 waits at the gate.
     h.service.script = (commandId) => (commandId === 'c0' ? refused(true) : undefined);
-    const done = processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx);
+    const done = processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx, h.fetching);
     await h.service.callsReach(2);
     await until(() => h.gate.reason === 'circuit_open', 'the circuit opens');
     // c1 ends (a FAILED result that leaves the gate shut): the commit it schedules cannot move
@@ -511,12 +553,12 @@ describe('processBatch: ledger checkpoints', () => {
   });
 });
 
-describe('processBatch: a refused command held at the funds pause', () => {
+describe('PartitionLane: a refused command held at the funds pause', () => {
   it('withdraws its mark: the next checkpoint does not list a command the service refused (105400)', async () => {
     const h = harness({ ledger: true, commitIntervalMs: 5 });
     h.service.mode = 'hold';
     h.service.script = (commandId) => (commandId === 'c0' ? insufficientFunds() : undefined);
-    const done = processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx);
+    const done = processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx, h.fetching);
     await h.service.callsReach(2);
     await until(() => h.gate.reason === 'insufficient_funds', 'the funds pause');
     h.service.fail('c1', refused(false));
@@ -532,11 +574,11 @@ describe('processBatch: a refused command held at the funds pause', () => {
   });
 });
 
-describe('processBatch: fencing', () => {
+describe('PartitionLane: fencing', () => {
   it('a fenced mark commit ends the batch with FencedError and nothing is sent', async () => {
     const h = harness({ ledger: true });
     h.producers.fate = () => 'fenced';
-    await expect(processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx)).rejects.toBeInstanceOf(FencedError);
+    await expect(processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx, h.fetching)).rejects.toBeInstanceOf(FencedError);
     expect(h.service.calls).toEqual([]);
     expect(h.producers.committed).toEqual([]);
   });
@@ -545,17 +587,17 @@ describe('processBatch: fencing', () => {
     const h = harness({ ledger: true });
     // The first mark commits; every later commit is fenced (another instance took over).
     h.producers.fate = (tx) => (tx.id === 0 ? 'ok' : 'fenced');
-    await expect(processBatch(batchOf([record(0, 'a'), record(1, 'a'), record(2, 'a')]), h.ctx)).rejects.toBeInstanceOf(FencedError);
+    await expect(processBatch(batchOf([record(0, 'a'), record(1, 'a'), record(2, 'a')]), h.ctx, h.fetching)).rejects.toBeInstanceOf(FencedError);
     expect(h.service.calls.map((c) => c.commandId)).toEqual(['c0']);
     expect(h.producers.committedKeys(RESULTS)).toEqual([]);
   });
 });
 
-describe('processBatch: an ambiguous commit', () => {
+describe('PartitionLane: an ambiguous commit', () => {
   it('does not resend results whose transaction committed although the client saw it fail', async () => {
     const h = harness();
     h.producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
-    await processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx);
+    await processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx, h.fetching);
     expect(h.producers.committedKeys(RESULTS).sort()).toEqual(['c0', 'c1']);
     expect(h.producers.groupOffset(TOPIC, PARTITION)).toBe(2n);
     expect(h.service.calls).toHaveLength(2);
@@ -564,9 +606,129 @@ describe('processBatch: an ambiguous commit', () => {
   it('resends the results of a transaction that did not commit', async () => {
     const h = harness();
     h.producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
-    await processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx);
+    await processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx, h.fetching);
     expect(h.producers.transactions[0]?.state).toBe('aborted');
     expect(h.producers.committedKeys(RESULTS).sort()).toEqual(['c0', 'c1']);
     expect(h.service.calls).toHaveLength(2);
+  });
+});
+
+describe('PartitionLane: fetching is decoupled from sending', () => {
+  it('takes the next batch while an earlier call is still under way: a later key does not wait for the slowest send', async () => {
+    const h = harness();
+    h.service.mode = 'hold';
+    const lane = new PartitionLane(h.ctx);
+    const first = batchOf([record(0, 'a')]);
+    lane.accept(first);
+    await h.service.callsReach(1);
+    // accept returned with c0's call still pending; the next fetch brings c1 (another key).
+    const second = batchOf([record(1, 'b')]);
+    lane.accept(second);
+    await h.service.callsReach(2);
+    expect(h.service.pending.sort()).toEqual(['c0', 'c1']);
+    expect([...first.resolved, ...second.resolved]).toEqual(['0', '1']);
+    h.service.answer('c1');
+    await tick(20);
+    // c1 finished first, but the committed offset never passes c0, whose result is not in yet.
+    expect(h.producers.groupOffset(TOPIC, PARTITION)).toBe(0n);
+    h.service.answer('c0');
+    await until(() => h.producers.groupOffset(TOPIC, PARTITION) === 2n, 'both results committed');
+    expect(h.producers.committedKeys(RESULTS).sort()).toEqual(['c0', 'c1']);
+    lane.retire(new Error('test done'));
+    expect(await lane.ended).toEqual({});
+  });
+
+  it('keeps per-key order across batches: a key’s next command waits for its previous one, even from a later batch', async () => {
+    const h = harness();
+    h.service.mode = 'hold';
+    const lane = new PartitionLane(h.ctx);
+    lane.accept(batchOf([record(0, 'a')]));
+    await h.service.callsReach(1);
+    lane.accept(batchOf([record(1, 'a'), record(2, 'b')]));
+    await h.service.callsReach(2);
+    await tick(20);
+    expect(h.service.pending.sort()).toEqual(['c0', 'c2']);
+    h.service.answer('c0');
+    await h.service.callsReach(3);
+    expect(h.service.calls.map((c) => c.commandId)).toEqual(['c0', 'c2', 'c1']);
+    h.service.answer('c1');
+    h.service.answer('c2');
+    await until(() => h.producers.groupOffset(TOPIC, PARTITION) === 3n, 'all committed');
+    lane.retire(new Error('test done'));
+    await lane.ended;
+  });
+
+  it('never dispatches a record fetched twice', async () => {
+    const h = harness();
+    const lane = new PartitionLane(h.ctx);
+    lane.accept(batchOf([record(0, 'a'), record(1, 'b')]));
+    lane.accept(batchOf([record(0, 'a'), record(1, 'b'), record(2, 'c')]));
+    await until(() => h.producers.groupOffset(TOPIC, PARTITION) === 3n, 'all committed');
+    expect(h.service.calls.map((c) => c.commandId)).toEqual(['c0', 'c1', 'c2']);
+    lane.retire(new Error('test done'));
+    await lane.ended;
+  });
+});
+
+describe('PartitionLane: retiring (a rebalance, shutdown)', () => {
+  it('lets the call under way finish and commit; a command waiting for a slot gives up unsent and is not committed', async () => {
+    const h = harness({ ledger: true, slots: 1 });
+    h.service.mode = 'hold';
+    const lane = new PartitionLane(h.ctx);
+    lane.accept(batchOf([record(0, 'a'), record(1, 'b')]));
+    await h.service.callsReach(1);
+    await tick(20);
+    lane.retire(new Error('the group is rebalancing'));
+    // No more records once retired.
+    const later = batchOf([record(2, 'c')]);
+    lane.accept(later);
+    expect(later.resolved).toEqual([]);
+    h.service.answer('c0');
+    expect(await lane.ended).toEqual({});
+    expect(h.service.calls.map((c) => c.commandId)).toEqual(['c0']);
+    expect(h.producers.committedKeys(RESULTS)).toEqual(['c0']);
+    expect(h.producers.groupOffset(TOPIC, PARTITION)).toBe(1n);
+    // c1 was marked but never sent: the last checkpoint does not list it (the next owner sends it).
+    expect(h.producers.checkpoints(LEDGER).at(-1)?.open).toEqual([]);
+  });
+
+  it('a retiring lane whose producer is gone commits nothing (it never initialises one: that would fence the new owner)', async () => {
+    const h = harness();
+    let current = true;
+    const lane = new PartitionLane({ ...h.ctx, leaseHolds: () => current, mayCommit: () => current || h.producers.present });
+    h.service.mode = 'hold';
+    lane.accept(batchOf([record(0, 'a')]));
+    await h.service.callsReach(1);
+    current = false;
+    h.producers.present = false;
+    lane.retire(new Error('rebalance'));
+    h.service.answer('c0');
+    const end = await lane.ended;
+    expect(end.failure).toBeInstanceOf(FencedError);
+    expect(h.producers.committed).toEqual([]);
+  });
+});
+
+describe('PartitionLane: the bytes in hand (MAX_BYTES_IN_HAND)', () => {
+  it('stops fetching the partition when the process holds as many record bytes as it may, and fetches it again once they are done', async () => {
+    const records = Array.from({ length: 6 }, (_, i) => record(i, `k${i}`));
+    const size = commandRecordBytes(records[0] ?? record(0, 'k0'));
+    const budget = new BytesInHand(2 * size);
+    const h = harness({ bytesInHand: budget });
+    h.service.mode = 'hold';
+    const done = processBatch(batchOf(records), h.ctx, h.fetching);
+    await h.service.callsReach(2);
+    await tick(30);
+    // Two records in hand: the third did not fit, the partition is not fetched meanwhile.
+    expect(h.service.calls).toHaveLength(2);
+    expect(h.fetching.held).toBe(true);
+    expect(budget.used).toBe(2 * size);
+    for (let i = 0; i < records.length; i += 1) {
+      await h.service.callsReach(i + 1);
+      h.service.answer(`c${i}`);
+    }
+    await done;
+    expect(h.producers.committedKeys(RESULTS)).toEqual(records.map((_, i) => `c${i}`));
+    expect(budget.used).toBe(0);
   });
 });

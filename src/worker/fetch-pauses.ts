@@ -1,0 +1,90 @@
+/**
+ * Which command partitions the consumer fetches. Three things stop a partition being fetched, and
+ * they overlap: the service gate (funds, breaker, throttling: every partition), a partition lost to
+ * fencing (until the next generation), and a lane at its run-ahead bound (until its commits catch
+ * up). A partition is fetched only while none of them holds it.
+ *
+ * kafkajs keeps one pause state per topic, and pausing single partitions clears a topic-wide pause,
+ * so every pause and resume here names its partitions explicitly, from one computed plan.
+ */
+
+/** What to tell the consumer: the partitions to pause and those to resume. */
+export interface PausePlan {
+  readonly pause: number[];
+  readonly resume: number[];
+}
+
+/** Pure: the change from what is paused now to what should be. */
+export function pausePlan(assigned: readonly number[], gateClosed: boolean, held: ReadonlySet<number>, paused: ReadonlySet<number>): PausePlan {
+  const wanted = new Set(assigned.filter((p) => gateClosed || held.has(p)));
+  return {
+    pause: [...wanted].filter((p) => !paused.has(p)).sort((a, b) => a - b),
+    resume: [...paused].filter((p) => !wanted.has(p)).sort((a, b) => a - b),
+  };
+}
+
+export interface PausableConsumer {
+  pause(topic: string, partitions: readonly number[]): void;
+  resume(topic: string, partitions: readonly number[]): void;
+}
+
+export class FetchPauses {
+  readonly #consumer: PausableConsumer;
+  readonly #topic: string;
+  #assigned: number[] = [];
+  #gateClosed = false;
+  #stopped = false;
+  /** Who holds each partition (a lane, or `lost`); a holder releases only its own hold. */
+  readonly #holders = new Map<number, Set<unknown>>();
+  readonly #paused = new Set<number>();
+
+  constructor(consumer: PausableConsumer, topic: string) {
+    this.#consumer = consumer;
+    this.#topic = topic;
+  }
+
+  /** A new group generation: its assignment, and no holds (lanes and losses belong to a generation). */
+  assign(partitions: readonly number[]): void {
+    this.#assigned = [...partitions];
+    this.#holders.clear();
+    this.#apply();
+  }
+
+  /** Shutdown: nothing is fetched any more. */
+  stopFetching(): void {
+    this.#stopped = true;
+    this.#apply();
+  }
+
+  /** The service gate closed (nothing is fetched) or opened. */
+  setGateClosed(closed: boolean): void {
+    this.#gateClosed = closed;
+    this.#apply();
+  }
+
+  hold(partition: number, holder: unknown): void {
+    let holders = this.#holders.get(partition);
+    if (holders === undefined) this.#holders.set(partition, (holders = new Set()));
+    holders.add(holder);
+    this.#apply();
+  }
+
+  release(partition: number, holder: unknown): void {
+    const holders = this.#holders.get(partition);
+    if (holders?.delete(holder) !== true) return;
+    if (holders.size === 0) this.#holders.delete(partition);
+    this.#apply();
+  }
+
+  #apply(): void {
+    const plan = pausePlan(this.#assigned, this.#gateClosed || this.#stopped, new Set(this.#holders.keys()), this.#paused);
+    if (plan.pause.length > 0) {
+      this.#consumer.pause(this.#topic, plan.pause);
+      for (const p of plan.pause) this.#paused.add(p);
+    }
+    if (plan.resume.length > 0) {
+      this.#consumer.resume(this.#topic, plan.resume);
+      for (const p of plan.resume) this.#paused.delete(p);
+    }
+  }
+}

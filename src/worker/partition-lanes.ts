@@ -1,0 +1,166 @@
+import type { WorkerConfig } from '../config/index.ts';
+import { FencedError, type FetchedBatch } from '../kafka/ports.ts';
+import type { WorkerMetrics } from '../metrics/metrics.ts';
+import type { Logger } from '../observability/logger.ts';
+import { PartitionLane, type LaneEnd } from './partition-lane.ts';
+import type { BytesInHand } from './bytes-in-hand.ts';
+import type { Semaphore } from './semaphore.ts';
+import { groupOffset, type WorkerParts } from './wiring.ts';
+
+export interface PartitionLanesOptions {
+  readonly parts: WorkerParts;
+  readonly config: WorkerConfig;
+  readonly slots: Semaphore;
+  readonly markPermits: Semaphore;
+  readonly bytesInHand: BytesInHand;
+  readonly metrics: WorkerMetrics;
+  readonly log: Logger;
+  /** Aborted when dispatched records must give up too (a forced stop, or wrap-up while sends are held). */
+  readonly abandon: AbortSignal;
+  readonly onProgress: (lane: string) => void;
+  readonly onBusy: (lane: string, busy: boolean) => void;
+}
+
+/**
+ * The worker's lanes, one per command partition it works on: each fetched batch goes to its
+ * partition's lane, which dispatches it and returns, so fetching never waits for sends.
+ *
+ * A lane belongs to one claim (one group generation). How lanes change hands, and why:
+ * - A rebalance retires every lane at once (`retireAll`): commands not yet sending give up unsent,
+ *   calls under way finish and their results commit with the lane's own producer.
+ * - A new claim of a partition first waits for the partition's retiring lane to end (`handover`,
+ *   called by the ownership before it fences): fencing earlier would abort the results of sends
+ *   that were made, and the new owner would have to report them UNKNOWN.
+ * - A lane that fails (a commit failed, a bug) gives up its claim and rewinds the consumer to the
+ *   committed offset, so the next batch claims afresh (fence, recover) and nothing is skipped; a
+ *   fenced one loses the partition until the next generation.
+ */
+export class PartitionLanes {
+  readonly #o: PartitionLanesOptions;
+  readonly #lanes = new Map<string, PartitionLane>();
+  #wrappingUp = false;
+
+  constructor(options: PartitionLanesOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * Hands a fetched batch to its partition's lane, claiming the partition first if needed. Never
+   * waits for a send of the current lane; only a lane being replaced (a new generation, a failure)
+   * is waited for, once.
+   */
+  async accept(batch: FetchedBatch): Promise<void> {
+    const { parts } = this.#o;
+    const { topic, partition } = batch;
+    const key = `${topic}:${partition}`;
+    // Lost to fencing in this generation: never re-initialise its producer (that would fence the
+    // rightful owner back); the consumer was paused for it.
+    if (this.#wrappingUp || parts.ownership.isLost(topic, partition)) return;
+    let lane = this.#lanes.get(key);
+    if (lane !== undefined && (!lane.accepting || !parts.ownership.isCurrent(lane.claim))) {
+      // A lane of an older generation, or a failed one: it ends first (a failed one gives up its
+      // claim and rewinds the consumer, which makes this batch stale).
+      lane.retire(new Error('superseded by a new claim'));
+      await lane.ended;
+      if (batch.isStale() || parts.ownership.isLost(topic, partition)) return;
+      lane = this.#lanes.get(key);
+    }
+    if (lane === undefined) {
+      const claim = await parts.ownership.claim(topic, partition);
+      if (this.#wrappingUp || !parts.ownership.isCurrent(claim)) return;
+      lane = this.#lanes.get(key);
+      if (lane === undefined || lane.claim !== claim) {
+        lane = this.#open(claim);
+        this.#lanes.set(key, lane);
+      }
+    }
+    lane.accept(batch);
+  }
+
+  /** Waits until the partition's lane of an earlier claim has ended (see the class comment); false when there was none. */
+  async handover(topic: string, partition: number): Promise<boolean> {
+    const lane = this.#lanes.get(`${topic}:${partition}`);
+    if (lane === undefined) return false;
+    lane.retire(new Error('the partition is being claimed again'));
+    await lane.ended;
+    return true;
+  }
+
+  /** A rebalance (or shutdown): every lane takes no more records and ends once its calls under way have committed. */
+  retireAll(reason: unknown): void {
+    for (const lane of this.#lanes.values()) lane.retire(reason);
+  }
+
+  /** Graceful stop: no new records, every lane ended. */
+  async drain(): Promise<void> {
+    this.#wrappingUp = true;
+    // Nothing more is taken: stop fetching rather than fetch the same records again and again.
+    this.#o.parts.fetchPauses.stopFetching();
+    this.retireAll(new Error('shutting down'));
+    await Promise.all([...this.#lanes.values()].map((lane) => lane.ended));
+  }
+
+  #open(claim: Awaited<ReturnType<WorkerParts['ownership']['claim']>>): PartitionLane {
+    const { parts, config: c } = this.#o;
+    const { topic, partition } = claim;
+    const key = `${topic}:${partition}`;
+    const owns = (): boolean => parts.ownership.leaseHolds() && parts.ownership.isCurrent(claim);
+    const lane: PartitionLane = new PartitionLane({
+      deps: {
+        codec: parts.codec,
+        sender: parts.sender,
+        policy: c.validation,
+        inDoubtPolicy: c.ledger.inDoubt,
+        maxRecordBytes: parts.maxRecordBytes,
+        maxCommandBytes: c.maxCommandBytes,
+        onRegistryRetry: (error) => this.#o.log.warn({ err: error }, 'schema registry unavailable; retrying'),
+        tracer: parts.tracer,
+      },
+      producers: parts.producers,
+      slots: this.#o.slots,
+      markPermits: this.#o.markPermits,
+      metrics: this.#o.metrics,
+      log: this.#o.log,
+      target: {
+        consumerGroup: c.consumerGroup,
+        resultTopic: c.topics.results,
+        deadLetterTopic: c.topics.deadLetter,
+        ledgerTopic: c.ledger.enabled ? c.topics.ledger : undefined,
+        maxBatchBytes: parts.maxRecordBytes,
+      },
+      commitIntervalMs: c.commitIntervalMs,
+      claim,
+      maxRunAhead: c.ledger.maxRunAhead,
+      bytesInHand: this.#o.bytesInHand,
+      fetchCommittedOffset: (t, p) => groupOffset(parts.admin, c.consumerGroup, t, p),
+      // Sends need both: the group still counts this member in (the lease) and the claim is of
+      // the current generation (not a lane left over from before a rebalance).
+      leaseHolds: owns,
+      mayCommit: () => owns() || parts.producers.has(topic, partition, claim.generation),
+      abandon: this.#o.abandon,
+      onProgress: () => this.#o.onProgress(key),
+      onBusy: (busy) => this.#o.onBusy(key, busy),
+      holdFetching: (held) => (held ? parts.fetchPauses.hold(partition, lane) : parts.fetchPauses.release(partition, lane)),
+    });
+    void lane.ended.then((end) => this.#ended(lane, end));
+    return lane;
+  }
+
+  #ended(lane: PartitionLane, end: LaneEnd): void {
+    const { parts, log } = this.#o;
+    const { claim } = lane;
+    const { topic, partition } = claim;
+    const key = `${topic}:${partition}`;
+    if (this.#lanes.get(key) === lane) this.#lanes.delete(key);
+    if (end.failure === undefined || !parts.ownership.isCurrent(claim)) return;
+    if (end.failure instanceof FencedError && parts.ownership.leaseHolds()) {
+      parts.ownership.lose(topic, partition);
+      return;
+    }
+    // Records were dispatched (and their offsets resolved) past the committed offset: fetch them
+    // again from there under a fresh claim (fence, recover: marks of calls made become UNKNOWN).
+    log.warn({ err: end.failure, topic, partition, committed: claim.position.committed.toString() }, 'partition lane failed; claiming the partition afresh');
+    parts.ownership.release(topic, partition);
+    if (!this.#wrappingUp) parts.consumer.seek(topic, partition, claim.position.committed);
+  }
+}

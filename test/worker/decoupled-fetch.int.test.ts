@@ -1,0 +1,131 @@
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { createTopics, testKafka } from '../helpers/kafka.ts';
+import { eventually } from '../helpers/kafka.ts';
+import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
+
+/**
+ * Fetching does not wait for sending: with a call to the service held open, commands fetched
+ * after it (another key, same partition) reach the service meanwhile. On 0.1 a partition's
+ * next batch was fetched only once every send of the previous one had returned, so one slow call
+ * held up every command behind it.
+ */
+let sandbox: RunningSandbox;
+let proxy: Server;
+let proxyUrl: string;
+/** Requests for these commandIds (X-Correlation-Id) wait until released. */
+const held = new Map<string, { arrived: () => void; release: Promise<void> }>();
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ port: 0 });
+  proxy = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const forward = (): void => {
+        const upstream = httpRequest(`${sandbox.url}${req.url ?? '/'}`, { method: req.method, headers: req.headers }, (answer) => {
+          res.writeHead(answer.statusCode ?? 500, answer.headers);
+          answer.pipe(res);
+        });
+        upstream.end(Buffer.concat(chunks));
+      };
+      const hold = held.get(String(req.headers['x-correlation-id']));
+      if (hold === undefined) return forward();
+      hold.arrived();
+      void hold.release.then(forward);
+    });
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const address = proxy.address();
+  proxyUrl = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
+});
+afterAll(async () => {
+  await new Promise((resolve) => proxy.close(resolve));
+  await sandbox.close();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+  held.clear();
+});
+
+describe('fetching is decoupled from sending', () => {
+  it('commands fetched after a slow call reach the service while it is still under way', async () => {
+    const topics = testTopics();
+    await createTopics(testKafka(), [{ topic: topics.commands, partitions: 1 }, { topic: topics.results }, { topic: topics.deadLetter }]);
+    const { worker } = await startTestWorker(workerEnv(topics, proxyUrl, { TOPICS_PARTITIONS: '1', PROVIDER_RESPONSE_TIMEOUT_MS: '60000' }));
+    cleanups.push(() => worker.stop());
+    const publisher = await publisherFor(testKafka(), topics.commands);
+    cleanups.push(() => publisher.disconnect());
+    const results = await ResultCollector.start(topics.results);
+    cleanups.push(() => results.stop());
+
+    const slow = textCommand();
+    let release!: () => void;
+    let arrived!: () => void;
+    const slowArrived = new Promise<void>((resolve) => (arrived = resolve));
+    held.set(slow.commandId, { arrived, release: new Promise<void>((resolve) => (release = resolve)) });
+    cleanups.push(async () => release());
+    await within(30_000, 'publishing the slow command', publisher.publish([{ command: slow, key: 'slow' }]));
+    await within(30_000, 'the slow command reaching the service', slowArrived);
+
+    // Published after the slow call started: a later fetch of the same partition, other keys.
+    const behind = [textCommand(), textCommand(), textCommand()];
+    await within(30_000, 'publishing', publisher.publish(behind.map((command, i) => ({ command, key: `other-${i}` }))));
+    // They reach the service while the slow call is held (their results commit after the slow
+    // one's: the committed offset only moves over a contiguous prefix of finished records).
+    await eventually(
+      () => (behind.every((c) => sandbox.state.requests({ correlationId: c.commandId }).length === 1) ? true : undefined),
+      30_000,
+      'the commands behind the slow call reaching the service',
+    );
+    expect(results.byCommand.size).toBe(0);
+
+    release();
+    const answered = await results.waitFor([slow, ...behind].map((c) => c.commandId));
+    for (const c of [slow, ...behind]) expect(answered.get(c.commandId)?.outcome).toBe('SENT');
+    // The committed offset never passed the slow command before its result: exactly one result each.
+    for (const c of [slow, ...behind]) expect(results.byCommand.get(c.commandId)).toHaveLength(1);
+  });
+
+  it('a rebalance while calls are under way: they finish and get their real results, whichever worker gets the partition next', async () => {
+    const topics = testTopics();
+    await createTopics(testKafka(), [{ topic: topics.commands, partitions: 2 }, { topic: topics.results }, { topic: topics.deadLetter }]);
+    const env = workerEnv(topics, proxyUrl, { TOPICS_PARTITIONS: '2', PROVIDER_RESPONSE_TIMEOUT_MS: '60000' });
+    const first = await startTestWorker(env);
+    cleanups.push(() => first.worker.stop());
+    const publisher = await publisherFor(testKafka(), topics.commands);
+    cleanups.push(() => publisher.disconnect());
+    const results = await ResultCollector.start(topics.results);
+    cleanups.push(() => results.stop());
+
+    // One held call per partition (keys chosen until both partitions have one), on the first worker.
+    const slow = Array.from({ length: 8 }, () => textCommand());
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    cleanups.push(async () => release());
+    const arrivals = slow.map((c) => {
+      let arrived!: () => void;
+      const promise = new Promise<void>((resolve) => (arrived = resolve));
+      held.set(c.commandId, { arrived, release: released });
+      return promise;
+    });
+    await within(30_000, 'publishing', publisher.publish(slow.map((command) => ({ command, key: command.commandId }))));
+    await within(30_000, 'every slow call reaching the service', Promise.all(arrivals));
+
+    // A second worker joins: the group rebalances while the eight calls are under way.
+    const second = await startTestWorker(env);
+    cleanups.push(() => second.worker.stop());
+    await eventually(() => (second.worker.health().ready().ok ? true : undefined), 30_000, 'the second worker joining the group');
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    release();
+
+    const answered = await results.waitFor(slow.map((c) => c.commandId));
+    for (const c of slow) {
+      expect(answered.get(c.commandId)?.outcome).toBe('SENT');
+      expect(results.byCommand.get(c.commandId)).toHaveLength(1);
+      expect(sandbox.state.requests({ correlationId: c.commandId })).toHaveLength(1);
+    }
+  });
+});
