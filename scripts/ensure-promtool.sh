@@ -84,7 +84,10 @@ package tools
 import _ "github.com/prometheus/prometheus/cmd/promtool"
 EOF
 
-version_flags="-X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION#v0.}"
+# Module v0.316.0 is release 3.16.0 (Prometheus 3.x tags its Go module v0.3xx.y).
+module_minor="${PROMETHEUS_VERSION#v0.}"
+release="${module_minor:0:1}.${module_minor:1}"
+version_flags="-X github.com/prometheus/common/version.Version=${release}"
 (
   cd "${work}"
   GOFLAGS=-mod=mod go mod tidy >&2 \
