@@ -26,7 +26,12 @@ log() { printf 'ensure-promtool: %s\n' "$*" >&2; }
 die() { printf 'ensure-promtool: error: %s\n' "$*" >&2; exit 1; }
 
 # works <path>: the binary runs and answers like promtool.
-works() { "$1" --help 2>&1 | grep -q 'Tooling for the Prometheus monitoring system'; }
+# (The help is captured first: `grep -q` would stop reading early and, with pipefail, fail the pipe.)
+works() {
+  local help
+  help="$("$1" --help 2>&1 || true)"
+  [[ "${help}" == *"Tooling for the Prometheus monitoring system"* ]]
+}
 
 if [[ -n "${PROMTOOL_BIN:-}" ]]; then
   [[ -x "${PROMTOOL_BIN}" ]] || die "PROMTOOL_BIN=${PROMTOOL_BIN} is not an executable file"
