@@ -54,8 +54,9 @@ async function exportedSeries(): Promise<Set<string>> {
   const { registry } = createMetrics(new Registry());
   const series = new Set<string>();
   for (const metric of await registry.getMetricsAsJSON()) {
-    if (metric.type === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) series.add(metric.name + suffix);
-    else if (metric.type === 'summary') for (const suffix of ['', '_sum', '_count']) series.add(metric.name + suffix);
+    const type = String(metric.type);
+    if (type === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) series.add(metric.name + suffix);
+    else if (type === 'summary') for (const suffix of ['', '_sum', '_count']) series.add(metric.name + suffix);
     else series.add(metric.name);
   }
   return series;
