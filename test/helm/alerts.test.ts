@@ -161,7 +161,7 @@ let dir = '';
 
 beforeAll(() => {
   helm = ensureHelm(TOOL_BUILD_TIMEOUT_MS);
-  promtool = ensureBuiltTool('ensure-promtool.sh');
+  promtool = ensureBuiltTool('promtool');
   dir = mkdtempSync(path.join(tmpdir(), 'sms-worker-alerts-'));
 }, 2 * TOOL_BUILD_TIMEOUT_MS + 10_000);
 

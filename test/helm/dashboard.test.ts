@@ -1,53 +1,17 @@
 // The Grafana dashboard shipped in the chart: every query reads only metrics the worker exports,
 // every subject the README promises has a panel, and the chart can ship it to the Grafana sidecar.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Registry } from 'prom-client';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { createMetrics } from '../../src/metrics/metrics.ts';
+import { allPanels, asSent, dashboard, queries, queryPanels } from './dashboard.ts';
 import { chartDir, ensureHelm, parseManifests, run, templateArgs, type K8sObject } from './helm.ts';
 import { metricNames } from './promql.ts';
 import { ensureBuiltTool, TOOL_BUILD_TIMEOUT_MS } from './tools.ts';
-
-interface Target {
-  expr?: string;
-  datasource?: { type?: string; uid?: string };
-}
-interface Panel {
-  id: number;
-  type: string;
-  title: string;
-  targets?: Target[];
-  datasource?: { type?: string; uid?: string };
-  panels?: Panel[];
-}
-interface Dashboard {
-  uid: string;
-  title: string;
-  panels: Panel[];
-  templating: { list: { name: string; type: string; query: string | { query: string } }[] };
-}
-
-const dashboardFile = path.join(chartDir, 'dashboards', 'sms-worker.json');
-const dashboardText = readFileSync(dashboardFile, 'utf8');
-const dashboard = JSON.parse(dashboardText) as Dashboard;
-
-function allPanels(panels: readonly Panel[]): Panel[] {
-  return panels.flatMap((p) => [p, ...allPanels(p.panels ?? [])]);
-}
-const queryPanels = allPanels(dashboard.panels).filter((p) => p.type !== 'row' && p.type !== 'text');
-const queries = queryPanels.flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr ?? '' })));
-
-/** A query as Prometheus receives it from Grafana: the dashboard's variables replaced. */
-function asSent(expr: string): string {
-  return expr
-    .replaceAll('$__rate_interval', '2m')
-    .replaceAll('$__range', '6h')
-    .replace(/\$(namespace|job)\b/g, '.*');
-}
 
 /** Every series name the worker's registry exposes (histograms as their _bucket, _sum and _count). */
 async function exportedSeries(): Promise<Set<string>> {
@@ -150,13 +114,13 @@ describe('chart: grafanaDashboard', { timeout: 60_000 }, () => {
 describe('dashboard queries under the real PromQL parser', () => {
   let promtool = '';
   beforeAll(() => {
-    promtool = ensureBuiltTool('ensure-promtool.sh');
+    promtool = ensureBuiltTool('promtool');
   }, TOOL_BUILD_TIMEOUT_MS + 10_000);
 
   it('promtool check rules accepts every panel query (as Grafana sends it) as a recording rule', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'sms-worker-dashboard-'));
     try {
-      const rules = queries.map((q, index) => ({ record: `dashboard:query_${index}`, expr: asSent(q.expr) }));
+      const rules = queries.map((q, index) => ({ record: `dashboard:query_${index}`, expr: asSent(q.expr, { rateInterval: '2m', range: '6h', namespace: '.*', job: '.*' }) }));
       writeFileSync(path.join(dir, 'dashboard.rules.yaml'), stringify({ groups: [{ name: 'dashboard', rules }] }));
       const check = spawnSync(promtool, ['check', 'rules', 'dashboard.rules.yaml'], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
       expect(check.status, `${check.stdout}\n${check.stderr}`).toBe(0);

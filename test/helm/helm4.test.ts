@@ -10,7 +10,7 @@ let helm4 = '';
 
 beforeAll(() => {
   helm3 = ensureHelm(TOOL_BUILD_TIMEOUT_MS);
-  helm4 = ensureBuiltTool('ensure-helm4.sh');
+  helm4 = ensureBuiltTool('helm4');
 }, 2 * TOOL_BUILD_TIMEOUT_MS + 10_000);
 
 const valueSets: Record<string, string[]> = {
