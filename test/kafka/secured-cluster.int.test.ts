@@ -2,7 +2,7 @@
  * The worker, `produce` and `tail` against a secured cluster: SASL_SSL with SCRAM-SHA-512,
  * certificates from a CA made at test time, the StandardAuthorizer, and only the ACLs the README
  * lists. The broker is this file's own (test/helpers/secured-kafka.ts); the registry is the
- * shared, unauthenticated one.
+ * shared one behind a loopback proxy that demands basic auth (test/helpers/registry-auth-proxy.ts).
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -12,6 +12,7 @@ import type { CommandResult } from '../../src/contracts/result.ts';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
 import { eventually } from '../helpers/kafka.ts';
 import { aclEntries, readmeAcls } from '../helpers/readme-acls.ts';
+import { startRegistryAuthProxy, type RegistryAuthProxy } from '../helpers/registry-auth-proxy.ts';
 import { startSecuredKafka, type SaslUser, type SecuredKafka } from '../helpers/secured-kafka.ts';
 import { WorkerProcess } from '../helpers/worker-process.ts';
 import { testTopics, workerEnv, type TestTopics } from '../helpers/worker.ts';
@@ -21,12 +22,17 @@ const PROVIDER_ACCESS_KEY_ID = `access-${randomUUID()}`;
 
 let kafka: SecuredKafka;
 let sandbox: RunningSandbox;
+let registry: RegistryAuthProxy;
 let topics: TestTopics;
 let workerUser: SaslUser;
 let cliUser: SaslUser;
 
 beforeAll(async () => {
-  [kafka, sandbox] = await Promise.all([startSecuredKafka(['sms-worker', 'sms-cli']), startSandbox({ port: 0 })]);
+  [kafka, sandbox, registry] = await Promise.all([
+    startSecuredKafka(['sms-worker', 'sms-cli']),
+    startSandbox({ port: 0 }),
+    startRegistryAuthProxy(inject('schemaRegistryUrl')),
+  ]);
   workerUser = kafka.users['sms-worker'] as SaslUser;
   cliUser = kafka.users['sms-cli'] as SaslUser;
   topics = testTopics();
@@ -64,7 +70,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  await Promise.all([kafka?.stop(), sandbox?.close()]);
+  await Promise.all([kafka?.stop(), sandbox?.close(), registry?.close()]);
 });
 
 /** The connection variables for a user; `caFile` is the CA the client trusts. */
@@ -76,7 +82,9 @@ function securedEnv(user: SaslUser, caFile = kafka.caFile): Record<string, strin
     KAFKA_SASL_MECHANISM: 'scram-sha-512',
     KAFKA_SASL_USERNAME: user.username,
     KAFKA_SASL_PASSWORD: user.password,
-    SCHEMA_REGISTRY_URL: inject('schemaRegistryUrl'),
+    SCHEMA_REGISTRY_URL: registry.url,
+    SCHEMA_REGISTRY_USERNAME: registry.username,
+    SCHEMA_REGISTRY_PASSWORD: registry.password,
   };
 }
 
@@ -111,13 +119,14 @@ function cli(args: readonly string[], env: Record<string, string>, timeoutMs = 9
 
 /** No password, key or access key id of this test in any output. */
 function expectNoSecret(output: string, ...extra: string[]): void {
-  for (const secret of [workerUser.password, cliUser.password, kafka.admin.password, PROVIDER_ACCESS_KEY_ID, ...extra]) {
+  for (const secret of [workerUser.password, cliUser.password, kafka.admin.password, registry.password, PROVIDER_ACCESS_KEY_ID, ...extra]) {
     expect(output).not.toContain(secret);
   }
 }
 
 describe('a secured cluster: SASL_SSL (SCRAM-SHA-512) with the StandardAuthorizer', () => {
   it('with only the README ACLs, produce publishes, the worker sends, tail prints the results', async () => {
+    const registryRequestsBefore = registry.seen.length;
     const worker = new WorkerProcess(secureWorkerEnv(workerUser));
     try {
       await eventually(
@@ -140,6 +149,10 @@ describe('a secured cluster: SASL_SSL (SCRAM-SHA-512) with the StandardAuthorize
       expect(results.map((r) => r.commandId).sort()).toEqual([...ids].sort());
       expect(results.map((r) => r.outcome)).toEqual(['SENT', 'SENT', 'SENT']);
       for (const id of ids) expect(sandbox.state.acceptedSends(id)).toBe(1);
+      // Every registry request (the worker's, produce's, tail's) carried the credentials; one without would have been refused.
+      const registryRequests = registry.seen.slice(registryRequestsBefore);
+      expect(registryRequests.length).toBeGreaterThan(0);
+      expect(registryRequests.filter((r) => !r.authorized)).toEqual([]);
 
       worker.signal('SIGTERM');
       expect((await worker.stopped(60_000)).code, worker.output.slice(-3000)).toBe(0);
