@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { createKafka } from '../kafka/client.ts';
+import { checkBrokerCertificate } from '../kafka/tls-check.ts';
 import { createLogger } from '../observability/logger.ts';
 import { CommandPublisher } from '../kafka/command-publisher.ts';
 import { createRegistry } from '../schema/codec.ts';
@@ -43,6 +44,7 @@ export async function runProduce(argv: readonly string[]): Promise<number> {
     }
   }
 
+  await checkBrokerCertificate(connection.kafka);
   const kafka = createKafka(connection.kafka, createLogger('silent'), `${connection.kafka.clientId}-produce`);
   const publisher = new CommandPublisher(kafka, createRegistry(connection.registry.url, connection.registry.auth), connection.topic);
   await publisher.connect();

@@ -1,4 +1,5 @@
 import { createKafka } from '../kafka/client.ts';
+import { checkBrokerCertificate } from '../kafka/tls-check.ts';
 import { createLogger } from '../observability/logger.ts';
 import { ResultReader } from '../kafka/result-reader.ts';
 import { createRegistry } from '../schema/codec.ts';
@@ -66,6 +67,7 @@ export async function runTail(argv: readonly string[]): Promise<number> {
   process.once('SIGINT', finish);
   process.once('SIGTERM', finish);
   try {
+    await checkBrokerCertificate(connection.kafka);
     await reader.start(
       ({ result }) => {
         if (parsed.values.pretty === true) {
