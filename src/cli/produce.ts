@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { pino } from 'pino';
 import { createKafka } from '../kafka/client.ts';
+import { checkBrokerCertificate } from '../kafka/tls-check.ts';
 import { createLogger } from '../observability/logger.ts';
 import { CommandPublisher } from '../kafka/command-publisher.ts';
 import { tracingSettings } from '../config/tracing.ts';
@@ -55,6 +56,7 @@ export async function runProduce(argv: readonly string[]): Promise<number> {
     }
   }
 
+  await checkBrokerCertificate(connection.kafka);
   const kafka = createKafka(connection.kafka, createLogger('silent'), `${connection.kafka.clientId}-produce`);
   const publisher = new CommandPublisher(kafka, createRegistry(connection.registry.url, connection.registry.auth), connection.topic);
   // Export problems go to stderr: stdout carries one JSON line per published command.

@@ -1,4 +1,5 @@
 import { createKafka } from '../kafka/client.ts';
+import { checkBrokerCertificate } from '../kafka/tls-check.ts';
 import { createLogger } from '../observability/logger.ts';
 import { ResultReader } from '../kafka/result-reader.ts';
 import { traceIdOf } from '../observability/trace-headers.ts';
@@ -68,6 +69,7 @@ export async function runTail(argv: readonly string[]): Promise<number> {
   process.once('SIGINT', finish);
   process.once('SIGTERM', finish);
   try {
+    await checkBrokerCertificate(connection.kafka);
     await reader.start(
       ({ result, headers }) => {
         if (parsed.values.pretty === true) {

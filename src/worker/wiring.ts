@@ -1,6 +1,7 @@
 import type { WorkerConfig } from '../config/index.ts';
 import { commandFromAvro } from '../contracts/command.ts';
 import { createKafka } from '../kafka/client.ts';
+import { checkBrokerCertificate } from '../kafka/tls-check.ts';
 import { KafkaCommandConsumer } from '../kafka/command-consumer.ts';
 import { readLatestCheckpoint } from '../kafka/ledger-store.ts';
 import { PartitionReader } from '../kafka/partition-reader.ts';
@@ -109,6 +110,8 @@ async function setUpTopics(admin: TopicAdmin, c: WorkerConfig, log: Logger): Pro
  */
 export async function connectWorker(config: WorkerConfig, log: Logger, metrics: WorkerMetrics, hooks: WiringHooks): Promise<WorkerParts> {
   const c = config;
+  // A broker certificate the client refuses fails start-up now, not after kafkajs's retries.
+  await checkBrokerCertificate(c.kafka);
   // Adopted first, so released last: the spans of the final commits are exported at shutdown.
   const tracing = startTracing(c.tracing, log, 'sms-worker');
   if (tracing !== undefined) hooks.adopt(() => tracing.shutdown(), 'tracing');
