@@ -22,6 +22,8 @@ export type SendOutcome =
 export interface SendHooks {
   beforeSend(signal: AbortSignal): Promise<boolean>;
   notSent(): void;
+  /** Called just before each call to the service starts (after `beforeSend` cleared it). */
+  callStarting?(): void;
 }
 
 export interface GuardedSenderOptions {
@@ -89,6 +91,11 @@ export class GuardedSender {
       if (!cleared) {
         if (wasProbe) this.#o.gate.releaseProbe();
         return { kind: 'abandoned', attempts };
+      }
+      try {
+        hooks?.callStarting?.();
+      } catch {
+        // An observer's bug must not change what becomes of the command.
       }
       try {
         const success = await this.#o.client.send(request, { correlationId, ...(expiresAt === null ? {} : { deadline: expiresAt }) });

@@ -20,12 +20,15 @@ import { isProviderError } from '../provider/provider-error.ts';
 import { RegistryUnavailableError, type Codec } from '../schema/codec.ts';
 import type { GuardedSender, SendHooks, SendOutcome } from './guarded-sender.ts';
 import type { OpenMark } from './ledger-checkpoint.ts';
+import { onFirstCall, timeToSendSeconds } from './time-to-send.ts';
 
 /** A command record as the worker sees it: no client library types. */
 export interface CommandRecord {
   readonly key: Buffer | null;
   readonly value: Buffer | null;
   readonly headers?: RawHeaders | undefined;
+  /** Kafka timestamp, epoch ms as a string: when the command was published (time to send starts there). */
+  readonly timestamp?: string | undefined;
 }
 
 /**
@@ -53,6 +56,8 @@ export interface RecordHandlerDeps {
   readonly maxCommandBytes: number;
   readonly now?: () => number;
   readonly onRegistryRetry?: (error: RegistryUnavailableError) => void;
+  /** Seconds from the record's publication to the start of its first call to the service. */
+  readonly timeToSend?: { observe(seconds: number): void };
 }
 
 /** The partition's view of one record: ledger marks and the dedup window. */
@@ -142,7 +147,11 @@ export async function handleRecord(
           },
           notSent: () => hooks.notSent(),
         };
-  const outcome: SendOutcome = await deps.sender.send(validation.request, command.commandId, signal, command.expiresAt, marking);
+  const timed = onFirstCall(marking, () => {
+    const seconds = timeToSendSeconds(message.timestamp, now());
+    if (seconds !== undefined) deps.timeToSend?.observe(seconds);
+  });
+  const outcome: SendOutcome = await deps.sender.send(validation.request, command.commandId, signal, command.expiresAt, timed);
   if (outcome.kind === 'abandoned') {
     lane.releaseCommandId(command.commandId, offset);
     return { kind: 'abandoned', maybeSent: outcome.maybeSent === true };
