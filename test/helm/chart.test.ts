@@ -497,7 +497,7 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
       for (const [alert, expr] of byName) {
         if (alert === 'SmsWorkerResultsStalled') continue; // user-supplied additional rule
         // The receiver is another scrape job: its Service, <fullname>-receipts.
-        const scrapeJob = alert.startsWith('SmsReceipts') ? `${fullname}-receipts` : fullname;
+        const scrapeJob = alert?.startsWith('SmsReceipts') === true ? `${fullname}-receipts` : fullname;
         expect(expr, `${alert} is scoped to this release`).toContain(`namespace="${namespace}", job="${scrapeJob}"`);
       }
     });
