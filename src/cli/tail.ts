@@ -2,6 +2,7 @@ import { createKafka } from '../kafka/client.ts';
 import { checkBrokerCertificate } from '../kafka/tls-check.ts';
 import { createLogger } from '../observability/logger.ts';
 import { ResultReader } from '../kafka/result-reader.ts';
+import { traceIdOf } from '../observability/trace-headers.ts';
 import { createRegistry } from '../schema/codec.ts';
 import { CONNECTION_FLAGS, HELP_FLAG, parseCommandArgs, requireConnection } from './connection.ts';
 import { formatTable, resultRow } from './result-table.ts';
@@ -10,7 +11,8 @@ const HELP = `sms-worker tail — print committed results (read_committed), one 
 
 Usage: sms-worker tail [--pretty] [--from-end] [--count N] [--brokers B] [--registry URL] [--topic T]
                        [--receipts [--receipts-topic T] [--command ID]]
-  --pretty     a readable table row per result instead of JSON
+  --pretty     a readable table row per result instead of JSON, with the trace id the
+               worker wrote on the result (traceparent header) when it traced the command
   --from-end   only results committed from now on (default: from the beginning)
   --count N    exit 0 after N results (with --receipts: after N receipts)
   --receipts   also read the delivery receipts (RECEIPTS_TOPIC, sms.receipts) and print each under
@@ -69,9 +71,9 @@ export async function runTail(argv: readonly string[]): Promise<number> {
   try {
     await checkBrokerCertificate(connection.kafka);
     await reader.start(
-      ({ result }) => {
+      ({ result, headers }) => {
         if (parsed.values.pretty === true) {
-          const table = formatTable([resultRow(result)]).split('\n');
+          const table = formatTable([{ ...resultRow(result), traceId: traceIdOf(headers) ?? '' }]).split('\n');
           console.log((printedHeader ? table.slice(2) : table).join('\n'));
           printedHeader = true;
         } else console.log(JSON.stringify(result));

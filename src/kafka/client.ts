@@ -9,10 +9,17 @@ function kafkaFields(extra: Record<string, unknown>): Record<string, unknown> {
   return { component: 'kafkajs', ...extra };
 }
 
-/** kafkajs's error-level lines that only say a rebalance is under way. */
+/**
+ * kafkajs's error-level lines that only say a rebalance is under way, or what follows one: a new
+ * owner's transactional producer answered CONCURRENT_TRANSACTIONS while the previous owner's
+ * transaction is still being completed after the fence (kafkajs retries it; if the retries run
+ * out, the transaction committer logs the failure itself).
+ */
 export function isRoutineRebalance(message: string, extra: Record<string, unknown>): boolean {
   const text = `${message} ${typeof extra['error'] === 'string' ? extra['error'] : ''}`;
-  return /group is rebalancing|REBALANCE_IN_PROGRESS|rebalance in progress/i.test(text);
+  return /group is rebalancing|REBALANCE_IN_PROGRESS|rebalance in progress|CONCURRENT_TRANSACTIONS|another concurrent operation on the same transaction/i.test(
+    text,
+  );
 }
 
 /** Routes kafkajs's own log lines into the worker's structured log, at matching levels. */

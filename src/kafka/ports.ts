@@ -12,6 +12,8 @@ export interface OutgoingRecord {
   readonly value: Buffer;
   /** An explicit partition (the ledger's partition n belongs to command partition n); else the key decides. */
   readonly partition?: number;
+  /** Record headers (the trace context of the command a result answers). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** The consumed offsets a transaction commits for a consumer group. */

@@ -114,6 +114,7 @@ export class PartitionLanes {
         maxRecordBytes: parts.maxRecordBytes,
         maxCommandBytes: c.maxCommandBytes,
         onRegistryRetry: (error) => this.#o.log.warn({ err: error }, 'schema registry unavailable; retrying'),
+        tracer: parts.tracer,
         timeToSend: this.#o.metrics.timeToSend,
       },
       producers: parts.producers,

@@ -1,5 +1,3 @@
-import type { SendHooks } from './guarded-sender.ts';
-
 /**
  * Seconds from a command record's Kafka timestamp (epoch ms as a string: when it was published)
  * to `callStartsAt` (epoch ms). Undefined when the record has no usable timestamp (absent, not a
@@ -13,20 +11,12 @@ export function timeToSendSeconds(timestamp: string | undefined, callStartsAt: n
   return Math.max(0, callStartsAt - publishedAt) / 1000;
 }
 
-/**
- * Send hooks that call `onFirstCall` once, when the first call to the service for the command
- * starts; everything else is left to `inner` (none: nothing to mark, every call cleared).
- */
-export function onFirstCall(inner: SendHooks | undefined, onFirstCall: () => void): SendHooks {
+/** A `callStarting` hook that calls `onFirst` for the first call only: time to send ends there. */
+export function firstCallOnly(onFirst: () => void): () => void {
   let started = false;
-  return {
-    beforeSend: (signal) => (inner === undefined ? Promise.resolve(true) : inner.beforeSend(signal)),
-    notSent: () => inner?.notSent(),
-    callStarting: () => {
-      inner?.callStarting?.();
-      if (started) return;
-      started = true;
-      onFirstCall();
-    },
+  return () => {
+    if (started) return;
+    started = true;
+    onFirst();
   };
 }

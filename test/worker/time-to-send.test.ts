@@ -11,11 +11,11 @@ import { DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
 import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import type { ProviderClient, ProviderRequest, ProviderSuccess } from '../../src/provider/types.ts';
-import { GuardedSender, type SendHooks } from '../../src/worker/guarded-sender.ts';
+import { GuardedSender } from '../../src/worker/guarded-sender.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 import { handleRecord, type CommandRecord, type RecordCodec, type RecordLane } from '../../src/worker/record-handler.ts';
 import { OutageCounter, ServiceGate } from '../../src/worker/service-gate.ts';
-import { onFirstCall, timeToSendSeconds } from '../../src/worker/time-to-send.ts';
+import { firstCallOnly, timeToSendSeconds } from '../../src/worker/time-to-send.ts';
 
 describe('timeToSendSeconds', () => {
   it('is the seconds between the record timestamp and the call start', () => {
@@ -33,31 +33,14 @@ describe('timeToSendSeconds', () => {
   });
 });
 
-describe('onFirstCall', () => {
-  it('reports only the first call start, and leaves marking to the inner hooks', async () => {
-    const seen: string[] = [];
-    const inner: SendHooks = {
-      beforeSend: async () => {
-        seen.push('mark');
-        return false;
-      },
-      notSent: () => seen.push('not sent'),
-      callStarting: () => seen.push('inner call'),
-    };
+describe('firstCallOnly', () => {
+  it('reports only the first call start', () => {
     let first = 0;
-    const hooks = onFirstCall(inner, () => (first += 1));
-    expect(await hooks.beforeSend(new AbortController().signal)).toBe(false);
-    hooks.notSent();
-    hooks.callStarting?.();
-    hooks.callStarting?.();
+    const callStarting = firstCallOnly(() => (first += 1));
+    callStarting();
+    callStarting();
+    callStarting();
     expect(first).toBe(1);
-    expect(seen).toEqual(['mark', 'not sent', 'inner call', 'inner call']);
-  });
-
-  it('without inner hooks clears every call', async () => {
-    const hooks = onFirstCall(undefined, () => undefined);
-    expect(await hooks.beforeSend(new AbortController().signal)).toBe(true);
-    expect(() => hooks.notSent()).not.toThrow();
   });
 });
 
