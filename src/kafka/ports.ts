@@ -80,6 +80,8 @@ export interface FetchedRecord {
   readonly value: Buffer | null;
   readonly headers?: RawHeaders | undefined;
   readonly offset: string;
+  /** The record's Kafka timestamp, epoch ms as a string (as kafkajs gives it): when it was published. */
+  readonly timestamp?: string;
 }
 
 /** One fetched batch of one partition and the consumer's controls for it. */

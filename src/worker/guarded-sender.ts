@@ -25,6 +25,8 @@ export interface SendHooks {
   readonly beforeSend?: (signal: AbortSignal) => Promise<boolean>;
   readonly notSent?: () => void;
   readonly onAttempt?: (info: AttemptInfo) => void;
+  /** Called just before each call to the service starts (after `beforeSend` cleared it): time to send. */
+  readonly callStarting?: () => void;
 }
 
 export interface GuardedSenderOptions {
@@ -92,6 +94,11 @@ export class GuardedSender {
       if (!cleared) {
         if (wasProbe) this.#o.gate.releaseProbe();
         return { kind: 'abandoned', attempts };
+      }
+      try {
+        hooks?.callStarting?.();
+      } catch {
+        // An observer's bug must not change what becomes of the command.
       }
       try {
         const success = await this.#o.client.send(request, {

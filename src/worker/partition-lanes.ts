@@ -115,6 +115,7 @@ export class PartitionLanes {
         maxCommandBytes: c.maxCommandBytes,
         onRegistryRetry: (error) => this.#o.log.warn({ err: error }, 'schema registry unavailable; retrying'),
         tracer: parts.tracer,
+        timeToSend: this.#o.metrics.timeToSend,
       },
       producers: parts.producers,
       slots: this.#o.slots,

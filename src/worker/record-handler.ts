@@ -20,6 +20,7 @@ import { isProviderError } from '../provider/provider-error.ts';
 import { RegistryUnavailableError, type Codec } from '../schema/codec.ts';
 import type { GuardedSender, SendHooks, SendOutcome } from './guarded-sender.ts';
 import type { OpenMark } from './ledger-checkpoint.ts';
+import { firstCallOnly, timeToSendSeconds } from './time-to-send.ts';
 import type { CommandEnd, CommandSpan, CommandTracer } from '../observability/command-span.ts';
 
 /** A command record as the worker sees it: no client library types. */
@@ -27,6 +28,8 @@ export interface CommandRecord {
   readonly key: Buffer | null;
   readonly value: Buffer | null;
   readonly headers?: RawHeaders | undefined;
+  /** Kafka timestamp, epoch ms as a string: when the command was published (time to send starts there). */
+  readonly timestamp?: string | undefined;
 }
 
 /**
@@ -56,6 +59,8 @@ export interface RecordHandlerDeps {
   readonly onRegistryRetry?: (error: RegistryUnavailableError) => void;
   /** Makes each record's spans when tracing is on; undefined (the default) costs nothing. */
   readonly tracer?: CommandTracer | undefined;
+  /** Seconds from the record's publication to the start of its first call to the service. */
+  readonly timeToSend?: { observe(seconds: number): void };
 }
 
 /** `traceparent`/`tracestate` of the command's span, written on the result or dead letter it produced. */
@@ -186,6 +191,12 @@ async function handle(
     }),
     ...(ledger?.notSent !== undefined && { notSent: ledger.notSent }),
     ...(span !== undefined && { onAttempt: span.onAttempt }),
+    ...(deps.timeToSend !== undefined && {
+      callStarting: firstCallOnly(() => {
+        const seconds = timeToSendSeconds(message.timestamp, now());
+        if (seconds !== undefined) deps.timeToSend?.observe(seconds);
+      }),
+    }),
   };
   const outcome: SendOutcome = await deps.sender.send(validation.request, command.commandId, signal, command.expiresAt, hooks);
   if (outcome.kind === 'abandoned') {

@@ -35,8 +35,13 @@ interface Case {
 const job = `${releaseName}-sms-worker`;
 const release = `namespace="${namespace}", job="${job}"`;
 const topic = 'sms.commands';
+/** The receipts receiver's scrape job (its Service name) and series matcher. */
+const receiptsJob = `${releaseName}-sms-worker-receipts`;
+const receipts = `namespace="${namespace}", job="${receiptsJob}"`;
+/** The receipts receiver on: its rules exist only then. */
+const RECEIPTS_ON = ['--set', 'receipts.enabled=true', '--set', 'receipts.secrets.pathToken=alerts-test-token-0123456789'] as const;
 
-/** A firing case and a silent case for every alert the chart renders with its defaults. */
+/** A firing case and a silent case for every alert the chart renders with its defaults and the receipts receiver on. */
 const CASES: Record<string, { fires: Case; silent: Case }> = {
   SmsWorkerConsumerLagGrowing: {
     // 100 more records a minute: above 1000 from minute 11, growing, and for 15m by minute 26.
@@ -153,6 +158,53 @@ const CASES: Record<string, { fires: Case; silent: Case }> = {
     },
     silent: { series: { [`sms_worker_commands_consumed_total{${release}, pod="a"}`]: '0+1x30' }, at: '20m', fires: [] },
   },
+  SmsReceiptsRejectingPosts: {
+    // 30 posts a minute refused as unauthorized (0.5/s > 0.05/s), for 30 minutes: a wrong token, or someone guessing.
+    fires: {
+      series: { [`sms_receipts_rejected_total{${receipts}, reason="unauthorized", pod="r"}`]: '0+30x40' },
+      at: '30m',
+      fires: [{ namespace, reason: 'unauthorized', severity: 'warning' }],
+    },
+    // One a minute (below the threshold); 503s are another alert's; another release's receiver does not count.
+    silent: {
+      series: {
+        [`sms_receipts_rejected_total{${receipts}, reason="unauthorized", pod="r"}`]: '0+1x40',
+        [`sms_receipts_rejected_total{${receipts}, reason="kafka_unavailable", pod="r"}`]: '0+60x40',
+        [`sms_receipts_rejected_total{namespace="${namespace}", job="another-receiver", reason="invalid", pod="x"}`]: '0+60x40',
+      },
+      at: '30m',
+      fires: [],
+    },
+  },
+  SmsReceiptsPublishFailing: {
+    // Posts answered 503 (Kafka did not acknowledge) every minute from minute 6.
+    fires: {
+      series: { [`sms_receipts_rejected_total{${receipts}, reason="kafka_unavailable", pod="r"}`]: '0x5 1+2x30' },
+      at: '20m',
+      fires: [{ namespace, severity: 'critical' }],
+    },
+    // Four 503s long ago (a Kafka restart that is over), and refusals of another kind.
+    silent: {
+      series: {
+        [`sms_receipts_rejected_total{${receipts}, reason="kafka_unavailable", pod="r"}`]: '0 4x40',
+        [`sms_receipts_rejected_total{${receipts}, reason="unauthorized", pod="r"}`]: '0+10x40',
+      },
+      at: '20m',
+      fires: [],
+    },
+  },
+  SmsReceiptsAbsent: {
+    // The workers and another release's receiver are scraped; this release's receiver is not.
+    fires: {
+      series: {
+        [`sms_worker_commands_consumed_total{${release}, pod="a"}`]: '0+1x30',
+        [`sms_receipts_rejected_total{namespace="${namespace}", job="another-receiver", reason="invalid", pod="x"}`]: '0x30',
+      },
+      at: '20m',
+      fires: [{ namespace, job: receiptsJob, severity: 'warning' }],
+    },
+    silent: { series: { [`sms_receipts_rejected_total{${receipts}, reason="unauthorized", pod="r"}`]: '0x30' }, at: '20m', fires: [] },
+  },
 };
 
 let helm = '';
@@ -198,9 +250,10 @@ function testGroup(name: string, alert: string, c: Case): unknown {
 }
 
 describe('PrometheusRule checked and unit-tested with promtool', { timeout: 60_000 }, () => {
-  it('promtool check rules accepts the rules rendered with the defaults and with everything on', () => {
+  it('promtool check rules accepts the rules rendered with the defaults, the receipts receiver on, and everything on', () => {
     for (const [file, groups] of [
       ['defaults.rules.yaml', ruleGroups()],
+      ['receipts-on.rules.yaml', ruleGroups(...RECEIPTS_ON)],
       ['everything-on.rules.yaml', ruleGroups('-f', everythingOnValues)],
     ] as const) {
       const check = promtoolRun(['check', 'rules', writeRules(file, groups)]);
@@ -209,18 +262,30 @@ describe('PrometheusRule checked and unit-tested with promtool', { timeout: 60_0
     }
   });
 
-  it('has a firing and a silent case for every alert the chart renders', () => {
-    const alerts = ruleGroups()
+  it('has a firing and a silent case for every alert the chart renders (receipts receiver on)', () => {
+    const alerts = ruleGroups(...RECEIPTS_ON)
       .flatMap((g) => g.rules)
       .flatMap((r) => (r.alert === undefined ? [] : [r.alert]));
     expect(alerts.sort()).toEqual(Object.keys(CASES).sort());
+  });
+
+  it('renders the receipts alerts, in their own group, only with receipts.enabled', () => {
+    const alertsOf = (groups: RuleGroup[]): string[] => groups.flatMap((g) => g.rules).flatMap((r) => (r.alert === undefined ? [] : [r.alert]));
+    expect(alertsOf(ruleGroups()).filter((a) => a.startsWith('SmsReceipts'))).toEqual([]);
+    const on = ruleGroups(...RECEIPTS_ON);
+    expect(on.map((g) => g.name)).toEqual([`${job}.rules`, `${receiptsJob}.rules`]);
+    expect(alertsOf(on.slice(1)).sort()).toEqual(['SmsReceiptsAbsent', 'SmsReceiptsPublishFailing', 'SmsReceiptsRejectingPosts']);
+    const custom = ruleGroups(...RECEIPTS_ON, '--set', 'prometheusRule.receiptsMetricSelector=cluster="eu"', '--set', 'prometheusRule.receiptsRejectedPerSecond=2');
+    const rejecting = custom.flatMap((g) => g.rules).find((r) => r.alert === 'SmsReceiptsRejectingPosts');
+    expect(rejecting?.expr).toContain('sms_receipts_rejected_total{cluster="eu", reason=~');
+    expect(rejecting?.expr.trim()).toMatch(/ > 2$/);
   });
 
   for (const [alert, cases] of Object.entries(CASES)) {
     it(`${alert}: fires on series that should fire it, stays silent on series that should not`, () => {
       // Annotations are left out of the copy under test: promtool compares them verbatim after
       // expanding $value, which would pin each test to a float; `check rules` validates their templates.
-      const groups = ruleGroups().map((g) => ({
+      const groups = ruleGroups(...RECEIPTS_ON).map((g) => ({
         ...g,
         rules: g.rules.filter((r) => r.alert === alert).map(({ annotations: _annotations, ...rule }) => rule),
       }));

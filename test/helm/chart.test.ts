@@ -486,13 +486,19 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
         SmsWorkerNoProgress: /sms_worker_last_progress_timestamp_seconds\{/,
         SmsWorkerAbsent: /sms_worker_commands_consumed_total\{/,
         SmsWorkerResultsStalled: /sms_worker_results_total/,
+        // everything-on has the receipts receiver on: its group exists.
+        SmsReceiptsRejectingPosts: /sms_receipts_rejected_total\{[^}]*reason=~"unauthorized\|/,
+        SmsReceiptsPublishFailing: /sms_receipts_rejected_total\{[^}]*reason="kafka_unavailable"/,
+        SmsReceiptsAbsent: /absent\(sms_receipts_rejected_total\{/,
       };
       for (const [alert, expr] of Object.entries(expected)) {
         expect(byName.get(alert), `alert ${alert}`).toMatch(expr);
       }
       for (const [alert, expr] of byName) {
         if (alert === 'SmsWorkerResultsStalled') continue; // user-supplied additional rule
-        expect(expr, `${alert} is scoped to this release`).toContain(`namespace="${namespace}", job="${fullname}"`);
+        // The receiver is another scrape job: its Service, <fullname>-receipts.
+        const scrapeJob = alert?.startsWith('SmsReceipts') === true ? `${fullname}-receipts` : fullname;
+        expect(expr, `${alert} is scoped to this release`).toContain(`namespace="${namespace}", job="${scrapeJob}"`);
       }
     });
 

@@ -1,5 +1,6 @@
-// The Grafana dashboard shipped in the chart: every query reads only metrics the worker exports,
-// every subject the README promises has a panel, and the chart can ship it to the Grafana sidecar.
+// The Grafana dashboard shipped in the chart: every query reads only metrics the worker or the
+// receipts receiver exports, every subject the README promises has a panel, and the chart can ship
+// it to the Grafana sidecar.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,14 +9,14 @@ import { Registry } from 'prom-client';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { createMetrics } from '../../src/metrics/metrics.ts';
+import { createReceiverMetrics } from '../../src/receipts/metrics.ts';
 import { allPanels, asSent, dashboard, queries, queryPanels } from './dashboard.ts';
 import { chartDir, ensureHelm, parseManifests, run, templateArgs, type K8sObject } from './helm.ts';
 import { metricNames } from './promql.ts';
 import { ensureBuiltTool, TOOL_BUILD_TIMEOUT_MS } from './tools.ts';
 
-/** Every series name the worker's registry exposes (histograms as their _bucket, _sum and _count). */
-async function exportedSeries(): Promise<Set<string>> {
-  const { registry } = createMetrics(new Registry());
+/** Every series name a registry exposes (histograms as their _bucket, _sum and _count). */
+async function seriesOf(registry: Registry): Promise<Set<string>> {
   const series = new Set<string>();
   for (const metric of await registry.getMetricsAsJSON()) {
     const type = String(metric.type);
@@ -26,38 +27,64 @@ async function exportedSeries(): Promise<Set<string>> {
   return series;
 }
 
+/** The series of the two processes the dashboard watches: the worker and the receipts receiver (`sms-worker receipts`). */
+async function exportedSeries(): Promise<{ worker: Set<string>; receipts: Set<string> }> {
+  return { worker: await seriesOf(createMetrics(new Registry()).registry), receipts: await seriesOf(createReceiverMetrics(new Registry()).registry) };
+}
+
+/** Which process exports a series: the worker, the receipts receiver, or neither. */
+function exporterOf(name: string, exported: { worker: Set<string>; receipts: Set<string> }): 'worker' | 'receipts' | undefined {
+  if (exported.worker.has(name)) return 'worker';
+  if (exported.receipts.has(name)) return 'receipts';
+  return undefined;
+}
+
 describe('Grafana dashboard helm/sms-worker/dashboards/sms-worker.json', () => {
-  it('every panel query names only metrics the worker exports, and names at least one', async () => {
+  it('every panel query names only metrics the worker or the receipts receiver exports (one of them per query), and names at least one', async () => {
     const exported = await exportedSeries();
     const problems: string[] = [];
+    const readers = { worker: 0, receipts: 0 };
     for (const { panel, expr } of queries) {
       const names = metricNames(expr);
       if (names.length === 0) problems.push(`${panel}: no metric in ${expr}`);
-      for (const name of names) if (!exported.has(name)) problems.push(`${panel}: ${name} is not exported by the worker`);
+      const exporters = new Set(names.map((name) => exporterOf(name, exported)));
+      for (const name of names) if (exporterOf(name, exported) === undefined) problems.push(`${panel}: ${name} is exported by neither the worker nor the receipts receiver`);
+      // Two processes, two scrape jobs: a query mixing their series would match nothing.
+      if (exporters.size > 1) problems.push(`${panel}: ${expr} mixes the worker's and the receiver's metrics`);
+      for (const exporter of exporters) if (exporter !== undefined) readers[exporter] += 1;
     }
     const variables = dashboard.templating.list.filter((v) => v.type === 'query');
     for (const v of variables) {
       const query = typeof v.query === 'string' ? v.query : v.query.query;
       const metric = /^label_values\(([a-zA-Z_:][a-zA-Z0-9_:]*)/.exec(query)?.[1];
-      if (metric === undefined || !exported.has(metric)) problems.push(`variable ${v.name}: ${query} does not read an exported metric`);
+      if (metric === undefined || exporterOf(metric, exported) === undefined) problems.push(`variable ${v.name}: ${query} does not read an exported metric`);
     }
     expect(problems).toEqual([]);
-    expect(queries.length).toBeGreaterThan(20);
+    expect(readers.worker).toBeGreaterThan(20);
+    expect(readers.receipts).toBeGreaterThanOrEqual(4);
   });
 
-  it('every query panel has a query, on the Prometheus datasource variable, filtered by $namespace and $job', () => {
+  it('every query panel has a query, on the Prometheus datasource variable, filtered by $namespace and $job (the receiver\'s by $receipts_job)', () => {
     expect(dashboard.templating.list.find((v) => v.name === 'datasource')).toMatchObject({ type: 'datasource', query: 'prometheus' });
     for (const panel of queryPanels) {
       expect(panel.targets?.length, panel.title).toBeGreaterThan(0);
       expect(panel.datasource, panel.title).toEqual({ type: 'prometheus', uid: '${datasource}' });
       for (const target of panel.targets ?? []) {
         expect(target.datasource?.uid, panel.title).toBe('${datasource}');
-        for (const selector of (target.expr ?? '').match(/sms_worker_\w+\{[^}]*\}/g) ?? []) {
+        const expr = target.expr ?? '';
+        for (const selector of expr.match(/sms_worker_\w+\{[^}]*\}/g) ?? []) {
           expect(selector, panel.title).toContain('namespace=~"$namespace", job=~"$job"');
         }
-        expect(target.expr, panel.title).toMatch(/sms_worker_\w+\{namespace=~"\$namespace", job=~"\$job"/);
+        for (const selector of expr.match(/sms_receipts_\w+\{[^}]*\}/g) ?? []) {
+          expect(selector, panel.title).toContain('namespace=~"$namespace", job=~"$receipts_job"');
+        }
+        expect(expr, panel.title).toMatch(/sms_(worker_\w+\{namespace=~"\$namespace", job=~"\$job"|receipts_\w+\{namespace=~"\$namespace", job=~"\$receipts_job")/);
       }
     }
+    expect(dashboard.templating.list.find((v) => v.name === 'receipts_job')).toMatchObject({
+      type: 'query',
+      query: { query: 'label_values(sms_receipts_rejected_total{namespace=~"$namespace"}, job)' },
+    });
     const ids = allPanels(dashboard.panels).map((p) => p.id);
     expect(new Set(ids).size).toBe(ids.length);
   });
@@ -74,6 +101,30 @@ describe('Grafana dashboard helm/sms-worker/dashboards/sms-worker.json', () => {
     expect(all).toMatch(/sms_worker_paused\{[^}]*reason="circuit_open"/);
     expect(all).toMatch(/sms_worker_dead_lettered_total/);
     expect(all).toMatch(/sms_worker_results_total\{[^}]*outcome="UNKNOWN"/);
+  });
+
+  it('shows time to send (published → call starts) p50/p99 in the row of the provider latency, beside it', () => {
+    const panel = queryPanels.find((p) => p.title === 'Time to send (published → call starts) p50/p99');
+    const exprs = (panel?.targets ?? []).map((t) => t.expr);
+    expect(exprs).toEqual([
+      expect.stringMatching(/^histogram_quantile\(0\.5, sum by \(le\) \(rate\(sms_worker_time_to_send_seconds_bucket\{/),
+      expect.stringMatching(/^histogram_quantile\(0\.99, sum by \(le\) \(rate\(sms_worker_time_to_send_seconds_bucket\{/),
+    ]);
+    const latency = queryPanels.find((p) => p.title === 'Provider request latency (all attempts)');
+    expect(panel?.gridPos?.y).toBe(latency?.gridPos?.y);
+    expect((panel?.gridPos?.x ?? 0) + (panel?.gridPos?.w ?? 0)).toBe(latency?.gridPos?.x);
+  });
+
+  it('has a "Delivery receipts" row: receipts by status and region, delivery time percentiles, rejected posts by reason, publish latency', () => {
+    const rowIndex = dashboard.panels.findIndex((p) => p.type === 'row' && p.title === 'Delivery receipts');
+    expect(rowIndex).toBeGreaterThan(-1);
+    const next = dashboard.panels.slice(rowIndex + 1).findIndex((p) => p.type === 'row');
+    const inRow = dashboard.panels.slice(rowIndex + 1, next === -1 ? undefined : rowIndex + 1 + next);
+    const exprs = inRow.flatMap((p) => (p.targets ?? []).map((t) => t.expr ?? '')).join('\n');
+    expect(exprs).toMatch(/sum by \(status, region\) \(rate\(sms_receipts_receipts_total/);
+    expect(exprs).toMatch(/histogram_quantile\(0\.99, sum by \(le\) \(rate\(sms_receipts_delivery_seconds_bucket/);
+    expect(exprs).toMatch(/sum by \(reason\) \(rate\(sms_receipts_rejected_total/);
+    expect(exprs).toMatch(/histogram_quantile\(0\.99, sum by \(le\) \(rate\(sms_receipts_publish_seconds_bucket/);
   });
 });
 
@@ -120,7 +171,7 @@ describe('dashboard queries under the real PromQL parser', () => {
   it('promtool check rules accepts every panel query (as Grafana sends it) as a recording rule', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'sms-worker-dashboard-'));
     try {
-      const rules = queries.map((q, index) => ({ record: `dashboard:query_${index}`, expr: asSent(q.expr, { rateInterval: '2m', range: '6h', namespace: '.*', job: '.*' }) }));
+      const rules = queries.map((q, index) => ({ record: `dashboard:query_${index}`, expr: asSent(q.expr, { rateInterval: '2m', range: '6h', namespace: '.*', job: '.*', receiptsJob: '.*' }) }));
       writeFileSync(path.join(dir, 'dashboard.rules.yaml'), stringify({ groups: [{ name: 'dashboard', rules }] }));
       const check = spawnSync(promtool, ['check', 'rules', 'dashboard.rules.yaml'], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
       expect(check.status, `${check.stdout}\n${check.stderr}`).toBe(0);

@@ -13,6 +13,7 @@ export interface Panel {
   title: string;
   targets?: Target[];
   datasource?: { type?: string; uid?: string };
+  gridPos?: { h: number; w: number; x: number; y: number };
   panels?: Panel[];
 }
 export interface Dashboard {
@@ -31,11 +32,15 @@ export function allPanels(panels: readonly Panel[]): Panel[] {
 export const queryPanels = allPanels(dashboard.panels).filter((p) => p.type !== 'row' && p.type !== 'text');
 export const queries = queryPanels.flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr ?? '' })));
 
-/** A query as Prometheus receives it from Grafana: the dashboard's variables replaced by these values. */
-export function asSent(expr: string, values: { rateInterval: string; range: string; namespace: string; job: string }): string {
+/**
+ * A query as Prometheus receives it from Grafana: the dashboard's variables replaced by these
+ * values (`$job`: the workers' scrape job; `$receipts_job`: the receipts receiver's).
+ */
+export function asSent(expr: string, values: { rateInterval: string; range: string; namespace: string; job: string; receiptsJob: string }): string {
   return expr
     .replaceAll('$__rate_interval', values.rateInterval)
     .replaceAll('$__range', values.range)
     .replaceAll('$namespace', values.namespace)
+    .replaceAll('$receipts_job', values.receiptsJob)
     .replaceAll('$job', values.job);
 }

@@ -3,6 +3,15 @@
 {{- printf "%s-receipts" (include "sms-worker.fullname" . | trunc 54 | trimSuffix "-") -}}
 {{- end }}
 
+{{/* PromQL label matcher for the receiver's series (its ServiceMonitor's job is its Service name). */}}
+{{- define "sms-worker.receipts.metricSelector" -}}
+{{- if .Values.prometheusRule.receiptsMetricSelector -}}
+{{- .Values.prometheusRule.receiptsMetricSelector -}}
+{{- else -}}
+{{- printf "namespace=%q, job=%q" .Release.Namespace (include "sms-worker.receipts.fullname" .) -}}
+{{- end -}}
+{{- end }}
+
 {{- define "sms-worker.receipts.selectorLabels" -}}
 app.kubernetes.io/name: {{ printf "%s-receipts" (include "sms-worker.name" .) }}
 app.kubernetes.io/instance: {{ .Release.Name }}
