@@ -6,21 +6,29 @@ import type { CommandResult } from '../src/contracts/result.ts';
 import { CommandPublisher } from '../src/kafka/command-publisher.ts';
 import { ResultReader } from '../src/kafka/result-reader.ts';
 import { createLogger } from '../src/observability/logger.ts';
+import { ReceiptReader } from '../src/kafka/receipt-reader.ts';
+import { createTopics } from '../src/kafka/admin.ts';
+import { loadReceiverConfig } from '../src/receipts/config.ts';
+import type { DeliveryReceipt } from '../src/receipts/report.ts';
+import { startReceiver } from '../src/receipts/receiver.ts';
 import { startSandbox } from '../src/sandbox/index.ts';
 import { createRegistry } from '../src/schema/codec.ts';
 import { startStack } from './stack/index.ts';
 import { Worker } from '../src/worker/runner.ts';
 import { HELP_FLAG, parseCommandArgs } from '../src/cli/connection.ts';
 import { formatTable, resultRow } from '../src/cli/result-table.ts';
+import { receiptRow } from '../src/cli/receipt-join.ts';
 
 const HELP = `sms-worker demo — the whole thing on this machine, in one command
 
 Starts (or reuses) a local Kafka + schema registry (Docker, or Java + Maven), the messaging-service
-sandbox and the worker; publishes sample commands (multi-region text, template, voice, one invalid,
-one expired); prints their results as a table; then keeps everything running until Ctrl-C.
-  --once           exit after printing the results
+sandbox, the worker and the delivery-receipts receiver; publishes sample commands (multi-region
+text, template, voice, one invalid, one expired); prints their results as a table, then the
+delivery receipts the sandbox posted for every SENT message (joined by message id); then keeps
+everything running until Ctrl-C.
+  --once           exit after printing the results and receipts
   --log-level L    the worker's log level (default warn)
-Exit codes: 0 all sample results arrived · 1 they did not within 2 minutes or something failed`;
+Exit codes: 0 all sample results and their receipts arrived · 1 they did not within 2 minutes or something failed`;
 
 function sampleCommands(now: number): { label: string; command: SendCommand }[] {
   const id = (name: string): string => `demo-${name}-${randomUUID().slice(0, 8)}`;
@@ -68,12 +76,37 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
     cleanups.push(() => stack.stop());
     say(`stack (${stack.mode}): ${stack.description}`);
 
-    const sandbox = await startSandbox({ port: 0 });
-    cleanups.push(() => sandbox.close());
-    say(`messaging-service sandbox at ${sandbox.url} (admin: ${sandbox.url}/_sandbox/stats)`);
-
     const run = randomUUID().slice(0, 6);
-    const topics = { commands: `demo.${run}.commands`, results: `demo.${run}.results`, deadLetter: `demo.${run}.dlq` };
+    const topics = { commands: `demo.${run}.commands`, results: `demo.${run}.results`, deadLetter: `demo.${run}.dlq`, receipts: `demo.${run}.receipts` };
+
+    // The receiver first: the sandbox needs its URL as the callback for delivery reports.
+    const kafka = new kafkajs.Kafka({ clientId: 'sms-worker-demo', brokers: [stack.kafkaBrokers], logLevel: kafkajs.logLevel.ERROR });
+    await createTopics(kafka, [{ topic: topics.receipts, partitions: 3 }]);
+    const receiptToken = randomUUID().replaceAll('-', '');
+    const receiver = await startReceiver(
+      loadReceiverConfig({
+        KAFKA_BROKERS: stack.kafkaBrokers,
+        SCHEMA_REGISTRY_URL: stack.schemaRegistryUrl,
+        RECEIPTS_TOPIC: topics.receipts,
+        RECEIPTS_PATH_TOKEN: receiptToken,
+        RECEIPTS_HOST: '127.0.0.1',
+        RECEIPTS_PORT: '0',
+        RECEIPTS_HTTP_PORT: '0',
+      }),
+      { logger: createLogger(values['log-level'] ?? 'warn', { component: 'receipts' }) },
+    );
+    cleanups.push(() => receiver.close());
+    say(`delivery-receipts receiver at ${receiver.url}/receipts/<token> (metrics: http://127.0.0.1:${receiver.httpPort}/metrics)`);
+
+    // Seeded so that a run shows both outcomes: 1 in 4 reports says failed, with an error code.
+    const sandbox = await startSandbox({
+      port: 0,
+      seed: 15,
+      deliveryReports: { callbackUrl: `${receiver.url}/receipts/${receiptToken}`, delayMs: 1_000, failRate: 0.25 },
+    });
+    cleanups.push(() => sandbox.close());
+    say(`messaging-service sandbox at ${sandbox.url} (admin: ${sandbox.url}/_sandbox/stats), posting delivery reports to the receiver`);
+
     const config = loadConfig({
       KAFKA_BROKERS: stack.kafkaBrokers,
       SCHEMA_REGISTRY_URL: stack.schemaRegistryUrl,
@@ -96,7 +129,6 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
     await worker.start();
     say(`worker running: metrics at http://127.0.0.1:${worker.httpPort}/metrics`);
 
-    const kafka = new kafkajs.Kafka({ clientId: 'sms-worker-demo', brokers: [stack.kafkaBrokers], logLevel: kafkajs.logLevel.ERROR });
     const registry = createRegistry(stack.schemaRegistryUrl);
     const results = new Map<string, CommandResult>();
     const reader = new ResultReader(kafka, registry, topics.results);
@@ -111,6 +143,10 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
         { fromBeginning: true },
       );
     });
+    const receipts = new Map<string, DeliveryReceipt>();
+    const receiptReader = new ReceiptReader(kafka, registry, topics.receipts);
+    cleanups.push(() => receiptReader.stop());
+    await receiptReader.start(({ receipt }) => void receipts.set(receipt.messageId, receipt), { fromBeginning: true });
     const publisher = new CommandPublisher(kafka, registry, topics.commands);
     await publisher.connect();
     cleanups.push(() => publisher.disconnect());
@@ -126,6 +162,24 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
     say(`results from ${topics.results} (read_committed):`);
     console.log(formatTable(samples.map((s) => ({ sample: s.label, ...resultRow(results.get(s.command.commandId) as CommandResult) }))));
     console.log(`\nsandbox: ${JSON.stringify(sandbox.state.stats().byAnswerCode)} answers by code; balance ${sandbox.state.balance}`);
+
+    const sentMessages = samples.flatMap((s) => (results.get(s.command.commandId)?.messages ?? []).map((m) => ({ commandId: s.command.commandId, id: m.id })));
+    const receiptsArrived = async (): Promise<boolean> => {
+      const deadline = Date.now() + 120_000;
+      while (Date.now() < deadline) {
+        if (sentMessages.every((m) => receipts.has(m.id))) return true;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      return false;
+    };
+    say(`waiting for the delivery receipts of ${sentMessages.length} sent messages…`);
+    if (!(await receiptsArrived())) {
+      say(`only ${sentMessages.filter((m) => receipts.has(m.id)).length} of ${sentMessages.length} receipts arrived within 2 minutes`);
+      await cleanup();
+      return 1;
+    }
+    say(`delivery receipts from ${topics.receipts}, joined to the results by message id:`);
+    console.log(formatTable(sentMessages.map((m) => receiptRow(receipts.get(m.id) as DeliveryReceipt, m.commandId))));
     if (values.once === true) {
       await cleanup();
       return 0;
@@ -136,6 +190,9 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
     );
     console.log(
       `  KAFKA_BROKERS=${stack.kafkaBrokers} SCHEMA_REGISTRY_URL=${stack.schemaRegistryUrl} RESULT_TOPIC=${topics.results} npm run cli -- tail --pretty`,
+    );
+    console.log(
+      `  KAFKA_BROKERS=${stack.kafkaBrokers} SCHEMA_REGISTRY_URL=${stack.schemaRegistryUrl} RESULT_TOPIC=${topics.results} RECEIPTS_TOPIC=${topics.receipts} npm run cli -- tail --receipts --pretty`,
     );
     say('Ctrl-C to stop');
     await new Promise<void>((resolve) => {

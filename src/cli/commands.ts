@@ -28,6 +28,11 @@ export const PRODUCT_COMMANDS: readonly CliCommand[] = [
     },
   },
   {
+    name: 'receipts',
+    summary: 'the delivery-report receiver: service POSTs → DeliveryReceipt records in Kafka',
+    run: async (argv) => (await import('./receipts.ts')).runReceipts(argv),
+  },
+  {
     name: 'sandbox',
     summary: 'a local sandbox of the messaging service on a port',
     run: async (argv) => (await import('./sandbox.ts')).runSandboxCommand(argv),

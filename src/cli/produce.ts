@@ -1,8 +1,12 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { pino } from 'pino';
 import { createKafka } from '../kafka/client.ts';
+import { checkBrokerCertificate } from '../kafka/tls-check.ts';
 import { createLogger } from '../observability/logger.ts';
 import { CommandPublisher } from '../kafka/command-publisher.ts';
+import { tracingSettings } from '../config/tracing.ts';
+import { ProduceTracer, type PublishSpan } from '../observability/produce-span.ts';
 import { createRegistry } from '../schema/codec.ts';
 import { parseCommandLine } from './command-json.ts';
 import { CONNECTION_FLAGS, HELP_FLAG, parseCommandArgs, requireConnection } from './connection.ts';
@@ -19,11 +23,20 @@ text {to, signature, content | templateId [+ templateData]} or voice {to, code}.
 Defaults from the environment: KAFKA_BROKERS, SCHEMA_REGISTRY_URL, COMMAND_TOPIC (sms.commands);
 TLS, SASL and registry credentials from the worker's variables (KAFKA_SSL*, KAFKA_SASL_*, SCHEMA_REGISTRY_USERNAME/PASSWORD).
 Each line is checked before anything is sent; bad lines are reported as "line N: …".
+Tracing: each command gets a producer span and its context in the record's traceparent header;
+the trace continues TRACEPARENT/TRACESTATE from the environment when given, else starts anew.
+Spans are exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the standard OTEL_* variables).
 Exit codes: 0 all published · 1 some lines rejected (the valid ones are published) · 2 usage error`;
 
 export async function runProduce(argv: readonly string[]): Promise<number> {
   const parsed = parseCommandArgs({ args: [...argv], options: { ...CONNECTION_FLAGS, ...HELP_FLAG, file: { type: 'string' } }, allowPositionals: true }, HELP);
   const connection = requireConnection(parsed.values, 'COMMAND_TOPIC');
+  const tracingProblems: string[] = [];
+  const tracing = tracingSettings(process.env, tracingProblems);
+  if (tracingProblems.length > 0) {
+    for (const problem of tracingProblems) console.error(problem);
+    return 2;
+  }
 
   const lines: string[] =
     parsed.positionals.length > 0
@@ -43,23 +56,39 @@ export async function runProduce(argv: readonly string[]): Promise<number> {
     }
   }
 
+  await checkBrokerCertificate(connection.kafka);
   const kafka = createKafka(connection.kafka, createLogger('silent'), `${connection.kafka.clientId}-produce`);
   const publisher = new CommandPublisher(kafka, createRegistry(connection.registry.url, connection.registry.auth), connection.topic);
+  // Export problems go to stderr: stdout carries one JSON line per published command.
+  const tracer = ProduceTracer.start(tracing, process.env, pino({ level: 'warn', base: { service: 'sms-worker-produce' } }, pino.destination(2)));
   await publisher.connect();
+  const spans: PublishSpan[] = [];
   try {
     const encoded = [];
+    const published = [];
     for (const { command, key } of commands) {
       try {
-        encoded.push({ key, value: await publisher.encode(command), headers: { 'sms-worker-produced-at': String(Date.now()) } });
-        console.log(JSON.stringify({ published: command.commandId, key, topic: connection.topic }));
+        const value = await publisher.encode(command);
+        const span = tracer.span(connection.topic, command.commandId);
+        spans.push(span);
+        encoded.push({ key, value, headers: { 'sms-worker-produced-at': String(Date.now()), ...span.headers } });
+        published.push({ published: command.commandId, key, topic: connection.topic, traceId: span.traceId });
       } catch (error) {
         rejected += 1;
         console.error(`command ${command.commandId}: does not match the command schema: ${error instanceof Error ? error.message : String(error)}`);
       }
     }
-    await publisher.publishRaw(encoded);
+    try {
+      await publisher.publishRaw(encoded);
+    } catch (error) {
+      for (const span of spans.splice(0)) span.end(error instanceof Error ? error : new Error(String(error)));
+      throw error;
+    }
+    for (const span of spans.splice(0)) span.end();
+    for (const line of published) console.log(JSON.stringify(line));
   } finally {
     await publisher.disconnect();
+    await tracer.shutdown();
   }
   return rejected > 0 ? 1 : 0;
 }

@@ -13,8 +13,12 @@ Faults:
   --rate-500 R --rate-502 R --rate-503 R --rate-429 R --rate-reset R --rate-hang R
   --rate-reset-after R --rate-hang-after R --rate-malformed R   (probabilities 0..1)
   --retry-after-sec S       Retry-After on 429/503      --down   answer 503 to everything
+Delivery reports (a JSON POST per accepted message, retried with backoff until answered 200):
+  --callback-url URL        where reports go (e.g. a receiver: http://host:8080/receipts/<token>)
+  --report-delay-ms 200     --report-fail-rate 0.1 (share reported 'failed' with an error code)
 Admin (HTTP): GET /_sandbox/stats, GET /_sandbox/requests, POST /_sandbox/reset,
-  POST /_sandbox/balance {"balance":"…"}, POST /_sandbox/faults {…}`;
+  POST /_sandbox/balance {"balance":"…"}, POST /_sandbox/faults {…},
+  GET|POST /_sandbox/delivery-reports {"callbackUrl","accounts":{"<key id>":url},"delayMs","failRate",…}`;
 
 /** `sms-worker sandbox`: the messaging-service sandbox, until SIGINT/SIGTERM. */
 export async function runSandboxCommand(argv: readonly string[]): Promise<number> {

@@ -3,8 +3,10 @@ import type { ValidationPolicy } from '../contracts/validate.ts';
 import { ConfigError } from '../errors.ts';
 import { connectionSettings, describeIssues, type KafkaSettings, type RegistrySettings } from './connection.ts';
 import { envSchema, type Env } from './schema.ts';
+import { tracingSettings, type TracingSettings } from './tracing.ts';
 
 export { envSchema, SECRET_VARIABLES } from './schema.ts';
+export { tracingSettings, type TracingSettings } from './tracing.ts';
 export { loadConnectionConfig, type ConnectionSettings, type KafkaSettings, type RegistrySettings } from './connection.ts';
 
 export interface WorkerConfig {
@@ -65,6 +67,8 @@ export interface WorkerConfig {
   readonly healthStallMs: number;
   readonly httpPort: number;
   readonly logLevel: Env['LOG_LEVEL'];
+  /** OpenTelemetry tracing, from the standard OTEL_* variables (off without an OTLP endpoint). */
+  readonly tracing: TracingSettings;
 }
 
 /**
@@ -74,7 +78,8 @@ export interface WorkerConfig {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   const parsed = envSchema.safeParse(env);
   const problems: string[] = [];
-  if (!parsed.success) throw new ConfigError(describeIssues(parsed.error.issues));
+  const tracing = tracingSettings(env, problems);
+  if (!parsed.success) throw new ConfigError([...describeIssues(parsed.error.issues), ...problems]);
   const e = parsed.data;
   const connection = connectionSettings(e, problems);
   if (e.PROVIDER_RETRY_MAX_DELAY_MS < e.PROVIDER_RETRY_BASE_MS) problems.push('PROVIDER_RETRY_MAX_DELAY_MS: must be at least PROVIDER_RETRY_BASE_MS');
@@ -140,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     healthStallMs: e.HEALTH_STALL_MS,
     httpPort: e.HTTP_PORT,
     logLevel: e.LOG_LEVEL,
+    tracing,
   };
 }
 

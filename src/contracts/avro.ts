@@ -1,5 +1,5 @@
 /**
- * The three public Avro schemas (schemas/*.avsc) and the one set of avsc parse options the whole
+ * The four public Avro schemas (schemas/*.avsc) and the one set of avsc parse options the whole
  * project uses for them.
  *
  * Choices, made once here so every decode in the project sees the same shapes:
@@ -30,7 +30,7 @@ export const AVRO_PARSE_OPTIONS: Readonly<{ wrapUnions: 'always' }> = Object.fre
 /** Repository root `schemas/` folder (this file is src/contracts/avro.ts). */
 export const SCHEMAS_DIR: string = join(import.meta.dirname, '..', '..', 'schemas');
 
-export type SchemaName = 'command' | 'result' | 'dead-letter';
+export type SchemaName = 'command' | 'result' | 'dead-letter' | 'delivery-receipt';
 
 /** Reads and parses one schema file as JSON, for registering it or building a variant in tests. */
 export function loadSchemaJson(name: SchemaName): Schema {
@@ -49,10 +49,13 @@ export const commandSchema: Schema = loadSchemaJson('command');
 export const resultSchema: Schema = loadSchemaJson('result');
 /** Schema JSON to register: subject `<dead-letter topic>-value`. */
 export const deadLetterSchema: Schema = loadSchemaJson('dead-letter');
+/** Schema JSON to register: subject `<receipts topic>-value` (written by `sms-worker receipts`). */
+export const deliveryReceiptSchema: Schema = loadSchemaJson('delivery-receipt');
 
 export const commandType: Type = parseSchema(commandSchema);
 export const resultType: Type = parseSchema(resultSchema);
 export const deadLetterType: Type = parseSchema(deadLetterSchema);
+export const deliveryReceiptType: Type = parseSchema(deliveryReceiptSchema);
 
 /** Fully qualified branch names, the keys of wrapped union values. */
 export const BRANCH = {

@@ -1,4 +1,4 @@
-import type { Kafka, KafkaConfig, logCreator, RetryOptions, SASLOptions } from 'kafkajs';
+import type { ISocketFactory, Kafka, KafkaConfig, logCreator, RetryOptions, SASLOptions } from 'kafkajs';
 import kafkajs from './kafkajs.ts';
 import type { KafkaSettings } from '../config/index.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -9,10 +9,17 @@ function kafkaFields(extra: Record<string, unknown>): Record<string, unknown> {
   return { component: 'kafkajs', ...extra };
 }
 
-/** kafkajs's error-level lines that only say a rebalance is under way. */
+/**
+ * kafkajs's error-level lines that only say a rebalance is under way, or what follows one: a new
+ * owner's transactional producer answered CONCURRENT_TRANSACTIONS while the previous owner's
+ * transaction is still being completed after the fence (kafkajs retries it; if the retries run
+ * out, the transaction committer logs the failure itself).
+ */
 export function isRoutineRebalance(message: string, extra: Record<string, unknown>): boolean {
   const text = `${message} ${typeof extra['error'] === 'string' ? extra['error'] : ''}`;
-  return /group is rebalancing|REBALANCE_IN_PROGRESS|rebalance in progress/i.test(text);
+  return /group is rebalancing|REBALANCE_IN_PROGRESS|rebalance in progress|CONCURRENT_TRANSACTIONS|another concurrent operation on the same transaction/i.test(
+    text,
+  );
 }
 
 /** Routes kafkajs's own log lines into the worker's structured log, at matching levels. */
@@ -43,6 +50,10 @@ function kafkaLogCreator(logger: Logger): logCreator {
 export interface KafkaClientOptions {
   /** kafkajs's own request retries; the default suits the worker (bounded, then the caller decides). */
   readonly retry?: RetryOptions;
+  /** How sockets to brokers are opened; tests route them through a proxy they can close (test/helpers/tcp-proxy.ts). */
+  readonly socketFactory?: ISocketFactory;
+  /** kafkajs's connection timeout (ms). @defaultValue 5000 */
+  readonly connectionTimeout?: number;
 }
 
 /**
@@ -57,8 +68,9 @@ export function createKafka(settings: KafkaSettings, logger: Logger, clientId = 
     logLevel: logLevel.WARN,
     logCreator: kafkaLogCreator(logger),
     retry: options.retry ?? { retries: 8, initialRetryTime: 200, maxRetryTime: 10_000 },
-    connectionTimeout: 5_000,
+    connectionTimeout: options.connectionTimeout ?? 5_000,
     requestTimeout: 30_000,
+    ...(options.socketFactory !== undefined && { socketFactory: options.socketFactory }),
   };
   if (settings.ssl !== false) config.ssl = { ...settings.ssl };
   if (settings.sasl !== undefined) config.sasl = { ...settings.sasl } as SASLOptions;

@@ -12,6 +12,8 @@ export interface OutgoingRecord {
   readonly value: Buffer;
   /** An explicit partition (the ledger's partition n belongs to command partition n); else the key decides. */
   readonly partition?: number;
+  /** Record headers (the trace context of the command a result answers). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** The consumed offsets a transaction commits for a consumer group. */
@@ -78,6 +80,8 @@ export interface FetchedRecord {
   readonly value: Buffer | null;
   readonly headers?: RawHeaders | undefined;
   readonly offset: string;
+  /** The record's Kafka timestamp, epoch ms as a string (as kafkajs gives it): when it was published. */
+  readonly timestamp?: string;
 }
 
 /** One fetched batch of one partition and the consumer's controls for it. */

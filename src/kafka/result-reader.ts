@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import type { Consumer, Kafka } from 'kafkajs';
 import { resultFromAvro } from '../contracts/result-avro.ts';
+import type { RawHeaders } from '../contracts/dead-letter.ts';
 import type { CommandResult } from '../contracts/result.ts';
 
 export interface ReadResult {
@@ -10,6 +11,8 @@ export interface ReadResult {
   readonly offset: string;
   /** Broker timestamp of the result record (ms). */
   readonly timestamp: number;
+  /** The record's headers (the worker writes the command span's `traceparent` there). */
+  readonly headers: RawHeaders | undefined;
 }
 
 /**
@@ -40,7 +43,7 @@ export class ResultReader {
         if (message.value === null) return;
         try {
           const result = resultFromAvro(await this.#registry.decode(message.value));
-          await onResult({ result, partition, offset: message.offset, timestamp: Number(message.timestamp) });
+          await onResult({ result, partition, offset: message.offset, timestamp: Number(message.timestamp), headers: message.headers });
         } catch (error) {
           options.onError?.(error, message.offset);
         }

@@ -54,6 +54,18 @@ function wrapTransaction(transaction: KafkaTransaction): Transaction {
 }
 
 /**
+ * Request retries of the transactional producers. A transaction started right after the previous
+ * one committed is refused with CONCURRENT_TRANSACTIONS until the coordinator has written the
+ * previous commit's markers (a few ms); kafkajs retries that like any retriable error, after its
+ * initial retry time (200 ms here by default), and marks commit back to back, so a send waited
+ * 200–250 ms behind its mark at the 90th percentile (60 back-to-back transactions on the local
+ * broker: p90 7–215 ms, p99 178–249 ms; with these settings p90 18 ms, p99 26–49 ms). The Java
+ * client retries this error after 20 ms for the same reason. The total time before giving up stays
+ * about what it was (10 ms doubling, 10 retries ≈ 10 s).
+ */
+export const TRANSACTION_REQUEST_RETRY = { retries: 10, initialRetryTime: 10, multiplier: 2, maxRetryTime: 10_000 } as const;
+
+/**
  * One transactional producer per input partition, with a transactional id derived from the
  * partition (`<prefix>-<topic>-<partition>`). kafkajs's `sendOffsets` carries no consumer-group
  * generation (no KIP-447), so fencing comes from the id instead, as Kafka's EOS did before 2.5:
@@ -92,7 +104,13 @@ export class TransactionalProducers implements PartitionProducers {
     }
     if (entry === undefined) {
       const created = (async () => {
-        const producer = this.#kafka.producer({ transactionalId: id, idempotent: true, maxInFlightRequests: 1, transactionTimeout: 60_000 });
+        const producer = this.#kafka.producer({
+          transactionalId: id,
+          idempotent: true,
+          maxInFlightRequests: 1,
+          transactionTimeout: 60_000,
+          retry: TRANSACTION_REQUEST_RETRY,
+        });
         await producer.connect();
         return producer;
       })();

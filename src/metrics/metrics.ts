@@ -76,6 +76,12 @@ export function createMetrics(registry: Registry = new Registry()) {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     }),
+    timeToSend: new Histogram({
+      name: `${prefix}time_to_send_seconds`,
+      help: "Time from a command record's Kafka timestamp (its publication) to the start of its first call to the messaging service.",
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [registry],
+    }),
     retries: new Counter({
       name: `${prefix}provider_retries_total`,
       help: 'Retries of calls to the messaging service, by failure class.',

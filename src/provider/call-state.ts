@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { CancelError, HTTPError, RequestError, TimeoutError } from 'got';
 import type { RetryDecision } from './backoff.ts';
 import type { AttemptOutcome, Classification, ClassifiedFailure } from './classify.ts';
+import type { AttemptInfo } from './options.ts';
 import type { OperationName } from './types.ts';
 
 export const REQUEST_ID_HEADER = 'x-uni-request-id';
@@ -31,10 +32,14 @@ export class CallState {
   /** Set when the answer's body went over the byte cap and the call was cancelled for it. */
   oversized = false;
 
-  constructor(operation: OperationName, signal: AbortSignal | undefined, deadline: number | undefined) {
+  /** This call's own attempt observer (SendOptions.onAttempt), after the client's. */
+  readonly onAttempt: ((info: AttemptInfo) => void) | undefined;
+
+  constructor(operation: OperationName, signal: AbortSignal | undefined, deadline: number | undefined, onAttempt?: (info: AttemptInfo) => void) {
     this.operation = operation;
     this.signal = signal;
     this.deadline = deadline;
+    this.onAttempt = onAttempt;
   }
 }
 

@@ -24,7 +24,7 @@ import { redactText } from './redact.ts';
 import { requestFunction } from './request-function.ts';
 import { signingQuery } from './signing.ts';
 import { resolveProviderOptions } from './options.ts';
-import type { ProviderClientOptions, ResolvedProviderOptions } from './options.ts';
+import type { AttemptInfo, ProviderClientOptions, ResolvedProviderOptions } from './options.ts';
 import { DEFAULT_USER_AGENT } from './user-agent.ts';
 import { CallState, callOf, CONTEXT_KEY, failureOf, header, outcomeOfError, REQUEST_ID_HEADER, safeCall } from './call-state.ts';
 
@@ -142,14 +142,15 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
     },
   });
 
-  function reportAttempt(call: CallState, outcome: 'success' | ClassifiedFailure): void {
+  function reportAttempt(call: CallState, outcome: 'success' | ClassifiedFailure, successRequestId?: string): void {
     if (call.reportedAttempt === call.attempts) return;
     call.reportedAttempt = call.attempts;
     const durationMs = performance.now() - call.attemptStartedAt;
-    safeCall(
-      config.onAttempt,
+    const rawRequestId = outcome === 'success' ? successRequestId : outcome.requestId;
+    const requestId = rawRequestId === undefined ? undefined : redactText(rawRequestId, secrets);
+    const info: AttemptInfo =
       outcome === 'success'
-        ? { operation: call.operation, attempt: call.attempts, durationMs, outcome }
+        ? { operation: call.operation, attempt: call.attempts, durationMs, outcome, httpStatus: 200, requestId }
         : {
             operation: call.operation,
             attempt: call.attempts,
@@ -157,8 +158,10 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
             outcome: outcome.failureClass,
             httpStatus: outcome.httpStatus,
             code: outcome.code,
-          },
-    );
+            requestId,
+          };
+    safeCall(config.onAttempt, info);
+    safeCall(call.onAttempt, info);
   }
 
   /** got's retry hook: classify the failed attempt, report it, and decide. 0 means "stop". */
@@ -222,7 +225,7 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
   async function send(request: ProviderRequest, sendOptions: SendOptions = {}): Promise<ProviderSuccess> {
     const { correlationId, deadline } = sendOptions;
     const signal = sendOptions.signal === undefined ? closing.signal : AbortSignal.any([closing.signal, sendOptions.signal]);
-    const call = new CallState(request.operation, signal, deadline);
+    const call = new CallState(request.operation, signal, deadline, sendOptions.onAttempt);
     if (signal.aborted) throw toError(call, failureOf(classifyOutcome({ kind: 'aborted' }, call.operation, Date.now())));
     const url = `${endpoint}?action=${encodeURIComponent(request.operation)}&accessKeyId=${encodeURIComponent(config.accessKeyId)}`;
 
@@ -259,7 +262,7 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
       reportAttempt(call, verdict.failure);
       throw toError(call, verdict.failure);
     }
-    reportAttempt(call, 'success');
+    reportAttempt(call, 'success', verdict.requestId);
     return { result: verdict.result, requestId: verdict.requestId, attempts: call.attempts };
   }
 

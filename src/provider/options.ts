@@ -17,6 +17,8 @@ export interface AttemptInfo {
   readonly httpStatus?: number | undefined;
   /** The provider's or our PROVIDER_* code, for failures. */
   readonly code?: string | undefined;
+  /** The service's `x-uni-request-id` of this attempt's answer, when it sent one (bounded, scrubbed of the key id and secret). */
+  readonly requestId?: string | undefined;
 }
 
 /** Reported when a retry is scheduled, before waiting `delayMs`. */

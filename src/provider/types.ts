@@ -4,6 +4,8 @@
  * the service sends: never parsed into a float.
  */
 
+import type { AttemptInfo } from './options.ts';
+
 export type OperationName = 'sms.message.send' | 'sms.voice.verification.send';
 
 /** Body of `sms.message.send`. Exactly one of `content` and `templateId`. */
@@ -72,9 +74,13 @@ export interface ProviderClient {
   /**
    * `correlationId` is sent as the `X-Correlation-Id` header so the service side can tie requests
    * to commands. `deadline` (epoch ms, e.g. the command's expiresAt): no retry starts at or after
-   * it (the error's stopReason is then `deadline`).
+   * it (the error's stopReason is then `deadline`). `onAttempt` observes this call's attempts
+   * (after the client's own observer): how a command's trace gets one span per HTTP attempt.
    */
-  send(request: ProviderRequest, options?: { signal?: AbortSignal; correlationId?: string; deadline?: number }): Promise<ProviderSuccess>;
+  send(
+    request: ProviderRequest,
+    options?: { signal?: AbortSignal; correlationId?: string; deadline?: number; onAttempt?: (info: AttemptInfo) => void },
+  ): Promise<ProviderSuccess>;
   /** Frees the sockets and aborts every call still in flight (code PROVIDER_ABORTED); later calls fail at once the same way. */
   close(): void;
 }

@@ -16,4 +16,7 @@ function packageVersion(): string {
   return '0.0.0';
 }
 
-export const DEFAULT_USER_AGENT = `sms-worker/${packageVersion()}`;
+/** The package's version (also the `service.version` of its traces). */
+export const PACKAGE_VERSION = packageVersion();
+
+export const DEFAULT_USER_AGENT = `sms-worker/${PACKAGE_VERSION}`;

@@ -16,11 +16,17 @@
  *   GET  /_sandbox/answer-faults                {"targets":{"<correlation id>":AnswerFaultKind},"requests":{"<id>":n}}
  *   POST /_sandbox/answer-faults {"set"?:{"<correlation id>":AnswerFaultKind},"remove"?:[id…],"clear"?:true}
  *        hostile answers aimed at single commands (answer-faults.ts); clear, then remove, then set
+ *   GET  /_sandbox/delivery-reports             {"settings":DeliveryReportSettings,"stats":DeliveryReportStats}
+ *        (callback URLs shown without user info and cut after the first path segment: tokens stay out)
+ *   POST /_sandbox/delivery-reports {"callbackUrl"?:url|null,"accounts"?:{"<access key id>":url|null},
+ *        "delayMs"?,"failRate"?,"retryBaseMs"?,"retryMaxMs"?,"maxAttempts"?,"maxQueue"?}
+ *        where accepted messages' delivery reports go (delivery-reports.ts); null removes a URL
  */
 import { z } from 'zod';
 import type { ErrorEnvelope } from './error-codes.ts';
 import { errorEnvelope, SANDBOX_ERRORS } from './error-codes.ts';
 import { ANSWER_FAULT_KINDS } from './answer-faults.ts';
+import type { DeliveryReportSettings } from './delivery-reports.ts';
 import { FAULT_KINDS } from './faults.ts';
 import type { FaultSettings } from './faults.ts';
 import type { SandboxState } from './state.ts';
@@ -60,6 +66,61 @@ export const answerFaultUpdateSchema = z.object({
 });
 
 export type AnswerFaultUpdate = z.infer<typeof answerFaultUpdateSchema>;
+
+const callbackUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048);
+
+export const deliveryReportUpdateSchema = z.object({
+  callbackUrl: callbackUrl.nullable().optional(),
+  accounts: z.record(z.string().min(1).max(256), callbackUrl.nullable()).optional(),
+  delayMs: z.number().int().min(0).max(3_600_000).optional(),
+  failRate: z.number().min(0).max(1).optional(),
+  retryBaseMs: z.number().int().min(1).max(600_000).optional(),
+  retryMaxMs: z.number().int().min(1).max(3_600_000).optional(),
+  maxAttempts: z.number().int().min(1).max(1_000).optional(),
+  maxQueue: z.number().int().min(1).max(1_000_000).optional(),
+});
+
+export type DeliveryReportUpdate = z.infer<typeof deliveryReportUpdateSchema>;
+
+/**
+ * A callback URL as the admin routes show it: origin and first path segment only, no user info.
+ * The rest is where a receiver's secret path token lives, and admin answers end up in bench and
+ * chaos logs.
+ */
+export function redactCallbackUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    const [first = '', ...rest] = url.pathname.split('/').filter((part) => part !== '');
+    return `${url.protocol}//${url.host}${first === '' ? '' : `/${first}`}${rest.length > 0 || url.search !== '' ? '/[redacted]' : ''}`;
+  } catch {
+    return '[redacted]';
+  }
+}
+
+function deliveryReportView(state: SandboxState): { settings: unknown; stats: unknown } {
+  const settings = state.deliveryReports.settings;
+  return {
+    settings: {
+      ...settings,
+      callbackUrl: settings.callbackUrl === undefined ? null : redactCallbackUrl(settings.callbackUrl),
+      accounts: Object.fromEntries(Object.entries(settings.accounts).map(([id, url]) => [id, redactCallbackUrl(url)])),
+    },
+    stats: state.deliveryReports.stats(),
+  };
+}
+
+/** Applies a delivery-report update (from HTTP, code or CLI flags): null removes a URL. */
+export function applyDeliveryReportUpdate(state: SandboxState, update: DeliveryReportUpdate): void {
+  const current = state.deliveryReports.settings;
+  const accounts: Record<string, string> = { ...current.accounts };
+  for (const [id, url] of Object.entries(update.accounts ?? {})) {
+    if (url === null) delete accounts[id];
+    else accounts[id] = url;
+  }
+  const { callbackUrl: url, accounts: _accounts, ...numbers } = update;
+  const next: Partial<DeliveryReportSettings> = { ...numbers, accounts };
+  state.deliveryReports.update(url === undefined ? next : { ...next, callbackUrl: url ?? undefined });
+}
 
 /** Applies a fault update (from HTTP or code) to the state. */
 export function applyFaultUpdate(state: SandboxState, update: FaultUpdate): void {
@@ -161,6 +222,14 @@ export function handleAdmin(state: SandboxState, method: string, url: URL, rawBo
         return invalid(error instanceof Error ? error.message : String(error));
       }
       return { status: 200, body: state.answerFaults.view() };
+    }
+    case 'GET delivery-reports':
+      return { status: 200, body: deliveryReportView(state) };
+    case 'POST delivery-reports': {
+      const parsed = deliveryReportUpdateSchema.safeParse(json.value);
+      if (!parsed.success) return invalid(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+      applyDeliveryReportUpdate(state, parsed.data);
+      return { status: 200, body: deliveryReportView(state) };
     }
     default:
       return { status: 404, body: errorEnvelope('notFound') };

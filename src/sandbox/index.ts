@@ -7,8 +7,18 @@ export { SANDBOX_ERRORS, errorEnvelope } from './error-codes.ts';
 export type { SandboxErrorDefinition, SandboxErrorKey, ErrorEnvelope } from './error-codes.ts';
 export { FAULT_KINDS, AFTER_PROCESSING, DEFAULT_FAULTS, FaultPlan, sampleLatency, seededRandom } from './faults.ts';
 export type { FaultKind, FaultSettings, LatencySpec } from './faults.ts';
-export { applyFaultUpdate, answerFaultUpdateSchema, faultUpdateSchema, handleAdmin, ADMIN_PREFIX } from './admin.ts';
-export type { AnswerFaultUpdate, FaultUpdate } from './admin.ts';
+export {
+  applyFaultUpdate,
+  applyDeliveryReportUpdate,
+  answerFaultUpdateSchema,
+  deliveryReportUpdateSchema,
+  faultUpdateSchema,
+  handleAdmin,
+  ADMIN_PREFIX,
+} from './admin.ts';
+export type { AnswerFaultUpdate, DeliveryReportUpdate, FaultUpdate } from './admin.ts';
+export { DeliveryReporter, DEFAULT_DELIVERY_REPORTS, FAILURE_CODES, buildReport, retryDelayMs, fetchPoster } from './delivery-reports.ts';
+export type { DeliveryReportBody, DeliveryReportSettings, DeliveryReportStats, ReportPoster } from './delivery-reports.ts';
 export {
   ANSWER_FAULT_KINDS,
   AnswerFaults,

@@ -8,6 +8,7 @@
  *   --latency-p99-ms 200
  *   --rate-500 0.01 --rate-502 0 --rate-503 0.01 --rate-429 0.01 --rate-reset 0.001 --rate-hang 0.001
  *   --rate-reset-after 0 --rate-hang-after 0 --rate-malformed 0 --retry-after-sec 1 --down
+ *   --callback-url URL --report-delay-ms 200 --report-fail-rate 0.1   delivery reports (delivery-reports.ts)
  */
 import { parseArgs } from 'node:util';
 import type { CountryCode } from 'libphonenumber-js';
@@ -41,6 +42,9 @@ const stringFlags = [
   'latency-ms',
   'latency-p99-ms',
   'retry-after-sec',
+  'callback-url',
+  'report-delay-ms',
+  'report-fail-rate',
   ...Object.keys(RATE_FLAGS),
 ];
 
@@ -93,6 +97,10 @@ export function parseSandboxArgs(argv: readonly string[]): SandboxOptions {
   } else if (latencyMs !== undefined && latencyMs > 0) {
     latency = { kind: 'fixed', ms: latencyMs };
   }
+  const reportDelayMs = num('report-delay-ms', (n) => Number.isInteger(n) && n >= 0 && n <= 3_600_000, 'an integer from 0 to 3600000');
+  const reportFailRate = num('report-fail-rate', (n) => n >= 0 && n <= 1, 'a probability between 0 and 1');
+  const callbackUrl = str('callback-url');
+  if (callbackUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(callbackUrl)) problems.push('--callback-url must be an http(s) URL');
   const homeRegion = str('home-region');
   if (homeRegion !== undefined && !/^[A-Z]{2}$/.test(homeRegion)) problems.push('--home-region must be a region code such as CN');
   if (problems.length > 0) throw new ConfigError(problems.map((p) => `sandbox: ${p}`));
@@ -117,6 +125,15 @@ export function parseSandboxArgs(argv: readonly string[]): SandboxOptions {
     ...(homeRegion === undefined ? {} : { homeRegion: homeRegion as CountryCode }),
     ...(seed === undefined ? {} : { seed }),
     ...(logCapacity === undefined ? {} : { logCapacity }),
+    ...(callbackUrl === undefined && reportDelayMs === undefined && reportFailRate === undefined
+      ? {}
+      : {
+          deliveryReports: {
+            ...(callbackUrl === undefined ? {} : { callbackUrl }),
+            ...(reportDelayMs === undefined ? {} : { delayMs: reportDelayMs }),
+            ...(reportFailRate === undefined ? {} : { failRate: reportFailRate }),
+          },
+        }),
   };
 }
 
@@ -125,6 +142,7 @@ export async function runSandboxFromArgs(argv: readonly string[], log: (line: st
   const options = parseSandboxArgs(argv);
   const sandbox = await startSandbox(options);
   const mode = options.accessKeySecret === undefined ? 'simple' : 'hmac';
-  log(`sandbox listening on ${sandbox.url} (auth ${mode}, balance ${sandbox.state.balance}, admin ${sandbox.url}/_sandbox/stats)`);
+  const reports = sandbox.state.deliveryReports.settings.callbackUrl === undefined ? 'off' : 'on';
+  log(`sandbox listening on ${sandbox.url} (auth ${mode}, balance ${sandbox.state.balance}, delivery reports ${reports}, admin ${sandbox.url}/_sandbox/stats)`);
   return sandbox;
 }

@@ -17,6 +17,8 @@ import type { FaultUpdate } from './admin.ts';
 import { checkAuth } from './auth.ts';
 import { failure, header, readBody, writeFault, writeJson, type Answer } from './http-io.ts';
 import { errorEnvelope } from './error-codes.ts';
+import { DEFAULT_DELIVERY_REPORTS } from './delivery-reports.ts';
+import type { DeliveryReportSettings } from './delivery-reports.ts';
 import { AFTER_PROCESSING, DEFAULT_FAULTS, seededRandom } from './faults.ts';
 import type { FaultSettings } from './faults.ts';
 import { parseMoney } from './money.ts';
@@ -45,6 +47,8 @@ export interface SandboxOptions {
   readonly seed?: number;
   /** Request log entries kept (older ones rotate out; counters do not). @defaultValue 200000 */
   readonly logCapacity?: number;
+  /** Delivery reports to a callback URL (delivery-reports.ts); none unless a URL is set. */
+  readonly deliveryReports?: Partial<DeliveryReportSettings>;
 }
 
 export interface RunningSandbox {
@@ -74,6 +78,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     faults: { ...DEFAULT_FAULTS, ...options.faults },
     random,
     logCapacity: options.logCapacity ?? 200_000,
+    deliveryReports: { ...DEFAULT_DELIVERY_REPORTS, ...options.deliveryReports },
   });
   const auth = { accessKeyId: options.accessKeyId, accessKeySecret: options.accessKeySecret };
   const closing = new AbortController();
@@ -113,6 +118,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     }
     if (!result.ok) return { status: 400, envelope: result.envelope, accepted: false };
     state.charge(result.balanceMicros, result.chargedMicros, recipients, correlationId);
+    state.deliveryReports.accepted(query.get('accessKeyId') ?? undefined, result.envelope.data.messages, Date.now());
     return { status: 200, envelope: result.envelope, accepted: true };
   }
 
@@ -270,6 +276,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     close(): Promise<void> {
       closed ??= new Promise<void>((resolve) => {
         closing.abort();
+        state.deliveryReports.close();
         server.close(() => resolve());
         server.closeAllConnections();
       });

@@ -6,6 +6,8 @@
  */
 import { AnswerFaults } from './answer-faults.ts';
 import type { AnswerFaultKind } from './answer-faults.ts';
+import { DeliveryReporter } from './delivery-reports.ts';
+import type { DeliveryReportSettings, ReportPoster } from './delivery-reports.ts';
 import type { FaultKind, FaultSettings } from './faults.ts';
 import { FaultPlan } from './faults.ts';
 import { formatMoney, parseMoney } from './money.ts';
@@ -76,6 +78,8 @@ export class SandboxState {
   readonly faults: FaultPlan;
   /** Hostile answers aimed at single commands (answer-faults.ts). */
   readonly answerFaults = new AnswerFaults();
+  /** Delivery reports posted to a callback URL, when one is set (delivery-reports.ts). */
+  readonly deliveryReports: DeliveryReporter;
   readonly logCapacity: number;
   readonly #initialBalance: bigint;
   readonly #initialFaults: FaultSettings;
@@ -94,7 +98,15 @@ export class SandboxState {
   #duplicateSends = 0;
   #connections = 0;
 
-  constructor(options: { balanceMicros: bigint; faults: FaultSettings; random: () => number; logCapacity: number }) {
+  constructor(options: {
+    balanceMicros: bigint;
+    faults: FaultSettings;
+    random: () => number;
+    logCapacity: number;
+    deliveryReports: DeliveryReportSettings;
+    reportPoster?: ReportPoster;
+  }) {
+    this.deliveryReports = new DeliveryReporter(options.deliveryReports, options.random, options.reportPoster);
     this.#initialBalance = options.balanceMicros;
     this.#balance = options.balanceMicros;
     this.#initialFaults = options.faults;
@@ -201,12 +213,13 @@ export class SandboxState {
     };
   }
 
-  /** Back to the start: initial balance and faults, no answer faults, empty log, zero counters. */
+  /** Back to the start: initial balance, faults and report settings, no answer faults or queued reports, empty log, zero counters. */
   reset(): void {
     this.#balance = this.#initialBalance;
     this.faults.replace(this.#initialFaults);
     this.faults.clearQueue();
     this.answerFaults.clear();
+    this.deliveryReports.reset();
     this.#log = new Array<RequestLogEntry | undefined>(this.logCapacity);
     this.#seq = 0;
     this.#byAction.clear();

@@ -32,7 +32,7 @@ export function createRegistry(url: string, auth?: { username: string; password:
  * != NONE"). The rule is there a moment later, so registering again succeeds; a rule an operator
  * set differently still fails after the attempts.
  */
-async function registerRacing(registry: SchemaRegistry, schema: string, subject: string, attempts = 5): Promise<{ id: number }> {
+export async function registerRacing(registry: SchemaRegistry, schema: string, subject: string, attempts = 5): Promise<{ id: number }> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await registry.register({ type: SchemaType.AVRO, schema }, { subject });

@@ -33,6 +33,7 @@ export class FetchPauses {
   readonly #topic: string;
   #assigned: number[] = [];
   #gateClosed = false;
+  #stopped = false;
   /** Who holds each partition (a lane, or `lost`); a holder releases only its own hold. */
   readonly #holders = new Map<number, Set<unknown>>();
   readonly #paused = new Set<number>();
@@ -46,6 +47,12 @@ export class FetchPauses {
   assign(partitions: readonly number[]): void {
     this.#assigned = [...partitions];
     this.#holders.clear();
+    this.#apply();
+  }
+
+  /** Shutdown: nothing is fetched any more. */
+  stopFetching(): void {
+    this.#stopped = true;
     this.#apply();
   }
 
@@ -70,7 +77,7 @@ export class FetchPauses {
   }
 
   #apply(): void {
-    const plan = pausePlan(this.#assigned, this.#gateClosed, new Set(this.#holders.keys()), this.#paused);
+    const plan = pausePlan(this.#assigned, this.#gateClosed || this.#stopped, new Set(this.#holders.keys()), this.#paused);
     if (plan.pause.length > 0) {
       this.#consumer.pause(this.#topic, plan.pause);
       for (const p of plan.pause) this.#paused.add(p);

@@ -1,4 +1,5 @@
 import { isProviderError, type ProviderError } from '../provider/provider-error.ts';
+import type { AttemptInfo } from '../provider/options.ts';
 import type { FailureClass, ProviderClient, ProviderRequest, ProviderSuccess } from '../provider/types.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 import type { OutageCounter, Passage, PauseReason, ServiceGate } from './service-gate.ts';
@@ -17,11 +18,15 @@ export type SendOutcome =
  * Called around each call to the service, so the caller can keep the intent ledger: `beforeSend`
  * marks the command as being sent and resolves once the mark is committed (false: do not send —
  * the partition is lost or the lease expired); `notSent` says the call surely did not reach the
- * service and the command goes back to waiting.
+ * service and the command goes back to waiting. `onAttempt` observes each HTTP attempt (the
+ * command's trace). Each is optional: without the ledger only tracing may need them.
  */
 export interface SendHooks {
-  beforeSend(signal: AbortSignal): Promise<boolean>;
-  notSent(): void;
+  readonly beforeSend?: (signal: AbortSignal) => Promise<boolean>;
+  readonly notSent?: () => void;
+  readonly onAttempt?: (info: AttemptInfo) => void;
+  /** Called just before each call to the service starts (after `beforeSend` cleared it): time to send. */
+  readonly callStarting?: () => void;
 }
 
 export interface GuardedSenderOptions {
@@ -82,7 +87,7 @@ export class GuardedSender {
       }
       let cleared: boolean;
       try {
-        cleared = hooks === undefined || (await hooks.beforeSend(signal));
+        cleared = hooks?.beforeSend === undefined || (await hooks.beforeSend(signal));
       } catch {
         cleared = false;
       }
@@ -91,7 +96,16 @@ export class GuardedSender {
         return { kind: 'abandoned', attempts };
       }
       try {
-        const success = await this.#o.client.send(request, { correlationId, ...(expiresAt === null ? {} : { deadline: expiresAt }) });
+        hooks?.callStarting?.();
+      } catch {
+        // An observer's bug must not change what becomes of the command.
+      }
+      try {
+        const success = await this.#o.client.send(request, {
+          correlationId,
+          ...(expiresAt === null ? {} : { deadline: expiresAt }),
+          ...(hooks?.onAttempt === undefined ? {} : { onAttempt: hooks.onAttempt }),
+        });
         attempts += success.attempts;
         this.#o.outages.success();
         this.#o.gate.clear();
@@ -112,7 +126,7 @@ export class GuardedSender {
         if (this.#judge(error, wasProbe) === 'keep') {
           // Held for later: if the service surely did not send it (it never got it, or it
           // refused it: 105400, 101301), its ledger mark is withdrawn.
-          if (error.surelyNotSent || error.refused) hooks?.notSent();
+          if (error.surelyNotSent || error.refused) hooks?.notSent?.();
           continue;
         }
         if (expiresAt !== null && error.surelyNotSent && (error.stopReason === 'deadline' || now() >= expiresAt)) {

@@ -44,7 +44,11 @@ export class PartitionLanes {
     this.#o = options;
   }
 
-  /** Hands a fetched batch to its partition's lane (claiming the partition first if needed); never waits for a send. */
+  /**
+   * Hands a fetched batch to its partition's lane, claiming the partition first if needed. Never
+   * waits for a send of the current lane; only a lane being replaced (a new generation, a failure)
+   * is waited for, once.
+   */
   async accept(batch: FetchedBatch): Promise<void> {
     const { parts } = this.#o;
     const { topic, partition } = batch;
@@ -53,8 +57,15 @@ export class PartitionLanes {
     // rightful owner back); the consumer was paused for it.
     if (this.#wrappingUp || parts.ownership.isLost(topic, partition)) return;
     let lane = this.#lanes.get(key);
-    if (lane === undefined || !lane.accepting || !parts.ownership.isCurrent(lane.claim)) {
-      lane?.retire(new Error('superseded by a new claim'));
+    if (lane !== undefined && (!lane.accepting || !parts.ownership.isCurrent(lane.claim))) {
+      // A lane of an older generation, or a failed one: it ends first (a failed one gives up its
+      // claim and rewinds the consumer, which makes this batch stale).
+      lane.retire(new Error('superseded by a new claim'));
+      await lane.ended;
+      if (batch.isStale() || parts.ownership.isLost(topic, partition)) return;
+      lane = this.#lanes.get(key);
+    }
+    if (lane === undefined) {
       const claim = await parts.ownership.claim(topic, partition);
       if (this.#wrappingUp || !parts.ownership.isCurrent(claim)) return;
       lane = this.#lanes.get(key);
@@ -83,6 +94,8 @@ export class PartitionLanes {
   /** Graceful stop: no new records, every lane ended. */
   async drain(): Promise<void> {
     this.#wrappingUp = true;
+    // Nothing more is taken: stop fetching rather than fetch the same records again and again.
+    this.#o.parts.fetchPauses.stopFetching();
     this.retireAll(new Error('shutting down'));
     await Promise.all([...this.#lanes.values()].map((lane) => lane.ended));
   }
@@ -101,6 +114,8 @@ export class PartitionLanes {
         maxRecordBytes: parts.maxRecordBytes,
         maxCommandBytes: c.maxCommandBytes,
         onRegistryRetry: (error) => this.#o.log.warn({ err: error }, 'schema registry unavailable; retrying'),
+        tracer: parts.tracer,
+        timeToSend: this.#o.metrics.timeToSend,
       },
       producers: parts.producers,
       slots: this.#o.slots,

@@ -20,12 +20,16 @@ import { isProviderError } from '../provider/provider-error.ts';
 import { RegistryUnavailableError, type Codec } from '../schema/codec.ts';
 import type { GuardedSender, SendHooks, SendOutcome } from './guarded-sender.ts';
 import type { OpenMark } from './ledger-checkpoint.ts';
+import { firstCallOnly, timeToSendSeconds } from './time-to-send.ts';
+import type { CommandEnd, CommandSpan, CommandTracer } from '../observability/command-span.ts';
 
 /** A command record as the worker sees it: no client library types. */
 export interface CommandRecord {
   readonly key: Buffer | null;
   readonly value: Buffer | null;
   readonly headers?: RawHeaders | undefined;
+  /** Kafka timestamp, epoch ms as a string: when the command was published (time to send starts there). */
+  readonly timestamp?: string | undefined;
 }
 
 /**
@@ -33,8 +37,8 @@ export interface CommandRecord {
  * consumed again); `duplicate` commits it without a record (its commandId already has a result).
  */
 export type RecordOutcome =
-  | { readonly kind: 'result'; readonly result: CommandResult; readonly key: string; readonly value: Buffer }
-  | { readonly kind: 'dead-letter'; readonly record: DeadLetter; readonly key: Buffer | null; readonly value: Buffer }
+  | { readonly kind: 'result'; readonly result: CommandResult; readonly key: string; readonly value: Buffer; readonly headers?: TraceHeaders }
+  | { readonly kind: 'dead-letter'; readonly record: DeadLetter; readonly key: Buffer | null; readonly value: Buffer; readonly headers?: TraceHeaders }
   | { readonly kind: 'duplicate'; readonly commandId: string; readonly firstOffset: bigint }
   | { readonly kind: 'abandoned'; readonly maybeSent?: boolean };
 
@@ -53,7 +57,14 @@ export interface RecordHandlerDeps {
   readonly maxCommandBytes: number;
   readonly now?: () => number;
   readonly onRegistryRetry?: (error: RegistryUnavailableError) => void;
+  /** Makes each record's spans when tracing is on; undefined (the default) costs nothing. */
+  readonly tracer?: CommandTracer | undefined;
+  /** Seconds from the record's publication to the start of its first call to the service. */
+  readonly timeToSend?: { observe(seconds: number): void };
 }
+
+/** `traceparent`/`tracestate` of the command's span, written on the result or dead letter it produced. */
+type TraceHeaders = Readonly<Record<string, string>>;
 
 /** The partition's view of one record: ledger marks and the dedup window. */
 export interface RecordLane {
@@ -81,6 +92,43 @@ export async function handleRecord(
   signal: AbortSignal,
   lane: RecordLane,
 ): Promise<RecordOutcome> {
+  if (deps.tracer === undefined) return handle(message, source, deps, signal, lane, undefined);
+  const span = deps.tracer.start(message.headers, source, message.value?.length);
+  let outcome: RecordOutcome;
+  try {
+    outcome = await handle(message, source, deps, signal, lane, span);
+  } catch (error) {
+    span.fail(coerceError(error));
+    throw error;
+  }
+  span.end(spanEnd(outcome));
+  return outcome.kind === 'result' || outcome.kind === 'dead-letter' ? { ...outcome, headers: span.headers() } : outcome;
+}
+
+/** How a record's span ends: FAILED and UNKNOWN results and dead letters are errors; REJECTED is the command's fault, not the worker's. */
+function spanEnd(outcome: RecordOutcome): CommandEnd {
+  switch (outcome.kind) {
+    case 'result': {
+      const { outcome: status, error } = outcome.result;
+      return { outcome: status, code: error?.code, failed: status === 'FAILED' || status === 'UNKNOWN' };
+    }
+    case 'dead-letter':
+      return { outcome: 'DEAD_LETTER', code: outcome.record.error.code, failed: true };
+    case 'duplicate':
+      return { outcome: 'DUPLICATE', failed: false };
+    case 'abandoned':
+      return { outcome: 'ABANDONED', failed: false };
+  }
+}
+
+async function handle(
+  message: CommandRecord,
+  source: SourcePosition,
+  deps: RecordHandlerDeps,
+  signal: AbortSignal,
+  lane: RecordLane,
+  span: CommandSpan | undefined,
+): Promise<RecordOutcome> {
   const now = deps.now ?? Date.now;
   const offset = BigInt(source.offset);
   const size = checkCommandRecordSize(message, deps.maxCommandBytes);
@@ -102,6 +150,7 @@ export async function handleRecord(
     return result(unusableCommandResult({ error, commandId, source, completedAt: now() }), deps);
   }
 
+  span?.identify(command.commandId, command.operation.kind);
   const inherited = lane.inherited(offset);
   if (inherited !== undefined && deps.inDoubtPolicy === 'report') {
     lane.onInDoubt('reported');
@@ -130,19 +179,26 @@ export async function handleRecord(
   if (validation.kind === 'rejected') return result(rejectedResult({ command, source, completedAt: now() }, validation.problems), deps);
 
   let attemptedAt: number | null = null;
-  const hooks = lane.sendHooks(offset, command.commandId);
-  const marking: SendHooks | undefined =
-    hooks === undefined
-      ? undefined
-      : {
-          beforeSend: async (s) => {
-            const go = await hooks.beforeSend(s);
-            if (go) attemptedAt ??= now();
-            return go;
-          },
-          notSent: () => hooks.notSent(),
-        };
-  const outcome: SendOutcome = await deps.sender.send(validation.request, command.commandId, signal, command.expiresAt, marking);
+  const ledger = lane.sendHooks(offset, command.commandId);
+  const before = ledger?.beforeSend;
+  const hooks: SendHooks = {
+    ...(before !== undefined && {
+      beforeSend: async (s: AbortSignal) => {
+        const go = await before(s);
+        if (go) attemptedAt ??= now();
+        return go;
+      },
+    }),
+    ...(ledger?.notSent !== undefined && { notSent: ledger.notSent }),
+    ...(span !== undefined && { onAttempt: span.onAttempt }),
+    ...(deps.timeToSend !== undefined && {
+      callStarting: firstCallOnly(() => {
+        const seconds = timeToSendSeconds(message.timestamp, now());
+        if (seconds !== undefined) deps.timeToSend?.observe(seconds);
+      }),
+    }),
+  };
+  const outcome: SendOutcome = await deps.sender.send(validation.request, command.commandId, signal, command.expiresAt, hooks);
   if (outcome.kind === 'abandoned') {
     lane.releaseCommandId(command.commandId, offset);
     return { kind: 'abandoned', maybeSent: outcome.maybeSent === true };

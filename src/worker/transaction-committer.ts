@@ -45,12 +45,15 @@ export interface CommitTarget {
  * Splits records into sends whose record batches stay below `maxBytes`. A record that alone
  * exceeds it was reduced before it got here (record-handler); it still goes alone.
  */
-export function chunkBySize<T extends { key: string | Buffer | null; value: Buffer | null }>(items: readonly T[], maxBytes: number): T[][] {
+export function chunkBySize<T extends { key: string | Buffer | null; value: Buffer | null; headers?: Readonly<Record<string, string>> }>(
+  items: readonly T[],
+  maxBytes: number,
+): T[][] {
   const out: T[][] = [];
   let current: T[] = [];
   let bytes = 0;
   for (const item of items) {
-    const size = RECORD_OVERHEAD + (item.key === null ? 0 : Buffer.byteLength(item.key)) + (item.value?.length ?? 0);
+    const size = RECORD_OVERHEAD + (item.key === null ? 0 : Buffer.byteLength(item.key)) + (item.value?.length ?? 0) + headerBytes(item.headers);
     if (current.length > 0 && bytes + size > maxBytes) {
       out.push(current);
       current = [];
@@ -61,6 +64,13 @@ export function chunkBySize<T extends { key: string | Buffer | null; value: Buff
   }
   if (current.length > 0) out.push(current);
   return out;
+}
+
+function headerBytes(headers: Readonly<Record<string, string>> | undefined): number {
+  if (headers === undefined) return 0;
+  let bytes = 0;
+  for (const [key, value] of Object.entries(headers)) bytes += Buffer.byteLength(key) + Buffer.byteLength(value);
+  return bytes;
 }
 
 /**
@@ -83,11 +93,12 @@ export async function commitPrefix(
   committedOffset: () => Promise<bigint>,
   attempts = 6,
 ): Promise<{ results: number; deadLetters: number }> {
-  const results: { key: string; value: Buffer }[] = [];
-  const deadLetters: { key: Buffer | null; value: Buffer }[] = [];
+  const results: OutgoingRecord[] = [];
+  const deadLetters: OutgoingRecord[] = [];
   for (const outcome of outcomes) {
-    if (outcome.kind === 'result') results.push({ key: outcome.key, value: outcome.value });
-    else if (outcome.kind === 'dead-letter') deadLetters.push({ key: outcome.key, value: outcome.value });
+    if (outcome.kind !== 'result' && outcome.kind !== 'dead-letter') continue;
+    const record: OutgoingRecord = { key: outcome.key, value: outcome.value, ...(outcome.headers !== undefined && { headers: outcome.headers }) };
+    (outcome.kind === 'result' ? results : deadLetters).push(record);
   }
   // Sends chunked below the size limit; a send the broker still refuses as too large is split
   // finer on the next attempt (a limit lower than the one read at start-up), never redelivered.

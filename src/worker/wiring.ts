@@ -1,6 +1,7 @@
 import type { WorkerConfig } from '../config/index.ts';
 import { commandFromAvro } from '../contracts/command.ts';
 import { createKafka } from '../kafka/client.ts';
+import { checkBrokerCertificate } from '../kafka/tls-check.ts';
 import { KafkaCommandConsumer } from '../kafka/command-consumer.ts';
 import { readLatestCheckpoint } from '../kafka/ledger-store.ts';
 import { PartitionReader } from '../kafka/partition-reader.ts';
@@ -12,6 +13,8 @@ type TopicAdmin = Parameters<typeof ensureTopics>[0];
 import { TransactionalProducers } from '../kafka/transactional-producers.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
+import { CommandTracer } from '../observability/command-span.ts';
+import { startTracing } from '../observability/tracing.ts';
 import { createProviderClient } from '../provider/client.ts';
 import type { ProviderClient } from '../provider/types.ts';
 import { Codec, createRegistry } from '../schema/codec.ts';
@@ -46,6 +49,8 @@ export interface WorkerParts {
   readonly fetchPauses: FetchPauses;
   readonly commandPartitions: number;
   readonly maxRecordBytes: number;
+  /** Spans of each command, when tracing is configured (OTEL_EXPORTER_OTLP_ENDPOINT). */
+  readonly tracer: CommandTracer | undefined;
 }
 
 export interface WiringHooks {
@@ -106,6 +111,20 @@ async function setUpTopics(admin: TopicAdmin, c: WorkerConfig, log: Logger): Pro
  */
 export async function connectWorker(config: WorkerConfig, log: Logger, metrics: WorkerMetrics, hooks: WiringHooks): Promise<WorkerParts> {
   const c = config;
+  // A broker certificate the client refuses fails start-up now, not after kafkajs's retries.
+  await checkBrokerCertificate(c.kafka);
+  // Adopted first, so released last: the spans of the final commits are exported at shutdown.
+  const tracing = startTracing(c.tracing, log, 'sms-worker');
+  if (tracing !== undefined) hooks.adopt(() => tracing.shutdown(), 'tracing');
+  const tracer =
+    tracing === undefined
+      ? undefined
+      : new CommandTracer({
+          tracer: tracing.tracer,
+          consumerGroup: c.consumerGroup,
+          providerBaseUrl: c.provider.baseUrl,
+          signed: c.provider.accessKeySecret !== undefined,
+        });
   const kafka = createKafka(c.kafka, log);
   const admin = kafka.admin();
   hooks.adopt(() => admin.disconnect(), 'admin');
@@ -217,7 +236,7 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     log,
     metrics,
   });
-  return { admin, consumer, codec, client, gate, sender, producers, reader, ownership, fetchPauses, commandPartitions, maxRecordBytes };
+  return { admin, consumer, codec, client, gate, sender, producers, reader, ownership, fetchPauses, commandPartitions, maxRecordBytes, tracer };
 }
 
 function createClient(config: WorkerConfig, metrics: WorkerMetrics, log: Logger): ProviderClient {

@@ -39,7 +39,7 @@ function documentables(node: Json, path: string, out: { path: string; doc: unkno
   return out;
 }
 
-describe.each(['command', 'result', 'dead-letter'] as const satisfies readonly SchemaName[])('%s.avsc', (name) => {
+describe.each(['command', 'result', 'dead-letter', 'delivery-receipt'] as const satisfies readonly SchemaName[])('%s.avsc', (name) => {
   const json = loadSchemaJson(name) as Json;
 
   it('parses with the project options and lives in io.smsworker.v1', () => {

@@ -51,18 +51,27 @@ describe('the image entry point, laid out as the image has it', () => {
     for (const variable of ['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL', 'PROVIDER_BASE_URL', 'PROVIDER_ACCESS_KEY_ID']) expect(result.stderr).toContain(variable);
   });
 
+  it('runs the receipts receiver, which fails fast without Kafka, registry or a credential, with exit 2', () => {
+    const result = entry(['receipts']);
+    expect(result.status).toBe(2);
+    for (const variable of ['KAFKA_BROKERS', 'SCHEMA_REGISTRY_URL']) expect(result.stderr).toContain(variable);
+    const noCredential = entry(['receipts'], { KAFKA_BROKERS: 'k:9092', SCHEMA_REGISTRY_URL: 'http://r:8081' });
+    expect(noCredential.status).toBe(2);
+    expect(noCredential.stderr).toContain('RECEIPTS_PATH_TOKEN');
+  });
+
   it('finds the Avro schemas from the compiled code (the sandbox subcommand also starts)', () => {
     const schemas = spawnSync(
       process.execPath,
       [
         '--input-type=module',
         '-e',
-        "const m = await import('./dist/contracts/avro.js'); console.log(m.commandType.name, m.resultType.name, m.deadLetterType.name)",
+        "const m = await import('./dist/contracts/avro.js'); console.log(m.commandType.name, m.resultType.name, m.deadLetterType.name, m.deliveryReceiptType.name)",
       ],
       { cwd: app, encoding: 'utf8' },
     );
     expect(schemas.status, schemas.stderr).toBe(0);
-    expect(schemas.stdout.trim()).toBe('io.smsworker.v1.SendCommand io.smsworker.v1.CommandResult io.smsworker.v1.DeadLetter');
+    expect(schemas.stdout.trim()).toBe('io.smsworker.v1.SendCommand io.smsworker.v1.CommandResult io.smsworker.v1.DeadLetter io.smsworker.v1.DeliveryReceipt');
     expect(entry(['sandbox', '--help']).status).toBe(0);
   });
 });
@@ -110,7 +119,7 @@ describe('what `npm run build` puts in dist/ (what the image runs)', () => {
       ?.split('\n\n')[0]
       ?.split('\n')
       .map((line) => line.trim().split(/\s+/)[0] ?? '');
-    expect(commands).toEqual(['run', 'sandbox', 'produce', 'tail']);
+    expect(commands).toEqual(['run', 'receipts', 'sandbox', 'produce', 'tail']);
     for (const command of commands ?? []) {
       const result = entry([command, '--help']);
       expect(result.status, `${command} --help: ${result.stderr}`).toBe(0);
@@ -119,5 +128,6 @@ describe('what `npm run build` puts in dist/ (what the image runs)', () => {
     const demo = entry(['demo']);
     expect(demo.status).toBe(2);
     expect(demo.stderr).toContain('unknown command: demo');
-  });
+    // Seven node processes one after another: well past the 5 s default on a busy machine.
+  }, 60_000);
 });

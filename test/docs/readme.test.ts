@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { envSchema, SECRET_VARIABLES } from '../../src/config/index.ts';
+import { RECEIPTS_SECRET_VARIABLES, receiptsEnvSchema } from '../../src/receipts/config.ts';
 
 const readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
 
@@ -14,11 +15,14 @@ function configRows(): Map<string, string> {
   return rows;
 }
 
+/** The worker's variables and the receipts receiver's own (README "Delivery receipts"). */
+const documented: Record<string, { safeParse(value: undefined): { success: boolean; data?: unknown } }> = { ...envSchema.shape, ...receiptsEnvSchema.shape };
+
 describe('README configuration table', () => {
-  it('documents every variable the worker reads, with its real default', () => {
+  it('documents every variable the worker and the receipts receiver read, with its real default', () => {
     const rows = configRows();
     const problems: string[] = [];
-    for (const [name, schema] of Object.entries(envSchema.shape)) {
+    for (const [name, schema] of Object.entries(documented)) {
       const row = rows.get(name);
       if (row === undefined) {
         problems.push(`${name}: missing from the README`);
@@ -29,12 +33,12 @@ describe('README configuration table', () => {
       if (expected !== undefined && row !== expected) problems.push(`${name}: README says ${row}, code says ${expected}`);
       if (expected === undefined && !row.startsWith('—')) problems.push(`${name}: README gives a default (${row}) the code does not have`);
     }
-    for (const name of rows.keys()) if (!(name in envSchema.shape)) problems.push(`${name}: in the README but not read by the worker`);
+    for (const name of rows.keys()) if (!(name in documented)) problems.push(`${name}: in the README but not read by the worker or the receiver`);
     expect(problems).toEqual([]);
   });
 
   it('marks exactly the secret variables as secret', () => {
     const marked = [...readme.matchAll(/^\| `([A-Z0-9_]+)` 🔒 \|/gm)].map((m) => m[1]).sort();
-    expect(marked).toEqual([...SECRET_VARIABLES].sort());
+    expect(marked).toEqual([...SECRET_VARIABLES, ...RECEIPTS_SECRET_VARIABLES].sort());
   });
 });

@@ -124,6 +124,11 @@ function single<T extends K8sObject>(objects: K8sObject[], kind: string): T {
   return found[0] as T;
 }
 
+/** Objects of the delivery-receipts receiver (its own component label). */
+function isReceipts(o: K8sObject): boolean {
+  return o.metadata.labels?.['app.kubernetes.io/component'] === 'receipts';
+}
+
 function workerContainer(deployment: Deployment): Container {
   const container = deployment.spec.template.spec.containers.find((c) => c.name === 'sms-worker');
   expect(container, 'container sms-worker').toBeDefined();
@@ -459,7 +464,8 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
 
   describe('everything on', () => {
     it('renders ServiceMonitor, PrometheusRule, ScaledObject, TLS and SASL with an existing Secret', () => {
-      const objects = render('-f', everythingOnValues);
+      // The worker's objects; the receipts receiver (also on there) is checked in its own describe.
+      const objects = render('-f', everythingOnValues).filter((o) => !isReceipts(o));
       expect(ofKind(objects, 'Secret')).toHaveLength(0);
       expect(ofKind(objects, 'HorizontalPodAutoscaler')).toHaveLength(0);
       const scaled = single<ScaledObject>(objects, 'ScaledObject');
@@ -505,13 +511,19 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
         SmsWorkerNoProgress: /sms_worker_last_progress_timestamp_seconds\{/,
         SmsWorkerAbsent: /sms_worker_commands_consumed_total\{/,
         SmsWorkerResultsStalled: /sms_worker_results_total/,
+        // everything-on has the receipts receiver on: its group exists.
+        SmsReceiptsRejectingPosts: /sms_receipts_rejected_total\{[^}]*reason=~"unauthorized\|/,
+        SmsReceiptsPublishFailing: /sms_receipts_rejected_total\{[^}]*reason="kafka_unavailable"/,
+        SmsReceiptsAbsent: /absent\(sms_receipts_rejected_total\{/,
       };
       for (const [alert, expr] of Object.entries(expected)) {
         expect(byName.get(alert), `alert ${alert}`).toMatch(expr);
       }
       for (const [alert, expr] of byName) {
         if (alert === 'SmsWorkerResultsStalled') continue; // user-supplied additional rule
-        expect(expr, `${alert} is scoped to this release`).toContain(`namespace="${namespace}", job="${fullname}"`);
+        // The receiver is another scrape job: its Service, <fullname>-receipts.
+        const scrapeJob = alert?.startsWith('SmsReceipts') === true ? `${fullname}-receipts` : fullname;
+        expect(expr, `${alert} is scoped to this release`).toContain(`namespace="${namespace}", job="${scrapeJob}"`);
       }
     });
 
@@ -557,5 +569,148 @@ describe('helm chart and worker configuration agree', { timeout: 60_000 }, () =>
       if (rendered !== String(parsed.data)) mismatches.push(`${name}: chart ${String(rendered)} vs worker ${String(parsed.data)}`);
     }
     expect(mismatches).toEqual([]);
+  });
+});
+
+describe('helm chart: delivery receipts receiver', { timeout: 60_000 }, () => {
+  const receiptsName = `${fullname}-receipts`;
+  const TOKEN = 'RCPT-TOKEN-0123456789abcdef';
+  const PASSWORD = 'RCPT-PASSWORD-0123456789';
+  const enabled = ['--set', `receipts.enabled=true,receipts.secrets.pathToken=${TOKEN}`];
+
+  interface ReceiptsContainer extends Container {
+    name: string;
+  }
+
+  function receiptsObjects(...extra: string[]): K8sObject[] {
+    return render(...extra).filter(isReceipts);
+  }
+
+  function receiptsContainer(objects: K8sObject[]): ReceiptsContainer {
+    const deployment = single<Deployment>(objects.filter(isReceipts), 'Deployment');
+    const container = deployment.spec.template.spec.containers.find((c) => c.name === 'receipts');
+    expect(container, 'container receipts').toBeDefined();
+    return container as ReceiptsContainer;
+  }
+
+  it('is off by default: nothing of it renders', () => {
+    expect(receiptsObjects()).toEqual([]);
+  });
+
+  it('renders its own Deployment, Service, ConfigMap, Secret and PDB, with selectors apart from the worker’s', () => {
+    const all = render(...enabled);
+    const objects = all.filter(isReceipts);
+    expect(objects.map((o) => o.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Secret', 'Service'].sort());
+    for (const o of objects) expect(o.metadata.name).toBe(receiptsName);
+    const deployment = single<Deployment>(objects, 'Deployment');
+    const podLabels = deployment.spec.template.metadata.labels;
+    const workerService = all.find((o) => o.kind === 'Service' && !isReceipts(o)) as K8sObject & { spec: { selector: Record<string, string> } };
+    const matches = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
+    expect(matches(workerService.spec.selector, podLabels), 'the worker Service must not select receiver pods').toBe(false);
+    const workerPods = single<Deployment>(all.filter((o) => !isReceipts(o)), 'Deployment').spec.template.metadata.labels;
+    const service = single<K8sObject & { spec: { selector: Record<string, string>; ports: { name: string; targetPort: string }[] } }>(objects, 'Service');
+    expect(matches(service.spec.selector, workerPods), 'the receiver Service must not select worker pods').toBe(false);
+    expect(matches(service.spec.selector, podLabels)).toBe(true);
+    expect(service.spec.ports.map((p) => [p.name, p.targetPort])).toEqual([
+      ['reports', 'reports'],
+      ['http', 'http'],
+    ]);
+  });
+
+  it('runs `receipts` with probes on the metrics port, a hardened securityContext and a grace period above its shutdown timeout', () => {
+    const objects = render(...enabled);
+    const container = receiptsContainer(objects);
+    expect(container.args).toEqual(['receipts']);
+    expect(container.ports.map((p) => [p.name, p.containerPort])).toEqual([
+      ['reports', 8080],
+      ['http', 9465],
+    ]);
+    expect(container.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
+    expect(container.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'http' });
+    expect(container.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, runAsNonRoot: true });
+    const deployment = single<Deployment>(objects.filter(isReceipts), 'Deployment');
+    const configMap = single<ConfigMap>(objects.filter(isReceipts), 'ConfigMap');
+    expect(deployment.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(Number(configMap.data.RECEIPTS_SHUTDOWN_TIMEOUT_MS) / 1000);
+    // Kafka and registry settings are the worker's: its ConfigMap, then the receiver's own.
+    expect(container.envFrom).toEqual([{ configMapRef: { name: fullname } }, { configMapRef: { name: receiptsName } }]);
+  });
+
+  it('renders every receiver setting that has a default with the receiver’s own default', async () => {
+    const { receiptsEnvSchema, RECEIPTS_SECRET_VARIABLES } = await import('../../src/receipts/config.ts');
+    const configMap = single<ConfigMap>(receiptsObjects(...enabled), 'ConfigMap');
+    const mismatches: string[] = [];
+    for (const [name, schema] of Object.entries(receiptsEnvSchema.shape)) {
+      if ((RECEIPTS_SECRET_VARIABLES as readonly string[]).includes(name)) {
+        expect(configMap.data[name], `${name} is a secret`).toBeUndefined();
+        continue;
+      }
+      const parsed = (schema as { safeParse(v: undefined): { success: boolean; data?: unknown } }).safeParse(undefined);
+      if (!parsed.success || parsed.data === undefined) continue;
+      if (configMap.data[name] !== String(parsed.data)) mismatches.push(`${name}: chart ${String(configMap.data[name])} vs receiver ${String(parsed.data)}`);
+    }
+    expect(mismatches).toEqual([]);
+  });
+
+  it('keeps its token and password in its own Secret only, reached through secretKeyRef; no provider key in its pods', () => {
+    const extra = ['--set', `receipts.enabled=true,receipts.secrets.pathToken=${TOKEN},receipts.secrets.basicAuthPassword=${PASSWORD},receipts.basicAuthUsername=svc`];
+    const raw = renderRaw(...extra);
+    expect(raw).not.toContain(TOKEN);
+    expect(raw).not.toContain(PASSWORD);
+    const objects = render(...extra);
+    const secret = single<Secret>(objects.filter(isReceipts), 'Secret');
+    expect(secret.data).toEqual({ RECEIPTS_PATH_TOKEN: Buffer.from(TOKEN).toString('base64'), RECEIPTS_BASIC_PASSWORD: Buffer.from(PASSWORD).toString('base64') });
+    const container = receiptsContainer(objects);
+    expect(envVar(container, 'RECEIPTS_PATH_TOKEN')?.valueFrom?.secretKeyRef).toMatchObject({ name: receiptsName, key: 'RECEIPTS_PATH_TOKEN' });
+    expect(envVar(container, 'RECEIPTS_BASIC_PASSWORD')?.valueFrom?.secretKeyRef).toMatchObject({ name: receiptsName, key: 'RECEIPTS_BASIC_PASSWORD' });
+    expect(envVar(container, 'PROVIDER_ACCESS_KEY_ID')).toBeUndefined();
+    expect(single<ConfigMap>(objects.filter(isReceipts), 'ConfigMap').data.RECEIPTS_BASIC_USERNAME).toBe('svc');
+  });
+
+  it('refuses to render without a credential, and with report and metrics on one port', () => {
+    expect(renderFails('--set', 'receipts.enabled=true')).toMatch(/never accepts unauthenticated reports/);
+    expect(renderFails(...enabled, '--set', 'receipts.httpPort=8080')).toMatch(/must differ/);
+    expect(renderFails('--set', 'receipts.enabled=true,receipts.secrets.pathToken=short')).toMatch(/schema/);
+  });
+
+  it('everything on: Ingress with TLS and the source allow-list to the report port only, NetworkPolicy, HPA, ServiceMonitor, existing Secret', () => {
+    const objects = receiptsObjects('-f', everythingOnValues);
+    expect(ofKind(objects, 'Secret')).toHaveLength(0);
+    const ingress = single<
+      K8sObject & {
+        spec: {
+          ingressClassName: string;
+          tls: { hosts: string[]; secretName: string }[];
+          rules: { host: string; http: { paths: { path: string; backend: { service: { name: string; port: { name: string } } } }[] } }[];
+        };
+      }
+    >(objects, 'Ingress');
+    expect(ingress.metadata.annotations?.['nginx.ingress.kubernetes.io/whitelist-source-range']).toBe('203.0.113.0/24,198.51.100.16/28');
+    expect(ingress.spec.tls).toEqual([{ hosts: ['receipts.messaging.example.com'], secretName: 'receipts-messaging-tls' }]);
+    const paths = ingress.spec.rules.flatMap((r) => r.http.paths);
+    expect(paths.map((p) => [p.path, p.backend.service.name, p.backend.service.port.name])).toEqual([['/receipts', receiptsName, 'reports']]);
+    const policy = single<K8sObject & { spec: { ingress: { ports: { port: string }[]; from: Record<string, unknown>[] }[] } }>(objects, 'NetworkPolicy');
+    const reportsRule = policy.spec.ingress.find((r) => r.ports.some((p) => p.port === 'reports'));
+    expect(reportsRule?.from).toEqual([
+      { ipBlock: { cidr: '203.0.113.0/24' } },
+      { ipBlock: { cidr: '198.51.100.16/28' } },
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } },
+    ]);
+    const hpa = single<K8sObject & { spec: { scaleTargetRef: { name: string } } }>(objects, 'HorizontalPodAutoscaler');
+    expect(hpa.spec.scaleTargetRef.name).toBe(receiptsName);
+    expect(single<Deployment>(objects, 'Deployment').spec.replicas).toBeUndefined();
+    const monitor = single<K8sObject & { spec: { endpoints: { port: string }[] } }>(objects, 'ServiceMonitor');
+    expect(monitor.spec.endpoints.map((e) => e.port)).toEqual(['http']);
+    const container = receiptsContainer(objects);
+    expect(envVar(container, 'RECEIPTS_PATH_TOKEN')?.valueFrom?.secretKeyRef).toMatchObject({ name: 'sms-receipts-credentials', key: 'path-token' });
+    expect(envVar(container, 'KAFKA_SASL_PASSWORD')?.valueFrom?.secretKeyRef).toMatchObject({ name: 'sms-worker-credentials', key: 'kafka-password' });
+    expect(single<ConfigMap>(objects, 'ConfigMap').data.RECEIPTS_TRUSTED_PROXY_HOPS).toBe('1');
+  });
+
+  it('NOTES.txt tells where the service must post, and warns about an Ingress without an allow-list', () => {
+    const notes = renderNotes(helm, [...enabled, '--set', 'receipts.ingress.enabled=true']);
+    expect(notes).toContain('https://receipts.example.com/receipts/<path token>');
+    expect(notes).toContain('tail --receipts');
+    expect(notes).toContain('WARNING: receipts.ingress.sourceRanges is empty');
+    expect(renderNotes(helm, ['-f', everythingOnValues])).not.toContain('WARNING');
   });
 });

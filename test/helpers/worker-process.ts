@@ -8,11 +8,16 @@ export class WorkerProcess {
   readonly child: ChildProcess;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   output = '';
+  /** What the process wrote to stderr alone (its logs go to stdout): runtime warnings, crashes. */
+  stderr = '';
 
   constructor(env: Record<string, string>) {
     this.child = spawn(process.execPath, [MAIN, 'run'], { env: { ...process.env, ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
-    this.child.stderr?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    this.child.stderr?.on('data', (chunk: Buffer) => {
+      this.output += chunk.toString();
+      this.stderr += chunk.toString();
+    });
     this.exited = new Promise((resolve) => this.child.on('exit', (code, signal) => resolve({ code, signal })));
   }
 

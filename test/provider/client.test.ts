@@ -186,6 +186,30 @@ describe('provider client: retries', () => {
     expect(attempts.map((a) => a.outcome)).toEqual(['throttled', 'success']);
   });
 
+  it("a call's own onAttempt sees each of its attempts after the client's, with status and request id; a throwing one changes nothing", async () => {
+    sandbox.setFaults({ enqueue: [{ kind: 'http503' }], retryAfterSec: 0 });
+    const order: string[] = [];
+    const mine: AttemptInfo[] = [];
+    const success = await client({ onAttempt: (info) => order.push(`client ${info.attempt}`) }).send(TEXT_ONE, {
+      correlationId: 'cmd-observed',
+      onAttempt: (info) => {
+        order.push(`call ${info.attempt}`);
+        mine.push(info);
+        throw new Error('an observer bug');
+      },
+    });
+    expect(success.attempts).toBe(2);
+    expect(order).toEqual(['client 1', 'call 1', 'client 2', 'call 2']);
+    expect(mine.map((a) => [a.attempt, a.outcome, a.httpStatus])).toEqual([
+      [1, 'throttled', 503],
+      [2, 'success', 200],
+    ]);
+    // Each answer's own x-uni-request-id: the success's is the one the result keeps.
+    expect(mine[0]?.requestId).toEqual(expect.any(String));
+    expect(mine[0]?.requestId).not.toBe(mine[1]?.requestId);
+    expect(mine[1]?.requestId).toBe(success.requestId);
+  });
+
   it('each attempt is signed afresh (a new nonce per retry)', async () => {
     sandbox.setFaults({ enqueue: [{ kind: 'http500' }] });
     await client({ retry: { maxAttempts: 3, budgetMs: 3_000, baseDelayMs: 10, maxDelayMs: 50, retryAmbiguous: true } }).send(TEXT_ONE);

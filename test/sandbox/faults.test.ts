@@ -186,6 +186,29 @@ describe('sandbox command line', () => {
     expect(() => parseSandboxArgs(['--port', 'x', '--rate-500', '2'])).toThrowError(/--port must be a port number[\s\S]*--rate-500/);
   });
 
+  it('reads the delivery-report flags, and refuses a callback that is not an http(s) URL', () => {
+    expect(parseSandboxArgs(['--callback-url', 'http://127.0.0.1:8080/receipts/tok', '--report-delay-ms', '50', '--report-fail-rate', '0.5'])).toMatchObject({
+      deliveryReports: { callbackUrl: 'http://127.0.0.1:8080/receipts/tok', delayMs: 50, failRate: 0.5 },
+    });
+    expect(parseSandboxArgs([])).not.toHaveProperty('deliveryReports');
+    expect(() => parseSandboxArgs(['--callback-url', 'ftp://x', '--report-fail-rate', '2'])).toThrowError(
+      /--report-fail-rate[\s\S]*--callback-url must be an http\(s\) URL/,
+    );
+  });
+
+  it('starts a sandbox with delivery reports on, logging neither the secret nor the callback URL', async () => {
+    const lines: string[] = [];
+    const sandbox = await runSandboxFromArgs(['--port', '0', '--callback-url', 'http://127.0.0.1:9/receipts/tok_secret_0123456789'], (line) =>
+      lines.push(line),
+    );
+    try {
+      expect(lines[0]).toContain('delivery reports on');
+      expect(lines[0]).not.toContain('tok_secret_0123456789');
+    } finally {
+      await sandbox.close();
+    }
+  });
+
   it('starts a sandbox and logs a line without the secret', async () => {
     const lines: string[] = [];
     const sandbox = await runSandboxFromArgs(['--port', '0', '--secret', 'top-secret-value'], (line) => lines.push(line));

@@ -49,6 +49,15 @@ describe('FetchPauses', () => {
     expect(calls).toEqual(['pause t 0', 'resume t 0']);
   });
 
+  it('stops fetching every partition at shutdown, whatever the gate does', () => {
+    const { calls, consumer } = recorder();
+    const pauses = new FetchPauses(consumer, 't');
+    pauses.assign([0, 1]);
+    pauses.stopFetching();
+    pauses.setGateClosed(false);
+    expect(calls).toEqual(['pause t 0,1']);
+  });
+
   it('a new generation drops every hold', () => {
     const { calls, consumer } = recorder();
     const pauses = new FetchPauses(consumer, 't');

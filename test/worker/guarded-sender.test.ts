@@ -287,6 +287,46 @@ async function refusingService(): Promise<{ url: string; requests: () => number;
   };
 }
 
+describe('GuardedSender: the callStarting hook (time to send starts at the first)', () => {
+  it('is called before each call to the service, the re-sends of a held command included, and never when none is made', async () => {
+    const { sender } = harness({ fundsPolicy: 'pause' });
+    sandbox.state.setBalance('0.000000');
+    const id = correlationId();
+    const seen: string[] = [];
+    const hooks = {
+      beforeSend: async () => true,
+      notSent: () => undefined,
+      callStarting: () => seen.push(`call starts after ${String(requestsFor(id))} requests`),
+    };
+    const sending = track(sender.send(TEXT, id, new AbortController().signal, null, hooks));
+    await until(() => requestsFor(id) >= 2, 'a probe');
+    sandbox.state.setBalance('100.000000');
+    await until(() => sending.outcome !== undefined, 'the send');
+    expect(sending.outcome?.kind).toBe('sent');
+    // One client call per pass (maxAttempts 1), each announced before its request reached the service.
+    expect(seen).toEqual(Array.from({ length: requestsFor(id) }, (_, n) => `call starts after ${String(n)} requests`));
+
+    const refused: string[] = [];
+    const notCleared = { beforeSend: async () => false, notSent: () => undefined, callStarting: () => refused.push('call') };
+    expect((await sender.send(TEXT, correlationId(), new AbortController().signal, null, notCleared)).kind).toBe('abandoned');
+    expect(refused).toEqual([]);
+  });
+
+  it('a hook that throws changes nothing: the command is still sent', async () => {
+    const { sender } = harness();
+    const id = correlationId();
+    const hooks = {
+      beforeSend: async () => true,
+      notSent: () => undefined,
+      callStarting: () => {
+        throw new Error('observer bug');
+      },
+    };
+    expect((await sender.send(TEXT, id, new AbortController().signal, null, hooks)).kind).toBe('sent');
+    expect(sandbox.state.acceptedSends(id)).toBe(1);
+  });
+});
+
 describe('GuardedSender: throttling beyond the retry budget', () => {
   it('holds a 429 whose Retry-After exceeds the budget at the gate, probes at Retry-After and sends: nothing FAILED', async () => {
     const { sender, gate, changes, pauses } = harness({

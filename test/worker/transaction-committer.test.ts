@@ -119,6 +119,24 @@ describe('commitPrefix: a send the broker refuses as too large', () => {
   });
 });
 
+describe('commitPrefix: trace headers', () => {
+  it('publishes each result and dead letter with the headers of its command span; a record without them gets none', async () => {
+    const producers = new FakeProducers();
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const traced: RecordOutcome[] = [
+      { kind: 'result', key: 'a', value: Buffer.from('result of a'), result: undefined as never, headers: { traceparent } },
+      resultOutcome('b'),
+      { kind: 'dead-letter', key: null, value: Buffer.from('dl'), record: undefined as never, headers: { traceparent } },
+    ];
+    await commitPrefix(producers, target, traced, '3', undefined, log, async () => producers.groupOffset('cmds', 3));
+    const sends = producers.transactions[0]?.sends ?? [];
+    expect(sends.map((s) => [s.topic, s.messages.map((m) => m.headers)])).toEqual([
+      ['res', [{ traceparent }, undefined]],
+      ['dlq', [{ traceparent }]],
+    ]);
+  });
+});
+
 describe('chunkBySize', () => {
   const item = (bytes: number) => ({ key: 'k', value: Buffer.alloc(bytes) });
 
@@ -126,6 +144,12 @@ describe('chunkBySize', () => {
     // 64 overhead + 1 key + 100 value = 165 bytes each: two fit in 400, three do not.
     const chunks = chunkBySize([item(100), item(100), item(100), item(100), item(100)], 400);
     expect(chunks.map((c) => c.length)).toEqual([2, 2, 1]);
+  });
+
+  it('counts header keys and values too', () => {
+    // 165 bytes each plus a 66-byte header: 231, so only one fits in 400.
+    const withHeader = { ...item(100), headers: { traceparent: 'x'.repeat(55) } };
+    expect(chunkBySize([withHeader, withHeader, withHeader], 400).map((c) => c.length)).toEqual([1, 1, 1]);
   });
 
   it('sends a record larger than the limit alone', () => {

@@ -1,0 +1,117 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { checkpointKey, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
+import { documentedMetrics } from '../helpers/readme-metrics.ts';
+import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, workerEnv } from '../helpers/worker.ts';
+
+let sandbox: RunningSandbox;
+const cleanups: (() => Promise<unknown>)[] = [];
+beforeAll(async () => {
+  // Slow enough that sends are seen under way and a backlog is seen as lag.
+  sandbox = await startSandbox({ port: 0, faults: { latency: { kind: 'fixed', ms: 300 } } });
+});
+afterAll(async () => {
+  await sandbox.close();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+  sandbox.state.setBalance('1000.000000');
+});
+
+/** Samples of a Prometheus text exposition: `name{labels} value` → name → values. */
+function samples(text: string): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{[^}]*\})? (\S+)/.exec(line);
+    if (match === null) continue;
+    const list = out.get(match[1] ?? '') ?? [];
+    list.push(Number(match[2]));
+    out.set(match[1] ?? '', list);
+  }
+  return out;
+}
+
+describe('metrics the README lists', () => {
+  it('are each registered with their type and move in a run that exercises every path', async () => {
+    const topics = testTopics();
+    await createTopics(testKafka(), [
+      { topic: topics.commands, partitions: 1 },
+      { topic: topics.results },
+      { topic: topics.deadLetter },
+      { topic: topics.ledger, partitions: 1 },
+    ]);
+    const publisher = await publisherFor(testKafka(), topics.commands);
+    cleanups.push(() => publisher.disconnect());
+
+    // Offset 0: marked by an "earlier owner" without a result (in doubt). Offset 1: not Avro
+    // (dead letter). Offsets 2 and 3: the same commandId twice (a duplicate). Then a backlog.
+    const inDoubt = textCommand();
+    const repeated = textCommand();
+    const backlog = Array.from({ length: 8 }, () => textCommand());
+    await publisher.publishRaw([{ key: inDoubt.commandId, value: await publisher.encode(inDoubt) }]);
+    await publisher.publishRaw([{ key: 'poison', value: Buffer.from('{"not":"avro"}') }]);
+    await publisher.publish([{ command: repeated }, { command: repeated }, ...backlog.map((command) => ({ command }))]);
+    const producer = testKafka().producer();
+    await producer.connect();
+    await producer.send({
+      topic: topics.ledger,
+      messages: [
+        {
+          key: checkpointKey(topics.group, topics.commands),
+          partition: 0,
+          value: encodeCheckpoint({ next: 0n, open: [{ offset: 0n, commandId: inDoubt.commandId, at: Date.now() }] }),
+        },
+      ],
+    });
+    await producer.disconnect();
+    // The first send is answered 503 (Retry-After 1 s): one retry.
+    sandbox.state.faults.enqueue('http503');
+    const results = await ResultCollector.start(topics.results);
+    cleanups.push(() => results.stop());
+
+    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { MAX_IN_FLIGHT: '2' }));
+    cleanups.push(() => worker.stop());
+    const url = `http://127.0.0.1:${worker.httpPort}/metrics`;
+    // Scraped over HTTP, as Prometheus does, all along the run: gauges move and come back.
+    const peak = new Map<string, number>();
+    let exposition = '';
+    const scrape = async (): Promise<void> => {
+      exposition = await (await fetch(url)).text();
+      for (const [name, values] of samples(exposition)) peak.set(name, Math.max(peak.get(name) ?? 0, ...values));
+    };
+    let scraping = true;
+    const scraper = (async () => {
+      while (scraping) {
+        await scrape().catch(() => undefined);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    cleanups.push(async () => {
+      scraping = false;
+      await scraper;
+    });
+
+    await results.waitFor([inDoubt, repeated, ...backlog].map((c) => c.commandId));
+    // An empty account pauses sending until funds return.
+    sandbox.state.setBalance('0.000000');
+    const broke = textCommand();
+    await publisher.publish([{ command: broke }]);
+    await eventually(() => ((peak.get('sms_worker_paused') ?? 0) > 0 ? true : undefined), 30_000, 'the funds pause seen in /metrics');
+    sandbox.state.setBalance('1000.000000');
+    await results.waitFor([broke.commandId]);
+    await eventually(() => ((peak.get('sms_worker_duplicate_commands_total') ?? 0) > 0 ? true : undefined), 10_000, 'the duplicate counted');
+    await scrape();
+
+    const problems: string[] = [];
+    for (const metric of documentedMetrics()) {
+      const type = new RegExp(`^# TYPE ${metric.name} (\\w+)$`, 'm').exec(exposition)?.[1];
+      if (type !== metric.type) problems.push(`${metric.name}: exported as ${type ?? 'nothing'}, the README says ${metric.type}`);
+      // A counter or gauge moved if some sample was above 0 at some scrape; a histogram, if it counted an observation.
+      const moved = peak.get(metric.type === 'histogram' ? `${metric.name}_count` : metric.name) ?? 0;
+      if (!(moved > 0)) problems.push(`${metric.name}: never above 0 during the run`);
+    }
+    expect(problems).toEqual([]);
+    expect(results.byCommand.get(inDoubt.commandId)?.[0]?.outcome).toBe('UNKNOWN');
+  });
+});

@@ -1,0 +1,54 @@
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { describe, expect, it } from 'vitest';
+import { DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
+import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
+import { CommandTracer } from '../../src/observability/command-span.ts';
+import type { GuardedSender } from '../../src/worker/guarded-sender.ts';
+import { handleRecord, type RecordHandlerDeps, type RecordLane } from '../../src/worker/record-handler.ts';
+
+const TRACE = '0af7651916cd43dd8448eb211c80319c';
+const source = { topic: 'cmds', partition: 0, offset: '7' };
+const poison = { key: null, value: Buffer.from('{"not":"avro"}'), headers: { traceparent: `00-${TRACE}-b7ad6b7169203331-01` } };
+
+/** Enough of a partition for a record that never gets as far as a send. */
+const lane: RecordLane = {
+  inherited: () => undefined,
+  claimCommandId: () => undefined,
+  releaseCommandId: () => undefined,
+  sendHooks: () => undefined,
+  onInDoubt: () => undefined,
+};
+
+function deps(tracer?: CommandTracer): RecordHandlerDeps {
+  return {
+    codec: {
+      decode: async () => ({ ok: false, code: DEAD_LETTER_CODES.notConfluentFraming, message: 'not framed' }),
+      encodeResult: async () => Buffer.alloc(0),
+      encodeDeadLetter: async () => Buffer.from('dead letter'),
+    },
+    sender: undefined as unknown as GuardedSender,
+    policy: DEFAULT_VALIDATION_POLICY,
+    inDoubtPolicy: 'report',
+    maxRecordBytes: 1_000_000,
+    maxCommandBytes: 1_000_000,
+    tracer,
+  };
+}
+
+describe('handleRecord with tracing', () => {
+  it("a dead letter carries the command span's context and the span ends in ERROR with the dead-letter code", async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const tracer = new CommandTracer({ tracer: provider.getTracer('t'), consumerGroup: 'g', providerBaseUrl: 'http://p', signed: false });
+    const outcome = await handleRecord(poison, source, deps(tracer), new AbortController().signal, lane);
+    const [span] = exporter.getFinishedSpans();
+    expect(outcome.kind).toBe('dead-letter');
+    expect(outcome.kind === 'dead-letter' && outcome.headers).toEqual({ traceparent: `00-${TRACE}-${span?.spanContext().spanId}-01` });
+    expect(span?.attributes).toMatchObject({ 'sms_worker.command.outcome': 'DEAD_LETTER', 'error.type': DEAD_LETTER_CODES.notConfluentFraming });
+  });
+
+  it('without a tracer, adds no headers', async () => {
+    const outcome = await handleRecord(poison, source, deps(), new AbortController().signal, lane);
+    expect(outcome.kind === 'dead-letter' && 'headers' in outcome).toBe(false);
+  });
+});

@@ -1,0 +1,163 @@
+/**
+ * sms_worker_time_to_send_seconds: from a command record's Kafka timestamp to the start of the
+ * first call to the service for it. The pure arithmetic, the once-per-command hook, and
+ * handleRecord observing it on the worker's registry, with a scripted service client and the real
+ * Avro encoding behind a codec double (no broker, no registry).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { commandType, deadLetterType, resultType } from '../../src/contracts/avro.ts';
+import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts';
+import { DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
+import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
+import { createMetrics } from '../../src/metrics/metrics.ts';
+import type { ProviderClient, ProviderRequest, ProviderSuccess } from '../../src/provider/types.ts';
+import { GuardedSender } from '../../src/worker/guarded-sender.ts';
+import { RateLimiter } from '../../src/worker/rate-limiter.ts';
+import { handleRecord, type CommandRecord, type RecordCodec, type RecordLane } from '../../src/worker/record-handler.ts';
+import { OutageCounter, ServiceGate } from '../../src/worker/service-gate.ts';
+import { firstCallOnly, timeToSendSeconds } from '../../src/worker/time-to-send.ts';
+
+describe('timeToSendSeconds', () => {
+  it('is the seconds between the record timestamp and the call start', () => {
+    expect(timeToSendSeconds('1800000000000', 1_800_000_002_345)).toBe(2.345);
+    expect(timeToSendSeconds('1800000000000', 1_800_000_000_000)).toBe(0);
+  });
+
+  it('is 0, never negative, when the publisher clock is ahead of ours', () => {
+    expect(timeToSendSeconds('1800000005000', 1_800_000_000_000)).toBe(0);
+  });
+
+  it('is undefined without a usable timestamp (absent, not a number, Kafka -1, absurdly long)', () => {
+    for (const timestamp of [undefined, '', 'soon', '-1', '0', '1'.repeat(21)])
+      expect(timeToSendSeconds(timestamp, 1_800_000_000_000), String(timestamp)).toBeUndefined();
+  });
+});
+
+describe('firstCallOnly', () => {
+  it('reports only the first call start', () => {
+    let first = 0;
+    const callStarting = firstCallOnly(() => (first += 1));
+    callStarting();
+    callStarting();
+    callStarting();
+    expect(first).toBe(1);
+  });
+});
+
+/** Confluent framing (magic byte, schema id) around Avro bytes, as the registry client writes it. */
+function framed(schemaId: number, avro: Buffer): Buffer {
+  const header = Buffer.alloc(5);
+  header.writeInt32BE(schemaId, 1);
+  return Buffer.concat([header, avro]);
+}
+
+const codec: RecordCodec = {
+  decode: async (value) => {
+    if (value === null || value.length < 5 || value[0] !== 0) return { ok: false, code: DEAD_LETTER_CODES.notConfluentFraming, message: 'not framed' };
+    return { ok: true, value: commandType.fromBuffer(value.subarray(5)) as unknown, schemaId: value.readInt32BE(1) };
+  },
+  encodeResult: async (value) => framed(2, resultType.toBuffer(value)),
+  encodeDeadLetter: async (value) => framed(3, deadLetterType.toBuffer(value)),
+};
+
+const lane: RecordLane = {
+  inherited: () => undefined,
+  claimCommandId: () => undefined,
+  releaseCommandId: () => undefined,
+  sendHooks: () => undefined,
+  onInDoubt: () => undefined,
+};
+
+const PUBLISHED_AT = 1_800_000_000_000;
+
+/** Epoch ms the test's clock shows; the scripted service moves it on by 10 s during each call. */
+let clock = 0;
+
+class SlowService implements ProviderClient {
+  calls = 0;
+  async send(_request: ProviderRequest): Promise<ProviderSuccess> {
+    this.calls += 1;
+    clock += 10_000;
+    return {
+      result: {
+        recipients: 1,
+        messageCount: 1,
+        totalAmount: '0.050000',
+        payAmount: '0.050000',
+        virtualAmount: '0.000000',
+        messages: [{ id: 'm1', to: '+8613800138000', regionCode: 'CN', countryCode: '86', messageCount: 1, status: 'Sent', upstream: 'up', price: '0.050000' }],
+      },
+      requestId: 'req-1',
+      attempts: 1,
+    };
+  }
+  close(): void {}
+}
+
+function record(to: string, timestamp: string | undefined): CommandRecord {
+  const command: SendCommand = {
+    commandId: `c-${to}`,
+    createdAt: PUBLISHED_AT,
+    expiresAt: null,
+    metadata: {},
+    operation: { kind: 'text', to: [to], signature: 'Acme', content: 'hello' },
+  };
+  return { key: Buffer.from(command.commandId), value: framed(1, commandType.toBuffer(commandToAvro(command))), timestamp };
+}
+
+const gates: ServiceGate[] = [];
+afterEach(() => {
+  for (const gate of gates.splice(0)) gate.close();
+});
+
+async function handle(message: CommandRecord): Promise<{ observed: { count: number; sum: number }; calls: number; outcome: string }> {
+  const metrics = createMetrics();
+  const service = new SlowService();
+  const gate = new ServiceGate({
+    backoff: { insufficient_funds: { initialMs: 600_000, maxMs: 600_000 }, circuit_open: { initialMs: 600_000, maxMs: 600_000 } },
+  });
+  gates.push(gate);
+  const sender = new GuardedSender({ client: service, gate, outages: new OutageCounter(5), rateLimiter: new RateLimiter(0), fundsPolicy: 'pause' });
+  const deps = {
+    codec,
+    sender,
+    policy: DEFAULT_VALIDATION_POLICY,
+    inDoubtPolicy: 'report' as const,
+    maxRecordBytes: 1_000_000,
+    maxCommandBytes: 1_000_000,
+    now: () => clock,
+    timeToSend: metrics.timeToSend,
+  };
+  const outcome = await handleRecord(message, { topic: 'cmds', partition: 0, offset: '7' }, deps, new AbortController().signal, lane);
+  const values = (await metrics.timeToSend.get()).values;
+  const count = values.find((v) => v.metricName === 'sms_worker_time_to_send_seconds_count')?.value ?? 0;
+  const sum = values.find((v) => v.metricName === 'sms_worker_time_to_send_seconds_sum')?.value ?? 0;
+  return { observed: { count, sum }, calls: service.calls, outcome: outcome.kind === 'result' ? outcome.result.outcome : outcome.kind };
+}
+
+describe('handleRecord observes sms_worker_time_to_send_seconds', () => {
+  it('once per sent command: from the record timestamp to the start of the call, not its end', async () => {
+    clock = PUBLISHED_AT + 2_345;
+    const { observed, calls, outcome } = await handle(record('+8613800138000', String(PUBLISHED_AT)));
+    expect(outcome).toBe('SENT');
+    expect(calls).toBe(1);
+    // The call took 10 s on the test clock: measured at its end, this would be 12.345.
+    expect(observed).toEqual({ count: 1, sum: 2.345 });
+  });
+
+  it('not for a command that is never sent (rejected by validation)', async () => {
+    clock = PUBLISHED_AT + 2_345;
+    const { observed, calls, outcome } = await handle(record('+86 not a number', String(PUBLISHED_AT)));
+    expect(outcome).toBe('REJECTED');
+    expect(calls).toBe(0);
+    expect(observed).toEqual({ count: 0, sum: 0 });
+  });
+
+  it('not for a record without a timestamp (the command is still sent)', async () => {
+    clock = PUBLISHED_AT + 2_345;
+    const { observed, calls, outcome } = await handle(record('+8613800138000', undefined));
+    expect(outcome).toBe('SENT');
+    expect(calls).toBe(1);
+    expect(observed).toEqual({ count: 0, sum: 0 });
+  });
+});

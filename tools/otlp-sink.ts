@@ -1,0 +1,36 @@
+/**
+ * `node tools/otlp-sink.ts [port]`: an OTLP/HTTP receiver that counts spans and discards them, for
+ * measuring what exporting traces costs the worker (point OTEL_EXPORTER_OTLP_ENDPOINT at it and
+ * run the bench). Prints its URL, then the spans received every 10 s. Bodies over 16 MiB are refused.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+const MAX_BODY_BYTES = 16 * 1024 * 1024;
+let spans = 0;
+let requests = 0;
+
+const server = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  req.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+  });
+  req.on('end', () => {
+    if (size > MAX_BODY_BYTES) return void res.writeHead(413).end();
+    requests += 1;
+    // Counting the span ids is enough; the JSON encoding has one "spanId" per span (links aside).
+    spans += (
+      Buffer.concat(chunks)
+        .toString('utf8')
+        .match(/"spanId"/g) ?? []
+    ).length;
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+});
+server.listen(Number(process.argv[2] ?? 0), '127.0.0.1', () => {
+  console.log(`OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+});
+setInterval(() => console.log(JSON.stringify({ requests, spans })), 10_000).unref();
+process.on('SIGINT', () => server.close(() => process.exit(0)));
