@@ -91,7 +91,7 @@ export function createMetrics(registry: Registry = new Registry()) {
     inFlight: new Gauge({ name: `${prefix}in_flight_sends`, help: 'Sends currently waiting for the messaging service.', registers: [registry] }),
     rateLimitShare: new Gauge({
       name: `${prefix}rate_limit_per_second`,
-      help: "This process's share of the deployment-wide RATE_LIMIT_PER_SECOND (by owned command partitions); absent without a limit.",
+      help: "This process's share of the deployment-wide RATE_LIMIT_PER_SECOND (by owned command partitions); 0 without a limit.",
       registers: [registry],
     }),
     billedMessages: new Counter({

@@ -70,7 +70,8 @@ describe('metrics the README lists', () => {
     const results = await ResultCollector.start(topics.results);
     cleanups.push(() => results.stop());
 
-    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { MAX_IN_FLIGHT: '2' }));
+    // A rate limit far above what the run sends, so its share gauge is set.
+    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { MAX_IN_FLIGHT: '2', RATE_LIMIT_PER_SECOND: '10000' }));
     cleanups.push(() => worker.stop());
     const url = `http://127.0.0.1:${worker.httpPort}/metrics`;
     // Scraped over HTTP, as Prometheus does, all along the run: gauges move and come back.
