@@ -103,6 +103,8 @@ export class PartitionLane {
   #retired = false;
   #committing: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** When the last transaction ended: results commit at most once per COMMIT_INTERVAL_MS. */
+  #lastCommitEnded = Number.NEGATIVE_INFINITY;
   #urgent: NodeJS.Immediate | undefined;
   /** Records holding an in-flight slot (taken right before their call, kept until they end). */
   readonly #slotHeld = new Set<bigint>();
@@ -358,23 +360,30 @@ export class PartitionLane {
       .catch((error: unknown) => this.#fail(error))
       .finally(() => {
         this.#committing = undefined;
+        this.#lastCommitEnded = performance.now();
         if (this.#unflushed.length > 0) this.#scheduleCommit(true);
         else if (this.#tracker.pending > 0) this.#scheduleCommit(false);
         this.#maybeEnd();
       });
   }
 
-  /** `now`: marks are waiting (a send waits for them), so commit as soon as the current one ends. */
+  /**
+   * `now`: marks are waiting (a send waits for them), so commit as soon as the current one ends.
+   * Results alone commit at most once per `commitIntervalMs`: at once when the last transaction
+   * ended longer ago than that (a quiet partition shows a result without waiting), else when the
+   * interval since it is up (a busy one batches them).
+   */
   #scheduleCommit(now: boolean): void {
     if (this.#failed || this.#committing !== undefined) return;
-    if (now) {
+    const wait = this.#ctx.commitIntervalMs - (performance.now() - this.#lastCommitEnded);
+    if (now || wait <= 0) {
       this.#urgent ??= setImmediate(() => {
         this.#urgent = undefined;
         this.#runCommit();
       });
       return;
     }
-    this.#timer ??= setTimeout(() => this.#runCommit(), this.#ctx.commitIntervalMs);
+    this.#timer ??= setTimeout(() => this.#runCommit(), wait);
   }
 
   /** Retired or failed, and nothing left in hand: commit what is done (unless failed) and end. */
