@@ -63,7 +63,7 @@ function wrapTransaction(transaction: KafkaTransaction): Transaction {
  * these settings p90 9 ms, p99 20 ms, max 29–39 ms. In the open-loop bench (40% load, log-normal
  * upstream) the time to send's p99 went from 139 ms (10 ms doubling) to 107 ms (5 ms × 1.3). The
  * Java client retries this error after 20 ms for the same reason. Giving up still takes seconds
- * (25 retries growing by 1.3 reach about 8 s in all).
+ * (25 retries growing by 1.3 add up to about 12 s).
  */
 export const TRANSACTION_REQUEST_RETRY = { retries: 25, initialRetryTime: 5, multiplier: 1.3, maxRetryTime: 10_000 } as const;
 
