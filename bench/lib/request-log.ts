@@ -3,7 +3,7 @@
  * nothing is lost to the sandbox's ring buffer and every request keeps its arrival time and
  * correlation id (= commandId) for the chaos run's checks.
  */
-import type { RequestLogView } from '../../src/sandbox/state.ts';
+import type { RequestLogSummary } from '../../src/sandbox/state.ts';
 import { sleep } from './proc.ts';
 import type { SandboxProcess } from './sandbox.ts';
 
@@ -64,7 +64,7 @@ export class RequestLogCollector {
   }
 
   async poll(): Promise<void> {
-    const entries: RequestLogView[] = await this.#sandbox.requests(this.#settledBelow - 1);
+    const entries: RequestLogSummary[] = await this.#sandbox.requestSummaries(this.#settledBelow - 1);
     for (const e of entries) {
       if (this.bySeq.has(e.seq)) continue;
       this.bySeq.set(e.seq, {

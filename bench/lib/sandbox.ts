@@ -2,7 +2,7 @@
  * The messaging-service sandbox in its own process (`sms-worker sandbox`), steered over its
  * /_sandbox/ admin routes, so its CPU is charged to nobody in the measurement.
  */
-import type { RequestLogView, SandboxStats } from '../../src/sandbox/state.ts';
+import type { RequestLogSummary, RequestLogView, SandboxStats } from '../../src/sandbox/state.ts';
 import type { FaultUpdate } from '../../src/sandbox/admin.ts';
 import type { LatencySpec } from '../../src/sandbox/faults.ts';
 import { eventually, PollAbort } from '../../tools/poll.ts';
@@ -71,6 +71,11 @@ export class SandboxProcess {
    */
   async requests(since: number, limit = 100_000): Promise<RequestLogView[]> {
     return (await this.#admin<{ entries: RequestLogView[] }>('GET', `requests?since=${since}&limit=${limit}`)).entries;
+  }
+
+  /** The same without the bodies: cheap enough to poll while measuring (see RequestLogCollector). */
+  async requestSummaries(since: number, limit = 100_000): Promise<RequestLogSummary[]> {
+    return (await this.#admin<{ entries: RequestLogSummary[] }>('GET', `requests?since=${since}&limit=${limit}&bodies=false`)).entries;
   }
 
   /** Sets the account balance (a decimal string): "0" makes every send a 105400 InsufficientFunds. */

@@ -4,7 +4,7 @@
  *
  *   GET  /_sandbox/health                       {"ok":true}
  *   GET  /_sandbox/stats                        SandboxStats
- *   GET  /_sandbox/requests?limit=&since=&correlationId=&action=
+ *   GET  /_sandbox/requests?limit=&since=&correlationId=&action=&bodies=false
  *                                               {"total":n,"entries":[RequestLogView…]} (limit defaults to 1000)
  *   GET  /_sandbox/correlations?min=2           {"counts":{"<correlation id>":n}} accepted sends per id ≥ min
  *   POST /_sandbox/reset                        initial balance and faults, empty log and counters
@@ -176,12 +176,14 @@ export function handleAdmin(state: SandboxState, method: string, url: URL, rawBo
       const correlationId = query.get('correlationId') ?? undefined;
       const action = query.get('action') ?? undefined;
       const since = optionalInt(query.get('since'));
-      const entries = state.requests({
+      const filter = {
         limit: optionalInt(query.get('limit')) ?? 1000,
         ...(since === undefined ? {} : { since }),
         ...(correlationId === undefined ? {} : { correlationId }),
         ...(action === undefined ? {} : { action }),
-      });
+      };
+      // bodies=false: the entries without their bodies (cheap to poll).
+      const entries = query.get('bodies') === 'false' ? state.requestSummaries(filter) : state.requests(filter);
       return { status: 200, body: { total: state.stats().requests, entries } };
     }
     case 'GET correlations':

@@ -172,6 +172,20 @@ describe('sandbox: admin routes', () => {
     expect(requests.raw).not.toContain(SECRET);
   });
 
+  it('GET requests?bodies=false leaves the bodies out (what the benchmarks poll)', async () => {
+    await call(`/?${query('sms.message.send')}`, {
+      body: { to: ['+8613800138000'], signature: 'Acme', content: 'hi' },
+      headers: { 'x-correlation-id': 'c-2' },
+    });
+    const brief = await call('/_sandbox/requests?correlationId=c-2&bodies=false', { method: 'GET' });
+    expect(brief.body).toMatchObject({ entries: [{ correlationId: 'c-2', httpStatus: 200, accepted: true }] });
+    const [entry] = (brief.body as { entries: Record<string, unknown>[] }).entries;
+    expect(entry).not.toHaveProperty('body');
+    expect(entry).not.toHaveProperty('rawBody');
+    const full = await call('/_sandbox/requests?correlationId=c-2', { method: 'GET' });
+    expect((full.body as { entries: Record<string, unknown>[] }).entries[0]).toHaveProperty('body');
+  });
+
   it('POST balance sets it; a bad balance is refused', async () => {
     expect((await call('/_sandbox/balance', { body: { balance: '2.5' } })).body).toEqual({ balance: '2.500000' });
     expect(sandbox.state.balance).toBe('2.500000');
