@@ -47,7 +47,8 @@ export interface TransactionalSession {
 /** One transactional producer per input partition (see TransactionalProducers). */
 export interface PartitionProducers {
   /**
-   * The partition's producer, connected; created (and earlier owners fenced) on first use.
+   * The partition's producer, connected; created on first use, and earlier owners fenced (their
+   * open transaction aborted) before it returns.
    * `generation` is the group generation of the caller's claim: a caller from an older generation
    * than the producer's, or than the latest one that fenced, gets `FencedError` — inside one
    * process too, so a batch left over from a previous generation can neither reuse the new

@@ -114,6 +114,18 @@ export class TransactionalProducers implements PartitionProducers {
           retry: TRANSACTION_REQUEST_RETRY,
         });
         await producer.connect();
+        // connect() only initialises kafkajs's idempotent producer id, without the transactional
+        // id: the previous owner is not fenced and its open transaction not aborted until the first
+        // transaction() sends InitProducerId with the id. Do that now, so the claim that creates
+        // the producer fences before it reads the ledger (and the first mark does not pay for it).
+        // An empty transaction aborts locally: no partitions, no EndTxn.
+        try {
+          const first = await classified(() => producer.transaction());
+          await classified(() => first.abort());
+        } catch (error) {
+          await producer.disconnect().catch(() => undefined);
+          throw error;
+        }
         return producer;
       })();
       entry = { generation, producer: created };
