@@ -65,6 +65,7 @@ const { values: args } = parseArgs({
     seed: { type: 'string', default: '7' },
     'worker-node-options': { type: 'string' },
     'open-loop-seconds': { type: 'string', default: '60' },
+    'open-loop-warmup': { type: 'string', default: '10' },
     'open-loop-load': { type: 'string', default: '0.4' },
     'open-loop-rate': { type: 'string' },
     'client-requests': { type: 'string', default: '20000' },
@@ -78,7 +79,7 @@ const { values: args } = parseArgs({
 });
 if (args.help === true) {
   console.log(
-    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-load 0.4 | --open-loop-rate N] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)]',
+    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)]',
   );
   process.exit(0);
 }
@@ -116,6 +117,8 @@ const nonNegativeInt = (name: string, raw: string): number => (raw === '0' ? 0 :
 const given = (name: string): boolean => process.argv.some((a) => a === `--${name}` || a.startsWith(`--${name}=`));
 const section = (name: string, raw: string): string => (ONLY_LEDGER && !given(name) ? '0' : raw);
 const OPEN_LOOP_SECONDS = nonNegativeInt('open-loop-seconds', section('open-loop-seconds', args['open-loop-seconds']));
+/** Seconds published at the same rate before the measured ones, and reported apart (start-up). */
+const OPEN_LOOP_WARMUP = nonNegativeInt('open-loop-warmup', args['open-loop-warmup']);
 const OPEN_LOOP_LOAD = Number(args['open-loop-load']);
 /** The open-loop run with the intent ledger on (as shipped) and, for comparison, off: a command waits for its mark's transaction before its send. */
 const OPEN_LOOP_LEDGER = args['open-loop-ledger'].split(',').map((v) => {
@@ -616,6 +619,7 @@ async function main(): Promise<number> {
           inFlight: WORKER_IN_FLIGHT,
           ratePerSecond: rate,
           seconds: OPEN_LOOP_SECONDS,
+          warmupSeconds: OPEN_LOOP_WARMUP,
           seed: SEED + 2,
           meanLatencyMs,
           ledger,
@@ -677,6 +681,7 @@ async function main(): Promise<number> {
             workerInFlight: WORKER_IN_FLIGHT,
             seed: SEED,
             openLoopSeconds: OPEN_LOOP_SECONDS,
+            openLoopWarmupSeconds: OPEN_LOOP_WARMUP,
             clientRequests: CLIENT_REQUESTS,
             scaleOut: SCALE_OUT,
             scaleOutCommandsPerProcess: SCALE_OUT_COMMANDS,
