@@ -9,17 +9,47 @@ function kafkaFields(extra: Record<string, unknown>): Record<string, unknown> {
   return { component: 'kafkajs', ...extra };
 }
 
-/**
- * kafkajs's error-level lines that only say a rebalance is under way, or what follows one: a new
- * owner's transactional producer answered CONCURRENT_TRANSACTIONS while the previous owner's
- * transaction is still being completed after the fence (kafkajs retries it; if the retries run
- * out, the transaction committer logs the failure itself).
- */
+/** kafkajs's error-level lines that only say a rebalance is under way (a few per rebalance). */
 export function isRoutineRebalance(message: string, extra: Record<string, unknown>): boolean {
-  const text = `${message} ${typeof extra['error'] === 'string' ? extra['error'] : ''}`;
-  return /group is rebalancing|REBALANCE_IN_PROGRESS|rebalance in progress|CONCURRENT_TRANSACTIONS|another concurrent operation on the same transaction/i.test(
-    text,
-  );
+  return /group is rebalancing|REBALANCE_IN_PROGRESS|rebalance in progress/i.test(lineText(message, extra));
+}
+
+/**
+ * kafkajs's error-level lines for CONCURRENT_TRANSACTIONS: a transaction begun while the broker
+ * still writes the previous one's commit markers (marks commit back to back, so this is routine
+ * under load), or a new owner's first one while the fenced owner's is being aborted. kafkajs
+ * retries it within milliseconds; if the retries run out, the transaction committer logs that.
+ */
+export function isConcurrentTransactions(message: string, extra: Record<string, unknown>): boolean {
+  return /CONCURRENT_TRANSACTIONS|another concurrent operation on the same transaction/i.test(lineText(message, extra));
+}
+
+function lineText(message: string, extra: Record<string, unknown>): string {
+  return `${message} ${typeof extra['error'] === 'string' ? extra['error'] : ''}`;
+}
+
+type LineLevel = 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'drop';
+
+/** The level a kafkajs log line gets in the worker's log (pure, so each rule is tested). */
+export function kafkaLineLevel(level: number, message: string, extra: Record<string, unknown>): LineLevel {
+  // Our transactional producers retry a bounded number of times on purpose: a transaction
+  // that cannot complete is aborted and redone with a fresh producer (transaction-committer).
+  if (message.startsWith('Limiting retries for the idempotent producer')) return 'drop';
+  // kafkajs's one-time notice that its v2 default partitioner differs from v1's: nothing here
+  // depends on v1's partitioning (results are keyed by commandId, the ledger names partitions).
+  if (message.startsWith('KafkaJS v2.0.0 switched default partitioner')) return 'drop';
+  if (level === logLevel.ERROR) {
+    // Retried at once, and frequent under load (up to one per transaction): debug, or the
+    // default log level would carry a line or two per transaction.
+    if (isConcurrentTransactions(message, extra)) return 'debug';
+    // A rebalance is routine (pods start, stop, scale): kafkajs logs each heartbeat answered
+    // "group is rebalancing" as an error; it is information.
+    if (isRoutineRebalance(message, extra)) return 'info';
+    return 'error';
+  }
+  if (level === logLevel.WARN) return 'warn';
+  if (level === logLevel.INFO) return 'debug';
+  return 'trace';
 }
 
 /** Routes kafkajs's own log lines into the worker's structured log, at matching levels. */
@@ -27,23 +57,8 @@ function kafkaLogCreator(logger: Logger): logCreator {
   return () =>
     ({ level, log }) => {
       const { message, timestamp: _timestamp, logger: _logger, ...extra } = log;
-      // Our transactional producers retry a bounded number of times on purpose: a transaction
-      // that cannot complete is aborted and redone with a fresh producer (transaction-committer).
-      if (message.startsWith('Limiting retries for the idempotent producer')) return;
-      // kafkajs's one-time notice that its v2 default partitioner differs from v1's: nothing here
-      // depends on v1's partitioning (results are keyed by commandId, the ledger names partitions).
-      if (message.startsWith('KafkaJS v2.0.0 switched default partitioner')) return;
-      // A rebalance is routine (pods start, stop, scale): kafkajs logs each heartbeat answered
-      // "group is rebalancing" as an error; it is information.
-      if (level === logLevel.ERROR && isRoutineRebalance(message, extra)) {
-        logger.info(kafkaFields(extra), message);
-        return;
-      }
-      const child = kafkaFields(extra);
-      if (level === logLevel.ERROR) logger.error(child, message);
-      else if (level === logLevel.WARN) logger.warn(child, message);
-      else if (level === logLevel.INFO) logger.debug(child, message);
-      else logger.trace(child, message);
+      const to = kafkaLineLevel(level, message, extra);
+      if (to !== 'drop') logger[to](kafkaFields(extra), message);
     };
 }
 
