@@ -31,6 +31,11 @@ export interface PartitionLanesOptions {
  * - A new claim of a partition first waits for the partition's retiring lane to end (`handover`,
  *   called by the ownership before it fences): fencing earlier would abort the results of sends
  *   that were made, and the new owner would have to report them UNKNOWN.
+ * - A claim whose lane was retired gets no new lane: the retired lane took records (their offsets
+ *   resolved, so kafkajs fetches after them) and gave some up unsent, and a new lane of the same
+ *   claim would start after those and commit past them. kafkajs can still hand over a batch it
+ *   fetched before the rejoin; it is left unresolved, and the next generation fetches from the
+ *   committed offset.
  * - A lane that fails (a commit failed, a bug) gives up its claim and rewinds the consumer to the
  *   committed offset, so the next batch claims afresh (fence, recover) and nothing is skipped; a
  *   fenced one loses the partition until the next generation.
@@ -38,6 +43,8 @@ export interface PartitionLanesOptions {
 export class PartitionLanes {
   readonly #o: PartitionLanesOptions;
   readonly #lanes = new Map<string, PartitionLane>();
+  /** Claims whose lane was retired: no new lane for them (see the class comment). */
+  readonly #retiredClaims = new WeakSet<PartitionLane['claim']>();
   #wrappingUp = false;
 
   constructor(options: PartitionLanesOptions) {
@@ -60,14 +67,14 @@ export class PartitionLanes {
     if (lane !== undefined && (!lane.accepting || !parts.ownership.isCurrent(lane.claim))) {
       // A lane of an older generation, or a failed one: it ends first (a failed one gives up its
       // claim and rewinds the consumer, which makes this batch stale).
-      lane.retire(new Error('superseded by a new claim'));
+      this.#retire(lane, new Error('superseded by a new claim'));
       await lane.ended;
       if (batch.isStale() || parts.ownership.isLost(topic, partition)) return;
       lane = this.#lanes.get(key);
     }
     if (lane === undefined) {
       const claim = await parts.ownership.claim(topic, partition);
-      if (this.#wrappingUp || !parts.ownership.isCurrent(claim)) return;
+      if (this.#wrappingUp || !parts.ownership.isCurrent(claim) || this.#retiredClaims.has(claim)) return;
       lane = this.#lanes.get(key);
       if (lane === undefined || lane.claim !== claim) {
         lane = this.#open(claim);
@@ -81,14 +88,19 @@ export class PartitionLanes {
   async handover(topic: string, partition: number): Promise<boolean> {
     const lane = this.#lanes.get(`${topic}:${partition}`);
     if (lane === undefined) return false;
-    lane.retire(new Error('the partition is being claimed again'));
+    this.#retire(lane, new Error('the partition is being claimed again'));
     await lane.ended;
     return true;
   }
 
   /** A rebalance (or shutdown): every lane takes no more records and ends once its calls under way have committed. */
   retireAll(reason: unknown): void {
-    for (const lane of this.#lanes.values()) lane.retire(reason);
+    for (const lane of this.#lanes.values()) this.#retire(lane, reason);
+  }
+
+  #retire(lane: PartitionLane, reason: unknown): void {
+    this.#retiredClaims.add(lane.claim);
+    lane.retire(reason);
   }
 
   /** Graceful stop: no new records, every lane ended. */

@@ -4,9 +4,7 @@
  * and the real Avro encoding behind a codec double (no registry).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { commandType, deadLetterType, resultType } from '../../src/contracts/avro.ts';
-import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts';
-import { commandRecordBytes, DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
+import { commandRecordBytes } from '../../src/contracts/dead-letter.ts';
 import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
 import { FencedError, type FetchedBatch, type FetchedRecord } from '../../src/kafka/ports.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
@@ -20,10 +18,10 @@ import { PartitionLane, type LaneContext } from '../../src/worker/partition-lane
 import type { PartitionClaim } from '../../src/worker/partition-ownership.ts';
 import { BytesInHand } from '../../src/worker/bytes-in-hand.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
-import type { RecordCodec } from '../../src/worker/record-handler.ts';
 import { Semaphore } from '../../src/worker/semaphore.ts';
 import { OutageCounter, ServiceGate, type GateBackoffs } from '../../src/worker/service-gate.ts';
 import { FakeProducers } from '../helpers/fake-producers.ts';
+import { codec, record } from '../helpers/command-records.ts';
 
 const TOPIC = 'cmds';
 const PARTITION = 0;
@@ -35,38 +33,6 @@ const NO_PROBES: GateBackoffs = {
   insufficient_funds: { initialMs: 600_000, maxMs: 600_000 },
   circuit_open: { initialMs: 600_000, maxMs: 600_000 },
 };
-
-/** Confluent framing (magic byte, schema id) around Avro bytes, as the registry client writes it. */
-function framed(schemaId: number, avro: Buffer): Buffer {
-  const header = Buffer.alloc(5);
-  header.writeInt32BE(schemaId, 1);
-  return Buffer.concat([header, avro]);
-}
-
-/** The codec's three functions over the real Avro types, with fixed schema ids instead of a registry. */
-const codec: RecordCodec = {
-  decode: async (value) => {
-    if (value === null || value.length < 5 || value[0] !== 0) return { ok: false, code: DEAD_LETTER_CODES.notConfluentFraming, message: 'not framed' };
-    return { ok: true, value: commandType.fromBuffer(value.subarray(5)) as unknown, schemaId: value.readInt32BE(1) };
-  },
-  encodeResult: async (value) => framed(2, resultType.toBuffer(value)),
-  encodeDeadLetter: async (value) => framed(3, deadLetterType.toBuffer(value)),
-};
-
-function command(commandId: string): SendCommand {
-  return {
-    commandId,
-    createdAt: Date.now(),
-    expiresAt: null,
-    metadata: {},
-    operation: { kind: 'text', to: ['+8613800138000'], signature: 'Acme', content: `hello ${commandId}` },
-  };
-}
-
-/** A command record at `offset`, keyed `key` (null: no key), with commandId `c<offset>` unless given. */
-function record(offset: number, key: string | null, commandId = `c${offset}`): FetchedRecord {
-  return { offset: String(offset), key: key === null ? null : Buffer.from(key), value: framed(1, commandType.toBuffer(commandToAvro(command(commandId)))) };
-}
 
 function success(): ProviderSuccess {
   return {

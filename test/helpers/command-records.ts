@@ -1,0 +1,41 @@
+/**
+ * Command records as the worker fetches them, without a registry: the real Avro types behind
+ * Confluent framing with fixed schema ids, and a codec double over them.
+ */
+import { commandType, deadLetterType, resultType } from '../../src/contracts/avro.ts';
+import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts';
+import { DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
+import type { FetchedRecord } from '../../src/kafka/ports.ts';
+import type { RecordCodec } from '../../src/worker/record-handler.ts';
+
+/** Confluent framing (magic byte, schema id) around Avro bytes, as the registry client writes it. */
+export function framed(schemaId: number, avro: Buffer): Buffer {
+  const header = Buffer.alloc(5);
+  header.writeInt32BE(schemaId, 1);
+  return Buffer.concat([header, avro]);
+}
+
+/** The codec's three functions over the real Avro types, with fixed schema ids instead of a registry. */
+export const codec: RecordCodec = {
+  decode: async (value) => {
+    if (value === null || value.length < 5 || value[0] !== 0) return { ok: false, code: DEAD_LETTER_CODES.notConfluentFraming, message: 'not framed' };
+    return { ok: true, value: commandType.fromBuffer(value.subarray(5)) as unknown, schemaId: value.readInt32BE(1) };
+  },
+  encodeResult: async (value) => framed(2, resultType.toBuffer(value)),
+  encodeDeadLetter: async (value) => framed(3, deadLetterType.toBuffer(value)),
+};
+
+export function command(commandId: string): SendCommand {
+  return {
+    commandId,
+    createdAt: Date.now(),
+    expiresAt: null,
+    metadata: {},
+    operation: { kind: 'text', to: ['+8613800138000'], signature: 'Acme', content: `hello ${commandId}` },
+  };
+}
+
+/** A command record at `offset`, keyed `key` (null: no key), with commandId `c<offset>` unless given. */
+export function record(offset: number, key: string | null, commandId = `c${offset}`): FetchedRecord {
+  return { offset: String(offset), key: key === null ? null : Buffer.from(key), value: framed(1, commandType.toBuffer(commandToAvro(command(commandId)))) };
+}

@@ -1,0 +1,172 @@
+/**
+ * The worker's lanes without a broker: a real PartitionOwnership over fake effects, fake
+ * transactional producers, a real GuardedSender over a recording service client.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/index.ts';
+import type { FetchedBatch, FetchedRecord } from '../../src/kafka/ports.ts';
+import { createMetrics } from '../../src/metrics/metrics.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import type { ProviderClient, ProviderRequest, ProviderSuccess } from '../../src/provider/types.ts';
+import { BytesInHand } from '../../src/worker/bytes-in-hand.ts';
+import { GuardedSender } from '../../src/worker/guarded-sender.ts';
+import { PartitionLanes } from '../../src/worker/partition-lanes.ts';
+import { PartitionOwnership } from '../../src/worker/partition-ownership.ts';
+import { RateLimiter } from '../../src/worker/rate-limiter.ts';
+import { Semaphore } from '../../src/worker/semaphore.ts';
+import { OutageCounter, ServiceGate } from '../../src/worker/service-gate.ts';
+import type { WorkerParts } from '../../src/worker/wiring.ts';
+import { codec, record } from '../helpers/command-records.ts';
+import { FakeProducers } from '../helpers/fake-producers.ts';
+
+const TOPIC = 'cmds';
+const PARTITION = 0;
+
+class RecordingService implements ProviderClient {
+  readonly sent: string[] = [];
+  async send(_request: ProviderRequest, options?: { correlationId?: string }): Promise<ProviderSuccess> {
+    this.sent.push(options?.correlationId ?? '?');
+    return {
+      result: {
+        recipients: 1,
+        messageCount: 1,
+        totalAmount: '0.050000',
+        payAmount: '0.050000',
+        virtualAmount: '0.000000',
+        messages: [{ id: 'm1', to: '+8613800138000', regionCode: 'CN', countryCode: '86', messageCount: 1, status: 'Sent', upstream: 'up', price: '0.050000' }],
+      },
+      requestId: 'req-1',
+      attempts: 1,
+    };
+  }
+  close(): void {}
+}
+
+function batchOf(messages: FetchedRecord[]): FetchedBatch & { readonly resolved: string[] } {
+  const resolved: string[] = [];
+  return {
+    topic: TOPIC,
+    partition: PARTITION,
+    highWatermark: String(Number(messages.at(-1)?.offset ?? '-1') + 1),
+    messages,
+    resolved,
+    resolveOffset: (offset) => void resolved.push(offset),
+    heartbeat: async () => undefined,
+    isRunning: () => true,
+    isStale: () => false,
+  };
+}
+
+const range = (from: number, to: number): FetchedRecord[] => Array.from({ length: to - from }, (_, i) => record(from + i, `k${from + i}`));
+
+const tick = (ms = 0): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(condition: () => boolean, what: string, timeoutMs = 2_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await tick(1);
+  }
+}
+
+const gates: ServiceGate[] = [];
+afterEach(() => {
+  for (const gate of gates.splice(0)) gate.close();
+});
+
+function harness(): { lanes: PartitionLanes; ownership: PartitionOwnership; producers: FakeProducers; service: RecordingService; slots: Semaphore } {
+  const config = loadConfig({
+    KAFKA_BROKERS: 'localhost:9092',
+    SCHEMA_REGISTRY_URL: 'http://localhost:8081',
+    PROVIDER_BASE_URL: 'https://uni.example.test',
+    PROVIDER_ACCESS_KEY_ID: 'test-key',
+    COMMAND_TOPIC: TOPIC,
+    LEDGER_ENABLED: 'false',
+    COMMIT_INTERVAL_MS: '5',
+  });
+  const producers = new FakeProducers();
+  const service = new RecordingService();
+  const gate = new ServiceGate({
+    backoff: { insufficient_funds: { initialMs: 600_000, maxMs: 600_000 }, circuit_open: { initialMs: 600_000, maxMs: 600_000 } },
+  });
+  gates.push(gate);
+  const sender = new GuardedSender({ client: service, gate, outages: new OutageCounter(5), rateLimiter: new RateLimiter(0), fundsPolicy: 'pause' });
+  const log = createLogger('silent');
+  const metrics = createMetrics();
+  let lanes: PartitionLanes | undefined;
+  const ownership = new PartitionOwnership({
+    effects: {
+      handover: async (topic, partition) => (lanes === undefined ? false : lanes.handover(topic, partition)),
+      fence: async () => undefined,
+      groupOffset: async (topic, partition) => producers.groupOffset(topic, partition),
+      checkpoint: async () => undefined,
+      recentCommandIds: async () => [],
+      pauseLost: () => undefined,
+      resumeAll: () => undefined,
+    },
+    dedupWindow: 0,
+    sessionTimeoutMs: 30_000,
+    log,
+    metrics,
+  });
+  // Only what PartitionLanes touches; the rest of the wiring is not part of this test.
+  const parts = {
+    ownership,
+    producers,
+    codec,
+    sender,
+    maxRecordBytes: 1_000_000,
+    tracer: undefined,
+    fetchPauses: { hold: () => undefined, release: () => undefined, stopFetching: () => undefined },
+    consumer: { seek: () => undefined },
+    admin: { fetchOffsets: async () => [{ topic: TOPIC, partitions: [{ partition: PARTITION, offset: String(producers.groupOffset(TOPIC, PARTITION)) }] }] },
+  } as unknown as WorkerParts;
+  const slots = new Semaphore(1);
+  lanes = new PartitionLanes({
+    parts,
+    config,
+    slots,
+    markPermits: new Semaphore(2),
+    bytesInHand: new BytesInHand(1_000_000_000),
+    metrics,
+    log,
+    abandon: new AbortController().signal,
+    onProgress: () => undefined,
+    onBusy: () => undefined,
+  });
+  return { lanes, ownership, producers, service, slots };
+}
+
+describe('PartitionLanes', () => {
+  it('after a rebalance retired a lane, a batch fetched before the new generation does not open a lane that commits past the records the retired lane gave up', async () => {
+    const { lanes, ownership, producers, service, slots } = harness();
+    ownership.joined(TOPIC, [PARTITION]);
+    // Nothing can send yet: the test holds the only in-flight slot.
+    await slots.acquire();
+    const first = batchOf(range(0, 5));
+    await lanes.accept(first);
+    expect(first.resolved).toEqual(['0', '1', '2', '3', '4']);
+    await tick(20);
+
+    // The group is rebalancing: the commands waiting for a slot give up unsent.
+    lanes.retireAll(new Error('the group is rebalancing'));
+    await tick(20);
+    slots.release();
+
+    // kafkajs may still hand over a batch it fetched before the rejoin, after the records the
+    // retired lane took; the claim is still the current generation's.
+    const late = batchOf(range(5, 10));
+    await lanes.accept(late);
+    await tick(50);
+    expect(service.sent).toEqual([]);
+    expect(producers.groupOffset(TOPIC, PARTITION)).toBe(0n);
+    expect(late.resolved).toEqual([]);
+
+    // The new generation fetches from the committed offset: every command is sent, once.
+    ownership.joined(TOPIC, [PARTITION]);
+    lanes.retireAll(new Error('a new group generation'));
+    await lanes.accept(batchOf(range(0, 10)));
+    await until(() => producers.groupOffset(TOPIC, PARTITION) === 10n, 'all ten commands are committed');
+    expect([...service.sent].sort()).toEqual(['c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8', 'c9']);
+  });
+});
