@@ -6,12 +6,21 @@ import type { PartitionReader } from './partition-reader.ts';
 const FIRST_WINDOW = 64n;
 
 /**
- * Reads ledger partition n to its end (its high watermark, `read_committed`: waiting for
- * transactions whose markers are not written yet) and returns its newest checkpoint. Called
- * after this owner's producer fenced the previous one, so no transaction of a previous owner can
- * still commit: the end read here is final. The newest checkpoint is near the end (the
- * partition's own transactions write one each), so this reads backwards in growing windows
- * rather than the whole partition.
+ * How far a ledger read goes:
+ * - `end`: to the high watermark, `read_committed`, waiting for transactions whose markers are not
+ *   written yet. Used after this owner's producer fenced the previous one, so no transaction of a
+ *   previous owner can still commit: the end read here is final.
+ * - `stable`: to the last stable offset, without waiting. Used before fencing, to see whether an
+ *   earlier owner has sends under way: a killed owner's open transaction stays open until the
+ *   transaction timeout (a minute), and waiting for it would stall the claim (and the batch, and
+ *   the heartbeats behind it) that long. The authoritative read comes after fencing.
+ */
+export type LedgerReadEnd = 'end' | 'stable';
+
+/**
+ * Reads ledger partition n (to its end, see `LedgerReadEnd`) and returns its newest checkpoint.
+ * The newest checkpoint is near the end (the partition's own transactions write one each), so
+ * this reads backwards in growing windows rather than the whole partition.
  */
 export async function readLatestCheckpoint(
   admin: Admin,
@@ -19,14 +28,16 @@ export async function readLatestCheckpoint(
   topic: string,
   partition: number,
   key: string,
+  upTo: LedgerReadEnd = 'end',
 ): Promise<Checkpoint | undefined> {
   const offsets = await admin.fetchTopicOffsets(topic);
   const ends = offsets.find((o) => o.partition === partition);
   if (ends === undefined) return undefined;
   const low = BigInt(ends.low);
-  // To the true end (not the admin's read_committed end): forEach() then waits until every
-  // transaction below it is decided, so the newest checkpoint cannot be missed.
-  const high = await reader.highWatermark(topic, partition, low);
+  // `end`: to the true end (not the admin's read_committed end): forEach() then waits until every
+  // transaction below it is decided, so the newest checkpoint cannot be missed. `stable`: the
+  // admin's end is the last stable offset, below every open transaction, so nothing waits.
+  const high = upTo === 'end' ? await reader.highWatermark(topic, partition, low) : BigInt(ends.high);
   let window = FIRST_WINDOW;
   let to = high;
   while (to > low) {

@@ -39,8 +39,12 @@ export interface OwnershipEffects {
   fence(topic: string, partition: number, generation: number): Promise<void>;
   /** The group's committed offset (may be stale without KIP-447's require_stable). */
   groupOffset(topic: string, partition: number): Promise<bigint>;
-  /** The ledger's newest checkpoint, read to the end after fencing (undefined when the ledger is off or empty). */
-  checkpoint(partition: number): Promise<Checkpoint | undefined>;
+  /**
+   * The ledger's newest checkpoint (undefined when the ledger is off or empty): read to the end
+   * after fencing (`end`); before fencing only to the last stable offset (`stable`: an open
+   * transaction of a killed owner would hold an `end` read until its timeout).
+   */
+  checkpoint(partition: number, upTo: 'end' | 'stable'): Promise<Checkpoint | undefined>;
   /** commandIds of the committed command records in [max(low, start − count), start), in offset order. */
   recentCommandIds(topic: string, partition: number, start: bigint, count: number): Promise<{ offset: bigint; commandId: string }[]>;
   /** Stops fetching a partition this process lost, until the next generation. */
@@ -180,7 +184,7 @@ export class PartitionOwnership {
   async #awaitEarlierOwner(topic: string, partition: number, generation: number): Promise<void> {
     const grace = this.#o.handoverGraceMs ?? 0;
     if (grace <= 0) return;
-    const first = await this.#o.effects.checkpoint(partition);
+    const first = await this.#o.effects.checkpoint(partition, 'stable');
     if (first === undefined || handoverWaitMs(first, this.#now(), grace) === undefined) return;
     const started = this.#now();
     this.#o.log.info(
@@ -191,7 +195,7 @@ export class PartitionOwnership {
       const wait = handoverWaitMs(first, this.#now(), grace);
       if (wait === undefined || generation !== this.#generation || !this.leaseHolds()) return;
       await new Promise((resolve) => setTimeout(resolve, Math.min(wait, this.#o.handoverPollMs ?? 200)));
-      if (marksSettled(first, await this.#o.effects.checkpoint(partition))) {
+      if (marksSettled(first, await this.#o.effects.checkpoint(partition, 'stable'))) {
         this.#o.log.info({ topic, partition, ms: this.#now() - started }, "the earlier owner's sends have their results");
         return;
       }
@@ -210,7 +214,7 @@ export class PartitionOwnership {
     if (generation !== this.#generation)
       throw new SmsWorkerError('CLAIM_STALE', `not claiming ${topic}[${partition}]: a newer generation started meanwhile`, { retryable: true });
     await this.#o.effects.fence(topic, partition, generation);
-    const [groupOffset, checkpoint] = await Promise.all([this.#o.effects.groupOffset(topic, partition), this.#o.effects.checkpoint(partition)]);
+    const [groupOffset, checkpoint] = await Promise.all([this.#o.effects.groupOffset(topic, partition), this.#o.effects.checkpoint(partition, 'end')]);
     const { start, inDoubt } = recoveryPlan(groupOffset, checkpoint);
     const dedup = new DedupWindow(this.#o.dedupWindow);
     if (this.#o.dedupWindow > 0 && start > 0n) {

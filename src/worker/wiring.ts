@@ -202,8 +202,10 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
       await producers.forPartition(topic, partition, generation);
     },
     groupOffset: (topic, partition) => groupOffset(admin, c.consumerGroup, topic, partition),
-    checkpoint: async (partition) =>
-      ledgerTopic === undefined ? undefined : readLatestCheckpoint(admin, reader, ledgerTopic, partition, checkpointKey(c.consumerGroup, c.topics.commands)),
+    checkpoint: async (partition, upTo) =>
+      ledgerTopic === undefined
+        ? undefined
+        : readLatestCheckpoint(admin, reader, ledgerTopic, partition, checkpointKey(c.consumerGroup, c.topics.commands), upTo),
     recentCommandIds: async (topic, partition, start, count) => {
       const ends = (await admin.fetchTopicOffsets(topic)).find((o) => o.partition === partition);
       const low = BigInt(ends?.low ?? '0');

@@ -11,6 +11,8 @@ interface Recorded {
   paused: string[];
   resumed: { topic: string; partitions: readonly number[] }[];
   ledgerReads: number;
+  /** How far each ledger read went, in order. */
+  ledgerReadEnds: string[];
 }
 
 function ownershipWith(options: {
@@ -26,12 +28,13 @@ function ownershipWith(options: {
   handoverGraceMs?: number;
   localLane?: boolean;
 }): { ownership: PartitionOwnership; recorded: Recorded } {
-  const recorded: Recorded = { fenced: [], paused: [], resumed: [], ledgerReads: 0 };
+  const recorded: Recorded = { fenced: [], paused: [], resumed: [], ledgerReads: 0, ledgerReadEnds: [] };
   const effects: OwnershipEffects = {
     fence: async (topic, partition) => void recorded.fenced.push(`${topic}:${partition}`),
     groupOffset: async () => options.groupOffset ?? 0n,
-    checkpoint: async () => {
+    checkpoint: async (_partition, upTo) => {
       recorded.ledgerReads += 1;
+      recorded.ledgerReadEnds.push(`${upTo}${recorded.fenced.length > 0 ? ' after fencing' : ''}`);
       const list = options.checkpoints;
       return list === undefined ? options.checkpoint : list[Math.min(recorded.ledgerReads, list.length) - 1];
     },
@@ -212,8 +215,10 @@ describe('PartitionOwnership: taking a partition from another process', () => {
     const settled: Checkpoint = { next: 6n, open: [] };
     const { ownership, recorded } = ownershipWith({ handoverGraceMs: 30_000, checkpoints: [fresh(), fresh(), fresh(), settled] });
     const claim = await ownership.claim(TOPIC, 0);
-    // Read until settled (4 reads), fenced once, then read again after fencing.
+    // Read until settled (4 reads), fenced once, then read again after fencing. Before fencing
+    // only to the last stable offset: an open transaction of a killed owner must not hold the claim.
     expect(recorded.ledgerReads).toBe(5);
+    expect(recorded.ledgerReadEnds).toEqual(['stable', 'stable', 'stable', 'stable', 'end after fencing']);
     expect(recorded.fenced).toEqual([`${TOPIC}:0`]);
     expect(claim.start).toBe(6n);
     expect(claim.inDoubt.size).toBe(0);
