@@ -93,10 +93,11 @@ function harness(): { lanes: PartitionLanes; ownership: PartitionOwnership; prod
   const sender = new GuardedSender({ client: service, gate, outages: new OutageCounter(5), rateLimiter: new RateLimiter(0), fundsPolicy: 'pause' });
   const log = createLogger('silent');
   const metrics = createMetrics();
-  let lanes: PartitionLanes | undefined;
+  // The ownership's handover goes to the lanes, made below with the ownership in their parts.
+  const made: { lanes?: PartitionLanes } = {};
   const ownership = new PartitionOwnership({
     effects: {
-      handover: async (topic, partition) => (lanes === undefined ? false : lanes.handover(topic, partition)),
+      handover: async (topic, partition) => (made.lanes === undefined ? false : made.lanes.handover(topic, partition)),
       fence: async () => undefined,
       groupOffset: async (topic, partition) => producers.groupOffset(topic, partition),
       checkpoint: async () => undefined,
@@ -122,7 +123,7 @@ function harness(): { lanes: PartitionLanes; ownership: PartitionOwnership; prod
     admin: { fetchOffsets: async () => [{ topic: TOPIC, partitions: [{ partition: PARTITION, offset: String(producers.groupOffset(TOPIC, PARTITION)) }] }] },
   } as unknown as WorkerParts;
   const slots = new Semaphore(1);
-  lanes = new PartitionLanes({
+  const lanes = new PartitionLanes({
     parts,
     config,
     slots,
@@ -134,6 +135,7 @@ function harness(): { lanes: PartitionLanes; ownership: PartitionOwnership; prod
     onProgress: () => undefined,
     onBusy: () => undefined,
   });
+  made.lanes = lanes;
   return { lanes, ownership, producers, service, slots };
 }
 
