@@ -614,16 +614,28 @@ async function main(): Promise<number> {
       const capacity = inFlightCapacityPerSecond(WORKER_IN_FLIGHT, meanLatencyMs);
       const rate = args['open-loop-rate'] === undefined ? Math.round(OPEN_LOOP_LOAD * capacity) : positiveInt('open-loop-rate', args['open-loop-rate']);
       for (const ledger of OPEN_LOOP_LEDGER) {
-        const run = await runOpenLoop(sectionCtx, {
-          latency: OPEN_LOOP_LATENCY,
-          inFlight: WORKER_IN_FLIGHT,
-          ratePerSecond: rate,
-          seconds: OPEN_LOOP_SECONDS,
-          warmupSeconds: OPEN_LOOP_WARMUP,
-          seed: SEED + 2,
-          meanLatencyMs,
-          ledger,
-        });
+        // Each open-loop run gets a sandbox of its own, so its receive times (half of the time to
+        // send) do not depend on what the earlier sections left in the shared one (hundreds of
+        // thousands of requests in its log and per-id counts).
+        const openLoopSandbox = await SandboxProcess.start(['--log-capacity', '50000', '--balance', '1000000000.000000']);
+        let run: OpenLoopFigures;
+        try {
+          run = await runOpenLoop(
+            { ...sectionCtx, sandbox: openLoopSandbox },
+            {
+              latency: OPEN_LOOP_LATENCY,
+              inFlight: WORKER_IN_FLIGHT,
+              ratePerSecond: rate,
+              seconds: OPEN_LOOP_SECONDS,
+              warmupSeconds: OPEN_LOOP_WARMUP,
+              seed: SEED + 2,
+              meanLatencyMs,
+              ledger,
+            },
+          );
+        } finally {
+          await openLoopSandbox.stop();
+        }
         extra.openLoop.push(run);
         say(openLoopLines(run).join(' '));
         await deleteTopics(kafka, ctx.topics.splice(0));

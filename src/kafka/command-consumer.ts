@@ -10,7 +10,6 @@ export function fetchedBatch(payload: EachBatchPayload): FetchedBatch {
     highWatermark: batch.highWatermark,
     messages: batch.messages,
     resolveOffset: (offset) => payload.resolveOffset(offset),
-    heartbeat: () => payload.heartbeat(),
     isRunning: () => payload.isRunning(),
     isStale: () => payload.isStale(),
   };

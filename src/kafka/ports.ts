@@ -93,7 +93,6 @@ export interface FetchedBatch {
   readonly messages: readonly FetchedRecord[];
   /** Marks the offset as processed (the consumer's next fetch of the partition starts after it). */
   resolveOffset(offset: string): void;
-  heartbeat(): Promise<void>;
   isRunning(): boolean;
   isStale(): boolean;
 }

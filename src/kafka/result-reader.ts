@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import type { Consumer, Kafka } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
 import { resultFromAvro } from '../contracts/result-avro.ts';
 import type { RawHeaders } from '../contracts/dead-letter.ts';
 import type { CommandResult } from '../contracts/result.ts';
+import { AvroTopicReader, type AvroTopicReadOptions } from './avro-topic-reader.ts';
 
 export interface ReadResult {
   readonly result: CommandResult;
@@ -15,43 +15,22 @@ export interface ReadResult {
   readonly headers: RawHeaders | undefined;
 }
 
-/**
- * Reads committed results (`read_committed`) with a throwaway group that never commits, so it
- * can run anywhere — including inside a worker's pod — without joining or disturbing the
- * worker's group.
- */
+/** Reads committed results (see AvroTopicReader), for `tail`, the demo and tests. */
 export class ResultReader {
-  readonly #consumer: Consumer;
-  readonly #registry: SchemaRegistry;
-  readonly #topic: string;
+  readonly #reader: AvroTopicReader<CommandResult>;
 
   constructor(kafka: Kafka, registry: SchemaRegistry, topic: string) {
-    this.#consumer = kafka.consumer({ groupId: `sms-worker-reader-${randomUUID()}`, readUncommitted: false, maxWaitTimeInMs: 500 });
-    this.#registry = registry;
-    this.#topic = topic;
+    this.#reader = new AvroTopicReader(kafka, registry, topic, resultFromAvro, 'sms-worker-reader');
   }
 
-  async start(
-    onResult: (read: ReadResult) => void | Promise<void>,
-    options: { fromBeginning: boolean; onError?: (error: unknown, offset: string) => void },
-  ): Promise<void> {
-    await this.#consumer.connect();
-    await this.#consumer.subscribe({ topic: this.#topic, fromBeginning: options.fromBeginning });
-    await this.#consumer.run({
-      autoCommit: false,
-      eachMessage: async ({ message, partition }) => {
-        if (message.value === null) return;
-        try {
-          const result = resultFromAvro(await this.#registry.decode(message.value));
-          await onResult({ result, partition, offset: message.offset, timestamp: Number(message.timestamp), headers: message.headers });
-        } catch (error) {
-          options.onError?.(error, message.offset);
-        }
-      },
-    });
+  start(onResult: (read: ReadResult) => void | Promise<void>, options: AvroTopicReadOptions): Promise<void> {
+    return this.#reader.start(
+      ({ value, partition, offset, timestamp, headers }) => onResult({ result: value, partition, offset, timestamp, headers }),
+      options,
+    );
   }
 
-  async stop(): Promise<void> {
-    await this.#consumer.disconnect();
+  stop(): Promise<void> {
+    return this.#reader.stop();
   }
 }

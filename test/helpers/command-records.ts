@@ -5,7 +5,8 @@
 import { commandType, deadLetterType, resultType } from '../../src/contracts/avro.ts';
 import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts';
 import { DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
-import type { FetchedRecord } from '../../src/kafka/ports.ts';
+import type { FetchedBatch, FetchedRecord } from '../../src/kafka/ports.ts';
+import type { ProviderSuccess } from '../../src/provider/types.ts';
 import type { RecordCodec } from '../../src/worker/record-handler.ts';
 
 /** Confluent framing (magic byte, schema id) around Avro bytes, as the registry client writes it. */
@@ -38,4 +39,39 @@ export function command(commandId: string): SendCommand {
 /** A command record at `offset`, keyed `key` (null: no key), with commandId `c<offset>` unless given. */
 export function record(offset: number, key: string | null, commandId = `c${offset}`): FetchedRecord {
   return { offset: String(offset), key: key === null ? null : Buffer.from(key), value: framed(1, commandType.toBuffer(commandToAvro(command(commandId)))) };
+}
+
+/** The service's answer to a one-recipient text send, as the provider client returns it. */
+export function providerSuccess(): ProviderSuccess {
+  return {
+    result: {
+      recipients: 1,
+      messageCount: 1,
+      totalAmount: '0.050000',
+      payAmount: '0.050000',
+      virtualAmount: '0.000000',
+      messages: [{ id: 'm1', to: '+8613800138000', regionCode: 'CN', countryCode: '86', messageCount: 1, status: 'Sent', upstream: 'up', price: '0.050000' }],
+    },
+    requestId: 'req-1',
+    attempts: 1,
+  };
+}
+
+/** A fetched batch that records which offsets the worker resolved (as the consumer would see it). */
+export interface RecordingBatch extends FetchedBatch {
+  readonly resolved: string[];
+}
+
+export function recordingBatch(topic: string, partition: number, messages: FetchedRecord[]): RecordingBatch {
+  const resolved: string[] = [];
+  return {
+    topic,
+    partition,
+    highWatermark: String(Number(messages.at(-1)?.offset ?? '-1') + 1),
+    messages,
+    resolved,
+    resolveOffset: (offset) => void resolved.push(offset),
+    isRunning: () => true,
+    isStale: () => false,
+  };
 }

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { commandRecordBytes } from '../../src/contracts/dead-letter.ts';
 import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
-import { FencedError, type FetchedBatch, type FetchedRecord } from '../../src/kafka/ports.ts';
+import { FencedError, type FetchedRecord } from '../../src/kafka/ports.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { ProviderError } from '../../src/provider/provider-error.ts';
@@ -21,7 +21,7 @@ import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 import { Semaphore } from '../../src/worker/semaphore.ts';
 import { OutageCounter, ServiceGate, type GateBackoffs } from '../../src/worker/service-gate.ts';
 import { FakeProducers } from '../helpers/fake-producers.ts';
-import { codec, record } from '../helpers/command-records.ts';
+import { codec, providerSuccess, record, recordingBatch, type RecordingBatch } from '../helpers/command-records.ts';
 
 const TOPIC = 'cmds';
 const PARTITION = 0;
@@ -33,21 +33,6 @@ const NO_PROBES: GateBackoffs = {
   insufficient_funds: { initialMs: 600_000, maxMs: 600_000 },
   circuit_open: { initialMs: 600_000, maxMs: 600_000 },
 };
-
-function success(): ProviderSuccess {
-  return {
-    result: {
-      recipients: 1,
-      messageCount: 1,
-      totalAmount: '0.050000',
-      payAmount: '0.050000',
-      virtualAmount: '0.000000',
-      messages: [{ id: 'm1', to: '+8613800138000', regionCode: 'CN', countryCode: '86', messageCount: 1, status: 'Sent', upstream: 'up', price: '0.050000' }],
-    },
-    requestId: 'req-1',
-    attempts: 1,
-  };
-}
 
 /** The request surely did not reach the service (connection refused). */
 function refused(retryable: boolean): ProviderError {
@@ -124,7 +109,7 @@ class ScriptedService implements ProviderClient {
     }
     const failure = this.script?.(commandId, this.calls.length);
     if (failure !== undefined) throw failure;
-    if (this.mode === 'auto') return success();
+    if (this.mode === 'auto') return providerSuccess();
     this.inFlight += 1;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     try {
@@ -139,7 +124,7 @@ class ScriptedService implements ProviderClient {
     const pending = this.#pending.get(commandId);
     if (pending === undefined) throw new Error(`no call for ${commandId} is pending`);
     this.#pending.delete(commandId);
-    pending.resolve(success());
+    pending.resolve(providerSuccess());
   }
 
   /** Answers a held call with a failure. */
@@ -163,23 +148,8 @@ class ScriptedService implements ProviderClient {
   close(): void {}
 }
 
-interface FakeBatch extends FetchedBatch {
-  readonly resolved: string[];
-}
-
-function batchOf(messages: FetchedRecord[]): FakeBatch {
-  const resolved: string[] = [];
-  return {
-    topic: TOPIC,
-    partition: PARTITION,
-    highWatermark: String(Number(messages.at(-1)?.offset ?? '-1') + 1),
-    messages,
-    resolved,
-    resolveOffset: (offset) => void resolved.push(offset),
-    heartbeat: async () => undefined,
-    isRunning: () => true,
-    isStale: () => false,
-  };
+function batchOf(messages: FetchedRecord[]): RecordingBatch {
+  return recordingBatch(TOPIC, PARTITION, messages);
 }
 
 function claimOf(start = 0n, inDoubt: OpenMark[] = []): PartitionClaim {
@@ -284,7 +254,7 @@ async function until(condition: () => boolean, what: string, timeoutMs = 2_000):
  * run-ahead bound) are offered again once it lets the partition be fetched; when every record is
  * done (or the lane failed, or was abandoned) the lane is retired: it commits what is left. Rejects with its failure.
  */
-async function processBatch(batch: FakeBatch, ctx: LaneContext, fetching?: Harness['fetching']): Promise<void> {
+async function processBatch(batch: RecordingBatch, ctx: LaneContext, fetching?: Harness['fetching']): Promise<void> {
   const lane = new PartitionLane(ctx);
   let remaining = [...batch.messages];
   for (;;) {

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
-import type { FetchedBatch, FetchedRecord } from '../../src/kafka/ports.ts';
+import type { FetchedRecord } from '../../src/kafka/ports.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { ProviderClient, ProviderRequest, ProviderSuccess } from '../../src/provider/types.ts';
@@ -16,8 +16,9 @@ import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 import { Semaphore } from '../../src/worker/semaphore.ts';
 import { OutageCounter, ServiceGate } from '../../src/worker/service-gate.ts';
 import type { WorkerParts } from '../../src/worker/wiring.ts';
-import { codec, record } from '../helpers/command-records.ts';
+import { codec, providerSuccess, record, recordingBatch, type RecordingBatch } from '../helpers/command-records.ts';
 import { FakeProducers } from '../helpers/fake-producers.ts';
+import { eventually } from '../../tools/poll.ts';
 
 const TOPIC = 'cmds';
 const PARTITION = 0;
@@ -26,48 +27,18 @@ class RecordingService implements ProviderClient {
   readonly sent: string[] = [];
   async send(_request: ProviderRequest, options?: { correlationId?: string }): Promise<ProviderSuccess> {
     this.sent.push(options?.correlationId ?? '?');
-    return {
-      result: {
-        recipients: 1,
-        messageCount: 1,
-        totalAmount: '0.050000',
-        payAmount: '0.050000',
-        virtualAmount: '0.000000',
-        messages: [{ id: 'm1', to: '+8613800138000', regionCode: 'CN', countryCode: '86', messageCount: 1, status: 'Sent', upstream: 'up', price: '0.050000' }],
-      },
-      requestId: 'req-1',
-      attempts: 1,
-    };
+    return providerSuccess();
   }
   close(): void {}
 }
 
-function batchOf(messages: FetchedRecord[]): FetchedBatch & { readonly resolved: string[] } {
-  const resolved: string[] = [];
-  return {
-    topic: TOPIC,
-    partition: PARTITION,
-    highWatermark: String(Number(messages.at(-1)?.offset ?? '-1') + 1),
-    messages,
-    resolved,
-    resolveOffset: (offset) => void resolved.push(offset),
-    heartbeat: async () => undefined,
-    isRunning: () => true,
-    isStale: () => false,
-  };
+function batchOf(messages: FetchedRecord[]): RecordingBatch {
+  return recordingBatch(TOPIC, PARTITION, messages);
 }
 
 const range = (from: number, to: number): FetchedRecord[] => Array.from({ length: to - from }, (_, i) => record(from + i, `k${from + i}`));
 
 const tick = (ms = 0): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean, what: string, timeoutMs = 2_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await tick(1);
-  }
-}
 
 const gates: ServiceGate[] = [];
 afterEach(() => {
@@ -168,7 +139,7 @@ describe('PartitionLanes', () => {
     ownership.joined(TOPIC, [PARTITION]);
     lanes.retireAll(new Error('a new group generation'));
     await lanes.accept(batchOf(range(0, 10)));
-    await until(() => producers.groupOffset(TOPIC, PARTITION) === 10n, 'all ten commands are committed');
+    await eventually(() => producers.groupOffset(TOPIC, PARTITION) === 10n, 5_000, 'all ten commands to be committed');
     expect([...service.sent].sort()).toEqual(['c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8', 'c9']);
   });
 });

@@ -5,17 +5,17 @@
  * Avro encoding behind a codec double (no broker, no registry).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { commandType, deadLetterType, resultType } from '../../src/contracts/avro.ts';
+import { commandType } from '../../src/contracts/avro.ts';
 import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts';
-import { DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
 import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import type { ProviderClient, ProviderRequest, ProviderSuccess } from '../../src/provider/types.ts';
 import { GuardedSender } from '../../src/worker/guarded-sender.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
-import { handleRecord, type CommandRecord, type RecordCodec, type RecordLane } from '../../src/worker/record-handler.ts';
+import { handleRecord, type CommandRecord, type RecordLane } from '../../src/worker/record-handler.ts';
 import { OutageCounter, ServiceGate } from '../../src/worker/service-gate.ts';
 import { firstCallOnly, timeToSendSeconds } from '../../src/worker/time-to-send.ts';
+import { codec, framed, providerSuccess } from '../helpers/command-records.ts';
 
 describe('timeToSendSeconds', () => {
   it('is the seconds between the record timestamp and the call start', () => {
@@ -44,22 +44,6 @@ describe('firstCallOnly', () => {
   });
 });
 
-/** Confluent framing (magic byte, schema id) around Avro bytes, as the registry client writes it. */
-function framed(schemaId: number, avro: Buffer): Buffer {
-  const header = Buffer.alloc(5);
-  header.writeInt32BE(schemaId, 1);
-  return Buffer.concat([header, avro]);
-}
-
-const codec: RecordCodec = {
-  decode: async (value) => {
-    if (value === null || value.length < 5 || value[0] !== 0) return { ok: false, code: DEAD_LETTER_CODES.notConfluentFraming, message: 'not framed' };
-    return { ok: true, value: commandType.fromBuffer(value.subarray(5)) as unknown, schemaId: value.readInt32BE(1) };
-  },
-  encodeResult: async (value) => framed(2, resultType.toBuffer(value)),
-  encodeDeadLetter: async (value) => framed(3, deadLetterType.toBuffer(value)),
-};
-
 const lane: RecordLane = {
   inherited: () => undefined,
   claimCommandId: () => undefined,
@@ -78,18 +62,7 @@ class SlowService implements ProviderClient {
   async send(_request: ProviderRequest): Promise<ProviderSuccess> {
     this.calls += 1;
     clock += 10_000;
-    return {
-      result: {
-        recipients: 1,
-        messageCount: 1,
-        totalAmount: '0.050000',
-        payAmount: '0.050000',
-        virtualAmount: '0.000000',
-        messages: [{ id: 'm1', to: '+8613800138000', regionCode: 'CN', countryCode: '86', messageCount: 1, status: 'Sent', upstream: 'up', price: '0.050000' }],
-      },
-      requestId: 'req-1',
-      attempts: 1,
-    };
+    return providerSuccess();
   }
   close(): void {}
 }

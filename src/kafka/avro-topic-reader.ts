@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto';
+import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+import type { Consumer, Kafka } from 'kafkajs';
+import type { RawHeaders } from '../contracts/dead-letter.ts';
+
+/** One record of an Avro topic, decoded. */
+export interface ReadAvroRecord<T> {
+  readonly value: T;
+  /** The record key as text. */
+  readonly key: string | null;
+  readonly partition: number;
+  readonly offset: string;
+  /** Record timestamp (ms). */
+  readonly timestamp: number;
+  readonly headers: RawHeaders | undefined;
+}
+
+export interface AvroTopicReadOptions {
+  readonly fromBeginning: boolean;
+  /** A record that does not decode, or a callback that threw: reported, and reading goes on. */
+  readonly onError?: (error: unknown, offset: string) => void;
+}
+
+/**
+ * Reads committed records of one Avro topic (`read_committed`) with a throwaway group that never
+ * commits, so it can run anywhere — including inside a worker's pod — without joining or
+ * disturbing the worker's group. `fromAvro` checks and converts each decoded value.
+ */
+export class AvroTopicReader<T> {
+  readonly #consumer: Consumer;
+  readonly #registry: SchemaRegistry;
+  readonly #topic: string;
+  readonly #fromAvro: (decoded: unknown) => T;
+
+  constructor(kafka: Kafka, registry: SchemaRegistry, topic: string, fromAvro: (decoded: unknown) => T, groupPrefix: string) {
+    this.#consumer = kafka.consumer({ groupId: `${groupPrefix}-${randomUUID()}`, readUncommitted: false, maxWaitTimeInMs: 500 });
+    this.#registry = registry;
+    this.#topic = topic;
+    this.#fromAvro = fromAvro;
+  }
+
+  async start(onRecord: (read: ReadAvroRecord<T>) => void | Promise<void>, options: AvroTopicReadOptions): Promise<void> {
+    await this.#consumer.connect();
+    await this.#consumer.subscribe({ topic: this.#topic, fromBeginning: options.fromBeginning });
+    await this.#consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ message, partition }) => {
+        if (message.value === null) return;
+        try {
+          const value = this.#fromAvro(await this.#registry.decode(message.value));
+          await onRecord({
+            value,
+            key: message.key?.toString('utf8') ?? null,
+            partition,
+            offset: message.offset,
+            timestamp: Number(message.timestamp),
+            headers: message.headers,
+          });
+        } catch (error) {
+          options.onError?.(error, message.offset);
+        }
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.#consumer.disconnect();
+  }
+}
