@@ -5,27 +5,18 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readCappedBody } from './capped-body.ts';
 
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
 let spans = 0;
 let requests = 0;
 
 const server = createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  req.on('data', (chunk: Buffer) => {
-    size += chunk.length;
-    if (size <= MAX_BODY_BYTES) chunks.push(chunk);
-  });
-  req.on('end', () => {
-    if (size > MAX_BODY_BYTES) return void res.writeHead(413).end();
+  void readCappedBody(req, MAX_BODY_BYTES).then((body) => {
+    if (body === undefined) return void res.writeHead(413).end();
     requests += 1;
     // Counting the span ids is enough; the JSON encoding has one "spanId" per span (links aside).
-    spans += (
-      Buffer.concat(chunks)
-        .toString('utf8')
-        .match(/"spanId"/g) ?? []
-    ).length;
+    spans += (body.toString('utf8').match(/"spanId"/g) ?? []).length;
     res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
   });
 });

@@ -8,32 +8,23 @@
  *               (the sandbox's request log) against the limit, and the longest time without a
  *               result after the join and after the leave (the rebalance's pause).
  */
-import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import type { Kafka } from 'kafkajs';
 import { createTopics, loadBacklog } from './kafka.ts';
 import { fmt, ms } from './markdown.ts';
 import { sleep } from './proc.ts';
 import { RequestLogCollector } from './request-log.ts';
 import { ResultWatcher } from './results.ts';
-import type { SandboxProcess } from './sandbox.ts';
 import { steadyWindow } from './stats.ts';
 import { groupAssignment, WorkerPool } from './worker-pool.ts';
 import { workerEnv } from '../pipelines/worker.ts';
+import type { OpenLoopContext } from './open-loop.ts';
 
 const PARTITIONS = 12;
 export const SCALE_TARGET = 0.9;
 export const RATE_TOLERANCE = 0.05;
 
-export interface ScaleOutContext {
-  readonly kafka: Kafka;
-  readonly registry: SchemaRegistry;
-  readonly sandbox: SandboxProcess;
-  readonly brokers: string;
-  readonly registryUrl: string;
-  readonly runId: string;
-  readonly topics: string[];
+/** The open loop's context, plus where the workers' logs go. */
+export interface ScaleOutContext extends OpenLoopContext {
   readonly logDir: string;
-  readonly say: (line: string) => void;
 }
 
 export interface ScaleRun {

@@ -7,7 +7,7 @@ import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts'
 import { DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
 import type { FetchedBatch, FetchedRecord } from '../../src/kafka/ports.ts';
 import type { ProviderSuccess } from '../../src/provider/types.ts';
-import type { RecordCodec } from '../../src/worker/record-handler.ts';
+import type { RecordCodec, RecordLane } from '../../src/worker/record-handler.ts';
 
 /** Confluent framing (magic byte, schema id) around Avro bytes, as the registry client writes it. */
 export function framed(schemaId: number, avro: Buffer): Buffer {
@@ -75,3 +75,12 @@ export function recordingBatch(topic: string, partition: number, messages: Fetch
     isStale: () => false,
   };
 }
+
+/** Enough of a partition for a record handled on its own: nothing inherited, no repeats, no ledger hooks. */
+export const bareRecordLane: RecordLane = {
+  inherited: () => undefined,
+  claimCommandId: () => undefined,
+  releaseCommandId: () => undefined,
+  sendHooks: () => undefined,
+  onInDoubt: () => undefined,
+};

@@ -6,6 +6,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
+import { readCappedBody } from '../../tools/capped-body.ts';
 
 /** Largest export request accepted. */
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -109,23 +110,16 @@ export class OtlpReceiver {
     const server = createServer();
     const receiver = new OtlpReceiver(server);
     server.on('request', (req, res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      req.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size <= MAX_BODY_BYTES) chunks.push(chunk);
-      });
-      req.on('end', () => {
+      void readCappedBody(req, MAX_BODY_BYTES).then((raw) => {
         if (req.method !== 'POST' || req.url !== '/v1/traces') {
           res.writeHead(404).end();
           return;
         }
-        if (size > MAX_BODY_BYTES) {
+        if (raw === undefined) {
           res.writeHead(413).end();
           return;
         }
         try {
-          const raw = Buffer.concat(chunks);
           const text = (req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8');
           receiver.bodies.push(text);
           receiver.spans.push(...decodeExport(JSON.parse(text) as ExportRequest));

@@ -1,23 +1,17 @@
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { describe, expect, it } from 'vitest';
+import { bareRecordLane } from '../helpers/command-records.ts';
 import { DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
 import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
 import { CommandTracer } from '../../src/observability/command-span.ts';
 import type { GuardedSender } from '../../src/worker/guarded-sender.ts';
-import { handleRecord, type RecordHandlerDeps, type RecordLane } from '../../src/worker/record-handler.ts';
+import { handleRecord, type RecordHandlerDeps } from '../../src/worker/record-handler.ts';
 
 const TRACE = '0af7651916cd43dd8448eb211c80319c';
 const source = { topic: 'cmds', partition: 0, offset: '7' };
 const poison = { key: null, value: Buffer.from('{"not":"avro"}'), headers: { traceparent: `00-${TRACE}-b7ad6b7169203331-01` } };
 
-/** Enough of a partition for a record that never gets as far as a send. */
-const lane: RecordLane = {
-  inherited: () => undefined,
-  claimCommandId: () => undefined,
-  releaseCommandId: () => undefined,
-  sendHooks: () => undefined,
-  onInDoubt: () => undefined,
-};
+const lane = bareRecordLane;
 
 function deps(tracer?: CommandTracer): RecordHandlerDeps {
   return {

@@ -12,10 +12,10 @@ import { createMetrics } from '../../src/metrics/metrics.ts';
 import type { ProviderClient, ProviderRequest, ProviderSuccess } from '../../src/provider/types.ts';
 import { GuardedSender } from '../../src/worker/guarded-sender.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
-import { handleRecord, type CommandRecord, type RecordLane } from '../../src/worker/record-handler.ts';
+import { handleRecord, type CommandRecord } from '../../src/worker/record-handler.ts';
 import { OutageCounter, ServiceGate } from '../../src/worker/service-gate.ts';
 import { firstCallOnly, timeToSendSeconds } from '../../src/worker/time-to-send.ts';
-import { codec, framed, providerSuccess } from '../helpers/command-records.ts';
+import { bareRecordLane, codec, framed, providerSuccess } from '../helpers/command-records.ts';
 
 describe('timeToSendSeconds', () => {
   it('is the seconds between the record timestamp and the call start', () => {
@@ -44,13 +44,7 @@ describe('firstCallOnly', () => {
   });
 });
 
-const lane: RecordLane = {
-  inherited: () => undefined,
-  claimCommandId: () => undefined,
-  releaseCommandId: () => undefined,
-  sendHooks: () => undefined,
-  onInDoubt: () => undefined,
-};
+const lane = bareRecordLane;
 
 const PUBLISHED_AT = 1_800_000_000_000;
 
