@@ -23,12 +23,17 @@ const HELP = `sms-worker demo — the whole thing on this machine, in one comman
 
 Starts (or reuses) a local Kafka + schema registry (Docker, or Java + Maven), the messaging-service
 sandbox, the worker and the delivery-receipts receiver; publishes sample commands (multi-region
-text, template, voice, one invalid, one expired); prints their results as a table, then the
+text, template, voice, one invalid, one expired, one to a region without an upstream, one campaign
+the balance of 20.000000 cannot cover: refused for that command only); prints their results as a
+table (top up with POST <sandbox>/_sandbox/balance {"balance":"…"}), then the
 delivery receipts the sandbox posted for every SENT message (joined by message id); then keeps
 everything running until Ctrl-C.
   --once           exit after printing the results and receipts
   --log-level L    the worker's log level (default warn)
 Exit codes: 0 all sample results and their receipts arrived · 1 they did not within 2 minutes or something failed`;
+
+/** Covers every sample but the 500-recipient campaign (22.500000 at the sandbox's CN price). */
+const DEMO_BALANCE = '20.000000';
 
 function sampleCommands(now: number): { label: string; command: SendCommand }[] {
   const id = (name: string): string => `demo-${name}-${randomUUID().slice(0, 8)}`;
@@ -58,6 +63,20 @@ function sampleCommands(now: number): { label: string; command: SendCommand }[] 
     {
       label: 'expired before it was consumed',
       command: { ...base, commandId: id('expired'), expiresAt: now - 60_000, operation: { kind: 'voice', to: '18509872103', code: '1234' } },
+    },
+    {
+      // The sandbox has no upstream for AU: 101301 pauses that route only, the others keep sending.
+      label: 'text to AU (no upstream): route refused',
+      command: { ...base, commandId: id('no-route'), operation: { kind: 'text', to: ['+61412345678'], signature: 'Acme', content: 'never sent' } },
+    },
+    {
+      // 500 CN recipients cost 22.500000, more than the demo balance: 105400 for this command only.
+      label: 'campaign the balance cannot cover',
+      command: {
+        ...base,
+        commandId: id('campaign'),
+        operation: { kind: 'text', to: Array.from({ length: 500 }, (_, n) => `+86138${String(10_000_000 + n)}`), signature: 'Acme', content: 'Spring sale!' },
+      },
     },
   ];
 }
@@ -99,9 +118,11 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
     say(`delivery-receipts receiver at ${receiver.url}/receipts/<token> (metrics: http://127.0.0.1:${receiver.httpPort}/metrics)`);
 
     // Seeded so that a run shows both outcomes: 1 in 4 reports says failed, with an error code.
+    // A balance that covers the small samples and not the campaign (the per-command funds case).
     const sandbox = await startSandbox({
       port: 0,
       seed: 15,
+      balance: DEMO_BALANCE,
       deliveryReports: { callbackUrl: `${receiver.url}/receipts/${receiptToken}`, delayMs: 1_000, failRate: 0.25 },
     });
     cleanups.push(() => sandbox.close());

@@ -2,7 +2,8 @@ import type { CountryCode } from 'libphonenumber-js';
 import type { ValidationPolicy } from '../contracts/validate.ts';
 import { ConfigError } from '../errors.ts';
 import { connectionSettings, describeIssues, type KafkaSettings, type RegistrySettings } from './connection.ts';
-import { envSchema, type Env } from './schema.ts';
+import type { RefusalScopeSettings } from '../worker/refusal-scopes.ts';
+import { envSchema, REFUSAL_DEFAULTS, type Env } from './schema.ts';
 import { tracingSettings, type TracingSettings } from './tracing.ts';
 
 export { envSchema, SECRET_VARIABLES } from './schema.ts';
@@ -62,6 +63,8 @@ export interface WorkerConfig {
   /** Largest command record (key + value + header bytes) the worker decodes; larger ones are dead-lettered as RECORD_TOO_LARGE. */
   readonly maxCommandBytes: number;
   readonly funds: { readonly policy: 'pause' | 'fail'; readonly probeInitialMs: number; readonly probeMaxMs: number };
+  /** How far a refusal reaches: route pauses, the cost ceiling, a held command's wait (src/worker/refusal-scopes.ts). */
+  readonly refusals: RefusalScopeSettings;
   readonly breaker: { readonly failureThreshold: number; readonly probeInitialMs: number; readonly probeMaxMs: number };
   readonly shutdownTimeoutMs: number;
   readonly healthStallMs: number;
@@ -85,6 +88,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   if (e.PROVIDER_RETRY_MAX_DELAY_MS < e.PROVIDER_RETRY_BASE_MS) problems.push('PROVIDER_RETRY_MAX_DELAY_MS: must be at least PROVIDER_RETRY_BASE_MS');
   if (e.FUNDS_PROBE_MAX_MS < e.FUNDS_PROBE_INITIAL_MS) problems.push('FUNDS_PROBE_MAX_MS: must be at least FUNDS_PROBE_INITIAL_MS');
   if (e.BREAKER_PROBE_MAX_MS < e.BREAKER_PROBE_INITIAL_MS) problems.push('BREAKER_PROBE_MAX_MS: must be at least BREAKER_PROBE_INITIAL_MS');
+  if (e.ROUTE_PROBE_MAX_MS < e.ROUTE_PROBE_INITIAL_MS) problems.push('ROUTE_PROBE_MAX_MS: must be at least ROUTE_PROBE_INITIAL_MS');
   if (new Set([e.COMMAND_TOPIC, e.RESULT_TOPIC, e.DEAD_LETTER_TOPIC, e.LEDGER_TOPIC]).size !== 4)
     problems.push('COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC, LEDGER_TOPIC: must be four different topics');
   if (problems.length > 0) throw new ConfigError(problems);
@@ -140,6 +144,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     },
     maxCommandBytes: e.MAX_COMMAND_BYTES,
     funds: { policy: e.FUNDS_POLICY, probeInitialMs: e.FUNDS_PROBE_INITIAL_MS, probeMaxMs: e.FUNDS_PROBE_MAX_MS },
+    refusals: {
+      maxWaitMs: e.ROUTE_PAUSE_MAX_MS,
+      routeProbe: { initialMs: e.ROUTE_PROBE_INITIAL_MS, maxMs: e.ROUTE_PROBE_MAX_MS },
+      fundsProbe: { initialMs: e.FUNDS_PROBE_INITIAL_MS, maxMs: e.FUNDS_PROBE_MAX_MS },
+      accountWideAfterRoutes: e.ROUTE_ACCOUNT_WIDE_AFTER,
+      escalationWindowMs: REFUSAL_DEFAULTS.escalationWindowMs,
+      maxPausedRoutes: REFUSAL_DEFAULTS.maxPausedRoutes,
+    },
     breaker: { failureThreshold: e.BREAKER_FAILURE_THRESHOLD, probeInitialMs: e.BREAKER_PROBE_INITIAL_MS, probeMaxMs: e.BREAKER_PROBE_MAX_MS },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     healthStallMs: e.HEALTH_STALL_MS,

@@ -36,6 +36,27 @@ export const PROVIDER_DEFAULTS = {
   freeSocketTimeoutMs: 4_000,
 } as const;
 
+/**
+ * Defaults of how far a refusal reaches (src/worker/refusal-scopes.ts), the one source for the
+ * ROUTE_* and FUNDS_PROBE_* variables and for a sender built without a configuration. Why these:
+ * - `maxWaitMs` 2 s: a held command keeps its partition's later results (not its sends) waiting,
+ *   and the partition runs at most MAX_RUN_AHEAD (128) records ahead, which at 25 commands/s a
+ *   partition is 5 s; 2 s lets a route that comes back within a probe or two carry on, and keeps
+ *   the other commands flowing. 101301 is a configuration of the service: it rarely clears in seconds.
+ * - route probes from 1 s to 60 s: the refused command itself is the first probe, so it ends
+ *   (FAILED or SENT) about 1 s after its refusal; afterwards about one request a minute per route.
+ * - three distinct routes with nothing sent in between: one region without an upstream is
+ *   ordinary, three at once with no success at all is the account.
+ */
+export const REFUSAL_DEFAULTS = {
+  maxWaitMs: 2_000,
+  routeProbe: { initialMs: 1_000, maxMs: 60_000 },
+  fundsProbe: { initialMs: 5_000, maxMs: 300_000 },
+  accountWideAfterRoutes: 3,
+  escalationWindowMs: 60_000,
+  maxPausedRoutes: 64,
+} as const;
+
 const topicName = (fallback: string) =>
   z
     .string()
@@ -117,8 +138,13 @@ export const envSchema = z.object({
   MAX_COMMAND_BYTES: int(1_000_000, 1_024, 64 * 1_048_576),
   PARTIAL_RECIPIENTS: z.enum(['reject', 'send-valid']).default('reject'),
   FUNDS_POLICY: z.enum(['pause', 'fail']).default('pause'),
-  FUNDS_PROBE_INITIAL_MS: int(5_000, 1),
-  FUNDS_PROBE_MAX_MS: int(300_000, 1),
+  FUNDS_PROBE_INITIAL_MS: int(REFUSAL_DEFAULTS.fundsProbe.initialMs, 1),
+  FUNDS_PROBE_MAX_MS: int(REFUSAL_DEFAULTS.fundsProbe.maxMs, 1),
+  // How far a refusal reaches (src/worker/refusal-scopes.ts): a route's pause, a command's wait, when it is the account.
+  ROUTE_PAUSE_MAX_MS: int(REFUSAL_DEFAULTS.maxWaitMs, 0, 3_600_000),
+  ROUTE_PROBE_INITIAL_MS: int(REFUSAL_DEFAULTS.routeProbe.initialMs, 1),
+  ROUTE_PROBE_MAX_MS: int(REFUSAL_DEFAULTS.routeProbe.maxMs, 1),
+  ROUTE_ACCOUNT_WIDE_AFTER: int(REFUSAL_DEFAULTS.accountWideAfterRoutes, 1, 64),
   BREAKER_FAILURE_THRESHOLD: int(10, 1),
   BREAKER_PROBE_INITIAL_MS: int(1_000, 1),
   BREAKER_PROBE_MAX_MS: int(60_000, 1),

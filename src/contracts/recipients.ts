@@ -3,6 +3,9 @@ import { isDomestic, parsePhone } from './phone.ts';
 import { RULES, type FieldProblem } from './rules.ts';
 import type { ValidationPolicy } from './validate.ts';
 
+/** The region of a number that belongs to none (libphonenumber's name for non-geographic entities, e.g. +800). */
+export const NON_GEOGRAPHIC_REGION = '001';
+
 /** Which kinds of valid recipient a list holds: billing differs between them. */
 export interface RecipientRegions {
   readonly domestic: boolean;
@@ -18,12 +21,27 @@ export interface Recipients {
   /** Problems with the list as a whole (empty, too many, none valid) and over-long entries: these reject under every policy. */
   readonly problems: readonly FieldProblem[];
   readonly regions: RecipientRegions;
+  /**
+   * The valid recipients' regions (ISO 3166 alpha-2; `001` for non-geographic numbers such as
+   * +800), sorted and distinct: the command's route, as far as a refusal per destination goes.
+   */
+  readonly regionCodes: readonly string[];
+  /** How many of the valid recipients are in the home region (billing differs). */
+  readonly domesticCount: number;
 }
 
 export function validateRecipients(to: readonly string[], policy: ValidationPolicy): Recipients {
   const regions = { domestic: false, international: false };
   if (to.length === 0) {
-    return { to: [], invalid: [], duplicatesRemoved: 0, problems: [{ field: 'operation.to', problem: RULES.recipientsEmpty.message() }], regions };
+    return {
+      to: [],
+      invalid: [],
+      duplicatesRemoved: 0,
+      problems: [{ field: 'operation.to', problem: RULES.recipientsEmpty.message() }],
+      regions,
+      regionCodes: [],
+      domesticCount: 0,
+    };
   }
   const problems: FieldProblem[] = [];
   // Counted as given, and only the first maxRecipients entries are examined: a list of 50,000
@@ -32,6 +50,8 @@ export function validateRecipients(to: readonly string[], policy: ValidationPoli
     problems.push({ field: 'operation.to', problem: RULES.recipientsTooMany.message(to.length, policy.maxRecipients) });
   }
   const unique = new Set<string>();
+  const regionCodes = new Set<string>();
+  let domesticCount = 0;
   const invalid: (FieldProblem & { to: string })[] = [];
   let duplicatesRemoved = 0;
   const examined = Math.min(to.length, policy.maxRecipients);
@@ -50,8 +70,11 @@ export function validateRecipients(to: readonly string[], policy: ValidationPoli
       duplicatesRemoved += 1;
     } else {
       unique.add(parsed.phone.e164);
-      if (isDomestic(parsed.phone, policy.homeRegion)) regions.domestic = true;
-      else regions.international = true;
+      regionCodes.add(parsed.phone.region ?? NON_GEOGRAPHIC_REGION);
+      if (isDomestic(parsed.phone, policy.homeRegion)) {
+        regions.domestic = true;
+        domesticCount += 1;
+      } else regions.international = true;
     }
   }
 
@@ -59,5 +82,5 @@ export function validateRecipients(to: readonly string[], policy: ValidationPoli
   if (unique.size === 0 && invalid.length > 0 && policy.partialRecipients === 'send-valid') {
     problems.push({ field: 'operation.to', problem: RULES.recipientsNoneValid.message(examined) });
   }
-  return { to: [...unique], invalid, duplicatesRemoved, problems, regions };
+  return { to: [...unique], invalid, duplicatesRemoved, problems, regions, regionCodes: [...regionCodes].sort(), domesticCount };
 }

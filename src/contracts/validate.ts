@@ -2,7 +2,7 @@
  * Decides whether a command may cost money. Pure: no clock (the caller passes `nowMs`), no I/O.
  * Every problem is collected, not only the first, so a producer fixes a command in one round.
  */
-import type { ProviderRequest, TextMessageRequest } from '../provider/types.ts';
+import type { OperationName, ProviderRequest, TextMessageRequest } from '../provider/types.ts';
 // One statement of how a text is segmented and billed, shared with the sandbox.
 import { billedText, segment } from './segments.ts';
 import type { SendCommand, TextOperation, VoiceOperation } from './command.ts';
@@ -70,10 +70,23 @@ export interface RejectedRecipient {
   readonly problem: string;
 }
 
+/**
+ * What a refusal of this send can be about (see src/worker/refusal-scopes.ts): its route
+ * (operation and destination regions) and its expected cost in billed units (recipients × billed
+ * messages each; a template, whose text the service keeps, counts one per recipient).
+ */
+export interface SendFootprint {
+  readonly operation: OperationName;
+  /** ISO 3166 alpha-2 codes of the recipients, sorted and distinct (`001`: non-geographic). */
+  readonly regions: readonly string[];
+  readonly costUnits: number;
+}
+
 export type Validation =
   | {
       readonly kind: 'send';
       readonly request: ProviderRequest;
+      readonly footprint: SendFootprint;
       readonly rejectedRecipients: readonly RejectedRecipient[];
       readonly duplicatesRemoved: number;
     }
@@ -164,8 +177,12 @@ function validateText(operation: TextOperation, policy: ValidationPolicy, proble
     ...(hasTemplate ? { templateId: operation.templateId } : {}),
     ...(hasTemplate && templateData !== undefined ? { templateData } : {}),
   };
+  const valid = recipients.to.length;
+  const perRecipient = (domestic: boolean): number => (hasContent ? segment(billedText(signature, operation.content, domestic)).parts : 1);
+  const costUnits = recipients.domesticCount * perRecipient(true) + (valid - recipients.domesticCount) * perRecipient(false);
   return {
     request: { operation: 'sms.message.send', body },
+    footprint: { operation: 'sms.message.send', regions: recipients.regionCodes, costUnits },
     rejectedRecipients: recipients.invalid.map(({ to, problem }) => ({ to, problem })),
     duplicatesRemoved: recipients.duplicatesRemoved,
   };
@@ -223,6 +240,7 @@ function validateTemplateData(templateData: Readonly<Record<string, string>>, po
 
 function validateVoice(operation: VoiceOperation, policy: ValidationPolicy, problems: FieldProblem[]): SendParts | undefined {
   let national: string | undefined;
+  let region: string | undefined;
   const parsed = parsePhone(operation.to, policy.homeRegion);
   if (!parsed.ok) {
     problems.push({ field: 'operation.to', problem: RULES.calleeInvalid.message(parsed.problem, policy.homeRegion) });
@@ -234,6 +252,7 @@ function validateVoice(operation: VoiceOperation, policy: ValidationPolicy, prob
   } else {
     // The service's example sends the national number; international forms are not supported.
     national = parsed.phone.national;
+    region = parsed.phone.region ?? policy.homeRegion;
   }
 
   const code = operation.code;
@@ -241,9 +260,10 @@ function validateVoice(operation: VoiceOperation, policy: ValidationPolicy, prob
     problems.push({ field: 'operation.code', problem: RULES.codeFormat.message(codePoints(code), ASCII_DIGITS.test(code)) });
   }
 
-  if (national === undefined || problems.length > 0) return undefined;
+  if (national === undefined || region === undefined || problems.length > 0) return undefined;
   return {
     request: { operation: 'sms.voice.verification.send', body: { to: national, code } },
+    footprint: { operation: 'sms.voice.verification.send', regions: [region], costUnits: 1 },
     rejectedRecipients: [],
     duplicatesRemoved: 0,
   };

@@ -45,6 +45,26 @@ export function toMicros(amount: string): bigint | undefined {
   return sign === '-' ? -micros : micros;
 }
 
+/** Most regions a route's `region` label names; a route with more names its first 8 (sorted), then `+…`. */
+export const ROUTE_LABEL_MAX_REGIONS = 8;
+
+/**
+ * The `region` label of a route (`sms_worker_route_paused_since_timestamp_seconds`): its
+ * destination regions (ISO 3166 alpha-2; `001` for non-geographic numbers), de-duplicated, sorted and joined with `+` (`AU`,
+ * `AU+NZ`); after ROUTE_LABEL_MAX_REGIONS regions the rest are cut and `+…` marks the cut, so the
+ * label stays short whatever the command. An empty set reads `none`.
+ */
+export function routeLabel(regions: readonly string[]): string {
+  const sorted = [...new Set(regions)].sort();
+  if (sorted.length === 0) return 'none';
+  const shown = sorted.slice(0, ROUTE_LABEL_MAX_REGIONS).join('+');
+  return sorted.length > ROUTE_LABEL_MAX_REGIONS ? `${shown}+…` : shown;
+}
+
+/** What the worker paused in answer to a refusal: one route, commands above a cost ceiling, or the whole account. */
+export const REFUSAL_SCOPES = ['route', 'command', 'account'] as const;
+export type RefusalScope = (typeof REFUSAL_SCOPES)[number];
+
 export type WorkerMetrics = ReturnType<typeof createMetrics>;
 
 export function createMetrics(registry: Registry = new Registry()) {
@@ -53,6 +73,13 @@ export function createMetrics(registry: Registry = new Registry()) {
   const codes = new BoundedLabel(50);
   const upstreams = new BoundedLabel(100);
   const regions = new BoundedLabel(250);
+  const refusalCodes = new BoundedLabel(20);
+  const refusals = new Counter({
+    name: `${prefix}refusals_total`,
+    help: `Refusals by the service that paused something, by the service's code (101301, 105400, PROVIDER_HTTP_401|403|404|407; bounded: 20 distinct codes, then "other") and by what the worker paused in answer (scope: ${REFUSAL_SCOPES.join(', ')}).`,
+    labelNames: ['code', 'scope'],
+    registers: [registry],
+  });
 
   const metrics = {
     registry,
@@ -118,6 +145,22 @@ export function createMetrics(registry: Registry = new Registry()) {
       labelNames: ['reason'],
       registers: [registry],
     }),
+    routePausedSince: new Gauge({
+      name: `${prefix}route_paused_since_timestamp_seconds`,
+      help: 'Unix time at which a route (operation × destination regions) was paused after a 101301 refusal, per paused route: operation (text, voice) and region (ISO 3166 alpha-2 codes, 001 for non-geographic numbers, sorted and joined with "+", e.g. AU or AU+NZ, at most 8 then "+…"). At most 64 routes are paused at once; a series is removed when its route is resumed or evicted.',
+      labelNames: ['operation', 'region'],
+      registers: [registry],
+    }),
+    pausedRoutes: new Gauge({
+      name: `${prefix}paused_routes`,
+      help: 'Routes (operation × destination regions) paused now after a 101301 refusal (at most 64).',
+      registers: [registry],
+    }),
+    fundsCeiling: new Gauge({
+      name: `${prefix}funds_cost_ceiling`,
+      help: 'While a 105400 refusal holds back large commands: the cost (billed units = recipients × segments) at and above which commands are held; 0 when none are.',
+      registers: [registry],
+    }),
     consumerLag: new Gauge({
       name: `${prefix}consumer_lag`,
       help: 'Records between the committed position and the high watermark, per partition.',
@@ -171,6 +214,16 @@ export function createMetrics(registry: Registry = new Registry()) {
   for (const reason of PAUSED_LABELS) metrics.paused.set({ reason }, 0);
   return {
     ...metrics,
+    /**
+     * `sms_worker_refusals_total{code, scope}`: the code passes through a BoundedLabel of its own
+     * (20 distinct codes, then `other`), so whatever the service answers, the series stay few.
+     */
+    refusals: {
+      inc(labels: { code: string; scope: RefusalScope }, value = 1): void {
+        refusals.inc({ code: refusalCodes.value(labels.code), scope: labels.scope }, value);
+      },
+      get: () => refusals.get(),
+    },
     /**
      * Adds one message's price to the charged-amount counter. Never throws, whatever the string:
      * an amount that is not a non-negative decimal within toMicros' range is not counted.

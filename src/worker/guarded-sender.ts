@@ -1,7 +1,11 @@
-import { isProviderError, type ProviderError } from '../provider/provider-error.ts';
+import type { SendFootprint } from '../contracts/validate.ts';
+import { INSUFFICIENT_FUNDS_CODE, NO_UPSTREAM_CODE } from '../provider/classify.ts';
+import { isProviderError, ProviderError } from '../provider/provider-error.ts';
 import type { AttemptInfo } from '../provider/options.ts';
 import type { FailureClass, ProviderClient, ProviderRequest, ProviderSuccess } from '../provider/types.ts';
 import type { RateLimiter } from './rate-limiter.ts';
+import { RefusalHolds } from './refusal-holds.ts';
+import { DEFAULT_REFUSAL_SCOPE_SETTINGS, describeRoute, type HoldTicket, type RefusalScope } from './refusal-scopes.ts';
 import type { OutageCounter, Passage, PauseReason, ServiceGate } from './service-gate.ts';
 
 /** Failure classes that say "the service is not taking requests", not "this command is wrong". */
@@ -32,6 +36,8 @@ export interface SendHooks {
 export interface GuardedSenderOptions {
   readonly client: ProviderClient;
   readonly gate: ServiceGate;
+  /** The scoped holds: paused routes (101301) and the cost ceiling (105400 for one command). */
+  readonly holds?: RefusalHolds;
   readonly outages: OutageCounter;
   readonly rateLimiter: RateLimiter;
   /** `pause`: hold every send until funds return; `fail`: a FAILED result at once. */
@@ -42,47 +48,120 @@ export interface GuardedSenderOptions {
    * words (the service's code, HTTP status and message, bounded; never a secret), for a warn log.
    */
   readonly onPause?: (reason: PauseReason, why: string) => void;
+  /** Every refusal (101301, 105400, 401/403/404/407) with the scope it paused, for metrics and logs. */
+  readonly onRefusal?: (code: string, scope: RefusalScope, footprint: SendFootprint) => void;
   readonly now?: () => number;
 }
 
-/** What becomes of a failed send: held at the gate and sent again later, or given up. */
+/** What becomes of a failed send: held and sent again later, or given up. */
 type Verdict = 'keep' | 'give-up';
+
+/** Refusals a command may get before it is given up: the refusal and one probe (issue 20). */
+const MAX_REFUSALS = 2;
+
+/** One command's send as the sender follows it through the loop. */
+interface SendState {
+  readonly ticket: HoldTicket;
+  readonly footprint: SendFootprint;
+  refusals: number;
+}
 
 /**
  * Sends one command through the client (which retries within its budget and before the command's
- * expiry), behind the process-wide gate: while funds are exhausted, the circuit is open, the service
- * throttles beyond the retry budget or refuses this client, the command waits instead of failing,
- * and is itself re-sent when it is chosen as the probe. Only an AbortSignal (shutdown, rebalance)
- * makes a waiting command give up, unsent, so that it is consumed again later; a call aborted by
- * the client's close() (shutdown) is given up the same way.
+ * expiry), behind two kinds of pause:
+ * - the process-wide gate (ServiceGate): while funds are exhausted for every command, the circuit is
+ *   open, the service throttles beyond the retry budget or refuses this client, the command waits
+ *   instead of failing, and may be re-sent as the probe;
+ * - the scoped holds (RefusalHolds): a route the service has no upstream for (101301) and the cost
+ *   ceiling after a per-command 105400 hold back only the commands they are about, for at most
+ *   ROUTE_PAUSE_MAX_MS, before any mark or slot is taken.
+ * A command refused twice (the refusal and one probe) is given up, whatever the scope. Only an
+ * AbortSignal (shutdown, rebalance) makes a waiting command give up unsent, so that it is consumed
+ * again later; a call aborted by the client's close() (shutdown) is given up the same way.
  */
 export class GuardedSender {
-  readonly #o: GuardedSenderOptions;
+  readonly #o: GuardedSenderOptions & { readonly holds: RefusalHolds };
   constructor(options: GuardedSenderOptions) {
-    this.#o = options;
+    this.#o = {
+      ...options,
+      holds: options.holds ?? new RefusalHolds({ settings: DEFAULT_REFUSAL_SCOPE_SETTINGS, ...(options.now === undefined ? {} : { now: options.now }) }),
+    };
   }
 
   /**
    * `expiresAt` is checked again each time the command gets past the gate (a verification code
    * that waited out a pause is not sent late) and is the client's deadline: no retry starts at or
    * after it. A send that ended there without reaching the service is `expired`; one whose last
-   * attempt may have reached it stays `failed` (its outcome is unknown).
+   * attempt may have reached it stays `failed` (its outcome is unknown). `footprint` (route and
+   * expected cost, from validation) scopes refusals; without it a refusal holds the operation.
    */
-  async send(request: ProviderRequest, correlationId: string, signal: AbortSignal, expiresAt: number | null = null, hooks?: SendHooks): Promise<SendOutcome> {
+  async send(
+    request: ProviderRequest,
+    correlationId: string,
+    signal: AbortSignal,
+    expiresAt: number | null = null,
+    hooks?: SendHooks,
+    footprint: SendFootprint = { operation: request.operation, regions: [], costUnits: 1 },
+  ): Promise<SendOutcome> {
+    const state: SendState = { ticket: this.#o.holds.ticket(footprint), footprint, refusals: 0 };
+    try {
+      return await this.#send(request, correlationId, signal, expiresAt, hooks, state);
+    } finally {
+      this.#o.holds.leave(state.ticket);
+    }
+  }
+
+  async #send(
+    request: ProviderRequest,
+    correlationId: string,
+    signal: AbortSignal,
+    expiresAt: number | null,
+    hooks: SendHooks | undefined,
+    state: SendState,
+  ): Promise<SendOutcome> {
+    const { gate, holds } = this.#o;
     const now = this.#o.now ?? Date.now;
     let attempts = 0;
     for (;;) {
       let passage: Passage | undefined;
       try {
-        passage = await this.#o.gate.pass(signal);
-        await this.#o.rateLimiter.take(signal);
+        passage = await gate.pass(signal, state.footprint.costUnits);
       } catch {
-        if (passage === 'probe') this.#o.gate.releaseProbe();
         return { kind: 'abandoned', attempts };
       }
       const wasProbe = passage === 'probe';
+      /** Gives back whatever this pass took: the gate's probe, the holds' probes. */
+      const release = (): void => {
+        if (wasProbe) gate.releaseProbe();
+        holds.release(state.ticket);
+      };
       if (expiresAt !== null && now() >= expiresAt) {
-        if (wasProbe) this.#o.gate.releaseProbe();
+        release();
+        return { kind: 'expired', expiresAt, attempts };
+      }
+      const admission = holds.admit(state.ticket);
+      if (admission.kind === 'wait') {
+        // Held by a route or the cost ceiling: wait without the gate's probe, then ask again.
+        if (wasProbe) gate.releaseProbe();
+        try {
+          await holds.wait(state.ticket, expiresAt === null ? admission.untilMs : Math.min(admission.untilMs, expiresAt), signal);
+        } catch {
+          return { kind: 'abandoned', attempts };
+        }
+        continue;
+      }
+      if (admission.kind === 'give-up') {
+        release();
+        return { kind: 'failed', error: heldBackError(request.operation, admission.code, admission.detail, attempts), attempts };
+      }
+      try {
+        await this.#o.rateLimiter.take(signal);
+      } catch {
+        release();
+        return { kind: 'abandoned', attempts };
+      }
+      if (expiresAt !== null && now() >= expiresAt) {
+        release();
         return { kind: 'expired', expiresAt, attempts };
       }
       let cleared: boolean;
@@ -92,7 +171,7 @@ export class GuardedSender {
         cleared = false;
       }
       if (!cleared) {
-        if (wasProbe) this.#o.gate.releaseProbe();
+        release();
         return { kind: 'abandoned', attempts };
       }
       try {
@@ -108,59 +187,75 @@ export class GuardedSender {
         });
         attempts += success.attempts;
         this.#o.outages.success();
-        this.#o.gate.clear();
+        if (gate.reason === 'insufficient_funds') holds.clearCostCeiling();
+        gate.clear();
+        holds.succeeded(state.ticket);
         return { kind: 'sent', success, attempts };
       } catch (error) {
         if (!isProviderError(error)) {
-          if (wasProbe) this.#o.gate.releaseProbe();
+          release();
           return { kind: 'failed', error: error instanceof Error ? error : new Error(String(error)), attempts };
         }
         attempts += error.attempts;
         // Shutdown closed the client under the call: no result; the partition's next owner sends it.
         // Not a sign of an outage, so the breaker does not count it.
         if (error.aborted) {
-          if (wasProbe) this.#o.gate.releaseProbe();
+          release();
           return { kind: 'abandoned', attempts, maybeSent: !error.surelyNotSent };
         }
         this.#o.onFailureClass?.(error.failureClass);
-        if (this.#judge(error, wasProbe) === 'keep') {
+        if (this.#judge(error, wasProbe, state) === 'keep') {
           // Held for later: if the service surely did not send it (it never got it, or it
           // refused it: 105400, 101301), its ledger mark is withdrawn.
           if (error.surelyNotSent || error.refused) hooks?.notSent?.();
           continue;
         }
+        holds.release(state.ticket);
         if (expiresAt !== null && error.surelyNotSent && (error.stopReason === 'deadline' || now() >= expiresAt)) {
           return { kind: 'expired', expiresAt, attempts };
+        }
+        if (state.refusals > 0 && (error.failureClass === 'insufficient-funds' || error.code === NO_UPSTREAM_CODE)) {
+          return { kind: 'failed', error: refusedAgainError(error, state, attempts), attempts };
         }
         return { kind: 'failed', error, attempts };
       }
     }
   }
 
-  /** Updates the gate and the breaker for one failed call, and says whether its command is kept. */
-  #judge(error: ProviderError, wasProbe: boolean): Verdict {
-    const { gate, outages } = this.#o;
+  /** Updates the gate, the holds and the breaker for one failed call, and says whether its command is kept. */
+  #judge(error: ProviderError, wasProbe: boolean, state: SendState): Verdict {
+    const { gate, outages, holds } = this.#o;
     if (error.failureClass === 'insufficient-funds' && this.#o.fundsPolicy === 'pause') {
-      this.#block('insufficient_funds', wasProbe, error);
-      return 'keep';
+      outages.success();
+      state.refusals += 1;
+      const scope = holds.refused(state.ticket, error.code);
+      this.#refusal(error, scope, state);
+      if (scope === 'account') this.#block('insufficient_funds', wasProbe, error);
+      else if (wasProbe) gate.releaseProbe();
+      return state.refusals >= MAX_REFUSALS ? 'give-up' : 'keep';
     }
     if (error.failureClass === 'configuration') {
-      // The service answered, so it is up; but it refuses this client or account as a whole, and
-      // every other command would get the same answer: pause rather than fail the backlog. The
-      // command is kept once and re-sent as the probe; a probe refused again fails its command, so
-      // no single command (say, one whose destination has no upstream) can hold the worker forever.
-      const refusedAgain = wasProbe && gate.reason === 'provider_rejecting';
+      // The service answered, so it is up. 101301 is about the route unless several routes get it
+      // with nothing going through; 401/403/404/407 are about this client: every command would
+      // get the same, so all sending pauses. The command is kept once (it waits for a probe); a
+      // command refused twice is given up, so no single command can hold the worker.
       outages.success();
-      this.#block('provider_rejecting', wasProbe, error);
-      return refusedAgain ? 'give-up' : 'keep';
+      state.refusals += 1;
+      const scope = error.code === NO_UPSTREAM_CODE ? holds.refused(state.ticket, error.code) : 'account';
+      this.#refusal(error, scope, state);
+      if (scope === 'account') this.#block('provider_rejecting', wasProbe, error);
+      else if (wasProbe) gate.releaseProbe();
+      return state.refusals >= MAX_REFUSALS ? 'give-up' : 'keep';
     }
     if (error.failureClass === 'throttled' && error.stopReason === 'retry-after-exceeds-budget' && error.retryAfterMs !== undefined) {
       // The service told us when to come back, later than the budget allows: it surely has not
       // sent the command, so hold it (and everyone else) until then rather than fail it.
+      holds.release(state.ticket);
       this.#block('throttled', wasProbe, error, error.retryAfterMs);
       return 'keep';
     }
     if (OUTAGE.has(error.failureClass)) {
+      holds.release(state.ticket);
       const open = outages.failure();
       if (open || wasProbe) this.#block('circuit_open', wasProbe, error);
       // Keep the command for after the outage only if re-sending it is safe: an ambiguous
@@ -174,6 +269,14 @@ export class GuardedSender {
     return 'give-up';
   }
 
+  #refusal(error: ProviderError, scope: RefusalScope, state: SendState): void {
+    try {
+      this.#o.onRefusal?.(error.code, scope, state.footprint);
+    } catch {
+      // An observer's bug must not change what becomes of the command.
+    }
+  }
+
   #block(reason: PauseReason, wasProbe: boolean, error: ProviderError, probeInMs?: number): void {
     if (this.#o.gate.reason !== reason) {
       const status = error.httpStatus === undefined ? '' : ` (HTTP ${error.httpStatus})`;
@@ -184,6 +287,51 @@ export class GuardedSender {
         // An observer's bug must not change what becomes of the command.
       }
     }
+    if (reason === 'insufficient_funds') this.#o.holds.clearCostCeiling();
     this.#o.gate.block(reason, wasProbe, probeInMs);
   }
+}
+
+/** Whether a refusal may pass if tried later (a route configured, the account topped up). */
+function failureClassOf(code: string): FailureClass {
+  return code === INSUFFICIENT_FUNDS_CODE ? 'insufficient-funds' : 'configuration';
+}
+
+/**
+ * A command given up unsent because its route or cost stayed refused: FAILED with the service's
+ * code, retryable (a later retry can succeed once the route is configured or funds are back). The
+ * refusal is the service's, so its stage is PROVIDER.
+ */
+function heldBackError(operation: ProviderRequest['operation'], code: string, detail: string, attempts: number): ProviderError {
+  return new ProviderError({
+    operation,
+    code,
+    message: detail,
+    providerMessage: '',
+    failureClass: failureClassOf(code),
+    retryable: true,
+    attempts,
+    answered: true,
+  });
+}
+
+/** The service's refusal of a command refused twice (or decided per command), naming its route, retryable. */
+function refusedAgainError(error: ProviderError, state: SendState, attempts: number): ProviderError {
+  const what =
+    error.code === NO_UPSTREAM_CODE
+      ? `the route (${describeRoute(state.footprint.operation, state.footprint.regions)}) was refused`
+      : `the balance did not cover this command (${state.footprint.costUnits} billed units expected)`;
+  return new ProviderError({
+    operation: error.operation,
+    code: error.code,
+    message: `${error.message}; ${what} ${state.refusals} time(s); not sent, retry later`,
+    providerMessage: error.providerMessage,
+    failureClass: error.failureClass,
+    retryable: true,
+    attempts,
+    httpStatus: error.httpStatus,
+    requestId: error.requestId,
+    answered: error.answered,
+    stopReason: error.stopReason,
+  });
 }

@@ -198,7 +198,7 @@ async function handle(
       }),
     }),
   };
-  const outcome: SendOutcome = await deps.sender.send(validation.request, command.commandId, signal, command.expiresAt, hooks);
+  const outcome: SendOutcome = await deps.sender.send(validation.request, command.commandId, signal, command.expiresAt, hooks, validation.footprint);
   if (outcome.kind === 'abandoned') {
     lane.releaseCommandId(command.commandId, offset);
     return { kind: 'abandoned', maybeSent: outcome.maybeSent === true };

@@ -7,6 +7,7 @@ import { refreshConsumerLag } from './lag.ts';
 import { BytesInHand } from './bytes-in-hand.ts';
 import { PartitionLanes } from './partition-lanes.ts';
 import { Semaphore } from './semaphore.ts';
+import { RefusalReport } from './refusal-report.ts';
 import { PAUSE_DESCRIPTIONS, PAUSE_REASONS, type PauseReason } from './service-gate.ts';
 import { connectWorker, type WorkerParts } from './wiring.ts';
 
@@ -46,6 +47,7 @@ export class Worker {
   #lagTimer: NodeJS.Timeout | undefined;
   readonly #lagRefreshMs: number;
   readonly #progress: ProgressMonitor;
+  readonly #refusals: RefusalReport;
   #stopping: Promise<void> | undefined;
   readonly #done: { promise: Promise<void>; resolve: () => void; reject: (error: unknown) => void };
 
@@ -56,6 +58,7 @@ export class Worker {
     this.#withHttp = options.http ?? true;
     this.#lagRefreshMs = options.lagRefreshMs ?? 15_000;
     this.#progress = new ProgressMonitor(options.config.healthStallMs);
+    this.#refusals = new RefusalReport(this.metrics, this.#log);
     let resolve!: () => void;
     let reject!: (error: unknown) => void;
     const promise = new Promise<void>((res, rej) => {
@@ -100,6 +103,8 @@ export class Worker {
       this.#stillStarting();
       const parts = await connectWorker(c, this.#log, this.metrics, {
         onGateChange: (reason) => this.#onGateChange(reason),
+        onHoldsChange: (snapshot) => this.#refusals.holdsChanged(snapshot),
+        onRefusal: (code, scope, footprint) => this.#refusals.refusal(code, scope, footprint),
         adopt: (release, name) => this.#releases.push({ name, release }),
         handover: async (topic, partition) => (await this.#lanes?.handover(topic, partition)) ?? false,
       });

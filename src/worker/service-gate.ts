@@ -1,13 +1,15 @@
 import { deferred } from './waiting.ts';
 
 /**
- * Why sends are held back. Sending is paused for the whole process (not per command), because
- * every cause is a property of the account or of the service, not of a command:
- * - `insufficient_funds`: the service answered 105400.
+ * Why all sending is held back. These are the account-wide pauses: the cause is a property of
+ * the account or of the service, not of a command or a route (those narrower pauses are in
+ * refusal-scopes.ts, and widen to these only on evidence):
+ * - `insufficient_funds`: the service answered 105400 even for a command of the smallest cost.
  * - `circuit_open`: BREAKER_FAILURE_THRESHOLD consecutive outage-class failures.
  * - `throttled`: a 429/503 asked us to come back later than the retry budget allows.
- * - `provider_rejecting`: the service refuses this client or account as a whole (101301 no
- *   upstream configured; 401/403/404/407 without an envelope: revoked key, wrong URL, proxy).
+ * - `provider_rejecting`: the service refuses this client or account as a whole: 401/403/404/407
+ *   without an envelope (revoked key, wrong URL, proxy), or 101301 (no upstream) on
+ *   ROUTE_ACCOUNT_WIDE_AFTER distinct routes with no send succeeding in between.
  * One list, so that metrics, health and logs can enumerate them without repeating it.
  */
 export const PAUSE_REASONS = ['insufficient_funds', 'circuit_open', 'throttled', 'provider_rejecting'] as const;
@@ -19,7 +21,7 @@ export const PAUSE_DESCRIPTIONS: Readonly<Record<PauseReason, string>> = {
   circuit_open: 'messaging service unavailable: circuit open, consumption paused; probing',
   throttled: 'messaging service asked to wait longer than the retry budget (429/503 Retry-After): consumption paused until then',
   provider_rejecting:
-    'messaging service refuses this client or account (101301, or 401/403/404/407): consumption paused; probing — check the access key, base URL and account',
+    'messaging service refuses this client or account (401/403/404/407, or 101301 on several routes at once): consumption paused; probing — check the access key, base URL and account',
 };
 
 export interface GateBackoff {
@@ -53,6 +55,8 @@ export class ServiceGate {
   readonly #onProbeWanted: () => void;
   readonly #now: () => number;
   #waiting = 0;
+  /** Callers in `pass`, with their expected cost: the cheapest probes. */
+  readonly #callers = new Map<symbol, number>();
   #wake: { promise: Promise<void>; resolve: () => void } = deferred();
   #timer: NodeJS.Timeout | undefined;
 
@@ -81,31 +85,46 @@ export class ServiceGate {
     return this.#blocked?.reason;
   }
 
-  /** Waits until the caller may send: `go` when open, `probe` when chosen to test a blocked service. */
-  async pass(signal: AbortSignal): Promise<Passage> {
-    for (;;) {
-      signal.throwIfAborted();
-      const blocked = this.#blocked;
-      if (blocked === undefined) return 'go';
-      if (!blocked.probing && this.#now() >= blocked.probeAt) {
-        blocked.probing = true;
-        return 'probe';
-      }
-      const wake = this.#wake.promise;
-      this.#waiting += 1;
-      try {
-        await new Promise<void>((resolve, reject) => {
-          const onAbort = (): void => reject(signal.reason);
-          signal.addEventListener('abort', onAbort, { once: true });
-          void wake.then(() => {
-            signal.removeEventListener('abort', onAbort);
-            resolve();
+  /**
+   * Waits until the caller may send: `go` when open, `probe` when chosen to test a blocked service.
+   * The probe is the cheapest caller waiting (`costUnits`, billed units expected): after a 105400
+   * the one most likely to be affordable tells whether funds are back, never the largest forever.
+   */
+  async pass(signal: AbortSignal, costUnits = 1): Promise<Passage> {
+    const me = Symbol('caller');
+    this.#callers.set(me, costUnits);
+    try {
+      for (;;) {
+        signal.throwIfAborted();
+        const blocked = this.#blocked;
+        if (blocked === undefined) return 'go';
+        if (!blocked.probing && this.#now() >= blocked.probeAt && this.#cheapest(costUnits)) {
+          blocked.probing = true;
+          return 'probe';
+        }
+        const wake = this.#wake.promise;
+        this.#waiting += 1;
+        try {
+          await new Promise<void>((resolve, reject) => {
+            const onAbort = (): void => reject(signal.reason);
+            signal.addEventListener('abort', onAbort, { once: true });
+            void wake.then(() => {
+              signal.removeEventListener('abort', onAbort);
+              resolve();
+            });
           });
-        });
-      } finally {
-        this.#waiting -= 1;
+        } finally {
+          this.#waiting -= 1;
+        }
       }
+    } finally {
+      this.#callers.delete(me);
     }
+  }
+
+  #cheapest(costUnits: number): boolean {
+    for (const other of this.#callers.values()) if (other < costUnits) return false;
+    return true;
   }
 
   /**

@@ -27,6 +27,9 @@ import { FetchPauses } from './fetch-pauses.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { rateShare } from './rate-share.ts';
 import { OutageCounter, ServiceGate, type PauseReason } from './service-gate.ts';
+import { RefusalHolds, type HoldsSnapshot } from './refusal-holds.ts';
+import type { RefusalScope } from './refusal-scopes.ts';
+import type { SendFootprint } from '../contracts/validate.ts';
 
 /** Settings of the ledger topic when the worker creates it: compacted, small segments so compaction keeps up. */
 const LEDGER_TOPIC_CONFIG = { 'cleanup.policy': 'compact', 'segment.ms': '600000', 'min.cleanable.dirty.ratio': '0.1', 'delete.retention.ms': '3600000' };
@@ -55,6 +58,10 @@ export interface WorkerParts {
 
 export interface WiringHooks {
   readonly onGateChange: (reason: PauseReason | undefined) => void;
+  /** The paused routes or the cost ceiling changed (metrics). */
+  readonly onHoldsChange: (snapshot: HoldsSnapshot) => void;
+  /** The service refused a send; `scope` is what was paused in answer (metrics, logs). */
+  readonly onRefusal: (code: string, scope: RefusalScope, footprint: SendFootprint) => void;
   /** Builds on what was made so far, so a failed start releases it (see Worker.start). */
   readonly adopt: (release: () => Promise<unknown>, name: string) => void;
   /** Waits for this process's earlier lane of a partition to end before it is claimed again (see PartitionLanes). */
@@ -157,9 +164,13 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   });
   hooks.adopt(async () => gate.close(), 'gate');
   const rateLimiter = new RateLimiter(c.rateLimitPerSecond);
+  const holds = new RefusalHolds({ settings: c.refusals, onChange: hooks.onHoldsChange });
+  hooks.adopt(async () => holds.close(), 'refusal holds');
   const sender = new GuardedSender({
     client,
     gate,
+    holds,
+    onRefusal: hooks.onRefusal,
     outages: new OutageCounter(c.breaker.failureThreshold),
     rateLimiter,
     fundsPolicy: c.funds.policy,

@@ -431,3 +431,28 @@ describe('limits (issue 11)', () => {
     ]);
   });
 });
+
+describe('the footprint of a send (what a refusal can be about: route and expected cost)', () => {
+  it('lists the recipients’ regions, sorted and distinct, and counts billed messages per recipient kind', () => {
+    // Domestic: 【sig】 + text, UCS-2, 1 part each; international: [sig] + text, GSM-7, 1 part each.
+    const result = sent(
+      validateCommand(textCommand({ to: ['+61412345678', '13800138000', '+442071838750', '+61412345679'], signature: 'Acme', content: 'hello' }), policy, NOW),
+    );
+    expect(result.footprint).toEqual({ operation: 'sms.message.send', regions: ['AU', 'CN', 'GB'], costUnits: 4 });
+  });
+
+  it('counts a long text by its billed parts', () => {
+    const content = 'x'.repeat(200); // GSM-7: 2 parts abroad; UCS-2 at home (206 characters with 【Acme】): 4 parts
+    const result = sent(validateCommand(textCommand({ to: ['13800138000', '13800138001', '+61412345678'], signature: 'Acme', content }), policy, NOW));
+    expect(result.footprint).toEqual({ operation: 'sms.message.send', regions: ['AU', 'CN'], costUnits: 4 + 4 + 2 });
+  });
+
+  it('counts a template as one per recipient, and leaves rejected recipients out under send-valid', () => {
+    const result = sent(validateCommand(textCommand({ to: ['13800138000', 'nope', '+61412345678'], content: undefined, templateId: 'otp' }), sendValid, NOW));
+    expect(result.footprint).toEqual({ operation: 'sms.message.send', regions: ['AU', 'CN'], costUnits: 2 });
+  });
+
+  it('a voice call is one unit to the home region', () => {
+    expect(sent(validateCommand(voiceCommand(), policy, NOW)).footprint).toEqual({ operation: 'sms.voice.verification.send', regions: ['CN'], costUnits: 1 });
+  });
+});

@@ -93,6 +93,30 @@ const CASES: Record<string, { fires: Case; silent: Case }> = {
       fires: [],
     },
   },
+  SmsWorkerRoutePaused: {
+    // text → AU paused since minute 1 on pod a (and since minute 10 on pod b: one alert, the longer
+    // pause); at minute 20 that is 19 minutes > 15. voice → CN, paused 5 minutes, does not fire.
+    fires: {
+      series: {
+        [`sms_worker_route_paused_since_timestamp_seconds{${release}, operation="text", region="AU", pod="a"}`]: '_ 60x40',
+        [`sms_worker_route_paused_since_timestamp_seconds{${release}, operation="text", region="AU", pod="b"}`]: '_x10 600x30',
+        [`sms_worker_route_paused_since_timestamp_seconds{${release}, operation="voice", region="CN", pod="a"}`]: '_x15 900x30',
+      },
+      at: '20m',
+      fires: [{ namespace, operation: 'text', region: 'AU', severity: 'warning' }],
+    },
+    // Paused 9 minutes (since minute 11); and a route paused from minute 0, resumed at minute 16
+    // (its series removed: a stale marker), seen at minute 17 when it would have been 17 minutes.
+    silent: {
+      series: {
+        [`sms_worker_route_paused_since_timestamp_seconds{${release}, operation="text", region="AU+NZ", pod="a"}`]: '_x11 660x30',
+        [`sms_worker_route_paused_since_timestamp_seconds{${release}, operation="text", region="GB", pod="a"}`]: '0x15 stale',
+        [`sms_worker_route_paused_since_timestamp_seconds{namespace="${namespace}", job="another-worker", operation="text", region="FR", pod="x"}`]: '0x30',
+      },
+      at: '17m',
+      fires: [],
+    },
+  },
   SmsWorkerUnknownOutcomes: {
     fires: {
       series: { [`sms_worker_results_total{${release}, operation="text", outcome="UNKNOWN", code="TIMEOUT", pod="a"}`]: '0 0 0 1 1 1 1 1' },
@@ -279,6 +303,42 @@ describe('PrometheusRule checked and unit-tested with promtool', { timeout: 60_0
     const rejecting = custom.flatMap((g) => g.rules).find((r) => r.alert === 'SmsReceiptsRejectingPosts');
     expect(rejecting?.expr).toContain('sms_receipts_rejected_total{cluster="eu", reason=~');
     expect(rejecting?.expr.trim()).toMatch(/ > 2$/);
+  });
+
+  it('SmsWorkerRoutePaused: fires once the route has been paused longer than routePausedMinutes, not before, and stops when it resumes', () => {
+    const series = `sms_worker_route_paused_since_timestamp_seconds{${release}, operation="text", region="AU", pod="a"}`;
+    const route = { namespace, operation: 'text', region: 'AU', severity: 'warning' };
+    const rulesFor = (file: string, ...extra: string[]): string =>
+      writeRules(
+        file,
+        ruleGroups(...extra).map((g) => ({
+          ...g,
+          rules: g.rules.filter((r) => r.alert === 'SmsWorkerRoutePaused').map(({ annotations: _annotations, ...rule }) => rule),
+        })),
+      );
+    /** Paused at minute 2 (since = 120 s), resumed at minute 40 (series removed). */
+    const pausedFromMinute2 = { interval: '1m', input_series: [{ series, values: '_x2 120x37 stale' }] };
+    const at = (minute: number, fires: boolean): unknown => ({ eval_time: `${minute}m`, alertname: 'SmsWorkerRoutePaused', exp_alerts: fires ? [{ exp_labels: route }] : [] });
+    const cases: [string, string[], unknown[]][] = [
+      // Default 15 minutes: 15 minutes paused at minute 17 is not more than 15; 16 at minute 18 is.
+      ['route-paused-default', [], [at(2, false), at(17, false), at(18, true), at(39, true), at(41, false)]],
+      // 5 minutes: fires from minute 8 (6 minutes paused).
+      ['route-paused-5', ['--set', 'prometheusRule.routePausedMinutes=5'], [at(7, false), at(8, true), at(17, true), at(41, false)]],
+    ];
+    for (const [name, extra, tests] of cases) {
+      const rules = rulesFor(`${name}.rules.yaml`, ...extra);
+      writeFileSync(
+        path.join(dir, `${name}.test.yaml`),
+        stringify({ rule_files: [rules], evaluation_interval: '1m', tests: [{ name, ...pausedFromMinute2, alert_rule_test: tests }] }),
+      );
+      const test = promtoolRun(['test', 'rules', `${name}.test.yaml`]);
+      expect(test.status, test.output).toBe(0);
+    }
+    const [rule] = ruleGroups('--set', 'prometheusRule.routePausedMinutes=5')
+      .flatMap((g) => g.rules)
+      .filter((r) => r.alert === 'SmsWorkerRoutePaused');
+    expect(rule?.annotations?.description).toContain('{{ $labels.region }}');
+    expect(rule?.annotations?.description).toContain('more than 5');
   });
 
   for (const [alert, cases] of Object.entries(CASES)) {

@@ -506,6 +506,7 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
         SmsWorkerPausedInsufficientFunds: /sms_worker_paused\{[^}]*reason="insufficient_funds"/,
         SmsWorkerCircuitOpen: /sms_worker_paused\{[^}]*reason="circuit_open"/,
         SmsWorkerProviderRejecting: /sms_worker_paused\{[^}]*reason="provider_rejecting"/,
+        SmsWorkerRoutePaused: /sms_worker_route_paused_since_timestamp_seconds\{/,
         SmsWorkerUnknownOutcomes: /sms_worker_results_total\{[^}]*outcome="UNKNOWN"/,
         SmsWorkerProviderErrorRatioHigh: /sms_worker_provider_requests_total\{/,
         SmsWorkerNoProgress: /sms_worker_last_progress_timestamp_seconds\{/,

@@ -103,6 +103,27 @@ describe('Grafana dashboard helm/sms-worker/dashboards/sms-worker.json', () => {
     expect(all).toMatch(/sms_worker_results_total\{[^}]*outcome="UNKNOWN"/);
   });
 
+  it('shows the paused routes and for how long, refusals by code and scope, and the funds ceiling, in the pauses row', () => {
+    const rowIndex = dashboard.panels.findIndex((p) => p.type === 'row' && p.title === 'Pauses and circuit breaker');
+    expect(rowIndex).toBeGreaterThan(-1);
+    const next = dashboard.panels.slice(rowIndex + 1).findIndex((p) => p.type === 'row');
+    const inRow = dashboard.panels.slice(rowIndex + 1, next === -1 ? undefined : rowIndex + 1 + next);
+    const exprs = inRow.flatMap((p) => (p.targets ?? []).map((t) => t.expr ?? '')).join('\n');
+    // One row per route (the longest pause over the pods), as its age: pods and other labels summed away.
+    expect(exprs).toMatch(/time\(\) - min by \(operation, region\) \(sms_worker_route_paused_since_timestamp_seconds\{/);
+    expect(exprs).toMatch(/sum by \(code, scope\) \(rate\(sms_worker_refusals_total\{/);
+    expect(exprs).toMatch(/sms_worker_paused_routes\{/);
+    expect(exprs).toMatch(/sms_worker_funds_cost_ceiling\{/);
+    const table = inRow.find((p) => p.type === 'table');
+    expect(table?.targets?.[0]).toMatchObject({ instant: true, format: 'table', expr: expect.stringContaining('sms_worker_route_paused_since_timestamp_seconds') });
+    // Every panel of the row lies inside it: below the row and above the next one.
+    const nextRowY = next === -1 ? Infinity : (dashboard.panels[rowIndex + 1 + next]?.gridPos?.y ?? Infinity);
+    for (const panel of inRow) {
+      expect(panel.gridPos?.y, panel.title).toBeGreaterThan(dashboard.panels[rowIndex]?.gridPos?.y ?? 0);
+      expect((panel.gridPos?.y ?? 0) + (panel.gridPos?.h ?? 0), panel.title).toBeLessThanOrEqual(nextRowY);
+    }
+  });
+
   it('shows time to send (published → call starts) p50/p99 in the row of the provider latency, beside it', () => {
     const panel = queryPanels.find((p) => p.title === 'Time to send (published → call starts) p50/p99');
     const exprs = (panel?.targets ?? []).map((t) => t.expr);

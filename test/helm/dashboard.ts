@@ -5,6 +5,8 @@ import { chartDir } from './helm.ts';
 
 export interface Target {
   expr?: string;
+  instant?: boolean;
+  format?: string;
   datasource?: { type?: string; uid?: string };
 }
 export interface Panel {

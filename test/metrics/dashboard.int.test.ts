@@ -2,7 +2,8 @@
  * The dashboard against live data: a real Prometheus (3.16, built from the Go module proxy by
  * `scripts/ensure-promtool.sh prometheus` and cached) scrapes a real worker that processes commands
  * on the test stack, including a retried attempt, an answer lost after the send (UNKNOWN), an
- * invalid command and an undecodable record, and a real receipts receiver to which the sandbox
+ * invalid command, an undecodable record and a command to a region without an upstream (a paused
+ * route, a refusal), and a real receipts receiver to which the sandbox
  * posts a delivery report for each accepted message (and to which one post with a wrong token is
  * made); then every panel query, as Grafana sends it, is run on that Prometheus: each must succeed,
  * and each must return data unless it watches something this run cannot produce (listed below,
@@ -95,6 +96,9 @@ beforeAll(async () => {
   const results = await ResultCollector.start(topics.results);
   cleanups.push(() => results.stop());
   await results.waitFor([...commands, invalid].map((c) => c.commandId));
+  // Then (the faults above used up) a text to AU, where the sandbox has no upstream: the service
+  // answers 101301 and the worker pauses that route; it stays paused (nothing to AU goes through).
+  await publisher.publish([{ command: textCommand({ to: ['+61412345678'] }) }]);
 
   dir = mkdtempSync(join(tmpdir(), 'sms-worker-prometheus-'));
   const port = await freePort();
@@ -123,6 +127,13 @@ beforeAll(async () => {
     async () => ((await query(`count_over_time(sms_worker_commands_consumed_total{job="${JOB}"}[1m]) >= 8`)).data?.result.length ?? 0) > 0,
     90_000,
     'Prometheus to scrape the worker eight times',
+  );
+  await eventually(
+    async () =>
+      ((await query(`sms_worker_route_paused_since_timestamp_seconds{job="${JOB}", operation="text", region="AU"}`)).data?.result.length ?? 0) > 0 &&
+      ((await query(`count_over_time(sms_worker_refusals_total{job="${JOB}", code="101301", scope="route"}[1m]) >= 3`)).data?.result.length ?? 0) > 0,
+    90_000,
+    'Prometheus to see the route to AU paused and its refusal counted',
   );
   // Every message the sandbox accepted (the 30 commands, the UNKNOWN one included) has its report published.
   await eventually(

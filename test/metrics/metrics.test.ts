@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BoundedLabel, createMetrics, toMicros } from '../../src/metrics/metrics.ts';
+import { BoundedLabel, createMetrics, REFUSAL_SCOPES, ROUTE_LABEL_MAX_REGIONS, routeLabel, toMicros } from '../../src/metrics/metrics.ts';
 import { PAUSE_REASONS } from '../../src/worker/service-gate.ts';
 
 describe('toMicros', () => {
@@ -68,5 +68,77 @@ describe('BoundedLabel', () => {
   it('passes the first N distinct values through and folds the rest into "other"', () => {
     const label = new BoundedLabel(2);
     expect([label.value('a'), label.value('b'), label.value('c'), label.value('a')]).toEqual(['a', 'b', 'other', 'a']);
+  });
+});
+
+describe('routeLabel', () => {
+  it.each([
+    [['AU'], 'AU'],
+    [['NZ', 'AU'], 'AU+NZ'],
+    [['NZ', 'AU', 'NZ'], 'AU+NZ'],
+    [['US', 'GB', 'DE', 'FR', 'JP', 'SG', 'HK', 'TW'], 'DE+FR+GB+HK+JP+SG+TW+US'],
+    [['US', 'GB', 'DE', 'FR', 'JP', 'SG', 'HK', 'TW', 'AU'], 'AU+DE+FR+GB+HK+JP+SG+TW+…'],
+    [[], 'none'],
+  ])('%j → %s', (regions, label) => {
+    expect(routeLabel(regions)).toBe(label);
+  });
+
+  it('is the same label for the same set in any order, and names at most 8 regions (property)', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.stringMatching(/^[A-Z]{2}$/), { maxLength: 40 }), (regions) => {
+        const label = routeLabel(regions);
+        expect(routeLabel([...regions].reverse())).toBe(label);
+        const named = label.split('+').filter((part) => part !== '…');
+        expect(named.length).toBeLessThanOrEqual(ROUTE_LABEL_MAX_REGIONS);
+        expect(label.endsWith('+…')).toBe(regions.length > ROUTE_LABEL_MAX_REGIONS);
+        expect(label.length).toBeLessThanOrEqual(ROUTE_LABEL_MAX_REGIONS * 3 + 1);
+      }),
+    );
+  });
+});
+
+describe('route pause, refusal and funds-ceiling metrics', () => {
+  it('a paused route is one series, set to when it was paused, and gone when it is removed', async () => {
+    const metrics = createMetrics();
+    metrics.routePausedSince.set({ operation: 'text', region: routeLabel(['AU']) }, 1_700_000_000);
+    metrics.routePausedSince.set({ operation: 'voice', region: routeLabel(['NZ', 'AU']) }, 1_700_000_060);
+    metrics.pausedRoutes.set(2);
+    expect((await metrics.routePausedSince.get()).values.map((v) => [v.labels, v.value])).toEqual([
+      [{ operation: 'text', region: 'AU' }, 1_700_000_000],
+      [{ operation: 'voice', region: 'AU+NZ' }, 1_700_000_060],
+    ]);
+    metrics.routePausedSince.remove({ operation: 'text', region: 'AU' });
+    metrics.pausedRoutes.set(1);
+    expect((await metrics.routePausedSince.get()).values.map((v) => v.labels)).toEqual([{ operation: 'voice', region: 'AU+NZ' }]);
+    const exposition = await metrics.registry.metrics();
+    expect(exposition).toContain('sms_worker_route_paused_since_timestamp_seconds{operation="voice",region="AU+NZ"} 1700000060');
+    expect(exposition).not.toContain('region="AU"}');
+    expect(exposition).toContain('sms_worker_paused_routes 1');
+  });
+
+  it('refusals are counted by code and scope; codes beyond 20 distinct ones fold into "other"', async () => {
+    const metrics = createMetrics();
+    metrics.refusals.inc({ code: '101301', scope: 'route' });
+    metrics.refusals.inc({ code: '101301', scope: 'route' });
+    metrics.refusals.inc({ code: '105400', scope: 'command' });
+    metrics.refusals.inc({ code: 'PROVIDER_HTTP_401', scope: 'account' });
+    for (let i = 0; i < 100; i += 1) metrics.refusals.inc({ code: `9${String(i).padStart(5, '0')}`, scope: 'account' });
+    const values = (await metrics.refusals.get()).values;
+    const count = (code: string, scope: string): number | undefined => values.find((v) => v.labels.code === code && v.labels.scope === scope)?.value;
+    expect(count('101301', 'route')).toBe(2);
+    expect(count('105400', 'command')).toBe(1);
+    expect(count('PROVIDER_HTTP_401', 'account')).toBe(1);
+    // 3 codes seen first, then 17 more pass; the other 83 are one "other" series.
+    expect(new Set(values.map((v) => v.labels.code)).size).toBe(21);
+    expect(count('other', 'account')).toBe(83);
+    expect(values.every((v) => (REFUSAL_SCOPES as readonly string[]).includes(String(v.labels.scope)))).toBe(true);
+  });
+
+  it('the funds ceiling and the paused-routes count are 0 until set', async () => {
+    const metrics = createMetrics();
+    expect((await metrics.fundsCeiling.get()).values).toEqual([{ labels: {}, value: 0 }]);
+    expect((await metrics.pausedRoutes.get()).values).toEqual([{ labels: {}, value: 0 }]);
+    metrics.fundsCeiling.set(1_000);
+    expect(await metrics.registry.metrics()).toContain('sms_worker_funds_cost_ceiling 1000');
   });
 });

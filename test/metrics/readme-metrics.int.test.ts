@@ -94,13 +94,28 @@ describe('metrics the README lists', () => {
     });
 
     await results.waitFor([inDoubt, repeated, ...backlog].map((c) => c.commandId));
+    // A text to AU, where the service has no upstream (101301): its route is paused (and stays
+    // paused: nothing to AU goes through in this run). A text to three recipients (3 billed units)
+    // with a balance that covers two: the service refuses it (105400) while one-unit sends would
+    // fit, so the worker holds commands at and above a cost ceiling instead of pausing the account.
+    sandbox.state.setBalance('0.100000');
+    const noRoute = textCommand({ to: ['+61412345678'] });
+    const costly = textCommand({ to: ['+8613800138000', '+8613900139000', '+8613700137000'] });
+    await publisher.publish([{ command: noRoute }, { command: costly }]);
+    await eventually(
+      () => ((peak.get('sms_worker_paused_routes') ?? 0) > 0 && (peak.get('sms_worker_funds_cost_ceiling') ?? 0) > 0 ? true : undefined),
+      30_000,
+      'a paused route and the funds cost ceiling seen in /metrics',
+    );
     // An empty account pauses sending until funds return.
     sandbox.state.setBalance('0.000000');
     const broke = textCommand();
     await publisher.publish([{ command: broke }]);
     await eventually(() => ((peak.get('sms_worker_paused') ?? 0) > 0 ? true : undefined), 30_000, 'the funds pause seen in /metrics');
     sandbox.state.setBalance('1000.000000');
-    await results.waitFor([broke.commandId]);
+    // The costly command ends too (sent once funds are back, or FAILED 105400); the one to AU is
+    // still held when the worker stops (abandoned unsent), its route still paused.
+    await results.waitFor([broke.commandId, costly.commandId]);
     await eventually(() => ((peak.get('sms_worker_duplicate_commands_total') ?? 0) > 0 ? true : undefined), 10_000, 'the duplicate counted');
     await scrape();
 

@@ -8,6 +8,9 @@ import type { FailureClass, ProviderClient, ProviderRequest } from '../../src/pr
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
 import { GuardedSender, type SendOutcome } from '../../src/worker/guarded-sender.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
+import { RefusalHolds } from '../../src/worker/refusal-holds.ts';
+import { DEFAULT_REFUSAL_SCOPE_SETTINGS, type RefusalScopeSettings } from '../../src/worker/refusal-scopes.ts';
+import type { SendFootprint } from '../../src/contracts/validate.ts';
 import { OutageCounter, ServiceGate, type GateBackoffs, type PauseReason } from '../../src/worker/service-gate.ts';
 
 const TEXT: ProviderRequest = { operation: 'sms.message.send', body: { to: ['+8613800138000'], signature: 'Acme', content: 'Your code is 1234' } };
@@ -55,6 +58,7 @@ function harness(
     now?: () => number;
     responseTimeoutMs?: number;
     baseUrl?: string;
+    holds?: Partial<RefusalScopeSettings>;
   } = {},
 ): Harness {
   const client = createProviderClient({
@@ -78,6 +82,10 @@ function harness(
     outages: new OutageCounter(options.threshold ?? 10),
     rateLimiter: new RateLimiter(0),
     fundsPolicy: options.fundsPolicy ?? 'pause',
+    holds: new RefusalHolds({
+      settings: { ...DEFAULT_REFUSAL_SCOPE_SETTINGS, fundsProbe: (options.backoff ?? FAST_PROBES).insufficient_funds, ...options.holds },
+      ...(options.now === undefined ? {} : { now: options.now }),
+    }),
     onFailureClass: (failureClass) => classes.push(failureClass),
     onPause: (reason, why) => pauses.push([reason, why]),
     ...(options.now === undefined ? {} : { now: options.now }),
@@ -145,24 +153,35 @@ describe('GuardedSender with the real client and sandbox', () => {
     expect(gate.reason).toBeUndefined();
   });
 
-  it('funds policy "pause": holds the send on InsufficientFunds, probes, and sends once the balance is back', async () => {
-    const { sender, gate, changes } = harness({ fundsPolicy: 'pause' });
+  it('funds policy "pause": a refused one-unit command pauses all sending; it is kept for one probe and sent once the balance is back', async () => {
+    const { sender, gate, changes } = harness({ fundsPolicy: 'pause', backoff: { ...FAST_PROBES, insufficient_funds: { initialMs: 300, maxMs: 300 } } });
     sandbox.state.setBalance('0.000000');
     const id = correlationId();
     const sending = track(sender.send(TEXT, id, new AbortController().signal));
     await until(() => gate.reason === 'insufficient_funds', 'the funds pause');
-    // The command itself is the probe: it is re-sent while the balance is empty, and kept.
-    await until(() => requestsFor(id) >= 2, 'a probe');
+    expect(requestsFor(id)).toBe(1);
     expect(sending.outcome).toBeUndefined();
 
+    // Topped up before the probe is due: the command itself is the probe, and goes through.
     sandbox.state.setBalance('100.000000');
     await until(() => sending.outcome !== undefined, 'the send');
     const outcome = sending.outcome;
     expect(outcome?.kind).toBe('sent');
-    expect(outcome?.attempts).toBe(requestsFor(id));
+    expect(requestsFor(id)).toBe(2);
+    expect(outcome?.attempts).toBe(2);
     expect(sandbox.state.acceptedSends(id)).toBe(1);
     expect(gate.reason).toBeUndefined();
     expect(changes).toEqual(['insufficient_funds', undefined]);
+  });
+
+  it('funds policy "pause": a command refused again as the probe ends FAILED 105400 (retryable) after 2 requests; the pause stays', async () => {
+    const { sender, gate } = harness({ fundsPolicy: 'pause' });
+    sandbox.state.setBalance('0.000000');
+    const id = correlationId();
+    const error = providerError(await sender.send(TEXT, id, new AbortController().signal));
+    expect(error).toMatchObject({ code: '105400', failureClass: 'insufficient-funds', retryable: true });
+    expect(requestsFor(id)).toBe(2);
+    expect(gate.reason).toBe('insufficient_funds');
   });
 
   it('funds policy "fail": InsufficientFunds fails the command at once and does not pause', async () => {
@@ -266,6 +285,8 @@ describe('GuardedSender with the real client and sandbox', () => {
 });
 
 const AU_TEXT: ProviderRequest = { operation: 'sms.message.send', body: { to: ['+61412345678'], signature: 'Acme', content: 'hello' } };
+const AU_FOOTPRINT: SendFootprint = { operation: 'sms.message.send', regions: ['AU'], costUnits: 1 };
+const CN_FOOTPRINT: SendFootprint = { operation: 'sms.message.send', regions: ['CN'], costUnits: 1 };
 
 /** A loopback service that answers every request 401 without an envelope (a revoked key). */
 async function refusingService(): Promise<{ url: string; requests: () => number; close: () => Promise<void> }> {
@@ -289,7 +310,7 @@ async function refusingService(): Promise<{ url: string; requests: () => number;
 
 describe('GuardedSender: the callStarting hook (time to send starts at the first)', () => {
   it('is called before each call to the service, the re-sends of a held command included, and never when none is made', async () => {
-    const { sender } = harness({ fundsPolicy: 'pause' });
+    const { sender, gate } = harness({ fundsPolicy: 'pause', backoff: { ...FAST_PROBES, insufficient_funds: { initialMs: 300, maxMs: 300 } } });
     sandbox.state.setBalance('0.000000');
     const id = correlationId();
     const seen: string[] = [];
@@ -299,12 +320,12 @@ describe('GuardedSender: the callStarting hook (time to send starts at the first
       callStarting: () => seen.push(`call starts after ${String(requestsFor(id))} requests`),
     };
     const sending = track(sender.send(TEXT, id, new AbortController().signal, null, hooks));
-    await until(() => requestsFor(id) >= 2, 'a probe');
+    await until(() => gate.reason === 'insufficient_funds', 'the funds pause');
     sandbox.state.setBalance('100.000000');
     await until(() => sending.outcome !== undefined, 'the send');
     expect(sending.outcome?.kind).toBe('sent');
     // One client call per pass (maxAttempts 1), each announced before its request reached the service.
-    expect(seen).toEqual(Array.from({ length: requestsFor(id) }, (_, n) => `call starts after ${String(n)} requests`));
+    expect(seen).toEqual(['call starts after 0 requests', 'call starts after 1 requests']);
 
     const refused: string[] = [];
     const notCleared = { beforeSend: async () => false, notSent: () => undefined, callStarting: () => refused.push('call') };
@@ -353,41 +374,94 @@ describe('GuardedSender: throttling beyond the retry budget', () => {
 });
 
 describe('GuardedSender: the service refuses this client or account', () => {
-  it('101301 pauses sending (provider_rejecting), keeps the command for one probe, fails it when refused again; the next command re-opens', async () => {
+  it('101301 pauses only its route: the refused command is kept for one probe and ends FAILED 101301 (retryable, naming the route) after 2 requests; the gate stays open', async () => {
     const { sender, gate, changes, pauses, classes } = harness();
     const id = correlationId();
-    const outcome = await sender.send(AU_TEXT, id, new AbortController().signal);
-    const error = providerError(outcome);
-    expect(error).toMatchObject({ code: '101301', failureClass: 'configuration', retryable: false, answered: true });
-    // Sent once, held, re-sent as the probe, refused again: failed, and the gate stays shut.
-    expect(requestsFor(id)).toBe(2);
-    expect(outcome.attempts).toBe(2);
-    expect(classes).toEqual(['configuration', 'configuration']);
-    expect(gate.reason).toBe('provider_rejecting');
-    expect(pauses).toHaveLength(1);
-    expect(pauses[0]?.[0]).toBe('provider_rejecting');
-    expect(pauses[0]?.[1]).toMatch(/^101301 \(HTTP 400\): /);
+    const refusing = track(sender.send(AU_TEXT, id, new AbortController().signal, null, undefined, AU_FOOTPRINT));
+    await until(() => requestsFor(id) === 1, 'the refusal');
+    // Another route goes at once while AU is paused.
+    const other = correlationId();
+    expect((await sender.send(TEXT, other, new AbortController().signal, null, undefined, CN_FOOTPRINT)).kind).toBe('sent');
+    expect(refusing.outcome).toBeUndefined();
 
-    const next = correlationId();
-    const sent = await sender.send(TEXT, next, new AbortController().signal);
-    expect(sent.kind).toBe('sent');
+    await until(() => refusing.outcome !== undefined, 'the probe');
+    const error = providerError(refusing.outcome as SendOutcome);
+    expect(error).toMatchObject({ code: '101301', failureClass: 'configuration', retryable: true, answered: true });
+    expect(error.message).toContain('text to AU');
+    // Sent once, held, re-sent as the route's probe, refused again: failed.
+    expect(requestsFor(id)).toBe(2);
+    expect(refusing.outcome?.attempts).toBe(2);
+    expect(classes).toEqual(['configuration', 'configuration']);
     expect(gate.reason).toBeUndefined();
-    expect(changes).toEqual(['provider_rejecting', undefined]);
+    expect(pauses).toEqual([]);
+    expect(changes).toEqual([]);
   });
 
-  it('other commands wait while the service refuses; they do not fail at full speed', async () => {
-    const { sender, gate } = harness({ backoff: NO_PROBES });
-    const first = track(sender.send(AU_TEXT, correlationId(), new AbortController().signal));
-    await until(() => gate.reason === 'provider_rejecting', 'the pause');
-    const others = [correlationId(), correlationId(), correlationId()];
-    const waiting = others.map((id) => track(sender.send(TEXT, id, new AbortController().signal)));
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(first.outcome).toBeUndefined();
+  it('commands to a paused route wait at most ROUTE_PAUSE_MAX_MS without a request, then end FAILED 101301 (retryable); other routes are not held', async () => {
+    const { sender, gate } = harness({ holds: { maxWaitMs: 150, routeProbe: { initialMs: 60_000, maxMs: 60_000 } } });
+    const first = track(sender.send(AU_TEXT, correlationId(), new AbortController().signal, null, undefined, AU_FOOTPRINT));
+    await until(() => sandbox.state.requests({}).length === 1, 'the refusal');
+    const held = [correlationId(), correlationId()];
+    const waiting = held.map((id) => track(sender.send(AU_TEXT, id, new AbortController().signal, null, undefined, AU_FOOTPRINT)));
+    const others = [correlationId(), correlationId()];
+    const sent = await Promise.all(others.map((id) => sender.send(TEXT, id, new AbortController().signal, null, undefined, CN_FOOTPRINT)));
+    expect(sent.map((o) => o.kind)).toEqual(['sent', 'sent']);
     expect(waiting.every((w) => w.outcome === undefined)).toBe(true);
-    expect(others.map(requestsFor)).toEqual([0, 0, 0]);
-    gate.clear();
-    await until(() => waiting.every((w) => w.outcome !== undefined), 'the waiting sends');
-    expect(waiting.map((w) => w.outcome?.kind)).toEqual(['sent', 'sent', 'sent']);
+
+    await until(() => first.outcome !== undefined && waiting.every((w) => w.outcome !== undefined), 'the held commands');
+    for (const w of waiting) {
+      const error = providerError(w.outcome as SendOutcome);
+      expect(error).toMatchObject({ code: '101301', retryable: true, attempts: 0 });
+      expect(error.message).toMatch(/no valid upstream for text to AU .*150 ms/);
+    }
+    expect(held.map(requestsFor)).toEqual([0, 0]);
+    expect(providerError(first.outcome as SendOutcome)).toMatchObject({ code: '101301', retryable: true, attempts: 1 });
+    expect(gate.reason).toBeUndefined();
+  });
+
+  it('101301 on three distinct routes with nothing sent in between pauses all sending (provider_rejecting)', async () => {
+    const { sender, gate, pauses } = harness({ holds: { maxWaitMs: 0 } });
+    // No region of these has a route in the sandbox (AU: none; the others are not in its table).
+    const routes: [string, string][] = [
+      ['+61412345678', 'AU'],
+      ['+5511987654321', 'BR'],
+      ['+27821234567', 'ZA'],
+    ];
+    for (const [to, region] of routes) {
+      const outcome = await sender.send(
+        { operation: 'sms.message.send', body: { to: [to], signature: 'Acme', content: 'hello' } },
+        correlationId(),
+        new AbortController().signal,
+        null,
+        undefined,
+        { operation: 'sms.message.send', regions: [region], costUnits: 1 },
+      );
+      expect(providerError(outcome).code).toBe('101301');
+      if (region !== 'ZA') expect(gate.reason).toBeUndefined();
+    }
+    expect(gate.reason).toBe('provider_rejecting');
+    expect(pauses.map(([reason]) => reason)).toEqual(['provider_rejecting']);
+  });
+
+  it('while the service refuses this client (401), other commands wait at the gate without a request; they do not fail at full speed', async () => {
+    const service = await refusingService();
+    try {
+      const { sender, gate } = harness({ baseUrl: service.url, backoff: NO_PROBES });
+      const controller = new AbortController();
+      const first = track(sender.send(TEXT, correlationId(), controller.signal));
+      await until(() => gate.reason === 'provider_rejecting', 'the pause');
+      const waiting = [0, 1, 2].map(() => track(sender.send(AU_TEXT, correlationId(), controller.signal, null, undefined, AU_FOOTPRINT)));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(first.outcome).toBeUndefined();
+      expect(waiting.every((w) => w.outcome === undefined)).toBe(true);
+      expect(service.requests()).toBe(1);
+      controller.abort();
+      await until(() => waiting.every((w) => w.outcome !== undefined), 'the waiting sends');
+      expect(waiting.map((w) => w.outcome?.kind)).toEqual(['abandoned', 'abandoned', 'abandoned']);
+      expect(service.requests()).toBe(1);
+    } finally {
+      await service.close();
+    }
   });
 
   it('401 without an envelope (a revoked key) pauses sending and says why, without the key', async () => {
@@ -403,6 +477,95 @@ describe('GuardedSender: the service refuses this client or account', () => {
     } finally {
       await service.close();
     }
+  });
+});
+
+/** A text to `count` CN mobiles: `count` billed units at 0.045000 each in the sandbox. */
+function bulkText(count: number): { request: ProviderRequest; footprint: SendFootprint } {
+  const to = Array.from({ length: count }, (_, n) => `+86138${String(10_000_000 + n)}`);
+  return {
+    request: { operation: 'sms.message.send', body: { to, signature: 'Acme', content: 'hello' } },
+    footprint: { operation: 'sms.message.send', regions: ['CN'], costUnits: count },
+  };
+}
+
+describe('GuardedSender: a refusal for funds decided per command (105400)', () => {
+  it('one unaffordable command among affordable ones: the affordable ones are sent, the large one ends FAILED 105400 (retryable) after 1 request, the gate stays open', async () => {
+    const { sender, gate, pauses } = harness({ backoff: NO_PROBES });
+    sandbox.state.setBalance('10.000000');
+    const big = bulkText(300); // 13.5 > 10
+    const bigId = correlationId();
+    const large = track(sender.send(big.request, bigId, new AbortController().signal, null, undefined, big.footprint));
+    await until(() => requestsFor(bigId) === 1, 'the refusal');
+    const small = [correlationId(), correlationId(), correlationId()];
+    const sent = await Promise.all(small.map((id) => sender.send(TEXT, id, new AbortController().signal, null, undefined, CN_FOOTPRINT)));
+    expect(sent.map((o) => o.kind)).toEqual(['sent', 'sent', 'sent']);
+    await until(() => large.outcome !== undefined, 'the large command');
+    const error = providerError(large.outcome as SendOutcome);
+    expect(error).toMatchObject({ code: '105400', failureClass: 'insufficient-funds', retryable: true });
+    expect(error.message).toContain('300 billed units');
+    expect(requestsFor(bigId)).toBe(1);
+    expect(gate.reason).toBeUndefined();
+    expect(pauses).toEqual([]);
+  });
+
+  it('commands as large as a refused one wait (no request) while cheaper ones go; they end FAILED 105400 at the wait bound', async () => {
+    const { sender } = harness({ backoff: NO_PROBES, holds: { maxWaitMs: 100 } });
+    sandbox.state.setBalance('10.000000');
+    const big = bulkText(300);
+    const first = await sender.send(big.request, correlationId(), new AbortController().signal, null, undefined, big.footprint);
+    expect(providerError(first).code).toBe('105400');
+    const bigger = bulkText(400);
+    const id = correlationId();
+    const outcome = await sender.send(bigger.request, id, new AbortController().signal, null, undefined, bigger.footprint);
+    expect(providerError(outcome)).toMatchObject({ code: '105400', retryable: true, attempts: 0 });
+    expect(requestsFor(id)).toBe(0);
+    expect((await sender.send(TEXT, correlationId(), new AbortController().signal, null, undefined, CN_FOOTPRINT)).kind).toBe('sent');
+  });
+
+  it('an account-wide funds pause probes with the cheapest command waiting, never the unaffordable one', async () => {
+    const { sender, gate } = harness({ backoff: { ...FAST_PROBES, insufficient_funds: { initialMs: 200, maxMs: 200 } }, holds: { maxWaitMs: 100 } });
+    sandbox.state.setBalance('1.000000');
+    // Paused as after a refused one-unit command; the large command is first in line at the gate.
+    gate.block('insufficient_funds', false);
+    const big = bulkText(300);
+    const bigId = correlationId();
+    const large = track(sender.send(big.request, bigId, new AbortController().signal, null, undefined, big.footprint));
+    const smallId = correlationId();
+    const single = track(sender.send(TEXT, smallId, new AbortController().signal, null, undefined, CN_FOOTPRINT));
+    await until(() => single.outcome !== undefined && large.outcome !== undefined, 'both outcomes');
+    expect(single.outcome?.kind).toBe('sent');
+    expect(providerError(large.outcome as SendOutcome)).toMatchObject({ code: '105400', retryable: true });
+    // The single send probed and reopened the gate; only then did the large one go (and was refused).
+    const order = sandbox.state
+      .requests({})
+      .map((r) => r.correlationId)
+      .filter((c) => c === smallId || c === bigId);
+    expect(order).toEqual([smallId, bigId]);
+    expect(gate.reason).toBeUndefined();
+  });
+
+  it('an empty account pauses everything: a refused one-unit command closes the gate for all', async () => {
+    const { sender, gate, pauses } = harness({ backoff: NO_PROBES });
+    sandbox.state.setBalance('0.000000');
+    const big = bulkText(300);
+    const bigId = correlationId();
+    const large = track(sender.send(big.request, bigId, new AbortController().signal, null, undefined, big.footprint));
+    await until(() => requestsFor(bigId) === 1, 'the large refusal');
+    expect(gate.reason).toBeUndefined();
+    const controller = new AbortController();
+    const single = track(sender.send(TEXT, correlationId(), controller.signal, null, undefined, CN_FOOTPRINT));
+    await until(() => gate.reason === 'insufficient_funds', 'the account-wide pause');
+    expect(pauses.map(([reason]) => reason)).toEqual(['insufficient_funds']);
+    const later = correlationId();
+    const waiting = track(sender.send(TEXT, later, controller.signal, null, undefined, CN_FOOTPRINT));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(requestsFor(later)).toBe(0);
+    expect([single.outcome, waiting.outcome]).toEqual([undefined, undefined]);
+    controller.abort();
+    await until(() => waiting.outcome !== undefined && single.outcome !== undefined, 'the abandoned sends');
+    expect(large.outcome).toBeUndefined();
+    gate.close();
   });
 });
 

@@ -118,8 +118,9 @@ describe('worker: consume, validate, send, publish, commit', () => {
     expect(requestsFor(command.commandId).map((q) => q.httpStatus)).toEqual([503, 200]);
   });
 
-  it('pauses on InsufficientFunds, keeps the command, and resumes when the balance is restored', async () => {
-    const { publish, results, worker } = await setup();
+  it('an empty account pauses everything on InsufficientFunds, keeps the commands, and sends them when the balance is restored (2 requests each)', async () => {
+    // The probe far enough out to see the pause and top up before it.
+    const { publish, results, worker } = await setup({ FUNDS_PROBE_INITIAL_MS: '8000', FUNDS_PROBE_MAX_MS: '8000' });
     sandbox.state.setBalance('0.000000');
     const first = textCommand();
     const second = textCommand();
@@ -127,8 +128,7 @@ describe('worker: consume, validate, send, publish, commit', () => {
     await eventually(() => (worker.pauseReason === 'insufficient_funds' ? true : undefined), 30_000, 'funds pause');
     const metrics = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
     expect(metrics).toMatch(/sms_worker_paused\{reason="insufficient_funds"\} 1/);
-    // Probes keep failing while the balance is empty; no result is published meanwhile.
-    await eventually(() => (requestsFor(first.commandId).length + requestsFor(second.commandId).length >= 3 ? true : undefined), 30_000, 'probes');
+    await eventually(() => (requestsFor(first.commandId).length + requestsFor(second.commandId).length >= 2 ? true : undefined), 30_000, 'the refusals');
     expect(results.byCommand.size).toBe(0);
     // Nothing commits while paused, yet the lag the operator sees stays true: two commands waiting.
     const lag = await eventually(
@@ -146,6 +146,7 @@ describe('worker: consume, validate, send, publish, commit', () => {
     const got = await results.waitFor([first.commandId, second.commandId]);
     expect(got.get(first.commandId)?.outcome).toBe('SENT');
     expect(got.get(second.commandId)?.outcome).toBe('SENT');
+    expect([requestsFor(first.commandId).length, requestsFor(second.commandId).length]).toEqual([2, 2]);
     await eventually(() => (worker.pauseReason === undefined ? true : undefined), 10_000, 'resume');
     sandbox.state.setBalance('1000000.000000');
   });

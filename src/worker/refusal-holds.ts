@@ -1,0 +1,112 @@
+import type { SendFootprint } from '../contracts/validate.ts';
+import { abortable, deferred } from './waiting.ts';
+import { RefusalScopes, type Admission, type HoldTicket, type PausedRoute, type RefusalScope, type RefusalScopeSettings } from './refusal-scopes.ts';
+
+/** What the holds look like now: the routes paused and the cost ceiling, for metrics. */
+export interface HoldsSnapshot {
+  readonly routes: readonly PausedRoute[];
+  readonly costCeiling: number | undefined;
+}
+
+/**
+ * The clock and the waiting around RefusalScopes: a held command waits here until its next chance
+ * (a probe time, the end of its wait) or until the holds change, and gives up when its signal is
+ * aborted. Everything that decides is in RefusalScopes.
+ */
+export class RefusalHolds {
+  readonly #scopes: RefusalScopes;
+  readonly #now: () => number;
+  readonly #onChange: (snapshot: HoldsSnapshot) => void;
+  #wake = deferred();
+  #seenVersion = 0;
+
+  constructor(options: { settings: RefusalScopeSettings; now?: () => number; onChange?: (snapshot: HoldsSnapshot) => void }) {
+    this.#scopes = new RefusalScopes(options.settings);
+    this.#now = options.now ?? Date.now;
+    this.#onChange = options.onChange ?? (() => undefined);
+  }
+
+  get snapshot(): HoldsSnapshot {
+    return { routes: this.#scopes.pausedRoutes, costCeiling: this.#scopes.costCeiling };
+  }
+
+  ticket(footprint: SendFootprint): HoldTicket {
+    return this.#scopes.ticket(footprint);
+  }
+
+  admit(ticket: HoldTicket): Admission {
+    const admission = this.#scopes.admit(ticket, this.#now());
+    this.#changed();
+    return admission;
+  }
+
+  /** The ticket's send is over: it waits no more. */
+  leave(ticket: HoldTicket): void {
+    this.#scopes.leave(ticket);
+  }
+
+  /** Waits until `untilMs`, a change of the holds, or the signal (which rejects). */
+  async wait(ticket: HoldTicket, untilMs: number, signal: AbortSignal): Promise<void> {
+    const wake = this.#wake.promise;
+    let timer: NodeJS.Timeout | undefined;
+    const due = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, Math.max(0, untilMs - this.#now()));
+    });
+    try {
+      await abortable(Promise.race([wake, due]), signal);
+    } catch (error) {
+      this.release(ticket);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  refused(ticket: HoldTicket, code: string): RefusalScope {
+    const scope = this.#scopes.refused(ticket, code, this.#now());
+    this.#changed(true);
+    return scope;
+  }
+
+  succeeded(ticket: HoldTicket): void {
+    // Waiters care about a success only when it freed a probe or may decide a refused command.
+    const wake = ticket.probeOf !== undefined || this.#scopes.costCeiling !== undefined;
+    this.#scopes.succeeded(ticket, this.#now());
+    this.#changed(wake);
+  }
+
+  release(ticket: HoldTicket): void {
+    this.#scopes.release(ticket);
+    this.#changed(true);
+  }
+
+  /** The account-wide funds pause took over: the cost ceiling no longer applies. */
+  clearCostCeiling(): void {
+    this.#scopes.clearCostCeiling();
+    this.#changed(true);
+  }
+
+  close(): void {
+    this.#notify();
+  }
+
+  /** Wakes the waiters when a probe may have been freed or a hold lifted; reports a changed snapshot. */
+  #changed(wake = false): void {
+    const version = this.#scopes.version;
+    if (version !== this.#seenVersion) {
+      this.#seenVersion = version;
+      try {
+        this.#onChange(this.snapshot);
+      } catch {
+        // An observer's bug must not change what becomes of a command.
+      }
+      this.#notify();
+    } else if (wake) this.#notify();
+  }
+
+  #notify(): void {
+    const current = this.#wake;
+    this.#wake = deferred();
+    current.resolve();
+  }
+}

@@ -1,0 +1,147 @@
+import http from 'node:http';
+import type net from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { SendCommand } from '../../src/contracts/command.ts';
+import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import type { Worker } from '../../src/worker/runner.ts';
+import { eventually, testKafka } from '../helpers/kafka.ts';
+import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
+
+/**
+ * Issue 20 end to end (real broker, registry and HTTP): a refusal stops only what it is about.
+ * Timings (the 2× time-to-send target) are the bench's route-refusal section; here the behaviour:
+ * who was sent, who failed with what, how many requests, and that all sending never paused.
+ */
+
+let sandbox: RunningSandbox;
+const cleanups: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ port: 0 });
+});
+afterAll(async () => {
+  await sandbox.close();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+  sandbox.state.reset();
+});
+
+async function setup(baseUrl: string, overrides: Record<string, string> = {}) {
+  const topics = testTopics();
+  const { worker } = await startTestWorker(workerEnv(topics, baseUrl, { TOPICS_PARTITIONS: '6', ...overrides }));
+  cleanups.push(() => worker.stop());
+  const publisher = await publisherFor(testKafka(), topics.commands);
+  cleanups.push(() => publisher.disconnect());
+  const results = await ResultCollector.start(topics.results);
+  cleanups.push(() => results.stop());
+  return { worker, results, publish: (commands: SendCommand[]) => within(45_000, 'publishing', publisher.publish(commands.map((command) => ({ command })))) };
+}
+
+/** Samples the worker's process-wide pause every few ms: every reason it was seen paused for. */
+function watchPauses(worker: Worker): { seen: Set<string>; stop: () => void } {
+  const seen = new Set<string>();
+  const timer = setInterval(() => {
+    const reason = worker.pauseReason;
+    if (reason !== undefined) seen.add(reason);
+  }, 5);
+  return { seen, stop: () => clearInterval(timer) };
+}
+
+function requestsFor(commandId: string): number {
+  return sandbox.state.requests({ correlationId: commandId }).length;
+}
+
+const AU = '+61412345678';
+const ROUTABLE = ['+8613800138000', '+12025550123', '+6591234567', '+442071838750'];
+
+describe('worker: a refusal stops only what it is about', () => {
+  it('a route the service refuses (101301 for AU, 1 command in 100 under steady load) fails only its own commands: every other command is SENT and sending never pauses', async () => {
+    const { worker, results, publish } = await setup(sandbox.url);
+    const pauses = watchPauses(worker);
+    cleanups.push(async () => pauses.stop());
+    const commands: SendCommand[] = [];
+    // 400 commands in 20 waves of 20, 100 ms apart; every 100th goes to AU.
+    for (let wave = 0; wave < 20; wave += 1) {
+      const batch = Array.from({ length: 20 }, (_, n) => {
+        const index = wave * 20 + n;
+        return textCommand({ to: [index % 100 === 50 ? AU : (ROUTABLE[index % ROUTABLE.length] as string)] });
+      });
+      commands.push(...batch);
+      await publish(batch);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const ids = commands.map((c) => c.commandId);
+    const got = await results.waitFor(ids, 60_000);
+    pauses.stop();
+    const refused = commands.filter((c) => c.operation.kind === 'text' && c.operation.to[0] === AU).map((c) => c.commandId);
+    expect(refused).toHaveLength(4);
+    const routable = ids.filter((id) => !refused.includes(id));
+    expect(routable.filter((id) => got.get(id)?.outcome !== 'SENT')).toEqual([]);
+    for (const id of refused) {
+      const result = got.get(id);
+      expect(result?.outcome).toBe('FAILED');
+      expect(result?.error).toMatchObject({ code: '101301', retryable: true, stage: 'PROVIDER' });
+      expect(result?.error?.message).toContain('text to AU');
+      // The first is refused (and probes once); later ones may wait out the paused route unsent.
+      expect(requestsFor(id)).toBeLessThanOrEqual(2);
+    }
+    expect(requestsFor(refused[0] as string)).toBeGreaterThanOrEqual(1);
+    // Never a process-wide pause: the other routes were not held back.
+    expect([...pauses.seen]).toEqual([]);
+    const metrics = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
+    expect(metrics).toMatch(/^sms_worker_refusals_total\{code="101301",scope="route"\} [1-9]/m);
+    expect(metrics).not.toMatch(/^sms_worker_refusals_total\{code="101301",scope="account"\}/m);
+  });
+
+  it('one unaffordable command among affordable ones: every affordable one is SENT, the large one ends FAILED 105400 (retryable) after at most 2 requests', async () => {
+    const { worker, results, publish } = await setup(sandbox.url);
+    // 10.000000 covers 222 CN texts at 0.045000; the large one (300 recipients) costs 13.500000.
+    sandbox.state.setBalance('10.000000');
+    const pauses = watchPauses(worker);
+    cleanups.push(async () => pauses.stop());
+    const large = textCommand({ to: Array.from({ length: 300 }, (_, n) => `+86138${String(10_000_000 + n)}`) });
+    const small = Array.from({ length: 60 }, () => textCommand());
+    await publish([large, ...small]);
+    const got = await results.waitFor([large.commandId, ...small.map((c) => c.commandId)], 60_000);
+    pauses.stop();
+    expect(small.filter((c) => got.get(c.commandId)?.outcome !== 'SENT')).toEqual([]);
+    const result = got.get(large.commandId);
+    expect(result?.outcome).toBe('FAILED');
+    expect(result?.error).toMatchObject({ code: '105400', retryable: true });
+    expect(requestsFor(large.commandId)).toBeLessThanOrEqual(2);
+    expect([...pauses.seen]).toEqual([]);
+    expect(sandbox.state.balance).toBe('7.300000');
+    const metrics = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
+    expect(metrics).toMatch(/^sms_worker_refusals_total\{code="105400",scope="command"\} 1$/m);
+  });
+
+  it('a refusal of this client (401 without an envelope) still pauses all sending, with at most 2 requests per command', async () => {
+    let requests = 0;
+    const server = http.createServer((req, res) => {
+      requests += 1;
+      req.resume();
+      res.writeHead(401, { 'content-type': 'text/html' });
+      res.end('<html>401 Authorization Required</html>');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    const { worker, results, publish } = await setup(`http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, {
+      BREAKER_PROBE_INITIAL_MS: '300',
+      BREAKER_PROBE_MAX_MS: '300',
+    });
+    const commands = Array.from({ length: 4 }, () => textCommand({ to: [ROUTABLE[1] as string] }));
+    await publish(commands);
+    await eventually(() => (worker.pauseReason === 'provider_rejecting' ? true : undefined), 30_000, 'the account-wide pause');
+    const got = await results.waitFor(
+      commands.map((c) => c.commandId),
+      30_000,
+    );
+    for (const c of commands) expect(got.get(c.commandId)?.error?.code).toBe('PROVIDER_HTTP_401');
+    expect(requests).toBeLessThanOrEqual(2 * commands.length);
+    expect(worker.pauseReason).toBe('provider_rejecting');
+  });
+});
