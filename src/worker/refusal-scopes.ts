@@ -17,7 +17,8 @@
  * `escalationWindowMs`), or `105400` for a command of the smallest cost (one billed unit).
  *
  * A held command waits at most `maxWaitMs` (it holds no in-flight slot and no ledger mark while it
- * waits), then ends FAILED with the service's code, retryable. Each hold lets one command through
+ * waits), then ends FAILED with the service's code, retryable; at once when no probe of its hold
+ * is under way or due within that time (only a probe can lift a hold). Each hold lets one command through
  * as its probe once its probe time is reached (doubling delays, capped); for the cost ceiling the
  * cheapest waiting command, so the probe is one that can tell. Nothing here counts a command's
  * requests: the sender gives a command up at its second refusal, whatever the scope.
@@ -172,20 +173,27 @@ export class RefusalScopes {
       return { kind: 'go' };
     }
     const deadline = ticket.heldSince + this.#s.maxWaitMs;
-    if (now >= deadline) {
+    // Only a probe can lift a hold: when none is under way or due before the wait's end, waiting
+    // cannot help, so the command ends now rather than hold its partition's results for nothing.
+    const hopeless = holds.some((hold) => hold.probing === undefined && hold.probeAt > deadline);
+    if (now >= deadline || hopeless) {
       this.leave(ticket);
+      const waited =
+        hopeless && now < deadline
+          ? `its next probe is not due within the ${this.#s.maxWaitMs} ms this command may wait`
+          : `it stayed refused for the ${this.#s.maxWaitMs} ms this command may wait`;
       const route = routes[0];
       if (route !== undefined) {
         return {
           kind: 'give-up',
           code: NO_UPSTREAM_CODE,
-          detail: `the service has no valid upstream for ${describeRoute(route.operation, route.regions)} (101301) since ${new Date(route.since).toISOString()}; the route stayed refused for the ${this.#s.maxWaitMs} ms this command may wait; not sent`,
+          detail: `the service has no valid upstream for ${describeRoute(route.operation, route.regions)} (101301) since ${new Date(route.since).toISOString()}; ${waited}; not sent`,
         };
       }
       return {
         kind: 'give-up',
         code: INSUFFICIENT_FUNDS_CODE,
-        detail: `the service refused a command of ${byCeiling?.units ?? 0} billed units for insufficient funds (105400); this one (${ticket.footprint.costUnits} units expected) waited the ${this.#s.maxWaitMs} ms it may without the balance being shown to cover it; not sent`,
+        detail: `the service refused a command of ${byCeiling?.units ?? 0} billed units for insufficient funds (105400); this one (${ticket.footprint.costUnits} units expected) is as costly, and ${waited}; not sent`,
       };
     }
     this.#waiting.set(ticket.id, ticket);

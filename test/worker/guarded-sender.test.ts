@@ -397,10 +397,11 @@ describe('GuardedSender: the service refuses this client or account', () => {
     expect(changes).toEqual([]);
   });
 
-  it('commands to a paused route wait at most ROUTE_PAUSE_MAX_MS without a request, then end FAILED 101301 (retryable); other routes are not held', async () => {
-    const { sender, gate } = harness({ holds: { maxWaitMs: 150, routeProbe: { initialMs: 60_000, maxMs: 60_000 } } });
-    const first = track(sender.send(AU_TEXT, correlationId(), new AbortController().signal, null, undefined, AU_FOOTPRINT));
-    await until(() => sandbox.state.requests({}).length === 1, 'the refusal');
+  it('commands to a paused route wait for its probe without a request and end FAILED 101301 (retryable) when it is refused; other routes are not held', async () => {
+    const { sender, gate } = harness({ holds: { maxWaitMs: 150, routeProbe: { initialMs: 100, maxMs: 60_000 } } });
+    const firstId = correlationId();
+    const first = track(sender.send(AU_TEXT, firstId, new AbortController().signal, null, undefined, AU_FOOTPRINT));
+    await until(() => requestsFor(firstId) === 1, 'the refusal');
     const held = [correlationId(), correlationId()];
     const waiting = held.map((id) => track(sender.send(AU_TEXT, id, new AbortController().signal, null, undefined, AU_FOOTPRINT)));
     const others = [correlationId(), correlationId()];
@@ -408,14 +409,22 @@ describe('GuardedSender: the service refuses this client or account', () => {
     expect(sent.map((o) => o.kind)).toEqual(['sent', 'sent']);
     expect(waiting.every((w) => w.outcome === undefined)).toBe(true);
 
+    // The refused command probes at 100 ms and is refused again; the next probe (200 ms later) is
+    // beyond the others' 150 ms wait, so they end there, unsent.
     await until(() => first.outcome !== undefined && waiting.every((w) => w.outcome !== undefined), 'the held commands');
+    expect(providerError(first.outcome as SendOutcome)).toMatchObject({ code: '101301', retryable: true, attempts: 2 });
     for (const w of waiting) {
       const error = providerError(w.outcome as SendOutcome);
       expect(error).toMatchObject({ code: '101301', retryable: true, attempts: 0 });
-      expect(error.message).toMatch(/no valid upstream for text to AU .*150 ms/);
+      expect(error.message).toMatch(/no valid upstream for text to AU /);
     }
     expect(held.map(requestsFor)).toEqual([0, 0]);
-    expect(providerError(first.outcome as SendOutcome)).toMatchObject({ code: '101301', retryable: true, attempts: 1 });
+    // A command to the route now ends at once: its probe is not due within its wait.
+    const late = correlationId();
+    expect(providerError(await sender.send(AU_TEXT, late, new AbortController().signal, null, undefined, AU_FOOTPRINT)).message).toContain(
+      'next probe is not due',
+    );
+    expect(requestsFor(late)).toBe(0);
     expect(gate.reason).toBeUndefined();
   });
 
@@ -564,7 +573,8 @@ describe('GuardedSender: a refusal for funds decided per command (105400)', () =
     expect([single.outcome, waiting.outcome]).toEqual([undefined, undefined]);
     controller.abort();
     await until(() => waiting.outcome !== undefined && single.outcome !== undefined, 'the abandoned sends');
-    expect(large.outcome).toBeUndefined();
+    // The large command was refused before: with no ceiling probe due within its wait, it ended at once.
+    expect(providerError(large.outcome as SendOutcome)).toMatchObject({ code: '105400', retryable: true, attempts: 1 });
     gate.close();
   });
 });

@@ -5,7 +5,7 @@ import { describeRoute, RefusalScopes, routeKey, type RefusalScopeSettings } fro
 const SETTINGS: RefusalScopeSettings = {
   maxWaitMs: 2_000,
   routeProbe: { initialMs: 1_000, maxMs: 4_000 },
-  fundsProbe: { initialMs: 5_000, maxMs: 20_000 },
+  fundsProbe: { initialMs: 1_500, maxMs: 20_000 },
   accountWideAfterRoutes: 3,
   escalationWindowMs: 60_000,
   maxPausedRoutes: 4,
@@ -54,7 +54,7 @@ describe('RefusalScopes: 101301 pauses a route', () => {
   });
 
   it('a probe refused again doubles the delay, capped', () => {
-    const s = scopes();
+    const s = scopes({ maxWaitMs: 10_000 });
     s.refused(s.ticket(text(['AU'])), '101301', 0);
     const probes = [1_000, 3_000, 7_000, 11_000];
     for (const [n, at] of probes.entries()) {
@@ -62,20 +62,35 @@ describe('RefusalScopes: 101301 pauses a route', () => {
       expect(s.admit(t, at)).toEqual({ kind: 'go' });
       s.refused(t, '101301', at);
       const next = probes[n + 1];
-      if (next !== undefined) expect(s.admit(s.ticket(text(['AU'])), at + 1)).toEqual({ kind: 'wait', untilMs: Math.min(next, at + 1 + SETTINGS.maxWaitMs) });
+      if (next !== undefined) expect(s.admit(s.ticket(text(['AU'])), at + 1)).toEqual({ kind: 'wait', untilMs: next });
     }
     // 2 s, 4 s, then capped at 4 s.
     expect(s.admit(s.ticket(text(['AU'])), 14_999)).toMatchObject({ kind: 'wait', untilMs: 15_000 });
   });
 
-  it('gives a held command up after maxWaitMs, naming the route and code 101301', () => {
-    const s = scopes({ routeProbe: { initialMs: 60_000, maxMs: 60_000 } });
+  it('gives a held command up after maxWaitMs while another command probes, naming the route and code 101301', () => {
+    const s = scopes();
     s.refused(s.ticket(text(['AU'])), '101301', 0);
     const t = s.ticket(text(['AU']));
-    expect(s.admit(t, 500)).toEqual({ kind: 'wait', untilMs: 2_500 });
+    expect(s.admit(t, 500)).toEqual({ kind: 'wait', untilMs: 1_000 });
+    const probe = s.ticket(text(['AU']));
+    expect(s.admit(probe, 1_000)).toEqual({ kind: 'go' });
+    expect(s.admit(t, 1_000)).toEqual({ kind: 'wait', untilMs: 2_500 });
     const admission = s.admit(t, 2_500);
     expect(admission).toMatchObject({ kind: 'give-up', code: '101301' });
-    expect(admission.kind === 'give-up' && admission.detail).toMatch(/no valid upstream for text to AU \(101301\) since 1970-01-01T00:00:00.000Z/);
+    expect(admission.kind === 'give-up' && admission.detail).toMatch(
+      /no valid upstream for text to AU \(101301\) since 1970-01-01T00:00:00.000Z; it stayed refused for the 2000 ms/,
+    );
+  });
+
+  it('gives a held command up at once when no probe is under way or due within its wait: only a probe can lift the route', () => {
+    const s = scopes({ routeProbe: { initialMs: 60_000, maxMs: 60_000 } });
+    s.refused(s.ticket(text(['AU'])), '101301', 0);
+    const admission = s.admit(s.ticket(text(['AU'])), 500);
+    expect(admission).toMatchObject({ kind: 'give-up', code: '101301' });
+    expect(admission.kind === 'give-up' && admission.detail).toContain('its next probe is not due within the 2000 ms this command may wait');
+    // Within reach of the probe, it waits.
+    expect(s.admit(s.ticket(text(['AU'])), 58_000)).toEqual({ kind: 'wait', untilMs: 60_000 });
   });
 
   it('a success resumes every paused route of its operation that it covered', () => {
@@ -131,7 +146,7 @@ describe('RefusalScopes: 105400 for one command', () => {
     expect(s.refused(big, '105400', 0)).toBe('command');
     expect(s.costCeiling).toBe(1_000);
     expect(s.admit(s.ticket(text(['CN'], 999)), 1).kind).toBe('go');
-    expect(s.admit(s.ticket(text(['CN'], 1_000)), 1)).toEqual({ kind: 'wait', untilMs: 2_001 });
+    expect(s.admit(s.ticket(text(['CN'], 1_000)), 1)).toEqual({ kind: 'wait', untilMs: 1_500 });
   });
 
   it('a cheaper send that succeeds decides it: the refused command is given up at once', () => {
@@ -169,20 +184,24 @@ describe('RefusalScopes: 105400 for one command', () => {
     const cheaper = s.ticket(text(['CN'], 200));
     expect(s.admit(large, 1).kind).toBe('wait');
     expect(s.admit(cheaper, 2).kind).toBe('wait');
-    expect(s.admit(large, 5_000).kind).toBe('wait');
-    expect(s.admit(cheaper, 5_000)).toEqual({ kind: 'go' });
+    expect(s.admit(large, 1_500).kind).toBe('wait');
+    expect(s.admit(cheaper, 1_500)).toEqual({ kind: 'go' });
     expect(cheaper.probeOf).toEqual({ routes: [], funds: true });
-    s.succeeded(cheaper, 5_001);
+    s.succeeded(cheaper, 1_501);
     expect(s.costCeiling).toBeUndefined();
-    expect(s.admit(large, 5_002).kind).toBe('go');
+    expect(s.admit(large, 1_502).kind).toBe('go');
   });
 
-  it('gives a command held by the ceiling up after maxWaitMs with code 105400', () => {
+  it('gives a command held by the ceiling up after maxWaitMs with code 105400 (another command probing), or at once when no probe is due within it', () => {
     const s = scopes();
     s.refused(s.ticket(text(['CN'], 100)), '105400', 0);
     const t = s.ticket(text(['CN'], 100));
-    expect(s.admit(t, 10).kind).toBe('wait');
+    expect(s.admit(t, 10)).toEqual({ kind: 'wait', untilMs: 1_500 });
+    expect(s.admit(s.ticket(text(['CN'], 100)), 1_500)).toEqual({ kind: 'go' });
     expect(s.admit(t, 2_010)).toMatchObject({ kind: 'give-up', code: '105400' });
+    const far = scopes({ fundsProbe: { initialMs: 60_000, maxMs: 60_000 } });
+    far.refused(far.ticket(text(['CN'], 100)), '105400', 0);
+    expect(far.admit(far.ticket(text(['CN'], 200)), 1)).toMatchObject({ kind: 'give-up', code: '105400' });
   });
 });
 
