@@ -12,6 +12,7 @@
  *                     [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger]
  *                     [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7]
  *                     [--worker-node-options "--max-old-space-size=…"]   (NODE_OPTIONS of the worker only)
+ *                     [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N]   (issue 20)
  *
  * `--only ledger` is the quick ledger comparison: worker and worker-no-ledger at 50 ms, 3 rounds,
  * no RSS check (each of those can still be set explicitly).
@@ -36,6 +37,7 @@ import { chartMemorySettings, type ChartMemorySettings } from './lib/chart-setti
 import { httpLegLines, runClientOnly, type ClientOnlyFigures } from './lib/http-leg.ts';
 import { inFlightCapacityPerSecond, logNormalMeanMs, openLoopLines, runOpenLoop, type OpenLoopFigures } from './lib/open-loop.ts';
 import { runChurn, runScaleOut, scaleOutLines, type ChurnFigures, type ScaleRun } from './lib/scale-out.ts';
+import { routeRefusalLines, runRouteRefusal, type RouteRefusalFigures } from './lib/route-refusal.ts';
 
 quietKnownWarnings();
 
@@ -74,12 +76,14 @@ const { values: args } = parseArgs({
     'rate-limit': { type: 'string', default: '200' },
     'open-loop-ledger': { type: 'string', default: 'on,off' },
     'churn-seconds': { type: 'string', default: '45' },
+    'route-refusal-share': { type: 'string', default: '0.01' },
+    'route-refusal-seconds': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (args.help === true) {
   console.log(
-    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)]',
+    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)]',
   );
   process.exit(0);
 }
@@ -134,6 +138,12 @@ const SCALE_OUT: number[] =
 const SCALE_OUT_COMMANDS = positiveInt('scale-out-commands', args['scale-out-commands']);
 const RATE_LIMIT = positiveInt('rate-limit', args['rate-limit']);
 const CHURN_SECONDS = nonNegativeInt('churn-seconds', section('churn-seconds', args['churn-seconds']));
+/** Issue 20: the share of the open loop's commands sent to a route the service refuses (101301); 0 skips the section. */
+const ROUTE_REFUSAL_SHARE = Number(section('route-refusal-share', args['route-refusal-share']));
+if (!(ROUTE_REFUSAL_SHARE >= 0 && ROUTE_REFUSAL_SHARE < 1)) throw new Error(`--route-refusal-share must be in [0, 1) (got ${args['route-refusal-share']})`);
+/** Its measured seconds: the open loop's (so the ledger-on open-loop run is its all-routable baseline), 60 when that is skipped. */
+const ROUTE_REFUSAL_SECONDS =
+  args['route-refusal-seconds'] === undefined ? OPEN_LOOP_SECONDS || 60 : positiveInt('route-refusal-seconds', args['route-refusal-seconds']);
 /** The issue's open-loop upstream: log-normal, p50 50 ms, p99 500 ms. */
 const OPEN_LOOP_LATENCY = { kind: 'lognormal', medianMs: 50, p99Ms: 500 } as const;
 /** Scale-out settings of the issue: 50 ms upstream, MAX_IN_FLIGHT=16 per process. */
@@ -347,7 +357,14 @@ interface Issue12Figures {
   churn?: ChurnFigures;
 }
 
-function report(rows: readonly Row[], rss: RunFigures | undefined, machine: string, wallSeconds: number, extra: Issue12Figures): string {
+function report(
+  rows: readonly Row[],
+  rss: RunFigures | undefined,
+  machine: string,
+  wallSeconds: number,
+  extra: Issue12Figures,
+  routeRefusal: RouteRefusalFigures | undefined,
+): string {
   const agg = (row: Row, pick: (r: RunFigures) => number): number => mean(row.runs.map(pick));
   const find = (pipeline: Pipeline, latencyMs: number): Row | undefined => rows.find((r) => r.pipeline === pipeline && r.latencyMs === latencyMs);
   const lines: string[] = [];
@@ -485,6 +502,12 @@ function report(rows: readonly Row[], rss: RunFigures | undefined, machine: stri
     lines.push('');
     lines.push(...issue12);
   }
+  if (routeRefusal !== undefined) {
+    lines.push('');
+    lines.push('A route the service refuses (issue 20; targets reported, not enforced):');
+    lines.push('');
+    lines.push(...routeRefusalLines(routeRefusal));
+  }
   lines.push('');
   lines.push('Columns:');
   lines.push(
@@ -524,6 +547,8 @@ async function main(): Promise<number> {
   const runs: RunFigures[] = [];
   let rssRun: RunFigures | undefined;
   const extra: Issue12Figures = { scaleOut: [], openLoop: [] };
+  /** Issue 20's route-refusal section (undefined when skipped). */
+  let routeRefusal: RouteRefusalFigures | undefined;
   try {
     const backlog = `bench.${runId}.commands`;
     ctx.topics.push(backlog);
@@ -609,37 +634,57 @@ async function main(): Promise<number> {
       say,
       logDir: join(dirname(JSON_FILE), `logs-${stamp}`),
     };
+    const meanLatencyMs = logNormalMeanMs(OPEN_LOOP_LATENCY.medianMs, OPEN_LOOP_LATENCY.p99Ms);
+    const capacity = inFlightCapacityPerSecond(WORKER_IN_FLIGHT, meanLatencyMs);
+    const rate = args['open-loop-rate'] === undefined ? Math.round(OPEN_LOOP_LOAD * capacity) : positiveInt('open-loop-rate', args['open-loop-rate']);
+    const openLoopOptions = (ledger: boolean, seconds: number) => ({
+      latency: OPEN_LOOP_LATENCY,
+      inFlight: WORKER_IN_FLIGHT,
+      ratePerSecond: rate,
+      seconds,
+      warmupSeconds: OPEN_LOOP_WARMUP,
+      seed: SEED + 2,
+      meanLatencyMs,
+      ledger,
+    });
+    // Each open-loop run gets a sandbox of its own, so its receive times (half of the time to
+    // send) do not depend on what the earlier sections left in the shared one (hundreds of
+    // thousands of requests in its log and per-id counts).
+    const withOwnSandbox = async <T>(run: (sandbox: SandboxProcess) => Promise<T>): Promise<T> => {
+      const own = await SandboxProcess.start(['--log-capacity', '50000', '--balance', '1000000000.000000']);
+      try {
+        return await run(own);
+      } finally {
+        await own.stop();
+      }
+    };
     if (OPEN_LOOP_SECONDS > 0) {
-      const meanLatencyMs = logNormalMeanMs(OPEN_LOOP_LATENCY.medianMs, OPEN_LOOP_LATENCY.p99Ms);
-      const capacity = inFlightCapacityPerSecond(WORKER_IN_FLIGHT, meanLatencyMs);
-      const rate = args['open-loop-rate'] === undefined ? Math.round(OPEN_LOOP_LOAD * capacity) : positiveInt('open-loop-rate', args['open-loop-rate']);
       for (const ledger of OPEN_LOOP_LEDGER) {
-        // Each open-loop run gets a sandbox of its own, so its receive times (half of the time to
-        // send) do not depend on what the earlier sections left in the shared one (hundreds of
-        // thousands of requests in its log and per-id counts).
-        const openLoopSandbox = await SandboxProcess.start(['--log-capacity', '50000', '--balance', '1000000000.000000']);
-        let run: OpenLoopFigures;
-        try {
-          run = await runOpenLoop(
-            { ...sectionCtx, sandbox: openLoopSandbox },
-            {
-              latency: OPEN_LOOP_LATENCY,
-              inFlight: WORKER_IN_FLIGHT,
-              ratePerSecond: rate,
-              seconds: OPEN_LOOP_SECONDS,
-              warmupSeconds: OPEN_LOOP_WARMUP,
-              seed: SEED + 2,
-              meanLatencyMs,
-              ledger,
-            },
-          );
-        } finally {
-          await openLoopSandbox.stop();
-        }
+        const run: OpenLoopFigures = await withOwnSandbox((own) => runOpenLoop({ ...sectionCtx, sandbox: own }, openLoopOptions(ledger, OPEN_LOOP_SECONDS)));
         extra.openLoop.push(run);
         say(openLoopLines(run).join(' '));
         await deleteTopics(kafka, ctx.topics.splice(0));
       }
+    }
+    if (ROUTE_REFUSAL_SHARE > 0) {
+      // The all-routable baseline: the ledger-on open-loop run if there was one of the same length, else one of its own.
+      const openLoopOn = extra.openLoop.find((r) => r.ledger && r.seconds === ROUTE_REFUSAL_SECONDS && r.ratePerSecond === rate);
+      let baseline: { source: 'open loop' | 'own run'; figures: OpenLoopFigures };
+      if (openLoopOn !== undefined) baseline = { source: 'open loop', figures: openLoopOn };
+      else {
+        say(`route refusal: no ledger-on open-loop run of ${ROUTE_REFUSAL_SECONDS} s to compare with; running the all-routable baseline first…`);
+        const figures = await withOwnSandbox((own) =>
+          runOpenLoop({ ...sectionCtx, sandbox: own }, openLoopOptions(true, ROUTE_REFUSAL_SECONDS), { label: 'route-refusal-baseline', idTag: 'rb' }),
+        );
+        say(`route refusal, all-routable baseline: ${openLoopLines(figures).join(' ')}`);
+        await deleteTopics(kafka, ctx.topics.splice(0));
+        baseline = { source: 'own run', figures };
+      }
+      routeRefusal = await withOwnSandbox((own) =>
+        runRouteRefusal({ ...sectionCtx, sandbox: own }, { ...openLoopOptions(true, ROUTE_REFUSAL_SECONDS), refusedShare: ROUTE_REFUSAL_SHARE }, baseline),
+      );
+      say(routeRefusalLines(routeRefusal).join(' '));
+      await deleteTopics(kafka, ctx.topics.splice(0));
     }
     if (SCALE_OUT.length > 0 || CHURN_SECONDS > 0) mkdirSync(sectionCtx.logDir, { recursive: true });
     if (SCALE_OUT.length > 0) {
@@ -672,7 +717,7 @@ async function main(): Promise<number> {
       .map((l) => l.toFixed(2))
       .join(' ')}`;
     const wallSeconds = (Date.now() - started) / 1000;
-    const markdown = report(rows, rssRun, machine, wallSeconds, extra);
+    const markdown = report(rows, rssRun, machine, wallSeconds, extra, routeRefusal);
     console.log(markdown);
     mkdirSync(dirname(JSON_FILE), { recursive: true });
     writeFileSync(
@@ -699,10 +744,13 @@ async function main(): Promise<number> {
             scaleOutCommandsPerProcess: SCALE_OUT_COMMANDS,
             rateLimit: RATE_LIMIT,
             churnSeconds: CHURN_SECONDS,
+            routeRefusalShare: ROUTE_REFUSAL_SHARE,
+            routeRefusalSeconds: ROUTE_REFUSAL_SECONDS,
           },
           runs,
           rssRun: rssRun ?? null,
           issue12: extra,
+          issue20: { routeRefusal: routeRefusal ?? null },
           sandbox: sandboxStats,
           markdown,
         },

@@ -72,6 +72,46 @@ export function makeCommand(commandId: string, kind: CommandKind, random: () => 
   }
 }
 
+/**
+ * The route the sandbox refuses (src/sandbox/pricing.ts: `AU: { text: null }`, code 101301 "no
+ * valid upstream"), and a valid AU mobile number on it (libphonenumber-js/max: AU, MOBILE): the
+ * worker validates recipients before sending, so an invalid number would be REJECTED unsent.
+ */
+export const REFUSED_REGION = 'AU';
+export const REFUSED_ROUTE_RECIPIENT = '+61412345678';
+
+/** A single-recipient text to the refused region: the service answers it 101301. */
+export function refusedRouteCommand(commandId: string, now = Date.now()): SendCommand {
+  return {
+    commandId,
+    createdAt: now,
+    expiresAt: null,
+    metadata: { source: 'bench', kind: 'refused-route' },
+    operation: { kind: 'text', to: [REFUSED_ROUTE_RECIPIENT], signature: 'Acme', content: 'Your parcel is on its way.' },
+  };
+}
+
+/** What the open loop publishes: the usual mix, or (a share of it) a command to the refused route. */
+export type OpenLoopKind = CommandKind | 'refused-route';
+
+/**
+ * The open loop's next command. `refusal`, when given, turns `share` of the commands into
+ * refused-route ones, decided by its own random stream (one draw per command); the mix's stream
+ * is drawn exactly as without it, so every other command is the one the all-routable run
+ * publishes under the same id (same seed).
+ */
+export function openLoopCommand(
+  commandId: string,
+  random: () => number,
+  refusal: { readonly random: () => number; readonly share: number } | undefined,
+  now = Date.now(),
+): { readonly kind: OpenLoopKind; readonly command: SendCommand } {
+  const kind = kindAt(random);
+  const usual = makeCommand(commandId, kind, random, now);
+  if (refusal !== undefined && refusal.random() < refusal.share) return { kind: 'refused-route', command: refusedRouteCommand(commandId, now) };
+  return { kind, command: usual };
+}
+
 export type FuzzKind = 'random-bytes' | 'wrong-magic' | 'unknown-schema-id' | 'truncated-avro' | 'invalid-fields';
 export const FUZZ_KINDS: readonly FuzzKind[] = ['random-bytes', 'wrong-magic', 'unknown-schema-id', 'truncated-avro', 'invalid-fields'];
 

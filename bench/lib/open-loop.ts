@@ -12,16 +12,21 @@
  * first `warmupSeconds` of publishing (JIT, fresh connections and transactional ids, the first
  * transactions of each partition) are published at the same rate but left out of the target
  * figures, and reported on their own line so the start-up cost stays visible.
+ *
+ * observeOpenLoop is the run itself; the route-refusal run (route-refusal.ts, issue 20) is the
+ * same run with a share of its commands sent to a route the service refuses.
  */
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import type { Kafka } from 'kafkajs';
+import type { CommandResult } from '../../src/contracts/result.ts';
+import { resultFromAvro } from '../../src/contracts/result-avro.ts';
 import { CommandPublisher } from '../../src/kafka/command-publisher.ts';
 import type { LatencySpec } from '../../src/sandbox/faults.ts';
-import { kindAt, makeCommand, prng } from './commands.ts';
+import { openLoopCommand, prng, type OpenLoopKind } from './commands.ts';
 import { createTopics, PRODUCED_AT_HEADER } from './kafka.ts';
 import { fmt, ms } from './markdown.ts';
 import { peakRssBytes, sleep, stopChild } from './proc.ts';
-import { RequestLogCollector } from './request-log.ts';
+import { RequestLogCollector, type LoggedRequest } from './request-log.ts';
 import { ResultWatcher } from './results.ts';
 import type { SandboxProcess } from './sandbox.ts';
 import { percentile, sortedNumbers } from './stats.ts';
@@ -44,9 +49,21 @@ export function inFlightCapacityPerSecond(inFlight: number, meanLatencyMs: numbe
   return inFlight / (meanLatencyMs / 1000);
 }
 
+/** Added to the seed for the stream that picks the refused-route commands (apart from the mix's). */
+const REFUSAL_STREAM_SALT = 0x5eed_0a0;
+
+export interface PublishedCommands {
+  /** Publish time per commandId. */
+  readonly publishedAt: Map<string, number>;
+  /** What each command is: a kind of the usual mix, or `refused-route`. */
+  readonly kinds: Map<string, OpenLoopKind>;
+}
+
 /**
  * Publishes `rate` commands per second for `seconds` (the backlog's mix), in small batches every
- * `tickMs`, catching up if a send was slow; returns the publish time per commandId.
+ * `tickMs`, catching up if a send was slow; returns the publish time and kind per commandId.
+ * `refusedShare` (default 0) of them, picked from the seed, go to the route the service refuses
+ * (openLoopCommand); the others are the same commands as with a share of 0.
  */
 export async function publishAtRate(options: {
   readonly kafka: Kafka;
@@ -56,13 +73,17 @@ export async function publishAtRate(options: {
   readonly seconds: number;
   readonly idPrefix: string;
   readonly seed: number;
+  readonly refusedShare?: number;
   readonly tickMs?: number;
   readonly shouldStop?: () => boolean;
-}): Promise<Map<string, number>> {
+}): Promise<PublishedCommands> {
   const publisher = new CommandPublisher(options.kafka, options.registry, options.topic);
   await publisher.connect();
   const random = prng(options.seed);
+  const share = options.refusedShare ?? 0;
+  const refusal = share > 0 ? { random: prng(options.seed + REFUSAL_STREAM_SALT), share } : undefined;
   const publishedAt = new Map<string, number>();
+  const kinds = new Map<string, OpenLoopKind>();
   const total = Math.round(options.rate * options.seconds);
   const tickMs = options.tickMs ?? 10;
   const start = Date.now();
@@ -75,10 +96,12 @@ export async function publishAtRate(options: {
         const ids: string[] = [];
         for (let i = published; i < due; i += 1) {
           const commandId = `${options.idPrefix}-${i}`;
+          const { kind, command } = openLoopCommand(commandId, random, refusal);
           ids.push(commandId);
+          kinds.set(commandId, kind);
           records.push({
             key: commandId,
-            value: await publisher.encode(makeCommand(commandId, kindAt(random), random)),
+            value: await publisher.encode(command),
             headers: {} as Record<string, string>,
           });
         }
@@ -95,7 +118,7 @@ export async function publishAtRate(options: {
   } finally {
     await publisher.disconnect();
   }
-  return publishedAt;
+  return { publishedAt, kinds };
 }
 
 export interface OpenLoopFigures {
@@ -137,21 +160,56 @@ export interface OpenLoopContext {
   readonly say: (line: string) => void;
 }
 
-/** One open-loop run of the shipped worker (default settings, MAX_IN_FLIGHT = `inFlight`). */
-export async function runOpenLoop(
+export interface OpenLoopOptions {
+  readonly latency: LatencySpec;
+  readonly inFlight: number;
+  readonly ratePerSecond: number;
+  readonly seconds: number;
+  readonly warmupSeconds: number;
+  readonly seed: number;
+  readonly meanLatencyMs: number;
+  readonly ledger: boolean;
+}
+
+/** What one open-loop run saw, before any figure is computed from it. */
+export interface OpenLoopObservations extends PublishedCommands {
+  /** The copy of the sandbox's request log. */
+  readonly requests: readonly LoggedRequest[];
+  /** Receive time of each command's first request at the sandbox. */
+  readonly firstRequest: Map<string, number>;
+  /** When each command's first result became visible `read_committed`. */
+  readonly firstVisible: Map<string, number>;
+  /** Every result per commandId, decoded (only with `decodeResults`). */
+  readonly results: Map<string, CommandResult[]> | undefined;
+  /** Commands with at least one result. */
+  readonly resultCount: number;
+  /** Publish times from this on are measured; before it, the warm-up. */
+  readonly measureFrom: number;
+  /** Still without a result when the wait for them ended (only with `allowMissingResults`). */
+  readonly missingResults: number;
+  readonly peakRssBytes: number;
+  readonly logGaps: number;
+}
+
+/**
+ * One open-loop run of the shipped worker (default settings, MAX_IN_FLIGHT = `inFlight`), in
+ * topics and a group named after `label`. With `allowMissingResults` a run whose results do not
+ * all arrive within `resultWaitMs` after publishing is reported as it is (missing ones counted),
+ * not thrown.
+ */
+export async function observeOpenLoop(
   ctx: OpenLoopContext,
-  options: {
-    latency: LatencySpec;
-    inFlight: number;
-    ratePerSecond: number;
-    seconds: number;
-    warmupSeconds: number;
-    seed: number;
-    meanLatencyMs: number;
-    ledger: boolean;
+  options: OpenLoopOptions & {
+    readonly label: string;
+    /** In the commandIds: `o<runId>-<idTag>-<n>` (short: the ids travel in every record and request). */
+    readonly idTag: string;
+    readonly refusedShare?: number;
+    readonly decodeResults?: boolean;
+    readonly allowMissingResults?: boolean;
+    readonly resultWaitMs?: number;
   },
-): Promise<OpenLoopFigures> {
-  const label = `open-loop-ledger-${options.ledger ? 'on' : 'off'}`;
+): Promise<OpenLoopObservations> {
+  const { label } = options;
   const input = `bench.${ctx.runId}.${label}.commands`;
   const output = `bench.${ctx.runId}.${label}.results`;
   ctx.topics.push(input, output, `${output}.dlq`, `${output}.ledger`);
@@ -161,7 +219,7 @@ export async function runOpenLoop(
     { topic: `${output}.dlq`, partitions: 1 },
   ]);
   await ctx.sandbox.setLatencySpec(options.latency);
-  const watcher = new ResultWatcher(ctx.kafka, output);
+  const watcher = new ResultWatcher(ctx.kafka, output, { keepValues: options.decodeResults === true });
   await watcher.start();
   const httpPort = await freePort();
   const worker = startWorker(
@@ -187,80 +245,59 @@ export async function runOpenLoop(
   try {
     await waitReady(httpPort, worker, 120_000);
     log.start();
+    const refused = (options.refusedShare ?? 0) > 0 ? `, ${fmt(100 * (options.refusedShare ?? 0), 1)}% of them to the refused route` : '';
     ctx.say(
-      `open loop (ledger ${options.ledger ? 'on' : 'off'}): worker ready; publishing ${fmt(options.ratePerSecond)} cmd/s for ${options.warmupSeconds} s (warm-up) + ${options.seconds} s…`,
+      `${label} (ledger ${options.ledger ? 'on' : 'off'}): worker ready; publishing ${fmt(options.ratePerSecond)} cmd/s for ${options.warmupSeconds} s (warm-up) + ${options.seconds} s${refused}…`,
     );
     let exited = false;
     void worker.exited.then(() => (exited = true));
-    const publishedAt = await publishAtRate({
+    const published = await publishAtRate({
       kafka: ctx.kafka,
       registry: ctx.registry,
       topic: input,
       rate: options.ratePerSecond,
       seconds: options.warmupSeconds + options.seconds,
-      idPrefix: `o${ctx.runId}-${options.ledger ? 'on' : 'off'}`,
+      idPrefix: `o${ctx.runId}-${options.idTag}`,
       seed: options.seed,
+      ...(options.refusedShare !== undefined && { refusedShare: options.refusedShare }),
       shouldStop: () => exited,
     });
-    const done = await watcher.waitUntil(() => watcher.distinct >= publishedAt.size || exited, 120_000);
-    if (!done || exited)
-      throw new Error(`open loop: ${exited ? 'worker exited' : 'timed out'} with ${watcher.distinct}/${publishedAt.size} results:\n${worker.output()}`);
+    const { publishedAt } = published;
+    const done = await watcher.waitUntil(() => watcher.distinct >= publishedAt.size || exited, options.resultWaitMs ?? 120_000);
+    if (exited || (!done && options.allowMissingResults !== true))
+      throw new Error(`${label}: ${exited ? 'worker exited' : 'timed out'} with ${watcher.distinct}/${publishedAt.size} results:\n${worker.output()}`);
     const peakRss = peakRssBytes(worker.pid) ?? Number.NaN;
     await log.stop();
+    const requests = log.all();
     const firstRequest = new Map<string, number>();
-    for (const r of log.all()) if (r.correlationId !== undefined && !firstRequest.has(r.correlationId)) firstRequest.set(r.correlationId, r.receivedAt);
+    for (const r of requests) if (r.correlationId !== undefined && !firstRequest.has(r.correlationId)) firstRequest.set(r.correlationId, r.receivedAt);
     const firstVisible = new Map<string, number>();
     for (const a of watcher.arrivals) if (!firstVisible.has(a.key)) firstVisible.set(a.key, a.visibleAt);
+    let results: Map<string, CommandResult[]> | undefined;
+    if (options.decodeResults === true) {
+      results = new Map();
+      for (const a of watcher.arrivals) {
+        if (a.value === null) continue;
+        const result = resultFromAvro(await ctx.registry.decode(a.value));
+        results.set(result.commandId, [...(results.get(result.commandId) ?? []), result]);
+      }
+    }
     // The warm-up: commands published in the first `warmupSeconds` after publishing began.
     let firstPublished = Number.POSITIVE_INFINITY;
     for (const at of publishedAt.values()) firstPublished = Math.min(firstPublished, at);
-    const measureFrom = firstPublished + options.warmupSeconds * 1000;
-    const window = (warm: boolean): { toSend: number[]; e2e: number[]; published: number } => {
-      const out = { toSend: [] as number[], e2e: [] as number[], published: 0 };
-      for (const [id, at] of publishedAt) {
-        if (at < measureFrom !== warm) continue;
-        out.published += 1;
-        const received = firstRequest.get(id);
-        if (received !== undefined) out.toSend.push(received - at);
-        const visible = firstVisible.get(id);
-        if (visible !== undefined) out.e2e.push(visible - at);
-      }
-      return out;
-    };
-    const measured = window(false);
-    const warm = window(true);
-    const send = sortedNumbers(measured.toSend);
-    const end = sortedNumbers(measured.e2e);
-    const warmSend = sortedNumbers(warm.toSend);
+    let missing = 0;
+    for (const id of publishedAt.keys()) if (!watcher.perKey.has(id)) missing += 1;
     return {
-      latency: options.latency,
-      ledger: options.ledger,
-      meanLatencyMs: options.meanLatencyMs,
-      inFlight: options.inFlight,
-      capacityPerSecond: inFlightCapacityPerSecond(options.inFlight, options.meanLatencyMs),
-      ratePerSecond: options.ratePerSecond,
-      seconds: options.seconds,
-      warmupSeconds: options.warmupSeconds,
-      published: measured.published,
-      results: watcher.distinct,
-      sent: send.length,
-      timeToSendP50Ms: percentile(send, 50),
-      timeToSendP99Ms: percentile(send, 99),
-      timeToSendMaxMs: send.at(-1) ?? Number.NaN,
-      e2eP50Ms: percentile(end, 50),
-      e2eP99Ms: percentile(end, 99),
-      e2eMaxMs: end.at(-1) ?? Number.NaN,
+      ...published,
+      requests,
+      firstRequest,
+      firstVisible,
+      results,
+      resultCount: watcher.distinct,
+      measureFrom: firstPublished + options.warmupSeconds * 1000,
+      missingResults: missing,
       peakRssBytes: peakRss,
       logGaps: log.abandonedGaps,
-      warmup:
-        options.warmupSeconds > 0
-          ? {
-              published: warm.published,
-              timeToSendP99Ms: percentile(warmSend, 99),
-              timeToSendMaxMs: warmSend.at(-1) ?? Number.NaN,
-              e2eP99Ms: percentile(sortedNumbers(warm.e2e), 99),
-            }
-          : undefined,
     };
   } finally {
     await log.stop().catch(() => undefined);
@@ -268,6 +305,78 @@ export async function runOpenLoop(
     await watcher.stop();
     await ctx.sandbox.setLatency(0);
   }
+}
+
+/** Time to send and end to end of the commands `include` picks, published in the measured window (or the warm-up). */
+export function windowTimings(
+  o: Pick<OpenLoopObservations, 'publishedAt' | 'firstRequest' | 'firstVisible' | 'measureFrom'>,
+  warm: boolean,
+  include: (commandId: string) => boolean = () => true,
+): { toSend: number[]; e2e: number[]; published: number } {
+  const out = { toSend: [] as number[], e2e: [] as number[], published: 0 };
+  for (const [id, at] of o.publishedAt) {
+    if (at < o.measureFrom !== warm || !include(id)) continue;
+    out.published += 1;
+    const received = o.firstRequest.get(id);
+    if (received !== undefined) out.toSend.push(received - at);
+    const visible = o.firstVisible.get(id);
+    if (visible !== undefined) out.e2e.push(visible - at);
+  }
+  out.toSend = sortedNumbers(out.toSend);
+  out.e2e = sortedNumbers(out.e2e);
+  return out;
+}
+
+/** One open-loop run of the shipped worker (default settings, MAX_IN_FLIGHT = `inFlight`); `naming` for its topics, group and commandIds. */
+export async function runOpenLoop(
+  ctx: OpenLoopContext,
+  options: OpenLoopOptions,
+  naming: { readonly label: string; readonly idTag: string } = {
+    label: `open-loop-ledger-${options.ledger ? 'on' : 'off'}`,
+    idTag: options.ledger ? 'on' : 'off',
+  },
+): Promise<OpenLoopFigures> {
+  const o = await observeOpenLoop(ctx, { ...options, ...naming });
+  return openLoopFigures(o, options);
+}
+
+/** The open loop's figures from what a run saw. */
+export function openLoopFigures(o: OpenLoopObservations, options: OpenLoopOptions): OpenLoopFigures {
+  const measured = windowTimings(o, false);
+  const warm = windowTimings(o, true);
+  const send = measured.toSend;
+  const end = measured.e2e;
+  const warmSend = warm.toSend;
+  return {
+    latency: options.latency,
+    ledger: options.ledger,
+    meanLatencyMs: options.meanLatencyMs,
+    inFlight: options.inFlight,
+    capacityPerSecond: inFlightCapacityPerSecond(options.inFlight, options.meanLatencyMs),
+    ratePerSecond: options.ratePerSecond,
+    seconds: options.seconds,
+    warmupSeconds: options.warmupSeconds,
+    published: measured.published,
+    results: o.resultCount,
+    sent: send.length,
+    timeToSendP50Ms: percentile(send, 50),
+    timeToSendP99Ms: percentile(send, 99),
+    timeToSendMaxMs: send.at(-1) ?? Number.NaN,
+    e2eP50Ms: percentile(end, 50),
+    e2eP99Ms: percentile(end, 99),
+    e2eMaxMs: end.at(-1) ?? Number.NaN,
+    peakRssBytes: o.peakRssBytes,
+    logGaps: o.logGaps,
+    warmup:
+      options.warmupSeconds > 0
+        ? {
+            published: warm.published,
+            timeToSendP99Ms: percentile(warmSend, 99),
+            timeToSendMaxMs: warmSend.at(-1) ?? Number.NaN,
+            e2eP99Ms: percentile(warm.e2e, 99),
+          }
+        : undefined,
+  };
 }
 
 /** The report's lines for the open-loop run, each target MET/NOT MET. */
