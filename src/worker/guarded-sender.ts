@@ -107,7 +107,8 @@ export class GuardedSender {
     try {
       return await this.#send(request, correlationId, signal, expiresAt, hooks, state);
     } finally {
-      this.#o.holds.leave(state.ticket);
+      // Whatever path ended the send, no probe of a hold stays with it.
+      this.#o.holds.release(state.ticket);
     }
   }
 
@@ -179,18 +180,13 @@ export class GuardedSender {
       } catch {
         // An observer's bug must not change what becomes of the command.
       }
+      let success: ProviderSuccess;
       try {
-        const success = await this.#o.client.send(request, {
+        success = await this.#o.client.send(request, {
           correlationId,
           ...(expiresAt === null ? {} : { deadline: expiresAt }),
           ...(hooks?.onAttempt === undefined ? {} : { onAttempt: hooks.onAttempt }),
         });
-        attempts += success.attempts;
-        this.#o.outages.success();
-        if (gate.reason === 'insufficient_funds') holds.clearCostCeiling();
-        gate.clear();
-        holds.succeeded(state.ticket);
-        return { kind: 'sent', success, attempts };
       } catch (error) {
         if (!isProviderError(error)) {
           release();
@@ -219,6 +215,13 @@ export class GuardedSender {
         }
         return { kind: 'failed', error, attempts };
       }
+      // Sent: outside the call's try, so nothing here can turn a sent command into a failed one.
+      attempts += success.attempts;
+      this.#o.outages.success();
+      if (gate.reason === 'insufficient_funds') holds.clearCostCeiling();
+      gate.clear();
+      holds.succeeded(state.ticket);
+      return { kind: 'sent', success, attempts };
     }
   }
 
@@ -231,7 +234,7 @@ export class GuardedSender {
       const scope = holds.refused(state.ticket, error.code);
       this.#refusal(error, scope, state);
       if (scope === 'account') this.#block('insufficient_funds', wasProbe, error);
-      else if (wasProbe) gate.releaseProbe();
+      else if (wasProbe) this.#answeredProbe();
       return state.refusals >= MAX_REFUSALS ? 'give-up' : 'keep';
     }
     if (error.failureClass === 'configuration') {
@@ -241,10 +244,10 @@ export class GuardedSender {
       // command refused twice is given up, so no single command can hold the worker.
       outages.success();
       state.refusals += 1;
-      const scope = error.code === NO_UPSTREAM_CODE ? holds.refused(state.ticket, error.code) : 'account';
+      const scope = holds.refused(state.ticket, error.code);
       this.#refusal(error, scope, state);
       if (scope === 'account') this.#block('provider_rejecting', wasProbe, error);
-      else if (wasProbe) gate.releaseProbe();
+      else if (wasProbe) this.#answeredProbe();
       return state.refusals >= MAX_REFUSALS ? 'give-up' : 'keep';
     }
     if (error.failureClass === 'throttled' && error.stopReason === 'retry-after-exceeds-budget' && error.retryAfterMs !== undefined) {
@@ -267,6 +270,17 @@ export class GuardedSender {
     if (error.failureClass !== 'insufficient-funds') gate.clear();
     else if (wasProbe) gate.releaseProbe();
     return 'give-up';
+  }
+
+  /**
+   * The gate's probe was answered with a refusal about its route or its cost: the service is up
+   * and takes this client, so an outage, a throttle or a refusal of the client is over. It says
+   * nothing about the account's funds: then the next caller probes.
+   */
+  #answeredProbe(): void {
+    const { gate } = this.#o;
+    if (gate.reason === 'insufficient_funds') gate.releaseProbe();
+    else gate.clear();
   }
 
   #refusal(error: ProviderError, scope: RefusalScope, state: SendState): void {

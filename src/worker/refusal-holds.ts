@@ -35,14 +35,17 @@ export class RefusalHolds {
   }
 
   admit(ticket: HoldTicket): Admission {
+    const wasWaiting = this.#scopes.isWaiting(ticket);
     const admission = this.#scopes.admit(ticket, this.#now());
-    this.#changed();
+    // A waiter that went or gave up may have been the one others deferred to (the refused
+    // command, the cheapest at the ceiling): let them look again.
+    this.#changed(wasWaiting && admission.kind !== 'wait');
     return admission;
   }
 
   /** The ticket's send is over: it waits no more. */
   leave(ticket: HoldTicket): void {
-    this.#scopes.leave(ticket);
+    if (this.#scopes.leave(ticket)) this.#notify();
   }
 
   /** Waits until `untilMs`, a change of the holds, or the signal (which rejects). */

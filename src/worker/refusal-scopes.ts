@@ -86,7 +86,10 @@ interface Hold {
   probing: number | undefined;
 }
 
-interface RouteHold extends Hold, PausedRoute {}
+interface RouteHold extends Hold, PausedRoute {
+  /** The command whose refusal paused the route: while it waits, it is the route's probe (its second request). */
+  readonly refusedBy: number;
+}
 
 interface CostCeiling extends Hold {
   units: number;
@@ -166,7 +169,8 @@ export class RefusalScopes {
     ticket.heldSince ??= now;
     const holds: Hold[] = [...routes, ...(byCeiling === undefined ? [] : [byCeiling])];
     const due = holds.every((hold) => hold.probing === undefined && now >= hold.probeAt);
-    if (due && (byCeiling === undefined || this.#cheapestWaiting(ticket))) {
+    const turn = routes.every((route) => route.refusedBy === ticket.id || !this.#waiting.has(route.refusedBy));
+    if (due && turn && (byCeiling === undefined || this.#cheapestWaiting(ticket, byCeiling.units))) {
       for (const hold of holds) hold.probing = ticket.id;
       ticket.probeOf = { routes: routes.map((route) => route.key), funds: byCeiling !== undefined };
       this.leave(ticket);
@@ -201,9 +205,13 @@ export class RefusalScopes {
     return { kind: 'wait', untilMs: Math.min(deadline, nextProbe) };
   }
 
-  /** The ticket no longer waits (it went, gave up or was abandoned). */
-  leave(ticket: HoldTicket): void {
-    this.#waiting.delete(ticket.id);
+  isWaiting(ticket: HoldTicket): boolean {
+    return this.#waiting.has(ticket.id);
+  }
+
+  /** The ticket no longer waits (it went, gave up or was abandoned). True when it was waiting (others may now probe). */
+  leave(ticket: HoldTicket): boolean {
+    return this.#waiting.delete(ticket.id);
   }
 
   /**
@@ -216,7 +224,10 @@ export class RefusalScopes {
     if (code === NO_UPSTREAM_CODE) {
       for (const key of probeOf?.routes ?? []) this.#backOff(this.#routes.get(key), now, this.#s.routeProbe);
       if (probeOf?.funds === true) this.#release(this.#ceiling, ticket);
-      this.#pauseRoute(ticket.footprint, now);
+      // Already explained by a paused route (a command to AU+NZ while AU is paused, in flight
+      // before the pause or its probe): no new route, and no new evidence against the account.
+      if (this.#routesHolding(ticket.footprint).length > 0) return 'route';
+      this.#pauseRoute(ticket, now);
       const since = now - this.#s.escalationWindowMs;
       this.#recentRefusals.set(routeKey(ticket.footprint.operation, ticket.footprint.regions), now);
       let recent = 0;
@@ -247,7 +258,10 @@ export class RefusalScopes {
       }
       return 'command';
     }
-    this.release(ticket);
+    // About this client (401/403/404/407): nothing scoped to pause; the probes it held go back.
+    for (const key of probeOf?.routes ?? []) this.#release(this.#routes.get(key), ticket);
+    if (probeOf?.funds === true) this.#release(this.#ceiling, ticket);
+    this.leave(ticket);
     return 'account';
   }
 
@@ -291,15 +305,17 @@ export class RefusalScopes {
     return out;
   }
 
-  #cheapestWaiting(ticket: HoldTicket): boolean {
+  /** Whether no other command waiting at the ceiling (`units` or more) is cheaper than this one. */
+  #cheapestWaiting(ticket: HoldTicket, units: number): boolean {
     for (const other of this.#waiting.values()) {
-      if (other.id === ticket.id) continue;
+      if (other.id === ticket.id || other.footprint.costUnits < units) continue;
       if (other.footprint.costUnits < ticket.footprint.costUnits) return false;
     }
     return true;
   }
 
-  #pauseRoute(footprint: SendFootprint, now: number): void {
+  #pauseRoute(ticket: HoldTicket, now: number): void {
+    const { footprint } = ticket;
     const key = routeKey(footprint.operation, footprint.regions);
     if (this.#routes.has(key)) return;
     while (this.#routes.size >= this.#s.maxPausedRoutes) {
@@ -309,7 +325,16 @@ export class RefusalScopes {
     }
     this.#version += 1;
     const delayMs = this.#s.routeProbe.initialMs;
-    this.#routes.set(key, { key, operation: footprint.operation, regions: footprint.regions, since: now, delayMs, probeAt: now + delayMs, probing: undefined });
+    this.#routes.set(key, {
+      key,
+      operation: footprint.operation,
+      regions: footprint.regions,
+      since: now,
+      delayMs,
+      probeAt: now + delayMs,
+      probing: undefined,
+      refusedBy: ticket.id,
+    });
   }
 
   #backOff(hold: Hold | undefined, now: number, delays: ProbeDelays): void {

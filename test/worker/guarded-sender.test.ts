@@ -42,6 +42,7 @@ afterEach(() => {
 
 interface Harness {
   readonly sender: GuardedSender;
+  readonly holds: RefusalHolds;
   readonly gate: ServiceGate;
   readonly client: ProviderClient;
   readonly changes: (PauseReason | undefined)[];
@@ -76,21 +77,22 @@ function harness(
   gates.push(gate);
   const classes: FailureClass[] = [];
   const pauses: [PauseReason, string][] = [];
+  const holds = new RefusalHolds({
+    settings: { ...DEFAULT_REFUSAL_SCOPE_SETTINGS, fundsProbe: (options.backoff ?? FAST_PROBES).insufficient_funds, ...options.holds },
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
   const sender = new GuardedSender({
     client,
     gate,
     outages: new OutageCounter(options.threshold ?? 10),
     rateLimiter: new RateLimiter(0),
     fundsPolicy: options.fundsPolicy ?? 'pause',
-    holds: new RefusalHolds({
-      settings: { ...DEFAULT_REFUSAL_SCOPE_SETTINGS, fundsProbe: (options.backoff ?? FAST_PROBES).insufficient_funds, ...options.holds },
-      ...(options.now === undefined ? {} : { now: options.now }),
-    }),
+    holds,
     onFailureClass: (failureClass) => classes.push(failureClass),
     onPause: (reason, why) => pauses.push([reason, why]),
     ...(options.now === undefined ? {} : { now: options.now }),
   });
-  return { sender, gate, client, changes, classes, pauses };
+  return { sender, holds, gate, client, changes, classes, pauses };
 }
 
 function correlationId(): string {
@@ -375,10 +377,10 @@ describe('GuardedSender: throttling beyond the retry budget', () => {
 
 describe('GuardedSender: the service refuses this client or account', () => {
   it('101301 pauses only its route: the refused command is kept for one probe and ends FAILED 101301 (retryable, naming the route) after 2 requests; the gate stays open', async () => {
-    const { sender, gate, changes, pauses, classes } = harness();
+    const { sender, gate, changes, pauses, classes, holds } = harness();
     const id = correlationId();
     const refusing = track(sender.send(AU_TEXT, id, new AbortController().signal, null, undefined, AU_FOOTPRINT));
-    await until(() => requestsFor(id) === 1, 'the refusal');
+    await until(() => holds.snapshot.routes.length === 1, 'the route paused');
     // Another route goes at once while AU is paused.
     const other = correlationId();
     expect((await sender.send(TEXT, other, new AbortController().signal, null, undefined, CN_FOOTPRINT)).kind).toBe('sent');
@@ -398,10 +400,10 @@ describe('GuardedSender: the service refuses this client or account', () => {
   });
 
   it('commands to a paused route wait for its probe without a request and end FAILED 101301 (retryable) when it is refused; other routes are not held', async () => {
-    const { sender, gate } = harness({ holds: { maxWaitMs: 150, routeProbe: { initialMs: 100, maxMs: 60_000 } } });
+    const { sender, gate, holds } = harness({ holds: { maxWaitMs: 150, routeProbe: { initialMs: 100, maxMs: 60_000 } } });
     const firstId = correlationId();
     const first = track(sender.send(AU_TEXT, firstId, new AbortController().signal, null, undefined, AU_FOOTPRINT));
-    await until(() => requestsFor(firstId) === 1, 'the refusal');
+    await until(() => holds.snapshot.routes.length === 1, 'the route paused');
     const held = [correlationId(), correlationId()];
     const waiting = held.map((id) => track(sender.send(AU_TEXT, id, new AbortController().signal, null, undefined, AU_FOOTPRINT)));
     const others = [correlationId(), correlationId()];
@@ -425,6 +427,14 @@ describe('GuardedSender: the service refuses this client or account', () => {
       'next probe is not due',
     );
     expect(requestsFor(late)).toBe(0);
+    expect(gate.reason).toBeUndefined();
+  });
+
+  it("the gate's probe answered with a route's refusal closes the circuit: the service is up and takes this client", async () => {
+    const { sender, gate } = harness({ holds: { maxWaitMs: 0 } });
+    gate.block('circuit_open', false);
+    const outcome = await sender.send(AU_TEXT, correlationId(), new AbortController().signal, null, undefined, AU_FOOTPRINT);
+    expect(providerError(outcome).code).toBe('101301');
     expect(gate.reason).toBeUndefined();
   });
 
@@ -468,6 +478,29 @@ describe('GuardedSender: the service refuses this client or account', () => {
       await until(() => waiting.every((w) => w.outcome !== undefined), 'the waiting sends');
       expect(waiting.map((w) => w.outcome?.kind)).toEqual(['abandoned', 'abandoned', 'abandoned']);
       expect(service.requests()).toBe(1);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it("a route's probe answered 401 gives its probe back: once the gate reopens, the route is probed again", async () => {
+    const service = await refusingService();
+    try {
+      const { sender, gate, holds } = harness({ baseUrl: service.url, backoff: NO_PROBES, holds: { routeProbe: { initialMs: 50, maxMs: 50 } } });
+      // AU paused as if refused (the 401 service cannot answer 101301): a held command becomes its probe.
+      const refusedTicket = holds.ticket(AU_FOOTPRINT);
+      holds.refused(refusedTicket, '101301');
+      const controller = new AbortController();
+      const probe = track(sender.send(AU_TEXT, correlationId(), controller.signal, null, undefined, AU_FOOTPRINT));
+      await until(() => gate.reason === 'provider_rejecting', 'the 401 pause');
+      // Kept at the closed gate, then abandoned (a rebalance): the route's probe must not stay with it.
+      controller.abort();
+      await until(() => probe.outcome !== undefined, 'the abandoned send');
+      expect(probe.outcome?.kind).toBe('abandoned');
+      gate.clear();
+      const next = holds.ticket(AU_FOOTPRINT);
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      expect(holds.admit(next)).toEqual({ kind: 'go' });
     } finally {
       await service.close();
     }

@@ -103,6 +103,28 @@ describe('RefusalScopes: 101301 pauses a route', () => {
     expect(s.pausedRoutes).toEqual([]);
   });
 
+  it('the refused command itself is the first probe while it waits; another may probe once it has gone', () => {
+    const s = scopes();
+    const refused = s.ticket(text(['AU']));
+    s.refused(refused, '101301', 0);
+    const other = s.ticket(text(['AU']));
+    expect(s.admit(other, 10).kind).toBe('wait');
+    expect(s.admit(refused, 20).kind).toBe('wait');
+    // The other's timer fires first: it waits for the refused one's turn.
+    expect(s.admit(other, 1_000)).toEqual({ kind: 'wait', untilMs: 2_010 });
+    expect(s.admit(refused, 1_000)).toEqual({ kind: 'go' });
+    s.release(refused);
+    expect(s.admit(other, 1_001)).toEqual({ kind: 'go' });
+  });
+
+  it('a refusal already explained by a paused route (a command to AU and NZ while AU is paused) adds no route and no evidence', () => {
+    const s = scopes();
+    expect(s.refused(s.ticket(text(['AU'])), '101301', 0)).toBe('route');
+    expect(s.refused(s.ticket(text(['AU', 'NZ'])), '101301', 1)).toBe('route');
+    expect(s.refused(s.ticket(text(['AU', 'CN'])), '101301', 2)).toBe('route');
+    expect(s.pausedRoutes.map((r) => r.key)).toEqual([routeKey('sms.message.send', ['AU'])]);
+  });
+
   it('holds at most maxPausedRoutes routes, dropping the oldest', () => {
     const s = scopes({ accountWideAfterRoutes: 64 });
     for (const region of ['AU', 'NZ', 'BR', 'ZA', 'AR']) s.refused(s.ticket(text([region])), '101301', 0);
@@ -192,6 +214,17 @@ describe('RefusalScopes: 105400 for one command', () => {
     expect(s.admit(large, 1_502).kind).toBe('go');
   });
 
+  it('only commands held by the ceiling count for its cheapest probe (a cheaper one held by a route does not)', () => {
+    const s = scopes({ maxWaitMs: 60_000 });
+    s.refused(s.ticket(text(['AU'])), '101301', 0);
+    s.refused(s.ticket(text(['CN'], 100)), '105400', 0);
+    const routeHeld = s.ticket(text(['AU'], 1));
+    expect(s.admit(routeHeld, 1).kind).toBe('wait');
+    const large = s.ticket(text(['CN'], 300));
+    expect(s.admit(large, 1_500)).toEqual({ kind: 'go' });
+    expect(large.probeOf).toEqual({ routes: [], funds: true });
+  });
+
   it('gives a command held by the ceiling up after maxWaitMs with code 105400 (another command probing), or at once when no probe is due within it', () => {
     const s = scopes();
     s.refused(s.ticket(text(['CN'], 100)), '105400', 0);
@@ -211,5 +244,16 @@ describe('describeRoute', () => {
     expect(describeRoute('sms.voice.verification.send', ['CN'])).toBe('voice call to CN');
     const many = ['AR', 'AU', 'BR', 'CA', 'DE', 'ES', 'FR', 'GB', 'IT', 'NZ'];
     expect(describeRoute('sms.message.send', many)).toBe('text to AR+AU+BR+CA+DE+ES+FR+GB+… (10 regions)');
+  });
+});
+
+describe('RefusalScopes: probes are never lost', () => {
+  it('a probe refused by a code about the client (401) gives the route and the ceiling back', () => {
+    const s = scopes();
+    s.refused(s.ticket(text(['AU'])), '101301', 0);
+    const probe = s.ticket(text(['AU']));
+    expect(s.admit(probe, 1_000)).toEqual({ kind: 'go' });
+    expect(s.refused(probe, 'PROVIDER_HTTP_401', 1_001)).toBe('account');
+    expect(s.admit(s.ticket(text(['AU'])), 1_002)).toEqual({ kind: 'go' });
   });
 });
