@@ -126,7 +126,7 @@ export class GuardedSender {
     for (;;) {
       let passage: Passage | undefined;
       try {
-        passage = await gate.pass(signal, state.footprint.costUnits);
+        passage = await gate.pass(signal, state.footprint.costUnits, state.refusals);
       } catch {
         return { kind: 'abandoned', attempts };
       }

@@ -34,6 +34,16 @@ export type GateBackoffs = Record<'insufficient_funds' | 'circuit_open', GateBac
 
 export type Passage = 'go' | 'probe';
 
+/**
+ * Who probes a blocked gate: the cheapest caller, so that after a 105400 the probe is one the
+ * balance may cover; among equally cheap ones the one refused fewest times, so that a short
+ * outage of funds spends first requests (the command is kept) rather than second ones (it fails).
+ */
+interface ProbeRank {
+  readonly costUnits: number;
+  readonly refusals: number;
+}
+
 interface Blocked {
   readonly reason: PauseReason;
   readonly delayMs: number;
@@ -56,7 +66,7 @@ export class ServiceGate {
   readonly #now: () => number;
   #waiting = 0;
   /** Callers in `pass`, with their expected cost: the cheapest probes. */
-  readonly #callers = new Map<symbol, number>();
+  readonly #callers = new Map<symbol, ProbeRank>();
   #wake: { promise: Promise<void>; resolve: () => void } = deferred();
   #timer: NodeJS.Timeout | undefined;
 
@@ -87,18 +97,20 @@ export class ServiceGate {
 
   /**
    * Waits until the caller may send: `go` when open, `probe` when chosen to test a blocked service.
-   * The probe is the cheapest caller waiting (`costUnits`, billed units expected): after a 105400
+   * The probe is the cheapest caller waiting (`costUnits`, billed units expected; then the fewest
+   * `refusals` so far, see ProbeRank): after a 105400
    * the one most likely to be affordable tells whether funds are back, never the largest forever.
    */
-  async pass(signal: AbortSignal, costUnits = 1): Promise<Passage> {
+  async pass(signal: AbortSignal, costUnits = 1, refusals = 0): Promise<Passage> {
     const me = Symbol('caller');
-    this.#callers.set(me, costUnits);
+    const rank: ProbeRank = { costUnits, refusals };
+    this.#callers.set(me, rank);
     try {
       for (;;) {
         signal.throwIfAborted();
         const blocked = this.#blocked;
         if (blocked === undefined) return 'go';
-        if (!blocked.probing && this.#now() >= blocked.probeAt && this.#cheapest(costUnits)) {
+        if (!blocked.probing && this.#now() >= blocked.probeAt && this.#first(rank)) {
           blocked.probing = true;
           return 'probe';
         }
@@ -122,8 +134,11 @@ export class ServiceGate {
     }
   }
 
-  #cheapest(costUnits: number): boolean {
-    for (const other of this.#callers.values()) if (other < costUnits) return false;
+  /** Whether no caller ranks before this one: cheaper, or as cheap and refused fewer times. */
+  #first(rank: ProbeRank): boolean {
+    for (const other of this.#callers.values()) {
+      if (other.costUnits < rank.costUnits || (other.costUnits === rank.costUnits && other.refusals < rank.refusals)) return false;
+    }
     return true;
   }
 

@@ -587,6 +587,23 @@ describe('GuardedSender: a refusal for funds decided per command (105400)', () =
     expect(gate.reason).toBeUndefined();
   });
 
+  it('among equally cheap commands the account-wide probe is one refused fewest times: a short funds outage spends first requests, not second ones', async () => {
+    const { sender, gate } = harness({ backoff: { ...FAST_PROBES, insufficient_funds: { initialMs: 200, maxMs: 200 } } });
+    sandbox.state.setBalance('0.000000');
+    const controller = new AbortController();
+    const refusedId = correlationId();
+    const refused = track(sender.send(TEXT, refusedId, controller.signal, null, undefined, CN_FOOTPRINT));
+    await until(() => gate.reason === 'insufficient_funds', 'the account-wide pause');
+    const freshId = correlationId();
+    const fresh = track(sender.send(TEXT, freshId, controller.signal, null, undefined, CN_FOOTPRINT));
+    await until(() => requestsFor(freshId) === 1, 'the first probe');
+    // The fresh command probed (and is kept); the refused one was not sent a second time.
+    expect(requestsFor(refusedId)).toBe(1);
+    expect([refused.outcome, fresh.outcome]).toEqual([undefined, undefined]);
+    controller.abort();
+    await until(() => refused.outcome !== undefined && fresh.outcome !== undefined, 'the abandoned sends');
+  });
+
   it('an empty account pauses everything: a refused one-unit command closes the gate for all', async () => {
     const { sender, gate, pauses } = harness({ backoff: NO_PROBES });
     sandbox.state.setBalance('0.000000');
