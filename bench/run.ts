@@ -13,6 +13,7 @@
  *                     [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7]
  *                     [--worker-node-options "--max-old-space-size=…"]   (NODE_OPTIONS of the worker only)
  *                     [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N]   (issue 20)
+ *                     [--funds-refusal-commands 60 (0: skip)]   (issue 20)
  *
  * `--only ledger` is the quick ledger comparison: worker and worker-no-ledger at 50 ms, 3 rounds,
  * no RSS check (each of those can still be set explicitly).
@@ -38,6 +39,7 @@ import { httpLegLines, runClientOnly, type ClientOnlyFigures } from './lib/http-
 import { inFlightCapacityPerSecond, logNormalMeanMs, openLoopLines, runOpenLoop, type OpenLoopFigures } from './lib/open-loop.ts';
 import { runChurn, runScaleOut, scaleOutLines, type ChurnFigures, type ScaleRun } from './lib/scale-out.ts';
 import { routeRefusalLines, runRouteRefusal, type RouteRefusalFigures } from './lib/route-refusal.ts';
+import { FUNDS_BALANCE, fundsRefusalLines, runFundsRefusal, type FundsRefusalFigures } from './lib/funds-refusal.ts';
 
 quietKnownWarnings();
 
@@ -78,12 +80,13 @@ const { values: args } = parseArgs({
     'churn-seconds': { type: 'string', default: '45' },
     'route-refusal-share': { type: 'string', default: '0.01' },
     'route-refusal-seconds': { type: 'string' },
+    'funds-refusal-commands': { type: 'string', default: '60' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (args.help === true) {
   console.log(
-    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)]',
+    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)] [--funds-refusal-commands 60 (0: skip)]',
   );
   process.exit(0);
 }
@@ -144,6 +147,8 @@ if (!(ROUTE_REFUSAL_SHARE >= 0 && ROUTE_REFUSAL_SHARE < 1)) throw new Error(`--r
 /** Its measured seconds: the open loop's (so the ledger-on open-loop run is its all-routable baseline), 60 when that is skipped. */
 const ROUTE_REFUSAL_SECONDS =
   args['route-refusal-seconds'] === undefined ? OPEN_LOOP_SECONDS || 60 : positiveInt('route-refusal-seconds', args['route-refusal-seconds']);
+/** Issue 20: affordable commands published behind one unaffordable command (105400); 0 skips the section. */
+const FUNDS_REFUSAL_COMMANDS = nonNegativeInt('funds-refusal-commands', section('funds-refusal-commands', args['funds-refusal-commands']));
 /** The issue's open-loop upstream: log-normal, p50 50 ms, p99 500 ms. */
 const OPEN_LOOP_LATENCY = { kind: 'lognormal', medianMs: 50, p99Ms: 500 } as const;
 /** Scale-out settings of the issue: 50 ms upstream, MAX_IN_FLIGHT=16 per process. */
@@ -364,6 +369,7 @@ function report(
   wallSeconds: number,
   extra: Issue12Figures,
   routeRefusal: RouteRefusalFigures | undefined,
+  fundsRefusal: FundsRefusalFigures | undefined,
 ): string {
   const agg = (row: Row, pick: (r: RunFigures) => number): number => mean(row.runs.map(pick));
   const find = (pipeline: Pipeline, latencyMs: number): Row | undefined => rows.find((r) => r.pipeline === pipeline && r.latencyMs === latencyMs);
@@ -508,6 +514,12 @@ function report(
     lines.push('');
     lines.push(...routeRefusalLines(routeRefusal));
   }
+  if (fundsRefusal !== undefined) {
+    lines.push('');
+    lines.push('An unaffordable command among affordable ones (issue 20; targets reported, not enforced):');
+    lines.push('');
+    lines.push(...fundsRefusalLines(fundsRefusal));
+  }
   lines.push('');
   lines.push('Columns:');
   lines.push(
@@ -549,6 +561,8 @@ async function main(): Promise<number> {
   const extra: Issue12Figures = { scaleOut: [], openLoop: [] };
   /** Issue 20's route-refusal section (undefined when skipped). */
   let routeRefusal: RouteRefusalFigures | undefined;
+  /** Issue 20's funds-refusal section (undefined when skipped). */
+  let fundsRefusal: FundsRefusalFigures | undefined;
   try {
     const backlog = `bench.${runId}.commands`;
     ctx.topics.push(backlog);
@@ -650,8 +664,8 @@ async function main(): Promise<number> {
     // Each open-loop run gets a sandbox of its own, so its receive times (half of the time to
     // send) do not depend on what the earlier sections left in the shared one (hundreds of
     // thousands of requests in its log and per-id counts).
-    const withOwnSandbox = async <T>(run: (sandbox: SandboxProcess) => Promise<T>): Promise<T> => {
-      const own = await SandboxProcess.start(['--log-capacity', '50000', '--balance', '1000000000.000000']);
+    const withOwnSandbox = async <T>(run: (sandbox: SandboxProcess) => Promise<T>, balance = '1000000000.000000'): Promise<T> => {
+      const own = await SandboxProcess.start(['--log-capacity', '50000', '--balance', balance]);
       try {
         return await run(own);
       } finally {
@@ -686,6 +700,15 @@ async function main(): Promise<number> {
       say(routeRefusalLines(routeRefusal).join(' '));
       await deleteTopics(kafka, ctx.topics.splice(0));
     }
+    if (FUNDS_REFUSAL_COMMANDS > 0) {
+      // A sandbox of its own with the issue's balance, the open loop's upstream latency.
+      fundsRefusal = await withOwnSandbox(
+        (own) => runFundsRefusal({ ...sectionCtx, sandbox: own }, { commands: FUNDS_REFUSAL_COMMANDS, latency: OPEN_LOOP_LATENCY }),
+        FUNDS_BALANCE,
+      );
+      say(fundsRefusalLines(fundsRefusal).join(' '));
+      await deleteTopics(kafka, ctx.topics.splice(0));
+    }
     if (SCALE_OUT.length > 0 || CHURN_SECONDS > 0) mkdirSync(sectionCtx.logDir, { recursive: true });
     if (SCALE_OUT.length > 0) {
       extra.scaleOut = await runScaleOut(sectionCtx, {
@@ -717,7 +740,7 @@ async function main(): Promise<number> {
       .map((l) => l.toFixed(2))
       .join(' ')}`;
     const wallSeconds = (Date.now() - started) / 1000;
-    const markdown = report(rows, rssRun, machine, wallSeconds, extra, routeRefusal);
+    const markdown = report(rows, rssRun, machine, wallSeconds, extra, routeRefusal, fundsRefusal);
     console.log(markdown);
     mkdirSync(dirname(JSON_FILE), { recursive: true });
     writeFileSync(
@@ -746,11 +769,12 @@ async function main(): Promise<number> {
             churnSeconds: CHURN_SECONDS,
             routeRefusalShare: ROUTE_REFUSAL_SHARE,
             routeRefusalSeconds: ROUTE_REFUSAL_SECONDS,
+            fundsRefusalCommands: FUNDS_REFUSAL_COMMANDS,
           },
           runs,
           rssRun: rssRun ?? null,
           issue12: extra,
-          issue20: { routeRefusal: routeRefusal ?? null },
+          issue20: { routeRefusal: routeRefusal ?? null, fundsRefusal: fundsRefusal ?? null },
           sandbox: sandboxStats,
           markdown,
         },
