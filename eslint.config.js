@@ -23,7 +23,8 @@ export default tseslint.config(
           paths: [
             {
               name: 'kafkajs',
-              message: "Load kafkajs through src/kafka/kafkajs.ts (it fixes kafkajs's read_committed filter first); type imports are fine.",
+              message:
+                "Load kafkajs through src/kafka/kafkajs.ts (it fixes kafkajs's read_committed filter first); type imports are fine (in src/, only inside src/kafka/: see tools/check-imports.ts).",
               allowTypeImports: true,
             },
           ],

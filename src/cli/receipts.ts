@@ -10,7 +10,7 @@ list; answers 200 only after Kafka acknowledged one DeliveryReceipt per report o
 (sms.receipts); 503 when Kafka cannot be reached (the service retries). /metrics, /healthz and
 /readyz are served on RECEIPTS_HTTP_PORT (9465), never on the report port.
 
-Configuration comes from environment variables (README "Delivery receipts"): the worker's
+Configuration comes from environment variables (docs/receipts.md): the worker's
 KAFKA_* and SCHEMA_REGISTRY_* variables, and RECEIPTS_PATH_TOKEN and/or
 RECEIPTS_BASIC_USERNAME + RECEIPTS_BASIC_PASSWORD (at least one is required).
 

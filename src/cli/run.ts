@@ -5,7 +5,7 @@ import { Worker } from '../worker/runner.ts';
 
 export const RUN_HELP = `sms-worker run — consume send commands, send them, publish one result per command
 
-Configuration comes from environment variables (see the README's table); at least
+Configuration comes from environment variables (see docs/configuration.md); at least
 KAFKA_BROKERS, SCHEMA_REGISTRY_URL, PROVIDER_BASE_URL and PROVIDER_ACCESS_KEY_ID.
 
 SIGTERM/SIGINT: stop fetching, finish dispatched sends, commit, leave the group, exit 0.

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * Every environment variable the worker reads, with its default. This table is the single source
- * for validation, the README's configuration table and the Helm chart's ConfigMap.
+ * for validation, the configuration table of docs/configuration.md and the Helm chart's ConfigMap.
  */
 const bool = (fallback: boolean) => z.stringbool({ truthy: ['true', '1', 'yes', 'on'], falsy: ['false', '0', 'no', 'off'] }).default(fallback);
 const int = (fallback: number, min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max).default(fallback);
@@ -12,7 +12,7 @@ const optionalText = z
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
 /**
  * Defaults of the messaging-service client. The client's own options (src/provider/options.ts)
- * read them from here, so the worker, a library user of the client and the README cannot drift.
+ * read them from here, so the worker, a library user of the client and docs/configuration.md cannot drift.
  */
 export const PROVIDER_DEFAULTS = {
   connectTimeoutMs: 2_000,
@@ -122,7 +122,7 @@ export const envSchema = z.object({
     .string()
     .regex(/^[A-Z]{2}$/, 'must be an ISO 3166-1 alpha-2 region code such as CN')
     .default('CN'),
-  // Limits on one command (README "Limits"). Each bounds work, billing or what a result echoes.
+  // Limits on one command (docs/contracts.md "Limits"). Each bounds work, billing or what a result echoes.
   MAX_RECIPIENTS: int(1000, 1, 100_000),
   MAX_CONTENT_CHARS: int(500, 1, 100_000),
   // 255: the most parts a concatenated SMS can have (one-byte part count in its header).

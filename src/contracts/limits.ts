@@ -7,7 +7,7 @@
  */
 
 /**
- * Fixed limits, documented in the README's "Limits" list. Counted in UTF-16 code units unless the
+ * Fixed limits, documented in the "Limits" list of docs/contracts.md. Counted in UTF-16 code units unless the
  * name says otherwise: a unit is at most 3 bytes in UTF-8, so `n` units are at most `3n` bytes.
  */
 export const FIXED_LIMITS = {

@@ -1,7 +1,7 @@
 import { FIXED_LIMITS, overLimit } from './limits.ts';
 import { isDomestic, parsePhone } from './phone.ts';
 import { RULES, type FieldProblem } from './rules.ts';
-import type { ValidationPolicy } from './validate.ts';
+import type { ValidationPolicy } from './policy.ts';
 
 /** The region of a number that belongs to none (libphonenumber's name for non-geographic entities, e.g. +800). */
 export const NON_GEOGRAPHIC_REGION = '001';

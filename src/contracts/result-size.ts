@@ -2,7 +2,7 @@
  * The largest Avro value (schemas/result.avsc, binary encoding) of a result the worker can build
  * for a command it did not send: REJECTED, EXPIRED, COMMAND_UNUSABLE and FAILED. Derived from the
  * fixed limits alone, so it holds whatever the command held and however the limits are
- * configured; the README states the number and a property test checks it against real encodings.
+ * configured; docs/contracts.md states the number and a property test checks it against real encodings.
  * SENT results are not covered: they carry the service's per-recipient reports (about 150 bytes
  * each) and, under `send-valid`, the rejected recipients (each at most 32 characters and a
  * fixed problem text), so they grow with MAX_RECIPIENTS.

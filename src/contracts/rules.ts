@@ -1,5 +1,5 @@
 /**
- * Every validation rule and the exact words of its problem, in one table, so the README can list
+ * Every validation rule and the exact words of its problem, in one table, so docs/contracts.md can list
  * them all and producers' developers see the same text in `error.details[].problem`. Messages
  * never repeat the offending value (numbers and codes are personal or secret; the field path
  * says which one), only counts and limits.
@@ -23,7 +23,7 @@ const PHONE_PROBLEM_WORDS = {
 } as const satisfies Record<PhoneProblem, string>;
 
 /**
- * `field` is the path as the README shows it (`[i]` stands for the index); `message` builds the
+ * `field` is the path as docs/contracts.md shows it (`[i]` stands for the index); `message` builds the
  * problem text. Keys are stable rule ids, used by tests.
  */
 export const RULES = {

@@ -1,5 +1,5 @@
 /**
- * How many messages a text is billed as. Rule (documented in the README):
+ * How many messages a text is billed as. Rule (documented in docs/contracts.md):
  *  - The billed text is `【signature】content` for a recipient in the home region (Chinese
  *    carriers put the signature in 【】) and `[signature] content` for any other region.
  *  - If every character is in the GSM 03.38 7-bit alphabet: 160 septets fit in one message,

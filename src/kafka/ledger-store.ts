@@ -1,5 +1,4 @@
 import type { Admin } from 'kafkajs';
-import { decodeCheckpoint, type Checkpoint } from '../worker/ledger-checkpoint.ts';
 import type { PartitionReader } from './partition-reader.ts';
 
 /** How far back the first look goes; each further look goes 16 times further. */
@@ -18,16 +17,18 @@ const FIRST_WINDOW = 64n;
 export type LedgerReadEnd = 'end' | 'stable';
 
 /**
- * Reads ledger partition n (to its end, see `LedgerReadEnd`) and returns its newest checkpoint.
- * The newest checkpoint is near the end (the partition's own transactions write one each), so
- * this reads backwards in growing windows rather than the whole partition.
+ * Reads ledger partition n (to its end, see `LedgerReadEnd`) and returns its newest checkpoint:
+ * the newest record `decode` reads (it returns undefined for any other record; the checkpoint's
+ * format is the worker's, see src/worker/ledger-checkpoint.ts). The newest checkpoint is near the
+ * end (the partition's own transactions write one each), so this reads backwards in growing
+ * windows rather than the whole partition.
  */
-export async function readLatestCheckpoint(
+export async function readLatestCheckpoint<Checkpoint>(
   admin: Admin,
   reader: PartitionReader,
   topic: string,
   partition: number,
-  key: string,
+  decode: (key: Buffer | null, value: Buffer | null) => Checkpoint | undefined,
   upTo: LedgerReadEnd = 'end',
 ): Promise<Checkpoint | undefined> {
   const offsets = await admin.fetchTopicOffsets(topic);
@@ -45,7 +46,7 @@ export async function readLatestCheckpoint(
     // Only the newest readable checkpoint matters: keep that one, not the window's records.
     let checkpoint: Checkpoint | undefined;
     await reader.forEach(topic, partition, from, to, (record) => {
-      checkpoint = decodeCheckpoint(record.key, record.value, key) ?? checkpoint;
+      checkpoint = decode(record.key, record.value) ?? checkpoint;
     });
     if (checkpoint !== undefined) return checkpoint;
     to = from;

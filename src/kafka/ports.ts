@@ -131,3 +131,22 @@ export interface CommandConsumer extends ConsumerEvents {
   seek(topic: string, partition: number, offset: bigint): void;
   disconnect(): Promise<void>;
 }
+
+/** One record of a `KeyedRecordProducer`: a string key (the partition follows it) and its value. */
+export interface KeyedRecord {
+  readonly key: string;
+  readonly value: Buffer;
+}
+
+/**
+ * An idempotent producer that sends keyed records with acks=all (an acknowledged record is on
+ * every in-sync replica), outside any transaction: what the receipts receiver publishes with.
+ */
+export interface KeyedRecordProducer {
+  /** Connected to the cluster now (it may drop and come back). */
+  readonly connected: boolean;
+  connect(): Promise<void>;
+  /** Resolves once the cluster acknowledged every record. */
+  send(topic: string, records: readonly KeyedRecord[]): Promise<void>;
+  disconnect(): Promise<void>;
+}

@@ -4,22 +4,11 @@
  */
 import { PROVIDER_DEFAULTS } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
-import type { FailureClass, OperationName } from './types.ts';
+import type { AttemptInfo, FailureClass, OperationName } from './types.ts';
 import type { RetryPolicy } from './backoff.ts';
 
-/** Reported after every HTTP attempt, for metrics and logs. */
-export interface AttemptInfo {
-  readonly operation: OperationName;
-  /** 1-based attempt number within the call. */
-  readonly attempt: number;
-  readonly durationMs: number;
-  readonly outcome: 'success' | FailureClass;
-  readonly httpStatus?: number | undefined;
-  /** The provider's or our PROVIDER_* code, for failures. */
-  readonly code?: string | undefined;
-  /** The service's `x-uni-request-id` of this attempt's answer, when it sent one (bounded, scrubbed of the key id and secret). */
-  readonly requestId?: string | undefined;
-}
+// Declared in types.ts (ProviderClient.send takes an observer of it); re-exported with its sibling RetryInfo.
+export type { AttemptInfo } from './types.ts';
 
 /** Reported when a retry is scheduled, before waiting `delayMs`. */
 export interface RetryInfo {
@@ -59,7 +48,7 @@ export interface ProviderClientOptions {
   readonly random?: () => number;
 }
 
-/** The worker's defaults (src/config/schema.ts is their one source; the README lists them). */
+/** The worker's defaults (src/config/schema.ts is their one source; docs/configuration.md lists them). */
 export const DEFAULT_RETRY_POLICY = {
   maxAttempts: PROVIDER_DEFAULTS.retryAttempts,
   budgetMs: PROVIDER_DEFAULTS.retryBudgetMs,

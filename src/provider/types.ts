@@ -4,8 +4,6 @@
  * the service sends: never parsed into a float.
  */
 
-import type { AttemptInfo } from './options.ts';
-
 export type OperationName = 'sms.message.send' | 'sms.voice.verification.send';
 
 /** Body of `sms.message.send`. Exactly one of `content` and `templateId`. */
@@ -69,6 +67,20 @@ export interface ProviderSuccess {
  * - `malformed`: the answer is not the envelope the spec describes. Not retried (it may have been sent).
  */
 export type FailureClass = 'transport' | 'throttled' | 'ambiguous' | 'business' | 'insufficient-funds' | 'configuration' | 'malformed';
+
+/** Reported after every HTTP attempt, for metrics and logs. */
+export interface AttemptInfo {
+  readonly operation: OperationName;
+  /** 1-based attempt number within the call. */
+  readonly attempt: number;
+  readonly durationMs: number;
+  readonly outcome: 'success' | FailureClass;
+  readonly httpStatus?: number | undefined;
+  /** The provider's or our PROVIDER_* code, for failures. */
+  readonly code?: string | undefined;
+  /** The service's `x-uni-request-id` of this attempt's answer, when it sent one (bounded, scrubbed of the key id and secret). */
+  readonly requestId?: string | undefined;
+}
 
 export interface ProviderClient {
   /**

@@ -15,7 +15,7 @@ const optionalText = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
 
-/** The receiver's own variables; the README "Delivery receipts" table lists exactly these. */
+/** The receiver's own variables; the configuration table of docs/receipts.md lists exactly these. */
 export const receiptsEnvSchema = z.object({
   RECEIPTS_TOPIC: z
     .string()

@@ -5,9 +5,9 @@
  * must not wait on an unreachable Kafka (the service retries a 503).
  */
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import type { Kafka, Message, Producer } from 'kafkajs';
 import { deliveryReceiptSchema } from '../contracts/avro.ts';
 import { SmsWorkerError } from '../errors.ts';
+import type { KeyedRecord, KeyedRecordProducer } from '../kafka/ports.ts';
 import { registerRacing } from '../schema/codec.ts';
 import { receiptToAvro } from './receipt-avro.ts';
 import type { DeliveryReceipt } from './report.ts';
@@ -29,31 +29,25 @@ export class ReceiptsUnavailableError extends SmsWorkerError {
 }
 
 export class ReceiptPublisher {
-  readonly #producer: Producer;
+  readonly #producer: KeyedRecordProducer;
   readonly #registry: SchemaRegistry;
   readonly #topic: string;
   readonly #timeoutMs: number;
-  readonly #batcher: SendBatcher<Message>;
+  readonly #batcher: SendBatcher<KeyedRecord>;
   #schemaId: number | undefined;
-  #connected = false;
 
-  constructor(kafka: Kafka, registry: SchemaRegistry, options: { topic: string; timeoutMs: number }) {
-    // A few quick retries inside kafkajs, all well within the publish timeout: a send that gives up
-    // on its own, rather than one still retrying after we answered 503, is what keeps a retried
-    // report from being published twice when Kafka comes back.
-    this.#producer = kafka.producer({
-      idempotent: true,
-      maxInFlightRequests: 1,
-      retry: { retries: 3, initialRetryTime: 100, maxRetryTime: Math.max(200, Math.floor(options.timeoutMs / 8)) },
-    });
-    this.#producer.on(this.#producer.events.CONNECT, () => (this.#connected = true));
-    this.#producer.on(this.#producer.events.DISCONNECT, () => (this.#connected = false));
+  /**
+   * `producer`: idempotent, acks=all (see src/kafka/keyed-producer.ts), its own retries bounded
+   * well within `timeoutMs`, so that a retried report is not published twice.
+   */
+  constructor(producer: KeyedRecordProducer, registry: SchemaRegistry, options: { topic: string; timeoutMs: number }) {
+    this.#producer = producer;
     this.#registry = registry;
     this.#topic = options.topic;
     this.#timeoutMs = options.timeoutMs;
     this.#batcher = new SendBatcher({
       send: async (messages) => {
-        await this.#producer.send({ topic: this.#topic, acks: -1, messages: [...messages] });
+        await this.#producer.send(this.#topic, messages);
       },
       maxRecords: MAX_RECORDS_PER_SEND,
       maxQueued: MAX_QUEUED_RECEIPTS,
@@ -67,7 +61,7 @@ export class ReceiptPublisher {
   }
 
   get ready(): boolean {
-    return this.#connected && this.#schemaId !== undefined;
+    return this.#producer.connected && this.#schemaId !== undefined;
   }
 
   /**

@@ -4,8 +4,9 @@
  * the internet to reports only. Library code: signals and exit stay with the CLI (cli/receipts.ts).
  */
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import type { Kafka } from 'kafkajs';
 import { createKafka, type KafkaClientOptions } from '../kafka/client.ts';
+import { KafkaKeyedProducer } from '../kafka/keyed-producer.ts';
+import type { KeyedRecordProducer } from '../kafka/ports.ts';
 import { startHttpServer } from '../metrics/http-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { createRegistry } from '../schema/codec.ts';
@@ -26,8 +27,8 @@ export interface RunningReceiver {
 
 export interface ReceiverDependencies {
   readonly logger: Logger;
-  /** A ready Kafka client; by default one is made from the config. */
-  readonly kafka?: Kafka;
+  /** The receipts' producer (idempotent, acks=all, see src/kafka/keyed-producer.ts); by default one is made from the config. */
+  readonly producer?: KeyedRecordProducer;
   /** Options for the Kafka client made from the config (tests pass a socketFactory). */
   readonly kafkaOptions?: KafkaClientOptions;
   readonly registry?: SchemaRegistry;
@@ -36,16 +37,19 @@ export interface ReceiverDependencies {
 export async function startReceiver(config: ReceiverConfig, deps: ReceiverDependencies): Promise<RunningReceiver> {
   const { logger } = deps;
   // kafkajs's own retries stay short: a publish must fail (→ 503) within RECEIPTS_PUBLISH_TIMEOUT_MS.
-  const kafka =
-    deps.kafka ??
-    createKafka(config.kafka, logger, `${config.kafka.clientId}-receipts`, {
-      retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1_000 },
-      connectionTimeout: Math.min(5_000, Math.max(500, Math.floor(config.publishTimeoutMs / 4))),
-      ...deps.kafkaOptions,
-    });
+  const producer =
+    deps.producer ??
+    new KafkaKeyedProducer(
+      createKafka(config.kafka, logger, `${config.kafka.clientId}-receipts`, {
+        retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1_000 },
+        connectionTimeout: Math.min(5_000, Math.max(500, Math.floor(config.publishTimeoutMs / 4))),
+        ...deps.kafkaOptions,
+      }),
+      { sendTimeoutMs: config.publishTimeoutMs },
+    );
   const registry = deps.registry ?? createRegistry(config.registry.url, config.registry.auth);
   const metrics = createReceiverMetrics();
-  const publisher = new ReceiptPublisher(kafka, registry, { topic: config.topic, timeoutMs: config.publishTimeoutMs });
+  const publisher = new ReceiptPublisher(producer, registry, { topic: config.topic, timeoutMs: config.publishTimeoutMs });
   const releases: (() => Promise<void>)[] = [];
   const releaseAll = async (): Promise<void> => {
     // LIFO, every step even when one fails.

@@ -2,7 +2,7 @@
  * The service's delivery reports as the receiver reads them: pure functions from a parsed JSON
  * body to DeliveryReceipt values, or the first problem with the field named. No I/O here.
  *
- * What the receiver relies on (README "Delivery receipts"): the body is one JSON object or an
+ * What the receiver relies on (docs/receipts.md): the body is one JSON object or an
  * array of them; each has `id` (the message id of the send answer's messages[].id) and `status`.
  * Every other field of the UniSMS report (`to`, `regionCode`, `countryCode`, `messageCount`,
  * `price`, `currency`, `errorCode`, `errorMessage`, `submitDate`, `doneDate`) is optional, checked

@@ -1,6 +1,6 @@
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { WorkerParts } from './wiring.ts';
+import type { OffsetsAdmin } from '../kafka/ports.ts';
 
 /**
  * Lag of this process's partitions from the broker (high watermark − committed offset). Commits
@@ -8,7 +8,7 @@ import type { WorkerParts } from './wiring.ts';
  * to commit, which is when an operator most needs it.
  */
 export async function refreshConsumerLag(options: {
-  admin: WorkerParts['admin'];
+  admin: OffsetsAdmin;
   group: string;
   topic: string;
   assigned: readonly number[];

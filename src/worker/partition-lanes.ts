@@ -5,7 +5,8 @@ import type { Logger } from '../observability/logger.ts';
 import { PartitionLane, type LaneEnd } from './partition-lane.ts';
 import type { BytesInHand } from './bytes-in-hand.ts';
 import type { Semaphore } from './semaphore.ts';
-import { groupOffset, type WorkerParts } from './wiring.ts';
+import { groupOffset } from '../kafka/offsets.ts';
+import type { WorkerParts } from './parts.ts';
 
 export interface PartitionLanesOptions {
   readonly parts: WorkerParts;

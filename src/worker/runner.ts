@@ -9,7 +9,8 @@ import { PartitionLanes } from './partition-lanes.ts';
 import { Semaphore } from './semaphore.ts';
 import { RefusalReport } from './refusal-report.ts';
 import { PAUSE_DESCRIPTIONS, PAUSE_REASONS, type PauseReason } from './service-gate.ts';
-import { connectWorker, type WorkerParts } from './wiring.ts';
+import type { WorkerParts } from './parts.ts';
+import { connectWorker } from './wiring.ts';
 
 export interface WorkerOptions {
   readonly config: WorkerConfig;

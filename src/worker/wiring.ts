@@ -4,8 +4,8 @@ import { createKafka } from '../kafka/client.ts';
 import { checkBrokerCertificate } from '../kafka/tls-check.ts';
 import { KafkaCommandConsumer } from '../kafka/command-consumer.ts';
 import { readLatestCheckpoint } from '../kafka/ledger-store.ts';
+import { groupOffset } from '../kafka/offsets.ts';
 import { PartitionReader } from '../kafka/partition-reader.ts';
-import type { CommandConsumer, OffsetsAdmin } from '../kafka/ports.ts';
 import { ensureTopics, maxMessageBytes } from '../kafka/topics.ts';
 
 /** The admin client, as the topic helpers take it. */
@@ -21,9 +21,10 @@ import { Codec, createRegistry } from '../schema/codec.ts';
 import { SmsWorkerError } from '../errors.ts';
 import { retry } from '../retry.ts';
 import { GuardedSender } from './guarded-sender.ts';
-import { checkpointKey } from './ledger-checkpoint.ts';
+import { checkpointKey, decodeCheckpoint } from './ledger-checkpoint.ts';
 import { PartitionOwnership, type OwnershipEffects } from './partition-ownership.ts';
 import { FetchPauses } from './fetch-pauses.ts';
+import type { WorkerParts } from './parts.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { rateShare } from './rate-share.ts';
 import { OutageCounter, ServiceGate, type PauseReason } from './service-gate.ts';
@@ -37,24 +38,6 @@ const LEDGER_TOPIC_CONFIG = { 'cleanup.policy': 'compact', 'segment.ms': '600000
 const HANDOVER_COMMIT_MARGIN_MS = 2_000;
 /** Headroom below max.message.bytes for the record batch's own header. */
 const BATCH_HEADROOM = 16_384;
-
-/** Everything a running worker is made of; built once by `connectWorker`, released by `close`. */
-export interface WorkerParts {
-  readonly admin: OffsetsAdmin;
-  readonly consumer: CommandConsumer;
-  readonly codec: Codec;
-  readonly client: ProviderClient;
-  readonly gate: ServiceGate;
-  readonly sender: GuardedSender;
-  readonly producers: TransactionalProducers;
-  readonly reader: PartitionReader;
-  readonly ownership: PartitionOwnership;
-  readonly fetchPauses: FetchPauses;
-  readonly commandPartitions: number;
-  readonly maxRecordBytes: number;
-  /** Spans of each command, when tracing is configured (OTEL_EXPORTER_OTLP_ENDPOINT). */
-  readonly tracer: CommandTracer | undefined;
-}
 
 export interface WiringHooks {
   readonly onGateChange: (reason: PauseReason | undefined) => void;
@@ -70,13 +53,6 @@ export interface WiringHooks {
 
 /** The hold a partition lost to fencing keeps on its fetching, until the next generation. */
 const LOST = Symbol('lost to fencing');
-
-/** The group's committed offset of one partition (0 when none). */
-export async function groupOffset(admin: OffsetsAdmin, group: string, topic: string, partition: number): Promise<bigint> {
-  const offsets = await admin.fetchOffsets({ groupId: group, topics: [topic] });
-  const committed = offsets[0]?.partitions.find((p) => p.partition === partition)?.offset ?? '-1';
-  return committed === '-1' ? 0n : BigInt(committed);
-}
 
 /** Checks or creates the topics (the ledger with the command topic's partition count) and reads the record size limit. */
 async function setUpTopics(admin: TopicAdmin, c: WorkerConfig, log: Logger): Promise<{ commandPartitions: number; maxRecordBytes: number }> {
@@ -206,6 +182,8 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     });
   }
 
+  // The key of this group's checkpoints in the ledger.
+  const ledgerKey = checkpointKey(c.consumerGroup, c.topics.commands);
   const effects: OwnershipEffects = {
     handover: hooks.handover,
     fence: async (topic, partition, generation) => {
@@ -216,7 +194,7 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     checkpoint: async (partition, upTo) =>
       ledgerTopic === undefined
         ? undefined
-        : readLatestCheckpoint(admin, reader, ledgerTopic, partition, checkpointKey(c.consumerGroup, c.topics.commands), upTo),
+        : readLatestCheckpoint(admin, reader, ledgerTopic, partition, (key, value) => decodeCheckpoint(key, value, ledgerKey), upTo),
     recentCommandIds: async (topic, partition, start, count) => {
       const ends = (await admin.fetchTopicOffsets(topic)).find((o) => o.partition === partition);
       const low = BigInt(ends?.low ?? '0');

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { sentResult } from '../../src/contracts/result.ts';
 import { resultToAvro } from '../../src/contracts/result-avro.ts';
+import { KafkaKeyedProducer } from '../../src/kafka/keyed-producer.ts';
 import { ReceiptPublisher } from '../../src/receipts/publisher.ts';
 import { parseReport, type DeliveryReceipt } from '../../src/receipts/report.ts';
 import { Codec } from '../../src/schema/codec.ts';
@@ -63,7 +64,7 @@ describe('sms-worker tail --receipts', () => {
     });
     const source = { topic: 'sms.commands', partition: 0, offset: '1' };
 
-    const publisher = new ReceiptPublisher(kafka, registry, { topic: receipts, timeoutMs: 10_000 });
+    const publisher = new ReceiptPublisher(new KafkaKeyedProducer(kafka, { sendTimeoutMs: 10_000 }), registry, { topic: receipts, timeoutMs: 10_000 });
     await publisher.connect();
     // A receipt can reach its topic before the result reaches its own: this one is published first.
     await publisher.publish([receipt({ id: m1, status: 'delivered', errorCode: 'DELIVRD' })]);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { readLatestCheckpoint } from '../../src/kafka/ledger-store.ts';
 import { PartitionReader } from '../../src/kafka/partition-reader.ts';
-import { checkpointKey, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { checkpointKey, decodeCheckpoint, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { createTopics, testKafka, uniqueName } from '../helpers/kafka.ts';
 
 describe('readLatestCheckpoint against a real broker', () => {
@@ -10,6 +10,7 @@ describe('readLatestCheckpoint against a real broker', () => {
     const ledger = uniqueName('ledger');
     await createTopics(kafka, [{ topic: ledger }]);
     const key = checkpointKey('g', 'cmds');
+    const decode = (k: Buffer | null, v: Buffer | null) => decodeCheckpoint(k, v, key);
     const admin = kafka.admin();
     const reader = new PartitionReader(kafka);
     const owner = kafka.producer({ transactionalId: uniqueName('owner'), idempotent: true, maxInFlightRequests: 1 });
@@ -26,13 +27,13 @@ describe('readLatestCheckpoint against a real broker', () => {
       });
 
       const started = performance.now();
-      const seen = await readLatestCheckpoint(admin, reader, ledger, 0, key, 'stable');
+      const seen = await readLatestCheckpoint(admin, reader, ledger, 0, decode, 'stable');
       expect(seen).toEqual({ next: 5n, open: [] });
       // Well under the reader's 30 s deadline: it did not wait for the open transaction.
       expect(performance.now() - started).toBeLessThan(10_000);
 
       await open.commit();
-      expect(await readLatestCheckpoint(admin, reader, ledger, 0, key, 'end')).toEqual({ next: 5n, open: [{ offset: 5n, commandId: 'c5', at: 1 }] });
+      expect(await readLatestCheckpoint(admin, reader, ledger, 0, decode, 'end')).toEqual({ next: 5n, open: [{ offset: 5n, commandId: 'c5', at: 1 }] });
     } finally {
       await Promise.all([admin.disconnect(), owner.disconnect(), reader.close()]);
     }

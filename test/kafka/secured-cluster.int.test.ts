@@ -1,7 +1,7 @@
 /**
  * The worker, `produce` and `tail` against a secured cluster: SASL_SSL with SCRAM-SHA-512,
- * certificates from a CA made at test time, the StandardAuthorizer, and only the ACLs the README
- * lists. The broker is this file's own (test/helpers/secured-kafka.ts); the registry is the
+ * certificates from a CA made at test time, the StandardAuthorizer, and only the ACLs
+ * docs/operations.md lists. The broker is this file's own (test/helpers/secured-kafka.ts); the registry is the
  * shared one behind a loopback proxy that demands basic auth (test/helpers/registry-auth-proxy.ts).
  */
 import { spawn } from 'node:child_process';
@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { CommandResult } from '../../src/contracts/result.ts';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
 import { eventually } from '../helpers/kafka.ts';
-import { aclEntries, readmeAcls } from '../helpers/readme-acls.ts';
+import { aclEntries, documentedAcls } from '../helpers/doc-acls.ts';
 import { startRegistryAuthProxy, type RegistryAuthProxy } from '../helpers/registry-auth-proxy.ts';
 import { startSecuredKafka, type SaslUser, type SecuredKafka } from '../helpers/secured-kafka.ts';
 import { WorkerProcess } from '../helpers/worker-process.ts';
@@ -48,7 +48,7 @@ beforeAll(async () => {
         { topic: topics.ledger, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
       ],
     });
-    const acls = readmeAcls();
+    const acls = documentedAcls();
     expect(acls.map((a) => a.who)).toEqual(expect.arrayContaining(['worker', 'produce', 'tail']));
     await admin.createAcls({
       acl: aclEntries(
@@ -125,7 +125,7 @@ function expectNoSecret(output: string, ...extra: string[]): void {
 }
 
 describe('a secured cluster: SASL_SSL (SCRAM-SHA-512) with the StandardAuthorizer', () => {
-  it('with only the README ACLs, produce publishes, the worker sends, tail prints the results', async () => {
+  it('with only the documented ACLs, produce publishes, the worker sends, tail prints the results', async () => {
     const registryRequestsBefore = registry.seen.length;
     const worker = new WorkerProcess(secureWorkerEnv(workerUser));
     try {

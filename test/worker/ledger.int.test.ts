@@ -140,7 +140,9 @@ describe('intent ledger: sends at most once', () => {
     const topics = testTopics();
     const kafka = testKafka();
     await createTestTopics(topics, 2);
-    const env = { TOPICS_PARTITIONS: '2', FUNDS_PROBE_INITIAL_MS: '300', FUNDS_PROBE_MAX_MS: '300' };
+    // Each command is refused once, then held for the probe; a probe refused again would fail its
+    // command (at most 2 refused requests each), so the first probe comes after the rebalance.
+    const env = { TOPICS_PARTITIONS: '2', FUNDS_PROBE_INITIAL_MS: '15000', FUNDS_PROBE_MAX_MS: '15000' };
     const { worker: first } = await startTestWorker(workerEnv(topics, sandbox.url, env));
     cleanups.push(() => first.stop());
     const results = await ResultCollector.start(topics.results);

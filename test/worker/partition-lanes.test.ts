@@ -15,7 +15,7 @@ import { PartitionOwnership } from '../../src/worker/partition-ownership.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 import { Semaphore } from '../../src/worker/semaphore.ts';
 import { OutageCounter, ServiceGate } from '../../src/worker/service-gate.ts';
-import type { WorkerParts } from '../../src/worker/wiring.ts';
+import type { WorkerParts } from '../../src/worker/parts.ts';
 import { codec, providerSuccess, record, recordingBatch, type RecordingBatch } from '../helpers/command-records.ts';
 import { FakeProducers } from '../helpers/fake-producers.ts';
 import { eventually } from '../../tools/poll.ts';

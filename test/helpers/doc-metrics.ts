@@ -3,16 +3,16 @@ import { join } from 'node:path';
 
 export interface DocumentedMetric {
   readonly name: string;
-  /** counter, gauge or histogram (the README may add words: "gauge 0/1"). */
+  /** counter, gauge or histogram (the page may add words: "gauge 0/1"). */
   readonly type: string;
-  /** The label names the README gives, in order (backticked words of the labels column). */
+  /** The label names the page gives, in order (backticked words of the labels column). */
   readonly labels: readonly string[];
 }
 
-/** The rows of the README's metrics table: `| `sms_worker_…` | type | labels |`. */
+/** The rows of the metrics table in docs/metrics.md: `| `sms_worker_…` | type | labels |`. */
 export function documentedMetrics(): DocumentedMetric[] {
-  const readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
-  const rows = [...readme.matchAll(/^\| `(sms_worker_[a-z_]+)` \| ([a-z]+)[^|]*\|\s*([^|]*?)\s*\|$/gm)];
+  const page = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'metrics.md'), 'utf8');
+  const rows = [...page.matchAll(/^\| `(sms_worker_[a-z_]+)` \| ([a-z]+)[^|]*\|\s*([^|]*?)\s*\|$/gm)];
   return rows.map((m) => ({
     name: m[1] ?? '',
     type: m[2] ?? '',

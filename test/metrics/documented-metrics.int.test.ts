@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
 import { checkpointKey, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
-import { documentedMetrics } from '../helpers/readme-metrics.ts';
+import { documentedMetrics } from '../helpers/doc-metrics.ts';
 import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, workerEnv } from '../helpers/worker.ts';
 
 let sandbox: RunningSandbox;
@@ -32,7 +32,7 @@ function samples(text: string): Map<string, number[]> {
   return out;
 }
 
-describe('metrics the README lists', () => {
+describe('metrics docs/metrics.md lists', () => {
   it('are each registered with their type and move in a run that exercises every path', async () => {
     const topics = testTopics();
     await createTopics(testKafka(), [
@@ -122,7 +122,7 @@ describe('metrics the README lists', () => {
     const problems: string[] = [];
     for (const metric of documentedMetrics()) {
       const type = new RegExp(`^# TYPE ${metric.name} (\\w+)$`, 'm').exec(exposition)?.[1];
-      if (type !== metric.type) problems.push(`${metric.name}: exported as ${type ?? 'nothing'}, the README says ${metric.type}`);
+      if (type !== metric.type) problems.push(`${metric.name}: exported as ${type ?? 'nothing'}, docs/metrics.md says ${metric.type}`);
       // A counter or gauge moved if some sample was above 0 at some scrape; a histogram, if it counted an observation.
       const moved = peak.get(metric.type === 'histogram' ? `${metric.name}_count` : metric.name) ?? 0;
       if (!(moved > 0)) problems.push(`${metric.name}: never above 0 during the run`);

@@ -1,5 +1,5 @@
 /**
- * The ACLs the README lists (Operations, "Secured Kafka"), read from the README itself so the
+ * The ACLs docs/operations.md lists ("Secured Kafka"), read from that page itself so the
  * secured-cluster test grants exactly what operators are told to grant, no more.
  */
 import { readFileSync } from 'node:fs';
@@ -11,7 +11,7 @@ const { AclResourceTypes, AclOperationTypes, AclPermissionTypes, ResourcePattern
 
 export type AclUser = 'worker' | 'produce' | 'tail';
 
-export interface ReadmeAcl {
+export interface DocumentedAcl {
   readonly who: AclUser;
   readonly resource: 'topic' | 'group' | 'transactional id';
   /** As written: variable names (`COMMAND_TOPIC`) stand for their values. */
@@ -22,12 +22,12 @@ export interface ReadmeAcl {
 
 const ROW = /^\| (worker|produce|tail) \| (topic|group|transactional id) \| `([^`]+)` \| (literal|prefixed) \| ([A-Za-z, ]+) \|$/gm;
 
-export function readmeAcls(readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8')): ReadmeAcl[] {
-  return [...readme.matchAll(ROW)].map((m) => ({
+export function documentedAcls(page = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'operations.md'), 'utf8')): DocumentedAcl[] {
+  return [...page.matchAll(ROW)].map((m) => ({
     who: m[1] as AclUser,
-    resource: m[2] as ReadmeAcl['resource'],
+    resource: m[2] as DocumentedAcl['resource'],
     name: m[3] ?? '',
-    pattern: m[4] as ReadmeAcl['pattern'],
+    pattern: m[4] as DocumentedAcl['pattern'],
     operations: (m[5] ?? '').split(',').map((o) => o.trim()),
   }));
 }
@@ -40,17 +40,21 @@ const OPERATIONS: Record<string, number> = {
   DescribeConfigs: AclOperationTypes.DESCRIBE_CONFIGS,
 };
 
-/** kafkajs ACL entries for the README's rows, variables replaced by `values`, per principal. */
-export function aclEntries(acls: readonly ReadmeAcl[], values: Readonly<Record<string, string>>, principals: Readonly<Record<AclUser, string>>): AclEntry[] {
+/** kafkajs ACL entries for the documented rows, variables replaced by `values`, per principal. */
+export function aclEntries(
+  acls: readonly DocumentedAcl[],
+  values: Readonly<Record<string, string>>,
+  principals: Readonly<Record<AclUser, string>>,
+): AclEntry[] {
   return acls.flatMap((acl) => {
     const name = acl.name.replace(/[A-Z][A-Z0-9_]+/g, (variable) => {
       const value = values[variable];
-      if (value === undefined) throw new Error(`README ACL names ${variable}, which the test does not set`);
+      if (value === undefined) throw new Error(`docs/operations.md ACL names ${variable}, which the test does not set`);
       return value;
     });
     return acl.operations.map((operation) => {
       const code = OPERATIONS[operation];
-      if (code === undefined) throw new Error(`README ACL operation ${operation} is not one the test knows`);
+      if (code === undefined) throw new Error(`docs/operations.md ACL operation ${operation} is not one the test knows`);
       return {
         resourceType: RESOURCE_TYPES[acl.resource],
         resourceName: name,

@@ -1,0 +1,33 @@
+/**
+ * What a running worker is made of. Built by the composition root (wiring.ts), which only the
+ * lifecycle (runner.ts) imports; modules that work with the parts (partition-lanes.ts) take them
+ * from here.
+ */
+import type { PartitionReader } from '../kafka/partition-reader.ts';
+import type { CommandConsumer, OffsetsAdmin } from '../kafka/ports.ts';
+import type { TransactionalProducers } from '../kafka/transactional-producers.ts';
+import type { CommandTracer } from '../observability/command-span.ts';
+import type { ProviderClient } from '../provider/types.ts';
+import type { Codec } from '../schema/codec.ts';
+import type { FetchPauses } from './fetch-pauses.ts';
+import type { GuardedSender } from './guarded-sender.ts';
+import type { PartitionOwnership } from './partition-ownership.ts';
+import type { ServiceGate } from './service-gate.ts';
+
+/** Everything a running worker is made of; built once by `connectWorker` (wiring.ts), released by `close`. */
+export interface WorkerParts {
+  readonly admin: OffsetsAdmin;
+  readonly consumer: CommandConsumer;
+  readonly codec: Codec;
+  readonly client: ProviderClient;
+  readonly gate: ServiceGate;
+  readonly sender: GuardedSender;
+  readonly producers: TransactionalProducers;
+  readonly reader: PartitionReader;
+  readonly ownership: PartitionOwnership;
+  readonly fetchPauses: FetchPauses;
+  readonly commandPartitions: number;
+  readonly maxRecordBytes: number;
+  /** Spans of each command, when tracing is configured (OTEL_EXPORTER_OTLP_ENDPOINT). */
+  readonly tracer: CommandTracer | undefined;
+}
