@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelay, retry } from '../src/retry.ts';
+import { backoffDelay, retry, RetryAborted } from '../src/retry.ts';
 
 describe('backoffDelay', () => {
   const policy = { initialMs: 100, maxMs: 1_000 };
@@ -69,5 +69,21 @@ describe('retry', () => {
       ),
     ).rejects.toThrow('business error');
     expect(calls).toBe(1);
+  });
+
+  it('without a limit, retries until the signal aborts a wait, then throws RetryAborted with the last error', async () => {
+    const controller = new AbortController();
+    let calls = 0;
+    const error = await retry(
+      async (attempt) => {
+        calls += 1;
+        if (attempt === 3) controller.abort();
+        throw new Error(`fail ${attempt}`);
+      },
+      { attempts: Infinity, backoff: fast, signal: controller.signal },
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RetryAborted);
+    expect((error as RetryAborted).cause).toEqual(new Error('fail 3'));
+    expect(calls).toBe(3);
   });
 });

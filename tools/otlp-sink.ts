@@ -5,7 +5,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readCappedBody } from './capped-body.ts';
+import { readCappedBody } from '../src/http-io.ts';
 
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
 let spans = 0;
@@ -13,10 +13,11 @@ let requests = 0;
 
 const server = createServer((req, res) => {
   void readCappedBody(req, MAX_BODY_BYTES).then((body) => {
-    if (body === undefined) return void res.writeHead(413).end();
+    if (body.kind === 'aborted') return;
+    if (body.kind === 'too-large') return void res.writeHead(413).end();
     requests += 1;
     // Counting the span ids is enough; the JSON encoding has one "spanId" per span (links aside).
-    spans += (body.toString('utf8').match(/"spanId"/g) ?? []).length;
+    spans += (body.bytes.toString('utf8').match(/"spanId"/g) ?? []).length;
     res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
   });
 });

@@ -24,7 +24,7 @@ export interface ValidationPolicy {
   readonly maxContentChars: number;
   /**
    * Most billed messages per recipient for `content` with its signature (GSM-7 160/153, UCS-2
-   * 70/67, see src/sandbox/billing.ts): recipients × this bounds what one command is billed.
+   * 70/67, see src/contracts/segments.ts): recipients × this bounds what one command is billed.
    * @defaultValue 8
    */
   readonly maxContentSegments: number;

@@ -21,8 +21,9 @@ function topicPartitions(topic: string, partitions: readonly number[] | undefine
 
 /**
  * The command consumer on kafkajs. Offsets are never committed by the consumer (they ride in the
- * result transactions) and a batch's offsets are resolved by the worker as its transactions
- * commit, so auto-commit and auto-resolve are off whatever the caller wants.
+ * result transactions), and the worker resolves a record's offset when it dispatches the record
+ * (the next fetch starts after it; records it does not take stay unresolved and are fetched
+ * again), so auto-commit and auto-resolve are off whatever the caller wants.
  */
 export class KafkaCommandConsumer implements CommandConsumer {
   readonly #consumer: Consumer;

@@ -1,7 +1,9 @@
 /**
- * What the worker needs from a Kafka client, in its own terms: `worker/` imports these, never a
- * client library's types, so swapping the client touches `kafka/` only. The kafkajs adapters
- * (transactional-producers.ts, command-consumer.ts) implement them; unit tests use fakes.
+ * What the worker and the receipts receiver need from a Kafka client, in their own terms:
+ * `worker/` and `receipts/` import these, never the Kafka client's types (`npm run
+ * check:imports` keeps kafkajs inside `kafka/`), so swapping the client touches `kafka/` only. The
+ * kafkajs adapters (transactional-producers.ts, command-consumer.ts, keyed-producer.ts) implement
+ * them; unit tests use fakes.
  */
 import type { RawHeaders } from '../contracts/dead-letter.ts';
 import { SmsWorkerError } from '../errors.ts';
@@ -91,7 +93,7 @@ export interface FetchedBatch {
   readonly partition: number;
   readonly highWatermark: string;
   readonly messages: readonly FetchedRecord[];
-  /** Marks the offset as processed (the consumer's next fetch of the partition starts after it). */
+  /** Marks the offset as taken (the consumer's next fetch of the partition starts after it). */
   resolveOffset(offset: string): void;
   isRunning(): boolean;
   isStale(): boolean;

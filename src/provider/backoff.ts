@@ -5,6 +5,7 @@
  */
 import type { FailureClass } from './types.ts';
 import { isRetryableClass } from './classify.ts';
+import { backoffDelay } from '../retry.ts';
 
 export interface RetryPolicy {
   /** Total HTTP attempts, including the first (1 = never retry). */
@@ -17,19 +18,15 @@ export interface RetryPolicy {
   readonly retryAmbiguous: boolean;
 }
 
-/** Upper bound of the n-th retry's delay (n ≥ 1): min(maxDelay, base · 2^(n-1)). */
-export function backoffCeiling(retryNumber: number, baseDelayMs: number, maxDelayMs: number): number {
-  const exponent = Math.max(0, retryNumber - 1);
-  // 2^exponent overflows to Infinity for huge n, and Math.min handles that.
-  return Math.min(maxDelayMs, baseDelayMs * 2 ** exponent);
-}
+/** Upper bound of the n-th retry's delay (n ≥ 1): min(maxDelay, base · 2^(n-1)); the one formula, in src/retry.ts. */
+export { backoffCeiling } from '../retry.ts';
 
 /**
  * Full jitter (AWS architecture blog, "Exponential Backoff And Jitter"): uniformly random in
  * [0, ceiling). Spreads retries of many workers hit by the same outage instead of synchronising them.
  */
 export function fullJitterDelay(retryNumber: number, baseDelayMs: number, maxDelayMs: number, random: () => number = Math.random): number {
-  return Math.floor(random() * backoffCeiling(retryNumber, baseDelayMs, maxDelayMs));
+  return backoffDelay(retryNumber, { initialMs: baseDelayMs, maxMs: maxDelayMs, jitter: 1 }, random);
 }
 
 export type RetryDecision =

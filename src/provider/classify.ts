@@ -17,7 +17,7 @@
  * MAX_PROVIDER_MESSAGE characters, the request id to MAX_REQUEST_ID; a body over the client's byte
  * cap is never read to the end (`oversized`, malformed).
  */
-import type { FailureClass, OperationName, SendResult } from './types.ts';
+import type { FailureClass, FailureFields, OperationName, SendResult } from './types.ts';
 import { parseEnvelope } from './envelope.ts';
 import { parseRetryAfter } from './retry-after.ts';
 
@@ -59,19 +59,11 @@ export type AttemptOutcome =
   | { readonly kind: 'oversized'; readonly status: number; readonly limitBytes: number; readonly requestId?: string | undefined }
   | { readonly kind: 'aborted' };
 
-export interface ClassifiedFailure {
-  readonly failureClass: FailureClass;
-  /** The service's code when it sent one, else a stable PROVIDER_* code of ours. */
-  readonly code: string;
-  /** The service's message, or '' when it sent none. */
-  readonly providerMessage: string;
+export interface ClassifiedFailure extends FailureFields {
   /** Our one-line account of the failure (never contains a URL). */
   readonly detail: string;
-  /** The service sent an HTTP answer (any status): the failure is the service's, not the transport's. */
+  /** Always said of an attempt (see FailureFields). */
   readonly answered: boolean;
-  readonly httpStatus?: number | undefined;
-  readonly requestId?: string | undefined;
-  readonly retryAfterMs?: number | undefined;
 }
 
 export type Classification =

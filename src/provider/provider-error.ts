@@ -6,21 +6,13 @@
 import { SmsWorkerError } from '../errors.ts';
 import type { StopReason } from './backoff.ts';
 import { ABORTED_CODE } from './classify.ts';
-import type { FailureClass, OperationName } from './types.ts';
+import type { FailureClass, FailureFields, OperationName } from './types.ts';
 
-export interface ProviderErrorFields {
+export interface ProviderErrorFields extends FailureFields {
   readonly operation: OperationName;
-  readonly code: string;
   readonly message: string;
-  readonly providerMessage: string;
-  readonly failureClass: FailureClass;
   readonly retryable: boolean;
   readonly attempts: number;
-  readonly httpStatus?: number | undefined;
-  readonly requestId?: string | undefined;
-  readonly retryAfterMs?: number | undefined;
-  /** The service sent an HTTP answer (any status, even 5xx or a malformed body). */
-  readonly answered?: boolean;
   /** Why the client made no further attempt (undefined when the call ended some other way, e.g. aborted). */
   readonly stopReason?: StopReason | undefined;
 }

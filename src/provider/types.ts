@@ -68,6 +68,20 @@ export interface ProviderSuccess {
  */
 export type FailureClass = 'transport' | 'throttled' | 'ambiguous' | 'business' | 'insufficient-funds' | 'configuration' | 'malformed';
 
+/** What a failed attempt (ClassifiedFailure) and the error a call ends with (ProviderErrorFields) both say of the failure. */
+export interface FailureFields {
+  readonly failureClass: FailureClass;
+  /** The service's code when it sent one, else a stable PROVIDER_* code of ours. */
+  readonly code: string;
+  /** The service's message, or '' when it sent none. */
+  readonly providerMessage: string;
+  readonly httpStatus?: number | undefined;
+  readonly requestId?: string | undefined;
+  readonly retryAfterMs?: number | undefined;
+  /** The service sent an HTTP answer (any status, even 5xx or a malformed body): the failure is the service's, not the transport's. */
+  readonly answered?: boolean;
+}
+
 /** Reported after every HTTP attempt, for metrics and logs. */
 export interface AttemptInfo {
   readonly operation: OperationName;

@@ -10,24 +10,23 @@
  */
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from '../observability/logger.ts';
 import { coerceError } from '../errors.ts';
-import { credentialDigests, isAuthorised, matchReportPath, type ReceiverCredentials } from './auth.ts';
-import { declaredTooLarge, readBoundedBody, writeJson } from './http-io.ts';
+import { credentialDigests, isAuthorised, matchReportPath } from './auth.ts';
+import type { ReceiverConfig } from './config.ts';
+import { header, listen, readCappedBody } from '../http-io.ts';
+import { declaredTooLarge, drainBytes, writeJson } from './http-io.ts';
 import type { ReceiverMetrics, RejectReason } from './metrics.ts';
 import { SourceRateLimiter, sourceAddress } from './rate-limit.ts';
 import { deliverySeconds, parseReports, type DeliveryReceipt } from './report.ts';
 
-export interface ReportServerOptions {
-  readonly host: string;
-  readonly port: number;
-  readonly path: string;
-  readonly credentials: ReceiverCredentials;
-  readonly maxBodyBytes: number;
-  readonly maxReports: number;
-  readonly rateLimit: { readonly perSecond: number; readonly burst: number; readonly maxSources: number };
-  readonly trustedProxyHops: number;
+/** The endpoint's settings, as the receiver's configuration has them. */
+export type ReportServerSettings = Pick<
+  ReceiverConfig,
+  'host' | 'port' | 'path' | 'credentials' | 'maxBodyBytes' | 'maxReports' | 'rateLimit' | 'trustedProxyHops'
+>;
+
+export interface ReportServerOptions extends ReportServerSettings {
   /** Publishes and resolves once Kafka acknowledged; rejects when it did not (→ 503). */
   readonly publish: (receipts: readonly DeliveryReceipt[]) => Promise<void>;
   readonly metrics: ReceiverMetrics;
@@ -92,7 +91,7 @@ export async function startReportServer(options: ReportServerOptions): Promise<R
       reject(res, 'too_large', 413, tooLarge, closeHeader);
       return;
     }
-    const body = await readBoundedBody(req, options.maxBodyBytes);
+    const body = await readCappedBody(req, options.maxBodyBytes, drainBytes(options.maxBodyBytes));
     if (body.kind === 'aborted') return;
     if (body.kind === 'too-large') {
       reject(res, 'too_large', 413, tooLarge, closeHeader);
@@ -101,7 +100,7 @@ export async function startReportServer(options: ReportServerOptions): Promise<R
     }
     let json: unknown;
     try {
-      json = JSON.parse(body.text);
+      json = JSON.parse(body.bytes.toString('utf8'));
     } catch {
       reject(res, 'malformed', 400, { code: 'MALFORMED_JSON', message: 'body is not JSON', field: '(body)' });
       return;
@@ -155,18 +154,10 @@ export async function startReportServer(options: ReportServerOptions): Promise<R
   server.keepAliveTimeout = 65_000;
   server.maxHeadersCount = 64;
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const address = await listen(server, options.port, options.host);
   let closed: Promise<void> | undefined;
   return {
-    url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${address.port}`,
+    url: `http://${address.host === '0.0.0.0' ? '127.0.0.1' : address.host}:${address.port}`,
     port: address.port,
     close(timeoutMs: number): Promise<void> {
       closed ??= (async () => {
@@ -181,8 +172,4 @@ export async function startReportServer(options: ReportServerOptions): Promise<R
       return closed;
     },
   };
-}
-
-function header(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }

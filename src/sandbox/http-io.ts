@@ -1,5 +1,6 @@
-/** The sandbox's HTTP plumbing: reading a bounded body, writing the service's JSON answers. */
+/** The sandbox's HTTP plumbing: reading a bounded body (with src/http-io.ts), writing the service's JSON answers. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { readCappedBody } from '../http-io.ts';
 import { errorEnvelope, SANDBOX_ERRORS, type ErrorEnvelope, type SandboxErrorKey } from './error-codes.ts';
 import type { FaultKind } from './faults.ts';
 import type { SuccessEnvelope } from './operations.ts';
@@ -12,25 +13,18 @@ export interface Answer {
   readonly accepted: boolean;
 }
 
-export function header(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
 export function failure(key: SandboxErrorKey): Answer {
   return { status: SANDBOX_ERRORS[key].httpStatus, envelope: errorEnvelope(key), accepted: false };
 }
 
-/** Reads the body; undefined when it is larger than the limit. */
+/**
+ * Reads the body as text; undefined when it is larger than the limit (drained to the end, so the
+ * socket stays usable for the answer). Throws when the client went away before the body ended.
+ */
 export async function readBody(req: IncomingMessage): Promise<string | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    const buffer = chunk as Buffer;
-    size += buffer.length;
-    // Keep draining past the limit (dropping the bytes) so the socket stays usable for the answer.
-    if (size <= MAX_BODY_BYTES) chunks.push(buffer);
-  }
-  return size > MAX_BODY_BYTES ? undefined : Buffer.concat(chunks).toString('utf8');
+  const read = await readCappedBody(req, MAX_BODY_BYTES);
+  if (read.kind === 'aborted') throw new Error('the client went away before the request body ended');
+  return read.kind === 'body' ? read.bytes.toString('utf8') : undefined;
 }
 
 export function writeJson(res: ServerResponse, status: number, body: unknown, requestId: string, extra: Record<string, string> = {}): void {

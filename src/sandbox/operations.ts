@@ -66,7 +66,7 @@ function settle(lines: readonly Line[], balanceMicros: bigint, nextId: () => str
   };
 }
 
-/** Billing of one text recipient (see billing.ts for the counting rule). */
+/** Billing of one text recipient (src/contracts/segments.ts has the counting rule). */
 export function textLine(command: TextCommand, recipient: Recipient, homeRegion: string): Line | undefined {
   const route = textRoute(recipient.regionCode);
   if (route === undefined) return undefined;

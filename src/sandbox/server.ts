@@ -6,7 +6,6 @@
  */
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CountryCode } from 'libphonenumber-js';
@@ -15,7 +14,8 @@ import { corruptEnvelope, HUGE_BODY_PADDING_BYTES, isEnvelopeFault, NEVER_ENDS_M
 import type { AnswerFaultKind } from './answer-faults.ts';
 import type { FaultUpdate } from './admin.ts';
 import { checkAuth } from './auth.ts';
-import { failure, header, readBody, writeFault, writeJson, type Answer } from './http-io.ts';
+import { header, listen } from '../http-io.ts';
+import { failure, readBody, writeFault, writeJson, type Answer } from './http-io.ts';
 import { errorEnvelope } from './error-codes.ts';
 import { DEFAULT_DELIVERY_REPORTS } from './delivery-reports.ts';
 import type { DeliveryReportSettings } from './delivery-reports.ts';
@@ -256,19 +256,11 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   server.headersTimeout = 66_000;
   server.requestTimeout = 0;
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const address = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
 
   let closed: Promise<void> | undefined;
   return {
-    url: `http://${host}:${address.port}`,
+    url: `http://${address.host}:${address.port}`,
     port: address.port,
     state,
     setFaults: (update) => applyFaultUpdate(state, update),

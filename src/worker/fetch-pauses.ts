@@ -1,8 +1,9 @@
 /**
- * Which command partitions the consumer fetches. Three things stop a partition being fetched, and
- * they overlap: the service gate (funds, breaker, throttling: every partition), a partition lost to
- * fencing (until the next generation), and a lane at its run-ahead bound (until its commits catch
- * up). A partition is fetched only while none of them holds it.
+ * Which command partitions the consumer fetches. Several things stop a partition being fetched,
+ * and they overlap: the service gate (funds, breaker, throttling, a refusing service: every
+ * partition), shutdown (every partition), a partition lost to fencing (until the next generation),
+ * and a lane at its run-ahead bound or short of bytes in hand (until its commits catch up, or
+ * bytes are freed). A partition is fetched only while none of them holds it.
  *
  * kafkajs keeps one pause state per topic, and pausing single partitions clears a topic-wide pause,
  * so every pause and resume here names its partitions explicitly, from one computed plan.

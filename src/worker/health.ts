@@ -1,15 +1,16 @@
 import type { HealthSource } from '../metrics/http-server.ts';
 
 /**
- * Liveness from real progress, not a timer: a partition with work in hand (a batch being
- * processed) must dispatch a record or commit a transaction at least every `stallMs`; a worker
- * with nothing to do is live. A wedged batch — a send that never returns, a commit that never
- * ends — fails liveness, so the kubelet restarts the pod and the partition moves on.
+ * Liveness from real progress, not a timer: a partition with work in hand (its lane has records
+ * dispatched and not yet committed) must dispatch a record or commit a transaction at least every
+ * `stallMs`; a worker with nothing to do is live. A wedged lane — a send that never returns, a
+ * commit that never ends — fails liveness, so the kubelet restarts the pod and the partition
+ * moves on. The lanes report through the runner (`onBusy`, `onProgress`).
  */
 export class ProgressMonitor {
   readonly #stallMs: number;
   readonly #now: () => number;
-  /** Partitions with a batch in hand, and when each last made progress. */
+  /** Partitions with records in hand, and when each last made progress. */
   readonly #busy = new Map<string, number>();
   #last: number;
 

@@ -53,7 +53,7 @@ export interface LaneContext {
   readonly onProgress: () => void;
   /** The lane has records in hand (dispatched, not yet committed), or none any more. */
   readonly onBusy: (busy: boolean) => void;
-  /** Stop fetching the partition (the run-ahead bound is reached), or fetch it again. */
+  /** Stop fetching the partition (the run-ahead bound or the bytes budget is reached), or fetch it again. */
   readonly holdFetching: (held: boolean) => void;
 }
 

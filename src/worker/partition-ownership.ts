@@ -6,8 +6,9 @@ import { handoverWaitMs, marksSettled, recoveryPlan, type Checkpoint, type OpenM
 
 /**
  * What this process holds of one command partition in one group generation, from the moment its
- * transactional producer fenced the previous owner. Batches of the partition share it, so marks
- * and the dedup window outlive a batch.
+ * transactional producer fenced the previous owner. The partition's lane of this generation works
+ * with it (partition-lane.ts updates the marks, the position and the dedup window), so they
+ * outlive any one fetched batch.
  */
 export interface PartitionClaim {
   readonly topic: string;
@@ -133,7 +134,7 @@ export class PartitionOwnership {
     return this.#assigned?.partitions ?? [];
   }
 
-  /** Whether a claim is of the current generation (a batch left from an earlier one must not send or commit). */
+  /** Whether a claim is of the current generation (a lane left from an earlier one must not send or start a producer). */
   isCurrent(claim: PartitionClaim): boolean {
     return claim.generation === this.#generation && !this.isLost(claim.topic, claim.partition);
   }
@@ -155,7 +156,7 @@ export class PartitionOwnership {
     );
   }
 
-  /** Drops a failed claim so the next batch tries again (a transient error, not fencing). */
+  /** Drops a claim (its lane failed: a transient error, not fencing) so the next batch claims afresh. */
   release(topic: string, partition: number): void {
     this.#claims.delete(`${topic}:${partition}`);
   }
@@ -191,6 +192,8 @@ export class PartitionOwnership {
       { topic, partition, open: first.open.length },
       'an earlier owner has sends under way: waiting for their results before taking the partition',
     );
+    // Not a retry (so not src/retry.ts): nothing failed; this polls toward a deadline the checkpoint
+    // sets, at a fixed interval cut to what is left, without backoff or jitter, and ends without error.
     for (;;) {
       const wait = handoverWaitMs(first, this.#now(), grace);
       if (wait === undefined || generation !== this.#generation || !this.leaseHolds()) return;

@@ -14,7 +14,10 @@ import type { GuardedSender } from './guarded-sender.ts';
 import type { PartitionOwnership } from './partition-ownership.ts';
 import type { ServiceGate } from './service-gate.ts';
 
-/** Everything a running worker is made of; built once by `connectWorker` (wiring.ts), released by `close`. */
+/**
+ * Everything a running worker is made of; built once by `connectWorker` (wiring.ts), which hands
+ * each part to the runner as it makes it (`WiringHooks.adopt`): the runner releases them, newest first.
+ */
 export interface WorkerParts {
   readonly admin: OffsetsAdmin;
   readonly consumer: CommandConsumer;

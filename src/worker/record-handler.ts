@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { commandFromAvro, CommandShapeError, type SendCommand } from '../contracts/command.ts';
 import { checkCommandRecordSize, deadLetterRecord, deadLetterToAvro, reduceDeadLetter, type DeadLetter, type RawHeaders } from '../contracts/dead-letter.ts';
 import {
@@ -15,7 +14,7 @@ import {
 import { resultToAvro } from '../contracts/result-avro.ts';
 import { validateCommand, type ValidationPolicy } from '../contracts/validate.ts';
 import { coerceError } from '../errors.ts';
-import { backoffDelay } from '../retry.ts';
+import { retry, RetryAborted } from '../retry.ts';
 import { isProviderError } from '../provider/provider-error.ts';
 import { RegistryUnavailableError, type Codec } from '../schema/codec.ts';
 import type { GuardedSender, SendHooks, SendOutcome } from './guarded-sender.ts';
@@ -42,7 +41,7 @@ export type RecordOutcome =
   | { readonly kind: 'duplicate'; readonly commandId: string; readonly firstOffset: bigint }
   | { readonly kind: 'abandoned'; readonly maybeSent?: boolean };
 
-/** The part of the codec a record needs (an interface, so a batch can be unit-tested without a registry). */
+/** The part of the codec a record needs (an interface, so the handler can be unit-tested without a registry). */
 export type RecordCodec = Pick<Codec, 'decode' | 'encodeResult' | 'encodeDeadLetter'>;
 
 export interface RecordHandlerDeps {
@@ -326,17 +325,16 @@ async function decodeWithRetry(
   deps: RecordHandlerDeps,
   signal: AbortSignal,
 ): Promise<Awaited<ReturnType<RecordCodec['decode']>> | 'abandoned'> {
-  for (let retry = 1; ; retry++) {
-    try {
-      return await deps.codec.decode(value);
-    } catch (error) {
-      if (!(error instanceof RegistryUnavailableError)) throw error;
-      deps.onRegistryRetry?.(error);
-      try {
-        await sleep(backoffDelay(retry, REGISTRY_BACKOFF), undefined, { signal });
-      } catch {
-        return 'abandoned';
-      }
-    }
+  try {
+    return await retry(() => deps.codec.decode(value), {
+      attempts: Infinity,
+      backoff: REGISTRY_BACKOFF,
+      retryable: (error) => error instanceof RegistryUnavailableError,
+      onRetry: (error) => deps.onRegistryRetry?.(error as RegistryUnavailableError),
+      signal,
+    });
+  } catch (error) {
+    if (error instanceof RetryAborted) return 'abandoned';
+    throw error;
   }
 }

@@ -52,7 +52,7 @@ interface Blocked {
 }
 
 /**
- * Holds every send while the service cannot usefully take one (funds exhausted, circuit open).
+ * Holds every send while the service cannot usefully take one (any of PAUSE_REASONS).
  * While blocked, exactly one caller at a time is let through as a probe once the probe time is
  * reached; its outcome clears the gate or blocks again with a doubled delay (capped). Everything
  * else waits, keeping its command: nothing is failed while the cause is outside the command.
@@ -106,6 +106,8 @@ export class ServiceGate {
     const rank: ProbeRank = { costUnits, refusals };
     this.#callers.set(me, rank);
     try {
+      // Not a retry loop (so not src/retry.ts): nothing is attempted again here; each turn waits for
+      // the gate's next wake-up (cleared, a probe due, a probe released) and looks again.
       for (;;) {
         signal.throwIfAborted();
         const blocked = this.#blocked;
@@ -151,6 +153,8 @@ export class ServiceGate {
     // Already blocked for this reason: only a failed probe moves the next probe further out.
     if (previous?.reason === reason && !wasProbe) return;
     const { initialMs, maxMs } = this.#backoffOf(reason);
+    // Not src/retry.ts's backoff: the delay doubles from the previous one (which a Retry-After may
+    // have set), without jitter, and it schedules the one probe rather than retrying a caller's call.
     const delayMs =
       probeInMs !== undefined && Number.isFinite(probeInMs)
         ? Math.min(maxMs, Math.max(0, probeInMs))

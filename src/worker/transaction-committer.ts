@@ -1,6 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchTooLargeError, FencedError, type OutgoingRecord, type PartitionProducers } from '../kafka/ports.ts';
-import { backoffDelay } from '../retry.ts';
+import { retry } from '../retry.ts';
 import type { Logger } from '../observability/logger.ts';
 import { checkpointKey } from './ledger-checkpoint.ts';
 import type { RecordOutcome } from './record-handler.ts';
@@ -74,11 +73,12 @@ function headerBytes(headers: Readonly<Record<string, string>> | undefined): num
 }
 
 /**
- * Publishes a finished prefix of a partition's records — results, dead letters — and the next
- * offset to consume, in one Kafka transaction: a `read_committed` reader sees the results exactly
- * when the offsets move, and never one without the other. A failed transaction is aborted and
- * retried with a fresh producer (same transactional id, so still fenced against zombies); a fenced
- * producer is never retried — the partition belongs to someone else.
+ * Publishes a finished prefix of a partition's records — results, dead letters — the ledger
+ * checkpoint (when the ledger is on) and the next offset to consume, in one Kafka transaction: a
+ * `read_committed` reader sees the results exactly when the offsets move, and never one without
+ * the other. A transaction of marks alone carries the checkpoint and no offset. A failed
+ * transaction is aborted and retried with a fresh producer (same transactional id, so still fenced
+ * against zombies); a fenced producer is never retried — the partition belongs to someone else.
  */
 export async function commitPrefix(
   producers: PartitionProducers,
@@ -116,56 +116,70 @@ export async function commitPrefix(
   };
   let messages = plan();
 
-  for (let attempt = 1; ; attempt++) {
-    // Never (re)initialise a producer without owning the partition: that would fence the owner.
-    if (!target.mayFence())
-      throw new FencedError(`not committing for ${target.topic}[${target.partition}]: this worker's claim is stale or its group lease expired`);
-    const producer = await producers.forPartition(target.topic, target.partition, target.generation);
-    let transaction;
-    try {
-      transaction = await producer.transaction();
-      // One request per round: the i-th size chunk of every topic together (a request may carry
-      // several record batches; one topic-partition's records in one request are one batch).
-      for (const round of rounds(messages)) await transaction.send(round);
-      if (commitOffset !== undefined)
-        await transaction.sendOffsets({
-          consumerGroupId: target.consumerGroup,
-          topics: [{ topic: target.topic, partitions: [{ partition: target.partition, offset: commitOffset }] }],
-        });
-      await transaction.commit();
-      return { results: results.length, deadLetters: deadLetters.length };
-    } catch (error) {
-      await transaction?.abort().catch(() => undefined);
-      await producers.discard(target.topic, target.partition, target.generation);
-      if (error instanceof FencedError)
-        throw new FencedError(
-          `transactional producer for ${target.topic}[${target.partition}] was fenced: the partition is owned by another instance`,
-          error.cause,
-        );
-      if (error instanceof BatchTooLargeError && maxBatchBytes > 1) {
-        // Not an outage: split finer and go again at once (at most log2(limit) times, so bounded),
-        // without spending an attempt. Nothing was committed: the broker refused the send.
-        maxBatchBytes = Math.floor(maxBatchBytes / 2);
-        messages = plan();
-        attempt -= 1;
-        continue;
-      }
-      if (attempt >= attempts) throw error;
-      log.warn(
-        { err: error, topic: target.topic, partition: target.partition, attempt, maxBatchBytes },
-        'transaction failed; checking whether it committed before retrying',
-      );
-      await sleep(backoffDelay(attempt, COMMIT_BACKOFF));
+  const counts = { results: results.length, deadLetters: deadLetters.length };
+  // Set when the transaction itself failed: only that is retried, never a stale claim, a fenced
+  // producer or a producer that could not be had.
+  let transactionFailed = false;
+  return retry(
+    async (attempt) => {
+      transactionFailed = false;
       // A commit can fail on the client and still succeed on the broker (a lost EndTxn answer).
       // Re-initialising the producer completes or aborts that transaction; the committed offset,
       // written atomically with the results, then says which — resending would duplicate them.
       // A ledger-only transaction carries no offset to tell; writing its checkpoint again is harmless.
-      if (commitOffset !== undefined && (await committedAfterAll(producers, target, commitOffset, committedOffset))) {
+      if (attempt > 1 && commitOffset !== undefined && (await committedAfterAll(producers, target, commitOffset, committedOffset))) {
         log.warn({ topic: target.topic, partition: target.partition, commitOffset }, 'the failed transaction had committed; not resending');
-        return { results: results.length, deadLetters: deadLetters.length };
+        return counts;
       }
-    }
-  }
+      for (;;) {
+        // Never (re)initialise a producer without owning the partition: that would fence the owner.
+        if (!target.mayFence())
+          throw new FencedError(`not committing for ${target.topic}[${target.partition}]: this worker's claim is stale or its group lease expired`);
+        const producer = await producers.forPartition(target.topic, target.partition, target.generation);
+        let transaction;
+        try {
+          transaction = await producer.transaction();
+          // One request per round: the i-th size chunk of every topic together (a request may carry
+          // several record batches; one topic-partition's records in one request are one batch).
+          for (const round of rounds(messages)) await transaction.send(round);
+          if (commitOffset !== undefined)
+            await transaction.sendOffsets({
+              consumerGroupId: target.consumerGroup,
+              topics: [{ topic: target.topic, partitions: [{ partition: target.partition, offset: commitOffset }] }],
+            });
+          await transaction.commit();
+          return counts;
+        } catch (error) {
+          await transaction?.abort().catch(() => undefined);
+          await producers.discard(target.topic, target.partition, target.generation);
+          if (error instanceof FencedError)
+            throw new FencedError(
+              `transactional producer for ${target.topic}[${target.partition}] was fenced: the partition is owned by another instance`,
+              error.cause,
+            );
+          if (error instanceof BatchTooLargeError && maxBatchBytes > 1) {
+            // Not an outage: split finer and go again at once (at most log2(limit) times, so bounded),
+            // without spending an attempt. Nothing was committed: the broker refused the send.
+            maxBatchBytes = Math.floor(maxBatchBytes / 2);
+            messages = plan();
+            continue;
+          }
+          transactionFailed = true;
+          throw error;
+        }
+      }
+    },
+    {
+      attempts,
+      backoff: COMMIT_BACKOFF,
+      retryable: () => transactionFailed,
+      onRetry: (error, attempt) =>
+        log.warn(
+          { err: error, topic: target.topic, partition: target.partition, attempt, maxBatchBytes },
+          'transaction failed; checking whether it committed before retrying',
+        ),
+    },
+  );
 }
 
 async function committedAfterAll(

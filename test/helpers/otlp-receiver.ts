@@ -6,7 +6,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
-import { readCappedBody } from '../../tools/capped-body.ts';
+import { readCappedBody } from '../../src/http-io.ts';
 
 /** Largest export request accepted. */
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -110,15 +110,17 @@ export class OtlpReceiver {
     const server = createServer();
     const receiver = new OtlpReceiver(server);
     server.on('request', (req, res) => {
-      void readCappedBody(req, MAX_BODY_BYTES).then((raw) => {
+      void readCappedBody(req, MAX_BODY_BYTES).then((read) => {
+        if (read.kind === 'aborted') return;
         if (req.method !== 'POST' || req.url !== '/v1/traces') {
           res.writeHead(404).end();
           return;
         }
-        if (raw === undefined) {
+        if (read.kind === 'too-large') {
           res.writeHead(413).end();
           return;
         }
+        const raw = read.bytes;
         try {
           const text = (req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8');
           receiver.bodies.push(text);
