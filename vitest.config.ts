@@ -17,8 +17,9 @@ export default defineConfig({
       include: ['src/**/*.ts', 'tools/**/*.ts'],
       reporter: ['text-summary', 'json-summary'],
       reportsDirectory: 'coverage',
-      // Measured 2026-11-23 over the unit tests only: statements 60.7, branches 64.4, functions 55.0, lines 62.7.
-      thresholds: { statements: 59, branches: 63, functions: 53, lines: 61 },
+      // Measured 2026-11-24 over the three projects (fresh clone, `.ci/run`): statements 80.7, branches 79.3,
+      // functions 82.3, lines 82.5 (src + tools). Before, over the unit tests only: lines 62.7.
+      thresholds: { statements: 79, branches: 77, functions: 80, lines: 81 },
     },
     projects: [
       {
