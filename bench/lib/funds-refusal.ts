@@ -18,15 +18,14 @@ import type { SendCommand } from '../../src/contracts/command.ts';
 import { resultFromAvro } from '../../src/contracts/result-avro.ts';
 import { CommandPublisher } from '../../src/kafka/command-publisher.ts';
 import type { LatencySpec } from '../../src/sandbox/faults.ts';
-import { createTopics, PRODUCED_AT_HEADER } from './kafka.ts';
+import { PRODUCED_AT_HEADER } from './kafka.ts';
 import { fmt, ms } from './markdown.ts';
 import { peakRssBytes, sleep, stopChild } from './proc.ts';
 import { RequestLogCollector } from './request-log.ts';
-import { ResultWatcher } from './results.ts';
 import { outcomeCounts, outcomeOf, requestsPerCommand } from './route-refusal.ts';
-import type { OpenLoopContext } from './open-loop.ts';
+import { startRunWorker, type OpenLoopContext } from './open-loop.ts';
 import { percentile, sortedNumbers } from './stats.ts';
-import { freePort, startWorker, waitReady, workerEnv } from '../pipelines/worker.ts';
+import { waitReady } from '../pipelines/worker.ts';
 
 /** The issue's targets: every affordable command SENT, their time to result p99 ≤ this; the unaffordable one FAILED 105400 after ≤ MAX requests. */
 export const AFFORDABLE_P99_TARGET_MS = 5_000;
@@ -133,32 +132,7 @@ export async function runFundsRefusal(
 ): Promise<FundsRefusalFigures> {
   const label = options.label ?? 'funds-refusal';
   const rate = options.ratePerSecond ?? AFFORDABLE_RATE_PER_SECOND;
-  const input = `bench.${ctx.runId}.${label}.commands`;
-  const output = `bench.${ctx.runId}.${label}.results`;
-  ctx.topics.push(input, output, `${output}.dlq`, `${output}.ledger`);
-  await createTopics(ctx.kafka, [
-    { topic: input, partitions: 12 },
-    { topic: output, partitions: 12 },
-    { topic: `${output}.dlq`, partitions: 1 },
-  ]);
-  await ctx.sandbox.setLatencySpec(options.latency);
-  const watcher = new ResultWatcher(ctx.kafka, output, { keepValues: true });
-  await watcher.start();
-  const httpPort = await freePort();
-  const worker = startWorker(
-    workerEnv(
-      {
-        brokers: ctx.brokers,
-        registryUrl: ctx.registryUrl,
-        providerUrl: ctx.sandbox.url,
-        commands: input,
-        results: output,
-        deadLetter: `${output}.dlq`,
-        group: `bench-${ctx.runId}-${label}`,
-      },
-      { LEDGER_TOPIC: `${output}.ledger`, HTTP_PORT: String(httpPort) },
-    ),
-  );
+  const { input, watcher, httpPort, worker } = await startRunWorker(ctx, label, { latency: options.latency, keepValues: true });
   const log = new RequestLogCollector(ctx.sandbox, { intervalMs: 500 });
   const publisher = new CommandPublisher(ctx.kafka, ctx.registry, input);
   const idPrefix = `f${ctx.runId}`;

@@ -197,19 +197,25 @@ export interface OpenLoopObservations extends PublishedCommands {
  * all arrive within `resultWaitMs` after publishing is reported as it is (missing ones counted),
  * not thrown.
  */
-export async function observeOpenLoop(
+/** What startRunWorker made for one run: its topics, the reader of its results and the worker. */
+export interface RunWorker {
+  readonly input: string;
+  readonly output: string;
+  readonly watcher: ResultWatcher;
+  readonly httpPort: number;
+  readonly worker: ReturnType<typeof startWorker>;
+}
+
+/**
+ * A run's own 12-partition command and result topics (and dead-letter and ledger topics), the
+ * sandbox's latency, a watcher of the results and a fresh worker on them (not waited for: the
+ * caller waits with `waitReady` inside its own try, so a failed start is still cleaned up).
+ */
+export async function startRunWorker(
   ctx: OpenLoopContext,
-  options: OpenLoopOptions & {
-    readonly label: string;
-    /** In the commandIds: `o<runId>-<idTag>-<n>` (short: the ids travel in every record and request). */
-    readonly idTag: string;
-    readonly refusedShare?: number;
-    readonly decodeResults?: boolean;
-    readonly allowMissingResults?: boolean;
-    readonly resultWaitMs?: number;
-  },
-): Promise<OpenLoopObservations> {
-  const { label } = options;
+  label: string,
+  options: { readonly latency: LatencySpec; readonly keepValues: boolean; readonly env?: Record<string, string> },
+): Promise<RunWorker> {
   const input = `bench.${ctx.runId}.${label}.commands`;
   const output = `bench.${ctx.runId}.${label}.results`;
   ctx.topics.push(input, output, `${output}.dlq`, `${output}.ledger`);
@@ -219,7 +225,7 @@ export async function observeOpenLoop(
     { topic: `${output}.dlq`, partitions: 1 },
   ]);
   await ctx.sandbox.setLatencySpec(options.latency);
-  const watcher = new ResultWatcher(ctx.kafka, output, { keepValues: options.decodeResults === true });
+  const watcher = new ResultWatcher(ctx.kafka, output, { keepValues: options.keepValues });
   await watcher.start();
   const httpPort = await freePort();
   const worker = startWorker(
@@ -233,14 +239,30 @@ export async function observeOpenLoop(
         deadLetter: `${output}.dlq`,
         group: `bench-${ctx.runId}-${label}`,
       },
-      {
-        LEDGER_TOPIC: `${output}.ledger`,
-        LEDGER_ENABLED: String(options.ledger),
-        HTTP_PORT: String(httpPort),
-        MAX_IN_FLIGHT: String(options.inFlight),
-      },
+      { LEDGER_TOPIC: `${output}.ledger`, HTTP_PORT: String(httpPort), ...options.env },
     ),
   );
+  return { input, output, watcher, httpPort, worker };
+}
+
+export async function observeOpenLoop(
+  ctx: OpenLoopContext,
+  options: OpenLoopOptions & {
+    readonly label: string;
+    /** In the commandIds: `o<runId>-<idTag>-<n>` (short: the ids travel in every record and request). */
+    readonly idTag: string;
+    readonly refusedShare?: number;
+    readonly decodeResults?: boolean;
+    readonly allowMissingResults?: boolean;
+    readonly resultWaitMs?: number;
+  },
+): Promise<OpenLoopObservations> {
+  const { label } = options;
+  const { input, watcher, httpPort, worker } = await startRunWorker(ctx, label, {
+    latency: options.latency,
+    keepValues: options.decodeResults === true,
+    env: { LEDGER_ENABLED: String(options.ledger), MAX_IN_FLIGHT: String(options.inFlight) },
+  });
   const log = new RequestLogCollector(ctx.sandbox, { intervalMs: 500 });
   try {
     await waitReady(httpPort, worker, 120_000);

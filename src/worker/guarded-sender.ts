@@ -228,25 +228,24 @@ export class GuardedSender {
   /** Updates the gate, the holds and the breaker for one failed call, and says whether its command is kept. */
   #judge(error: ProviderError, wasProbe: boolean, state: SendState): Verdict {
     const { gate, outages, holds } = this.#o;
-    if (error.failureClass === 'insufficient-funds' && this.#o.fundsPolicy === 'pause') {
+    const refusalPause =
+      error.failureClass === 'configuration'
+        ? 'provider_rejecting'
+        : error.failureClass === 'insufficient-funds' && this.#o.fundsPolicy === 'pause'
+          ? 'insufficient_funds'
+          : undefined;
+    if (refusalPause !== undefined) {
+      // The service answered, so it is up, but refused: 105400 for the cost of this command or
+      // the account's funds, 101301 for its route unless several routes get it with nothing
+      // going through, 401/403/404/407 for this client (every command would get the same).
+      // RefusalScopes says which; only the account pauses all sending. The command is kept once
+      // (it waits for a probe); a command refused twice is given up, so no single command can
+      // hold the worker.
       outages.success();
       state.refusals += 1;
       const scope = holds.refused(state.ticket, error.code);
       this.#refusal(error, scope, state);
-      if (scope === 'account') this.#block('insufficient_funds', wasProbe, error);
-      else if (wasProbe) this.#answeredProbe();
-      return state.refusals >= MAX_REFUSALS ? 'give-up' : 'keep';
-    }
-    if (error.failureClass === 'configuration') {
-      // The service answered, so it is up. 101301 is about the route unless several routes get it
-      // with nothing going through; 401/403/404/407 are about this client: every command would
-      // get the same, so all sending pauses. The command is kept once (it waits for a probe); a
-      // command refused twice is given up, so no single command can hold the worker.
-      outages.success();
-      state.refusals += 1;
-      const scope = holds.refused(state.ticket, error.code);
-      this.#refusal(error, scope, state);
-      if (scope === 'account') this.#block('provider_rejecting', wasProbe, error);
+      if (scope === 'account') this.#block(refusalPause, wasProbe, error);
       else if (wasProbe) this.#answeredProbe();
       return state.refusals >= MAX_REFUSALS ? 'give-up' : 'keep';
     }

@@ -43,11 +43,6 @@ export class RefusalHolds {
     return admission;
   }
 
-  /** The ticket's send is over: it waits no more. */
-  leave(ticket: HoldTicket): void {
-    if (this.#scopes.leave(ticket)) this.#notify();
-  }
-
   /** Waits until `untilMs`, a change of the holds, or the signal (which rejects). */
   async wait(ticket: HoldTicket, untilMs: number, signal: AbortSignal): Promise<void> {
     const wake = this.#wake.promise;

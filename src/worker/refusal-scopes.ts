@@ -209,9 +209,9 @@ export class RefusalScopes {
     return this.#waiting.has(ticket.id);
   }
 
-  /** The ticket no longer waits (it went, gave up or was abandoned). True when it was waiting (others may now probe). */
-  leave(ticket: HoldTicket): boolean {
-    return this.#waiting.delete(ticket.id);
+  /** The ticket no longer waits (it went, gave up or was abandoned). */
+  leave(ticket: HoldTicket): void {
+    this.#waiting.delete(ticket.id);
   }
 
   /**
@@ -219,11 +219,11 @@ export class RefusalScopes {
    * supports and say which scope that is. `account`: the caller pauses all sending (ServiceGate).
    */
   refused(ticket: HoldTicket, code: string, now: number): RefusalScope {
+    // Every probe the ticket held goes back; the holds it probed for what was refused wait longer.
     const probeOf = ticket.probeOf;
-    ticket.probeOf = undefined;
+    this.release(ticket);
     if (code === NO_UPSTREAM_CODE) {
       for (const key of probeOf?.routes ?? []) this.#backOff(this.#routes.get(key), now, this.#s.routeProbe);
-      if (probeOf?.funds === true) this.#release(this.#ceiling, ticket);
       // Already explained by a paused route (a command to AU+NZ while AU is paused, in flight
       // before the pause or its probe): no new route, and no new evidence against the account.
       if (this.#routesHolding(ticket.footprint).length > 0) return 'route';
@@ -238,7 +238,6 @@ export class RefusalScopes {
       return recent >= this.#s.accountWideAfterRoutes ? 'account' : 'route';
     }
     if (code === INSUFFICIENT_FUNDS_CODE) {
-      for (const key of probeOf?.routes ?? []) this.#release(this.#routes.get(key), ticket);
       if (probeOf?.funds === true) this.#backOff(this.#ceiling, now, this.#s.fundsProbe);
       const units = ticket.footprint.costUnits;
       if (units <= 1) {
@@ -258,10 +257,7 @@ export class RefusalScopes {
       }
       return 'command';
     }
-    // About this client (401/403/404/407): nothing scoped to pause; the probes it held go back.
-    for (const key of probeOf?.routes ?? []) this.#release(this.#routes.get(key), ticket);
-    if (probeOf?.funds === true) this.#release(this.#ceiling, ticket);
-    this.leave(ticket);
+    // About this client (401/403/404/407): nothing scoped to pause.
     return 'account';
   }
 

@@ -102,6 +102,9 @@ export class ServiceGate {
    * the one most likely to be affordable tells whether funds are back, never the largest forever.
    */
   async pass(signal: AbortSignal, costUnits = 1, refusals = 0): Promise<Passage> {
+    // The open gate (every send's path) registers nobody.
+    signal.throwIfAborted();
+    if (this.#blocked === undefined) return 'go';
     const me = Symbol('caller');
     const rank: ProbeRank = { costUnits, refusals };
     this.#callers.set(me, rank);

@@ -1,6 +1,5 @@
-import http from 'node:http';
-import type net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { refusingService } from '../helpers/provider.ts';
 import { createProviderClient } from '../../src/provider/client.ts';
 import type { RetryPolicy } from '../../src/provider/backoff.ts';
 import { ProviderError } from '../../src/provider/provider-error.ts';
@@ -289,26 +288,6 @@ describe('GuardedSender with the real client and sandbox', () => {
 const AU_TEXT: ProviderRequest = { operation: 'sms.message.send', body: { to: ['+61412345678'], signature: 'Acme', content: 'hello' } };
 const AU_FOOTPRINT: SendFootprint = { operation: 'sms.message.send', regions: ['AU'], costUnits: 1 };
 const CN_FOOTPRINT: SendFootprint = { operation: 'sms.message.send', regions: ['CN'], costUnits: 1 };
-
-/** A loopback service that answers every request 401 without an envelope (a revoked key). */
-async function refusingService(): Promise<{ url: string; requests: () => number; close: () => Promise<void> }> {
-  let requests = 0;
-  const server = http.createServer((req, res) => {
-    requests += 1;
-    req.resume();
-    res.writeHead(401, { 'content-type': 'text/html' });
-    res.end('<html>401 Authorization Required</html>');
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    requests: () => requests,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
 
 describe('GuardedSender: the callStarting hook (time to send starts at the first)', () => {
   it('is called before each call to the service, the re-sends of a held command included, and never when none is made', async () => {

@@ -1,10 +1,9 @@
-import http from 'node:http';
-import type net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SendCommand } from '../../src/contracts/command.ts';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
 import type { Worker } from '../../src/worker/runner.ts';
 import { eventually, testKafka } from '../helpers/kafka.ts';
+import { refusingService } from '../helpers/provider.ts';
 import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
 
 /**
@@ -117,19 +116,9 @@ describe('worker: a refusal stops only what it is about', () => {
   });
 
   it('a refusal of this client (401 without an envelope) still pauses all sending, with at most 2 requests per command', async () => {
-    let requests = 0;
-    const server = http.createServer((req, res) => {
-      requests += 1;
-      req.resume();
-      res.writeHead(401, { 'content-type': 'text/html' });
-      res.end('<html>401 Authorization Required</html>');
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    cleanups.push(async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    });
-    const { worker, results, publish } = await setup(`http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, {
+    const service = await refusingService();
+    cleanups.push(() => service.close());
+    const { worker, results, publish } = await setup(service.url, {
       BREAKER_PROBE_INITIAL_MS: '300',
       BREAKER_PROBE_MAX_MS: '300',
     });
@@ -141,7 +130,7 @@ describe('worker: a refusal stops only what it is about', () => {
       30_000,
     );
     for (const c of commands) expect(got.get(c.commandId)?.error?.code).toBe('PROVIDER_HTTP_401');
-    expect(requests).toBeLessThanOrEqual(2 * commands.length);
+    expect(service.requests()).toBeLessThanOrEqual(2 * commands.length);
     expect(worker.pauseReason).toBe('provider_rejecting');
   });
 });
