@@ -2,16 +2,15 @@ import type { Logger } from '../observability/logger.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import { encodeCheckpoint } from './ledger-checkpoint.ts';
 import { reportOutcome } from './outcome-report.ts';
-import { abortable, deferred } from './waiting.ts';
-import { OffsetTracker } from './offset-tracker.ts';
-import type { PartitionClaim } from './partition-ownership.ts';
+import { deferred } from './waiting.ts';
+import type { PartitionClaim } from './protocol/claim.ts';
+import { PartitionMachine, type Effect, type TransactionPlan } from './protocol/partition-machine.ts';
 import { handleRecord, type RecordHandlerDeps, type RecordLane, type RecordOutcome } from './record-handler.ts';
 import type { Semaphore } from './semaphore.ts';
 import type { BytesInHand } from './bytes-in-hand.ts';
 import { commandRecordBytes } from '../contracts/dead-letter.ts';
 import { commitPrefix, type CommitTarget } from './transaction-committer.ts';
-import type { FetchedBatch, PartitionProducers } from '../kafka/ports.ts';
-import type { SendHooks } from './guarded-sender.ts';
+import type { FetchedBatch, FetchedRecord, PartitionProducers } from '../kafka/ports.ts';
 
 /** One fetched batch and its records, as the worker needs them (defined with the other Kafka ports). */
 export type { FetchedBatch, FetchedRecord } from '../kafka/ports.ts';
@@ -62,72 +61,53 @@ export interface LaneEnd {
   readonly failure?: unknown;
 }
 
+/** A record taken, until its handler returns. */
+interface InHand {
+  readonly message: FetchedRecord;
+  readonly source: { topic: string; partition: number; offset: string };
+  readonly bytes: number;
+}
+
 /**
- * One partition's work in one claim: records go out in offset order, each behind the previous
- * record with the same key (same-key commands are sent in order), within the process-wide
- * in-flight limit and at most `maxRunAhead` records past the committed offset.
+ * The I/O around one partition claim's protocol (protocol/partition-machine.ts, which decides
+ * everything: when a record may call, what each transaction carries, when the claim ends). The lane
+ * feeds it events — records fetched, handlers' answers, permits and slots granted, transactions
+ * ended, timers — and carries out its effects. Nothing here decides; it waits and does.
  *
- * Fetching is decoupled from sending: `accept` dispatches a fetched batch and returns at once, so
- * the consumer fetches the next records while earlier sends are still under way; a command waits
- * for the previous one of its key only, never for the slowest send of an earlier batch. When the
- * run-ahead bound is reached the partition stops being fetched (`holdFetching`) and the records
- * not taken are fetched again once commits catch up.
- *
- * With the ledger on, a command is marked "attempting" in the ledger before its send, and the
- * send starts only once the transaction carrying the mark has committed: a fenced zombie cannot
- * commit, so it cannot send. Marks ride in the next transaction, which runs at once when marks
- * wait (results alone wait up to `commitIntervalMs`): at most one extra commit per wave.
- *
- * A lane ends by `retire` (a rebalance or shutdown: commands not yet sending give up unsent,
- * calls under way finish and commit) or by a failure (a commit failed or was fenced, or a bug);
- * `ended` then settles once every dispatched record is done.
+ * Fetching is decoupled from sending: `accept` takes what the machine allows of a fetched batch and
+ * returns at once, so the consumer fetches on while earlier sends are under way.
  */
 export class PartitionLane {
   readonly claim: PartitionClaim;
   readonly #ctx: LaneContext;
-  readonly #ledgerOn: boolean;
+  readonly #machine: PartitionMachine<RecordOutcome>;
   readonly #target: CommitTarget;
-  readonly #tracker = new OffsetTracker<RecordOutcome>();
-  readonly #chains = new Map<string, Promise<unknown>>();
-  readonly #tasks = new Set<Promise<void>>();
+  readonly #records = new Map<bigint, InHand>();
+  /** Each record's pending "may I call?" (answered by a `call` or `refuse-call` effect). */
+  readonly #callAnswers = new Map<bigint, (go: boolean) => void>();
+  /** Aborted when the claim fails: every record's waits (decoding, the gate) give up. */
   readonly #local = new AbortController();
   readonly #signal: AbortSignal;
-  /** Aborted at retirement: sends that have not started give up (calls under way finish). */
+  /** Aborted when sending stops (retired, failed, forced): pending permit and slot waits are cut. */
   readonly #stopSending = new AbortController();
-  /** Marks waiting for the transaction that carries them. */
-  #unflushed: { resolve: () => void; reject: (error: unknown) => void }[] = [];
-  /** A mark was withdrawn (the send surely did not happen): the next checkpoint must drop it. */
-  #marksWithdrawn = false;
-  #failure: unknown;
-  #failed = false;
-  #retired = false;
-  #committing: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
-  /** When the last transaction ended: results commit at most once per COMMIT_INTERVAL_MS. */
-  #lastCommitEnded = Number.NEGATIVE_INFINITY;
-  #urgent: NodeJS.Immediate | undefined;
-  /** Records holding an in-flight slot (taken right before their call, kept until they end). */
-  readonly #slotHeld = new Set<bigint>();
-  /** The highest offset dispatched: a record fetched again is never dispatched twice. */
-  #lastAccepted = -1n;
+  #immediate: NodeJS.Immediate | undefined;
   #highWatermark = 0n;
-  #held = false;
-  /** At the run-ahead bound, until half of it is committed. */
-  #runAheadFull = false;
-  /** Held for the bytes budget (a separate reason from the run-ahead bound). */
-  #heldForBytes = false;
-  readonly #bytesFreed = (): void => {
-    this.#heldForBytes = false;
-    this.#syncHold();
-  };
-  #busy = false;
-  #finishing = false;
+  #applying = false;
   readonly #ended = deferred<LaneEnd>();
+  readonly #bytesFreed = (): void => this.#apply(() => this.#machine.bytesFreed());
 
   constructor(ctx: LaneContext) {
     this.#ctx = ctx;
     this.claim = ctx.claim;
-    this.#ledgerOn = ctx.target.ledgerTopic !== undefined;
+    this.#machine = new PartitionMachine<RecordOutcome>({
+      claim: ctx.claim,
+      ledger: ctx.target.ledgerTopic !== undefined,
+      markPermits: ctx.markPermits !== undefined,
+      maxRunAhead: ctx.maxRunAhead,
+      commitIntervalMs: ctx.commitIntervalMs,
+      inDoubtPolicy: ctx.deps.inDoubtPolicy,
+    });
     this.#signal = AbortSignal.any([ctx.abandon, this.#local.signal]);
     this.#target = {
       ...ctx.target,
@@ -136,296 +116,221 @@ export class PartitionLane {
       generation: ctx.claim.generation,
       mayFence: ctx.mayCommit,
     };
-    ctx.abandon.addEventListener('abort', () => this.#stopSending.abort(ctx.abandon.reason), { once: true });
+    ctx.abandon.addEventListener('abort', () => this.#apply(() => this.#machine.stopSending()), { once: true });
   }
 
   /** Settles once the lane has retired or failed and every dispatched record is done. Never rejects. */
   get ended(): Promise<LaneEnd> {
     return this.#ended.promise;
   }
-
   /** Whether the lane takes new records (not retired, not failed). */
   get accepting(): boolean {
-    return !this.#retired && !this.#failed;
+    return this.#machine.accepting;
   }
-
   /** Records dispatched and not yet done (sending, or waiting to). */
   get working(): number {
-    return this.#tasks.size;
+    return this.#machine.working;
   }
-
   /** Records dispatched and not yet committed. */
   get pending(): number {
-    return this.#tracker.pending;
+    return this.#machine.pending;
   }
 
   /**
-   * Dispatches the batch's records, in offset order, as far as the run-ahead bound and the lane's
-   * state allow, and returns without waiting for any send. Records taken (or skipped as already
-   * answered) are resolved, so the consumer's next fetch starts after them.
+   * Takes the batch's records, in offset order, as far as the machine allows (run-ahead bound,
+   * claim state, lease) and the bytes budget does, and returns without waiting for any send.
+   * Records taken (or skipped as already answered) are resolved, so the next fetch starts after them.
    */
   accept(batch: FetchedBatch): void {
-    const { claim } = this;
+    const ctx = this.#ctx;
     this.#highWatermark = BigInt(batch.highWatermark);
     for (const message of batch.messages) {
       const offset = BigInt(message.offset);
-      if (offset < claim.start || offset < claim.position.committed || offset <= this.#lastAccepted) {
+      const mayTake = !this.#signal.aborted && batch.isRunning() && !batch.isStale() && ctx.leaseHolds();
+      const verdict = this.#apply(() => this.#machine.offer(offset, mayTake, performance.now()));
+      if (verdict === 'skip') {
         batch.resolveOffset(message.offset);
         continue;
       }
-      if (!this.accepting || this.#signal.aborted || !batch.isRunning() || batch.isStale() || !this.#ctx.leaseHolds()) return;
-      if (this.#tracker.pending >= this.#ctx.maxRunAhead) {
-        // The run-ahead bound: stop fetching this partition until commits catch up. The records
-        // not taken are fetched again then (their offsets stay unresolved).
-        this.#runAheadFull = true;
-        this.#syncHold();
-        this.#scheduleCommit(false);
-        return;
-      }
+      if (verdict !== 'take') return;
       const bytes = commandRecordBytes(message);
-      if (!this.#ctx.bytesInHand.tryTake(bytes)) {
+      if (!ctx.bytesInHand.tryTake(bytes)) {
         // The process holds as many record bytes as it may: fetch this partition again once
-        // other records are done.
-        this.#heldForBytes = true;
-        this.#ctx.bytesInHand.whenFree(this.#bytesFreed);
-        this.#syncHold();
+        // other records are done (their offsets stay unresolved).
+        this.#apply(() => this.#machine.heldForBytes());
+        ctx.bytesInHand.whenFree(this.#bytesFreed);
         return;
       }
-      this.#dispatch(message, batch, bytes);
+      this.#records.set(offset, { message, source: { topic: batch.topic, partition: batch.partition, offset: message.offset }, bytes });
+      ctx.metrics.commandsConsumed.inc();
+      // Null keys carry no ordering promise: each such record is its own key.
+      const key = message.key === null ? `offset:${message.offset}` : `key:${message.key.toString('base64')}`;
+      this.#apply(() => this.#machine.take(offset, key));
       batch.resolveOffset(message.offset);
-      this.#lastAccepted = offset;
     }
   }
 
-  /**
-   * A rebalance or shutdown: take no more records; commands still waiting (gate, rate limit, a
-   * slot, a mark) give up unsent; calls under way finish and their results commit.
-   */
-  retire(reason: unknown): void {
-    if (this.#retired) return;
-    this.#retired = true;
-    this.#stopSending.abort(reason);
-    this.#releaseHolds();
-    this.#maybeEnd();
+  /** A rebalance or shutdown: take no more records; waits are cut; calls under way finish and their results commit. */
+  retire(_reason: unknown): void {
+    this.#apply(() => this.#machine.retire());
   }
 
-  #fail(error: unknown): void {
-    if (!this.#failed) {
-      this.#failed = true;
-      this.#failure = error;
+  /** Runs one event and carries out every effect it (and the effects' own events) produced, in order. */
+  #apply<T>(event: () => T): T {
+    const value = event();
+    if (this.#applying) return value;
+    this.#applying = true;
+    try {
+      for (let effects = this.#machine.drain(); effects.length > 0; effects = this.#machine.drain()) for (const effect of effects) this.#do(effect);
+    } finally {
+      this.#applying = false;
     }
-    this.#local.abort(error);
-    this.#stopSending.abort(error);
-    this.#releaseHolds();
-    for (const mark of this.#unflushed.splice(0)) mark.reject(error);
-    this.#maybeEnd();
+    return value;
   }
 
-  #dispatch(message: FetchedBatch['messages'][number], batch: FetchedBatch, bytes: number): void {
+  #do(effect: Effect<RecordOutcome>): void {
     const ctx = this.#ctx;
-    const offset = BigInt(message.offset);
-    this.#tracker.register(message.offset);
-    this.#setBusy(true);
-    ctx.metrics.commandsConsumed.inc();
-    ctx.onProgress();
-    // Null keys carry no ordering promise: each such record is its own chain.
-    const key = message.key === null ? `offset:${message.offset}` : `key:${message.key.toString('base64')}`;
-    const previous = this.#chains.get(key) ?? Promise.resolve();
-    const source = { topic: batch.topic, partition: batch.partition, offset: message.offset };
-    const task: Promise<void> = previous
-      .then(() => handleRecord(message, source, ctx.deps, this.#signal, this.#recordLane))
-      .then((outcome) => {
-        if (outcome.kind === 'abandoned') {
-          // Not sent: a later checkpoint must not list it (the next owner sends it normally).
-          // A call cut while under way keeps its mark: the next owner reports it UNKNOWN.
-          if (outcome.maybeSent !== true) this.#withdraw(offset);
-          return;
-        }
-        this.#tracker.complete(message.offset, outcome);
-        this.#scheduleCommit(false);
-      })
-      .catch((error: unknown) => {
-        // A bug, not a record problem (those become results or dead letters): the lane fails,
-        // the offset stays uncommitted, and the record is consumed again by the next claim.
-        ctx.log.error({ err: error, topic: batch.topic, partition: batch.partition, offset: message.offset }, 'record handling failed unexpectedly');
-        this.#fail(error);
-      })
-      .finally(() => {
-        if (this.#slotHeld.delete(offset)) ctx.slots.release();
-        ctx.bytesInHand.free(bytes);
-        // The last record of its key is done: nothing needs to wait for it any more.
-        if (this.#chains.get(key) === task) this.#chains.delete(key);
-        this.#tasks.delete(task);
-        this.#maybeEnd();
-      });
-    this.#chains.set(key, task);
-    this.#tasks.add(task);
+    const m = this.#machine;
+    const waitSignal = (): AbortSignal => AbortSignal.any([this.#signal, this.#stopSending.signal]);
+    switch (effect.type) {
+      case 'handle':
+        return this.#handle(effect.offset);
+      case 'acquire-permit': {
+        const { offset } = effect;
+        ctx.markPermits?.acquire(waitSignal()).then(
+          () => this.#apply(() => m.permitGranted(offset, Date.now(), performance.now())),
+          () => this.#apply(() => m.waitCut(offset)),
+        );
+        return;
+      }
+      case 'release-permit':
+        return ctx.markPermits?.release();
+      case 'acquire-slot': {
+        const { offset } = effect;
+        ctx.slots.acquire(waitSignal()).then(
+          () => this.#apply(() => m.slotGranted(offset, ctx.leaseHolds())),
+          () => this.#apply(() => m.waitCut(offset)),
+        );
+        return;
+      }
+      case 'release-slot':
+        return ctx.slots.release();
+      case 'call':
+      case 'refuse-call': {
+        const answer = this.#callAnswers.get(effect.offset);
+        this.#callAnswers.delete(effect.offset);
+        return answer?.(effect.type === 'call');
+      }
+      case 'mark-opened':
+        return ctx.metrics.ledgerMarks.inc();
+      case 'arm-commit':
+        this.#disarm();
+        if (effect.delayMs <= 0) this.#immediate = setImmediate(() => this.#commitDue());
+        else this.#timer = setTimeout(() => this.#commitDue(), effect.delayMs);
+        return;
+      case 'disarm-commit':
+        return this.#disarm();
+      case 'transaction':
+        return this.#commit(effect.plan);
+      case 'committed': {
+        for (const outcome of effect.outcomes) reportOutcome(ctx.metrics, ctx.log, outcome);
+        const lag = this.#highWatermark > effect.next ? Number(this.#highWatermark - effect.next) : 0;
+        return ctx.metrics.consumerLag.set({ topic: this.claim.topic, partition: String(this.claim.partition) }, lag);
+      }
+      case 'hold-fetching':
+        return ctx.holdFetching(effect.held);
+      case 'busy':
+        return ctx.onBusy(effect.busy);
+      case 'progress':
+        return ctx.onProgress();
+      case 'stop-waits':
+        return this.#stopSending.abort();
+      case 'abort-all':
+        this.#local.abort(effect.error);
+        return this.#stopSending.abort(effect.error);
+      case 'cancel-bytes-wait':
+        return ctx.bytesInHand.cancel(this.#bytesFreed);
+      case 'ended':
+        this.#disarm();
+        return this.#ended.resolve(effect.failure === undefined ? {} : { failure: effect.failure });
+    }
   }
 
-  #withdraw(offset: bigint): void {
-    if (this.claim.open.delete(offset)) this.#marksWithdrawn = true;
+  #handle(offset: bigint): void {
+    const ctx = this.#ctx;
+    const record = this.#records.get(offset);
+    if (record === undefined) throw new Error(`no record in hand at offset ${offset}`);
+    const settle = (): void => {
+      this.#records.delete(offset);
+      ctx.bytesInHand.free(record.bytes);
+    };
+    handleRecord(record.message, record.source, ctx.deps, this.#signal, this.#recordLane).then(
+      (outcome) => {
+        settle();
+        // Not sent: a later checkpoint must not list it (the next owner sends it normally). A call
+        // cut while under way keeps its mark: the next owner reports it UNKNOWN.
+        if (outcome.kind === 'abandoned') this.#apply(() => this.#machine.abandoned(offset, outcome.maybeSent === true));
+        else this.#apply(() => this.#machine.finished(offset, outcome, performance.now()));
+      },
+      (error: unknown) => {
+        // A bug, not a record problem (those become results or dead letters): the claim fails,
+        // the offset stays uncommitted, and the record is consumed again by the next claim.
+        ctx.log.error({ err: error, topic: this.claim.topic, partition: this.claim.partition, offset: record.source.offset }, 'record handling failed unexpectedly');
+        settle();
+        this.#apply(() => this.#machine.crashed(offset, error));
+      },
+    );
   }
 
   readonly #recordLane: RecordLane = {
-    inherited: (offset) => this.claim.inDoubt.get(offset),
-    claimCommandId: (commandId, offset) => {
-      const first = this.claim.dedup.firstOffset(commandId);
-      if (first !== undefined && first !== offset) return first;
-      this.claim.dedup.remember(commandId, offset);
-      return undefined;
+    identify: (offset, commandId) => {
+      const identity = this.#machine.identify(offset, commandId);
+      if (identity.kind === 'in-doubt') this.#ctx.metrics.inDoubt.inc({ action: 'reported' });
+      else if (identity.kind === 'new' && identity.resent) this.#ctx.metrics.inDoubt.inc({ action: 'resent' });
+      return identity;
     },
-    releaseCommandId: (commandId, offset) => this.claim.dedup.forget(commandId, offset),
-    onInDoubt: (action) => this.#ctx.metrics.inDoubt.inc({ action }),
-    sendHooks: (offset, commandId): SendHooks => ({
-      beforeSend: (gateSignal) => this.#beforeSend(offset, commandId, gateSignal),
-      notSent: () => this.#withdraw(offset),
+    sendHooks: (offset) => ({
+      // May this record call now? The machine answers once its mark has committed and it holds a slot.
+      beforeSend: () =>
+        new Promise<boolean>((resolve) => {
+          this.#callAnswers.set(offset, resolve);
+          this.#apply(() => this.#machine.wantSend(offset, this.#ctx.leaseHolds(), Date.now(), performance.now()));
+        }),
+      notSent: () => this.#apply(() => this.#machine.notSent(offset)),
     }),
   };
 
-  async #beforeSend(offset: bigint, commandId: string, gateSignal: AbortSignal): Promise<boolean> {
-    const ctx = this.#ctx;
-    const waitSignal = AbortSignal.any([gateSignal, this.#stopSending.signal]);
-    if (!ctx.leaseHolds() || this.#stopSending.signal.aborted) return false;
-    const permits = this.#ledgerOn && !this.#slotHeld.has(offset) ? ctx.markPermits : undefined;
-    await permits?.acquire(waitSignal);
-    try {
-      if (this.#ledgerOn) {
-        if (!this.claim.open.has(offset)) {
-          this.claim.open.set(offset, { offset, commandId, at: Date.now() });
-          ctx.metrics.ledgerMarks.inc();
-        }
-        const flushed = new Promise<void>((resolve, reject) => this.#unflushed.push({ resolve, reject }));
-        this.#scheduleCommit(true);
-        await abortable(flushed, waitSignal);
-      }
-      // The in-flight slot bounds calls to the service, so it is taken once the mark has
-      // committed: the next wave's marks commit while this wave's calls are under way.
-      if (!this.#slotHeld.has(offset)) {
-        await ctx.slots.acquire(waitSignal);
-        this.#slotHeld.add(offset);
-      }
-    } finally {
-      permits?.release();
-    }
-    // The lease is checked again after the waits: a process frozen in between sends nothing.
-    return ctx.leaseHolds() && !this.#stopSending.signal.aborted;
-  }
-
-  async #commitNow(): Promise<void> {
+  #commit(plan: TransactionPlan<RecordOutcome>): void {
     const ctx = this.#ctx;
     const { claim } = this;
-    const prefix = this.#tracker.takePrefix();
-    const marks = this.#unflushed;
-    this.#unflushed = [];
-    if (prefix === undefined && marks.length === 0 && !(this.#marksWithdrawn && this.#ledgerOn)) return;
-    this.#marksWithdrawn = false;
-    const next = prefix === undefined ? claim.position.committed : BigInt(prefix.commitOffset);
-    const ledgerRecord = this.#ledgerOn ? encodeCheckpoint({ next, open: [...claim.open.values()].filter((m) => m.offset >= next) }) : undefined;
+    const ledgerRecord = plan.checkpoint === undefined ? undefined : encodeCheckpoint(plan.checkpoint);
     const started = performance.now();
-    try {
-      await commitPrefix(ctx.producers, this.#target, prefix?.values ?? [], prefix?.commitOffset, ledgerRecord, ctx.log, () =>
-        ctx.fetchCommittedOffset(claim.topic, claim.partition),
-      );
-      ctx.metrics.transactions.inc({ outcome: 'committed' });
-    } catch (error) {
-      ctx.metrics.transactions.inc({ outcome: 'failed' });
-      for (const mark of marks) mark.reject(error);
-      throw error;
-    } finally {
-      ctx.metrics.commitLatency.observe((performance.now() - started) / 1000);
-    }
-    for (const mark of marks) mark.resolve();
-    if (prefix !== undefined) {
-      claim.position.committed = next;
-      for (const offset of [...claim.open.keys()]) if (offset < next) claim.open.delete(offset);
-      for (const offset of [...claim.inDoubt.keys()]) if (offset < next) claim.inDoubt.delete(offset);
-      for (const outcome of prefix.values) reportOutcome(ctx.metrics, ctx.log, outcome);
-      const lag = this.#highWatermark > next ? Number(this.#highWatermark - next) : 0;
-      ctx.metrics.consumerLag.set({ topic: claim.topic, partition: String(claim.partition) }, lag);
-    }
-    // Half the bound free again: fetch the partition again (hysteresis, so it does not flap).
-    if (this.#runAheadFull && this.#tracker.pending <= Math.floor(ctx.maxRunAhead / 2)) {
-      this.#runAheadFull = false;
-      this.#syncHold();
-    }
-    if (this.#tracker.pending === 0) this.#setBusy(false);
-    ctx.onProgress();
+    commitPrefix(ctx.producers, this.#target, plan.outcomes, plan.commitOffset?.toString(), ledgerRecord, ctx.log, () =>
+      ctx.fetchCommittedOffset(claim.topic, claim.partition),
+    ).then(
+      () => {
+        ctx.metrics.transactions.inc({ outcome: 'committed' });
+        ctx.metrics.commitLatency.observe((performance.now() - started) / 1000);
+        this.#apply(() => this.#machine.transactionCommitted(performance.now(), ctx.leaseHolds()));
+      },
+      (error: unknown) => {
+        ctx.metrics.transactions.inc({ outcome: 'failed' });
+        ctx.metrics.commitLatency.observe((performance.now() - started) / 1000);
+        this.#apply(() => this.#machine.transactionFailed(error, performance.now()));
+      },
+    );
   }
 
-  #runCommit(): void {
-    if (this.#committing !== undefined || this.#failed) return;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+  #commitDue(): void {
     this.#timer = undefined;
-    this.#committing = this.#commitNow()
-      .catch((error: unknown) => this.#fail(error))
-      .finally(() => {
-        this.#committing = undefined;
-        this.#lastCommitEnded = performance.now();
-        if (this.#unflushed.length > 0) this.#scheduleCommit(true);
-        else if (this.#tracker.pending > 0) this.#scheduleCommit(false);
-        this.#maybeEnd();
-      });
+    this.#immediate = undefined;
+    this.#apply(() => this.#machine.commitDue(performance.now()));
   }
 
-  /**
-   * `now`: marks are waiting (a send waits for them), so commit as soon as the current one ends.
-   * Results alone commit at most once per `commitIntervalMs`: at once when the last transaction
-   * ended longer ago than that (a quiet partition shows a result without waiting), else when the
-   * interval since it is up (a busy one batches them).
-   */
-  #scheduleCommit(now: boolean): void {
-    if (this.#failed || this.#committing !== undefined) return;
-    const wait = this.#ctx.commitIntervalMs - (performance.now() - this.#lastCommitEnded);
-    if (now || wait <= 0) {
-      this.#urgent ??= setImmediate(() => {
-        this.#urgent = undefined;
-        this.#runCommit();
-      });
-      return;
-    }
-    this.#timer ??= setTimeout(() => this.#runCommit(), wait);
-  }
-
-  /** Retired or failed, and nothing left in hand: commit what is done (unless failed) and end. */
-  #maybeEnd(): void {
-    if (this.accepting || this.#finishing || this.#tasks.size > 0 || this.#committing !== undefined) return;
-    this.#finishing = true;
+  #disarm(): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
-    if (this.#urgent !== undefined) clearImmediate(this.#urgent);
+    if (this.#immediate !== undefined) clearImmediate(this.#immediate);
     this.#timer = undefined;
-    this.#urgent = undefined;
-    void (async () => {
-      if (!this.#failed) {
-        try {
-          await this.#commitNow();
-        } catch (error) {
-          this.#failed = true;
-          this.#failure = error;
-        }
-      }
-      this.#setBusy(false);
-      this.#ended.resolve(this.#failed ? { failure: this.#failure } : {});
-    })();
-  }
-
-  /** The partition is not fetched while either bound holds it. */
-  #syncHold(): void {
-    const held = this.accepting && (this.#runAheadFull || this.#heldForBytes);
-    if (this.#held === held) return;
-    this.#held = held;
-    this.#ctx.holdFetching(held);
-  }
-
-  #releaseHolds(): void {
-    this.#runAheadFull = false;
-    this.#heldForBytes = false;
-    this.#ctx.bytesInHand.cancel(this.#bytesFreed);
-    this.#syncHold();
-  }
-
-  #setBusy(busy: boolean): void {
-    if (this.#busy === busy) return;
-    this.#busy = busy;
-    this.#ctx.onBusy(busy);
+    this.#immediate = undefined;
   }
 }

@@ -6,6 +6,7 @@ import { PartitionLane, type LaneEnd } from './partition-lane.ts';
 import type { BytesInHand } from './bytes-in-hand.ts';
 import type { Semaphore } from './semaphore.ts';
 import { groupOffset } from '../kafka/offsets.ts';
+import { afterFailure } from './protocol/claim.ts';
 import type { WorkerParts } from './parts.ts';
 
 export interface PartitionLanesOptions {
@@ -167,7 +168,7 @@ export class PartitionLanes {
     const key = `${topic}:${partition}`;
     if (this.#lanes.get(key) === lane) this.#lanes.delete(key);
     if (end.failure === undefined || !parts.ownership.isCurrent(claim)) return;
-    if (end.failure instanceof FencedError && parts.ownership.leaseHolds()) {
+    if (afterFailure(end.failure instanceof FencedError, parts.ownership.leaseHolds()) === 'lose') {
       parts.ownership.lose(topic, partition);
       return;
     }

@@ -2,31 +2,11 @@ import { SmsWorkerError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import { DedupWindow } from './dedup-window.ts';
-import { handoverWaitMs, marksSettled, recoveryPlan, type Checkpoint, type OpenMark } from './ledger-checkpoint.ts';
+import { handoverWaitMs, marksSettled, recoveryPlan, type Checkpoint } from './ledger-checkpoint.ts';
+import { claimSteps, type PartitionClaim } from './protocol/claim.ts';
 
-/**
- * What this process holds of one command partition in one group generation, from the moment its
- * transactional producer fenced the previous owner. The partition's lane of this generation works
- * with it (partition-lane.ts updates the marks, the position and the dedup window), so they
- * outlive any one fetched batch.
- */
-export interface PartitionClaim {
-  readonly topic: string;
-  readonly partition: number;
-  readonly generation: number;
-  /** Records below this offset were answered by an earlier owner: skip them. */
-  readonly start: bigint;
-  /** Marks inherited from an earlier owner (no result was committed): never sent again under `report`. */
-  readonly inDoubt: Map<bigint, OpenMark>;
-  /**
-   * Marks written to the ledger (and inherited ones) whose results are not committed yet: every
-   * ledger checkpoint this owner writes lists exactly these.
-   */
-  readonly open: Map<bigint, OpenMark>;
-  readonly dedup: DedupWindow;
-  /** The committed offset as this owner last committed it (starts at `start`). */
-  readonly position: { committed: bigint };
-}
+/** This generation's hold of one partition (defined with the partition protocol). */
+export type { PartitionClaim } from './protocol/claim.ts';
 
 /** The effects ownership needs, kept behind an interface so it has no Kafka types (and tests can drive it). */
 export interface OwnershipEffects {
@@ -212,12 +192,26 @@ export class PartitionOwnership {
       throw new SmsWorkerError('LEASE_EXPIRED', `not claiming ${topic}[${partition}]: no heartbeat confirmed this member within the session timeout`, {
         retryable: true,
       });
-    const local = await this.#o.effects.handover(topic, partition);
-    if (!local) await this.#awaitEarlierOwner(topic, partition, generation);
-    if (generation !== this.#generation)
-      throw new SmsWorkerError('CLAIM_STALE', `not claiming ${topic}[${partition}]: a newer generation started meanwhile`, { retryable: true });
-    await this.#o.effects.fence(topic, partition, generation);
-    const [groupOffset, checkpoint] = await Promise.all([this.#o.effects.groupOffset(topic, partition), this.#o.effects.checkpoint(partition, 'end')]);
+    let groupOffset = 0n;
+    let checkpoint: Checkpoint | undefined;
+    // The order is the protocol's (claimSteps): fence before reading, so no earlier owner can still
+    // write what is read.
+    for (const step of claimSteps()) {
+      if (step === 'handover') {
+        const local = await this.#o.effects.handover(topic, partition);
+        if (!local) await this.#awaitEarlierOwner(topic, partition, generation);
+        continue;
+      }
+      if (generation !== this.#generation)
+        throw new SmsWorkerError('CLAIM_STALE', `not claiming ${topic}[${partition}]: a newer generation started meanwhile`, { retryable: true });
+      // The handover may have waited (or the process frozen) past the lease: fence only while it holds.
+      if (step === 'fence' && !this.leaseHolds())
+        throw new SmsWorkerError('LEASE_EXPIRED', `not fencing ${topic}[${partition}]: the group lease expired while waiting for the earlier owner`, {
+          retryable: true,
+        });
+      if (step === 'fence') await this.#o.effects.fence(topic, partition, generation);
+      else [groupOffset, checkpoint] = await Promise.all([this.#o.effects.groupOffset(topic, partition), this.#o.effects.checkpoint(partition, 'end')]);
+    }
     const { start, inDoubt } = recoveryPlan(groupOffset, checkpoint);
     const dedup = new DedupWindow(this.#o.dedupWindow);
     if (this.#o.dedupWindow > 0 && start > 0n) {

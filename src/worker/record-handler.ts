@@ -18,7 +18,7 @@ import { retry, RetryAborted } from '../retry.ts';
 import { isProviderError } from '../provider/provider-error.ts';
 import { RegistryUnavailableError, type Codec } from '../schema/codec.ts';
 import type { GuardedSender, SendHooks, SendOutcome } from './guarded-sender.ts';
-import type { OpenMark } from './ledger-checkpoint.ts';
+import type { Identity } from './protocol/partition-machine.ts';
 import { firstCallOnly, timeToSendSeconds } from './time-to-send.ts';
 import type { CommandEnd, CommandSpan, CommandTracer } from '../observability/command-span.ts';
 
@@ -48,7 +48,7 @@ export interface RecordHandlerDeps {
   readonly codec: RecordCodec;
   readonly sender: GuardedSender;
   readonly policy: ValidationPolicy;
-  /** What to do with a command an earlier owner marked as being sent without a result. */
+  /** What to do with a command an earlier owner marked as being sent without a result (the partition's protocol applies it). */
   readonly inDoubtPolicy: 'report' | 'resend';
   /** Encoded results above this are reduced (see shrinkResult) so the record always fits the topic. */
   readonly maxRecordBytes: number;
@@ -65,17 +65,12 @@ export interface RecordHandlerDeps {
 /** `traceparent`/`tracestate` of the command's span, written on the result or dead letter it produced. */
 type TraceHeaders = Readonly<Record<string, string>>;
 
-/** The partition's view of one record: ledger marks and the dedup window. */
+/** The partition's view of one record: its protocol's answer about the commandId, and the hooks of its send. */
 export interface RecordLane {
-  /** The mark an earlier owner left for this record, if any. */
-  inherited(offset: bigint): OpenMark | undefined;
-  /** Claims the commandId for this record; returns the offset of an earlier record with a result (a duplicate). */
-  claimCommandId(commandId: string, offset: bigint): bigint | undefined;
-  /** The record ended without a result: its commandId may come again. */
-  releaseCommandId(commandId: string, offset: bigint): void;
-  /** Ledger hooks for the send of this record. */
-  sendHooks(offset: bigint, commandId: string): SendHooks | undefined;
-  onInDoubt(action: 'reported' | 'resent'): void;
+  /** In doubt (an earlier owner's mark, reported UNKNOWN), a repeat of an earlier record, or new. */
+  identify(offset: bigint, commandId: string): Identity;
+  /** The protocol's hooks for the send of this record (ledger mark, slot, lease). */
+  sendHooks(offset: bigint): SendHooks | undefined;
 }
 
 /**
@@ -150,11 +145,9 @@ async function handle(
   }
 
   span?.identify(command.commandId, command.operation.kind);
-  const inherited = lane.inherited(offset);
-  if (inherited !== undefined && deps.inDoubtPolicy === 'report') {
-    lane.onInDoubt('reported');
-    lane.claimCommandId(command.commandId, offset);
-    const attemptedAt = new Date(inherited.at).toISOString();
+  const identity = lane.identify(offset, command.commandId);
+  if (identity.kind === 'in-doubt') {
+    const attemptedAt = new Date(identity.mark.at).toISOString();
     return result(
       unknownResult(
         { command, source, completedAt: now() },
@@ -162,23 +155,20 @@ async function handle(
           message: `an earlier owner of this partition marked the command as being sent at ${attemptedAt} and stopped before its result was committed; the service may have sent it, so it is not sent again`,
           stage: 'OTHER',
           attempts: 0,
-          attemptedAt: inherited.at,
+          attemptedAt: identity.mark.at,
         },
       ),
       deps,
     );
   }
-  if (inherited !== undefined) lane.onInDoubt('resent');
-
-  const firstOffset = lane.claimCommandId(command.commandId, offset);
-  if (firstOffset !== undefined) return { kind: 'duplicate', commandId: command.commandId, firstOffset };
+  if (identity.kind === 'duplicate') return { kind: 'duplicate', commandId: command.commandId, firstOffset: identity.firstOffset };
 
   const validation = validateCommand(command, deps.policy, now());
   if (validation.kind === 'expired') return result(expiredResult({ command, source, completedAt: now() }, validation.expiresAt), deps);
   if (validation.kind === 'rejected') return result(rejectedResult({ command, source, completedAt: now() }, validation.problems), deps);
 
   let attemptedAt: number | null = null;
-  const ledger = lane.sendHooks(offset, command.commandId);
+  const ledger = lane.sendHooks(offset);
   const before = ledger?.beforeSend;
   const hooks: SendHooks = {
     ...(before !== undefined && {
@@ -198,10 +188,7 @@ async function handle(
     }),
   };
   const outcome: SendOutcome = await deps.sender.send(validation.request, command.commandId, signal, command.expiresAt, hooks, validation.footprint);
-  if (outcome.kind === 'abandoned') {
-    lane.releaseCommandId(command.commandId, offset);
-    return { kind: 'abandoned', maybeSent: outcome.maybeSent === true };
-  }
+  if (outcome.kind === 'abandoned') return { kind: 'abandoned', maybeSent: outcome.maybeSent === true };
   const ctx: ResultContext = { command, source, completedAt: now() };
   try {
     return await result(resultOfSend(ctx, outcome, validation.rejectedRecipients, attemptedAt ?? now()), deps);

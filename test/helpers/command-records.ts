@@ -78,9 +78,6 @@ export function recordingBatch(topic: string, partition: number, messages: Fetch
 
 /** Enough of a partition for a record handled on its own: nothing inherited, no repeats, no ledger hooks. */
 export const bareRecordLane: RecordLane = {
-  inherited: () => undefined,
-  claimCommandId: () => undefined,
-  releaseCommandId: () => undefined,
+  identify: () => ({ kind: 'new', resent: false }),
   sendHooks: () => undefined,
-  onInDoubt: () => undefined,
 };

@@ -1,0 +1,47 @@
+import type { DedupWindow } from '../dedup-window.ts';
+import type { OpenMark } from '../ledger-checkpoint.ts';
+import type { Variant } from './effects.ts';
+import { CLAIM_STEPS, type ClaimStep } from './table.ts';
+
+/**
+ * What this process holds of one command partition in one group generation, from the moment its
+ * transactional producer fenced the previous owner. The partition's machine works with it (the
+ * marks, the position and the dedup window), so it outlives any one fetched batch.
+ */
+export interface PartitionClaim {
+  readonly topic: string;
+  readonly partition: number;
+  readonly generation: number;
+  /** Records below this offset were answered by an earlier owner: skip them. */
+  readonly start: bigint;
+  /** Marks inherited from an earlier owner (no result was committed): never sent again under `report`. */
+  readonly inDoubt: Map<bigint, OpenMark>;
+  /** Marks written to the ledger (and inherited ones) whose results are not committed yet: every checkpoint lists exactly these. */
+  readonly open: Map<bigint, OpenMark>;
+  readonly dedup: DedupWindow;
+  /** The committed offset as this owner last committed it (starts at `start`). */
+  readonly position: { committed: bigint };
+}
+
+/** The steps of a claim, in order: fence before reading, so no earlier owner can still write what is read. */
+export function claimSteps(variant: Variant = 'correct'): readonly ClaimStep[] {
+  return variant === 'read-ledger-before-fence' ? ['handover', 'read', 'fence'] : CLAIM_STEPS;
+}
+
+/**
+ * What a lane that failed leaves: `lose` (its producer was fenced while the lease held: another
+ * process owns the partition; never fence it back in this generation) or `reclaim` (claim afresh
+ * from the committed offset: fence, recover).
+ */
+export function afterFailure(fenced: boolean, leaseHolds: boolean): 'lose' | 'reclaim' {
+  return fenced && leaseHolds ? 'lose' : 'reclaim';
+}
+
+/**
+ * A transaction refused because the producer was fenced is final: the partition belongs to
+ * someone else, and initialising the producer again (to retry) would fence the rightful owner
+ * back while this claim's state (marks, offset) is stale.
+ */
+export function fencedIsFinal(variant: Variant = 'correct'): boolean {
+  return variant !== 'refence-after-fenced';
+}

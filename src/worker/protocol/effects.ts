@@ -1,0 +1,51 @@
+import type { OpenMark } from '../ledger-checkpoint.ts';
+
+/**
+ * Known-bad variants of the protocol, each a mistake the simulation must catch (its own test).
+ * Never set outside that test.
+ */
+export type Variant = 'correct' | 'send-before-mark-commits' | 'commit-past-unfinished' | 'read-ledger-before-fence' | 'refence-after-fenced';
+
+/** One transaction of a partition: the marks it commits, the done prefix, the checkpoint and the offset. */
+export interface TransactionPlan<O> {
+  /** Marks opened since the last transaction: their sends wait for this one. */
+  readonly marks: readonly bigint[];
+  /** Outcomes of the contiguous done prefix, in offset order. */
+  readonly outcomes: readonly O[];
+  readonly offsets: readonly bigint[];
+  /** The next offset to consume (undefined: a transaction of marks alone). */
+  readonly commitOffset: bigint | undefined;
+  /** The ledger checkpoint (ledger on): the offset and the marks still open at or past it. */
+  readonly checkpoint: { readonly next: bigint; readonly open: readonly OpenMark[] } | undefined;
+  /** The claim's last transaction: the lane ends with it. */
+  readonly closing: boolean;
+}
+
+/** What the machine asks its driver (the lane, or the simulation) to do. */
+export type Effect<O> =
+  /** Decode, check and (maybe) send the record: the handler reports back with `wantSend`, `finished` or `abandoned`. */
+  | { readonly type: 'handle'; readonly offset: bigint }
+  | { readonly type: 'acquire-permit'; readonly offset: bigint }
+  | { readonly type: 'release-permit' }
+  | { readonly type: 'acquire-slot'; readonly offset: bigint }
+  | { readonly type: 'release-slot' }
+  /** The record may call the service now. */
+  | { readonly type: 'call'; readonly offset: bigint }
+  /** The record must not call: it gives up unsent (or waits at the gate again if the handler keeps it). */
+  | { readonly type: 'refuse-call'; readonly offset: bigint }
+  | { readonly type: 'mark-opened' }
+  /** Arm the commit timer (replacing an armed one); 0 = as soon as possible. */
+  | { readonly type: 'arm-commit'; readonly delayMs: number }
+  | { readonly type: 'disarm-commit' }
+  | { readonly type: 'transaction'; readonly plan: TransactionPlan<O> }
+  /** A transaction committed the offset `next` with these outcomes. */
+  | { readonly type: 'committed'; readonly next: bigint; readonly outcomes: readonly O[] }
+  | { readonly type: 'hold-fetching'; readonly held: boolean }
+  | { readonly type: 'busy'; readonly busy: boolean }
+  | { readonly type: 'progress' }
+  /** Cut pending permit and slot acquisitions (their grants, if they still come, are given back). */
+  | { readonly type: 'stop-waits' }
+  /** The claim failed: cut every wait of every record (decoding, the gate, calls under way finish). */
+  | { readonly type: 'abort-all'; readonly error: unknown }
+  | { readonly type: 'cancel-bytes-wait' }
+  | { readonly type: 'ended'; readonly failure?: unknown };

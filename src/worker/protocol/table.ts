@@ -1,0 +1,118 @@
+/**
+ * The partition protocol's states, events and transitions as data: the one source for the
+ * machine (partition-machine.ts refuses any move not listed here) and for the state-machine page
+ * in docs/ (a test renders this table and compares it with the page).
+ */
+
+export const RECORD_STATES = {
+  queued: 'fetched and taken; waits for the previous record with its key to end',
+  handling: 'decoded, checked and passing the service gate, route holds and rate limit; nothing can have reached the service from here',
+  'awaiting-permit': 'wants to send (ledger on): waits for a mark permit (at most 2 × MAX_IN_FLIGHT marks ahead of the calls)',
+  marking: 'its mark is open and waits for the transaction that commits it',
+  'awaiting-slot': 'its mark has committed (or the ledger is off): waits for an in-flight slot',
+  calling: 'a call is under way: the service may have the command',
+  done: 'its outcome (result, dead letter, duplicate) waits for the contiguous prefix to commit',
+  'given-up': 'ended without an outcome: its offset is never committed by this claim; the next claim consumes it again',
+} as const;
+
+export type RecordState = keyof typeof RECORD_STATES;
+
+export const RECORD_EVENTS = {
+  take: 'the fetch loop takes the record (below the run-ahead bound, with bytes in hand)',
+  'predecessor-ended': 'the previous record with the same key ended (done or given up)',
+  'want-send': 'the record passed the gate, holds and rate limit and asks to call',
+  'permit-granted': 'a mark permit was granted',
+  'mark-committed': 'the transaction carrying its mark committed',
+  'slot-granted': 'an in-flight slot was granted (the lease is checked again here)',
+  'not-sent': 'the call surely did not reach the service (or was refused) and the command is kept for later',
+  stop: 'a wait was cut or a send refused: the claim retires or fails, sending stopped (a forced stop), or the lease is lost',
+  finished: 'the handler returned an outcome',
+  abandoned: 'the handler returned no outcome (a wait was cut, or shutdown closed a call under way)',
+  committed: 'a transaction committed the record’s outcome and the offset past it',
+} as const;
+
+export type RecordEvent = keyof typeof RECORD_EVENTS;
+
+export interface Transition<S extends string, E extends string> {
+  readonly from: S;
+  readonly event: E;
+  readonly to: S | 'removed';
+  readonly effect: string;
+}
+
+export const RECORD_TRANSITIONS: readonly Transition<RecordState, RecordEvent>[] = [
+  { from: 'queued', event: 'predecessor-ended', to: 'handling', effect: 'handle the record' },
+  { from: 'handling', event: 'finished', to: 'done', effect: 'commit within COMMIT_INTERVAL_MS' },
+  { from: 'handling', event: 'abandoned', to: 'given-up', effect: 'forget its commandId; drop its mark from the next checkpoint' },
+  { from: 'handling', event: 'want-send', to: 'awaiting-permit', effect: 'ask for a mark permit' },
+  { from: 'handling', event: 'want-send', to: 'marking', effect: 'open its mark again (slot still held); commit at once' },
+  { from: 'handling', event: 'want-send', to: 'awaiting-slot', effect: 'ask for a slot (ledger off)' },
+  { from: 'handling', event: 'want-send', to: 'calling', effect: 'call (ledger off, slot still held)' },
+  { from: 'handling', event: 'stop', to: 'handling', effect: 'refuse the call' },
+  { from: 'awaiting-permit', event: 'permit-granted', to: 'marking', effect: 'open its mark; commit at once' },
+  { from: 'awaiting-permit', event: 'stop', to: 'handling', effect: 'refuse the call' },
+  { from: 'marking', event: 'mark-committed', to: 'awaiting-slot', effect: 'ask for a slot' },
+  { from: 'marking', event: 'mark-committed', to: 'calling', effect: 'give the permit back; call (slot still held)' },
+  { from: 'marking', event: 'mark-committed', to: 'handling', effect: 'give the permit back; refuse the call (slot still held; stopped, or the lease is lost)' },
+  { from: 'marking', event: 'stop', to: 'handling', effect: 'give the permit back; refuse the call' },
+  { from: 'awaiting-slot', event: 'slot-granted', to: 'calling', effect: 'give the permit back; call' },
+  { from: 'awaiting-slot', event: 'slot-granted', to: 'handling', effect: 'give the permit back; refuse the call (stopped, or the lease is lost)' },
+  { from: 'awaiting-slot', event: 'stop', to: 'handling', effect: 'give the permit back; refuse the call' },
+  { from: 'calling', event: 'not-sent', to: 'handling', effect: 'withdraw its mark (the next checkpoint drops it)' },
+  { from: 'calling', event: 'want-send', to: 'marking', effect: 'kept after an ambiguous answer: its mark stays; commit at once' },
+  { from: 'calling', event: 'want-send', to: 'calling', effect: 'kept after an ambiguous answer (ledger off): call again' },
+  { from: 'calling', event: 'stop', to: 'handling', effect: 'kept after an ambiguous answer, but sending stopped: refuse the call' },
+  { from: 'calling', event: 'finished', to: 'done', effect: 'commit within COMMIT_INTERVAL_MS' },
+  { from: 'calling', event: 'abandoned', to: 'given-up', effect: 'keep its mark (the next owner reports UNKNOWN)' },
+  { from: 'done', event: 'committed', to: 'removed', effect: 'report the outcome; drop its mark and in-doubt entry' },
+];
+
+export const CLAIM_STATES = {
+  active: 'takes records, sends, commits',
+  retiring: 'a rebalance or shutdown: takes no records; waits refused; calls under way finish and commit',
+  failed: 'a transaction failed or was fenced, or a bug: every wait is cut; nothing more commits',
+  closing: 'nothing left in hand: the last transaction commits what is done',
+  ended: 'the lane is over; the claim is lost (fenced) or claimed afresh (failed)',
+} as const;
+
+export type ClaimState = keyof typeof CLAIM_STATES;
+
+export const CLAIM_EVENTS = {
+  retire: 'a rebalance or shutdown',
+  fail: 'a transaction failed (after its retries) or was fenced, or a handler threw',
+  drained: 'no record is in hand and no transaction under way',
+  'closing-committed': 'the last transaction committed (or there was nothing to commit)',
+  'closing-failed': 'the last transaction failed',
+} as const;
+
+export type ClaimEvent = keyof typeof CLAIM_EVENTS;
+
+export const CLAIM_TRANSITIONS: readonly Transition<ClaimState, ClaimEvent>[] = [
+  { from: 'active', event: 'retire', to: 'retiring', effect: 'stop fetching; cut the waits for a permit, a mark or a slot' },
+  { from: 'active', event: 'fail', to: 'failed', effect: 'cut every wait; fail the marks waiting for a transaction' },
+  { from: 'retiring', event: 'fail', to: 'failed', effect: 'cut every wait; fail the marks waiting for a transaction' },
+  { from: 'retiring', event: 'drained', to: 'closing', effect: 'commit what is done' },
+  { from: 'closing', event: 'closing-committed', to: 'ended', effect: 'the lane ends' },
+  { from: 'closing', event: 'closing-failed', to: 'ended', effect: 'the lane ends with the failure' },
+  { from: 'failed', event: 'drained', to: 'ended', effect: 'the lane ends with the failure: fenced → lost until the next generation; else claimed afresh from the committed offset' },
+];
+
+/** What the simulation checks after every schedule (see test/sim and docs/partition-protocol.md). */
+export const INVARIANTS = {
+  'at-most-one-send': 'a command has at most one request that may have reached the service, across every owner',
+  'exactly-one-result': 'every record of the log ends with exactly one committed result or dead letter (or, a repeated commandId, none)',
+  'key-order': 'the requests of commands with the same key start in offset order',
+  'unknown-is-honest': 'UNKNOWN only for a command with a mark or a request that may have reached the service',
+  'nothing-lost': 'once the owners stop failing, every record gets its outcome, whatever sequence of owners it went through',
+  'fenced-never-commits': 'a producer of an earlier epoch never commits',
+} as const;
+
+/** Claim steps, in order: fencing comes before anything is read, so no earlier owner can still write what is read. */
+export const CLAIM_STEPS = ['handover', 'fence', 'read'] as const;
+
+export type ClaimStep = (typeof CLAIM_STEPS)[number];
+
+/** `from|event|to`: the moves the machine allows. */
+export function transitionKeys<S extends string, E extends string>(table: readonly Transition<S, E>[]): Set<string> {
+  return new Set(table.map((t) => `${t.from}|${t.event}|${t.to}`));
+}
