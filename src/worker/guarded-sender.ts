@@ -1,37 +1,19 @@
 import type { SendFootprint } from '../contracts/validate.ts';
-import { INSUFFICIENT_FUNDS_CODE, NO_UPSTREAM_CODE } from '../provider/classify.ts';
-import { isProviderError, ProviderError } from '../provider/provider-error.ts';
-import type { AttemptInfo } from '../provider/options.ts';
+import { NO_UPSTREAM_CODE } from '../provider/classify.ts';
+import type { ProviderError } from '../provider/provider-error.ts';
+import { isProviderError } from '../provider/provider-error.ts';
 import type { FailureClass, ProviderClient, ProviderRequest, ProviderSuccess } from '../provider/types.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 import { RefusalHolds } from './refusal-holds.ts';
-import { DEFAULT_REFUSAL_SCOPE_SETTINGS, describeRoute, type HoldTicket, type RefusalScope } from './refusal-scopes.ts';
+import { DEFAULT_REFUSAL_SCOPE_SETTINGS, type HoldTicket, type RefusalScope } from './refusal-scopes.ts';
 import type { OutageCounter, Passage, PauseReason, ServiceGate } from './service-gate.ts';
+import { heldBackError, refusedAgainError } from './refusal-errors.ts';
+import type { SendHooks, SendOutcome } from './send-outcome.ts';
 
 /** Failure classes that say "the service is not taking requests", not "this command is wrong". */
 const OUTAGE: ReadonlySet<FailureClass> = new Set(['transport', 'throttled', 'ambiguous']);
 
-export type SendOutcome =
-  | { readonly kind: 'sent'; readonly success: ProviderSuccess; readonly attempts: number }
-  | { readonly kind: 'failed'; readonly error: ProviderError | Error; readonly attempts: number }
-  | { readonly kind: 'expired'; readonly expiresAt: number; readonly attempts: number }
-  /** Given up without a result. `maybeSent`: a call was under way when it was cut (shutdown), so its ledger mark must stay. */
-  | { readonly kind: 'abandoned'; readonly attempts: number; readonly maybeSent?: boolean };
-
-/**
- * Called around each call to the service, so the caller can keep the intent ledger: `beforeSend`
- * marks the command as being sent and resolves once the mark is committed (false: do not send —
- * the partition is lost or the lease expired); `notSent` says the call surely did not reach the
- * service and the command goes back to waiting. `onAttempt` observes each HTTP attempt (the
- * command's trace). Each is optional: without the ledger only tracing may need them.
- */
-export interface SendHooks {
-  readonly beforeSend?: (signal: AbortSignal) => Promise<boolean>;
-  readonly notSent?: () => void;
-  readonly onAttempt?: (info: AttemptInfo) => void;
-  /** Called just before each call to the service starts (after `beforeSend` cleared it): time to send. */
-  readonly callStarting?: () => void;
-}
+export type { SendHooks, SendOutcome } from './send-outcome.ts';
 
 export interface GuardedSenderOptions {
   readonly client: ProviderClient;
@@ -303,48 +285,4 @@ export class GuardedSender {
     if (reason === 'insufficient_funds') this.#o.holds.clearCostCeiling();
     this.#o.gate.block(reason, wasProbe, probeInMs);
   }
-}
-
-/** Whether a refusal may pass if tried later (a route configured, the account topped up). */
-function failureClassOf(code: string): FailureClass {
-  return code === INSUFFICIENT_FUNDS_CODE ? 'insufficient-funds' : 'configuration';
-}
-
-/**
- * A command given up unsent because its route or cost stayed refused: FAILED with the service's
- * code, retryable (a later retry can succeed once the route is configured or funds are back). The
- * refusal is the service's, so its stage is PROVIDER.
- */
-function heldBackError(operation: ProviderRequest['operation'], code: string, detail: string, attempts: number): ProviderError {
-  return new ProviderError({
-    operation,
-    code,
-    message: detail,
-    providerMessage: '',
-    failureClass: failureClassOf(code),
-    retryable: true,
-    attempts,
-    answered: true,
-  });
-}
-
-/** The service's refusal of a command refused twice (or decided per command), naming its route, retryable. */
-function refusedAgainError(error: ProviderError, state: SendState, attempts: number): ProviderError {
-  const what =
-    error.code === NO_UPSTREAM_CODE
-      ? `the route (${describeRoute(state.footprint.operation, state.footprint.regions)}) was refused`
-      : `the balance did not cover this command (${state.footprint.costUnits} billed units expected)`;
-  return new ProviderError({
-    operation: error.operation,
-    code: error.code,
-    message: `${error.message}; ${what} ${state.refusals} time(s); not sent, retry later`,
-    providerMessage: error.providerMessage,
-    failureClass: error.failureClass,
-    retryable: true,
-    attempts,
-    httpStatus: error.httpStatus,
-    requestId: error.requestId,
-    answered: error.answered,
-    stopReason: error.stopReason,
-  });
 }

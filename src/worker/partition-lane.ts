@@ -1,60 +1,18 @@
-import type { Logger } from '../observability/logger.ts';
-import type { WorkerMetrics } from '../metrics/metrics.ts';
 import { encodeCheckpoint } from './ledger-checkpoint.ts';
 import { reportOutcome } from './outcome-report.ts';
 import { deferred } from './waiting.ts';
 import type { PartitionClaim } from './protocol/claim.ts';
 import { PartitionMachine, type Effect, type TransactionPlan } from './protocol/partition-machine.ts';
-import { handleRecord, type RecordHandlerDeps, type RecordLane, type RecordOutcome } from './record-handler.ts';
-import type { Semaphore } from './semaphore.ts';
-import type { BytesInHand } from './bytes-in-hand.ts';
+import { handleRecord, type RecordLane, type RecordOutcome } from './record-handler.ts';
 import { commandRecordBytes } from '../contracts/dead-letter.ts';
 import { commitPrefix, type CommitTarget } from './transaction-committer.ts';
-import type { FetchedBatch, FetchedRecord, PartitionProducers } from '../kafka/ports.ts';
+import type { FetchedBatch, FetchedRecord } from '../kafka/ports.ts';
+import type { LaneContext } from './lane-context.ts';
+
+export type { LaneContext } from './lane-context.ts';
 
 /** One fetched batch and its records, as the worker needs them (defined with the other Kafka ports). */
 export type { FetchedBatch, FetchedRecord } from '../kafka/ports.ts';
-
-export interface LaneContext {
-  readonly deps: RecordHandlerDeps;
-  readonly producers: PartitionProducers;
-  readonly slots: Semaphore;
-  /**
-   * Bounds the commands marked in the ledger but not yet holding a slot (process-wide; 2 ×
-   * MAX_IN_FLIGHT): marks a wave or two ahead of the calls keep the pipeline full, more would only
-   * grow what a crash leaves UNKNOWN.
-   */
-  readonly markPermits?: Semaphore;
-  readonly metrics: WorkerMetrics;
-  readonly log: Logger;
-  /** Where results go; `mayFence` is the lane's own (see `mayCommit`). */
-  readonly target: Omit<CommitTarget, 'topic' | 'partition' | 'mayFence' | 'generation'>;
-  readonly commitIntervalMs: number;
-  /** This generation's claim of the partition: start offset, inherited and open marks, dedup window. */
-  readonly claim: PartitionClaim;
-  /** Records dispatched past the committed offset, at most (the run-ahead bound). */
-  readonly maxRunAhead: number;
-  /** Bytes of records dispatched and not yet done, process-wide (MAX_BYTES_IN_HAND). */
-  readonly bytesInHand: BytesInHand;
-  /** Reads the partition's committed offset from the broker (to resolve an ambiguous commit). */
-  readonly fetchCommittedOffset: (topic: string, partition: number) => Promise<bigint>;
-  /** Whether this process may still start a send for the partition (its lease holds and the claim is current). */
-  readonly leaseHolds: () => boolean;
-  /**
-   * Whether the lane may still commit: a current claim may (re)initialise its producer; a lane
-   * retiring after a rebalance only while its generation's producer is still there (nobody fenced
-   * it), never initialising one (that would fence the new owner).
-   */
-  readonly mayCommit: () => boolean;
-  /** Aborted when dispatched records must give up too (a forced stop, or wrap-up while sends are held). */
-  readonly abandon: AbortSignal;
-  /** Real progress: a record dispatched or a transaction committed. */
-  readonly onProgress: () => void;
-  /** The lane has records in hand (dispatched, not yet committed), or none any more. */
-  readonly onBusy: (busy: boolean) => void;
-  /** Stop fetching the partition (the run-ahead bound or the bytes budget is reached), or fetch it again. */
-  readonly holdFetching: (held: boolean) => void;
-}
 
 /** How a lane ended: retired (a rebalance, shutdown) with everything it could commit committed, or failed. */
 export interface LaneEnd {
@@ -275,7 +233,10 @@ export class PartitionLane {
       (error: unknown) => {
         // A bug, not a record problem (those become results or dead letters): the claim fails,
         // the offset stays uncommitted, and the record is consumed again by the next claim.
-        ctx.log.error({ err: error, topic: this.claim.topic, partition: this.claim.partition, offset: record.source.offset }, 'record handling failed unexpectedly');
+        ctx.log.error(
+          { err: error, topic: this.claim.topic, partition: this.claim.partition, offset: record.source.offset },
+          'record handling failed unexpectedly',
+        );
         settle();
         this.#apply(() => this.#machine.crashed(offset, error));
       },

@@ -1,5 +1,5 @@
 import { commandFromAvro, CommandShapeError, type SendCommand } from '../contracts/command.ts';
-import { checkCommandRecordSize, deadLetterRecord, deadLetterToAvro, reduceDeadLetter, type DeadLetter, type RawHeaders } from '../contracts/dead-letter.ts';
+import { checkCommandRecordSize } from '../contracts/dead-letter.ts';
 import {
   expiredResult,
   failedResult,
@@ -11,38 +11,18 @@ import {
   type ResultContext,
   type SourcePosition,
 } from '../contracts/result.ts';
-import { resultToAvro } from '../contracts/result-avro.ts';
+import { encodedDeadLetter, encodedResult, type CommandRecord, type RecordCodec, type RecordOutcome } from './record-outcomes.ts';
 import { validateCommand, type ValidationPolicy } from '../contracts/validate.ts';
 import { coerceError } from '../errors.ts';
 import { retry, RetryAborted } from '../retry.ts';
 import { isProviderError } from '../provider/provider-error.ts';
-import { RegistryUnavailableError, type Codec } from '../schema/codec.ts';
+import { RegistryUnavailableError } from '../schema/codec.ts';
 import type { GuardedSender, SendHooks, SendOutcome } from './guarded-sender.ts';
 import type { Identity } from './protocol/partition-machine.ts';
 import { firstCallOnly, timeToSendSeconds } from './time-to-send.ts';
+
+export type { CommandRecord, RecordCodec, RecordOutcome } from './record-outcomes.ts';
 import type { CommandEnd, CommandSpan, CommandTracer } from '../observability/command-span.ts';
-
-/** A command record as the worker sees it: no client library types. */
-export interface CommandRecord {
-  readonly key: Buffer | null;
-  readonly value: Buffer | null;
-  readonly headers?: RawHeaders | undefined;
-  /** Kafka timestamp, epoch ms as a string: when the command was published (time to send starts there). */
-  readonly timestamp?: string | undefined;
-}
-
-/**
- * What became of one command record. `abandoned` leaves its offset uncommitted (the record is
- * consumed again); `duplicate` commits it without a record (its commandId already has a result).
- */
-export type RecordOutcome =
-  | { readonly kind: 'result'; readonly result: CommandResult; readonly key: string; readonly value: Buffer; readonly headers?: TraceHeaders }
-  | { readonly kind: 'dead-letter'; readonly record: DeadLetter; readonly key: Buffer | null; readonly value: Buffer; readonly headers?: TraceHeaders }
-  | { readonly kind: 'duplicate'; readonly commandId: string; readonly firstOffset: bigint }
-  | { readonly kind: 'abandoned'; readonly maybeSent?: boolean };
-
-/** The part of the codec a record needs (an interface, so the handler can be unit-tested without a registry). */
-export type RecordCodec = Pick<Codec, 'decode' | 'encodeResult' | 'encodeDeadLetter'>;
 
 export interface RecordHandlerDeps {
   readonly codec: RecordCodec;
@@ -61,9 +41,6 @@ export interface RecordHandlerDeps {
   /** Seconds from the record's publication to the start of its first call to the service. */
   readonly timeToSend?: { observe(seconds: number): void };
 }
-
-/** `traceparent`/`tracestate` of the command's span, written on the result or dead letter it produced. */
-type TraceHeaders = Readonly<Record<string, string>>;
 
 /** The partition's view of one record: its protocol's answer about the commandId, and the hooks of its send. */
 export interface RecordLane {
@@ -126,10 +103,10 @@ async function handle(
   const now = deps.now ?? Date.now;
   const offset = BigInt(source.offset);
   const size = checkCommandRecordSize(message, deps.maxCommandBytes);
-  if (!size.ok) return deadLetter(message, source, { code: size.code, message: size.message }, deps, now());
+  if (!size.ok) return encodedDeadLetter(message, source, { code: size.code, message: size.message }, deps, now());
   const decoded = await decodeWithRetry(message.value, deps, signal);
   if (decoded === 'abandoned') return { kind: 'abandoned' };
-  if (!decoded.ok) return deadLetter(message, source, { code: decoded.code, message: decoded.message }, deps, now());
+  if (!decoded.ok) return encodedDeadLetter(message, source, { code: decoded.code, message: decoded.message }, deps, now());
 
   let command: SendCommand;
   try {
@@ -139,16 +116,16 @@ async function handle(
     // A REJECTED result needs a key: the commandId if it could be read, else the record key.
     const commandId = error.commandId ?? message.key?.toString('utf8');
     if (commandId === undefined || commandId === '') {
-      return deadLetter(message, source, { code: 'NOT_A_COMMAND', message: error.message }, deps, now());
+      return encodedDeadLetter(message, source, { code: 'NOT_A_COMMAND', message: error.message }, deps, now());
     }
-    return result(unusableCommandResult({ error, commandId, source, completedAt: now() }), deps);
+    return encodedResult(unusableCommandResult({ error, commandId, source, completedAt: now() }), deps);
   }
 
   span?.identify(command.commandId, command.operation.kind);
   const identity = lane.identify(offset, command.commandId);
   if (identity.kind === 'in-doubt') {
     const attemptedAt = new Date(identity.mark.at).toISOString();
-    return result(
+    return encodedResult(
       unknownResult(
         { command, source, completedAt: now() },
         {
@@ -164,8 +141,8 @@ async function handle(
   if (identity.kind === 'duplicate') return { kind: 'duplicate', commandId: command.commandId, firstOffset: identity.firstOffset };
 
   const validation = validateCommand(command, deps.policy, now());
-  if (validation.kind === 'expired') return result(expiredResult({ command, source, completedAt: now() }, validation.expiresAt), deps);
-  if (validation.kind === 'rejected') return result(rejectedResult({ command, source, completedAt: now() }, validation.problems), deps);
+  if (validation.kind === 'expired') return encodedResult(expiredResult({ command, source, completedAt: now() }, validation.expiresAt), deps);
+  if (validation.kind === 'rejected') return encodedResult(rejectedResult({ command, source, completedAt: now() }, validation.problems), deps);
 
   let attemptedAt: number | null = null;
   const ledger = lane.sendHooks(offset);
@@ -191,12 +168,12 @@ async function handle(
   if (outcome.kind === 'abandoned') return { kind: 'abandoned', maybeSent: outcome.maybeSent === true };
   const ctx: ResultContext = { command, source, completedAt: now() };
   try {
-    return await result(resultOfSend(ctx, outcome, validation.rejectedRecipients, attemptedAt ?? now()), deps);
+    return await encodedResult(resultOfSend(ctx, outcome, validation.rejectedRecipients, attemptedAt ?? now()), deps);
   } catch (error) {
     // The service may have been called: whatever went wrong after it (an answer that does not fit
     // the result, an encoding error), the command gets one result and is never sent again.
     const cause = coerceError(error);
-    return result(
+    return encodedResult(
       unknownResult(ctx, {
         message: `the send's outcome could not be recorded (${cause.message.slice(0, 300)}); the service may have sent it`,
         stage: 'OTHER',
@@ -247,60 +224,6 @@ function resultOfSend(
       });
     }
   }
-}
-
-async function result(commandResult: CommandResult, deps: RecordHandlerDeps): Promise<RecordOutcome> {
-  let current = commandResult;
-  for (let step = 0; ; step++) {
-    const value = await deps.codec.encodeResult(resultToAvro(current));
-    const shrunk = value.length > deps.maxRecordBytes ? shrinkResult(current, step, value.length, deps.maxRecordBytes) : undefined;
-    if (shrunk === undefined) return { kind: 'result', result: current, key: current.commandId, value };
-    current = shrunk;
-  }
-}
-
-/**
- * A result too large for the topic is reduced, in this order, until it fits: (0) metadata replaced
- * by one entry saying how much was dropped; (1) error details cut to the first 10; (2) the
- * per-recipient reports dropped (counts and amounts stay). Past that nothing is left to cut.
- */
-export function shrinkResult(result: CommandResult, step: number, size: number, limit: number): CommandResult | undefined {
-  const note = (what: string): Record<string, string> => ({
-    'sms-worker.reduced': `${what}: the result was ${size} bytes, over the ${limit}-byte record limit`,
-  });
-  switch (step) {
-    case 0:
-      return { ...result, metadata: note('metadata dropped') };
-    case 1:
-      return result.error === null
-        ? { ...result }
-        : { ...result, error: { ...result.error, message: result.error.message.slice(0, 1_000), details: result.error.details.slice(0, 10) } };
-    case 2:
-      return {
-        ...result,
-        messages: [],
-        rejectedRecipients: [],
-        metadata: note(`metadata, ${result.messages.length} message reports and ${result.rejectedRecipients.length} rejected recipients dropped`),
-      };
-    default:
-      return undefined;
-  }
-}
-
-async function deadLetter(
-  message: CommandRecord,
-  source: SourcePosition,
-  error: { code: string; message: string },
-  deps: RecordHandlerDeps,
-  at: number,
-): Promise<RecordOutcome> {
-  const headers = message.headers;
-  // Too large to carry whole: reduceDeadLetter replaces the original bytes by their size and SHA-256.
-  const record = reduceDeadLetter(
-    deadLetterRecord({ key: message.key, value: message.value, headers, source, error, deadLetteredAt: at }),
-    deps.maxRecordBytes,
-  );
-  return { kind: 'dead-letter', record, key: record.key, value: await deps.codec.encodeDeadLetter(deadLetterToAvro(record)) };
 }
 
 /** Waits between registry lookups while it is unreachable: half jitter, so no loop spins. */

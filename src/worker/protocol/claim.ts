@@ -45,3 +45,25 @@ export function afterFailure(fenced: boolean, leaseHolds: boolean): 'lose' | 're
 export function fencedIsFinal(variant: Variant = 'correct'): boolean {
   return variant !== 'refence-after-fenced';
 }
+
+/** What the protocol says about a record's commandId. */
+export type Identity =
+  | { readonly kind: 'in-doubt'; readonly mark: OpenMark }
+  | { readonly kind: 'duplicate'; readonly firstOffset: bigint }
+  | { readonly kind: 'new'; readonly resent: boolean };
+
+/**
+ * In doubt (an earlier owner's mark, under `report`: reported UNKNOWN, never sent again), a repeat
+ * of an earlier record with a result (no result of its own), or new (remembered in the window).
+ */
+export function identifyCommand(claim: PartitionClaim, offset: bigint, commandId: string, inDoubtPolicy: 'report' | 'resend'): Identity {
+  const inherited = claim.inDoubt.get(offset);
+  if (inherited !== undefined && inDoubtPolicy === 'report') {
+    claim.dedup.remember(commandId, offset);
+    return { kind: 'in-doubt', mark: inherited };
+  }
+  const first = claim.dedup.firstOffset(commandId);
+  if (first !== undefined && first !== offset) return { kind: 'duplicate', firstOffset: first };
+  claim.dedup.remember(commandId, offset);
+  return { kind: 'new', resent: inherited !== undefined };
+}

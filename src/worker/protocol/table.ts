@@ -28,6 +28,7 @@ export const RECORD_EVENTS = {
   stop: 'a wait was cut or a send refused: the claim retires or fails, sending stopped (a forced stop), or the lease is lost',
   finished: 'the handler returned an outcome',
   abandoned: 'the handler returned no outcome (a wait was cut, or shutdown closed a call under way)',
+  crashed: 'the handler threw (a bug, not a record problem): the claim fails',
   committed: 'a transaction committed the record’s outcome and the offset past it',
 } as const;
 
@@ -53,7 +54,12 @@ export const RECORD_TRANSITIONS: readonly Transition<RecordState, RecordEvent>[]
   { from: 'awaiting-permit', event: 'stop', to: 'handling', effect: 'refuse the call' },
   { from: 'marking', event: 'mark-committed', to: 'awaiting-slot', effect: 'ask for a slot' },
   { from: 'marking', event: 'mark-committed', to: 'calling', effect: 'give the permit back; call (slot still held)' },
-  { from: 'marking', event: 'mark-committed', to: 'handling', effect: 'give the permit back; refuse the call (slot still held; stopped, or the lease is lost)' },
+  {
+    from: 'marking',
+    event: 'mark-committed',
+    to: 'handling',
+    effect: 'give the permit back; refuse the call (slot still held; stopped, or the lease is lost)',
+  },
   { from: 'marking', event: 'stop', to: 'handling', effect: 'give the permit back; refuse the call' },
   { from: 'awaiting-slot', event: 'slot-granted', to: 'calling', effect: 'give the permit back; call' },
   { from: 'awaiting-slot', event: 'slot-granted', to: 'handling', effect: 'give the permit back; refuse the call (stopped, or the lease is lost)' },
@@ -64,6 +70,8 @@ export const RECORD_TRANSITIONS: readonly Transition<RecordState, RecordEvent>[]
   { from: 'calling', event: 'stop', to: 'handling', effect: 'kept after an ambiguous answer, but sending stopped: refuse the call' },
   { from: 'calling', event: 'finished', to: 'done', effect: 'commit within COMMIT_INTERVAL_MS' },
   { from: 'calling', event: 'abandoned', to: 'given-up', effect: 'keep its mark (the next owner reports UNKNOWN)' },
+  { from: 'handling', event: 'crashed', to: 'given-up', effect: 'fail the claim (the record is consumed again by the next claim)' },
+  { from: 'calling', event: 'crashed', to: 'given-up', effect: 'fail the claim; its mark stays (the next owner reports UNKNOWN)' },
   { from: 'done', event: 'committed', to: 'removed', effect: 'report the outcome; drop its mark and in-doubt entry' },
 ];
 
@@ -94,7 +102,12 @@ export const CLAIM_TRANSITIONS: readonly Transition<ClaimState, ClaimEvent>[] = 
   { from: 'retiring', event: 'drained', to: 'closing', effect: 'commit what is done' },
   { from: 'closing', event: 'closing-committed', to: 'ended', effect: 'the lane ends' },
   { from: 'closing', event: 'closing-failed', to: 'ended', effect: 'the lane ends with the failure' },
-  { from: 'failed', event: 'drained', to: 'ended', effect: 'the lane ends with the failure: fenced → lost until the next generation; else claimed afresh from the committed offset' },
+  {
+    from: 'failed',
+    event: 'drained',
+    to: 'ended',
+    effect: 'the lane ends with the failure: fenced → lost until the next generation; else claimed afresh from the committed offset',
+  },
 ];
 
 /** What the simulation checks after every schedule (see test/sim and docs/partition-protocol.md). */
@@ -115,4 +128,12 @@ export type ClaimStep = (typeof CLAIM_STEPS)[number];
 /** `from|event|to`: the moves the machine allows. */
 export function transitionKeys<S extends string, E extends string>(table: readonly Transition<S, E>[]): Set<string> {
   return new Set(table.map((t) => `${t.from}|${t.event}|${t.to}`));
+}
+
+const CLAIM_MOVES = transitionKeys(CLAIM_TRANSITIONS);
+
+/** The claim's next state on `event`, refusing any move the table does not list. */
+export function moveClaim(from: ClaimState, event: ClaimEvent, to: ClaimState): ClaimState {
+  if (!CLAIM_MOVES.has(`${from}|${event}|${to}`)) throw new Error(`partition protocol: the claim cannot go from ${from} to ${to} on ${event}`);
+  return to;
 }

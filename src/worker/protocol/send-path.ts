@@ -1,0 +1,185 @@
+import type { PartitionClaim } from './claim.ts';
+import type { Effect, Variant } from './effects.ts';
+import { RecordBook, type RecordEntry } from './record-book.ts';
+import { RECORD_TRANSITIONS, transitionKeys, type RecordEvent, type RecordState } from './table.ts';
+
+const RECORD_MOVES = transitionKeys(RECORD_TRANSITIONS);
+
+/** Moves a record to `to` on `event`, refusing any move the table does not list (unless a known-bad variant is being simulated). */
+export function moveRecord<O>(entry: RecordEntry<O>, variant: Variant, event: RecordEvent, to: RecordState): void {
+  if (variant === 'correct' && !RECORD_MOVES.has(`${entry.state}|${event}|${to}`))
+    throw new Error(`partition protocol: record ${entry.offset} cannot go from ${entry.state} to ${to} on ${event}`);
+  entry.state = to;
+}
+
+export interface SendPathContext<O> {
+  readonly book: RecordBook<O>;
+  readonly claim: PartitionClaim;
+  readonly ledger: boolean;
+  readonly markPermits: boolean;
+  readonly variant: Variant;
+  readonly emit: (effect: Effect<O>) => void;
+  /** Whether the claim still lets records call (active); the lease and a forced stop are this path's. */
+  readonly claimActive: () => boolean;
+  /** Marks wait: commit as soon as possible. */
+  readonly commitSoon: (clock: number) => void;
+}
+
+/**
+ * One record's way to the service, in order: want → (permit) → mark → mark committed → slot →
+ * call, each step refused when the claim stops, sending stops or the lease no longer holds. With
+ * the ledger off the mark steps are skipped. A record kept after a call (not sent, or an answer
+ * that may be retried) asks again from the top, keeping its slot.
+ */
+export class SendPath<O> {
+  readonly #c: SendPathContext<O>;
+  /** Marks opened and not yet in a transaction. */
+  readonly #marksWaiting = new Set<bigint>();
+  /** A mark was withdrawn: the next checkpoint must drop it, even with nothing else to commit. */
+  #marksWithdrawn = false;
+  /** No new call may start (retired, failed, or a forced stop). */
+  #stopped = false;
+
+  constructor(context: SendPathContext<O>) {
+    this.#c = context;
+  }
+
+  want(offset: bigint, leaseHolds: boolean, at: number, clock: number): void {
+    const entry = this.#c.book.get(offset);
+    if (!this.#maySend(leaseHolds)) return this.#refuse(entry, 'stop', 'handling');
+    if (!this.#c.ledger) {
+      if (entry.slotHeld) return this.#call(entry, 'want-send');
+      this.#move(entry, 'want-send', 'awaiting-slot');
+      return this.#c.emit({ type: 'acquire-slot', offset });
+    }
+    if (!entry.slotHeld && this.#c.markPermits) {
+      this.#move(entry, 'want-send', 'awaiting-permit');
+      return this.#c.emit({ type: 'acquire-permit', offset });
+    }
+    this.#openMark(entry, 'want-send', at, clock);
+  }
+
+  permitGranted(offset: bigint, at: number, clock: number): void {
+    const entry = this.#entry(offset);
+    if (entry?.state !== 'awaiting-permit') return this.#c.emit({ type: 'release-permit' });
+    entry.permitHeld = true;
+    this.#openMark(entry, 'permit-granted', at, clock);
+  }
+
+  slotGranted(offset: bigint, leaseHolds: boolean): void {
+    const entry = this.#entry(offset);
+    if (entry === undefined || !RecordBook.inHand(entry.state)) return this.#c.emit({ type: 'release-slot' });
+    entry.slotHeld = true;
+    if (entry.state !== 'awaiting-slot') return;
+    this.#givePermitBack(entry);
+    if (this.#maySend(leaseHolds)) return this.#call(entry, 'slot-granted');
+    this.#refuse(entry, 'slot-granted', 'handling');
+  }
+
+  /** The transaction carrying these marks committed: their records go on to a slot (or call, holding one). */
+  marksCommitted(offsets: readonly bigint[], leaseHolds: boolean): void {
+    for (const offset of offsets) {
+      const entry = this.#entry(offset);
+      if (entry?.state !== 'marking') continue;
+      if (!entry.slotHeld) {
+        this.#move(entry, 'mark-committed', 'awaiting-slot');
+        this.#c.emit({ type: 'acquire-slot', offset });
+        continue;
+      }
+      this.#givePermitBack(entry);
+      if (this.#maySend(leaseHolds)) this.#call(entry, 'mark-committed');
+      else this.#refuse(entry, 'mark-committed', 'handling');
+    }
+  }
+
+  waitCut(offset: bigint): void {
+    const entry = this.#entry(offset);
+    if (entry?.state === 'awaiting-permit' || entry?.state === 'awaiting-slot') this.#refuse(entry, 'stop', 'handling');
+  }
+
+  notSent(offset: bigint): void {
+    this.#move(this.#c.book.get(offset), 'not-sent', 'handling');
+    this.withdraw(offset);
+  }
+
+  /** No call starts any more; every wait for a permit, a mark or a slot is cut. */
+  stop(): void {
+    this.#stopped = true;
+    for (const entry of this.#c.book.inState('awaiting-permit', 'marking', 'awaiting-slot')) this.#refuse(entry, 'stop', 'handling');
+    this.#c.emit({ type: 'stop-waits' });
+  }
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** The record surely did not reach the service: its mark leaves the next checkpoint. */
+  withdraw(offset: bigint): void {
+    if (this.#c.claim.open.delete(offset)) this.#marksWithdrawn = true;
+    this.#marksWaiting.delete(offset);
+  }
+
+  /** The marks for the next transaction, and whether it must be written even with nothing else (a mark withdrawn). */
+  takeMarks(): { marks: bigint[]; withdrawn: boolean } {
+    const taken = { marks: [...this.#marksWaiting], withdrawn: this.#marksWithdrawn && this.#c.ledger };
+    this.#marksWaiting.clear();
+    this.#marksWithdrawn = false;
+    return taken;
+  }
+
+  get marksWaiting(): number {
+    return this.#marksWaiting.size;
+  }
+
+  givePermitBack(entry: RecordEntry<O>): void {
+    this.#givePermitBack(entry);
+  }
+
+  #openMark(entry: RecordEntry<O>, event: RecordEvent, at: number, clock: number): void {
+    const { claim } = this.#c;
+    if (!claim.open.has(entry.offset)) {
+      claim.open.set(entry.offset, { offset: entry.offset, commandId: entry.commandId ?? '', at });
+      this.#c.emit({ type: 'mark-opened' });
+    }
+    this.#marksWaiting.add(entry.offset);
+    this.#c.commitSoon(clock);
+    if (this.#c.variant === 'send-before-mark-commits') {
+      // Known bad (the simulation's own test): the call does not wait for the mark's transaction.
+      if (entry.slotHeld) return this.#call(entry, event);
+      entry.state = 'awaiting-slot';
+      return this.#c.emit({ type: 'acquire-slot', offset: entry.offset });
+    }
+    this.#move(entry, event, 'marking');
+  }
+
+  #call(entry: RecordEntry<O>, event: RecordEvent): void {
+    this.#move(entry, event, 'calling');
+    entry.called = true;
+    this.#c.emit({ type: 'call', offset: entry.offset });
+  }
+
+  #refuse(entry: RecordEntry<O>, event: RecordEvent, to: RecordState): void {
+    this.#move(entry, event, to);
+    this.#givePermitBack(entry);
+    this.#marksWaiting.delete(entry.offset);
+    this.#c.emit({ type: 'refuse-call', offset: entry.offset });
+  }
+
+  #givePermitBack(entry: RecordEntry<O>): void {
+    if (!entry.permitHeld) return;
+    entry.permitHeld = false;
+    this.#c.emit({ type: 'release-permit' });
+  }
+
+  #maySend(leaseHolds: boolean): boolean {
+    return this.#c.claimActive() && !this.#stopped && leaseHolds;
+  }
+
+  #entry(offset: bigint): RecordEntry<O> | undefined {
+    return this.#c.book.has(offset) ? this.#c.book.get(offset) : undefined;
+  }
+
+  #move(entry: RecordEntry<O>, event: RecordEvent, to: RecordState): void {
+    moveRecord(entry, this.#c.variant, event, to);
+  }
+}

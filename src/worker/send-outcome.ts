@@ -1,0 +1,26 @@
+import type { ProviderError } from '../provider/provider-error.ts';
+import type { AttemptInfo } from '../provider/options.ts';
+import type { ProviderSuccess } from '../provider/types.ts';
+
+/** What became of one command's send through the guarded sender. */
+export type SendOutcome =
+  | { readonly kind: 'sent'; readonly success: ProviderSuccess; readonly attempts: number }
+  | { readonly kind: 'failed'; readonly error: ProviderError | Error; readonly attempts: number }
+  | { readonly kind: 'expired'; readonly expiresAt: number; readonly attempts: number }
+  /** Given up without a result. `maybeSent`: a call was under way when it was cut (shutdown), so its ledger mark must stay. */
+  | { readonly kind: 'abandoned'; readonly attempts: number; readonly maybeSent?: boolean };
+
+/**
+ * Called around each call to the service, so the caller can keep the intent ledger: `beforeSend`
+ * marks the command as being sent and resolves once the mark is committed (false: do not send —
+ * the partition is lost or the lease expired); `notSent` says the call surely did not reach the
+ * service and the command goes back to waiting. `onAttempt` observes each HTTP attempt (the
+ * command's trace). Each is optional: without the ledger only tracing may need them.
+ */
+export interface SendHooks {
+  readonly beforeSend?: (signal: AbortSignal) => Promise<boolean>;
+  readonly notSent?: () => void;
+  readonly onAttempt?: (info: AttemptInfo) => void;
+  /** Called just before each call to the service starts (after `beforeSend` cleared it): time to send. */
+  readonly callStarting?: () => void;
+}
