@@ -1,0 +1,177 @@
+/**
+ * The partition protocol without any I/O: events in, effects out. The simulation (test/simulate)
+ * tries millions of interleavings; these pin the rules one at a time.
+ */
+import { describe, expect, it } from 'vitest';
+import { DedupWindow } from '../../../src/worker/dedup-window.ts';
+import type { PartitionClaim } from '../../../src/worker/protocol/claim.ts';
+import { PartitionMachine, type Effect } from '../../../src/worker/protocol/partition-machine.ts';
+
+function claim(start = 0n, inDoubt: [bigint, string][] = []): PartitionClaim {
+  const marks = new Map(inDoubt.map(([offset, commandId]) => [offset, { offset, commandId, at: 1 }]));
+  return { topic: 't', partition: 0, generation: 1, start, inDoubt: marks, open: new Map(marks), dedup: new DedupWindow(100), position: { committed: start } };
+}
+
+function machine(options: { ledger?: boolean; maxRunAhead?: number; claim?: PartitionClaim } = {}): PartitionMachine<string> {
+  return new PartitionMachine<string>({
+    claim: options.claim ?? claim(),
+    ledger: options.ledger ?? true,
+    markPermits: true,
+    maxRunAhead: options.maxRunAhead ?? 100,
+    commitIntervalMs: 50,
+    inDoubtPolicy: 'report',
+  });
+}
+
+const types = (effects: Effect<string>[]): string[] => effects.map((e) => ('offset' in e ? `${e.type}:${e.offset}` : e.type));
+
+/** Takes records 0..n-1 with the given keys and identifies each as new. */
+function takeAll(m: PartitionMachine<string>, keys: string[]): void {
+  keys.forEach((key, i) => {
+    expect(m.offer(BigInt(i), true, 0)).toBe('take');
+    m.take(BigInt(i), key);
+  });
+  keys.forEach((_key, i) => m.recordState(BigInt(i)) === 'handling' && m.identify(BigInt(i), `c${i}`));
+  m.drain();
+}
+
+describe('PartitionMachine: a send', () => {
+  it('calls only once its mark has committed and it holds a slot', () => {
+    const m = machine();
+    takeAll(m, ['a']);
+    m.wantSend(0n, true, 1, 0);
+    expect(types(m.drain())).toEqual(['acquire-permit:0']);
+    m.permitGranted(0n, 1, 0);
+    const marking = m.drain();
+    expect(types(marking)).toEqual(['mark-opened', 'arm-commit']);
+    m.commitDue(0);
+    const [transaction] = m.drain();
+    expect(transaction).toMatchObject({ type: 'transaction', plan: { marks: [0n], commitOffset: undefined, checkpoint: { next: 0n } } });
+    expect(m.recordState(0n)).toBe('marking');
+    m.transactionCommitted(1, true);
+    expect(types(m.drain())).toContain('acquire-slot:0');
+    m.slotGranted(0n, true);
+    expect(types(m.drain())).toEqual(['release-permit', 'call:0']);
+    expect(m.recordState(0n)).toBe('calling');
+  });
+
+  it('with the ledger off goes straight to a slot, without a mark', () => {
+    const m = machine({ ledger: false });
+    takeAll(m, ['a']);
+    m.wantSend(0n, true, 1, 0);
+    expect(types(m.drain())).toEqual(['acquire-slot:0']);
+    m.slotGranted(0n, true);
+    expect(types(m.drain())).toEqual(['call:0']);
+  });
+
+  it('is refused when the lease no longer holds at the slot, and its mark is withdrawn when it gives up', () => {
+    const m = machine();
+    takeAll(m, ['a']);
+    m.wantSend(0n, true, 1, 0);
+    m.permitGranted(0n, 1, 0);
+    m.commitDue(0);
+    m.transactionCommitted(1, true);
+    m.drain();
+    m.slotGranted(0n, false);
+    expect(types(m.drain())).toEqual(['release-permit', 'refuse-call:0']);
+    m.abandoned(0n, false);
+    expect(m.claim.open.has(0n)).toBe(false);
+  });
+
+  it('a record waits for the previous record with its key; other keys go at once', () => {
+    const m = machine();
+    m.offer(0n, true, 0);
+    m.take(0n, 'a');
+    m.offer(1n, true, 0);
+    m.take(1n, 'a');
+    m.offer(2n, true, 0);
+    m.take(2n, 'b');
+    expect(types(m.drain()).filter((t) => t.startsWith('handle'))).toEqual(['handle:0', 'handle:2']);
+    m.identify(0n, 'c0');
+    m.finished(0n, 'r0', 0);
+    expect(types(m.drain())).toContain('handle:1');
+  });
+});
+
+describe('PartitionMachine: transactions', () => {
+  it('never commit past a record that is not done', () => {
+    const m = machine({ ledger: false });
+    takeAll(m, ['a', 'b', 'c']);
+    m.finished(1n, 'r1', 100);
+    m.finished(2n, 'r2', 100);
+    m.commitDue(100);
+    expect(m.drain().some((e) => e.type === 'transaction')).toBe(false);
+    m.finished(0n, 'r0', 200);
+    m.commitDue(200);
+    const transaction = m.drain().find((e) => e.type === 'transaction');
+    expect(transaction).toMatchObject({ plan: { outcomes: ['r0', 'r1', 'r2'], commitOffset: 3n } });
+  });
+
+  it('list in the checkpoint every mark still open past the offset they commit', () => {
+    const m = machine();
+    takeAll(m, ['a', 'b']);
+    m.wantSend(1n, true, 5, 0);
+    m.permitGranted(1n, 5, 0);
+    m.finished(0n, 'r0', 0);
+    m.commitDue(100);
+    const transaction = m.drain().find((e) => e.type === 'transaction');
+    expect(transaction).toMatchObject({ plan: { marks: [1n], commitOffset: 1n, checkpoint: { next: 1n, open: [{ offset: 1n, commandId: 'c1', at: 5 }] } } });
+  });
+
+  it('a failed transaction fails the claim: waits are cut, nothing more commits, the lane ends with the failure', () => {
+    const m = machine();
+    takeAll(m, ['a']);
+    m.wantSend(0n, true, 1, 0);
+    m.permitGranted(0n, 1, 0);
+    m.commitDue(0);
+    m.drain();
+    const failure = new Error('broker gone');
+    m.transactionFailed(failure, 1);
+    expect(types(m.drain())).toEqual(expect.arrayContaining(['abort-all', 'refuse-call:0']));
+    expect(m.state).toBe('failed');
+    m.abandoned(0n, false);
+    expect(m.drain().at(-1)).toEqual({ type: 'ended', failure });
+  });
+
+  it('a retired claim commits what is done, then ends', () => {
+    const m = machine({ ledger: false });
+    takeAll(m, ['a']);
+    m.finished(0n, 'r0', 0);
+    m.drain();
+    m.retire();
+    const [transaction] = m.drain().filter((e) => e.type === 'transaction');
+    expect(transaction).toMatchObject({ plan: { closing: true, commitOffset: 1n } });
+    m.transactionCommitted(1, true);
+    expect(m.drain().at(-1)).toEqual({ type: 'ended' });
+    expect(m.state).toBe('ended');
+  });
+});
+
+describe('PartitionMachine: taking records', () => {
+  it('stops fetching at the run-ahead bound and fetches again when half of it is committed', () => {
+    const m = machine({ ledger: false, maxRunAhead: 2 });
+    takeAll(m, ['a', 'b']);
+    expect(m.offer(2n, true, 0)).toBe('full');
+    expect(m.drain()).toContainEqual({ type: 'hold-fetching', held: true });
+    m.finished(0n, 'r0', 0);
+    m.finished(1n, 'r1', 0);
+    m.commitDue(100);
+    m.drain();
+    m.transactionCommitted(101, true);
+    expect(m.drain()).toContainEqual({ type: 'hold-fetching', held: false });
+  });
+
+  it('skips what an earlier owner answered and reports its in-doubt mark instead of sending', () => {
+    const m = machine({ claim: claim(5n, [[6n, 'c6']]) });
+    expect(m.offer(4n, true, 0)).toBe('skip');
+    m.offer(6n, true, 0);
+    m.take(6n, 'a');
+    expect(m.identify(6n, 'c6')).toEqual({ kind: 'in-doubt', mark: { offset: 6n, commandId: 'c6', at: 1 } });
+  });
+
+  it('refuses a move its table does not list', () => {
+    const m = machine();
+    takeAll(m, ['a']);
+    expect(() => m.notSent(0n)).toThrow(/cannot go from handling to handling on not-sent/);
+  });
+});
