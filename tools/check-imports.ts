@@ -71,9 +71,9 @@ export const LAYER_RULES: readonly LayerRule[] = [
   },
   {
     name: 'composition-root',
-    from: (file) => file !== 'src/worker/runner.ts' && file !== 'src/worker/wiring.ts',
+    from: (file) => file !== 'src/worker/worker.ts' && file !== 'src/worker/wiring.ts',
     forbidden: (target) => target === 'src/worker/wiring.ts',
-    why: 'src/worker/wiring.ts is the composition root: only the lifecycle (src/worker/runner.ts) imports it; shared types live in src/worker/parts.ts',
+    why: 'src/worker/wiring.ts is the composition root: only the lifecycle (src/worker/worker.ts) imports it; shared types live in src/worker/parts.ts',
   },
 ];
 

@@ -14,7 +14,7 @@ import { startReceiver } from '../src/receipts/receiver.ts';
 import { startSandbox } from '../src/sandbox/index.ts';
 import { createRegistry } from '../src/schema/codec.ts';
 import { startStack } from './stack/index.ts';
-import { Worker } from '../src/worker/runner.ts';
+import { Worker } from '../src/worker/worker.ts';
 import { HELP_FLAG, parseCommandArgs } from '../src/cli/connection.ts';
 import { formatTable, resultRow } from '../src/cli/result-table.ts';
 import { receiptRow } from '../src/cli/receipt-join.ts';

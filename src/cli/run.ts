@@ -1,7 +1,7 @@
 import { describeConfig, loadConfig } from '../config/index.ts';
 import { ConfigError } from '../errors.ts';
 import { createLogger } from '../observability/logger.ts';
-import { Worker } from '../worker/runner.ts';
+import { Worker } from '../worker/worker.ts';
 
 export const RUN_HELP = `sms-worker run — consume send commands, send them, publish one result per command
 

@@ -33,7 +33,7 @@ type LineLevel = 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'drop';
 /** The level a kafkajs log line gets in the worker's log (pure, so each rule is tested). */
 export function kafkaLineLevel(level: number, message: string, extra: Record<string, unknown>): LineLevel {
   // Our transactional producers retry a bounded number of times on purpose: a transaction
-  // that cannot complete is aborted and redone with a fresh producer (transaction-committer).
+  // that cannot complete is aborted and redone with a fresh producer (partition-transaction).
   if (message.startsWith('Limiting retries for the idempotent producer')) return 'drop';
   // kafkajs's one-time notice that its v2 default partitioner differs from v1's: nothing here
   // depends on v1's partitioning (results are keyed by commandId, the ledger names partitions).

@@ -5,7 +5,7 @@ import type { HealthSource } from '../metrics/http-server.ts';
  * dispatched and not yet committed) must dispatch a record or commit a transaction at least every
  * `stallMs`; a worker with nothing to do is live. A wedged lane — a send that never returns, a
  * commit that never ends — fails liveness, so the kubelet restarts the pod and the partition
- * moves on. The lanes report through the runner (`onBusy`, `onProgress`).
+ * moves on. The lanes report through the `Worker` (`onBusy`, `onProgress`).
  */
 export class ProgressMonitor {
   readonly #stallMs: number;

@@ -5,7 +5,7 @@ import type { BytesInHand } from './bytes-in-hand.ts';
 import type { PartitionClaim } from './protocol/claim.ts';
 import type { RecordHandlerDeps } from './record-handler.ts';
 import type { Semaphore } from './semaphore.ts';
-import type { CommitTarget } from './transaction-committer.ts';
+import type { CommitTarget } from './partition-transaction.ts';
 
 /** What a partition's lane works with: the process-wide resources and the claim it drives. */
 export interface LaneContext {

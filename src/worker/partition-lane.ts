@@ -5,7 +5,7 @@ import type { PartitionClaim } from './protocol/claim.ts';
 import { PartitionMachine, type Effect, type TransactionPlan } from './protocol/partition-machine.ts';
 import { handleRecord, type RecordLane, type RecordOutcome } from './record-handler.ts';
 import { commandRecordBytes } from '../contracts/dead-letter.ts';
-import { commitPrefix, type CommitTarget } from './transaction-committer.ts';
+import { commitTransaction, type CommitTarget } from './partition-transaction.ts';
 import type { FetchedBatch, FetchedRecord } from '../kafka/ports.ts';
 import type { LaneContext } from './lane-context.ts';
 
@@ -266,7 +266,7 @@ export class PartitionLane {
     const { claim } = this;
     const ledgerRecord = plan.checkpoint === undefined ? undefined : encodeCheckpoint(plan.checkpoint);
     const started = performance.now();
-    commitPrefix(ctx.producers, this.#target, plan.outcomes, plan.commitOffset?.toString(), ledgerRecord, ctx.log, () =>
+    commitTransaction(ctx.producers, this.#target, plan.outcomes, plan.commitOffset?.toString(), ledgerRecord, ctx.log, () =>
       ctx.fetchCommittedOffset(claim.topic, claim.partition),
     ).then(
       () => {

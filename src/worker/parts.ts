@@ -1,6 +1,6 @@
 /**
  * What a running worker is made of. Built by the composition root (wiring.ts), which only the
- * lifecycle (runner.ts) imports; modules that work with the parts (partition-lanes.ts) take them
+ * lifecycle (worker.ts) imports; modules that work with the parts (lane-router.ts) take them
  * from here.
  */
 import type { PartitionReader } from '../kafka/partition-reader.ts';
@@ -16,7 +16,7 @@ import type { ServiceGate } from './service-gate.ts';
 
 /**
  * Everything a running worker is made of; built once by `connectWorker` (wiring.ts), which hands
- * each part to the runner as it makes it (`WiringHooks.adopt`): the runner releases them, newest first.
+ * each part to the `Worker` as it makes it (`WiringHooks.adopt`): the `Worker` releases them, newest first.
  */
 export interface WorkerParts {
   readonly admin: OffsetsAdmin;

@@ -47,7 +47,7 @@ export interface WiringHooks {
   readonly onRefusal: (code: string, scope: RefusalScope, footprint: SendFootprint) => void;
   /** Builds on what was made so far, so a failed start releases it (see Worker.start). */
   readonly adopt: (release: () => Promise<unknown>, name: string) => void;
-  /** Waits for this process's earlier lane of a partition to end before it is claimed again (see PartitionLanes). */
+  /** Waits for this process's earlier lane of a partition to end before it is claimed again (see LaneRouter). */
   readonly handover: (topic: string, partition: number) => Promise<boolean>;
 }
 

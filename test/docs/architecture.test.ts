@@ -127,7 +127,7 @@ describe('docs/architecture.md', () => {
 
   it('names only identifiers and settings the code still has', () => {
     const code = SOURCES.map((f) => readFileSync(join(ROOT, f), 'utf8')).join('\n');
-    // camelCase and PascalCase names (`commitPrefix`, `#scheduleCommit`, `WorkerParts`) and settings (`MAX_IN_FLIGHT`).
+    // camelCase and PascalCase names (`commitTransaction`, `#scheduleCommit`, `WorkerParts`) and settings (`MAX_IN_FLIGHT`).
     const named = new Set([...PAGE.matchAll(/`#?([A-Za-z_][A-Za-z0-9_]*)`/g)].map((m) => m[1]!).filter((name) => /[a-z][A-Z]|^[A-Z][a-z]+[A-Z]|_/.test(name)));
     expect(named.size).toBeGreaterThan(30);
     const missing = [...named].filter((name) => !new RegExp(`\\b${name}\\b`).test(code));

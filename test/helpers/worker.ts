@@ -6,7 +6,7 @@ import { CommandPublisher } from '../../src/kafka/command-publisher.ts';
 import { ResultReader } from '../../src/kafka/result-reader.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createRegistry } from '../../src/schema/codec.ts';
-import { Worker } from '../../src/worker/runner.ts';
+import { Worker } from '../../src/worker/worker.ts';
 import { within } from '../../tools/poll.ts';
 import { eventually, testBrokers, testKafka, uniqueName } from './kafka.ts';
 

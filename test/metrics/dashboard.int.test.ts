@@ -18,7 +18,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { loadReceiverConfig } from '../../src/receipts/config.ts';
 import { startReceiver } from '../../src/receipts/receiver.ts';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
-import type { Worker } from '../../src/worker/runner.ts';
+import type { Worker } from '../../src/worker/worker.ts';
 import { eventually } from '../../tools/poll.ts';
 import { freePort, startDaemon, stopPid } from '../../tools/stack/processes.ts';
 import { asSent, queries } from '../helm/dashboard.ts';

@@ -2,8 +2,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { checkImports, formatReport, importsOf } from '../../tools/check-imports.ts';
+import { useCleanups } from '../helpers/fixtures.ts';
 
 const ROOT = path.join(import.meta.dirname, '..', '..');
 const CHECKER = path.join(ROOT, 'tools', 'check-imports.ts');
@@ -15,13 +16,10 @@ function tree(files: Record<string, string>): string {
     mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
     writeFileSync(path.join(root, file), text);
   }
-  roots.push(root);
+  cleanups.add(() => rmSync(root, { recursive: true, force: true }));
   return root;
 }
-const roots: string[] = [];
-afterEach(() => {
-  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
-});
+const cleanups = useCleanups();
 
 describe('importsOf', () => {
   it('reads static, type-only, re-exported and dynamic imports, import types and require', () => {
@@ -54,7 +52,7 @@ describe('checkImports', () => {
       'src/kafka/client.ts': "import type { Kafka } from 'kafkajs';\nexport type K = Kafka;\n",
       'src/worker/parts.ts': "import type { K } from '../kafka/client.ts';\nexport type P = K;\n",
       'src/worker/wiring.ts': "import type { P } from './parts.ts';\nexport type W = P;\n",
-      'src/worker/runner.ts': "import type { W } from './wiring.ts';\nexport type R = W;\n",
+      'src/worker/worker.ts': "import type { W } from './wiring.ts';\nexport type R = W;\n",
     });
     const report = checkImports(root, ['src']);
     expect(report).toEqual({ files: 4, cycles: [], breaches: [] });
@@ -85,7 +83,7 @@ describe('checkImports', () => {
       'src/kafka/ledger-store.ts': "import type { C } from '../worker/checkpoint.ts';\nexport type L = C;\n",
       'src/worker/checkpoint.ts': 'export type C = number;\n',
       'src/worker/wiring.ts': 'export const connect = 1;\n',
-      'src/worker/runner.ts': "import { connect } from './wiring.ts';\nexport const run = connect;\n",
+      'src/worker/worker.ts': "import { connect } from './wiring.ts';\nexport const run = connect;\n",
       'src/worker/lag.ts': "import { connect } from './wiring.ts';\nexport const lag = connect;\n",
     });
     const report = checkImports(root, ['src']);

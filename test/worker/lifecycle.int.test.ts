@@ -1,18 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
-import { Worker } from '../../src/worker/runner.ts';
+import { useSandbox } from '../helpers/fixtures.ts';
+import { Worker } from '../../src/worker/worker.ts';
 import { testKafka, withAdmin } from '../helpers/kafka.ts';
 import { testTopics, workerEnv } from '../helpers/worker.ts';
 
-let sandbox: RunningSandbox;
-beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0 });
-});
-afterAll(async () => {
-  await sandbox.close();
-});
+const sandbox = useSandbox();
 
 describe('worker lifecycle', () => {
   it('a stop() during start() wins: start gives up, everything is released, the worker never joins the group', async () => {

@@ -154,7 +154,7 @@ describe('PartitionOwnership lost partitions', () => {
     expect(ownership.isLost(TOPIC, 1)).toBe(true);
     expect(ownership.isLost(TOPIC, 0)).toBe(false);
     expect(recorded.paused).toEqual([`${TOPIC}:1`]);
-    // The runner checks isLost before claiming; a release (transient error) does not clear it.
+    // The lane router checks isLost before claiming; a release (transient error) does not clear it.
     ownership.release(TOPIC, 1);
     expect(ownership.isLost(TOPIC, 1)).toBe(true);
     expect(recorded.fenced.length).toBe(fencedBefore);

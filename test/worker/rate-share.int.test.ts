@@ -1,16 +1,10 @@
-import { afterAll, beforeAll, describe, it } from 'vitest';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
-import type { Worker } from '../../src/worker/runner.ts';
+import { describe, it } from 'vitest';
+import { useSandbox } from '../helpers/fixtures.ts';
+import type { Worker } from '../../src/worker/worker.ts';
 import { eventually } from '../helpers/kafka.ts';
 import { startTestWorker, testTopics, workerEnv } from '../helpers/worker.ts';
 
-let sandbox: RunningSandbox;
-beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0 });
-});
-afterAll(async () => {
-  await sandbox.close();
-});
+const sandbox = useSandbox();
 
 /** The process's share of the deployment-wide limit, as its /metrics would show it. */
 async function share(worker: Worker): Promise<number | undefined> {

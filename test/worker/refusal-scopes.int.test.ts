@@ -1,7 +1,7 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SendCommand } from '../../src/contracts/command.ts';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
-import type { Worker } from '../../src/worker/runner.ts';
+import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
+import type { Worker } from '../../src/worker/worker.ts';
 import { eventually, testKafka } from '../helpers/kafka.ts';
 import { refusingService } from '../helpers/provider.ts';
 import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
@@ -12,28 +12,17 @@ import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand
  * who was sent, who failed with what, how many requests, and that all sending never paused.
  */
 
-let sandbox: RunningSandbox;
-const cleanups: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0 });
-});
-afterAll(async () => {
-  await sandbox.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-  sandbox.state.reset();
-});
+const sandbox = useSandbox({}, { resetAfterEach: true });
+const cleanups = useCleanups();
 
 async function setup(baseUrl: string, overrides: Record<string, string> = {}) {
   const topics = testTopics();
   const { worker } = await startTestWorker(workerEnv(topics, baseUrl, { TOPICS_PARTITIONS: '6', ...overrides }));
-  cleanups.push(() => worker.stop());
+  cleanups.add(() => worker.stop());
   const publisher = await publisherFor(testKafka(), topics.commands);
-  cleanups.push(() => publisher.disconnect());
+  cleanups.add(() => publisher.disconnect());
   const results = await ResultCollector.start(topics.results);
-  cleanups.push(() => results.stop());
+  cleanups.add(() => results.stop());
   return { worker, results, publish: (commands: SendCommand[]) => within(45_000, 'publishing', publisher.publish(commands.map((command) => ({ command })))) };
 }
 
@@ -58,7 +47,7 @@ describe('worker: a refusal stops only what it is about', () => {
   it('a route the service refuses (101301 for AU, 1 command in 100 under steady load) fails only its own commands: every other command is SENT and sending never pauses', async () => {
     const { worker, results, publish } = await setup(sandbox.url);
     const pauses = watchPauses(worker);
-    cleanups.push(async () => pauses.stop());
+    cleanups.add(async () => pauses.stop());
     const commands: SendCommand[] = [];
     // 400 commands in 20 waves of 20, 100 ms apart; every 100th goes to AU.
     for (let wave = 0; wave < 20; wave += 1) {
@@ -98,7 +87,7 @@ describe('worker: a refusal stops only what it is about', () => {
     // 10.000000 covers 222 CN texts at 0.045000; the large one (300 recipients) costs 13.500000.
     sandbox.state.setBalance('10.000000');
     const pauses = watchPauses(worker);
-    cleanups.push(async () => pauses.stop());
+    cleanups.add(async () => pauses.stop());
     const large = textCommand({ to: Array.from({ length: 300 }, (_, n) => `+86138${String(10_000_000 + n)}`) });
     const small = Array.from({ length: 60 }, () => textCommand());
     await publish([large, ...small]);
@@ -117,7 +106,7 @@ describe('worker: a refusal stops only what it is about', () => {
 
   it('a refusal of this client (401 without an envelope) still pauses all sending, with at most 2 requests per command', async () => {
     const service = await refusingService();
-    cleanups.push(() => service.close());
+    cleanups.add(() => service.close());
     const { worker, results, publish } = await setup(service.url, {
       BREAKER_PROBE_INITIAL_MS: '300',
       BREAKER_PROBE_MAX_MS: '300',

@@ -1,25 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { decodeDeadLetter } from '../helpers/dead-letters.ts';
 import { eventually, testKafka } from '../helpers/kafka.ts';
 import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, voiceCommand, within, workerEnv } from '../helpers/worker.ts';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
-import type { Worker } from '../../src/worker/runner.ts';
+import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
+import type { Worker } from '../../src/worker/worker.ts';
 
-let sandbox: RunningSandbox;
-const cleanups: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0 });
-});
-afterAll(async () => {
-  await sandbox.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+const sandbox = useSandbox();
+afterEach(() => {
   sandbox.setFaults({ down: false, rates: {}, latency: { kind: 'none' } });
   sandbox.state.faults.clearQueue();
 });
+const cleanups = useCleanups();
 
 async function setup(overrides: Record<string, string> = {}): Promise<{
   worker: Worker;
@@ -30,11 +22,11 @@ async function setup(overrides: Record<string, string> = {}): Promise<{
 }> {
   const topics = testTopics();
   const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, overrides));
-  cleanups.push(() => worker.stop());
+  cleanups.add(() => worker.stop());
   const publisher = await publisherFor(testKafka(), topics.commands);
-  cleanups.push(() => publisher.disconnect());
+  cleanups.add(() => publisher.disconnect());
   const results = await ResultCollector.start(topics.results);
-  cleanups.push(() => results.stop());
+  cleanups.add(() => results.stop());
   return { worker, topics, results, publish: (c) => within(45_000, 'publishing commands', publisher.publish(c)), raw: publisher };
 }
 
@@ -225,18 +217,18 @@ describe('worker: consume, validate, send, publish, commit', () => {
     sandbox.setFaults({ latency: { kind: 'fixed', ms: 20 } });
     const first = await startTestWorker(env);
     const publisher = await publisherFor(testKafka(), topics.commands);
-    cleanups.push(() => publisher.disconnect());
+    cleanups.add(() => publisher.disconnect());
     const commands = Array.from({ length: 200 }, () => ({ command: textCommand({ commandId: `stop-${randomUUID()}` }) }));
     await publisher.publish(commands);
     const results = await ResultCollector.start(topics.results);
-    cleanups.push(() => results.stop());
+    cleanups.add(() => results.stop());
     await eventually(() => (results.byCommand.size >= 20 ? true : undefined), 60_000, 'some results before the stop');
     await first.worker.stop();
     const partial = results.byCommand.size;
     expect(partial).toBeLessThan(commands.length);
 
     const second = await startTestWorker(env);
-    cleanups.push(() => second.worker.stop());
+    cleanups.add(() => second.worker.stop());
     await results.waitFor(
       commands.map((c) => c.command.commandId),
       90_000,

@@ -80,7 +80,7 @@ function headerBytes(headers: Readonly<Record<string, string>> | undefined): num
  * transaction is aborted and retried with a fresh producer (same transactional id, so still fenced
  * against zombies); a fenced producer is never retried — the partition belongs to someone else.
  */
-export async function commitPrefix(
+export async function commitTransaction(
   producers: PartitionProducers,
   target: CommitTarget,
   outcomes: readonly RecordOutcome[],

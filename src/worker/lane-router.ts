@@ -9,7 +9,7 @@ import { groupOffset } from '../kafka/offsets.ts';
 import { afterFailure } from './protocol/claim.ts';
 import type { WorkerParts } from './parts.ts';
 
-export interface PartitionLanesOptions {
+export interface LaneRouterOptions {
   readonly parts: WorkerParts;
   readonly config: WorkerConfig;
   readonly slots: Semaphore;
@@ -42,14 +42,14 @@ export interface PartitionLanesOptions {
  *   committed offset, so the next batch claims afresh (fence, recover) and nothing is skipped; a
  *   fenced one loses the partition until the next generation.
  */
-export class PartitionLanes {
-  readonly #o: PartitionLanesOptions;
+export class LaneRouter {
+  readonly #o: LaneRouterOptions;
   readonly #lanes = new Map<string, PartitionLane>();
   /** Claims whose lane was retired: no new lane for them (see the class comment). */
   readonly #retiredClaims = new WeakSet<PartitionLane['claim']>();
   #wrappingUp = false;
 
-  constructor(options: PartitionLanesOptions) {
+  constructor(options: LaneRouterOptions) {
     this.#o = options;
   }
 

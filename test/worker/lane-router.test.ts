@@ -10,7 +10,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import type { ProviderClient, ProviderRequest, ProviderSuccess } from '../../src/provider/types.ts';
 import { BytesInHand } from '../../src/worker/bytes-in-hand.ts';
 import { GuardedSender } from '../../src/worker/guarded-sender.ts';
-import { PartitionLanes } from '../../src/worker/partition-lanes.ts';
+import { LaneRouter } from '../../src/worker/lane-router.ts';
 import { PartitionOwnership } from '../../src/worker/partition-ownership.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 import { Semaphore } from '../../src/worker/semaphore.ts';
@@ -45,7 +45,7 @@ afterEach(() => {
   for (const gate of gates.splice(0)) gate.close();
 });
 
-function harness(): { lanes: PartitionLanes; ownership: PartitionOwnership; producers: FakeProducers; service: RecordingService; slots: Semaphore } {
+function harness(): { lanes: LaneRouter; ownership: PartitionOwnership; producers: FakeProducers; service: RecordingService; slots: Semaphore } {
   const config = loadConfig({
     KAFKA_BROKERS: 'localhost:9092',
     SCHEMA_REGISTRY_URL: 'http://localhost:8081',
@@ -65,7 +65,7 @@ function harness(): { lanes: PartitionLanes; ownership: PartitionOwnership; prod
   const log = createLogger('silent');
   const metrics = createMetrics();
   // The ownership's handover goes to the lanes, made below with the ownership in their parts.
-  const made: { lanes?: PartitionLanes } = {};
+  const made: { lanes?: LaneRouter } = {};
   const ownership = new PartitionOwnership({
     effects: {
       handover: async (topic, partition) => (made.lanes === undefined ? false : made.lanes.handover(topic, partition)),
@@ -81,7 +81,7 @@ function harness(): { lanes: PartitionLanes; ownership: PartitionOwnership; prod
     log,
     metrics,
   });
-  // Only what PartitionLanes touches; the rest of the wiring is not part of this test.
+  // Only what LaneRouter touches; the rest of the wiring is not part of this test.
   const parts = {
     ownership,
     producers,
@@ -94,7 +94,7 @@ function harness(): { lanes: PartitionLanes; ownership: PartitionOwnership; prod
     admin: { fetchOffsets: async () => [{ topic: TOPIC, partitions: [{ partition: PARTITION, offset: String(producers.groupOffset(TOPIC, PARTITION)) }] }] },
   } as unknown as WorkerParts;
   const slots = new Semaphore(1);
-  const lanes = new PartitionLanes({
+  const lanes = new LaneRouter({
     parts,
     config,
     slots,
@@ -110,7 +110,7 @@ function harness(): { lanes: PartitionLanes; ownership: PartitionOwnership; prod
   return { lanes, ownership, producers, service, slots };
 }
 
-describe('PartitionLanes', () => {
+describe('LaneRouter', () => {
   it('after a rebalance retired a lane, a batch fetched before the new generation does not open a lane that commits past the records the retired lane gave up', async () => {
     const { lanes, ownership, producers, service, slots } = harness();
     ownership.joined(TOPIC, [PARTITION]);

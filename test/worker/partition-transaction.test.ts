@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { FencedError } from '../../src/kafka/ports.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { RecordOutcome } from '../../src/worker/record-handler.ts';
-import { chunkBySize, commitPrefix, type CommitTarget } from '../../src/worker/transaction-committer.ts';
+import { chunkBySize, commitTransaction, type CommitTarget } from '../../src/worker/partition-transaction.ts';
 import { FakeProducers } from '../helpers/fake-producers.ts';
 
 const log = createLogger('silent');
@@ -24,10 +24,10 @@ function resultOutcome(commandId: string): RecordOutcome {
 
 const outcomes: RecordOutcome[] = [resultOutcome('a'), { kind: 'duplicate', commandId: 'a', firstOffset: 0n }, resultOutcome('b')];
 
-describe('commitPrefix', () => {
+describe('commitTransaction', () => {
   it('writes results, the ledger checkpoint and the next offset in one committed transaction', async () => {
     const producers = new FakeProducers();
-    const counts = await commitPrefix(producers, target, outcomes, '12', Buffer.from('{}'), log, async () => producers.groupOffset('cmds', 3));
+    const counts = await commitTransaction(producers, target, outcomes, '12', Buffer.from('{}'), log, async () => producers.groupOffset('cmds', 3));
     expect(counts).toEqual({ results: 2, deadLetters: 0 });
     expect(producers.transactions).toHaveLength(1);
     const [tx] = producers.transactions;
@@ -44,7 +44,7 @@ describe('commitPrefix', () => {
   it('does not resend when a failed commit had committed after all (the offset says so)', async () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
-    await commitPrefix(producers, target, outcomes, '12', undefined, log, async () => producers.groupOffset('cmds', 3));
+    await commitTransaction(producers, target, outcomes, '12', undefined, log, async () => producers.groupOffset('cmds', 3));
     expect(producers.transactions).toHaveLength(1);
     expect(producers.committedKeys('res')).toEqual(['a', 'b']);
     // The failed producer was dropped and a fresh one initialised before the offset was read.
@@ -55,7 +55,7 @@ describe('commitPrefix', () => {
   it('retries, once aborted, when the failed commit did not commit (the offset is behind)', async () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
-    await commitPrefix(producers, target, outcomes, '12', undefined, log, async () => producers.groupOffset('cmds', 3));
+    await commitTransaction(producers, target, outcomes, '12', undefined, log, async () => producers.groupOffset('cmds', 3));
     expect(producers.transactions.map((t) => t.state)).toEqual(['aborted', 'committed']);
     expect(producers.committedKeys('res')).toEqual(['a', 'b']);
     expect(producers.groupOffset('cmds', 3)).toBe(12n);
@@ -65,7 +65,7 @@ describe('commitPrefix', () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
     let reads = 0;
-    await commitPrefix(producers, target, outcomes, '12', undefined, log, async () => {
+    await commitTransaction(producers, target, outcomes, '12', undefined, log, async () => {
       reads += 1;
       throw new Error('coordinator loading');
     });
@@ -77,7 +77,7 @@ describe('commitPrefix', () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
     let reads = 0;
-    await commitPrefix(producers, target, [], undefined, Buffer.from('{}'), log, async () => {
+    await commitTransaction(producers, target, [], undefined, Buffer.from('{}'), log, async () => {
       reads += 1;
       return 0n;
     });
@@ -89,14 +89,14 @@ describe('commitPrefix', () => {
   it('gives up after the attempts, with the last error', async () => {
     const producers = new FakeProducers();
     producers.fate = () => 'fail';
-    await expect(commitPrefix(producers, target, outcomes, '12', undefined, log, async () => 0n, 2)).rejects.toThrow('The coordinator is not available');
+    await expect(commitTransaction(producers, target, outcomes, '12', undefined, log, async () => 0n, 2)).rejects.toThrow('The coordinator is not available');
     expect(producers.transactions.map((t) => t.state)).toEqual(['aborted', 'aborted']);
   });
 
   it('throws FencedError at once for a fenced producer, naming the partition, and never retries', async () => {
     const producers = new FakeProducers();
     producers.fate = () => 'fenced';
-    const error = await commitPrefix(producers, target, outcomes, '12', undefined, log, async () => 0n).catch((e: unknown) => e);
+    const error = await commitTransaction(producers, target, outcomes, '12', undefined, log, async () => 0n).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(FencedError);
     expect((error as FencedError).message).toBe('transactional producer for cmds[3] was fenced: the partition is owned by another instance');
     expect((error as FencedError).code).toBe('PRODUCER_FENCED');
@@ -105,13 +105,15 @@ describe('commitPrefix', () => {
   });
 });
 
-describe('commitPrefix: a send the broker refuses as too large', () => {
+describe('commitTransaction: a send the broker refuses as too large', () => {
   it('is split finer and committed, never given up on while records can be split', async () => {
     const producers = new FakeProducers();
     // The broker's real limit is lower than the one read at start-up.
     producers.maxSendBytes = 100;
     const many = Array.from({ length: 8 }, (_, i) => resultOutcome(`command-${i}`));
-    const counts = await commitPrefix(producers, { ...target, maxBatchBytes: 10_000 }, many, '8', undefined, log, async () => producers.groupOffset('cmds', 3));
+    const counts = await commitTransaction(producers, { ...target, maxBatchBytes: 10_000 }, many, '8', undefined, log, async () =>
+      producers.groupOffset('cmds', 3),
+    );
     expect(counts).toEqual({ results: 8, deadLetters: 0 });
     const committed = producers.transactions.filter((t) => t.state === 'committed');
     expect(committed).toHaveLength(1);
@@ -119,7 +121,7 @@ describe('commitPrefix: a send the broker refuses as too large', () => {
   });
 });
 
-describe('commitPrefix: trace headers', () => {
+describe('commitTransaction: trace headers', () => {
   it('publishes each result and dead letter with the headers of its command span; a record without them gets none', async () => {
     const producers = new FakeProducers();
     const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
@@ -128,7 +130,7 @@ describe('commitPrefix: trace headers', () => {
       resultOutcome('b'),
       { kind: 'dead-letter', key: null, value: Buffer.from('dl'), record: undefined as never, headers: { traceparent } },
     ];
-    await commitPrefix(producers, target, traced, '3', undefined, log, async () => producers.groupOffset('cmds', 3));
+    await commitTransaction(producers, target, traced, '3', undefined, log, async () => producers.groupOffset('cmds', 3));
     const sends = producers.transactions[0]?.sends ?? [];
     expect(sends.map((s) => [s.topic, s.messages.map((m) => m.headers)])).toEqual([
       ['res', [{ traceparent }, undefined]],
@@ -161,12 +163,12 @@ describe('chunkBySize', () => {
   });
 });
 
-describe('commitPrefix: a worker that no longer owns the partition', () => {
+describe('commitTransaction: a worker that no longer owns the partition', () => {
   it('commits nothing and never touches a producer when its claim is stale or its lease expired', async () => {
     const producers = new FakeProducers();
-    await expect(commitPrefix(producers, { ...target, mayFence: () => false }, outcomes, '12', Buffer.from('{}'), log, async () => 0n)).rejects.toBeInstanceOf(
-      FencedError,
-    );
+    await expect(
+      commitTransaction(producers, { ...target, mayFence: () => false }, outcomes, '12', Buffer.from('{}'), log, async () => 0n),
+    ).rejects.toBeInstanceOf(FencedError);
     expect(producers.sessions).toBe(0);
     expect(producers.transactions).toEqual([]);
   });

@@ -5,7 +5,7 @@ import type { Logger } from '../observability/logger.ts';
 import { ProgressMonitor } from './health.ts';
 import { refreshConsumerLag } from './lag.ts';
 import { BytesInHand } from './bytes-in-hand.ts';
-import { PartitionLanes } from './partition-lanes.ts';
+import { LaneRouter } from './lane-router.ts';
 import { Semaphore } from './semaphore.ts';
 import { RefusalReport } from './refusal-report.ts';
 import { PAUSE_DESCRIPTIONS, PAUSE_REASONS, type PauseReason } from './service-gate.ts';
@@ -42,8 +42,8 @@ export class Worker {
   #http: { port: number; close(): Promise<void> } | undefined;
   readonly #releases: { name: string; release: () => Promise<unknown> }[] = [];
   readonly #abandon = new AbortController();
-  /** One lane per partition being worked on (see PartitionLanes); made once the parts are connected. */
-  #lanes: PartitionLanes | undefined;
+  /** One lane per partition being worked on (see LaneRouter); made once the parts are connected. */
+  #lanes: LaneRouter | undefined;
   #joined = false;
   #lagTimer: NodeJS.Timeout | undefined;
   readonly #lagRefreshMs: number;
@@ -111,7 +111,7 @@ export class Worker {
       });
       this.#parts = parts;
       this.#stillStarting();
-      const lanes = new PartitionLanes({
+      const lanes = new LaneRouter({
         parts,
         config: c,
         slots: new Semaphore(c.maxInFlight),
@@ -159,10 +159,10 @@ export class Worker {
     }
   }
 
-  #watchConsumer(parts: WorkerParts, lanes: PartitionLanes): void {
+  #watchConsumer(parts: WorkerParts, lanes: LaneRouter): void {
     const { consumer, ownership } = parts;
     // Partitions may move: commands not yet sending give up unsent, calls under way finish and
-    // commit (a new claim of the partition, here or elsewhere, waits for that: see PartitionLanes).
+    // commit (a new claim of the partition, here or elsewhere, waits for that: see LaneRouter).
     consumer.onRebalancing(() => lanes.retireAll(new Error('the group is rebalancing')));
     const topic = this.#config.topics.commands;
     consumer.onGroupJoin((payload) => {
