@@ -1,15 +1,17 @@
 import http, { type IncomingMessage, type Server } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { header, listen, readCappedBody, type BodyRead } from '../src/http-io.ts';
+import { useCleanups } from './helpers/fixtures.ts';
 
-const servers: Server[] = [];
+const cleanups = useCleanups();
 
-afterEach(async () => {
-  for (const server of servers.splice(0)) {
+/** Closed after the test, its connections dropped. */
+function closedAfter(server: Server): void {
+  cleanups.add(async () => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
-  }
-});
+  });
+}
 
 /** A loopback server that reads each body with `read` and answers with what it got. */
 async function serve(read: (req: IncomingMessage) => Promise<BodyRead>): Promise<{ port: number; reads: BodyRead[] }> {
@@ -22,7 +24,7 @@ async function serve(read: (req: IncomingMessage) => Promise<BodyRead>): Promise
       res.writeHead(body.kind === 'body' ? 200 : 413).end(body.kind === 'body' ? body.bytes : '');
     });
   });
-  servers.push(server);
+  closedAfter(server);
   const address = await listen(server, 0, '127.0.0.1');
   expect(address.host).toBe('127.0.0.1');
   return { port: address.port, reads };
@@ -74,7 +76,7 @@ describe('listen', () => {
 
   it('brackets an IPv6 address', async () => {
     const server = http.createServer();
-    servers.push(server);
+    closedAfter(server);
     const address = await listen(server, 0, '::1').catch(() => undefined);
     // A machine without IPv6 loopback cannot tell.
     if (address !== undefined) expect(address.host).toBe('[::1]');

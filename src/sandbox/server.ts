@@ -49,6 +49,8 @@ export interface SandboxOptions {
   readonly logCapacity?: number;
   /** Delivery reports to a callback URL (delivery-reports.ts); none unless a URL is set. */
   readonly deliveryReports?: Partial<DeliveryReportSettings>;
+  /** Waits out a request's latency (injectable so tests need no clock); rejects once `signal` aborts. @defaultValue node:timers/promises setTimeout */
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<unknown>;
 }
 
 export interface RunningSandbox {
@@ -82,6 +84,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   });
   const auth = { accessKeyId: options.accessKeyId, accessKeySecret: options.accessKeySecret };
   const closing = new AbortController();
+  const waitLatency = options.sleep ?? ((ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal }));
 
   // Ids: a per-boot prefix plus a counter; unique, opaque, and cheaper than a UUID per message.
   const boot = randomBytes(6).toString('hex');
@@ -131,7 +134,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     const hostile = state.answerFaults.take(correlationId);
     const fault = hostile === undefined ? state.faults.next() : undefined;
     const latencyMs = state.faults.latencyMs();
-    if (latencyMs > 0) await sleep(latencyMs, undefined, { signal: closing.signal });
+    if (latencyMs > 0) await waitLatency(latencyMs, closing.signal);
 
     let answer: Answer | undefined;
     if (fault === undefined || AFTER_PROCESSING.has(fault)) {

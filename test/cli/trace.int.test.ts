@@ -2,8 +2,8 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { KafkaMessage } from 'kafkajs';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { createTopics, eventually, testBrokers, testKafka, uniqueName } from '../helpers/kafka.ts';
 import { OTLP_SPAN_KIND, OtlpReceiver } from '../helpers/otlp-receiver.ts';
 import { WorkerProcess } from '../helpers/worker-process.ts';
@@ -11,20 +11,15 @@ import { testTopics, workerEnv } from '../helpers/worker.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 
-let sandbox: RunningSandbox;
+const sandbox = useSandbox();
 let receiver: OtlpReceiver;
-const cleanups: (() => Promise<unknown>)[] = [];
 beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0 });
   receiver = await OtlpReceiver.start();
 });
 afterAll(async () => {
   await receiver.close();
-  await sandbox.close();
 });
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-});
+const cleanups = useCleanups();
 
 /** Runs the CLI; `stopWhen` ends a command that runs until Ctrl-C (tail) once its output says so. */
 function cli(
@@ -34,7 +29,7 @@ function cli(
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [MAIN, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    cleanups.push(async () => child.kill('SIGKILL'));
+    cleanups.add(async () => child.kill('SIGKILL'));
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -49,7 +44,7 @@ function cli(
 /** The headers of the first record of a topic. */
 async function firstRecord(topic: string): Promise<KafkaMessage> {
   const consumer = testKafka().consumer({ groupId: uniqueName('peek') });
-  cleanups.push(() => consumer.disconnect());
+  cleanups.add(() => consumer.disconnect());
   let first: KafkaMessage | undefined;
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
@@ -85,7 +80,7 @@ describe('produce starts or continues a trace; tail --pretty shows it', () => {
     expect((await firstRecord(topics.commands)).headers?.['traceparent']?.toString()).toBe(`00-${callerTrace}-${sendSpan?.spanId}-01`);
 
     const worker = new WorkerProcess({ ...workerEnv(topics, sandbox.url), OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100' });
-    cleanups.push(async () => {
+    cleanups.add(async () => {
       worker.signal('SIGTERM');
       await worker.stopped(30_000);
     });

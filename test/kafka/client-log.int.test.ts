@@ -1,20 +1,11 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { describe, expect, it } from 'vitest';
+import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
 import { WorkerProcess } from '../helpers/worker-process.ts';
 import { publisherFor, ResultCollector, testTopics, textCommand, workerEnv } from '../helpers/worker.ts';
 
-let sandbox: RunningSandbox;
-const cleanups: (() => Promise<unknown>)[] = [];
-beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0, faults: { latency: { kind: 'fixed', ms: 20 } } });
-});
-afterAll(async () => {
-  await sandbox.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-});
+const sandbox = useSandbox({ faults: { latency: { kind: 'fixed', ms: 20 } } });
+const cleanups = useCleanups();
 
 /** Log lines (pino JSON) at error level or above. */
 function errorLines(output: string): string[] {
@@ -26,13 +17,13 @@ describe('worker processes through routine rebalances', () => {
     const topics = testTopics();
     await createTopics(testKafka(), [{ topic: topics.commands, partitions: 4 }, { topic: topics.results }, { topic: topics.deadLetter }]);
     const publisher = await publisherFor(testKafka(), topics.commands);
-    cleanups.push(() => publisher.disconnect());
+    cleanups.add(() => publisher.disconnect());
     const results = await ResultCollector.start(topics.results);
-    cleanups.push(() => results.stop());
+    cleanups.add(() => results.stop());
     const env = workerEnv(topics, sandbox.url);
 
     const first = new WorkerProcess(env);
-    cleanups.push(async () => first.signal('SIGKILL'));
+    cleanups.add(async () => first.signal('SIGKILL'));
     const wave = async (n: number): Promise<void> => {
       const commands = Array.from({ length: n }, () => textCommand());
       await publisher.publish(commands.map((command) => ({ command })));
@@ -41,7 +32,7 @@ describe('worker processes through routine rebalances', () => {
     await wave(20);
     // A second member joins (a rebalance), both work, then it leaves (another rebalance).
     const second = new WorkerProcess(env);
-    cleanups.push(async () => second.signal('SIGKILL'));
+    cleanups.add(async () => second.signal('SIGKILL'));
     await eventually(() => (/joined consumer group/.test(second.output) ? true : undefined), 60_000, 'the second worker joining');
     await eventually(() => ((first.output.match(/joined consumer group/g) ?? []).length >= 2 ? true : undefined), 60_000, 'the first worker re-joining');
     await wave(20);

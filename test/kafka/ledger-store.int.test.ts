@@ -5,7 +5,7 @@ import { checkpointKey, decodeCheckpoint, encodeCheckpoint } from '../../src/wor
 import { createTopics, testKafka, uniqueName } from '../helpers/kafka.ts';
 
 describe('readLatestCheckpoint against a real broker', () => {
-  it("'stable' reads past a killed owner's open transaction at once (its last committed checkpoint); 'end' after fencing sees the newest", async () => {
+  it("'stable' reads past a killed owner's open transaction without waiting for its fate (its last committed checkpoint); 'end' after fencing sees the newest", async () => {
     const kafka = testKafka();
     const ledger = uniqueName('ledger');
     await createTopics(kafka, [{ topic: ledger }]);
@@ -26,11 +26,10 @@ describe('readLatestCheckpoint against a real broker', () => {
         messages: [{ key, partition: 0, value: encodeCheckpoint({ next: 5n, open: [{ offset: 5n, commandId: 'c5', at: 1 }] }) }],
       });
 
-      const started = performance.now();
+      // Read while the transaction is open: the read cannot wait for its commit (which comes after),
+      // and waiting for its abort (the transaction timeout) would have made the commit below fail.
       const seen = await readLatestCheckpoint(admin, reader, ledger, 0, decode, 'stable');
       expect(seen).toEqual({ next: 5n, open: [] });
-      // Well under the reader's 30 s deadline: it did not wait for the open transaction.
-      expect(performance.now() - started).toBeLessThan(10_000);
 
       await open.commit();
       expect(await readLatestCheckpoint(admin, reader, ledger, 0, decode, 'end')).toEqual({ next: 5n, open: [{ offset: 5n, commandId: 'c5', at: 1 }] });

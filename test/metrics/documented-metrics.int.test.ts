@@ -1,23 +1,14 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { checkpointKey, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
 import { documentedMetrics } from '../helpers/doc-metrics.ts';
 import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, workerEnv } from '../helpers/worker.ts';
 
-let sandbox: RunningSandbox;
-const cleanups: (() => Promise<unknown>)[] = [];
-beforeAll(async () => {
-  // Slow enough that sends are seen under way and a backlog is seen as lag.
-  sandbox = await startSandbox({ port: 0, faults: { latency: { kind: 'fixed', ms: 300 } } });
-});
-afterAll(async () => {
-  await sandbox.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-  sandbox.state.setBalance('1000.000000');
-});
+// Slow enough that sends are seen under way and a backlog is seen as lag.
+const sandbox = useSandbox({ faults: { latency: { kind: 'fixed', ms: 300 } } });
+afterEach(() => sandbox.state.setBalance('1000.000000'));
+const cleanups = useCleanups();
 
 /** Samples of a Prometheus text exposition: `name{labels} value` → name → values. */
 function samples(text: string): Map<string, number[]> {
@@ -42,7 +33,7 @@ describe('metrics docs/metrics.md lists', () => {
       { topic: topics.ledger, partitions: 1 },
     ]);
     const publisher = await publisherFor(testKafka(), topics.commands);
-    cleanups.push(() => publisher.disconnect());
+    cleanups.add(() => publisher.disconnect());
 
     // Offset 0: marked by an "earlier owner" without a result (in doubt). Offset 1: not Avro
     // (dead letter). Offsets 2 and 3: the same commandId twice (a duplicate). Then a backlog.
@@ -68,11 +59,11 @@ describe('metrics docs/metrics.md lists', () => {
     // The first send is answered 503 (Retry-After 1 s): one retry.
     sandbox.state.faults.enqueue('http503');
     const results = await ResultCollector.start(topics.results);
-    cleanups.push(() => results.stop());
+    cleanups.add(() => results.stop());
 
     // A rate limit far above what the run sends, so its share gauge is set.
     const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { MAX_IN_FLIGHT: '2', RATE_LIMIT_PER_SECOND: '10000' }));
-    cleanups.push(() => worker.stop());
+    cleanups.add(() => worker.stop());
     const url = `http://127.0.0.1:${worker.httpPort}/metrics`;
     // Scraped over HTTP, as Prometheus does, all along the run: gauges move and come back.
     const peak = new Map<string, number>();
@@ -88,7 +79,7 @@ describe('metrics docs/metrics.md lists', () => {
         await new Promise((r) => setTimeout(r, 50));
       }
     })();
-    cleanups.push(async () => {
+    cleanups.add(async () => {
       scraping = false;
       await scraper;
     });

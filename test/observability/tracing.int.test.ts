@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommandResult } from '../../src/contracts/result.ts';
 import { ResultReader } from '../../src/kafka/result-reader.ts';
 import { traceIdOf } from '../../src/observability/trace-headers.ts';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { createTopics, eventually, testKafka, testRegistry } from '../helpers/kafka.ts';
 import { OTLP_SPAN_KIND, OTLP_STATUS, OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.ts';
 import { WorkerProcess } from '../helpers/worker-process.ts';
@@ -12,20 +12,15 @@ import { publisherFor, testTopics, textCommand, within, workerEnv } from '../hel
 const ACCESS_KEY_ID = 'trace-test-key-id-0f9e';
 const ACCESS_KEY_SECRET = 'trace-test-secret-77c1';
 
-let sandbox: RunningSandbox;
+const sandbox = useSandbox({ accessKeyId: ACCESS_KEY_ID, accessKeySecret: ACCESS_KEY_SECRET });
 let receiver: OtlpReceiver;
-const cleanups: (() => Promise<unknown>)[] = [];
 beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0, accessKeyId: ACCESS_KEY_ID, accessKeySecret: ACCESS_KEY_SECRET });
   receiver = await OtlpReceiver.start();
 });
 afterAll(async () => {
   await receiver.close();
-  await sandbox.close();
 });
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-});
+const cleanups = useCleanups();
 
 interface ReadWithHeaders {
   readonly result: CommandResult;
@@ -35,7 +30,7 @@ interface ReadWithHeaders {
 async function readResults(topic: string): Promise<Map<string, ReadWithHeaders>> {
   const seen = new Map<string, ReadWithHeaders>();
   const reader = new ResultReader(testKafka(), testRegistry(), topic);
-  cleanups.push(() => reader.stop());
+  cleanups.add(() => reader.stop());
   await within(
     45_000,
     'starting the result reader',
@@ -57,7 +52,7 @@ describe('tracing: a command traced from its producer through the send to its re
     const topics = testTopics();
     await createTopics(testKafka(), [{ topic: topics.commands, partitions: 1 }, { topic: topics.results }, { topic: topics.deadLetter }]);
     const publisher = await publisherFor(testKafka(), topics.commands);
-    cleanups.push(() => publisher.disconnect());
+    cleanups.add(() => publisher.disconnect());
 
     // The producer's context: a trace id and span id the worker has never seen.
     const producerTrace = randomBytes(16).toString('hex');
@@ -86,7 +81,7 @@ describe('tracing: a command traced from its producer through the send to its re
         OTEL_BSP_SCHEDULE_DELAY: '600000',
       }),
     );
-    cleanups.push(async () => worker.signal('SIGKILL'));
+    cleanups.add(async () => worker.signal('SIGKILL'));
     await eventually(() => (results.has(traced.commandId) && results.has(untraced.commandId) ? true : undefined), 60_000, 'both results');
     expect(receiver.spans.filter((s) => s.resource['service.name'] === 'sms-worker-under-test')).toEqual([]);
     worker.signal('SIGTERM');

@@ -3,38 +3,24 @@
  * servers written for each case, and the sandbox): bodies over the byte cap, answers that never
  * end, deadlines, close() during a call, idle keep-alive sockets, and where defaults come from.
  */
+import diagnostics_channel from 'node:diagnostics_channel';
 import http from 'node:http';
 import type net from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { envSchema, PROVIDER_DEFAULTS } from '../../src/config/schema.ts';
 import { createProviderClient } from '../../src/provider/client.ts';
 import { resolveProviderOptions } from '../../src/provider/options.ts';
-import type { ProviderClientOptions } from '../../src/provider/options.ts';
+import type { ProviderClientOptions, RetryInfo } from '../../src/provider/options.ts';
 import type { ProviderClient, ProviderRequest } from '../../src/provider/types.ts';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { eventually } from '../../tools/poll.ts';
+import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { failureOf } from '../helpers/provider.ts';
 
 const TEXT: ProviderRequest = { operation: 'sms.message.send', body: { to: ['+8613800138000'], signature: 'Acme', content: 'hello' } };
 const KEY_ID = 'AKID-hostile-test-19c2';
 
-const clients: ProviderClient[] = [];
-const servers: http.Server[] = [];
-let sandbox: RunningSandbox;
-
-beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0, faults: { retryAfterSec: 0 } });
-});
-afterAll(async () => {
-  await sandbox.close();
-});
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.close();
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections();
-    await new Promise<void>((resolve) => s.close(() => resolve()));
-  }
-  sandbox.state.reset();
-});
+const sandbox = useSandbox({ faults: { retryAfterSec: 0 } }, { resetAfterEach: true });
+const cleanups = useCleanups();
 
 function client(baseUrl: string, overrides: Partial<ProviderClientOptions> = {}): ProviderClient {
   const created = createProviderClient({
@@ -46,14 +32,17 @@ function client(baseUrl: string, overrides: Partial<ProviderClientOptions> = {})
     retry: { maxAttempts: 3, budgetMs: 3_000, baseDelayMs: 10, maxDelayMs: 50, retryAmbiguous: true },
     ...overrides,
   });
-  clients.push(created);
+  cleanups.add(() => created.close());
   return created;
 }
 
 /** A loopback server with the given handler; resolves to its base URL. */
 async function serve(handler: http.RequestListener): Promise<string> {
   const server = http.createServer(handler);
-  servers.push(server);
+  cleanups.add(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
 }
@@ -144,21 +133,38 @@ describe('provider client: answer size is capped', () => {
 });
 
 describe('provider client: an answer that never ends', () => {
-  it('ends at the response timeout (read phase), as an ambiguous timeout', async () => {
+  it('ends at the response timeout (read phase), as an ambiguous timeout, however long it keeps dripping', async () => {
+    // got's timeouts and the server's drip run on timers: faked, so the test moves the clock.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+    cleanups.add(() => vi.useRealTimers());
+    let drips = 0;
     const url = await serve((req, res) => {
       req.resume();
       res.writeHead(200, { 'content-type': 'application/json' });
       res.write('{"code":"0",');
-      const drip = setInterval(() => res.write(' '), 20);
+      const drip = setInterval(() => {
+        drips += 1;
+        res.write(' ');
+      }, 20);
       res.on('close', () => clearInterval(drip));
     });
-    const started = performance.now();
-    const error = await failureOf(client(url, { responseTimeoutMs: 300, retry: { maxAttempts: 1 } }).send(TEXT));
-    const tookMs = performance.now() - started;
+    // The read timeout starts when the client has the answer's head: the clock moves only after that.
+    const heads = { count: 0 };
+    const onHead = (): void => void (heads.count += 1);
+    diagnostics_channel.subscribe('http.client.response.finish', onHead);
+    cleanups.add(() => diagnostics_channel.unsubscribe('http.client.response.finish', onHead));
+    let settled = false;
+    const failing = failureOf(client(url, { responseTimeoutMs: 300, retry: { maxAttempts: 1 } }).send(TEXT)).finally(() => (settled = true));
+    await eventually(() => heads.count === 1, 5_000, "the answer's head");
+
+    await vi.advanceTimersByTimeAsync(299);
+    expect(drips).toBe(14);
+    expect(settled).toBe(false);
+    // At 300 ms the read timeout fires; got destroys the request on the timer turn after it.
+    await vi.advanceTimersByTimeAsync(2);
+    const error = await failing;
     expect(error).toMatchObject({ failureClass: 'ambiguous', code: 'PROVIDER_TIMEOUT', attempts: 1 });
     expect(error.message).toMatch(/read phase/);
-    expect(tookMs).toBeGreaterThanOrEqual(250);
-    expect(tookMs).toBeLessThan(2_000);
   });
 });
 
@@ -243,8 +249,7 @@ describe('provider client: close()', () => {
     sandbox.setFaults({ enqueue: [{ kind: 'hang' }] });
     const c = client(sandbox.url);
     const pending = failureOf(c.send(TEXT, { correlationId: 'close-1' }));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(sandbox.state.requests({ correlationId: 'close-1' })).toHaveLength(1);
+    await eventually(() => sandbox.state.requests({ correlationId: 'close-1' }).length === 1, 5_000, 'the request');
     c.close();
     const error = await pending;
     expect(error).toMatchObject({ code: 'PROVIDER_ABORTED', aborted: true, retryable: false, attempts: 1 });
@@ -255,13 +260,18 @@ describe('provider client: close()', () => {
   });
 
   it('aborts a call waiting between retries, without another request', async () => {
+    // got waits on a timer between attempts: faked, so the test moves the clock past the retry time.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    cleanups.add(() => vi.useRealTimers());
     sandbox.setFaults({ enqueue: [{ kind: 'http503' }], retryAfterSec: 1 });
-    const c = client(sandbox.url, { retry: { maxAttempts: 3, budgetMs: 5_000 } });
+    const retries: RetryInfo[] = [];
+    const c = client(sandbox.url, { retry: { maxAttempts: 3, budgetMs: 5_000 }, onRetry: (info) => retries.push(info) });
     const pending = failureOf(c.send(TEXT, { correlationId: 'close-3' }));
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await eventually(() => retries.length === 1, 5_000, 'the retry to be scheduled');
+    expect(retries[0]?.delayMs).toBe(1_000);
     c.close();
     expect(await pending).toMatchObject({ code: 'PROVIDER_ABORTED', aborted: true });
-    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    await vi.advanceTimersByTimeAsync(1_000);
     expect(sandbox.state.requests({ correlationId: 'close-3' })).toHaveLength(1);
   });
 });

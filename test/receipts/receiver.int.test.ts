@@ -4,7 +4,7 @@
 import { Writable } from 'node:stream';
 import got from 'got';
 import { pino } from 'pino';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { ReceiptReader, type ReadReceipt } from '../../src/kafka/receipt-reader.ts';
 import { loadReceiverConfig } from '../../src/receipts/config.ts';
 import { startReceiver, type RunningReceiver } from '../../src/receipts/receiver.ts';
@@ -12,14 +12,12 @@ import { FAILURE_CODES } from '../../src/sandbox/delivery-reports.ts';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/server.ts';
 import type { KafkaClientOptions } from '../../src/kafka/client.ts';
 import { createTopics, eventually, testBrokers, testKafka, testRegistry, uniqueName } from '../helpers/kafka.ts';
+import { useCleanups } from '../helpers/fixtures.ts';
 import { proxiedSocketFactory, TcpProxy } from '../helpers/tcp-proxy.ts';
 
 const TOKEN = `tok_${'k'.repeat(12)}${Math.random().toString(36).slice(2, 10)}`;
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const step of cleanups.splice(0).reverse()) await step().catch(() => undefined);
-});
+const cleanups = useCleanups();
 
 interface Harness {
   receiver: RunningReceiver;
@@ -51,17 +49,17 @@ async function startHarness(kafkaOptions: KafkaClientOptions = {}): Promise<Harn
     RECEIPTS_MAX_BODY_BYTES: '4096',
   });
   const receiver = await startReceiver(config, { logger: pino({ level: 'trace' }, sink), kafkaOptions });
-  cleanups.push(() => receiver.close());
+  cleanups.add(() => receiver.close());
   const receipts: ReadReceipt[] = [];
   const reader = new ReceiptReader(testKafka(), testRegistry(), topic);
-  cleanups.push(() => reader.stop());
+  cleanups.add(() => reader.stop());
   await reader.start((read) => void receipts.push(read), { fromBeginning: true });
   return { receiver, reportUrl: `${receiver.url}/receipts/${TOKEN}`, topic, receipts, logs };
 }
 
 async function sandboxReportingTo(url: string, settings: { failRate?: number; retryBaseMs?: number } = {}): Promise<RunningSandbox> {
   const sandbox = await startSandbox({ deliveryReports: { callbackUrl: url, delayMs: 0, failRate: 0, retryBaseMs: 200, retryMaxMs: 1_000, ...settings } });
-  cleanups.push(() => sandbox.close());
+  cleanups.add(() => sandbox.close());
   return sandbox;
 }
 
@@ -168,7 +166,7 @@ describe('delivery receipts receiver (real Kafka, real HTTP)', () => {
 
   it('answers 503 while Kafka is unreachable; the service’s retry after it returns is published once', async () => {
     const proxy = await TcpProxy.start(testBrokers()[0] ?? '');
-    cleanups.push(() => proxy.close());
+    cleanups.add(() => proxy.close());
     const h = await startHarness({ socketFactory: proxiedSocketFactory(proxy) });
     const sandbox = await sandboxReportingTo(h.reportUrl);
 

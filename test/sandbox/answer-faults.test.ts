@@ -1,8 +1,9 @@
 import { request } from 'node:http';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HUGE_BODY_PADDING_BYTES, MAX_ANSWER_FAULT_TARGETS, NEVER_ENDS_TRICKLE_MS, OVERFLOW_MESSAGE_COUNT } from '../../src/sandbox/answer-faults.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
-import type { RunningSandbox } from '../../src/sandbox/server.ts';
+import { eventually } from '../../tools/poll.ts';
+import { useSandbox } from '../helpers/fixtures.ts';
 
 const TWO_CN = { to: ['+8613800138000', '+8613900139000'], signature: 'Acme', content: 'hi' };
 
@@ -44,16 +45,7 @@ interface Envelope {
   data: { messageCount: number; totalAmount: string; messages: Report[] };
 }
 
-let sandbox: RunningSandbox;
-beforeAll(async () => {
-  sandbox = await startSandbox();
-});
-afterAll(async () => {
-  await sandbox.close();
-});
-afterEach(() => {
-  sandbox.state.reset();
-});
+const sandbox = useSandbox({}, { resetAfterEach: true });
 
 describe('answer faults aimed at one command (real HTTP on loopback)', () => {
   it('count-overflow: messageCount 3000000000 in data and every report; the send is charged', async () => {
@@ -128,13 +120,18 @@ describe('answer faults aimed at one command (real HTTP on loopback)', () => {
       req.end(JSON.stringify(TWO_CN));
     });
     try {
-      await new Promise((resolve) => setTimeout(resolve, NEVER_ENDS_TRICKLE_MS * 2.5));
-      const text = Buffer.concat(received).toString('utf8');
+      // The trickle: at least two spaces after the prefix, and never a complete document.
+      const text = await eventually(
+        () => {
+          const sofar = Buffer.concat(received).toString('utf8');
+          return / {2,}$/.test(sofar) ? sofar : undefined;
+        },
+        NEVER_ENDS_TRICKLE_MS * 10,
+        'two trickled bytes',
+      );
       expect(status).toBe(200);
       expect(ended).toBe(false);
       expect(text.startsWith('{"code":"0"')).toBe(true);
-      // The trickle: at least two spaces after the prefix, and never a complete document.
-      expect(text).toMatch(/ {2,}$/);
       expect(() => JSON.parse(text) as unknown).toThrow();
       expect(local.state.requests({ correlationId: 'cmd-never' })).toMatchObject([{ httpStatus: 200, fault: 'never-ends', accepted: true }]);
       expect(local.state.acceptedSends('cmd-never')).toBe(1);

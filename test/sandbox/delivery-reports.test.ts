@@ -1,11 +1,12 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import got from 'got';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { eventually } from '../../tools/poll.ts';
 import { buildReport, DEFAULT_DELIVERY_REPORTS, DeliveryReporter, FAILURE_CODES, retryDelayMs } from '../../src/sandbox/delivery-reports.ts';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/server.ts';
 import type { MessageReport } from '../../src/provider/types.ts';
+import { useCleanups } from '../helpers/fixtures.ts';
 
 const message: MessageReport = {
   id: 'm-1',
@@ -72,17 +73,14 @@ async function callback(statuses: number[]): Promise<{ url: string; bodies: unkn
   };
 }
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const step of cleanups.splice(0).reverse()) await step();
-});
+const cleanups = useCleanups();
 
 describe('DeliveryReporter', () => {
   it('retries a report on non-200 answers until one is 200, posting the same body each time', async () => {
     const cb = await callback([500, 503]);
-    cleanups.push(() => cb.close());
+    cleanups.add(() => cb.close());
     const reporter = new DeliveryReporter({ ...DEFAULT_DELIVERY_REPORTS, callbackUrl: cb.url, delayMs: 0, failRate: 0, retryBaseMs: 5 }, () => 0.5);
-    cleanups.push(() => reporter.close());
+    cleanups.add(() => reporter.close());
     reporter.accepted('key', [message], Date.now());
     await eventually(() => {
       expect(reporter.stats()).toMatchObject({ posted: 1, delivered: 1, retries: 2, queued: 0, lastStatus: 200 });
@@ -94,12 +92,12 @@ describe('DeliveryReporter', () => {
 
   it('drops a report after maxAttempts, and new reports beyond the queue bound', async () => {
     const cb = await callback([500, 500, 500]);
-    cleanups.push(() => cb.close());
+    cleanups.add(() => cb.close());
     const reporter = new DeliveryReporter(
       { ...DEFAULT_DELIVERY_REPORTS, callbackUrl: cb.url, delayMs: 0, retryBaseMs: 5, maxAttempts: 2, maxQueue: 1 },
       () => 0.5,
     );
-    cleanups.push(() => reporter.close());
+    cleanups.add(() => reporter.close());
     reporter.accepted(undefined, [message, { ...message, id: 'm-2' }], Date.now());
     await eventually(() => {
       expect(reporter.stats()).toMatchObject({ posted: 0, dropped: 2, queued: 0 });
@@ -123,9 +121,9 @@ describe('sandbox with delivery reports', () => {
 
   it('posts one report per accepted message to the URL set through the admin route', async () => {
     const cb = await callback([]);
-    cleanups.push(() => cb.close());
+    cleanups.add(() => cb.close());
     sandbox = await startSandbox({ deliveryReports: { delayMs: 0 } });
-    cleanups.push(() => sandbox.close());
+    cleanups.add(() => sandbox.close());
     const admin = await got
       .post(`${sandbox.url}/_sandbox/delivery-reports`, { json: { callbackUrl: cb.url, failRate: 0 } })
       .json<{ settings: { callbackUrl: string } }>();
@@ -145,7 +143,7 @@ describe('sandbox with delivery reports', () => {
 
   it('never shows a token from a callback URL in its admin answers', async () => {
     sandbox = await startSandbox();
-    cleanups.push(() => sandbox.close());
+    cleanups.add(() => sandbox.close());
     const url = 'http://user:pw@receiver.invalid:8080/receipts/tok_0123456789abcdef';
     const set = await got.post(`${sandbox.url}/_sandbox/delivery-reports`, { json: { callbackUrl: url, accounts: { k: url } } }).text();
     const get = await got(`${sandbox.url}/_sandbox/delivery-reports`).text();
@@ -159,7 +157,7 @@ describe('sandbox with delivery reports', () => {
 
   it('refuses a callback URL that is not http(s)', async () => {
     sandbox = await startSandbox();
-    cleanups.push(() => sandbox.close());
+    cleanups.add(() => sandbox.close());
     const answer = await got.post(`${sandbox.url}/_sandbox/delivery-reports`, { json: { callbackUrl: 'ftp://x' }, throwHttpErrors: false });
     expect(answer.statusCode).toBe(400);
   });

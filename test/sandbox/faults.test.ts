@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FaultPlan, sampleLatency, seededRandom } from '../../src/sandbox/faults.ts';
 import { parseSandboxArgs, runSandboxFromArgs } from '../../src/sandbox/main.ts';
 import { DEFAULT_FAULTS } from '../../src/sandbox/faults.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
-import type { RunningSandbox } from '../../src/sandbox/server.ts';
+import { eventually } from '../../tools/poll.ts';
+import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { checkAuth } from '../../src/sandbox/auth.ts';
 import { signingQuery } from '../../src/provider/signing.ts';
 
@@ -71,24 +72,33 @@ describe('latency', () => {
 });
 
 describe('sandbox faults over HTTP', () => {
-  let sandbox: RunningSandbox;
-  beforeAll(async () => {
-    sandbox = await startSandbox({ faults: { latency: { kind: 'fixed', ms: 60 } } });
-  });
-  afterAll(async () => {
-    await sandbox.close();
-  });
+  /** The latency waits the sandbox was asked for; each is held until the test releases it. */
+  const waits: { ms: number; release: () => void }[] = [];
+  const sandbox = useSandbox(
+    {
+      faults: { latency: { kind: 'fixed', ms: 60 } },
+      sleep: (ms) => new Promise<void>((resolve) => waits.push({ ms, release: resolve })),
+    },
+    { resetAfterEach: true },
+  );
+  const cleanups = useCleanups();
 
-  it('applies the configured latency', async () => {
-    const started = performance.now();
-    const response = await fetchAnswer(sandbox.url);
-    expect(response.status).toBe(200);
-    expect(performance.now() - started).toBeGreaterThanOrEqual(55);
+  it('holds each answer for the configured latency', async () => {
+    let answered = false;
+    const answering = fetchAnswer(sandbox.url).finally(() => (answered = true));
+    const wait = await eventually(() => waits.shift(), 5_000, 'the latency wait');
+    expect(wait.ms).toBe(60);
+    expect(answered).toBe(false);
+    wait.release();
+    expect((await answering).status).toBe(200);
+    expect(sandbox.state.requests().map((r) => r.latencyMs)).toEqual([60]);
   });
 
   it('malformed answers a non-JSON 200 after processing the send', async () => {
     sandbox.setFaults({ enqueue: [{ kind: 'malformed' }] });
-    const response = await fetchAnswer(sandbox.url, 'corr-m');
+    const answering = fetchAnswer(sandbox.url, 'corr-m');
+    (await eventually(() => waits.shift(), 5_000, 'the latency wait')).release();
+    const response = await answering;
     expect(response.status).toBe(200);
     expect(() => JSON.parse(response.body) as unknown).toThrow();
     expect(sandbox.state.acceptedSends('corr-m')).toBe(1);
@@ -96,12 +106,12 @@ describe('sandbox faults over HTTP', () => {
 
   it('close() ends a hanging request', async () => {
     const hanging = await startSandbox({ faults: { rates: { hang: 1 } } });
+    cleanups.add(() => hanging.close());
     const pending = fetchAnswer(hanging.url).then(
       () => 'answered',
       () => 'dropped',
     );
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(hanging.state.stats().faults).toEqual({ hang: 1 });
+    await eventually(() => hanging.state.stats().faults.hang === 1, 5_000, 'the hang');
     await hanging.close();
     expect(await pending).toBe('dropped');
   });

@@ -1,9 +1,9 @@
 import got from 'got';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { computeSignature } from '../../src/provider/signing.ts';
 import { SANDBOX_ERRORS } from '../../src/sandbox/error-codes.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
-import type { RunningSandbox } from '../../src/sandbox/server.ts';
+import { useSandbox } from '../helpers/fixtures.ts';
 
 const KEY_ID = 'sandbox-test-key';
 const SECRET = 'sandbox-test-secret';
@@ -15,7 +15,7 @@ interface Answer {
   raw: string;
 }
 
-let sandbox: RunningSandbox;
+const sandbox = useSandbox({ accessKeyId: KEY_ID, accessKeySecret: SECRET, balance: '10.000000', logCapacity: 1000 }, { resetAfterEach: true });
 
 /** Signed query string as the client builds it; pieces overridable to forge bad requests. */
 function query(action: string, overrides: Record<string, string | undefined> = {}): string {
@@ -54,18 +54,6 @@ async function call(path: string, options: { method?: 'GET' | 'POST'; body?: unk
 
 const send = (body: unknown, overrides: Record<string, string | undefined> = {}) => call(`/?${query('sms.message.send', overrides)}`, { body });
 const voice = (body: unknown) => call(`/?${query('sms.voice.verification.send')}`, { body });
-
-beforeAll(async () => {
-  sandbox = await startSandbox({ accessKeyId: KEY_ID, accessKeySecret: SECRET, balance: '10.000000', logCapacity: 1000 });
-});
-
-afterEach(() => {
-  sandbox.state.reset();
-});
-
-afterAll(async () => {
-  await sandbox.close();
-});
 
 describe('sandbox: the service envelopes', () => {
   it('answers a success with HTTP 200, code "0", data and a request id', async () => {

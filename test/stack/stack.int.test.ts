@@ -1,16 +1,14 @@
 import { SchemaType } from '@kafkajs/confluent-schema-registry';
-import type { Consumer, Kafka } from 'kafkajs';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import type { Kafka } from 'kafkajs';
+import { describe, expect, inject, it } from 'vitest';
+import { useCleanups } from '../helpers/fixtures.ts';
 import { createTopics, eventually, testKafka, testRegistry, uniqueName, withAdmin } from '../helpers/kafka.ts';
 
-const consumers: Consumer[] = [];
-afterEach(async () => {
-  await Promise.all(consumers.splice(0).map((c) => c.disconnect()));
-});
+const cleanups = useCleanups();
 
 async function readAll(kafka: Kafka, topic: string, options: { readUncommitted: boolean; until: (values: string[]) => boolean }): Promise<string[]> {
   const consumer = kafka.consumer({ groupId: uniqueName('reader'), readUncommitted: options.readUncommitted });
-  consumers.push(consumer);
+  cleanups.add(() => consumer.disconnect());
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   const values: string[] = [];
@@ -57,7 +55,7 @@ describe('the stack the tests run against', () => {
     await producer.disconnect();
 
     const consumer = kafka.consumer({ groupId: uniqueName('decode') });
-    consumers.push(consumer);
+    cleanups.add(() => consumer.disconnect());
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
     const decoded: unknown[] = [];

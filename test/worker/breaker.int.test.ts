@@ -1,21 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { eventually, testKafka } from '../helpers/kafka.ts';
 import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, workerEnv } from '../helpers/worker.ts';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 
-let sandbox: RunningSandbox;
-const cleanups: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0 });
-});
-afterAll(async () => {
-  await sandbox.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-  sandbox.state.reset();
-});
+const sandbox = useSandbox({}, { resetAfterEach: true });
+const cleanups = useCleanups();
 
 describe('worker: circuit breaker', () => {
   it('opens the circuit during an outage, holds the commands, and sends them after a successful probe', async () => {
@@ -23,13 +12,13 @@ describe('worker: circuit breaker', () => {
     const topics = testTopics();
     const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { BREAKER_FAILURE_THRESHOLD: String(threshold), PROVIDER_RETRY_ATTEMPTS: '1' }));
     let stopped = false;
-    cleanups.push(async () => {
+    cleanups.add(async () => {
       if (!stopped) await worker.stop();
     });
     const publisher = await publisherFor(testKafka(), topics.commands);
-    cleanups.push(() => publisher.disconnect());
+    cleanups.add(() => publisher.disconnect());
     const results = await ResultCollector.start(topics.results);
-    cleanups.push(() => results.stop());
+    cleanups.add(() => results.stop());
 
     sandbox.setFaults({ down: true });
     const commands = Array.from({ length: 6 }, () => textCommand());
@@ -69,11 +58,11 @@ describe('worker: circuit breaker', () => {
   it('probes again when the command that opened the circuit was not kept (nobody waiting at the gate)', async () => {
     const topics = testTopics();
     const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { BREAKER_FAILURE_THRESHOLD: '1', PROVIDER_RETRY_ATTEMPTS: '1' }));
-    cleanups.push(() => worker.stop());
+    cleanups.add(() => worker.stop());
     const publisher = await publisherFor(testKafka(), topics.commands);
-    cleanups.push(() => publisher.disconnect());
+    cleanups.add(() => publisher.disconnect());
     const results = await ResultCollector.start(topics.results);
-    cleanups.push(() => results.stop());
+    cleanups.add(() => results.stop());
 
     // A single 500 is ambiguous: with PROVIDER_RETRY_AMBIGUOUS=false its command ends UNKNOWN (it may
     // have been sent, so it is not sent again) although it opens the circuit; the service is healthy afterwards.

@@ -1,6 +1,6 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { createTopics, testKafka } from '../helpers/kafka.ts';
 import { eventually } from '../helpers/kafka.ts';
 import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
@@ -11,15 +11,13 @@ import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand
  * next batch was fetched only once every send of the previous one had returned, so one slow call
  * held up every command behind it.
  */
-let sandbox: RunningSandbox;
+const sandbox = useSandbox();
 let proxy: Server;
 let proxyUrl: string;
 /** Requests for these commandIds (X-Correlation-Id) wait until released. */
 const held = new Map<string, { arrived: () => void; release: Promise<void> }>();
-const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0 });
   proxy = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -43,30 +41,27 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await new Promise((resolve) => proxy.close(resolve));
-  await sandbox.close();
 });
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-  held.clear();
-});
+afterEach(() => held.clear());
+const cleanups = useCleanups();
 
 describe('fetching is decoupled from sending', () => {
   it('commands fetched after a slow call reach the service while it is still under way', async () => {
     const topics = testTopics();
     await createTopics(testKafka(), [{ topic: topics.commands, partitions: 1 }, { topic: topics.results }, { topic: topics.deadLetter }]);
     const { worker } = await startTestWorker(workerEnv(topics, proxyUrl, { TOPICS_PARTITIONS: '1', PROVIDER_RESPONSE_TIMEOUT_MS: '60000' }));
-    cleanups.push(() => worker.stop());
+    cleanups.add(() => worker.stop());
     const publisher = await publisherFor(testKafka(), topics.commands);
-    cleanups.push(() => publisher.disconnect());
+    cleanups.add(() => publisher.disconnect());
     const results = await ResultCollector.start(topics.results);
-    cleanups.push(() => results.stop());
+    cleanups.add(() => results.stop());
 
     const slow = textCommand();
     let release!: () => void;
     let arrived!: () => void;
     const slowArrived = new Promise<void>((resolve) => (arrived = resolve));
     held.set(slow.commandId, { arrived, release: new Promise<void>((resolve) => (release = resolve)) });
-    cleanups.push(async () => release());
+    cleanups.add(async () => release());
     await within(30_000, 'publishing the slow command', publisher.publish([{ command: slow, key: 'slow' }]));
     await within(30_000, 'the slow command reaching the service', slowArrived);
 
@@ -94,17 +89,17 @@ describe('fetching is decoupled from sending', () => {
     await createTopics(testKafka(), [{ topic: topics.commands, partitions: 2 }, { topic: topics.results }, { topic: topics.deadLetter }]);
     const env = workerEnv(topics, proxyUrl, { TOPICS_PARTITIONS: '2', PROVIDER_RESPONSE_TIMEOUT_MS: '60000' });
     const first = await startTestWorker(env);
-    cleanups.push(() => first.worker.stop());
+    cleanups.add(() => first.worker.stop());
     const publisher = await publisherFor(testKafka(), topics.commands);
-    cleanups.push(() => publisher.disconnect());
+    cleanups.add(() => publisher.disconnect());
     const results = await ResultCollector.start(topics.results);
-    cleanups.push(() => results.stop());
+    cleanups.add(() => results.stop());
 
     // One held call per partition (keys chosen until both partitions have one), on the first worker.
     const slow = Array.from({ length: 8 }, () => textCommand());
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    cleanups.push(async () => release());
+    cleanups.add(async () => release());
     const arrivals = slow.map((c) => {
       let arrived!: () => void;
       const promise = new Promise<void>((resolve) => (arrived = resolve));
@@ -116,7 +111,7 @@ describe('fetching is decoupled from sending', () => {
 
     // A second worker joins: the group rebalances while the eight calls are under way.
     const second = await startTestWorker(env);
-    cleanups.push(() => second.worker.stop());
+    cleanups.add(() => second.worker.stop());
     await eventually(() => (second.worker.health().ready().ok ? true : undefined), 30_000, 'the second worker joining the group');
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     release();

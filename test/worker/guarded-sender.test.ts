@@ -1,16 +1,17 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { refusingService } from '../helpers/provider.ts';
 import { createProviderClient } from '../../src/provider/client.ts';
 import type { RetryPolicy } from '../../src/provider/backoff.ts';
 import { ProviderError } from '../../src/provider/provider-error.ts';
 import type { FailureClass, ProviderClient, ProviderRequest } from '../../src/provider/types.ts';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
 import { GuardedSender, type SendOutcome } from '../../src/worker/guarded-sender.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 import { RefusalHolds } from '../../src/worker/refusal-holds.ts';
 import { DEFAULT_REFUSAL_SCOPE_SETTINGS, type RefusalScopeSettings } from '../../src/worker/refusal-scopes.ts';
 import type { SendFootprint } from '../../src/contracts/validate.ts';
 import { OutageCounter, ServiceGate, type GateBackoffs, type PauseReason } from '../../src/worker/service-gate.ts';
+import { eventually } from '../../tools/poll.ts';
 
 const TEXT: ProviderRequest = { operation: 'sms.message.send', body: { to: ['+8613800138000'], signature: 'Acme', content: 'Your code is 1234' } };
 const UNKNOWN_TEMPLATE: ProviderRequest = {
@@ -21,23 +22,16 @@ const FAST_PROBES: GateBackoffs = { insufficient_funds: { initialMs: 20, maxMs: 
 /** Probes far in the future: the gate stays shut unless the test opens it. */
 const NO_PROBES: GateBackoffs = { insufficient_funds: { initialMs: 600_000, maxMs: 600_000 }, circuit_open: { initialMs: 600_000, maxMs: 600_000 } };
 
-let sandbox: RunningSandbox;
-const clients: ProviderClient[] = [];
-const gates: ServiceGate[] = [];
+// Retry-After 0 keeps the in-place retry of a 503 immediate.
+const sandbox = useSandbox({ faults: { retryAfterSec: 0 } }, { resetAfterEach: true });
+const cleanups = useCleanups();
 let seq = 0;
-
-beforeAll(async () => {
-  // Retry-After 0 keeps the in-place retry of a 503 immediate.
-  sandbox = await startSandbox({ port: 0, faults: { retryAfterSec: 0 } });
-});
-afterAll(async () => {
-  await sandbox.close();
-});
-afterEach(() => {
-  for (const client of clients.splice(0)) client.close();
-  for (const gate of gates.splice(0)) gate.close();
-  sandbox.state.reset();
-});
+/**
+ * Waits for an effect of the event-driven code under test (10 s is only a safety net), looking every
+ * 5 ms: some tests race a probe or wait timer of a few hundred ms and must see the effect promptly.
+ */
+const until = (check: () => boolean, what: string): Promise<true> =>
+  eventually(() => check() || undefined, 10_000, what, { interval: { initialMs: 5, maxMs: 5, jitter: 0 } });
 
 interface Harness {
   readonly sender: GuardedSender;
@@ -70,10 +64,10 @@ function harness(
     retry: { maxAttempts: 1, budgetMs: 2_000, baseDelayMs: 5, maxDelayMs: 20, retryAmbiguous: false, ...options.retry },
     random: () => 0.5,
   });
-  clients.push(client);
+  cleanups.add(() => client.close());
   const changes: (PauseReason | undefined)[] = [];
   const gate = new ServiceGate({ backoff: options.backoff ?? FAST_PROBES, onChange: (reason) => changes.push(reason) });
-  gates.push(gate);
+  cleanups.add(() => gate.close());
   const classes: FailureClass[] = [];
   const pauses: [PauseReason, string][] = [];
   const holds = new RefusalHolds({
@@ -101,15 +95,6 @@ function correlationId(): string {
 
 function requestsFor(id: string): number {
   return sandbox.state.requests({ correlationId: id }).length;
-}
-
-/** Polls a condition (event-driven code under test; the limit is only a safety net). */
-async function until(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 function track(promise: Promise<SendOutcome>): { outcome: SendOutcome | undefined } {
@@ -330,7 +315,10 @@ describe('GuardedSender: the callStarting hook (time to send starts at the first
 });
 
 describe('GuardedSender: throttling beyond the retry budget', () => {
-  it('holds a 429 whose Retry-After exceeds the budget at the gate, probes at Retry-After and sends: nothing FAILED', async () => {
+  it('holds a 429 whose Retry-After exceeds the budget at the gate, probes at Retry-After (not before) and sends: nothing FAILED', async () => {
+    // The gate's probe timer and its clock are faked: the test moves them instead of waiting 1 s.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    cleanups.add(() => vi.useRealTimers());
     const { sender, gate, changes, pauses } = harness({
       retry: { maxAttempts: 3, budgetMs: 300 },
       backoff: { ...FAST_PROBES, throttled: { initialMs: 20, maxMs: 5_000 } },
@@ -338,16 +326,20 @@ describe('GuardedSender: throttling beyond the retry budget', () => {
     sandbox.setFaults({ retryAfterSec: 1 });
     sandbox.state.faults.enqueue('http429');
     const id = correlationId();
-    const started = performance.now();
     const sending = track(sender.send(TEXT, id, new AbortController().signal));
     await until(() => gate.reason === 'throttled', 'the throttle pause');
     expect(requestsFor(id)).toBe(1);
     expect(sending.outcome).toBeUndefined();
 
+    await vi.advanceTimersByTimeAsync(999);
+    expect(requestsFor(id)).toBe(1);
+    expect(sending.outcome).toBeUndefined();
+
+    await vi.advanceTimersByTimeAsync(1);
     await until(() => sending.outcome !== undefined, 'the send');
-    expect(performance.now() - started).toBeGreaterThanOrEqual(950);
     expect(sending.outcome?.kind).toBe('sent');
     expect(sending.outcome?.attempts).toBe(2);
+    expect(requestsFor(id)).toBe(2);
     expect(sandbox.state.acceptedSends(id)).toBe(1);
     expect(changes).toEqual(['throttled', undefined]);
     expect(pauses).toEqual([['throttled', 'PROVIDER_THROTTLED (HTTP 429): 900429 TooManyRequests']]);
@@ -464,6 +456,9 @@ describe('GuardedSender: the service refuses this client or account', () => {
 
   it("a route's probe answered 401 gives its probe back: once the gate reopens, the route is probed again", async () => {
     const service = await refusingService();
+    // The holds' probe timers and clock are faked: the test moves them instead of waiting.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    cleanups.add(() => vi.useRealTimers());
     try {
       const { sender, gate, holds } = harness({ baseUrl: service.url, backoff: NO_PROBES, holds: { routeProbe: { initialMs: 50, maxMs: 50 } } });
       // AU paused as if refused (the 401 service cannot answer 101301): a held command becomes its probe.
@@ -471,14 +466,16 @@ describe('GuardedSender: the service refuses this client or account', () => {
       holds.refused(refusedTicket, '101301');
       const controller = new AbortController();
       const probe = track(sender.send(AU_TEXT, correlationId(), controller.signal, null, undefined, AU_FOOTPRINT));
+      // At the route's probe time the held command probes, and is answered 401.
+      await vi.advanceTimersByTimeAsync(50);
       await until(() => gate.reason === 'provider_rejecting', 'the 401 pause');
       // Kept at the closed gate, then abandoned (a rebalance): the route's probe must not stay with it.
       controller.abort();
       await until(() => probe.outcome !== undefined, 'the abandoned send');
       expect(probe.outcome?.kind).toBe('abandoned');
       gate.clear();
+      // The route's probe time passed while the first probe was held at the gate: the next command goes.
       const next = holds.ticket(AU_FOOTPRINT);
-      await new Promise((resolve) => setTimeout(resolve, 60));
       expect(holds.admit(next)).toEqual({ kind: 'go' });
     } finally {
       await service.close();

@@ -1,6 +1,6 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { decodeDeadLetter } from '../helpers/dead-letters.ts';
 import { createTopics, testKafka } from '../helpers/kafka.ts';
 import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
@@ -10,14 +10,12 @@ import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand
  * test checks: one result (or dead letter) for the hostile record, requests within the retry
  * policy, and a canary behind it on the same partition answered (the partition keeps moving).
  */
-let sandbox: RunningSandbox;
+const sandbox = useSandbox();
 let rewrite: ((body: string) => string) | undefined;
 let proxy: Server;
 let proxyUrl: string;
-const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0 });
   // The sandbox behind a proxy that can rewrite its answers: a service answering with values
   // the spec does not expect.
   proxy = createServer((req, res) => {
@@ -43,11 +41,10 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await new Promise((resolve) => proxy.close(resolve));
-  await sandbox.close();
 });
-afterEach(async () => {
+const cleanups = useCleanups();
+afterEach(() => {
   rewrite = undefined;
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
 });
 
 async function setup(url = proxyUrl, overrides: Record<string, string> = {}) {
@@ -55,11 +52,11 @@ async function setup(url = proxyUrl, overrides: Record<string, string> = {}) {
   // One partition: the hostile record and its canary share it.
   await createTopics(testKafka(), [{ topic: topics.commands, partitions: 1 }, { topic: topics.results }, { topic: topics.deadLetter }]);
   const { worker } = await startTestWorker(workerEnv(topics, url, { TOPICS_PARTITIONS: '1', ...overrides }));
-  cleanups.push(() => worker.stop());
+  cleanups.add(() => worker.stop());
   const publisher = await publisherFor(testKafka(), topics.commands);
-  cleanups.push(() => publisher.disconnect());
+  cleanups.add(() => publisher.disconnect());
   const results = await ResultCollector.start(topics.results);
-  cleanups.push(() => results.stop());
+  cleanups.add(() => results.stop());
   return { worker, topics, publisher, results };
 }
 

@@ -1,25 +1,14 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RunningSandbox } from '../../src/sandbox/index.ts';
+import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { checkpointKey, encodeCheckpoint, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
 import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
 
-let sandbox: RunningSandbox;
-let sandboxB: RunningSandbox;
-const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0 });
-  sandboxB = await startSandbox({ port: 0 });
-});
-afterAll(async () => {
-  await sandbox.close();
-  await sandboxB.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-  sandbox.state.setBalance('1000.000000');
-});
+const sandbox = useSandbox();
+const sandboxB = useSandbox();
+afterEach(() => sandbox.state.setBalance('1000.000000'));
+const cleanups = useCleanups();
 
 /** Topics of a test whose command topic has `partitions` partitions (the ledger as many). */
 async function createTestTopics(topics: ReturnType<typeof testTopics>, partitions: number): Promise<void> {
@@ -53,11 +42,11 @@ describe('intent ledger: sends at most once', () => {
   it('a repeated command record (same commandId) is sent once and answered once', async () => {
     const topics = testTopics();
     const { worker } = await startTestWorker(workerEnv(topics, sandbox.url));
-    cleanups.push(() => worker.stop());
+    cleanups.add(() => worker.stop());
     const publisher = await publisherFor(testKafka(), topics.commands);
-    cleanups.push(() => publisher.disconnect());
+    cleanups.add(() => publisher.disconnect());
     const results = await ResultCollector.start(topics.results);
-    cleanups.push(() => results.stop());
+    cleanups.add(() => results.stop());
 
     const repeated = textCommand();
     const other = textCommand();
@@ -91,7 +80,7 @@ describe('intent ledger: sends at most once', () => {
     const kafka = testKafka();
     await createTestTopics(topics, 1);
     const publisher = await publisherFor(kafka, topics.commands);
-    cleanups.push(() => publisher.disconnect());
+    cleanups.add(() => publisher.disconnect());
     const commands = Array.from({ length: 6 }, () => textCommand());
     await within(30_000, 'publishing', publisher.publish(commands.map((command) => ({ command, key: 'one-partition' }))));
     // What an earlier owner left: results up to offset 2 committed (the group offset read later
@@ -100,9 +89,9 @@ describe('intent ledger: sends at most once', () => {
     await writeCheckpoint(topics, { next: 3n, open: [{ offset: 3n, commandId: commands[3]?.commandId ?? '', at: markedAt }] });
 
     const results = await ResultCollector.start(topics.results);
-    cleanups.push(() => results.stop());
+    cleanups.add(() => results.stop());
     const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { TOPICS_PARTITIONS: '1' }));
-    cleanups.push(() => worker.stop());
+    cleanups.add(() => worker.stop());
 
     const ids = commands.map((c) => c.commandId);
     const got = await results.waitFor(ids.slice(3));
@@ -124,14 +113,14 @@ describe('intent ledger: sends at most once', () => {
     const kafka = testKafka();
     await createTestTopics(topics, 1);
     const publisher = await publisherFor(kafka, topics.commands);
-    cleanups.push(() => publisher.disconnect());
+    cleanups.add(() => publisher.disconnect());
     const command = textCommand();
     await within(30_000, 'publishing', publisher.publish([{ command }]));
     await writeCheckpoint(topics, { next: 0n, open: [{ offset: 0n, commandId: command.commandId, at: Date.now() }] });
     const results = await ResultCollector.start(topics.results);
-    cleanups.push(() => results.stop());
+    cleanups.add(() => results.stop());
     const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { TOPICS_PARTITIONS: '1', IN_DOUBT_POLICY: 'resend' }));
-    cleanups.push(() => worker.stop());
+    cleanups.add(() => worker.stop());
     expect((await results.waitFor([command.commandId])).get(command.commandId)?.outcome).toBe('SENT');
     expect(sends(sandbox, command.commandId)).toBe(1);
   });
@@ -144,11 +133,11 @@ describe('intent ledger: sends at most once', () => {
     // command (at most 2 refused requests each), so the first probe comes after the rebalance.
     const env = { TOPICS_PARTITIONS: '2', FUNDS_PROBE_INITIAL_MS: '15000', FUNDS_PROBE_MAX_MS: '15000' };
     const { worker: first } = await startTestWorker(workerEnv(topics, sandbox.url, env));
-    cleanups.push(() => first.stop());
+    cleanups.add(() => first.stop());
     const results = await ResultCollector.start(topics.results);
-    cleanups.push(() => results.stop());
+    cleanups.add(() => results.stop());
     const publisher = await publisherFor(kafka, topics.commands);
-    cleanups.push(() => publisher.disconnect());
+    cleanups.add(() => publisher.disconnect());
 
     // The first worker's account is empty: its commands wait at the funds pause.
     sandbox.state.setBalance('0.000000');
@@ -158,7 +147,7 @@ describe('intent ledger: sends at most once', () => {
 
     // A second worker (another account, with money) joins: partitions move while commands are held.
     const { worker: second } = await startTestWorker(workerEnv(topics, sandboxB.url, env));
-    cleanups.push(() => second.stop());
+    cleanups.add(() => second.stop());
     const ids = commands.map((c) => c.commandId);
     const handledBySecond = await eventually(
       () => {

@@ -1,21 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { describe, expect, it } from 'vitest';
+import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
 import { WorkerProcess } from '../helpers/worker-process.ts';
 import { publisherFor, ResultCollector, testTopics, textCommand, workerEnv } from '../helpers/worker.ts';
 
-let sandbox: RunningSandbox;
-const cleanups: (() => Promise<unknown>)[] = [];
-beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0, faults: { latency: { kind: 'fixed', ms: 15 } } });
-});
-afterAll(async () => {
-  await sandbox.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-});
+const sandbox = useSandbox({ faults: { latency: { kind: 'fixed', ms: 15 } } });
+const cleanups = useCleanups();
 
 interface Outcome {
   counts: number[];
@@ -32,14 +23,14 @@ async function scenario(stopWith: NodeJS.Signals): Promise<Outcome> {
   const env = workerEnv(topics, sandbox.url, { MAX_IN_FLIGHT: '8', SHUTDOWN_TIMEOUT_MS: '20000' });
   await createTopics(testKafka(), [{ topic: topics.commands, partitions: 3 }, { topic: topics.results }, { topic: topics.deadLetter }]);
   const publisher = await publisherFor(testKafka(), topics.commands);
-  cleanups.push(() => publisher.disconnect());
+  cleanups.add(() => publisher.disconnect());
   const commands = Array.from({ length: 300 }, () => ({ command: textCommand({ commandId: `proc-${randomUUID()}` }) }));
   await publisher.publish(commands);
   const results = await ResultCollector.start(topics.results);
-  cleanups.push(() => results.stop());
+  cleanups.add(() => results.stop());
 
   const first = new WorkerProcess(env);
-  cleanups.push(async () => first.signal('SIGKILL'));
+  cleanups.add(async () => first.signal('SIGKILL'));
   await eventually(() => (results.byCommand.size >= 30 ? true : undefined), 60_000, 'results before the stop');
   const killAt = Date.now();
   first.signal(stopWith);
@@ -48,7 +39,7 @@ async function scenario(stopWith: NodeJS.Signals): Promise<Outcome> {
   expect(committedAtStop.size).toBeLessThan(commands.length);
 
   const second = new WorkerProcess(env);
-  cleanups.push(async () => {
+  cleanups.add(async () => {
     second.signal('SIGTERM');
     await second.stopped(30_000);
   });

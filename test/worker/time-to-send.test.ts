@@ -4,7 +4,7 @@
  * handleRecord observing it on the worker's registry, with a scripted service client and the real
  * Avro encoding behind a codec double (no broker, no registry).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { commandType } from '../../src/contracts/avro.ts';
 import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts';
 import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
@@ -16,6 +16,7 @@ import { handleRecord, type CommandRecord } from '../../src/worker/record-handle
 import { OutageCounter, ServiceGate } from '../../src/worker/service-gate.ts';
 import { firstCallOnly, timeToSendSeconds } from '../../src/worker/time-to-send.ts';
 import { bareRecordLane, codec, framed, providerSuccess } from '../helpers/command-records.ts';
+import { useCleanups } from '../helpers/fixtures.ts';
 
 describe('timeToSendSeconds', () => {
   it('is the seconds between the record timestamp and the call start', () => {
@@ -72,10 +73,7 @@ function record(to: string, timestamp: string | undefined): CommandRecord {
   return { key: Buffer.from(command.commandId), value: framed(1, commandType.toBuffer(commandToAvro(command))), timestamp };
 }
 
-const gates: ServiceGate[] = [];
-afterEach(() => {
-  for (const gate of gates.splice(0)) gate.close();
-});
+const cleanups = useCleanups();
 
 async function handle(message: CommandRecord): Promise<{ observed: { count: number; sum: number }; calls: number; outcome: string }> {
   const metrics = createMetrics();
@@ -83,7 +81,7 @@ async function handle(message: CommandRecord): Promise<{ observed: { count: numb
   const gate = new ServiceGate({
     backoff: { insufficient_funds: { initialMs: 600_000, maxMs: 600_000 }, circuit_open: { initialMs: 600_000, maxMs: 600_000 } },
   });
-  gates.push(gate);
+  cleanups.add(() => gate.close());
   const sender = new GuardedSender({ client: service, gate, outages: new OutageCounter(5), rateLimiter: new RateLimiter(0), fundsPolicy: 'pause' });
   const deps = {
     codec,

@@ -1,24 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { useCleanups } from '../helpers/fixtures.ts';
 import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
 import { WorkerProcess } from '../helpers/worker-process.ts';
 import { publisherFor, ResultCollector, testTopics, textCommand, workerEnv } from '../helpers/worker.ts';
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-});
+const cleanups = useCleanups();
 
 async function sandboxWithLatency(ms: number): Promise<RunningSandbox> {
   const sandbox = await startSandbox({ port: 0, faults: { latency: { kind: 'fixed', ms } } });
-  cleanups.push(() => sandbox.close());
+  cleanups.add(() => sandbox.close());
   return sandbox;
 }
 
 function spawnWorker(env: Record<string, string>): WorkerProcess {
   const worker = new WorkerProcess(env);
-  cleanups.push(async () => {
+  cleanups.add(async () => {
     worker.signal('SIGCONT');
     worker.signal('SIGKILL');
     await worker.stopped(10_000).catch(() => undefined);
@@ -33,11 +31,11 @@ describe('zombies and crashes: a command is sent at most once', () => {
     await createTopics(testKafka(), [{ topic: topics.commands, partitions: 3 }, { topic: topics.results }, { topic: topics.deadLetter }]);
     const env = workerEnv(topics, sandbox.url, { MAX_IN_FLIGHT: '8', PROVIDER_RESPONSE_TIMEOUT_MS: '10000' });
     const publisher = await publisherFor(testKafka(), topics.commands);
-    cleanups.push(() => publisher.disconnect());
+    cleanups.add(() => publisher.disconnect());
     const commands = Array.from({ length: 40 }, () => textCommand({ commandId: `kill-${randomUUID()}` }));
     await publisher.publish(commands.map((command) => ({ command })));
     const results = await ResultCollector.start(topics.results);
-    cleanups.push(() => results.stop());
+    cleanups.add(() => results.stop());
 
     const first = spawnWorker(env);
     // The sandbox logs a request when it answers (1.5 s after it arrived): once the first wave is
@@ -53,7 +51,7 @@ describe('zombies and crashes: a command is sent at most once', () => {
     await first.stopped(10_000);
 
     const second = spawnWorker(env);
-    cleanups.push(async () => second.signal('SIGTERM'));
+    cleanups.add(async () => second.signal('SIGTERM'));
     await results.waitFor(ids, 90_000);
     await new Promise((r) => setTimeout(r, 1_000));
     expect(ids.filter((id) => sandbox.state.requests({ correlationId: id }).length > 1)).toEqual([]);
@@ -82,12 +80,12 @@ describe('zombies and crashes: a command is sent at most once', () => {
     await createTopics(testKafka(), [{ topic: topics.commands, partitions: 3 }, { topic: topics.results }, { topic: topics.deadLetter }]);
     const common = { MAX_IN_FLIGHT: '8', KAFKA_SESSION_TIMEOUT_MS: '6000' };
     const publisher = await publisherFor(testKafka(), topics.commands);
-    cleanups.push(() => publisher.disconnect());
+    cleanups.add(() => publisher.disconnect());
     const commands = Array.from({ length: 300 }, () => textCommand({ commandId: `freeze-${randomUUID()}` }));
     await publisher.publish(commands.map((command) => ({ command })));
     const ids = commands.map((c) => c.commandId);
     const results = await ResultCollector.start(topics.results);
-    cleanups.push(() => results.stop());
+    cleanups.add(() => results.stop());
 
     const frozen = spawnWorker(workerEnv(topics, slow.url, common));
     await eventually(() => (results.byCommand.size >= 20 ? true : undefined), 60_000, 'the first worker to make progress').catch((error: unknown) => {
@@ -95,7 +93,7 @@ describe('zombies and crashes: a command is sent at most once', () => {
     });
     frozen.signal('SIGSTOP');
     const takeover = spawnWorker(workerEnv(topics, fast.url, common));
-    cleanups.push(async () => takeover.signal('SIGTERM'));
+    cleanups.add(async () => takeover.signal('SIGTERM'));
     await results.waitFor(ids, 120_000);
     const wokeAt = Date.now();
     frozen.signal('SIGCONT');
