@@ -7,7 +7,9 @@
  * group's committed offset can be read stale without KIP-447; this one cannot, because it is read
  * `read_committed` after fencing). `open` lists the commands marked "attempting" whose result is
  * not committed yet: the service may have them. A new owner reports those as UNKNOWN instead of
- * sending them again. `open` is bounded by MAX_RUN_AHEAD, so the record is too.
+ * sending them again. `done` lists the records past `next` whose results are already committed
+ * (published ahead of a slower record before them): a new owner skips them. Both are bounded by
+ * MAX_RUN_AHEAD, so the record is too.
  */
 /**
  * The key of a partition's checkpoints: per consumer group and command topic, so deployments (or
@@ -27,17 +29,34 @@ export interface OpenMark {
   readonly at: number;
 }
 
+/** A record past `next` whose outcome is already committed (published ahead of slower records before it). */
+export interface AnsweredRecord {
+  readonly offset: bigint;
+  readonly commandId: string;
+}
+
 export interface Checkpoint {
   readonly next: bigint;
   readonly open: readonly OpenMark[];
+  /** Records at or past `next` whose results are committed: a new owner neither sends nor publishes them again. */
+  readonly done?: readonly AnsweredRecord[];
 }
 
+/**
+ * Answered records are written twice: in `done`, and in `open` as marks (at 0). A reader of this
+ * version drops them from `open` (done wins); a reader of the previous release ignores `done` and
+ * sees marks, so during a rolling update it reports such a command UNKNOWN (a second result)
+ * rather than send it again.
+ */
 export function encodeCheckpoint(checkpoint: Checkpoint): Buffer {
+  const done = checkpoint.done ?? [];
+  const mark = (m: OpenMark): { o: string; id: string; at: number } => ({ o: m.offset.toString(), id: m.commandId.slice(0, MAX_ID_LENGTH), at: m.at });
   return Buffer.from(
     JSON.stringify({
       v: VERSION,
       next: checkpoint.next.toString(),
-      open: checkpoint.open.map((m) => ({ o: m.offset.toString(), id: m.commandId.slice(0, MAX_ID_LENGTH), at: m.at })),
+      open: [...checkpoint.open.map(mark), ...done.map((d) => mark({ offset: d.offset, commandId: d.commandId, at: 0 }))],
+      ...(done.length > 0 && { done: done.map((d) => ({ o: d.offset.toString(), id: d.commandId.slice(0, MAX_ID_LENGTH) })) }),
     }),
   );
 }
@@ -54,26 +73,39 @@ export function decodeCheckpoint(key: Buffer | null, value: Buffer | null, expec
     return undefined;
   }
   if (typeof parsed !== 'object' || parsed === null) return undefined;
-  const { v, next, open } = parsed as { v?: unknown; next?: unknown; open?: unknown };
+  const { v, next, open, done } = parsed as { v?: unknown; next?: unknown; open?: unknown; done?: unknown };
   if (v !== VERSION || typeof next !== 'string' || !OFFSET.test(next) || !Array.isArray(open)) return undefined;
+  if (done !== undefined && !Array.isArray(done)) return undefined;
+  const answered: AnsweredRecord[] = [];
+  for (const entry of (done ?? []) as unknown[]) {
+    const { o, id } = (entry ?? {}) as { o?: unknown; id?: unknown };
+    if (typeof o !== 'string' || !OFFSET.test(o) || typeof id !== 'string') return undefined;
+    answered.push({ offset: BigInt(o), commandId: id });
+  }
+  const answeredOffsets = new Set(answered.map((a) => a.offset));
   const marks: OpenMark[] = [];
   for (const entry of open as unknown[]) {
     const { o, id, at } = (entry ?? {}) as { o?: unknown; id?: unknown; at?: unknown };
     if (typeof o !== 'string' || !OFFSET.test(o) || typeof id !== 'string' || typeof at !== 'number' || !Number.isFinite(at)) return undefined;
-    marks.push({ offset: BigInt(o), commandId: id, at });
+    if (!answeredOffsets.has(BigInt(o))) marks.push({ offset: BigInt(o), commandId: id, at });
   }
-  return { next: BigInt(next), open: marks };
+  return answered.length > 0 ? { next: BigInt(next), open: marks, done: answered } : { next: BigInt(next), open: marks };
 }
 
 /**
  * Where a new owner starts and what it must not send again: the later of the group's committed
  * offset and the ledger's, and the marks at or after it (marks below it have committed results).
  */
-export function recoveryPlan(groupOffset: bigint, checkpoint: Checkpoint | undefined): { start: bigint; inDoubt: Map<bigint, OpenMark> } {
+export function recoveryPlan(
+  groupOffset: bigint,
+  checkpoint: Checkpoint | undefined,
+): { start: bigint; inDoubt: Map<bigint, OpenMark>; answered: Map<bigint, string> } {
   const start = checkpoint !== undefined && checkpoint.next > groupOffset ? checkpoint.next : groupOffset;
+  const answered = new Map<bigint, string>();
+  for (const record of checkpoint?.done ?? []) if (record.offset >= start) answered.set(record.offset, record.commandId);
   const inDoubt = new Map<bigint, OpenMark>();
-  for (const mark of checkpoint?.open ?? []) if (mark.offset >= start) inDoubt.set(mark.offset, mark);
-  return { start, inDoubt };
+  for (const mark of checkpoint?.open ?? []) if (mark.offset >= start && !answered.has(mark.offset)) inDoubt.set(mark.offset, mark);
+  return { start, inDoubt, answered };
 }
 
 /**

@@ -212,7 +212,7 @@ export class PartitionOwnership {
       if (step === 'fence') await this.#o.effects.fence(topic, partition, generation);
       else [groupOffset, checkpoint] = await Promise.all([this.#o.effects.groupOffset(topic, partition), this.#o.effects.checkpoint(partition, 'end')]);
     }
-    const { start, inDoubt } = recoveryPlan(groupOffset, checkpoint);
+    const { start, inDoubt, answered } = recoveryPlan(groupOffset, checkpoint);
     const dedup = new DedupWindow(this.#o.dedupWindow);
     if (this.#o.dedupWindow > 0 && start > 0n) {
       try {
@@ -241,6 +241,8 @@ export class PartitionOwnership {
       { topic, partition, generation, start: start.toString(), inDoubt: inDoubt.size, remembered: dedup.size, ms: this.#now() - started },
       'partition claimed',
     );
-    return { topic, partition, generation, start, inDoubt, open: new Map(inDoubt), dedup, position: { committed: start } };
+    // Records answered ahead of the offset have results: a repeat of their commandIds is one too.
+    for (const [offset, commandId] of answered) if (commandId !== '') dedup.remember(commandId, offset);
+    return { topic, partition, generation, start, inDoubt, open: new Map(inDoubt), dedup, answered, position: { committed: start } };
   }
 }

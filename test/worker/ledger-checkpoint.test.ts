@@ -23,6 +23,25 @@ describe('ledger checkpoint encoding', () => {
     expect(decodeCheckpoint(key, encodeCheckpoint(checkpoint), 'checkpoint/g/cmds')).toEqual(checkpoint);
   });
 
+  it('round-trips the records answered ahead of the offset, and lists them as marks too for readers of the previous release', () => {
+    const checkpoint: Checkpoint = {
+      next: 4n,
+      open: [{ offset: 4n, commandId: 'cmd-4', at: 1_700_000_000_000 }],
+      done: [{ offset: 5n, commandId: 'cmd-5' }],
+    };
+    const encoded = encodeCheckpoint(checkpoint);
+    expect(decodeCheckpoint(key, encoded, 'checkpoint/g/cmds')).toEqual(checkpoint);
+    // A reader that ignores `done` sees offset 5 as a mark: it reports UNKNOWN rather than send again.
+    const raw = JSON.parse(encoded.toString('utf8')) as { v: number; open: { o: string }[] };
+    expect(raw.v).toBe(1);
+    expect(raw.open.map((m) => m.o)).toEqual(['4', '5']);
+  });
+
+  it('refuses a checkpoint whose answered records are malformed', () => {
+    const bad = Buffer.from(JSON.stringify({ v: 1, next: '1', open: [], done: [{ o: 'x', id: 'c' }] }));
+    expect(decodeCheckpoint(key, bad, 'checkpoint/g/cmds')).toBeUndefined();
+  });
+
   it('cuts commandIds to 256 characters (they are informational; the offset identifies the record)', () => {
     const decoded = decodeCheckpoint(key, encodeCheckpoint({ next: 1n, open: [{ offset: 1n, commandId: 'x'.repeat(1_000), at: 1 }] }), 'checkpoint/g/cmds');
     expect(decoded?.open[0]?.commandId).toHaveLength(256);
@@ -62,6 +81,19 @@ describe('recoveryPlan', () => {
   it('starts at the later of the group offset and the checkpoint', () => {
     expect(recoveryPlan(5n, { next: 9n, open: [] }).start).toBe(9n);
     expect(recoveryPlan(12n, { next: 9n, open: [] }).start).toBe(12n);
+  });
+
+  it('carries the records answered ahead of the start (never sent or published again), and does not count them in doubt', () => {
+    const plan = recoveryPlan(4n, {
+      next: 4n,
+      open: [mark(4n)],
+      done: [
+        { offset: 3n, commandId: 'c3' },
+        { offset: 5n, commandId: 'c5' },
+      ],
+    });
+    expect([...plan.answered]).toEqual([[5n, 'c5']]);
+    expect([...plan.inDoubt.keys()]).toEqual([4n]);
   });
 
   it('inherits only the marks at or after the start (those below it have committed results)', () => {

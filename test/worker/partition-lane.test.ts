@@ -13,7 +13,7 @@ import { ProviderError } from '../../src/provider/provider-error.ts';
 import type { ProviderClient, ProviderRequest, ProviderSuccess } from '../../src/provider/types.ts';
 import { DedupWindow } from '../../src/worker/dedup-window.ts';
 import { GuardedSender } from '../../src/worker/guarded-sender.ts';
-import type { OpenMark } from '../../src/worker/ledger-checkpoint.ts';
+import type { Checkpoint, OpenMark } from '../../src/worker/ledger-checkpoint.ts';
 import { PartitionLane, type LaneContext } from '../../src/worker/partition-lane.ts';
 import type { PartitionClaim } from '../../src/worker/partition-ownership.ts';
 import { BytesInHand } from '../../src/worker/bytes-in-hand.ts';
@@ -426,24 +426,36 @@ describe('PartitionLane: commit scheduling', () => {
 });
 
 describe('PartitionLane: ledger checkpoints', () => {
-  it('every checkpoint lists exactly the open marks', async () => {
+  it('every checkpoint lists exactly the open marks, and the records answered ahead of the offset', async () => {
     const h = harness({ ledger: true, commitIntervalMs: 5 });
     h.service.mode = 'hold';
     const done = processBatch(batchOf([record(0, 'a'), record(1, 'b'), record(2, 'c'), record(3, 'd')]), h.ctx, h.fetching);
     await h.service.callsReach(4);
     h.service.answer('c1');
     h.service.answer('c3');
-    await tick(30);
+    // c1 and c3 are answered while c0 is still under way: their results commit without waiting for it.
+    await until(() => h.producers.committedKeys(RESULTS).length === 2, 'c1 and c3 published ahead of c0');
+    expect(h.producers.committedKeys(RESULTS).sort()).toEqual(['c1', 'c3']);
+    expect(h.producers.groupOffset(TOPIC, PARTITION) ?? 0n).toBe(0n);
     h.service.answer('c0');
     await until(() => h.producers.groupOffset(TOPIC, PARTITION) === 2n, 'offsets 0-1 commit');
     h.service.answer('c2');
     await done;
-    const open = (c: { open: readonly OpenMark[] }): bigint[] => c.open.map((m) => m.offset);
-    expect(h.producers.checkpoints(LEDGER).map((c) => ({ next: c.next, open: open(c) }))).toEqual([
-      { next: 0n, open: [0n, 1n, 2n, 3n] },
-      { next: 2n, open: [2n, 3n] },
-      { next: 4n, open: [] },
-    ]);
+    const open = (c: Checkpoint): bigint[] => c.open.map((m) => m.offset);
+    const answered = (c: Checkpoint): bigint[] => (c.done ?? []).map((d) => d.offset);
+    const checkpoints = h.producers.checkpoints(LEDGER);
+    expect({ next: checkpoints[0]?.next, open: open(checkpoints[0]!) }).toEqual({ next: 0n, open: [0n, 1n, 2n, 3n] });
+    // Once c1 and c3 are published: open marks are 0 and 2 only, 1 and 3 answered.
+    expect(checkpoints.some((c) => c.next === 0n && open(c).join() === '0,2' && answered(c).join() === '1,3')).toBe(true);
+    expect(checkpoints.some((c) => c.next === 2n && open(c).join() === '2' && answered(c).join() === '3')).toBe(true);
+    for (const c of checkpoints) {
+      // A record is open or answered, never both, and nothing below the offset is listed.
+      expect(open(c).filter((o) => answered(c).includes(o))).toEqual([]);
+      expect([...open(c), ...answered(c)].every((o) => o >= c.next)).toBe(true);
+    }
+    expect(checkpoints.at(-1)).toEqual({ next: 4n, open: [] });
+    // Each result exactly once, the ones answered early first.
+    expect(h.producers.committedKeys(RESULTS).slice(2).sort()).toEqual(['c0', 'c2']);
     expect(h.claim.open.size).toBe(0);
   });
 
@@ -453,10 +465,11 @@ describe('PartitionLane: ledger checkpoints', () => {
     await processBatch(batchOf([record(0, 'a'), record(1, 'b')]), h.ctx, h.fetching);
     expect(h.service.calls.map((c) => c.commandId)).toEqual(['c0']);
     const checkpoints = h.producers.checkpoints(LEDGER);
-    // c0's mark commit still lists the inherited mark; the final commit lists nothing.
-    expect(checkpoints[0]?.open.map((m) => m.offset)).toEqual([1n, 0n]);
+    // c1's UNKNOWN result is published with c0's mark, ahead of c0: the checkpoint lists it as
+    // answered (no longer open); the final commit lists nothing.
+    expect(checkpoints[0]).toEqual({ next: 0n, open: [expect.objectContaining({ offset: 0n })], done: [{ offset: 1n, commandId: 'c1' }] });
     expect(checkpoints.at(-1)).toEqual({ next: 2n, open: [] });
-    expect(h.producers.committedKeys(RESULTS)).toEqual(['c0', 'c1']);
+    expect(h.producers.committedKeys(RESULTS)).toEqual(['c1', 'c0']);
   });
 
   it('drops a withdrawn mark (surely not sent) from the next checkpoint', async () => {
@@ -468,22 +481,18 @@ describe('PartitionLane: ledger checkpoints', () => {
     await h.service.callsReach(2);
     await until(() => h.gate.reason === 'circuit_open', 'the circuit opens');
     // c1 ends (a FAILED result that leaves the gate shut): the commit it schedules cannot move
-    // the offset past the open c0, but must still write a checkpoint without c0's mark.
+    // the offset past the open c0, but publishes c1's result and writes a checkpoint without c0's mark.
     h.service.fail('c1', refused(false));
     await until(() => h.producers.checkpoints(LEDGER).length === 2, 'a second checkpoint');
-    expect(h.producers.checkpoints(LEDGER).map((c) => c.open.map((m) => m.offset))).toEqual([[0n, 1n], [1n]]);
+    expect(h.producers.checkpoints(LEDGER).map((c) => c.open.map((m) => m.offset))).toEqual([[0n, 1n], []]);
+    expect(h.producers.checkpoints(LEDGER)[1]?.done).toEqual([{ offset: 1n, commandId: 'c1' }]);
     expect(h.service.calls.map((c) => c.commandId)).toEqual(['c0', 'c1']);
-    // A forced stop: c0 gives up unsent; the offset stays at 0, so c1's result waits too.
+    // A forced stop: c0 gives up unsent; the offset stays at 0, and the checkpoint keeps c1 answered.
     h.abandon.abort();
     await done;
-    expect(h.producers.committedKeys(RESULTS)).toEqual([]);
+    expect(h.producers.committedKeys(RESULTS)).toEqual(['c1']);
     expect(h.producers.groupOffset(TOPIC, PARTITION)).toBe(0n);
-    expect(
-      h.producers
-        .checkpoints(LEDGER)
-        .at(-1)
-        ?.open.map((m) => m.offset),
-    ).toEqual([1n]);
+    expect(h.producers.checkpoints(LEDGER).at(-1)).toEqual({ next: 0n, open: [], done: [{ offset: 1n, commandId: 'c1' }] });
   });
 });
 

@@ -19,6 +19,11 @@ export interface PartitionClaim {
   /** Marks written to the ledger (and inherited ones) whose results are not committed yet: every checkpoint lists exactly these. */
   readonly open: Map<bigint, OpenMark>;
   readonly dedup: DedupWindow;
+  /**
+   * Records past the committed offset whose results are committed (an earlier owner published them
+   * ahead of slower records, or this one did), with their commandIds: never taken again.
+   */
+  readonly answered?: Map<bigint, string>;
   /** The committed offset as this owner last committed it (starts at `start`). */
   readonly position: { committed: bigint };
 }

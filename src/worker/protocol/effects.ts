@@ -1,4 +1,4 @@
-import type { OpenMark } from '../ledger-checkpoint.ts';
+import type { Checkpoint } from '../ledger-checkpoint.ts';
 
 /**
  * Known-bad variants of the protocol, each a mistake the simulation must catch (its own test).
@@ -10,13 +10,16 @@ export type Variant = 'correct' | 'send-before-mark-commits' | 'commit-past-unfi
 export interface TransactionPlan<O> {
   /** Marks opened since the last transaction: their sends wait for this one. */
   readonly marks: readonly bigint[];
-  /** Outcomes of the contiguous done prefix, in offset order. */
+  /** Outcomes to publish, in offset order: the contiguous prefix's not yet published, then those ahead of it. */
   readonly outcomes: readonly O[];
+  /** The contiguous prefix this transaction commits the offset past. */
   readonly offsets: readonly bigint[];
+  /** Records past an unfinished one whose outcomes this transaction publishes (ledger on): answered from then on. */
+  readonly ahead: readonly bigint[];
   /** The next offset to consume (undefined: a transaction of marks alone). */
   readonly commitOffset: bigint | undefined;
-  /** The ledger checkpoint (ledger on): the offset and the marks still open at or past it. */
-  readonly checkpoint: { readonly next: bigint; readonly open: readonly OpenMark[] } | undefined;
+  /** The ledger checkpoint (ledger on): the offset, the marks still open at or past it, and the records past it already answered. */
+  readonly checkpoint: Checkpoint | undefined;
   /** The claim's last transaction: the lane ends with it. */
   readonly closing: boolean;
 }
@@ -38,7 +41,7 @@ export type Effect<O> =
   | { readonly type: 'arm-commit'; readonly delayMs: number }
   | { readonly type: 'disarm-commit' }
   | { readonly type: 'transaction'; readonly plan: TransactionPlan<O> }
-  /** A transaction committed the offset `next` with these outcomes. */
+  /** A transaction committed these outcomes (and the offset `next`). */
   | { readonly type: 'committed'; readonly next: bigint; readonly outcomes: readonly O[] }
   | { readonly type: 'hold-fetching'; readonly held: boolean }
   | { readonly type: 'busy'; readonly busy: boolean }

@@ -86,7 +86,7 @@ export class PartitionMachine<O> {
   /** Whether a fetched record may be taken: `skip` (answered or taken already), `closed`, `full` (run-ahead bound), `take`. */
   offer(offset: bigint, leaseHolds: boolean, clock: number): 'skip' | 'closed' | 'full' | 'take' {
     const { claim } = this;
-    if (offset < claim.start || offset < claim.position.committed || offset <= this.#lastTaken) return 'skip';
+    if (offset < claim.start || offset < claim.position.committed || offset <= this.#lastTaken || claim.answered?.has(offset) === true) return 'skip';
     if (!this.accepting || !leaseHolds) return 'closed';
     if (this.#book.pending >= this.#o.maxRunAhead) {
       this.#holds.set('run-ahead', true, this.accepting);
@@ -188,10 +188,13 @@ export class PartitionMachine<O> {
     this.#committing = undefined;
     this.#commitClock.ended(clock);
     this.#send.marksCommitted(plan.marks, leaseHolds);
-    if (plan.commitOffset !== undefined) {
-      settleCommitted(this.claim, plan.commitOffset);
-      this.#emit({ type: 'committed', next: plan.commitOffset, outcomes: plan.outcomes });
+    for (const offset of plan.ahead) {
+      moveRecord(this.#book.get(offset), this.#variant, 'committed-ahead', 'published');
+      this.claim.open.delete(offset);
     }
+    if (plan.commitOffset !== undefined) settleCommitted(this.claim, plan.commitOffset);
+    if (plan.commitOffset !== undefined || plan.outcomes.length > 0)
+      this.#emit({ type: 'committed', next: this.claim.position.committed, outcomes: plan.outcomes });
     if (this.#holds.has('run-ahead') && this.#book.pending <= Math.floor(this.#o.maxRunAhead / 2)) this.#holds.set('run-ahead', false, this.accepting);
     if (this.#book.pending === 0) this.#setBusy(false);
     this.#emit({ type: 'progress' });
@@ -250,7 +253,8 @@ export class PartitionMachine<O> {
 
   #plan(closing: boolean): TransactionPlan<O> | undefined {
     const prefix = this.#book.takePrefix(this.#variant === 'commit-past-unfinished');
-    return planTransaction(this.claim, prefix, this.#send.takeMarks(), this.#o.ledger, closing);
+    const rest = { ahead: this.#book.doneAhead(), published: this.#book.inState('published') };
+    return planTransaction(this.claim, prefix, rest, this.#send.takeMarks(), this.#o.ledger, closing);
   }
 
   #begin(plan: TransactionPlan<O>): void {

@@ -69,13 +69,14 @@ export class RecordBook<O> {
   }
 
   /**
-   * The done records from the oldest up to the first one not done, removed. With `skipUnfinished`
-   * (a known-bad variant, for the simulation) every done record, past unfinished ones too.
+   * The finished records (done, or published ahead) from the oldest up to the first unfinished
+   * one, removed. With `skipUnfinished` (a known-bad variant, for the simulation) every finished
+   * record, past unfinished ones too.
    */
   takePrefix(skipUnfinished = false): RecordEntry<O>[] {
     const taken: RecordEntry<O>[] = [];
     for (const entry of this.#records.values()) {
-      if (entry.state !== 'done') {
+      if (entry.state !== 'done' && entry.state !== 'published') {
         if (skipUnfinished) continue;
         break;
       }
@@ -83,6 +84,11 @@ export class RecordBook<O> {
     }
     for (const entry of taken) this.#records.delete(entry.offset);
     return taken;
+  }
+
+  /** Records done (not yet published) that wait behind an unfinished one, in offset order. */
+  doneAhead(): RecordEntry<O>[] {
+    return this.inState('done');
   }
 
   /** Records taken and not yet committed (in hand, done or given up): the run-ahead count. */

@@ -11,7 +11,8 @@ export const RECORD_STATES = {
   marking: 'its mark is open and waits for the transaction that commits it',
   'awaiting-slot': 'its mark has committed (or the ledger is off): waits for an in-flight slot',
   calling: 'a call is under way: the service may have the command',
-  done: 'its outcome (result, dead letter, duplicate) waits for the contiguous prefix to commit',
+  done: 'its outcome (result, dead letter, duplicate) waits for the next transaction',
+  published: 'its outcome is committed ahead of the offset (listed as answered in the checkpoint, ledger on): waits for the records before it',
   'given-up': 'ended without an outcome: its offset is never committed by this claim; the next claim consumes it again',
 } as const;
 
@@ -29,7 +30,8 @@ export const RECORD_EVENTS = {
   finished: 'the handler returned an outcome',
   abandoned: 'the handler returned no outcome (a wait was cut, or shutdown closed a call under way)',
   crashed: 'the handler threw (a bug, not a record problem): the claim fails',
-  committed: 'a transaction committed the record’s outcome and the offset past it',
+  'committed-ahead': 'a transaction committed the record’s outcome, and listed it as answered in the checkpoint, while a record before it is unfinished',
+  committed: 'a transaction committed the offset past the record (and its outcome, unless published ahead)',
 } as const;
 
 export type RecordEvent = keyof typeof RECORD_EVENTS;
@@ -72,7 +74,9 @@ export const RECORD_TRANSITIONS: readonly Transition<RecordState, RecordEvent>[]
   { from: 'calling', event: 'abandoned', to: 'given-up', effect: 'keep its mark (the next owner reports UNKNOWN)' },
   { from: 'handling', event: 'crashed', to: 'given-up', effect: 'fail the claim (the record is consumed again by the next claim)' },
   { from: 'calling', event: 'crashed', to: 'given-up', effect: 'fail the claim; its mark stays (the next owner reports UNKNOWN)' },
+  { from: 'done', event: 'committed-ahead', to: 'published', effect: 'report the outcome; drop its mark' },
   { from: 'done', event: 'committed', to: 'removed', effect: 'report the outcome; drop its mark and in-doubt entry' },
+  { from: 'published', event: 'committed', to: 'removed', effect: 'nothing more to publish' },
 ];
 
 export const CLAIM_STATES = {

@@ -1,31 +1,52 @@
+import type { AnsweredRecord } from '../ledger-checkpoint.ts';
 import type { PartitionClaim } from './claim.ts';
 import type { TransactionPlan } from './effects.ts';
 import type { RecordEntry } from './record-book.ts';
 
 /**
- * The next transaction of a claim: the marks opened since the last one, the contiguous done
- * prefix with the offset past it, and (ledger on) the checkpoint: that offset and every mark still
- * open at or after it. Undefined when there is nothing to write.
+ * The next transaction of a claim: the marks opened since the last one, the contiguous finished
+ * prefix with the offset past it, and, ledger on, the outcomes done behind an unfinished record
+ * (published now rather than when the slow one ends) and the checkpoint: that offset, every mark
+ * still open at or after it, and every record past it already answered. Undefined when there is
+ * nothing to write.
  */
 export function planTransaction<O>(
   claim: PartitionClaim,
   prefix: readonly RecordEntry<O>[],
+  rest: { readonly ahead: readonly RecordEntry<O>[]; readonly published: readonly RecordEntry<O>[] },
   marks: { readonly marks: readonly bigint[]; readonly withdrawn: boolean },
   ledger: boolean,
   closing: boolean,
 ): TransactionPlan<O> | undefined {
-  if (prefix.length === 0 && marks.marks.length === 0 && !marks.withdrawn) return undefined;
+  const ahead = ledger ? rest.ahead : [];
+  const fresh = prefix.filter((entry) => entry.state === 'done');
+  if (prefix.length === 0 && ahead.length === 0 && marks.marks.length === 0 && !marks.withdrawn) return undefined;
   const last = prefix.at(-1);
   const commitOffset = last === undefined ? undefined : last.offset + 1n;
   const next = commitOffset ?? claim.position.committed;
-  const checkpoint = ledger ? { next, open: [...claim.open.values()].filter((m) => m.offset >= next) } : undefined;
-  const outcomes = prefix.map((entry) => entry.outcome as O);
-  return { marks: marks.marks, outcomes, offsets: prefix.map((entry) => entry.offset), commitOffset, checkpoint, closing };
+  let checkpoint: TransactionPlan<O>['checkpoint'];
+  if (ledger) {
+    const done = new Map<bigint, AnsweredRecord>();
+    for (const [offset, commandId] of claim.answered ?? []) if (offset >= next) done.set(offset, { offset, commandId });
+    for (const entry of [...rest.published, ...ahead]) done.set(entry.offset, { offset: entry.offset, commandId: entry.commandId ?? '' });
+    const open = [...claim.open.values()].filter((m) => m.offset >= next && !done.has(m.offset));
+    checkpoint = done.size > 0 ? { next, open, done: [...done.values()].sort((a, b) => (a.offset < b.offset ? -1 : 1)) } : { next, open };
+  }
+  return {
+    marks: marks.marks,
+    outcomes: [...fresh, ...ahead].map((entry) => entry.outcome as O),
+    offsets: prefix.map((entry) => entry.offset),
+    ahead: ahead.map((entry) => entry.offset),
+    commitOffset,
+    checkpoint,
+    closing,
+  };
 }
 
-/** A transaction committed the offset `next`: the claim's position moves, and marks and in-doubt entries below it are settled. */
+/** A transaction committed the offset `next`: the claim's position moves; marks, in-doubt and answered entries below it are settled. */
 export function settleCommitted(claim: PartitionClaim, next: bigint): void {
   claim.position.committed = next;
   for (const offset of [...claim.open.keys()]) if (offset < next) claim.open.delete(offset);
   for (const offset of [...claim.inDoubt.keys()]) if (offset < next) claim.inDoubt.delete(offset);
+  for (const offset of [...(claim.answered?.keys() ?? [])]) if (offset < next) claim.answered?.delete(offset);
 }

@@ -107,6 +107,36 @@ describe('PartitionMachine: transactions', () => {
     expect(transaction).toMatchObject({ plan: { outcomes: ['r0', 'r1', 'r2'], commitOffset: 3n } });
   });
 
+  it('publish an outcome done behind an unfinished record at once (ledger on), listing it as answered, and never again', () => {
+    const m = machine();
+    takeAll(m, ['a', 'b']);
+    m.wantSend(0n, true, 5, 0);
+    m.permitGranted(0n, 5, 0);
+    m.finished(1n, 'r1', 0);
+    m.commitDue(100);
+    const ahead = m.drain().find((e) => e.type === 'transaction');
+    expect(ahead).toMatchObject({
+      plan: { outcomes: ['r1'], ahead: [1n], commitOffset: undefined, checkpoint: { next: 0n, done: [{ offset: 1n, commandId: 'c1' }] } },
+    });
+    m.transactionCommitted(101, true);
+    expect(m.recordState(1n)).toBe('published');
+    m.drain();
+    // Offset 0 is sent and answered: the prefix 0–1 commits; r1 is not published a second time.
+    m.slotGranted(0n, true);
+    m.finished(0n, 'r0', 200);
+    m.commitDue(300);
+    const prefix = m.drain().find((e) => e.type === 'transaction');
+    expect(prefix).toMatchObject({ plan: { outcomes: ['r0'], offsets: [0n, 1n], commitOffset: 2n, checkpoint: { next: 2n, open: [] } } });
+  });
+
+  it('with the ledger off, publish only the contiguous prefix (nothing records what is answered ahead)', () => {
+    const m = machine({ ledger: false });
+    takeAll(m, ['a', 'b']);
+    m.finished(1n, 'r1', 0);
+    m.commitDue(100);
+    expect(m.drain().some((e) => e.type === 'transaction')).toBe(false);
+  });
+
   it('list in the checkpoint every mark still open past the offset they commit', () => {
     const m = machine();
     takeAll(m, ['a', 'b']);
@@ -162,9 +192,11 @@ describe('PartitionMachine: taking records', () => {
   });
 
   it('skips what an earlier owner answered and reports its in-doubt mark instead of sending', () => {
-    const m = machine({ claim: claim(5n, [[6n, 'c6']]) });
+    const c = claim(5n, [[6n, 'c6']]);
+    const m = machine({ claim: { ...c, answered: new Map([[7n, 'c7']]) } });
     expect(m.offer(4n, true, 0)).toBe('skip');
-    m.offer(6n, true, 0);
+    expect(m.offer(7n, true, 0)).toBe('skip');
+    expect(m.offer(6n, true, 0)).toBe('take');
     m.take(6n, 'a');
     expect(m.identify(6n, 'c6')).toEqual({ kind: 'in-doubt', mark: { offset: 6n, commandId: 'c6', at: 1 } });
   });
