@@ -53,7 +53,7 @@ export class PartitionLane {
   #highWatermark = 0n;
   #applying = false;
   readonly #ended = deferred<LaneEnd>();
-  readonly #bytesFreed = (): void => this.#apply(() => this.#machine.bytesFreed());
+  readonly #bytesFreed = (): void => this.#apply(() => this.#machine.bytesHeld(false));
 
   constructor(ctx: LaneContext) {
     this.#ctx = ctx;
@@ -115,7 +115,7 @@ export class PartitionLane {
       if (!ctx.bytesInHand.tryTake(bytes)) {
         // The process holds as many record bytes as it may: fetch this partition again once
         // other records are done (their offsets stay unresolved).
-        this.#apply(() => this.#machine.heldForBytes());
+        this.#apply(() => this.#machine.bytesHeld(true));
         ctx.bytesInHand.whenFree(this.#bytesFreed);
         return;
       }

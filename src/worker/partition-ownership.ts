@@ -1,9 +1,8 @@
 import { SmsWorkerError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
-import { DedupWindow } from './dedup-window.ts';
 import { handoverWaitMs, marksSettled, recoveryPlan, type Checkpoint } from './ledger-checkpoint.ts';
-import { claimSteps, type PartitionClaim } from './protocol/claim.ts';
+import { buildClaim, claimSteps, type PartitionClaim } from './protocol/claim.ts';
 
 /** This generation's hold of one partition (defined with the partition protocol). */
 export type { PartitionClaim } from './protocol/claim.ts';
@@ -212,18 +211,19 @@ export class PartitionOwnership {
       if (step === 'fence') await this.#o.effects.fence(topic, partition, generation);
       else [groupOffset, checkpoint] = await Promise.all([this.#o.effects.groupOffset(topic, partition), this.#o.effects.checkpoint(partition, 'end')]);
     }
-    const { start, inDoubt, answered } = recoveryPlan(groupOffset, checkpoint);
-    const dedup = new DedupWindow(this.#o.dedupWindow);
+    const { start } = recoveryPlan(groupOffset, checkpoint);
+    let recent: { offset: bigint; commandId: string }[] = [];
     if (this.#o.dedupWindow > 0 && start > 0n) {
       try {
-        for (const { offset, commandId } of await this.#o.effects.recentCommandIds(topic, partition, start, this.#o.dedupWindow))
-          dedup.remember(commandId, offset);
+        recent = await this.#o.effects.recentCommandIds(topic, partition, start, this.#o.dedupWindow);
       } catch (error) {
         // The window only catches repeats published by upstream retries; failing to rebuild it
         // must not keep the partition from being processed.
         this.#o.log.warn({ err: error, topic, partition }, 'could not rebuild the repeated-command window from recent records; starting with an empty one');
       }
     }
+    const claim = buildClaim({ topic, partition, generation }, groupOffset, checkpoint, recent, this.#o.dedupWindow);
+    const { inDoubt, dedup } = claim;
     if (checkpoint !== undefined && checkpoint.next > groupOffset) {
       this.#o.log.info(
         { topic, partition, groupOffset: groupOffset.toString(), ledgerOffset: checkpoint.next.toString() },
@@ -238,11 +238,9 @@ export class PartitionOwnership {
     }
     this.#o.metrics.recoveries.inc();
     this.#o.log.debug(
-      { topic, partition, generation, start: start.toString(), inDoubt: inDoubt.size, remembered: dedup.size, ms: this.#now() - started },
+      { topic, partition, generation, start: claim.start.toString(), inDoubt: inDoubt.size, remembered: dedup.size, ms: this.#now() - started },
       'partition claimed',
     );
-    // Records answered ahead of the offset have results: a repeat of their commandIds is one too.
-    for (const [offset, commandId] of answered) if (commandId !== '') dedup.remember(commandId, offset);
-    return { topic, partition, generation, start, inDoubt, open: new Map(inDoubt), dedup, answered, position: { committed: start } };
+    return claim;
   }
 }

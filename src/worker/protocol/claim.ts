@@ -1,5 +1,5 @@
-import type { DedupWindow } from '../dedup-window.ts';
-import type { OpenMark } from '../ledger-checkpoint.ts';
+import { DedupWindow } from '../dedup-window.ts';
+import { recoveryPlan, type Checkpoint, type OpenMark } from '../ledger-checkpoint.ts';
 import type { Variant } from './effects.ts';
 import { CLAIM_STEPS, type ClaimStep } from './table.ts';
 
@@ -71,4 +71,33 @@ export function identifyCommand(claim: PartitionClaim, offset: bigint, commandId
   if (first !== undefined && first !== offset) return { kind: 'duplicate', firstOffset: first };
   claim.dedup.remember(commandId, offset);
   return { kind: 'new', resent: inherited !== undefined };
+}
+
+/** The lease stopped holding while the claim was active: the claim fails and is claimed afresh (see SendPathContext.leaseLost). */
+export class LeaseLostError extends Error {
+  override readonly name = 'LeaseLostError';
+  constructor(claim: Pick<PartitionClaim, 'topic' | 'partition' | 'generation'>) {
+    super(`the group lease stopped holding while ${claim.topic}[${claim.partition}] (generation ${claim.generation}) was being worked on: claiming it afresh`);
+  }
+}
+
+/**
+ * A new claim from what the claim steps read (after fencing): start at the later of the group's
+ * offset and the checkpoint's, inherit its open marks (in doubt) and its answered records, and
+ * rebuild the repeat window from the committed records before the start (`recent`, oldest first)
+ * and then the in-doubt and answered ones: a later record with one of their commandIds is a repeat.
+ */
+export function buildClaim(
+  id: { readonly topic: string; readonly partition: number; readonly generation: number },
+  groupOffset: bigint,
+  checkpoint: Checkpoint | undefined,
+  recent: readonly { readonly offset: bigint; readonly commandId: string }[],
+  dedupWindow: number,
+): PartitionClaim {
+  const { start, inDoubt, answered } = recoveryPlan(groupOffset, checkpoint);
+  const dedup = new DedupWindow(dedupWindow);
+  for (const { offset, commandId } of recent) dedup.remember(commandId, offset);
+  const carried = [...answered, ...[...inDoubt].map(([offset, mark]): [bigint, string] => [offset, mark.commandId])];
+  for (const [offset, commandId] of carried.sort((a, b) => (a[0] < b[0] ? -1 : 1))) if (commandId !== '') dedup.remember(commandId, offset);
+  return { ...id, start, inDoubt, open: new Map(inDoubt), dedup, answered, position: { committed: start } };
 }

@@ -1,4 +1,4 @@
-import { identifyCommand, type Identity, type PartitionClaim } from './claim.ts';
+import { identifyCommand, LeaseLostError, type Identity, type PartitionClaim } from './claim.ts';
 import { CommitClock } from './commit-clock.ts';
 import { FetchHolds } from './fetch-holds.ts';
 import { RecordBook, type RecordEntry } from './record-book.ts';
@@ -58,6 +58,7 @@ export class PartitionMachine<O> {
       emit: (effect) => this.#emit(effect),
       claimActive: () => this.accepting,
       commitSoon: (clock) => this.#scheduleCommit(true, clock),
+      leaseLost: () => this.fail(new LeaseLostError(this.claim)),
     });
   }
 
@@ -65,7 +66,6 @@ export class PartitionMachine<O> {
   drain(): Effect<O>[] {
     return this.#effects.splice(0);
   }
-
   get state(): ClaimState {
     return this.#state;
   }
@@ -79,9 +79,7 @@ export class PartitionMachine<O> {
   get working(): number {
     return this.#book.inHand;
   }
-  recordState(offset: bigint): RecordState | undefined {
-    return this.#book.has(offset) ? this.#book.get(offset).state : undefined;
-  }
+  readonly recordState = (offset: bigint): RecordState | undefined => this.#book.stateOf(offset);
 
   /** Whether a fetched record may be taken: `skip` (answered or taken already), `closed`, `full` (run-ahead bound), `take`. */
   offer(offset: bigint, leaseHolds: boolean, clock: number): 'skip' | 'closed' | 'full' | 'take' {
@@ -96,12 +94,9 @@ export class PartitionMachine<O> {
     return 'take';
   }
 
-  /** The process holds as many record bytes as it may: stop fetching until `bytesFreed`. */
-  heldForBytes(): void {
-    this.#holds.set('bytes', true, this.accepting);
-  }
-  bytesFreed(): void {
-    this.#holds.set('bytes', false, this.accepting);
+  /** The process holds as many record bytes as it may (`true`): stop fetching until they are freed (`false`). */
+  bytesHeld(held: boolean): void {
+    this.#holds.set('bytes', held, this.accepting);
   }
 
   /** The fetch loop took the record (after `offer` said `take` and its bytes were had). */
@@ -115,8 +110,12 @@ export class PartitionMachine<O> {
 
   /** The record's commandId: in doubt, a repeat, or new (claim.ts). */
   identify(offset: bigint, commandId: string): Identity {
-    this.#book.get(offset).commandId = commandId;
-    return identifyCommand(this.claim, offset, commandId, this.#o.inDoubtPolicy);
+    const entry = this.#book.get(offset);
+    entry.commandId = commandId;
+    const identity = identifyCommand(this.claim, offset, commandId, this.#o.inDoubtPolicy);
+    entry.repeat = identity.kind === 'duplicate';
+    if (identity.kind === 'duplicate' && identity.firstOffset > offset) entry.repeatOf = identity.firstOffset;
+    return identity;
   }
 
   /** The record passed the gate, holds and rate limit and asks to call the service (send-path.ts). */
@@ -151,12 +150,12 @@ export class PartitionMachine<O> {
     this.#maybeEnd();
   }
 
-  /** No outcome. `maybeSent`: a call was cut under way (shutdown): its mark stays, the next owner reports UNKNOWN. */
+  /** No outcome. `maybeSent` (a call cut under way), or an earlier call that may have reached the service: its mark stays (UNKNOWN next). */
   abandoned(offset: bigint, maybeSent: boolean): void {
     const entry = this.#book.get(offset);
     moveRecord(entry, this.#variant, 'abandoned', 'given-up');
     if (entry.commandId !== undefined) this.claim.dedup.forget(entry.commandId, offset);
-    if (!maybeSent) this.#send.withdraw(offset);
+    if (!maybeSent && !entry.mayHaveReached) this.#send.withdraw(offset);
     this.#ended(entry);
     this.#maybeEnd();
   }
@@ -188,11 +187,7 @@ export class PartitionMachine<O> {
     this.#committing = undefined;
     this.#commitClock.ended(clock);
     this.#send.marksCommitted(plan.marks, leaseHolds);
-    for (const offset of plan.ahead) {
-      moveRecord(this.#book.get(offset), this.#variant, 'committed-ahead', 'published');
-      this.claim.open.delete(offset);
-    }
-    if (plan.commitOffset !== undefined) settleCommitted(this.claim, plan.commitOffset);
+    settleCommitted(this.claim, plan, (offset) => moveRecord(this.#book.get(offset), this.#variant, 'committed-ahead', 'published'));
     if (plan.commitOffset !== undefined || plan.outcomes.length > 0)
       this.#emit({ type: 'committed', next: this.claim.position.committed, outcomes: plan.outcomes });
     if (this.#holds.has('run-ahead') && this.#book.pending <= Math.floor(this.#o.maxRunAhead / 2)) this.#holds.set('run-ahead', false, this.accepting);
@@ -213,8 +208,7 @@ export class PartitionMachine<O> {
       this.#failure = error;
       return this.#end('closing-failed');
     }
-    if (this.#state === 'failed') this.#maybeEnd();
-    else this.fail(error);
+    this.fail(error);
   }
 
   /** A rebalance or shutdown: take no more records; waits for a permit, a mark or a slot are cut; calls under way finish. */
@@ -226,8 +220,10 @@ export class PartitionMachine<O> {
     this.#maybeEnd();
   }
 
+  /** A transaction failed, the lease was lost, or a handler threw. Again when already failed: the claim may end now. */
   fail(error: unknown): void {
-    if (this.#state === 'failed' || this.#state === 'ended' || this.#closing) return;
+    if (this.#state === 'failed') return this.#maybeEnd();
+    if (this.#state === 'ended' || this.#closing) return;
     this.#claimMove('fail', 'failed');
     this.#failure = error;
     this.#emit({ type: 'abort-all', error });
@@ -252,7 +248,7 @@ export class PartitionMachine<O> {
   }
 
   #plan(closing: boolean): TransactionPlan<O> | undefined {
-    const prefix = this.#book.takePrefix(this.#variant === 'commit-past-unfinished');
+    const prefix = this.#book.takePrefix(this.#variant === 'commit-past-unfinished', this.#o.ledger);
     const rest = { ahead: this.#book.doneAhead(), published: this.#book.inState('published') };
     return planTransaction(this.claim, prefix, rest, this.#send.takeMarks(), this.#o.ledger, closing);
   }

@@ -13,6 +13,19 @@ export interface RecordEntry<O> {
   slotHeld: boolean;
   /** A call was started: the service may have the command. */
   called: boolean;
+  /** An earlier call of this record may have reached the service (it was kept after an ambiguous answer): its mark stays whatever later calls do. */
+  mayHaveReached: boolean;
+  /** A repeat of an earlier record's commandId: it has no result of its own, so it is never listed as the command's answer. */
+  repeat: boolean;
+  /**
+   * A repeat identified after a *later* record with its commandId (another key, decoded first):
+   * that record carries the command's result, so the offset must not pass this one before it.
+   */
+  repeatOf?: bigint;
+}
+
+function finished<O>(entry: RecordEntry<O>): boolean {
+  return entry.state === 'done' || entry.state === 'published';
 }
 
 /** States in which a record is still in hand (not done, not given up). */
@@ -35,13 +48,17 @@ export class RecordBook<O> {
     return entry;
   }
 
+  stateOf(offset: bigint): RecordState | undefined {
+    return this.#records.get(offset)?.state;
+  }
+
   has(offset: bigint): boolean {
     return this.#records.has(offset);
   }
 
   /** Registers a record; true when it is first of its key (it may be handled at once). */
   add(offset: bigint, key: string): RecordEntry<O> {
-    const entry: RecordEntry<O> = { offset, key, state: 'queued', permitHeld: false, slotHeld: false, called: false };
+    const entry: RecordEntry<O> = { offset, key, state: 'queued', permitHeld: false, slotHeld: false, called: false, mayHaveReached: false, repeat: false };
     this.#records.set(offset, entry);
     const queue = this.#queues.get(key);
     if (queue === undefined) this.#queues.set(key, [offset]);
@@ -73,22 +90,54 @@ export class RecordBook<O> {
    * one, removed. With `skipUnfinished` (a known-bad variant, for the simulation) every finished
    * record, past unfinished ones too.
    */
-  takePrefix(skipUnfinished = false): RecordEntry<O>[] {
-    const taken: RecordEntry<O>[] = [];
+  takePrefix(skipUnfinished = false, aheadPublished = false): RecordEntry<O>[] {
+    const candidates: RecordEntry<O>[] = [];
     for (const entry of this.#records.values()) {
-      if (entry.state !== 'done' && entry.state !== 'published') {
-        if (skipUnfinished) continue;
-        break;
-      }
-      taken.push(entry);
+      if (finished(entry)) candidates.push(entry);
+      else if (!skipUnfinished) break;
     }
+    // A repeat whose carrier's result would not be committed with (or before) it cuts the prefix
+    // there; a cut can strand a carrier an earlier repeat counted on, so look again until stable.
+    let end = candidates.length;
+    for (let cut = true; cut;) {
+      cut = false;
+      for (let i = 0; i < end; i++) {
+        const carrier = candidates[i]?.repeatOf;
+        if (carrier !== undefined && !this.#carrierSettles(carrier, candidates[end - 1]?.offset ?? -1n, aheadPublished)) {
+          end = i;
+          cut = true;
+          break;
+        }
+      }
+    }
+    const taken = candidates.slice(0, end);
     for (const entry of taken) this.#records.delete(entry.offset);
     return taken;
   }
 
-  /** Records done (not yet published) that wait behind an unfinished one, in offset order. */
+  /**
+   * Whether the record carrying a repeat's result (at a later offset) has it committed by the time
+   * the offset passes the repeat: already published, or done and published in the same transaction
+   * (ahead of the offset when the ledger is on; else within the same prefix, up to `last`).
+   */
+  #carrierSettles(carrierOffset: bigint, last: bigint, aheadPublished: boolean): boolean {
+    const carrier = this.#records.get(carrierOffset);
+    if (carrier === undefined || carrier.state === 'published') return true;
+    if (carrier.state !== 'done') return false;
+    return aheadPublished || carrierOffset <= last;
+  }
+
+  /**
+   * Records done (not yet published) that wait behind an unfinished one, in offset order; a repeat
+   * only once its carrier's result is committed (listed as answered, it would let a later owner pass
+   * it while the carrier has no result).
+   */
   doneAhead(): RecordEntry<O>[] {
-    return this.inState('done');
+    return this.inState('done').filter((entry) => {
+      if (entry.repeatOf === undefined) return true;
+      const carrier = this.#records.get(entry.repeatOf);
+      return carrier === undefined || carrier.state === 'published';
+    });
   }
 
   /** Records taken and not yet committed (in hand, done or given up): the run-ahead count. */

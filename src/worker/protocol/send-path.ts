@@ -23,6 +23,12 @@ export interface SendPathContext<O> {
   readonly claimActive: () => boolean;
   /** Marks wait: commit as soon as possible. */
   readonly commitSoon: (clock: number) => void;
+  /**
+   * A record was refused because the lease no longer holds while the claim is active: the claim
+   * must fail, or a later record of the same key could call once the lease holds again, and
+   * nothing could ever commit past the refused one.
+   */
+  readonly leaseLost: () => void;
 }
 
 /**
@@ -46,7 +52,9 @@ export class SendPath<O> {
 
   want(offset: bigint, leaseHolds: boolean, at: number, clock: number): void {
     const entry = this.#c.book.get(offset);
-    if (!this.#maySend(leaseHolds)) return this.#refuse(entry, 'stop', 'handling');
+    // Asked again after a call (kept after an ambiguous answer): that call may have reached the service.
+    if (entry.state === 'calling') entry.mayHaveReached = true;
+    if (!this.#maySend(leaseHolds)) return this.#refuseFor(entry, 'stop', leaseHolds);
     if (!this.#c.ledger) {
       if (entry.slotHeld) return this.#call(entry, 'want-send');
       this.#move(entry, 'want-send', 'awaiting-slot');
@@ -73,7 +81,7 @@ export class SendPath<O> {
     if (entry.state !== 'awaiting-slot') return;
     this.#givePermitBack(entry);
     if (this.#maySend(leaseHolds)) return this.#call(entry, 'slot-granted');
-    this.#refuse(entry, 'slot-granted', 'handling');
+    this.#refuseFor(entry, 'slot-granted', leaseHolds);
   }
 
   /** The transaction carrying these marks committed: their records go on to a slot (or call, holding one). */
@@ -88,7 +96,7 @@ export class SendPath<O> {
       }
       this.#givePermitBack(entry);
       if (this.#maySend(leaseHolds)) this.#call(entry, 'mark-committed');
-      else this.#refuse(entry, 'mark-committed', 'handling');
+      else this.#refuseFor(entry, 'mark-committed', leaseHolds);
     }
   }
 
@@ -98,8 +106,10 @@ export class SendPath<O> {
   }
 
   notSent(offset: bigint): void {
-    this.#move(this.#c.book.get(offset), 'not-sent', 'handling');
-    this.withdraw(offset);
+    const entry = this.#c.book.get(offset);
+    this.#move(entry, 'not-sent', 'handling');
+    // This call surely did not reach the service; an earlier one may have: then the mark stays.
+    if (!entry.mayHaveReached) this.withdraw(offset);
   }
 
   /** No call starts any more; every wait for a permit, a mark or a slot is cut. */
@@ -158,7 +168,14 @@ export class SendPath<O> {
     this.#c.emit({ type: 'call', offset: entry.offset });
   }
 
+  /** Refuses the call; when only the lease is why, the claim fails (see `leaseLost`). */
+  #refuseFor(entry: RecordEntry<O>, event: RecordEvent, leaseHolds: boolean): void {
+    this.#refuse(entry, event, 'handling');
+    if (!leaseHolds && this.#c.claimActive() && !this.#stopped) this.#c.leaseLost();
+  }
+
   #refuse(entry: RecordEntry<O>, event: RecordEvent, to: RecordState): void {
+    if (entry.state === 'calling') entry.mayHaveReached = true;
     this.#move(entry, event, to);
     this.#givePermitBack(entry);
     this.#marksWaiting.delete(entry.offset);

@@ -28,7 +28,8 @@ export function planTransaction<O>(
   if (ledger) {
     const done = new Map<bigint, AnsweredRecord>();
     for (const [offset, commandId] of claim.answered ?? []) if (offset >= next) done.set(offset, { offset, commandId });
-    for (const entry of [...rest.published, ...ahead]) done.set(entry.offset, { offset: entry.offset, commandId: entry.commandId ?? '' });
+    // A repeat is answered (it needs nothing more) but is not the command's answer: no commandId.
+    for (const entry of [...rest.published, ...ahead]) done.set(entry.offset, { offset: entry.offset, commandId: entry.repeat ? '' : (entry.commandId ?? '') });
     const open = [...claim.open.values()].filter((m) => m.offset >= next && !done.has(m.offset));
     checkpoint = done.size > 0 ? { next, open, done: [...done.values()].sort((a, b) => (a.offset < b.offset ? -1 : 1)) } : { next, open };
   }
@@ -43,8 +44,18 @@ export function planTransaction<O>(
   };
 }
 
-/** A transaction committed the offset `next`: the claim's position moves; marks, in-doubt and answered entries below it are settled. */
-export function settleCommitted(claim: PartitionClaim, next: bigint): void {
+/**
+ * A transaction committed: the records it published ahead are answered from now on (`published`,
+ * their marks settled), and with an offset the claim's position moves: marks, in-doubt and answered
+ * entries below it are settled.
+ */
+export function settleCommitted<O>(claim: PartitionClaim, plan: TransactionPlan<O>, published: (offset: bigint) => void): void {
+  for (const offset of plan.ahead) {
+    published(offset);
+    claim.open.delete(offset);
+  }
+  const next = plan.commitOffset;
+  if (next === undefined) return;
   claim.position.committed = next;
   for (const offset of [...claim.open.keys()]) if (offset < next) claim.open.delete(offset);
   for (const offset of [...claim.inDoubt.keys()]) if (offset < next) claim.inDoubt.delete(offset);

@@ -64,7 +64,7 @@ describe('PartitionMachine: a send', () => {
     expect(types(m.drain())).toEqual(['call:0']);
   });
 
-  it('is refused when the lease no longer holds at the slot, and its mark is withdrawn when it gives up', () => {
+  it('is refused when the lease no longer holds at the slot, which fails the claim; its mark is withdrawn when it gives up', () => {
     const m = machine();
     takeAll(m, ['a']);
     m.wantSend(0n, true, 1, 0);
@@ -73,9 +73,22 @@ describe('PartitionMachine: a send', () => {
     m.transactionCommitted(1, true);
     m.drain();
     m.slotGranted(0n, false);
-    expect(types(m.drain())).toEqual(['release-permit', 'refuse-call:0']);
+    expect(types(m.drain())).toEqual(expect.arrayContaining(['release-permit', 'refuse-call:0', 'abort-all']));
+    expect(m.state).toBe('failed');
     m.abandoned(0n, false);
     expect(m.claim.open.has(0n)).toBe(false);
+    expect(m.state).toBe('ended');
+  });
+
+  it('keeps the mark of a record whose earlier call may have reached the service, even when a later call surely did not', () => {
+    const m = machine({ ledger: false });
+    takeAll(m, ['a']);
+    m.claim.open.set(0n, { offset: 0n, commandId: 'c0', at: 1 });
+    m.wantSend(0n, true, 1, 0);
+    m.slotGranted(0n, true);
+    m.wantSend(0n, true, 1, 0); // kept after an ambiguous answer: called again
+    m.notSent(0n); // this call surely did not reach the service; the first may have
+    expect(m.claim.open.has(0n)).toBe(true);
   });
 
   it('a record waits for the previous record with its key; other keys go at once', () => {

@@ -1,0 +1,38 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+function simulate(...args: string[]): { status: number | null; out: string } {
+  const run = spawnSync(process.execPath, ['tools/simulate/main.ts', ...args], { cwd: ROOT, encoding: 'utf8' });
+  return { status: run.status, out: run.stdout + run.stderr };
+}
+
+describe('npm run simulate', () => {
+  it('runs schedules of the correct protocol and says how fast', () => {
+    const { status, out } = simulate('--schedules', '300', '--seed', '10', '--lease-lapses', 'off', '--crashes-after-failure', 'off', '--repeat-keys', 'same');
+    expect(out).toMatch(/schedules 300, violations 0, [\d,]+ schedules\/s, \d+\.\d s/);
+    expect(status).toBe(0);
+  });
+
+  it('stops a variant at its first violation, with a trace and a replay command that replays it', () => {
+    const { status, out } = simulate('--schedules', '100', '--variant', 'send-before-mark-commits', '--ledger', 'on', '--repeat-keys', 'same');
+    expect(status).toBe(1);
+    expect(out).toContain('VIOLATION at-most-one-send (seed ');
+    expect(out).toContain('last 30 events:');
+    expect(out).toContain('(stopped at the first violation)');
+    const replay = /replay: npm run simulate -- (.*)/.exec(out)?.[1];
+    if (replay === undefined) throw new Error(`no replay command in:\n${out}`);
+    const again = simulate(...replay.split(' '));
+    expect(again.status).toBe(1);
+    const message = (text: string): string | undefined => /VIOLATION \S+ \(seed \d+\)[^\n]*/.exec(text)?.[0];
+    expect(message(again.out)).toBe(message(out));
+  });
+
+  it('refuses an unknown variant', () => {
+    const { status, out } = simulate('--variant', 'nope');
+    expect(status).toBe(2);
+    expect(out).toContain('--variant must be one of correct, send-before-mark-commits');
+  });
+});

@@ -1,0 +1,124 @@
+import { describe, expect, it } from 'vitest';
+import { DedupWindow } from '../../src/worker/dedup-window.ts';
+import { buildClaim, identifyCommand, type PartitionClaim } from '../../src/worker/protocol/claim.ts';
+import { PartitionMachine } from '../../src/worker/protocol/partition-machine.ts';
+import type { RunOptions } from '../../tools/simulate/model.ts';
+import { runMany } from '../../tools/simulate/runner.ts';
+
+/**
+ * Problems the simulation found in the protocol, now fixed. Each is pinned twice: the knob that
+ * made the simulation find it finds nothing in a fixed budget (it is on in simulation.test.ts too),
+ * and a few direct calls into the machine show the rule.
+ */
+const BASE: RunOptions = { variant: 'correct', ledger: 'both', leaseLapses: false, crashesAfterFailure: false, repeatKeys: 'same' };
+
+function firstViolation(options: RunOptions, budget: number): { seed: number; kind: string } | undefined {
+  const summary = runMany(budget, 1, options, true, 1);
+  const found = summary.violations[0];
+  return found?.violation === undefined ? undefined : { seed: found.seed, kind: found.violation.kind };
+}
+
+function claim(): PartitionClaim {
+  return { topic: 't', partition: 0, generation: 1, start: 0n, inDoubt: new Map(), open: new Map(), dedup: new DedupWindow(16), position: { committed: 0n } };
+}
+
+function machine(ledger = false, base = claim()): PartitionMachine<string> {
+  return new PartitionMachine<string>({ claim: base, ledger, markPermits: ledger, maxRunAhead: 8, commitIntervalMs: 0, inDoubtPolicy: 'report' });
+}
+
+describe('finding: a lease that lapses and comes back without a rebalance', () => {
+  it('is no longer found by the simulation (it was: nothing-lost or key-order, seed 79)', () => {
+    expect(firstViolation({ ...BASE, leaseLapses: true }, 3_000)).toBeUndefined();
+  });
+
+  it('fails the claim, so a later record of the key never calls, and the claim ends and is claimed afresh', () => {
+    const m = machine();
+    m.take(0n, 'k');
+    m.take(1n, 'k');
+    m.identify(0n, 'c0');
+    m.wantSend(0n, false, 0, 0); // the lease lapsed (a long pause): refused, and the claim fails
+    expect(m.state).toBe('failed');
+    m.abandoned(0n, false);
+    // Offset 1 is handled now (its key's previous record ended), but may not call: the claim failed.
+    m.identify(1n, 'c1');
+    m.wantSend(1n, true, 0, 0);
+    expect(m.drain().filter((e) => e.type === 'call')).toEqual([]);
+    m.abandoned(1n, false);
+    expect(m.state).toBe('ended');
+  });
+});
+
+describe('finding: a handler that throws after its claim failed', () => {
+  it('is no longer found by the simulation (it was: nothing-lost, seed 562)', () => {
+    expect(firstViolation({ ...BASE, crashesAfterFailure: true }, 3_000)).toBeUndefined();
+  });
+
+  it('ends the claim once its last record in hand crashed', () => {
+    const m = machine();
+    m.take(0n, 'k');
+    m.identify(0n, 'c0');
+    m.wantSend(0n, true, 0, 0);
+    m.slotGranted(0n, true); // calling
+    m.fail(new Error('a transaction failed')); // failed; the call under way is left to answer
+    m.crashed(0n, new Error('the handler threw')); // crashed → fail() returns early: no drained, no ended
+    expect(m.state).toBe('ended');
+  });
+});
+
+describe('finding: a commandId repeated under another key of the same partition', () => {
+  it('is no longer found by the simulation (it was: two results, two sends, or none, seed 372)', () => {
+    expect(firstViolation({ ...BASE, repeatKeys: 'any' }, 3_000)).toBeUndefined();
+  });
+
+  it('an inherited mark holds its commandId: the same command at an earlier offset is a repeat of it, not new', () => {
+    // The earlier owner marked offset 4 (the repeat, identified first: another key) and may have sent it.
+    const base = buildClaim({ topic: 't', partition: 0, generation: 2 }, 0n, { next: 0n, open: [{ offset: 4n, commandId: 'X', at: 0 }] }, [], 16);
+    expect(identifyCommand(base, 3n, 'X', 'report')).toEqual({ kind: 'duplicate', firstOffset: 4n });
+  });
+
+  it('a repeat published ahead of its first record is listed as answered without the commandId, so the next owner still sends the first', () => {
+    const m = machine(true);
+    m.take(0n, 'a');
+    m.take(1n, 'b'); // the same command, published again upstream under another key
+    m.identify(0n, 'X');
+    m.wantSend(0n, true, 0, 0); // waits for a mark permit
+    expect(m.identify(1n, 'X').kind).toBe('duplicate');
+    m.finished(1n, 'duplicate of 0', 0);
+    m.commitDue(0);
+    const plan = m.drain().find((e) => e.type === 'transaction');
+    if (plan?.type !== 'transaction') throw new Error('no transaction');
+    expect(plan.plan.checkpoint?.done).toEqual([{ offset: 1n, commandId: '' }]);
+    const next = buildClaim({ topic: 't', partition: 0, generation: 2 }, 0n, plan.plan.checkpoint, [], 16);
+    expect(identifyCommand(next, 0n, 'X', 'report').kind).toBe('new');
+  });
+
+  it('a repeat identified before the later record carrying the result is not committed past until that result is', () => {
+    const m = machine(false);
+    m.take(0n, 'a');
+    m.take(1n, 'b');
+    m.identify(1n, 'X'); // decoded first: the carrier
+    m.wantSend(1n, true, 0, 0);
+    m.slotGranted(1n, true);
+    expect(m.identify(0n, 'X')).toEqual({ kind: 'duplicate', firstOffset: 1n });
+    m.finished(0n, 'repeat', 0);
+    m.commitDue(10);
+    expect(m.drain().some((e) => e.type === 'transaction')).toBe(false);
+    m.finished(1n, 'SENT', 20);
+    m.commitDue(30);
+    expect(m.drain().find((e) => e.type === 'transaction')).toMatchObject({ plan: { offsets: [0n, 1n], commitOffset: 2n } });
+  });
+});
+
+describe('finding: a mark withdrawn after an ambiguous call that was kept (PROVIDER_RETRY_AMBIGUOUS=true)', () => {
+  it('is no longer found by the simulation with the guarded sender’s handling (it was: at-most-one-send, seed 630)', () => {
+    expect(firstViolation({ ...BASE, ledger: 'on', handler: 'guarded-sender' }, 3_000)).toBeUndefined();
+  });
+});
+
+describe('limitation: the ledger off and a stale group offset (no KIP-447)', () => {
+  it('answers again what the stale offset hides (the ledger’s checkpoint is what corrects it)', () => {
+    const found = firstViolation({ ...BASE, ledger: 'off', staleOffsets: 'always' }, 200);
+    expect(found?.kind).toBe('exactly-one-result');
+    expect(firstViolation({ ...BASE, ledger: 'on', staleOffsets: 'always' }, 2_000)).toBeUndefined();
+  });
+});

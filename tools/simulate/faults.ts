@@ -1,0 +1,101 @@
+import type { Group } from './group.ts';
+import { TIMING } from './model.ts';
+import type { Proc } from './process.ts';
+import type { World } from './world.ts';
+
+/**
+ * Faults at random moments until `settings.faultsUntil`: crashes, shutdowns, restarts, freezes (short,
+ * lapsing the lease without the group noticing, or past the session), rebalances. Transaction
+ * failures and service answers are drawn where they happen. Then the world heals: no more
+ * faults, and at least one process is alive.
+ */
+export function injectFaults(world: World, group: Group, procs: readonly Proc[]): void {
+  const next = (): void => {
+    const delay = world.prng.int(30, 500);
+    if (world.now + delay >= world.settings.faultsUntil) {
+      world.clock.at(Math.max(0, world.settings.faultsUntil - world.now), undefined, () => heal(world, group, procs));
+      return;
+    }
+    world.clock.at(delay, undefined, () => {
+      fault(world, group, procs);
+      next();
+    });
+  };
+  next();
+}
+
+function fault(world: World, group: Group, procs: readonly Proc[]): void {
+  const { prng } = world;
+  const alive = procs.filter((p) => p.alive);
+  const dead = procs.filter((p) => !p.alive);
+  const kind = prng.weighted({
+    crash: alive.length > 1 ? 1 : 0.2,
+    shutdown: alive.length > 1 ? 0.5 : 0,
+    freeze: 2,
+    rebalance: 2,
+    restart: dead.length > 0 ? 1.5 : 0,
+  });
+  if (kind === 'restart') return restart(world, group, prng.pick(dead));
+  if (kind === 'rebalance') {
+    if (world.tracing) world.trace('fault: rebalance');
+    return group.rebalance();
+  }
+  if (alive.length === 0) return;
+  const proc = prng.pick(alive);
+  if (kind === 'crash') {
+    if (world.tracing) world.trace(`fault: P${proc.id} crashes`);
+    proc.crash();
+    group.expireLater(proc);
+    return;
+  }
+  if (proc.frozen || proc.leaving) return;
+  if (kind === 'shutdown') {
+    const forced = prng.chance(0.5);
+    if (world.tracing) world.trace(`fault: P${proc.id} shuts down${forced ? ' (sends held)' : ''}`);
+    proc.onStopped = () => {
+      group.leave(proc);
+      // Healed with nobody left up: it comes back (someone must finish the work).
+      if (!world.faulty && procs.every((p) => !p.alive || p.leaving)) restart(world, group, proc);
+    };
+    return proc.shutdown(forced);
+  }
+  proc.freeze();
+  // The lease runs from the last confirmed heartbeat: a short freeze resumes (and heartbeats,
+  // within 100 ms) before it ends; a lapse after it ends but before the session does; a long one
+  // after the session (the group gives the partitions away).
+  const leaseLeft = proc.confirmedAt + TIMING.leaseMs - world.now;
+  const sessionLeft = proc.confirmedAt + TIMING.sessionMs - world.now;
+  const drawn = prng.weighted({ short: 1, lapse: world.settings.leaseLapses ? 1 : 0, long: 1.5 });
+  const length = drawn === 'short' && leaseLeft < 150 ? 'long' : drawn === 'lapse' && leaseLeft < 0 ? 'long' : drawn;
+  const resumeIn = Math.max(
+    1,
+    length === 'short'
+      ? prng.int(10, leaseLeft - 120)
+      : length === 'lapse'
+        ? leaseLeft + prng.int(20, TIMING.sessionMs - TIMING.leaseMs - 150)
+        : sessionLeft + prng.int(50, 1_500),
+  );
+  if (world.tracing) world.trace(`fault: P${proc.id} freezes (${length}) for ${resumeIn}`);
+  group.expireLater(proc);
+  const { freezes, incarnation } = proc;
+  world.clock.at(resumeIn, undefined, () => {
+    if (proc.incarnation !== incarnation || proc.freezes !== freezes || !proc.frozen) return;
+    if (world.tracing) world.trace(`P${proc.id} resumes`);
+    proc.resume();
+    world.clock.at(prng.int(0, 100), proc, () => group.heartbeat(proc));
+  });
+}
+
+function restart(world: World, group: Group, proc: Proc): void {
+  if (world.tracing) world.trace(`P${proc.id} restarts`);
+  proc.restart();
+  group.join(proc);
+}
+
+function heal(world: World, group: Group, procs: readonly Proc[]): void {
+  world.faulty = false;
+  if (world.tracing) world.trace('heal: no more faults');
+  const dead = procs.filter((p) => !p.alive);
+  if (dead.length > 0 && procs.every((p) => !p.alive || p.leaving)) return restart(world, group, world.prng.pick(dead));
+  for (const proc of dead) if (world.prng.chance(0.5)) restart(world, group, proc);
+}

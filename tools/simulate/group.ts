@@ -1,0 +1,95 @@
+import { TIMING } from './model.ts';
+import type { Proc } from './process.ts';
+import type { World } from './world.ts';
+
+/**
+ * The consumer group: members, generations and the assignment. A rebalance waits while a member
+ * is silent (frozen or dead) until its session expires; then every member retires its lanes and
+ * claims its new partitions (some stay where they were, some move). A frozen member's lease
+ * expires (TIMING.leaseMs) before its session does, so it has stopped sending before its
+ * partitions move.
+ */
+export class Group {
+  readonly #world: World;
+  generation = 0;
+  readonly members = new Set<Proc>();
+  /** Members given the current generation's assignment (a member that joined since waits for the next). */
+  readonly #current = new Set<Proc>();
+  readonly #owners = new Map<number, Proc>();
+  /** A rebalance is due once no member is silent. */
+  #pending = false;
+
+  constructor(world: World) {
+    this.#world = world;
+  }
+
+  rebalance(): void {
+    const world = this.#world;
+    for (const member of this.members)
+      if (!member.alive || member.frozen) {
+        this.#pending = true;
+        return;
+      }
+    this.#pending = false;
+    this.generation += 1;
+    const members = [...this.members];
+    this.#current.clear();
+    for (const member of members) this.#current.add(member);
+    // A member shutting down takes nothing new.
+    const takers = members.filter((m) => !m.leaving);
+    const assignment = new Map<Proc, number[]>(members.map((m) => [m, []]));
+    for (let p = 0; p < world.settings.partitions; p++) {
+      const previous = this.#owners.get(p);
+      const owner =
+        previous !== undefined && takers.includes(previous) && world.prng.chance(0.5) ? previous : takers.length > 0 ? world.prng.pick(takers) : undefined;
+      if (owner === undefined) this.#owners.delete(p);
+      else {
+        this.#owners.set(p, owner);
+        assignment.get(owner)?.push(p);
+      }
+    }
+    if (world.tracing)
+      world.trace(`rebalance → generation ${this.generation}: ${[...this.#owners].map(([p, m]) => `p${p}→P${m.id}`).join(' ') || 'no members'}`);
+    for (const [member, partitions] of assignment) member.rebalanced(this.generation, partitions);
+  }
+
+  /** A member that shut down leaves: the others share its partitions. */
+  leave(proc: Proc): void {
+    this.members.delete(proc);
+    this.#current.delete(proc);
+    this.rebalance();
+  }
+
+  join(proc: Proc): void {
+    this.members.add(proc);
+    this.#current.delete(proc);
+    this.rebalance();
+  }
+
+  /**
+   * A member's heartbeat: confirmed in its generation (and a waiting rebalance may go on); a
+   * process that joined and waits for the next generation is not confirmed in the old one; one
+   * kicked out meanwhile joins again.
+   */
+  heartbeat(proc: Proc): void {
+    if (!proc.alive || proc.frozen) return;
+    if (!this.members.has(proc)) return this.join(proc);
+    if (this.#current.has(proc)) proc.confirm();
+    if (this.#pending) this.rebalance();
+  }
+
+  /** The member's session expires `sessionMs` after its last heartbeat, unless it spoke again (same incarnation and freeze). */
+  expireLater(proc: Proc): void {
+    const world = this.#world;
+    const { incarnation, freezes } = proc;
+    const at = proc.confirmedAt + TIMING.sessionMs;
+    world.clock.at(Math.max(0, at - world.now), undefined, () => {
+      if (proc.incarnation !== incarnation || proc.freezes !== freezes || !this.members.has(proc)) return;
+      if (proc.alive && !proc.frozen) return;
+      if (world.tracing) world.trace(`P${proc.id}'s session expired`);
+      this.members.delete(proc);
+      this.#current.delete(proc);
+      this.rebalance();
+    });
+  }
+}

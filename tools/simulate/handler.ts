@@ -1,0 +1,208 @@
+import type { PartitionMachine } from '../../src/worker/protocol/partition-machine.ts';
+import type { Method } from './coverage.ts';
+import { TIMING, type CommandRecord, type OutcomeKind, type SimOutcome } from './model.ts';
+import type { Owner } from './scheduler.ts';
+import type { Call } from './service.ts';
+import type { World } from './world.ts';
+
+/** What the handler needs of its lane. */
+export interface HandlerLane {
+  readonly world: World;
+  readonly partition: number;
+  readonly process: number;
+  readonly owner: Owner;
+  /** The claim failed (abort-all): records handed over from now on are given up at once. */
+  readonly aborted: boolean;
+  leaseHolds(): boolean;
+  act<T>(method: Method, offset: number, call: (machine: PartitionMachine<SimOutcome>) => T): T;
+  big(offset: number): bigint;
+}
+
+/** deciding: decoding and the gate; want: asked to send (waits for call / refuse-call); calling; kept: not sent, will ask again. */
+type Step = 'deciding' | 'want' | 'calling' | 'kept';
+
+interface Rec {
+  readonly record: CommandRecord;
+  step: Step;
+  /** Bumped at each call, so a late answer to an earlier one is recognised. */
+  calls: number;
+  /** The current call may have reached the service. */
+  reached: boolean;
+  /** Sent again after an ambiguous answer (the operator's trade, PROVIDER_RETRY_AMBIGUOUS). */
+  retry: boolean;
+  /** Giving up is under way: nothing else happens to it. */
+  ending: boolean;
+}
+
+/**
+ * The record handler of one lane, per `handle` effect: identify → an UNKNOWN result (in doubt), a
+ * `duplicate` outcome, a dead letter (undecodable), an immediate REJECTED, or a send: wantSend, and
+ * on `call` a request to the service whose answer finishes the record (or keeps it: notSent, ask
+ * again later; or, ambiguous with retries allowed, ask again at once).
+ */
+export class Handler {
+  readonly #lane: HandlerLane;
+  readonly #recs = new Map<number, Rec>();
+
+  constructor(lane: HandlerLane) {
+    this.#lane = lane;
+  }
+
+  handle(offset: number): void {
+    const lane = this.#lane;
+    const record = lane.world.kafka.records(lane.partition)[offset];
+    if (record === undefined) throw new Error(`p${lane.partition} has no record at ${offset}`);
+    const rec: Rec = { record, step: 'deciding', calls: 0, reached: false, retry: false, ending: false };
+    this.#recs.set(offset, rec);
+    if (lane.aborted) return this.#giveUp(rec, false);
+    lane.world.clock.at(lane.world.prng.int(0, 10), lane.owner, () => this.#decide(rec));
+  }
+
+  call(offset: number): void {
+    const lane = this.#lane;
+    const { world } = lane;
+    const rec = this.#recs.get(offset);
+    if (rec === undefined) throw new Error(`the machine let p${lane.partition}@${offset} call, but its handler has no such record`);
+    const { record } = rec;
+    rec.step = 'calling';
+    rec.calls += 1;
+    const n = rec.calls;
+    if (world.tracing)
+      world.trace(`P${lane.process} p${lane.partition}@${offset} calls ${record.commandId}${rec.retry ? ' again (after an ambiguous answer)' : ''}`);
+    const call = world.service.call({
+      partition: lane.partition,
+      offset,
+      key: record.key,
+      commandId: record.commandId,
+      process: lane.process,
+      time: world.now,
+      retry: rec.retry,
+    });
+    rec.reached = call.reached;
+    if (world.tracing) world.trace(`  … the service will answer ${call.answer} in ${call.latencyMs} ms${call.reached ? '' : ' (it never got the request)'}`);
+    world.clock.at(call.latencyMs, lane.owner, () => this.#answer(rec, n, call));
+  }
+
+  /**
+   * Refused: the record gives up unsent. But after an ambiguous answer its earlier request may have
+   * reached the service, so it says `maybeSent` and its mark stays (unless the run reproduces
+   * guarded-sender.ts, whose refused send reports no `maybeSent`: `handler: 'guarded-sender'`).
+   */
+  refused(offset: number): void {
+    const rec = this.#recs.get(offset);
+    if (rec === undefined || rec.ending) return;
+    this.#giveUp(rec, this.#maybeSentBefore(rec));
+  }
+
+  /** An earlier request of the record may have arrived (it was kept after an ambiguous answer), as the careful handler counts it. */
+  #maybeSentBefore(rec: Rec): boolean {
+    return rec.retry && this.#lane.world.options.handler !== 'guarded-sender';
+  }
+
+  /** The claim failed: every record still in hand ends (a call under way may also be left to answer). */
+  abortAll(): void {
+    const { prng } = this.#lane.world;
+    for (const rec of this.#recs.values()) {
+      if (rec.ending) continue;
+      if (rec.step === 'calling' && prng.chance(0.5)) continue;
+      this.#giveUp(rec, this.#maybeSentBefore(rec) || (rec.step === 'calling' && rec.reached));
+    }
+  }
+
+  #decide(rec: Rec): void {
+    const lane = this.#lane;
+    const { world } = lane;
+    if (rec.ending || this.#recs.get(rec.record.offset) !== rec) return;
+    const { offset, commandId, poison } = rec.record;
+    if (this.#crashes()) return this.#crash(rec);
+    if (poison) return this.#finish(rec, 'DEAD-LETTER');
+    const identity = lane.act('identify', offset, (m) => m.identify(lane.big(offset), commandId));
+    if (world.tracing) world.trace(`P${lane.process} p${lane.partition}@${offset} ${commandId} is ${identity.kind}`);
+    if (identity.kind === 'in-doubt') return this.#finish(rec, 'UNKNOWN');
+    if (identity.kind === 'duplicate') return this.#finish(rec, 'duplicate');
+    if (rec.record.rejected) return this.#finish(rec, 'REJECTED');
+    this.#want(rec);
+  }
+
+  /**
+   * Now and then (while faults last) the handler throws: a bug, not a record problem. Also after
+   * its claim failed, unless `crashesAfterFailure` is off (see the report: the claim never ends).
+   */
+  #crashes(): boolean {
+    const lane = this.#lane;
+    const { world } = lane;
+    return world.faulty && world.prng.chance(0.003) && (!lane.aborted || world.options.crashesAfterFailure !== false);
+  }
+
+  #crash(rec: Rec): void {
+    const lane = this.#lane;
+    const { offset } = rec.record;
+    if (lane.world.tracing) lane.world.trace(`P${lane.process} p${lane.partition}@${offset} handler throws`);
+    this.#recs.delete(offset);
+    lane.act('crashed', offset, (m) => m.crashed(lane.big(offset), new Error('a bug in the handler')));
+  }
+
+  #want(rec: Rec): void {
+    const lane = this.#lane;
+    const { offset } = rec.record;
+    rec.step = 'want';
+    lane.act('wantSend', offset, (m) => m.wantSend(lane.big(offset), lane.leaseHolds(), lane.world.settings.ledger ? epochMs(lane) : 0, lane.world.now));
+  }
+
+  #answer(rec: Rec, n: number, call: Call): void {
+    const lane = this.#lane;
+    const { world } = lane;
+    const { offset } = rec.record;
+    if (rec.ending || rec.calls !== n || rec.step !== 'calling' || this.#recs.get(offset) !== rec) return;
+    if (this.#crashes()) return this.#crash(rec);
+    switch (call.answer) {
+      case 'sent':
+        return this.#finish(rec, 'SENT');
+      case 'business-failure':
+        return this.#finish(rec, rec.retry ? 'UNKNOWN' : 'FAILED');
+      case 'timeout':
+        if (!world.settings.retryAmbiguous || !world.prng.chance(0.5)) return this.#finish(rec, 'UNKNOWN');
+        rec.retry = true;
+        return this.#want(rec);
+      case 'transport': {
+        if (world.prng.chance(0.3)) return this.#finish(rec, rec.retry ? 'UNKNOWN' : 'FAILED');
+        // Kept. This call surely did not arrive, but after an ambiguous answer an earlier one may
+        // have: then the mark stays (ask again from `calling`), unless reproducing guarded-sender.ts.
+        const withdraw = !rec.retry || world.options.handler === 'guarded-sender';
+        rec.step = withdraw ? 'kept' : 'calling';
+        rec.calls += 1;
+        const n = rec.calls;
+        if (withdraw) lane.act('notSent', offset, (m) => m.notSent(lane.big(offset)));
+        world.clock.at(world.prng.int(5, 40), lane.owner, () => {
+          if (!rec.ending && rec.calls === n && this.#recs.get(offset) === rec) this.#want(rec);
+        });
+        return;
+      }
+    }
+  }
+
+  #finish(rec: Rec, kind: OutcomeKind): void {
+    const lane = this.#lane;
+    const { offset, commandId } = rec.record;
+    this.#recs.delete(offset);
+    if (lane.world.tracing) lane.world.trace(`P${lane.process} p${lane.partition}@${offset} finished ${kind}`);
+    lane.act('finished', offset, (m) => m.finished(lane.big(offset), { offset, commandId, kind }, lane.world.now));
+  }
+
+  #giveUp(rec: Rec, maybeSent: boolean): void {
+    const lane = this.#lane;
+    const { world } = lane;
+    rec.ending = true;
+    world.clock.at(world.prng.int(0, 3), lane.owner, () => {
+      const { offset } = rec.record;
+      if (this.#recs.get(offset) !== rec) return;
+      this.#recs.delete(offset);
+      if (world.tracing) world.trace(`P${lane.process} p${lane.partition}@${offset} abandoned${maybeSent ? ' (maybe sent)' : ''}`);
+      lane.act('abandoned', offset, (m) => m.abandoned(lane.big(offset), maybeSent));
+    });
+  }
+}
+
+function epochMs(lane: HandlerLane): number {
+  return lane.world.now + TIMING.epochMs;
+}

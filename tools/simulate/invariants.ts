@@ -1,0 +1,106 @@
+import { Violation, type CommandRecord, type SimOutcome } from './model.ts';
+
+/** A request that may have reached the service. */
+export interface RequestInfo {
+  readonly partition: number;
+  readonly offset: number;
+  readonly key: string;
+  readonly commandId: string;
+  readonly process: number;
+  readonly time: number;
+  /** Sent again by the same handler after an ambiguous answer (PROVIDER_RETRY_AMBIGUOUS: the operator's trade). */
+  readonly retry: boolean;
+}
+
+const where = (r: RequestInfo): string => `p${r.partition}@${r.offset} by P${r.process} at t=${r.time}`;
+
+/**
+ * The invariants of table.ts's INVARIANTS, checked as the world changes (a violation throws at
+ * once, so a schedule stops where it went wrong) and once more after healing (`final`).
+ * at-most-one-send is checked with the ledger on only: with it off, a send whose result was not
+ * committed when its owner died is sent again by design (docs/guarantees.md).
+ */
+export class Checks {
+  readonly #ledger: boolean;
+  /** The first request of each commandId (retries of an ambiguous answer aside). */
+  readonly #firstSend = new Map<string, RequestInfo>();
+  /** commandIds with any request that may have reached the service. */
+  readonly #requested = new Set<string>();
+  /** Per key: the highest offset requested so far, and every offset requested. */
+  readonly #keys = new Map<string, { max: RequestInfo; offsets: Set<number> }>();
+  readonly #results = new Map<string, number>();
+
+  /**
+   * commandIds published under more than one key of a partition: a repeat under another key is
+   * recognised (no second send or result), but its keys' order relative to it is not kept
+   * (docs/guarantees.md, "A repeated command record"), so key order skips them.
+   */
+  readonly #crossKey: ReadonlySet<string>;
+
+  constructor(ledger: boolean, crossKey: ReadonlySet<string> = new Set()) {
+    this.#ledger = ledger;
+    this.#crossKey = crossKey;
+  }
+
+  /**
+   * A call starts. `reached`: it may reach the service (at-most-one-send, unknown-is-honest); key
+   * order counts every call, reached or not (a call that surely did not arrive still started).
+   */
+  request(r: RequestInfo, reached: boolean): void {
+    if (reached) {
+      this.#requested.add(r.commandId);
+      if (!r.retry) {
+        const first = this.#firstSend.get(r.commandId);
+        if (first === undefined) this.#firstSend.set(r.commandId, r);
+        else if (this.#ledger) throw new Violation('at-most-one-send', `${r.commandId} was requested twice: ${where(first)}, then ${where(r)}`);
+      }
+    }
+    if (this.#crossKey.has(r.commandId)) return;
+    const key = this.#keys.get(r.key);
+    if (key === undefined) {
+      this.#keys.set(r.key, { max: r, offsets: new Set([r.offset]) });
+      return;
+    }
+    // A command called again (its earlier call came first, in order) is not out of order.
+    if (r.offset < key.max.offset && !key.offsets.has(r.offset))
+      throw new Violation('key-order', `key ${r.key}: ${r.commandId} first called (${where(r)}) after a later record of its key (${where(key.max)})`);
+    key.offsets.add(r.offset);
+    if (r.offset > key.max.offset) key.max = r;
+  }
+
+  /** A transaction is applied at the broker. */
+  applied(partition: number, txnEpoch: number, epoch: number): void {
+    if (txnEpoch !== epoch)
+      throw new Violation('fenced-never-commits', `a transaction of p${partition} from producer epoch ${txnEpoch} was applied at epoch ${epoch}`);
+  }
+
+  /** A committed outcome; `marked`: a checkpoint committed earlier listed the record's mark. */
+  result(partition: number, outcome: SimOutcome, marked: boolean): void {
+    if (outcome.kind === 'duplicate') return;
+    const count = (this.#results.get(outcome.commandId) ?? 0) + 1;
+    this.#results.set(outcome.commandId, count);
+    if (count > 1) throw new Violation('exactly-one-result', `${outcome.commandId} (p${partition}@${outcome.offset}) got a second result (${outcome.kind})`);
+    if (outcome.kind === 'UNKNOWN' && !marked && !this.#requested.has(outcome.commandId))
+      throw new Violation('unknown-is-honest', `${outcome.commandId} (p${partition}@${outcome.offset}) reported UNKNOWN with no committed mark and no request`);
+  }
+
+  /**
+   * After healing: every commandId answered, and nothing left for a next owner: every record below
+   * the committed offset, or past it and listed as answered in the newest checkpoint (a record
+   * published ahead at the end of the log keeps the offset behind it until another record comes).
+   */
+  final(logs: readonly (readonly CommandRecord[])[], committed: readonly number[], answered: readonly ReadonlySet<number>[]): void {
+    for (const [partition, records] of logs.entries()) {
+      const next = committed[partition] ?? 0;
+      for (let offset = next; offset < records.length; offset++)
+        if (answered[partition]?.has(offset) !== true)
+          throw new Violation(
+            'nothing-lost',
+            `p${partition} settled with its offset committed up to ${next} of ${records.length} (offset ${offset} not answered)`,
+          );
+      for (const record of records)
+        if (!this.#results.has(record.commandId))
+          throw new Violation('nothing-lost', `${record.commandId} (p${partition}@${record.offset}) has no committed result after healing`);
+    }
+  }
+}

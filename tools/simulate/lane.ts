@@ -1,0 +1,290 @@
+import { fencedIsFinal, type PartitionClaim } from '../../src/worker/protocol/claim.ts';
+import type { Variant } from '../../src/worker/protocol/effects.ts';
+import { PartitionMachine, type Effect, type TransactionPlan } from '../../src/worker/protocol/partition-machine.ts';
+import type { ClaimState } from '../../src/worker/protocol/table.ts';
+import type { Coverage, Method, Observed } from './coverage.ts';
+import { Handler, type HandlerLane } from './handler.ts';
+import type { Txn, TxnOutcome } from './kafka.ts';
+import { TIMING, Violation, type SimOutcome } from './model.ts';
+import type { Pool } from './resources.ts';
+import type { Owner } from './scheduler.ts';
+import type { World } from './world.ts';
+
+/** What a lane needs of its process. */
+export interface LaneHost {
+  readonly id: number;
+  readonly owner: Owner;
+  readonly slots: Pool;
+  readonly permits: Pool;
+  /** The group generation the process is in. */
+  readonly generation: number;
+  leaseHolds(): boolean;
+  isLost(partition: number): boolean;
+  laneEnded(lane: Lane, failure: unknown): void;
+  /** The lane cannot take records until the lease holds again: fetch it then. */
+  awaitLease(lane: Lane): void;
+}
+
+/** Why a transaction failed, as the machine is told (not an Error: a stack trace per failure is slow). */
+export class TxnError {
+  readonly fenced: boolean;
+  readonly message: string;
+  constructor(fenced: boolean, message: string) {
+    this.fenced = fenced;
+    this.message = message;
+  }
+  toString(): string {
+    return this.message;
+  }
+}
+
+const BIG: readonly bigint[] = Array.from({ length: 64 }, (_, i) => BigInt(i));
+const MACHINE_VARIANTS: ReadonlySet<Variant> = new Set(['send-before-mark-commits', 'commit-past-unfinished']);
+
+/**
+ * The driver of one PartitionMachine (one claim of one partition by one process): it feeds the
+ * machine its events — fetched records, the handler's reports, grants, commit timers, the broker's
+ * answers — and carries out every effect it drains.
+ */
+export class Lane implements HandlerLane {
+  readonly world: World;
+  readonly partition: number;
+  readonly process: number;
+  readonly owner: Owner;
+  readonly generation: number;
+  readonly machine: PartitionMachine<SimOutcome>;
+  /** The producer epoch this claim fenced with. */
+  epoch: number;
+  ended = false;
+  aborted = false;
+  readonly #host: LaneHost;
+  /** The process's incarnation this lane belongs to (a restarted process does not hear of its transactions). */
+  readonly #incarnation: number;
+  readonly #handler: Handler;
+  #cursor: number;
+  #held = false;
+  #fetching = false;
+  #commitArm = 0;
+  #txn: Txn | undefined;
+  #refences = 0;
+  /** Offsets taken and not yet out of the machine's book (for coverage). */
+  #taken: number[] = [];
+
+  constructor(world: World, host: LaneHost, claim: PartitionClaim, epoch: number, fetchFrom: number) {
+    this.world = world;
+    this.#host = host;
+    this.partition = claim.partition;
+    this.process = host.id;
+    this.owner = host.owner;
+    this.#incarnation = host.owner.incarnation;
+    this.generation = claim.generation;
+    this.epoch = epoch;
+    this.#cursor = fetchFrom;
+    this.#handler = new Handler(this);
+    const { settings } = world;
+    this.machine = new PartitionMachine<SimOutcome>({
+      claim,
+      ledger: settings.ledger,
+      markPermits: settings.markPermits,
+      maxRunAhead: settings.maxRunAhead,
+      commitIntervalMs: settings.commitIntervalMs,
+      inDoubtPolicy: 'report',
+      variant: MACHINE_VARIANTS.has(world.variant) ? world.variant : 'correct',
+    });
+  }
+
+  big(offset: number): bigint {
+    return BIG[offset] ?? BigInt(offset);
+  }
+
+  /** Sends only while the process's lease holds, in its current generation, for a partition it has not lost. */
+  leaseHolds(): boolean {
+    const host = this.#host;
+    return host.leaseHolds() && host.generation === this.generation && !host.isLost(this.partition);
+  }
+
+  /** One call into the machine, then its effects. A refused move is a violation. */
+  act<T>(method: Method, offset: number, call: (machine: PartitionMachine<SimOutcome>) => T): T {
+    const coverage = this.world.coverage;
+    if (coverage !== undefined && method === 'take') this.#taken.push(offset);
+    const before = coverage === undefined ? undefined : this.#snapshot(method, offset);
+    const claimBefore = this.machine.state;
+    let value: T;
+    try {
+      value = call(this.machine);
+    } catch (error) {
+      if (error instanceof Violation) throw error;
+      const message = error instanceof Error ? error.message : String(error);
+      throw new Violation('machine-threw', `P${this.process} p${this.partition} gen ${this.generation}: ${method}(${offset}): ${message}`);
+    }
+    const effects = this.machine.drain();
+    if (coverage !== undefined && before !== undefined) this.#observe(coverage, method, offset, before, claimBefore, effects);
+    for (const effect of effects) this.#do(effect);
+    return value;
+  }
+
+  fetchSoon(): void {
+    if (this.#fetching) return;
+    this.#fetching = true;
+    this.world.clock.at(this.world.prng.int(0, 5), this.owner, () => this.#fetch());
+  }
+
+  #fetch(): void {
+    this.#fetching = false;
+    if (this.ended || !this.machine.accepting || this.#held) return;
+    const { world } = this;
+    const records = world.kafka.records(this.partition);
+    let budget = world.prng.int(1, 4);
+    while (this.#cursor < records.length && budget > 0) {
+      const record = records[this.#cursor];
+      if (record === undefined) break;
+      const offset = record.offset;
+      const verdict = this.act('offer', offset, (m) => m.offer(this.big(offset), this.leaseHolds(), world.now));
+      if (verdict === 'full') return;
+      if (verdict === 'closed') {
+        if (this.machine.accepting) this.#host.awaitLease(this);
+        return;
+      }
+      this.#cursor += 1;
+      if (verdict === 'skip') continue;
+      budget -= 1;
+      if (world.tracing) world.trace(`P${this.process} p${this.partition}@${offset} taken (${record.commandId}, ${record.key})`);
+      this.act('take', offset, (m) => m.take(this.big(offset), record.key));
+    }
+    if (this.#cursor < records.length) this.fetchSoon();
+  }
+
+  #do(effect: Effect<SimOutcome>): void {
+    const host = this.#host;
+    const { world } = this;
+    switch (effect.type) {
+      case 'handle':
+        return this.#handler.handle(Number(effect.offset));
+      case 'acquire-permit':
+        return this.#acquire(host.permits, 'permitGranted', Number(effect.offset));
+      case 'acquire-slot':
+        return this.#acquire(host.slots, 'slotGranted', Number(effect.offset));
+      case 'release-permit':
+      case 'release-slot':
+        if (world.tracing) world.trace(`P${this.process} p${this.partition} ${effect.type}`);
+        return (effect.type === 'release-slot' ? host.slots : host.permits).release();
+      case 'call':
+        return this.#handler.call(Number(effect.offset));
+      case 'refuse-call':
+        return this.#handler.refused(Number(effect.offset));
+      case 'arm-commit': {
+        const arm = ++this.#commitArm;
+        world.clock.at(effect.delayMs, this.owner, () => {
+          if (arm === this.#commitArm && !this.ended) this.act('commitDue', -1, (m) => m.commitDue(world.now));
+        });
+        return;
+      }
+      case 'disarm-commit':
+        this.#commitArm += 1;
+        return;
+      case 'transaction':
+        return this.#begin(effect.plan);
+      case 'hold-fetching':
+        this.#held = effect.held;
+        if (!effect.held) this.fetchSoon();
+        return;
+      case 'stop-waits':
+        // The driver cuts its pending acquisitions; the machine hears of each (a no-op for those it refused already).
+        for (const offset of [...host.permits.cancel(this), ...host.slots.cancel(this)])
+          world.clock.at(world.prng.int(0, 2), this.owner, () => this.act('waitCut', offset, (m) => m.waitCut(this.big(offset))));
+        return;
+      case 'abort-all':
+        this.aborted = true;
+        return this.#handler.abortAll();
+      case 'ended':
+        this.ended = true;
+        this.#commitArm += 1;
+        if (world.tracing)
+          world.trace(
+            `P${this.process} p${this.partition} gen ${this.generation} lane ended${effect.failure === undefined ? '' : ` (${String(effect.failure)})`}`,
+          );
+        return host.laneEnded(this, effect.failure);
+      default:
+        return;
+    }
+  }
+
+  /** A grant comes soon, now and then late (the wait may have been cut meanwhile: the machine gives it back). */
+  #acquire(pool: Pool, method: 'permitGranted' | 'slotGranted', offset: number): void {
+    const { world } = this;
+    pool.acquire(this, offset, () => {
+      const delay = world.prng.chance(0.1) ? world.prng.int(10, 60) : world.prng.int(0, 2);
+      world.clock.at(delay, this.owner, () => {
+        if (world.tracing) world.trace(`P${this.process} p${this.partition}@${offset} ${method}`);
+        if (method === 'permitGranted') this.act(method, offset, (m) => m.permitGranted(this.big(offset), world.now + TIMING.epochMs, world.now));
+        else this.act(method, offset, (m) => m.slotGranted(this.big(offset), this.leaseHolds()));
+      });
+    });
+  }
+
+  #begin(plan: TransactionPlan<SimOutcome>): void {
+    const { world } = this;
+    const txn = world.kafka.begin(this.partition, this.epoch, this.process, plan);
+    this.#txn = txn;
+    if (world.tracing) world.trace(`P${this.process} p${this.partition} txn#${txn.id} epoch ${txn.epoch}: ${describe(plan)}`);
+    // The broker's side happens whatever becomes of the process (frozen or dead, its commit request is out).
+    world.clock.at(world.prng.int(1, 15), undefined, () => {
+      const outcome = world.kafka.settle(txn, world.faulty);
+      if (world.tracing) world.trace(`broker: p${txn.partition} txn#${txn.id} ${outcome}`);
+      world.clock.at(world.prng.int(0, 3), this.owner, () => this.#settled(txn, outcome), this.#incarnation);
+    });
+  }
+
+  #settled(txn: Txn, outcome: TxnOutcome): void {
+    const { world } = this;
+    if (this.#txn !== txn) return;
+    this.#txn = undefined;
+    if (outcome === 'committed') return this.act('transactionCommitted', -1, (m) => m.transactionCommitted(world.now, this.leaseHolds()));
+    if (outcome === 'fenced' && !fencedIsFinal(world.variant) && this.#refences < 3) {
+      // The known-bad variant: take the producer back and send the same transaction again.
+      this.#refences += 1;
+      this.epoch = world.kafka.fence(this.partition);
+      if (world.tracing) world.trace(`P${this.process} p${this.partition} fenced: fences back (epoch ${this.epoch}) and retries`);
+      return this.#begin(txn.plan);
+    }
+    this.act('transactionFailed', -1, (m) => m.transactionFailed(new TxnError(outcome === 'fenced', `transaction ${outcome}`), world.now));
+  }
+
+  #snapshot(method: Method, offset: number): Observed[] {
+    return this.#taken.map((o) => (method === 'take' && o === offset ? 'queued' : this.machine.recordState(this.big(o))));
+  }
+
+  #observe(
+    coverage: Coverage,
+    method: Method,
+    offset: number,
+    before: readonly Observed[],
+    claimBefore: ClaimState,
+    effects: readonly Effect<SimOutcome>[],
+  ): void {
+    const kept: number[] = [];
+    for (const [i, o] of this.#taken.entries()) {
+      const after: Observed = this.machine.recordState(this.big(o)) ?? 'removed';
+      const big = this.big(o);
+      const called = effects.some((e) => e.type === 'call' && e.offset === big);
+      const refused = effects.some((e) => e.type === 'refuse-call' && e.offset === big);
+      coverage.record(method, o === offset, before[i], after, { called, refused });
+      if (after !== 'removed') kept.push(o);
+    }
+    this.#taken = kept;
+    coverage.claim(method, claimBefore, this.machine.state);
+  }
+}
+
+function describe(plan: TransactionPlan<SimOutcome>): string {
+  const parts = [`marks [${plan.marks.join(',')}]`, `outcomes [${plan.outcomes.map((o) => `${o.offset}:${o.kind}`).join(',')}]`];
+  if (plan.commitOffset !== undefined) parts.push(`offset ${plan.commitOffset}`);
+  if (plan.checkpoint !== undefined) {
+    const done = plan.checkpoint.done ?? [];
+    parts.push(
+      `checkpoint next ${plan.checkpoint.next} open [${plan.checkpoint.open.map((m) => m.offset).join(',')}]${done.length > 0 ? ` done [${done.map((d) => d.offset).join(',')}]` : ''}`,
+    );
+  }
+  if (plan.closing) parts.push('closing');
+  return parts.join(' ');
+}

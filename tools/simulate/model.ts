@@ -1,0 +1,99 @@
+import type { Variant } from '../../src/worker/protocol/effects.ts';
+import type { INVARIANTS } from '../../src/worker/protocol/table.ts';
+
+/**
+ * The simulation's shared vocabulary: the outcome a simulated handler gives a record, what a
+ * violation is, the options of a run and the settings one schedule draws, and the world's timing.
+ */
+
+export type OutcomeKind = 'SENT' | 'FAILED' | 'UNKNOWN' | 'REJECTED' | 'DEAD-LETTER' | 'duplicate';
+
+/** What the machine carries for a record to its transaction (`duplicate` publishes nothing). */
+export interface SimOutcome {
+  readonly offset: number;
+  readonly commandId: string;
+  readonly kind: OutcomeKind;
+}
+
+/** One command record of a partition's log. */
+export interface CommandRecord {
+  readonly offset: number;
+  readonly key: string;
+  readonly commandId: string;
+  /** Undecodable: it gets a dead letter. */
+  readonly poison: boolean;
+  /** Fails validation: REJECTED at once, never sent (the same for every owner). */
+  readonly rejected: boolean;
+}
+
+/** The invariants of table.ts, and the machine refusing a move (or the model contradicting itself). */
+export type ViolationKind = keyof typeof INVARIANTS | 'machine-threw' | 'model-error';
+
+export class Violation extends Error {
+  readonly kind: ViolationKind;
+  constructor(kind: ViolationKind, message: string) {
+    super(message);
+    this.kind = kind;
+  }
+}
+
+export type LedgerMode = 'on' | 'off' | 'both';
+
+/** How a run is asked for (CLI and tests). */
+export interface RunOptions {
+  readonly variant: Variant;
+  readonly ledger: LedgerMode;
+  /** Collect a trace of every event (slower; for replays). */
+  readonly trace?: boolean;
+  /** Observe every machine call for transition coverage (slower). */
+  readonly coverage?: boolean;
+  /**
+   * Group offsets may be read stale (no KIP-447): `ledger` (only when the ledger is on, the
+   * default: with it off nothing corrects a stale read, see the report), `always`, `never`.
+   */
+  readonly staleOffsets?: 'ledger' | 'always' | 'never';
+  /** Freezes that lapse the lease without the group noticing (default on; see the report). */
+  readonly leaseLapses?: boolean;
+  /** A repeated commandId comes with its first record's key (`same`) or, now and then, another key of the partition (`any`, the default; see the report). */
+  readonly repeatKeys?: 'same' | 'any';
+  /** A handler may throw after its claim failed (default on; see the report). */
+  readonly crashesAfterFailure?: boolean;
+  /**
+   * The handler after an ambiguous answer it keeps (retries allowed): `careful` (the default) keeps
+   * the mark, since the earlier request may have arrived; `guarded-sender` does what
+   * src/worker/guarded-sender.ts does: a refused retry reports no `maybeSent`, and a retry that
+   * surely did not arrive calls `notSent`, both withdrawing the mark.
+   */
+  readonly handler?: 'careful' | 'guarded-sender';
+}
+
+/** What one schedule draws before it starts. */
+export interface Settings {
+  readonly ledger: boolean;
+  readonly processes: number;
+  readonly partitions: number;
+  readonly markPermits: boolean;
+  readonly permits: number;
+  readonly slots: number;
+  readonly maxRunAhead: number;
+  readonly commitIntervalMs: number;
+  readonly dedupWindow: number;
+  /** Ambiguous answers may be retried (PROVIDER_RETRY_AMBIGUOUS): those repeated requests are the operator's choice. */
+  readonly retryAmbiguous: boolean;
+  readonly staleOffsets: boolean;
+  readonly leaseLapses: boolean;
+  /** Virtual time at which faults stop (the heal). */
+  readonly faultsUntil: number;
+}
+
+/** Timing of the world, in virtual milliseconds. */
+export const TIMING = {
+  /** A lease holds this long after the last confirmed heartbeat (session timeout less a margin). */
+  leaseMs: 1_000,
+  /** The group gives a silent member's partitions away after this long. */
+  sessionMs: 1_300,
+  /** Epoch milliseconds at virtual time 0 (for marks). */
+  epochMs: 1_800_000_000_000,
+  /** A schedule that has not settled after this many events is stuck (a liveness violation). */
+  maxEvents: 60_000,
+} as const;

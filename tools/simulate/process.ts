@@ -1,0 +1,270 @@
+import { recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { afterFailure, buildClaim, claimSteps } from '../../src/worker/protocol/claim.ts';
+import type { ClaimStep } from '../../src/worker/protocol/table.ts';
+import { Lane, TxnError, type LaneHost } from './lane.ts';
+import { TIMING } from './model.ts';
+import { Pool } from './resources.ts';
+import type { Owner, SimEvent } from './scheduler.ts';
+import type { World } from './world.ts';
+
+/** A claim of one partition under way: its steps (claimSteps order) and what it read. */
+interface Attempt {
+  readonly partition: number;
+  readonly generation: number;
+  readonly steps: readonly ClaimStep[];
+  next: number;
+  /** Waits for this process's earlier lane of the partition to end (handover). */
+  waiting: boolean;
+  epoch: number;
+  groupOffset: number;
+  checkpoint: Checkpoint | undefined;
+}
+
+/**
+ * A worker process: its group generation and assignment, its lease (the last confirmed
+ * heartbeat), its process-wide pools, its lanes (current and retiring) and the claims under way.
+ * It can crash (everything in memory gone), freeze (its events wait) and restart.
+ */
+export class Proc implements Owner, LaneHost {
+  readonly id: number;
+  readonly #world: World;
+  alive = true;
+  incarnation = 0;
+  frozen = false;
+  /** Counts freezes, so a resume or an expiry belongs to one of them. */
+  freezes = 0;
+  readonly deferred: SimEvent[] = [];
+  generation = 0;
+  assigned = new Set<number>();
+  lost = new Set<number>();
+  /** Heartbeats flow (the lease holds); otherwise the lease runs from `confirmedAt`. */
+  #live = true;
+  confirmedAt = 0;
+  slots: Pool;
+  permits: Pool;
+  lanes = new Set<Lane>();
+  /** Shutting down: takes no partitions; once its lanes have ended it leaves the group (`onStopped`). */
+  leaving = false;
+  onStopped: (() => void) | undefined;
+  #attempts = new Map<number, Attempt>();
+  #awaitingLease = new Set<Lane>();
+  #claimsAwaitingLease = new Set<number>();
+
+  constructor(world: World, id: number) {
+    this.#world = world;
+    this.id = id;
+    this.slots = new Pool('slot', world.settings.slots);
+    this.permits = new Pool('permit', world.settings.permits);
+  }
+
+  get owner(): Owner {
+    return this;
+  }
+
+  leaseHolds(): boolean {
+    return this.alive && (this.#live || this.#world.now - this.confirmedAt < TIMING.leaseMs);
+  }
+
+  isLost(partition: number): boolean {
+    return this.lost.has(partition);
+  }
+
+  /** A heartbeat (or a join) succeeded: the lease holds again; what waited for it goes on. */
+  confirm(): void {
+    this.#live = true;
+    this.confirmedAt = this.#world.now;
+    const lanes = [...this.#awaitingLease];
+    this.#awaitingLease.clear();
+    for (const lane of lanes) lane.fetchSoon();
+    const claims = [...this.#claimsAwaitingLease];
+    this.#claimsAwaitingLease.clear();
+    for (const partition of claims) if (this.assigned.has(partition) && !this.#attempts.has(partition)) this.startClaim(partition);
+  }
+
+  awaitLease(lane: Lane): void {
+    this.#awaitingLease.add(lane);
+  }
+
+  /** A new generation: every lane retires; the assigned partitions are claimed afresh. */
+  rebalanced(generation: number, partitions: readonly number[]): void {
+    const world = this.#world;
+    if (this.leaving) partitions = [];
+    for (const lane of [...this.lanes]) if (!lane.ended) lane.act('retire', -1, (m) => m.retire());
+    this.generation = generation;
+    this.assigned = new Set(partitions);
+    this.lost = new Set();
+    this.#attempts = new Map();
+    this.#claimsAwaitingLease = new Set();
+    this.confirm();
+    if (world.tracing) world.trace(`P${this.id} joins generation ${generation} with [${partitions.join(',')}]`);
+    for (const partition of partitions) this.startClaim(partition);
+  }
+
+  startClaim(partition: number): void {
+    const world = this.#world;
+    const attempt: Attempt = {
+      partition,
+      generation: this.generation,
+      steps: claimSteps(world.variant),
+      next: 0,
+      waiting: false,
+      epoch: -1,
+      groupOffset: 0,
+      checkpoint: undefined,
+    };
+    this.#attempts.set(partition, attempt);
+    // Fencing takes the partition from whoever holds it: only with the lease (else: when it holds again).
+    if (!this.leaseHolds()) {
+      this.#attempts.delete(partition);
+      this.#claimsAwaitingLease.add(partition);
+      return;
+    }
+    this.#later(attempt);
+  }
+
+  #later(attempt: Attempt): void {
+    const world = this.#world;
+    world.clock.at(world.prng.int(1, 20), this, () => this.#step(attempt));
+  }
+
+  #step(attempt: Attempt): void {
+    const world = this.#world;
+    const { partition } = attempt;
+    if (this.#attempts.get(partition) !== attempt || attempt.generation !== this.generation || !this.assigned.has(partition) || this.lost.has(partition))
+      return;
+    const step = attempt.steps[attempt.next];
+    if (step === undefined) return this.#open(attempt);
+    if (step === 'handover') {
+      for (const lane of this.lanes)
+        if (lane.partition === partition) {
+          attempt.waiting = true;
+          return;
+        }
+    } else if (step === 'fence') {
+      if (!this.leaseHolds()) {
+        this.#attempts.delete(partition);
+        this.#claimsAwaitingLease.add(partition);
+        return;
+      }
+      attempt.epoch = world.kafka.fence(partition);
+      if (world.tracing) world.trace(`P${this.id} fences p${partition}: epoch ${attempt.epoch}`);
+    } else {
+      attempt.groupOffset = world.kafka.readGroupOffset(partition);
+      attempt.checkpoint = world.settings.ledger ? world.kafka.checkpoint(partition) : undefined;
+      if (world.tracing)
+        world.trace(
+          `P${this.id} reads p${partition}: group offset ${attempt.groupOffset} (committed ${world.kafka.committed(partition)}), checkpoint ${
+            attempt.checkpoint === undefined
+              ? 'none'
+              : `next ${attempt.checkpoint.next} open [${attempt.checkpoint.open.map((m) => m.offset).join(',')}] done [${(attempt.checkpoint.done ?? []).map((d) => d.offset).join(',')}]`
+          }`,
+        );
+    }
+    attempt.next += 1;
+    this.#later(attempt);
+  }
+
+  /** The claim's last step: recoveryPlan, the dedup window rebuilt from the records before the start, a new machine. */
+  #open(attempt: Attempt): void {
+    const world = this.#world;
+    const { partition, generation } = attempt;
+    this.#attempts.delete(partition);
+    // The real claim build (partition-ownership.ts uses it too); `recent` as recentCommandIds reads it.
+    const { start } = recoveryPlan(BigInt(attempt.groupOffset), attempt.checkpoint);
+    const records = world.kafka.records(partition);
+    const recent: { offset: bigint; commandId: string }[] = [];
+    for (let o = Math.max(0, Number(start) - world.settings.dedupWindow); o < Number(start) && o < records.length; o++) {
+      const record = records[o];
+      if (record !== undefined) recent.push({ offset: BigInt(o), commandId: record.commandId });
+    }
+    const claim = buildClaim({ topic: 'commands', partition, generation }, BigInt(attempt.groupOffset), attempt.checkpoint, recent, world.settings.dedupWindow);
+    const { inDoubt } = claim;
+    const answered = claim.answered ?? new Map<bigint, string>();
+    if (world.tracing)
+      world.trace(
+        `P${this.id} claims p${partition} gen ${generation}: start ${start}, in doubt [${[...inDoubt.keys()].join(',')}], answered [${[...answered.keys()].join(',')}]`,
+      );
+    const lane = new Lane(world, this, claim, attempt.epoch, attempt.groupOffset);
+    this.lanes.add(lane);
+    lane.fetchSoon();
+  }
+
+  /** Shutdown: no new call starts when `forced` (sends held), every lane retires; the process stops once they ended. */
+  shutdown(forced: boolean): void {
+    this.leaving = true;
+    this.#attempts = new Map();
+    for (const lane of [...this.lanes]) {
+      if (forced && !lane.ended) lane.act('stopSending', -1, (m) => m.stopSending());
+      if (!lane.ended) lane.act('retire', -1, (m) => m.retire());
+    }
+    this.#maybeStopped();
+  }
+
+  #maybeStopped(): void {
+    if (!this.leaving || this.lanes.size > 0 || !this.alive) return;
+    if (this.#world.tracing) this.#world.trace(`P${this.id} stopped`);
+    this.crash();
+    this.onStopped?.();
+  }
+
+  laneEnded(lane: Lane, failure: unknown): void {
+    const { partition } = lane;
+    this.lanes.delete(lane);
+    if (this.leaving) return this.#maybeStopped();
+    this.#awaitingLease.delete(lane);
+    const waiting = this.#attempts.get(partition);
+    if (waiting?.waiting === true) {
+      waiting.waiting = false;
+      this.#later(waiting);
+    }
+    if (failure === undefined || lane.generation !== this.generation || !this.assigned.has(partition) || this.#attempts.has(partition)) return;
+    const fenced = failure instanceof TxnError && failure.fenced;
+    if (afterFailure(fenced, this.leaseHolds()) === 'lose') {
+      this.lost.add(partition);
+      if (this.#world.tracing) this.#world.trace(`P${this.id} lost p${partition} until the next generation`);
+    } else this.startClaim(partition);
+  }
+
+  /** SIGSTOP: nothing runs until `resume`; the last heartbeat (if they were flowing) was a moment ago. */
+  freeze(): void {
+    this.frozen = true;
+    this.freezes += 1;
+    if (this.#live) this.confirmedAt = this.#world.now - this.#world.prng.int(0, 100);
+    this.#live = false;
+  }
+
+  resume(): void {
+    const world = this.#world;
+    this.frozen = false;
+    world.clock.release(this, () => world.prng.int(0, 20));
+  }
+
+  /** SIGKILL: every lane, pool and claim under way is gone (requests and transactions already out still land). */
+  crash(): void {
+    this.alive = false;
+    this.frozen = false;
+    this.incarnation += 1;
+    this.deferred.length = 0;
+    this.#live = false;
+    this.confirmedAt = this.#world.now;
+    this.lanes = new Set();
+    this.#attempts = new Map();
+    this.#awaitingLease = new Set();
+    this.#claimsAwaitingLease = new Set();
+  }
+
+  restart(): void {
+    const { settings } = this.#world;
+    this.alive = true;
+    this.leaving = false;
+    this.incarnation += 1;
+    this.generation = 0;
+    this.assigned = new Set();
+    this.lost = new Set();
+    this.slots = new Pool('slot', settings.slots);
+    this.permits = new Pool('permit', settings.permits);
+    // No lease until the group confirms it (its join).
+    this.#live = false;
+    this.confirmedAt = Number.NEGATIVE_INFINITY;
+  }
+}

@@ -1,0 +1,115 @@
+import type { Variant } from '../../src/worker/protocol/effects.ts';
+import { Coverage } from './coverage.ts';
+import { Checks } from './invariants.ts';
+import { Kafka } from './kafka.ts';
+import type { CommandRecord, RunOptions, Settings } from './model.ts';
+import { Prng } from './prng.ts';
+import { Scheduler } from './scheduler.ts';
+import { Service } from './service.ts';
+
+/**
+ * One schedule's world: its settings and command logs (drawn from the seed), virtual time, Kafka,
+ * the service, the invariant checks, and the trace. Processes and the group live on top of it.
+ */
+export class World {
+  readonly seed: number;
+  readonly variant: Variant;
+  readonly options: RunOptions;
+  readonly prng: Prng;
+  readonly settings: Settings;
+  readonly logs: readonly (readonly CommandRecord[])[];
+  readonly clock = new Scheduler();
+  readonly checks: Checks;
+  readonly kafka: Kafka;
+  readonly service: Service;
+  readonly coverage: Coverage | undefined;
+  readonly tracing: boolean;
+  readonly lines: string[] = [];
+  /** Faults are injected until `settings.faultsUntil`; after that the world heals. */
+  faulty = true;
+
+  constructor(seed: number, options: RunOptions) {
+    this.seed = seed;
+    this.variant = options.variant;
+    this.options = options;
+    this.prng = new Prng(seed);
+    this.settings = drawSettings(this.prng, options);
+    this.logs = drawLogs(this.prng, this.settings.partitions, options.repeatKeys ?? 'any');
+    this.checks = new Checks(this.settings.ledger, crossKeyCommands(this.logs));
+    this.kafka = new Kafka(this.logs, this.checks, this.prng, this.settings.staleOffsets);
+    this.service = new Service(this.prng, this.checks);
+    this.coverage = options.coverage === true ? new Coverage() : undefined;
+    this.tracing = options.trace === true;
+  }
+
+  get now(): number {
+    return this.clock.now;
+  }
+
+  /** Only called behind `if (world.tracing)`, so a run without a trace builds no strings. */
+  trace(line: string): void {
+    this.lines.push(`t=${this.clock.now} ${line}`);
+  }
+}
+
+function drawSettings(prng: Prng, options: RunOptions): Settings {
+  const drawnLedger = prng.chance(0.5);
+  const ledger = options.ledger === 'both' ? drawnLedger : options.ledger === 'on';
+  const stale = options.staleOffsets ?? 'ledger';
+  return {
+    ledger,
+    processes: prng.int(2, 3),
+    partitions: prng.int(1, 2),
+    markPermits: prng.chance(0.6),
+    permits: prng.int(1, 3),
+    slots: prng.int(1, 3),
+    maxRunAhead: prng.int(2, 8),
+    commitIntervalMs: prng.pick([0, 5, 20, 50]),
+    dedupWindow: 64,
+    retryAmbiguous: prng.chance(0.15),
+    staleOffsets: stale === 'always' || (stale === 'ledger' && ledger),
+    leaseLapses: options.leaseLapses ?? true,
+    faultsUntil: prng.int(0, 3_000),
+  };
+}
+
+/** Per partition 4–24 records (fewer each with two), keys from a small set, an occasional repeated commandId, undecodable or invalid record. */
+function drawLogs(prng: Prng, partitions: number, repeatKeys: 'same' | 'any'): CommandRecord[][] {
+  const logs: CommandRecord[][] = [];
+  for (let p = 0; p < partitions; p++) {
+    const count = prng.int(4, partitions === 1 ? 24 : 14);
+    const keys = prng.int(1, 4);
+    const log: CommandRecord[] = [];
+    for (let offset = 0; offset < count; offset++) {
+      const earlier = log.filter((r) => !r.poison);
+      if (earlier.length > 0 && prng.chance(0.08)) {
+        const first = prng.pick(earlier);
+        // An upstream retry, mostly with the same key (sometimes another one that hashes to this partition).
+        const other = prng.chance(0.3);
+        const otherKey = `k${p}.${prng.int(0, keys - 1)}`;
+        const key = other && repeatKeys === 'any' ? otherKey : first.key;
+        log.push({ offset, key, commandId: first.commandId, poison: false, rejected: first.rejected });
+      } else if (prng.chance(0.04)) {
+        log.push({ offset, key: `k${p}.${prng.int(0, keys - 1)}`, commandId: `poison${p}.${offset}`, poison: true, rejected: false });
+      } else {
+        log.push({ offset, key: `k${p}.${prng.int(0, keys - 1)}`, commandId: `c${p}.${offset}`, poison: false, rejected: prng.chance(0.08) });
+      }
+    }
+    logs.push(log);
+  }
+  return logs;
+}
+
+/** commandIds that appear under more than one key in one partition's log. */
+function crossKeyCommands(logs: readonly (readonly CommandRecord[])[]): Set<string> {
+  const out = new Set<string>();
+  for (const log of logs) {
+    const keys = new Map<string, string>();
+    for (const record of log) {
+      const seen = keys.get(record.commandId);
+      if (seen === undefined) keys.set(record.commandId, record.key);
+      else if (seen !== record.key) out.add(record.commandId);
+    }
+  }
+  return out;
+}
