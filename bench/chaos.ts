@@ -545,6 +545,18 @@ async function main(): Promise<number> {
     // Sends in flight at each SIGKILL / SIGSTOP.
     const firstVisible = new Map<string, number>();
     for (const a of watcher.arrivals) if (!firstVisible.has(a.key)) firstVisible.set(a.key, a.visibleAt);
+    // UNKNOWN results a new owner reported for an earlier owner's mark (in doubt: no attempt of its
+    // own), each charged to the first signal at or after its mark that hit a worker holding its
+    // partition: what that signal left UNKNOWN, to compare with the sends in flight at it.
+    const inDoubtByBlow = new Map<number, number>();
+    for (const id of commandIds)
+      for (const r of results.get(id) ?? []) {
+        const markedAt = r.attemptedAt;
+        if (r.outcome !== 'UNKNOWN' || r.attempts !== 0 || typeof markedAt !== 'number') continue;
+        const partition = partitionOf.get(id) ?? -1;
+        const i = blows.findIndex((b) => b.at >= markedAt && (b.partitions?.includes(partition) ?? false));
+        if (i >= 0) inDoubtByBlow.set(i, (inDoubtByBlow.get(i) ?? 0) + 1);
+      }
     const blowRows = blows.map((b, i) => {
       const inVictim = b.partitions === undefined ? undefined : commandIds.filter((id) => b.partitions?.includes(partitionOf.get(id) ?? -1));
       const flying = inVictim === undefined ? undefined : inFlightAt(b.at, inVictim, sends, firstVisible);
@@ -562,6 +574,8 @@ async function main(): Promise<number> {
           [...fates.entries()].map(([k, n]) => `${k} ${n}`).join(', ') || '–',
           fmt(twiceAmong),
           fmt(flyingAll.length),
+          fmt(inDoubtByBlow.get(i) ?? 0),
+          flying === undefined || flying.length === 0 ? '–' : `${((inDoubtByBlow.get(i) ?? 0) / flying.length).toFixed(2)}×`,
         ],
         json: {
           ...b,
@@ -570,6 +584,7 @@ async function main(): Promise<number> {
           inFlightAllPartitions: flyingAll.length,
           fates: Object.fromEntries(fates),
           sentTwiceAmongThem: twiceAmong,
+          unknownChargedToIt: inDoubtByBlow.get(i) ?? 0,
         },
       };
     });
@@ -679,14 +694,25 @@ async function main(): Promise<number> {
     );
     lines.push('');
     lines.push(
-      "**Sends in flight** at a SIGKILL or SIGSTOP: commands of the partitions the victim held (the group coordinator's assignment, read just before the signal) whose first request had reached the sandbox at or before the signal and whose result our live `read_committed` reader had not yet seen then. It over-counts rather than under-counts: the reader lags a commit (by ≈ 0.1 s, more on a loaded machine), and the coordinator's assignment can lag a rebalance, so some of these were answered by the victim just before the signal or belonged to another worker already (the `SENT` among their results). The rest are what a new owner must report `UNKNOWN` instead of sending again.",
+      "**Sends in flight** at a SIGKILL or SIGSTOP: commands of the partitions the victim held (the group coordinator's assignment, read just before the signal) whose first request had reached the sandbox at or before the signal and whose result our live `read_committed` reader had not yet seen then. It over-counts rather than under-counts: the reader lags a commit (by ≈ 0.1 s, more on a loaded machine), and the coordinator's assignment can lag a rebalance, so some of these were answered by the victim just before the signal or belonged to another worker already (the `SENT` among their results). The rest are what a new owner must report `UNKNOWN` instead of sending again. **UNKNOWN it left**: the `UNKNOWN` results a new owner reported for a mark (no attempt of its own), each charged to the first signal at or after the mark that hit a worker holding its partition; the target is at most 1.5× the sends in flight.",
     );
     lines.push('');
     lines.push(
       table(
-        ['signal', 'at', 'worker', 'its partitions', 'sends in flight', 'their results', 'of them sent twice', 'in flight, all workers'],
+        [
+          'signal',
+          'at',
+          'worker',
+          'its partitions',
+          'sends in flight',
+          'their results',
+          'of them sent twice',
+          'in flight, all workers',
+          'UNKNOWN it left',
+          'UNKNOWN ÷ in flight',
+        ],
         blowRows.map((b) => b.row),
-        ['l', 'r', 'l', 'l', 'r', 'l', 'r', 'r'],
+        ['l', 'r', 'l', 'l', 'r', 'l', 'r', 'r', 'r', 'r'],
       ),
     );
     lines.push('');
