@@ -71,6 +71,7 @@ const { values: args } = parseArgs({
     'open-loop-seconds': { type: 'string', default: '60' },
     'open-loop-warmup': { type: 'string', default: '10' },
     'open-loop-load': { type: 'string', default: '0.4' },
+    'open-loop-latency': { type: 'string', default: 'lognormal:50:500' },
     'open-loop-rate': { type: 'string' },
     'client-requests': { type: 'string', default: '20000' },
     'scale-out': { type: 'string', default: '1,2,4' },
@@ -86,7 +87,7 @@ const { values: args } = parseArgs({
 });
 if (args.help === true) {
   console.log(
-    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)] [--funds-refusal-commands 60 (0: skip)]',
+    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--open-loop-latency lognormal:50:500 | fixed:50] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)] [--funds-refusal-commands 60 (0: skip)]',
   );
   process.exit(0);
 }
@@ -149,8 +150,19 @@ const ROUTE_REFUSAL_SECONDS =
   args['route-refusal-seconds'] === undefined ? OPEN_LOOP_SECONDS || 60 : positiveInt('route-refusal-seconds', args['route-refusal-seconds']);
 /** Issue 20: affordable commands published behind one unaffordable command (105400); 0 skips the section. */
 const FUNDS_REFUSAL_COMMANDS = nonNegativeInt('funds-refusal-commands', section('funds-refusal-commands', args['funds-refusal-commands']));
-/** The issue's open-loop upstream: log-normal, p50 50 ms, p99 500 ms. */
-const OPEN_LOOP_LATENCY = { kind: 'lognormal', medianMs: 50, p99Ms: 500 } as const;
+/**
+ * The open loop's upstream: by default log-normal, p50 50 ms, p99 500 ms (`lognormal:50:500`);
+ * `fixed:50` isolates what the worker adds (the ledger's marks) from the upstream's spread.
+ */
+const OPEN_LOOP_LATENCY = openLoopLatency(args['open-loop-latency']);
+
+function openLoopLatency(spec: string | undefined): { kind: 'lognormal'; medianMs: number; p99Ms: number } | { kind: 'fixed'; ms: number } {
+  const [kind, a, b] = (spec ?? 'lognormal:50:500').split(':');
+  if (kind === 'fixed' && a !== undefined && b === undefined) return { kind: 'fixed', ms: positiveInt('open-loop-latency', a) };
+  if (kind === 'lognormal' && a !== undefined && b !== undefined)
+    return { kind: 'lognormal', medianMs: positiveInt('open-loop-latency', a), p99Ms: positiveInt('open-loop-latency', b) };
+  throw new Error(`--open-loop-latency must be lognormal:<p50 ms>:<p99 ms> or fixed:<ms> (got ${spec})`);
+}
 /** Scale-out settings of the issue: 50 ms upstream, MAX_IN_FLIGHT=16 per process. */
 const SCALE_OUT_LATENCY_MS = 50;
 const SCALE_OUT_IN_FLIGHT = 16;
@@ -648,7 +660,7 @@ async function main(): Promise<number> {
       say,
       logDir: join(dirname(JSON_FILE), `logs-${stamp}`),
     };
-    const meanLatencyMs = logNormalMeanMs(OPEN_LOOP_LATENCY.medianMs, OPEN_LOOP_LATENCY.p99Ms);
+    const meanLatencyMs = OPEN_LOOP_LATENCY.kind === 'fixed' ? OPEN_LOOP_LATENCY.ms : logNormalMeanMs(OPEN_LOOP_LATENCY.medianMs, OPEN_LOOP_LATENCY.p99Ms);
     const capacity = inFlightCapacityPerSecond(WORKER_IN_FLIGHT, meanLatencyMs);
     const rate = args['open-loop-rate'] === undefined ? Math.round(OPEN_LOOP_LOAD * capacity) : positiveInt('open-loop-rate', args['open-loop-rate']);
     const openLoopOptions = (ledger: boolean, seconds: number) => ({
