@@ -1,5 +1,6 @@
 import type { CountryCode } from 'libphonenumber-js';
 import type { ValidationPolicy } from '../contracts/validate.ts';
+import { geoRuleName, type GeoPolicy, type RegionRules } from '../contracts/geo.ts';
 import { ConfigError } from '../errors.ts';
 import { connectionSettings, describeIssues, type KafkaSettings, type RegistrySettings } from './connection.ts';
 import type { RefusalScopeSettings } from '../worker/refusal-scopes.ts';
@@ -91,6 +92,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   if (e.ROUTE_PROBE_MAX_MS < e.ROUTE_PROBE_INITIAL_MS) problems.push('ROUTE_PROBE_MAX_MS: must be at least ROUTE_PROBE_INITIAL_MS');
   if (new Set([e.COMMAND_TOPIC, e.RESULT_TOPIC, e.DEAD_LETTER_TOPIC, e.LEDGER_TOPIC]).size !== 4)
     problems.push('COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC, LEDGER_TOPIC: must be four different topics');
+  const geo = geoPolicy(e, problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {
@@ -141,6 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
       maxTemplateValueChars: e.MAX_TEMPLATE_VALUE_CHARS,
       maxMetadataEntries: e.MAX_METADATA_ENTRIES,
       maxMetadataBytes: e.MAX_METADATA_BYTES,
+      geo,
     },
     maxCommandBytes: e.MAX_COMMAND_BYTES,
     funds: { policy: e.FUNDS_POLICY, probeInitialMs: e.FUNDS_PROBE_INITIAL_MS, probeMaxMs: e.FUNDS_PROBE_MAX_MS },
@@ -159,6 +162,56 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     logLevel: e.LOG_LEVEL,
     tracing,
   };
+}
+
+/**
+ * The geo permissions of GEO_*, with the contradictions the lists cannot express: a region both
+ * allowed and denied where both lists apply, and a voice allow-list without HOME_REGION (voice
+ * codes go to HOME_REGION only, so it would refuse every one).
+ */
+function geoPolicy(e: Env, problems: string[]): GeoPolicy {
+  const rules = (allowed: readonly string[] | undefined, denied: readonly string[] | undefined): RegionRules => ({
+    ...(allowed !== undefined && { allowed }),
+    ...(denied !== undefined && { denied }),
+  });
+  const geo: GeoPolicy = {
+    mode: e.GEO_MODE,
+    all: rules(e.GEO_ALLOWED_REGIONS, e.GEO_DENIED_REGIONS),
+    text: rules(e.GEO_TEXT_ALLOWED_REGIONS, e.GEO_TEXT_DENIED_REGIONS),
+    voice: rules(e.GEO_VOICE_ALLOWED_REGIONS, e.GEO_VOICE_DENIED_REGIONS),
+  };
+  // A region an allow-list names but a list that also applies denies (or, for an operation's list,
+  // the common allow-list leaves out) can never be sent to: the list says something it cannot do.
+  const { all, text, voice } = geo;
+  const contradictions = [
+    ['all', all.allowed, 'all', all.denied],
+    ['text', text.allowed, 'all', all.denied],
+    ['text', text.allowed, 'text', text.denied],
+    ['voice', voice.allowed, 'all', all.denied],
+    ['voice', voice.allowed, 'voice', voice.denied],
+  ] as const;
+  for (const [scope, allowed, denyScope, denied] of contradictions) {
+    const both = allowed?.filter((region) => denied?.includes(region) === true) ?? [];
+    if (both.length > 0) {
+      problems.push(
+        `${geoRuleName(scope, 'allowed')}, ${geoRuleName(denyScope, 'denied')}: ${both.join(', ')} ${both.length === 1 ? 'is' : 'are'} both allowed and denied`,
+      );
+    }
+  }
+  for (const scope of ['text', 'voice'] as const) {
+    const outside = geo[scope].allowed?.filter((region) => all.allowed !== undefined && !all.allowed.includes(region)) ?? [];
+    if (outside.length > 0) {
+      problems.push(
+        `${geoRuleName(scope, 'allowed')}: ${outside.join(', ')} ${outside.length === 1 ? 'is' : 'are'} not in GEO_ALLOWED_REGIONS, which applies to every operation, so ${outside.length === 1 ? 'it' : 'they'} would be refused anyway`,
+      );
+    }
+  }
+  if (geo.voice.allowed !== undefined && !geo.voice.allowed.includes(e.HOME_REGION)) {
+    problems.push(
+      `GEO_VOICE_ALLOWED_REGIONS: voice codes are only sent to HOME_REGION (${e.HOME_REGION}), which this list leaves out, so every voice code would be refused; to stop voice codes, put ${e.HOME_REGION} in GEO_VOICE_DENIED_REGIONS instead`,
+    );
+  }
+  return geo;
 }
 
 /** The configuration as it may be logged: secrets replaced by whether they are set. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { GEO_MODES, KNOWN_REGIONS, MAX_GEO_REGIONS } from '../contracts/geo.ts';
 
 /**
  * Every environment variable the worker reads, with its default. This table is the single source
@@ -56,6 +57,41 @@ export const REFUSAL_DEFAULTS = {
   escalationWindowMs: 60_000,
   maxPausedRoutes: 64,
 } as const;
+
+/** Unknown codes a problem names, at most; each cut to a few characters (a list may hold anything). */
+const SHOWN_UNKNOWN_REGIONS = 20;
+/**
+ * A comma-separated list of destination regions (GEO_*_REGIONS): ISO 3166-1 alpha-2 codes of
+ * regions that have phone numbers (libphonenumber's), or `001` for non-geographic numbers; case
+ * and spaces do not matter. Unset or blank: no list. At most MAX_GEO_REGIONS entries, as given.
+ * Parsed to the sorted, distinct codes.
+ */
+const regionList = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    if (value === undefined || value.trim() === '') return undefined;
+    const entries = value
+      .split(',')
+      .map((entry) => entry.trim().toUpperCase())
+      .filter((entry) => entry !== '');
+    if (entries.length > MAX_GEO_REGIONS) {
+      ctx.issues.push({ code: 'custom', input: value, message: `at most ${MAX_GEO_REGIONS} region codes are allowed; got ${entries.length}` });
+      return z.NEVER;
+    }
+    const unknown = [...new Set(entries.filter((entry) => !KNOWN_REGIONS.has(entry)))];
+    if (unknown.length > 0) {
+      const shown = unknown.slice(0, SHOWN_UNKNOWN_REGIONS).map((code) => (code.length > 8 ? `${code.slice(0, 8)}…` : code));
+      const more = unknown.length > shown.length ? ` and ${unknown.length - shown.length} more` : '';
+      ctx.issues.push({
+        code: 'custom',
+        input: value,
+        message: `unknown region code${unknown.length === 1 ? '' : 's'} ${shown.join(', ')}${more}: expected a comma-separated list of ISO 3166-1 alpha-2 codes of regions with phone numbers (e.g. CN,HK,US), or 001 for non-geographic numbers`,
+      });
+      return z.NEVER;
+    }
+    return [...new Set(entries)].sort();
+  });
 
 const topicName = (fallback: string) =>
   z
@@ -137,6 +173,15 @@ export const envSchema = z.object({
   // Below the broker's default max.message.bytes (1048588) with room for the dead-letter envelope.
   MAX_COMMAND_BYTES: int(1_000_000, 1_024, 64 * 1_048_576),
   PARTIAL_RECIPIENTS: z.enum(['reject', 'send-valid']).default('reject'),
+  // Geo permissions (src/contracts/geo.ts, docs/contracts.md "Geo permissions"): a recipient must pass the
+  // lists for every operation and those of its own; no list set = every region, as before.
+  GEO_MODE: z.enum(GEO_MODES).default('enforce'),
+  GEO_ALLOWED_REGIONS: regionList,
+  GEO_DENIED_REGIONS: regionList,
+  GEO_TEXT_ALLOWED_REGIONS: regionList,
+  GEO_TEXT_DENIED_REGIONS: regionList,
+  GEO_VOICE_ALLOWED_REGIONS: regionList,
+  GEO_VOICE_DENIED_REGIONS: regionList,
   FUNDS_POLICY: z.enum(['pause', 'fail']).default('pause'),
   FUNDS_PROBE_INITIAL_MS: int(REFUSAL_DEFAULTS.fundsProbe.initialMs, 1),
   FUNDS_PROBE_MAX_MS: int(REFUSAL_DEFAULTS.fundsProbe.maxMs, 1),

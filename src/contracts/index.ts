@@ -15,6 +15,18 @@ export {
 export type { SchemaName } from './avro.ts';
 export { CommandShapeError, commandFromAvro, commandToAvro } from './command.ts';
 export type { Operation, SendCommand, TextOperation, VoiceOperation } from './command.ts';
+export {
+  DEFAULT_GEO_POLICY,
+  GEO_MODES,
+  GEO_OPERATIONS,
+  KNOWN_REGIONS,
+  MAX_GEO_REGIONS,
+  NON_GEOGRAPHIC_REGION,
+  REGION_NOT_ALLOWED,
+  geoRuleName,
+  geoRuleRefusing,
+} from './geo.ts';
+export type { GeoMode, GeoOperation, GeoPolicy, GeoRefusal, GeoRule, RegionRules } from './geo.ts';
 export { isDomestic, parsePhone } from './phone.ts';
 export type { CountryCode, Phone, PhoneParse, PhoneProblem } from './phone.ts';
 export { RULES } from './rules.ts';

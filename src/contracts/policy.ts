@@ -3,6 +3,7 @@
  * src/config). Its own module, so recipients.ts and validate.ts both read it without importing
  * each other.
  */
+import { DEFAULT_GEO_POLICY, type GeoPolicy } from './geo.ts';
 import type { CountryCode } from './phone.ts';
 
 export interface ValidationPolicy {
@@ -40,6 +41,12 @@ export interface ValidationPolicy {
   readonly maxMetadataEntries: number;
   /** Most metadata bytes, keys and values together, in UTF-8. @defaultValue 4096 */
   readonly maxMetadataBytes: number;
+  /**
+   * Geo permissions (geo.ts): the destination regions allowed and denied, for all operations and
+   * per operation, and whether a recipient outside them is refused or only reported.
+   * @defaultValue every region allowed (DEFAULT_GEO_POLICY)
+   */
+  readonly geo: GeoPolicy;
 }
 
 export const DEFAULT_VALIDATION_POLICY = {
@@ -54,4 +61,5 @@ export const DEFAULT_VALIDATION_POLICY = {
   maxTemplateValueChars: 500,
   maxMetadataEntries: 32,
   maxMetadataBytes: 4096,
+  geo: DEFAULT_GEO_POLICY,
 } as const satisfies ValidationPolicy;

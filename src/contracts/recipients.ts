@@ -1,10 +1,10 @@
+import { geoRuleRefusing, geoUnrestricted, NON_GEOGRAPHIC_REGION, type GeoRefusal, type GeoRule } from './geo.ts';
 import { FIXED_LIMITS, overLimit } from './limits.ts';
 import { isDomestic, parsePhone } from './phone.ts';
 import { RULES, type FieldProblem } from './rules.ts';
 import type { ValidationPolicy } from './policy.ts';
 
-/** The region of a number that belongs to none (libphonenumber's name for non-geographic entities, e.g. +800). */
-export const NON_GEOGRAPHIC_REGION = '001';
+export { NON_GEOGRAPHIC_REGION } from './geo.ts';
 
 /** Which kinds of valid recipient a list holds: billing differs between them. */
 export interface RecipientRegions {
@@ -15,11 +15,21 @@ export interface RecipientRegions {
 export interface Recipients {
   /** Distinct valid recipients in E.164, in first-seen order. */
   readonly to: readonly string[];
-  /** Invalid recipients, as given, with their field path. */
-  readonly invalid: readonly (FieldProblem & { readonly to: string })[];
+  /**
+   * Invalid recipients, as given, with their field path; `refusedBy` marks a valid number whose
+   * region the geo permissions refuse (under `enforce`), which is treated like an invalid one.
+   */
+  readonly invalid: readonly (FieldProblem & { readonly to: string; readonly refusedBy?: GeoRule })[];
   readonly duplicatesRemoved: number;
   /** Problems with the list as a whole (empty, too many, none valid) and over-long entries: these reject under every policy. */
   readonly problems: readonly FieldProblem[];
+  /** The "no valid recipient" problem (one of `problems`), when there is one. */
+  readonly noneValid?: FieldProblem;
+  /**
+   * Recipients outside the geo permissions, in index order: refused (and in `invalid`) under
+   * `enforce`, only reported (and sent) under `monitor`.
+   */
+  readonly geoRefusals: readonly GeoRefusal[];
   readonly regions: RecipientRegions;
   /**
    * The valid recipients' regions (ISO 3166 alpha-2; `001` for non-geographic numbers such as
@@ -38,6 +48,7 @@ export function validateRecipients(to: readonly string[], policy: ValidationPoli
       invalid: [],
       duplicatesRemoved: 0,
       problems: [{ field: 'operation.to', problem: RULES.recipientsEmpty.message() }],
+      geoRefusals: [],
       regions,
       regionCodes: [],
       domesticCount: 0,
@@ -52,7 +63,10 @@ export function validateRecipients(to: readonly string[], policy: ValidationPoli
   const unique = new Set<string>();
   const regionCodes = new Set<string>();
   let domesticCount = 0;
-  const invalid: (FieldProblem & { to: string })[] = [];
+  const invalid: (FieldProblem & { to: string; refusedBy?: GeoRule })[] = [];
+  const geoRefusals: GeoRefusal[] = [];
+  const checkGeo = !geoUnrestricted(policy.geo);
+  const enforceGeo = policy.geo.mode === 'enforce';
   let duplicatesRemoved = 0;
   const examined = Math.min(to.length, policy.maxRecipients);
   for (let index = 0; index < examined; index += 1) {
@@ -69,8 +83,19 @@ export function validateRecipients(to: readonly string[], policy: ValidationPoli
     } else if (unique.has(parsed.phone.e164)) {
       duplicatesRemoved += 1;
     } else {
+      const region = parsed.phone.region ?? NON_GEOGRAPHIC_REGION;
+      const rule = checkGeo ? geoRuleRefusing(region, 'text', policy.geo) : undefined;
+      if (rule !== undefined) {
+        const field = `operation.to[${index}]`;
+        geoRefusals.push({ field, operation: 'text', region, rule });
+        if (enforceGeo) {
+          // Like an invalid number: every occurrence is listed, and send-valid drops only this one.
+          invalid.push({ to: input, field, problem: RULES.recipientRegionRefused.message(region, rule), refusedBy: rule });
+          continue;
+        }
+      }
       unique.add(parsed.phone.e164);
-      regionCodes.add(parsed.phone.region ?? NON_GEOGRAPHIC_REGION);
+      regionCodes.add(region);
       if (isDomestic(parsed.phone, policy.homeRegion)) {
         regions.domestic = true;
         domesticCount += 1;
@@ -79,8 +104,20 @@ export function validateRecipients(to: readonly string[], policy: ValidationPoli
   }
 
   // Under `reject` the per-recipient problems already say it all.
+  let noneValid: FieldProblem | undefined;
   if (unique.size === 0 && invalid.length > 0 && policy.partialRecipients === 'send-valid') {
-    problems.push({ field: 'operation.to', problem: RULES.recipientsNoneValid.message(examined) });
+    noneValid = { field: 'operation.to', problem: RULES.recipientsNoneValid.message(examined) };
+    problems.push(noneValid);
   }
-  return { to: [...unique], invalid, duplicatesRemoved, problems, regions, regionCodes: [...regionCodes].sort(), domesticCount };
+  return {
+    to: [...unique],
+    invalid,
+    duplicatesRemoved,
+    problems,
+    ...(noneValid !== undefined && { noneValid }),
+    geoRefusals,
+    regions,
+    regionCodes: [...regionCodes].sort(),
+    domesticCount,
+  };
 }

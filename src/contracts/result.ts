@@ -54,6 +54,8 @@ export interface CommandResult {
 /** Error codes the contracts layer itself produces (provider and transport codes come from SmsWorkerError.code). */
 export const RESULT_ERROR_CODES = {
   validationFailed: 'VALIDATION_FAILED',
+  /** REJECTED by the geo permissions alone (every problem is a recipient's region; see geo.ts). */
+  regionNotAllowed: 'REGION_NOT_ALLOWED',
   expired: 'COMMAND_EXPIRED',
   unusable: 'COMMAND_UNUSABLE',
   outcomeUnknown: 'SEND_OUTCOME_UNKNOWN',
@@ -163,12 +165,16 @@ export function sentResult(ctx: ResultContext, success: ProviderSuccess, rejecte
 }
 
 /** Validation failed: nothing was sent. */
-export function rejectedResult(ctx: ResultContext, problems: readonly FieldProblem[]): CommandResult {
+export function rejectedResult(
+  ctx: ResultContext,
+  problems: readonly FieldProblem[],
+  code: typeof RESULT_ERROR_CODES.validationFailed | typeof RESULT_ERROR_CODES.regionNotAllowed = RESULT_ERROR_CODES.validationFailed,
+): CommandResult {
   return {
     ...base(ctx),
     ...NOT_SENT,
     outcome: 'REJECTED',
-    error: { code: RESULT_ERROR_CODES.validationFailed, message: summarise(problems), stage: 'VALIDATION', retryable: false, details: boundDetails(problems) },
+    error: { code, message: summarise(problems), stage: 'VALIDATION', retryable: false, details: boundDetails(problems) },
     providerRequestId: null,
     attempts: 0,
   };

@@ -4,6 +4,7 @@
  * never repeat the offending value (numbers and codes are personal or secret; the field path
  * says which one), only counts and limits.
  */
+import { NON_GEOGRAPHIC_REGION, REGION_NOT_ALLOWED, type GeoRule } from './geo.ts';
 import type { CountryCode, PhoneProblem } from './phone.ts';
 
 /** One problem found in a command, with the path of the offending field (e.g. `operation.to[2]`). */
@@ -21,6 +22,12 @@ const PHONE_PROBLEM_WORDS = {
   'unknown-calling-code': 'starts with a calling code that does not exist',
   invalid: 'is not a valid phone number (no number range of its region matches)',
 } as const satisfies Record<PhoneProblem, string>;
+
+/** `region US is not in GEO_TEXT_ALLOWED_REGIONS` / `region NG is in GEO_DENIED_REGIONS`, with the result code. */
+function regionRefusal(region: string, rule: GeoRule): string {
+  const name = region === NON_GEOGRAPHIC_REGION ? `${region} (non-geographic)` : region;
+  return `region ${name} is ${rule.includes('_DENIED_') ? 'in' : 'not in'} ${rule} (${REGION_NOT_ALLOWED})`;
+}
 
 /**
  * `field` is the path as docs/contracts.md shows it (`[i]` stands for the index); `message` builds the
@@ -53,6 +60,10 @@ export const RULES = {
     field: 'operation.to[i]',
     message: (length: number, max: number) =>
       `recipient must be at most ${max} characters (Unicode code points); got ${length} (this rejects the whole command under every PARTIAL_RECIPIENTS policy)`,
+  },
+  recipientRegionRefused: {
+    field: 'operation.to[i]',
+    message: (region: string, rule: GeoRule) => `recipient's ${regionRefusal(region, rule)}`,
   },
   recipientsNoneValid: {
     field: 'operation.to',
@@ -114,6 +125,10 @@ export const RULES = {
     field: 'operation.to',
     message: (homeRegion: CountryCode, region: string | undefined, callingCode: string) =>
       `voice verification calls domestic numbers of ${homeRegion} only; got a number of ${region ?? 'no region'} (+${callingCode})`,
+  },
+  calleeRegionRefused: {
+    field: 'operation.to',
+    message: (region: string, rule: GeoRule) => `callee's ${regionRefusal(region, rule)}`,
   },
   codeFormat: {
     field: 'operation.code',

@@ -6,6 +6,7 @@ import type { OperationName, ProviderRequest, TextMessageRequest } from '../prov
 // One statement of how a text is segmented and billed, shared with the sandbox.
 import { billedText, segment } from './segments.ts';
 import type { SendCommand, TextOperation, VoiceOperation } from './command.ts';
+import { geoRuleRefusing, geoUnrestricted, REGION_NOT_ALLOWED, type GeoRefusal } from './geo.ts';
 import { codePoints, FIXED_LIMITS, mapBytes, overLimit } from './limits.ts';
 import { isDomestic, parsePhone } from './phone.ts';
 import type { ValidationPolicy } from './policy.ts';
@@ -42,9 +43,27 @@ export type Validation =
       readonly footprint: SendFootprint;
       readonly rejectedRecipients: readonly RejectedRecipient[];
       readonly duplicatesRemoved: number;
+      /**
+       * Recipients outside the geo permissions (present only when there are some): dropped into
+       * `rejectedRecipients` under `enforce` with `send-valid`, sent as usual under `monitor`.
+       */
+      readonly geoRefusals?: readonly GeoRefusal[];
     }
-  | { readonly kind: 'rejected'; readonly problems: readonly FieldProblem[] }
+  | {
+      readonly kind: 'rejected';
+      readonly problems: readonly FieldProblem[];
+      /** `REGION_NOT_ALLOWED` when the geo permissions are the only reason; otherwise absent (VALIDATION_FAILED). */
+      readonly code?: typeof REGION_NOT_ALLOWED;
+      /** Recipients outside the geo permissions (present only when there are some). */
+      readonly geoRefusals?: readonly GeoRefusal[];
+    }
   | { readonly kind: 'expired'; readonly expiresAt: number };
+
+/** What validating one command found beyond its problems: the geo refusals, and which problems are theirs. */
+interface GeoFindings {
+  readonly refusals: GeoRefusal[];
+  readonly problems: Set<FieldProblem>;
+}
 
 /** Empty and whitespace-only strings are not values (String.prototype.trim: Unicode White_Space, incl. U+3000). */
 function present(value: string | undefined): value is string {
@@ -68,9 +87,14 @@ export function validateCommand(command: SendCommand, policy: ValidationPolicy, 
   }
   validateMetadata(command.metadata, policy, problems);
   const operation = command.operation;
-  const outcome = operation.kind === 'text' ? validateText(operation, policy, problems) : validateVoice(operation, policy, problems);
-  if (problems.length > 0 || outcome === undefined) return { kind: 'rejected', problems };
-  return { kind: 'send', ...outcome };
+  const geo: GeoFindings = { refusals: [], problems: new Set() };
+  const outcome = operation.kind === 'text' ? validateText(operation, policy, problems, geo) : validateVoice(operation, policy, problems, geo);
+  const refusals = geo.refusals.length > 0 ? { geoRefusals: geo.refusals } : {};
+  if (problems.length > 0 || outcome === undefined) {
+    const onlyGeo = problems.length > 0 && problems.every((p) => geo.problems.has(p));
+    return { kind: 'rejected', problems, ...(onlyGeo && { code: REGION_NOT_ALLOWED }), ...refusals };
+  }
+  return { kind: 'send', ...outcome, ...refusals };
 }
 
 type SendParts = Omit<Extract<Validation, { kind: 'send' }>, 'kind'>;
@@ -85,8 +109,11 @@ function validateMetadata(metadata: Readonly<Record<string, string>>, policy: Va
   if (bytes > policy.maxMetadataBytes) problems.push({ field: 'metadata', problem: RULES.metadataTooLarge.message(bytes, policy.maxMetadataBytes) });
 }
 
-function validateText(operation: TextOperation, policy: ValidationPolicy, problems: FieldProblem[]): SendParts | undefined {
+function validateText(operation: TextOperation, policy: ValidationPolicy, problems: FieldProblem[], geo: GeoFindings): SendParts | undefined {
   const recipients = validateRecipients(operation.to, policy);
+  geo.refusals.push(...recipients.geoRefusals);
+  // "No valid recipient" is the geo permissions' doing when every recipient was refused by them.
+  if (recipients.noneValid !== undefined && recipients.invalid.every((r) => r.refusedBy !== undefined)) geo.problems.add(recipients.noneValid);
   const others: FieldProblem[] = [...recipients.problems];
 
   // Spec §8: signature 2 to 16 characters.
@@ -119,7 +146,13 @@ function validateText(operation: TextOperation, policy: ValidationPolicy, proble
   // command is rejected anyway, they are reported too, so the producer sees everything at once.
   const rejectedAnyway = problems.length > 0 || others.length > 0;
   const invalidAreProblems = policy.partialRecipients === 'reject' || rejectedAnyway;
-  if (invalidAreProblems) problems.push(...recipients.invalid.map(({ field, problem }) => ({ field, problem })));
+  if (invalidAreProblems) {
+    for (const { field, problem, refusedBy } of recipients.invalid) {
+      const entry = { field, problem };
+      if (refusedBy !== undefined) geo.problems.add(entry);
+      problems.push(entry);
+    }
+  }
   problems.push(...others);
 
   if (problems.length > 0) return undefined;
@@ -191,7 +224,7 @@ function validateTemplateData(templateData: Readonly<Record<string, string>>, po
   }
 }
 
-function validateVoice(operation: VoiceOperation, policy: ValidationPolicy, problems: FieldProblem[]): SendParts | undefined {
+function validateVoice(operation: VoiceOperation, policy: ValidationPolicy, problems: FieldProblem[], geo: GeoFindings): SendParts | undefined {
   let national: string | undefined;
   let region: string | undefined;
   const parsed = parsePhone(operation.to, policy.homeRegion);
@@ -206,6 +239,15 @@ function validateVoice(operation: VoiceOperation, policy: ValidationPolicy, prob
     // The service's example sends the national number; international forms are not supported.
     national = parsed.phone.national;
     region = parsed.phone.region ?? policy.homeRegion;
+    const rule = geoUnrestricted(policy.geo) ? undefined : geoRuleRefusing(region, 'voice', policy.geo);
+    if (rule !== undefined) {
+      geo.refusals.push({ field: 'operation.to', operation: 'voice', region, rule });
+      if (policy.geo.mode === 'enforce') {
+        const problem = { field: 'operation.to', problem: RULES.calleeRegionRefused.message(region, rule) };
+        geo.problems.add(problem);
+        problems.push(problem);
+      }
+    }
   }
 
   const code = operation.code;

@@ -200,6 +200,12 @@ export function createMetrics(registry: Registry = new Registry()) {
       help: 'Command records skipped because a record with the same commandId on the partition already has a result (within DEDUP_WINDOW).',
       registers: [registry],
     }),
+    geoRefusals: new Counter({
+      name: `${prefix}geo_rejections_total`,
+      help: 'Recipients outside the geo permissions (GEO_*_REGIONS), counted when their command is validated, by operation (text, voice), region (ISO 3166-1 alpha-2 of the parsed number, 001 for non-geographic numbers: at most the 246 regions libphonenumber knows) and mode (enforce: refused, monitor: sent anyway).',
+      labelNames: ['operation', 'region', 'mode'],
+      registers: [registry],
+    }),
     ledgerMarks: new Counter({
       name: `${prefix}ledger_marks_total`,
       help: 'Commands marked "attempting" in the intent ledger before being sent.',

@@ -6,6 +6,7 @@ import { PartitionLane, type LaneEnd } from './partition-lane.ts';
 import type { BytesInHand } from './bytes-in-hand.ts';
 import type { Semaphore } from './semaphore.ts';
 import { groupOffset } from '../kafka/offsets.ts';
+import { reportGeoRefusals } from './geo-report.ts';
 import { afterFailure } from './protocol/claim.ts';
 import type { WorkerParts } from './parts.ts';
 
@@ -130,6 +131,7 @@ export class LaneRouter {
         onRegistryRetry: (error) => this.#o.log.warn({ err: error }, 'schema registry unavailable; retrying'),
         tracer: parts.tracer,
         timeToSend: this.#o.metrics.timeToSend,
+        onGeoRefusals: (refusals, command, source) => reportGeoRefusals(this.#o.metrics, this.#o.log, c.validation.geo.mode, refusals, command, source),
       },
       producers: parts.producers,
       slots: this.#o.slots,

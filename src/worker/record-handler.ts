@@ -13,6 +13,7 @@ import {
 } from '../contracts/result.ts';
 import { encodedDeadLetter, encodedResult, type CommandRecord, type RecordCodec, type RecordOutcome } from './record-outcomes.ts';
 import { validateCommand, type ValidationPolicy } from '../contracts/validate.ts';
+import type { GeoRefusal } from '../contracts/geo.ts';
 import { coerceError } from '../errors.ts';
 import { retry, RetryAborted } from '../retry.ts';
 import { isProviderError } from '../provider/provider-error.ts';
@@ -40,6 +41,11 @@ export interface RecordHandlerDeps {
   readonly tracer?: CommandTracer | undefined;
   /** Seconds from the record's publication to the start of its first call to the service. */
   readonly timeToSend?: { observe(seconds: number): void };
+  /**
+   * Told of the recipients outside the geo permissions of each validated command, before anything
+   * is sent (refused under GEO_MODE=enforce, sent anyway under monitor): counted and logged.
+   */
+  readonly onGeoRefusals?: (refusals: readonly GeoRefusal[], command: SendCommand, source: SourcePosition) => void;
 }
 
 /** The partition's view of one record: its protocol's answer about the commandId, and the hooks of its send. */
@@ -142,7 +148,8 @@ async function handle(
 
   const validation = validateCommand(command, deps.policy, now());
   if (validation.kind === 'expired') return encodedResult(expiredResult({ command, source, completedAt: now() }, validation.expiresAt), deps);
-  if (validation.kind === 'rejected') return encodedResult(rejectedResult({ command, source, completedAt: now() }, validation.problems), deps);
+  if (validation.geoRefusals !== undefined) deps.onGeoRefusals?.(validation.geoRefusals, command, source);
+  if (validation.kind === 'rejected') return encodedResult(rejectedResult({ command, source, completedAt: now() }, validation.problems, validation.code), deps);
 
   let attemptedAt: number | null = null;
   const ledger = lane.sendHooks(offset);

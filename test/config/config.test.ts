@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { describeConfig, loadConfig } from '../../src/config/index.ts';
-import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
+import { DEFAULT_VALIDATION_POLICY, KNOWN_REGIONS, MAX_GEO_REGIONS } from '../../src/contracts/index.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 const minimal = {
@@ -69,6 +69,7 @@ describe('loadConfig', () => {
       maxTemplateValueChars: 14,
       maxMetadataEntries: 4,
       maxMetadataBytes: 15,
+      geo: { mode: 'enforce', all: {}, text: {}, voice: {} },
     });
     expect(config.maxCommandBytes).toBe(2048);
   });
@@ -146,5 +147,82 @@ describe('loadConfig', () => {
     );
     expect(described).not.toMatch(/AKID-SECRET-VALUE|SECRET-XYZ|PW-XYZ/);
     expect(described).toContain('[redacted]');
+  });
+});
+
+describe('loadConfig: geo permissions (GEO_*)', () => {
+  it('default to every region allowed, enforce mode', () => {
+    expect(loadConfig(minimal).validation.geo).toEqual({ mode: 'enforce', all: {}, text: {}, voice: {} });
+    // Blank is unset: the chart renders nothing, an operator may leave a variable empty.
+    expect(loadConfig({ ...minimal, GEO_ALLOWED_REGIONS: ' ', GEO_TEXT_DENIED_REGIONS: '' }).validation.geo).toEqual({
+      mode: 'enforce',
+      all: {},
+      text: {},
+      voice: {},
+    });
+  });
+
+  it('reads every list into the policy: trimmed, upper-cased, de-duplicated and sorted; 001 is the non-geographic region', () => {
+    const config = loadConfig({
+      ...minimal,
+      GEO_MODE: 'monitor',
+      GEO_ALLOWED_REGIONS: 'cn, hk,US,CN,001',
+      GEO_DENIED_REGIONS: 'NG',
+      GEO_TEXT_ALLOWED_REGIONS: 'HK,CN',
+      GEO_TEXT_DENIED_REGIONS: 'US',
+      GEO_VOICE_ALLOWED_REGIONS: 'CN',
+      GEO_VOICE_DENIED_REGIONS: '001',
+    });
+    expect(config.validation.geo).toEqual({
+      mode: 'monitor',
+      all: { allowed: ['001', 'CN', 'HK', 'US'], denied: ['NG'] },
+      text: { allowed: ['CN', 'HK'], denied: ['US'] },
+      voice: { allowed: ['CN'], denied: ['001'] },
+    });
+  });
+
+  it('lists every problem at once: unknown codes (named), too many codes, an unknown mode', () => {
+    const problems = problemsOf({
+      ...minimal,
+      GEO_MODE: 'log',
+      GEO_ALLOWED_REGIONS: 'CN,ZZ,china,UK',
+      GEO_TEXT_DENIED_REGIONS: Array.from({ length: 251 }, () => 'US').join(','),
+      GEO_VOICE_DENIED_REGIONS: 'EU',
+    });
+    expect(problems).toHaveLength(4);
+    const text = problems.join('\n');
+    expect(text).toMatch(/^GEO_MODE: /m);
+    expect(text).toMatch(/^GEO_ALLOWED_REGIONS: unknown region codes ZZ, CHINA, UK: expected a comma-separated list of ISO 3166-1 alpha-2 codes/m);
+    expect(text).toMatch(/^GEO_TEXT_DENIED_REGIONS: at most 250 region codes are allowed; got 251$/m);
+    expect(text).toMatch(/^GEO_VOICE_DENIED_REGIONS: unknown region code EU: /m);
+  });
+
+  it('accepts every region a parsed number can have, and at most 250 codes', () => {
+    const every = [...KNOWN_REGIONS].join(',');
+    expect(KNOWN_REGIONS.size).toBeLessThanOrEqual(MAX_GEO_REGIONS);
+    expect(loadConfig({ ...minimal, GEO_DENIED_REGIONS: every }).validation.geo.all.denied).toHaveLength(KNOWN_REGIONS.size);
+  });
+
+  it('refuses lists that contradict each other', () => {
+    const problems = problemsOf({
+      ...minimal,
+      GEO_ALLOWED_REGIONS: 'CN,US,GB',
+      GEO_DENIED_REGIONS: 'GB',
+      GEO_TEXT_ALLOWED_REGIONS: 'CN,SG',
+      GEO_TEXT_DENIED_REGIONS: 'CN',
+    });
+    expect(problems).toEqual([
+      'GEO_ALLOWED_REGIONS, GEO_DENIED_REGIONS: GB is both allowed and denied',
+      'GEO_TEXT_ALLOWED_REGIONS, GEO_TEXT_DENIED_REGIONS: CN is both allowed and denied',
+      'GEO_TEXT_ALLOWED_REGIONS: SG is not in GEO_ALLOWED_REGIONS, which applies to every operation, so it would be refused anyway',
+    ]);
+  });
+
+  it('refuses a voice allow-list without HOME_REGION (voice codes go there only) and says how to stop voice codes', () => {
+    expect(problemsOf({ ...minimal, GEO_VOICE_ALLOWED_REGIONS: 'US' })).toEqual([
+      'GEO_VOICE_ALLOWED_REGIONS: voice codes are only sent to HOME_REGION (CN), which this list leaves out, so every voice code would be refused; to stop voice codes, put CN in GEO_VOICE_DENIED_REGIONS instead',
+    ]);
+    expect(loadConfig({ ...minimal, HOME_REGION: 'US', GEO_VOICE_ALLOWED_REGIONS: 'US' }).validation.geo.voice).toEqual({ allowed: ['US'] });
+    expect(loadConfig({ ...minimal, GEO_VOICE_DENIED_REGIONS: 'CN' }).validation.geo.voice).toEqual({ denied: ['CN'] });
   });
 });

@@ -99,6 +99,15 @@ const command: fc.Arbitrary<SendCommand> = fc.record({
   metadata: stringMap,
 });
 
+/** A pair of geo lists over a few regions (sorted, distinct, as the config schema parses them), or none. */
+const regionList = fc.option(
+  fc.uniqueArray(fc.constantFrom('CN', 'US', 'GB', 'SG', 'AU', '001'), { maxLength: 4 }).map((codes) => [...codes].sort()),
+  {
+    nil: undefined,
+  },
+);
+const regionRules = fc.record({ allowed: regionList, denied: regionList }, { requiredKeys: [] });
+
 /** Any configuration the config schema accepts (src/config/schema.ts), biased to small limits. */
 const policy: fc.Arbitrary<ValidationPolicy> = fc.record({
   homeRegion: fc.constantFrom('CN', 'US', 'GB'),
@@ -112,6 +121,12 @@ const policy: fc.Arbitrary<ValidationPolicy> = fc.record({
   maxTemplateValueChars: fc.integer({ min: 1, max: 100_000 }),
   maxMetadataEntries: fc.integer({ min: 0, max: FIXED_LIMITS.metadataEntries }),
   maxMetadataBytes: fc.integer({ min: 0, max: FIXED_LIMITS.metadataBytes }),
+  geo: fc.record({
+    mode: fc.constantFrom('enforce' as const, 'monitor' as const),
+    all: regionRules,
+    text: regionRules,
+    voice: regionRules,
+  }),
 });
 
 /** Decoded values: real encodings of arbitrary commands, and arbitrary shapes that are almost commands. */

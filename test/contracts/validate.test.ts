@@ -30,6 +30,7 @@ describe('defaults', () => {
       maxTemplateValueChars: 500,
       maxMetadataEntries: 32,
       maxMetadataBytes: 4096,
+      geo: { mode: 'enforce', all: {}, text: {}, voice: {} },
     });
   });
 });

@@ -1,7 +1,9 @@
 // Chart tests: lint, render and assert on the objects `helm template` produces. Needs a Helm v3
 // binary; scripts/ensure-helm.sh provides one (building it with Go on first use, which takes a
 // few minutes on a small machine). If that fails, every test here fails with the reason.
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { K8sObject, RunResult } from './helm.ts';
 import {
@@ -418,6 +420,92 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
       [['--set', 'unknownKey=1'], /unknownKey/],
       [['--set', 'logLevel=loud'], /logLevel/],
     ])('rejects %j', (args, message) => {
+      expect(renderFails(...args)).toMatch(message);
+    });
+  });
+
+  describe('geo permissions', () => {
+    const geoKeys = (data: Record<string, string>) => Object.keys(data).filter((k) => k.startsWith('GEO_')).sort();
+    const workerRequired = { KAFKA_BROKERS: 'k:9092', SCHEMA_REGISTRY_URL: 'http://r:8081', PROVIDER_BASE_URL: 'https://p.example', PROVIDER_ACCESS_KEY_ID: 'x' };
+
+    /** The commented example under "A safe setting" in values.yaml, as a values file. */
+    function documentedSafeExample(): string {
+      const lines = readFileSync(`${chartDir}/values.yaml`, 'utf8').split('\n');
+      const start = lines.findIndex((line) => line.startsWith('#   geo:'));
+      expect(start, 'values.yaml documents a safe geo setting').toBeGreaterThan(0);
+      const example: string[] = [];
+      for (const line of lines.slice(start)) {
+        if (!line.startsWith('#   ')) break;
+        example.push(line.slice(4));
+      }
+      return example.join('\n');
+    }
+
+    it('default: GEO_MODE enforce and no list (every region, as before)', () => {
+      const data = single<ConfigMap>(render(), 'ConfigMap').data;
+      expect(geoKeys(data)).toEqual(['GEO_MODE']);
+      expect(data.GEO_MODE).toBe('enforce');
+    });
+
+    it('renders every list as the comma list the worker reads, and the worker accepts it', async () => {
+      const objects = render(
+        '--set',
+        'geo.mode=monitor',
+        '--set-json',
+        'geo.allowedRegions=["CN","HK","US"]',
+        '--set-json',
+        'geo.deniedRegions=["001"]',
+        '--set-json',
+        'geo.text.allowedRegions=["CN","HK"]',
+        '--set-json',
+        'geo.text.deniedRegions=["US"]',
+        '--set-json',
+        'geo.voice.allowedRegions=["CN"]',
+        '--set-json',
+        'geo.voice.deniedRegions=["HK"]',
+      );
+      const data = single<ConfigMap>(objects, 'ConfigMap').data;
+      expect(Object.fromEntries(geoKeys(data).map((k) => [k, data[k]]))).toEqual({
+        GEO_MODE: 'monitor',
+        GEO_ALLOWED_REGIONS: 'CN,HK,US',
+        GEO_DENIED_REGIONS: '001',
+        GEO_TEXT_ALLOWED_REGIONS: 'CN,HK',
+        GEO_TEXT_DENIED_REGIONS: 'US',
+        GEO_VOICE_ALLOWED_REGIONS: 'CN',
+        GEO_VOICE_DENIED_REGIONS: 'HK',
+      });
+      const { loadConfig } = await import('../../src/config/index.ts');
+      expect(loadConfig({ ...data, ...workerRequired }).validation.geo).toEqual({
+        mode: 'monitor',
+        all: { allowed: ['CN', 'HK', 'US'], denied: ['001'] },
+        text: { allowed: ['CN', 'HK'], denied: ['US'] },
+        voice: { allowed: ['CN'], denied: ['HK'] },
+      });
+    });
+
+    it("the safe setting values.yaml documents renders, and the worker accepts it: texts to CN, HK, MO only, no non-geographic numbers", async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'geo-values-'));
+      const file = join(dir, 'geo.yaml');
+      writeFileSync(file, documentedSafeExample());
+      try {
+        const data = single<ConfigMap>(render('-f', file), 'ConfigMap').data;
+        const { loadConfig } = await import('../../src/config/index.ts');
+        const geo = loadConfig({ ...data, ...workerRequired }).validation.geo;
+        expect(geo).toEqual({ mode: 'enforce', all: { denied: ['001'] }, text: { allowed: ['CN', 'HK', 'MO'] }, voice: {} });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it.each([
+      [['--set', 'geo.mode=log'], /geo\.mode|mode/],
+      [['--set-json', 'geo.allowedRegions=["cn"]'], /allowedRegions/],
+      [['--set-json', 'geo.text.deniedRegions=["USA"]'], /deniedRegions/],
+      [['--set-json', 'geo.voice.allowedRegions=[1]'], /allowedRegions/],
+      [['--set-json', 'geo.deniedRegions=["US","US"]'], /deniedRegions/],
+      [['--set-json', `geo.deniedRegions=${JSON.stringify(Array.from({ length: 251 }, (_, i) => String.fromCharCode(65 + Math.floor(i / 26), 65 + (i % 26))))}`], /deniedRegions/],
+      [['--set', 'geo.other=1'], /other/],
+    ])('values.schema.json rejects %j', (args, message) => {
       expect(renderFails(...args)).toMatch(message);
     });
   });
