@@ -62,7 +62,9 @@ describe('metrics docs/metrics.md lists', () => {
     cleanups.add(() => results.stop());
 
     // A rate limit far above what the run sends, so its share gauge is set.
-    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { MAX_IN_FLIGHT: '2', RATE_LIMIT_PER_SECOND: '10000' }));
+    const { worker } = await startTestWorker(
+      workerEnv(topics, sandbox.url, { MAX_IN_FLIGHT: '2', RATE_LIMIT_PER_SECOND: '10000', GEO_MODE: 'monitor', GEO_TEXT_DENIED_REGIONS: 'AU' }),
+    );
     cleanups.add(() => worker.stop());
     const url = `http://127.0.0.1:${worker.httpPort}/metrics`;
     // Scraped over HTTP, as Prometheus does, all along the run: gauges move and come back.
@@ -89,6 +91,7 @@ describe('metrics docs/metrics.md lists', () => {
     // paused: nothing to AU goes through in this run). A text to three recipients (3 billed units)
     // with a balance that covers two: the service refuses it (105400) while one-unit sends would
     // fit, so the worker holds commands at and above a cost ceiling instead of pausing the account.
+    // (GEO_MODE=monitor with AU denied: the AU command below also counts a geo rejection, and is still sent.)
     sandbox.state.setBalance('0.100000');
     const noRoute = textCommand({ to: ['+61412345678'] });
     const costly = textCommand({ to: ['+8613800138000', '+8613900139000', '+8613700137000'] });
