@@ -139,3 +139,28 @@ export function voiceCommand(to = '18509872103', code = '123456'): SendCommand {
   counter += 1;
   return { commandId: uniqueName(`voice${counter}`), createdAt: Date.now(), expiresAt: null, metadata: {}, operation: { kind: 'voice', to, code } };
 }
+
+/**
+ * A worker on fresh topics against `sandboxUrl`, a publisher and a result collector, each closed by
+ * `cleanups` after the test: what most end-to-end worker tests start from.
+ */
+export async function startWorkerRig(
+  sandboxUrl: string,
+  cleanups: { add(cleanup: () => unknown): void },
+  overrides: Record<string, string> = {},
+): Promise<{
+  worker: Worker;
+  topics: TestTopics;
+  results: ResultCollector;
+  publish: (commands: Parameters<CommandPublisher['publish']>[0]) => Promise<void>;
+  raw: CommandPublisher;
+}> {
+  const topics = testTopics();
+  const { worker } = await startTestWorker(workerEnv(topics, sandboxUrl, overrides));
+  cleanups.add(() => worker.stop());
+  const publisher = await publisherFor(testKafka(), topics.commands);
+  cleanups.add(() => publisher.disconnect());
+  const results = await ResultCollector.start(topics.results);
+  cleanups.add(() => results.stop());
+  return { worker, topics, results, publish: (c) => within(45_000, 'publishing commands', publisher.publish(c)), raw: publisher };
+}

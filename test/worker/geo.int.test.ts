@@ -2,8 +2,7 @@
 // refused region costs nothing (0 requests at the sandbox) and its command's result says why; an
 // allowed one is sent as before; monitor mode sends and counts.
 import { afterEach, describe, expect, it } from 'vitest';
-import { testKafka } from '../helpers/kafka.ts';
-import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, voiceCommand, within, workerEnv } from '../helpers/worker.ts';
+import { startWorkerRig, textCommand, voiceCommand } from '../helpers/worker.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import type { SendCommand } from '../../src/contracts/command.ts';
 import type { Worker } from '../../src/worker/worker.ts';
@@ -16,19 +15,9 @@ const CN = '+8613800138000';
 const US = '+14155552671';
 const SG = '+6581234567';
 
-async function setup(overrides: Record<string, string>): Promise<{
-  worker: Worker;
-  results: ResultCollector;
-  publish: (commands: SendCommand[]) => Promise<void>;
-}> {
-  const topics = testTopics();
-  const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, overrides));
-  cleanups.add(() => worker.stop());
-  const publisher = await publisherFor(testKafka(), topics.commands);
-  cleanups.add(() => publisher.disconnect());
-  const results = await ResultCollector.start(topics.results);
-  cleanups.add(() => results.stop());
-  return { worker, results, publish: (commands) => within(45_000, 'publishing commands', publisher.publish(commands.map((command) => ({ command })))) };
+async function setup(overrides: Record<string, string>) {
+  const rig = await startWorkerRig(sandbox.url, cleanups, overrides);
+  return { ...rig, publish: (commands: SendCommand[]) => rig.publish(commands.map((command) => ({ command }))) };
 }
 
 function requestsFor(commandId: string) {

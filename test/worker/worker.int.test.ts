@@ -2,9 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeDeadLetter } from '../helpers/dead-letters.ts';
 import { eventually, testKafka } from '../helpers/kafka.ts';
-import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, voiceCommand, within, workerEnv } from '../helpers/worker.ts';
+import { publisherFor, ResultCollector, startTestWorker, startWorkerRig, testTopics, textCommand, voiceCommand, workerEnv } from '../helpers/worker.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
-import type { Worker } from '../../src/worker/worker.ts';
 
 const sandbox = useSandbox();
 afterEach(() => {
@@ -13,22 +12,7 @@ afterEach(() => {
 });
 const cleanups = useCleanups();
 
-async function setup(overrides: Record<string, string> = {}): Promise<{
-  worker: Worker;
-  topics: ReturnType<typeof testTopics>;
-  results: ResultCollector;
-  publish: (commands: Parameters<Awaited<ReturnType<typeof publisherFor>>['publish']>[0]) => Promise<void>;
-  raw: Awaited<ReturnType<typeof publisherFor>>;
-}> {
-  const topics = testTopics();
-  const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, overrides));
-  cleanups.add(() => worker.stop());
-  const publisher = await publisherFor(testKafka(), topics.commands);
-  cleanups.add(() => publisher.disconnect());
-  const results = await ResultCollector.start(topics.results);
-  cleanups.add(() => results.stop());
-  return { worker, topics, results, publish: (c) => within(45_000, 'publishing commands', publisher.publish(c)), raw: publisher };
-}
+const setup = (overrides: Record<string, string> = {}) => startWorkerRig(sandbox.url, cleanups, overrides);
 
 function requestsFor(commandId: string) {
   return sandbox.state.requests({ correlationId: commandId });

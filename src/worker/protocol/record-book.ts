@@ -11,8 +11,6 @@ export interface RecordEntry<O> {
   permitHeld: boolean;
   /** Holds an in-flight slot (from its first call until it ends, across kept calls). */
   slotHeld: boolean;
-  /** A call was started: the service may have the command. */
-  called: boolean;
   /** An earlier call of this record may have reached the service (it was kept after an ambiguous answer): its mark stays whatever later calls do. */
   mayHaveReached: boolean;
   /** A repeat of an earlier record's commandId: it has no result of its own, so it is never listed as the command's answer. */
@@ -58,7 +56,7 @@ export class RecordBook<O> {
 
   /** Registers a record; true when it is first of its key (it may be handled at once). */
   add(offset: bigint, key: string): RecordEntry<O> {
-    const entry: RecordEntry<O> = { offset, key, state: 'queued', permitHeld: false, slotHeld: false, called: false, mayHaveReached: false, repeat: false };
+    const entry: RecordEntry<O> = { offset, key, state: 'queued', permitHeld: false, slotHeld: false, mayHaveReached: false, repeat: false };
     this.#records.set(offset, entry);
     const queue = this.#queues.get(key);
     if (queue === undefined) this.#queues.set(key, [offset]);

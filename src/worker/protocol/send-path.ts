@@ -164,7 +164,6 @@ export class SendPath<O> {
 
   #call(entry: RecordEntry<O>, event: RecordEvent): void {
     this.#move(entry, event, 'calling');
-    entry.called = true;
     this.#c.emit({ type: 'call', offset: entry.offset });
   }
 
