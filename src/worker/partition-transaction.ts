@@ -2,6 +2,7 @@ import { BatchTooLargeError, FencedError, type OutgoingRecord, type PartitionPro
 import { retry } from '../retry.ts';
 import type { Logger } from '../observability/logger.ts';
 import { checkpointKey } from './ledger-checkpoint.ts';
+import { fencedIsFinal } from './protocol/claim.ts';
 import type { RecordOutcome } from './record-handler.ts';
 
 function rounds<T extends { topic: string }>(sends: readonly T[]): T[][] {
@@ -152,7 +153,8 @@ export async function commitTransaction(
         } catch (error) {
           await transaction?.abort().catch(() => undefined);
           await producers.discard(target.topic, target.partition, target.generation);
-          if (error instanceof FencedError)
+          // The protocol's rule (protocol/claim.ts): a fenced transaction is never retried.
+          if (error instanceof FencedError && fencedIsFinal())
             throw new FencedError(
               `transactional producer for ${target.topic}[${target.partition}] was fenced: the partition is owned by another instance`,
               error.cause,

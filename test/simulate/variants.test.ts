@@ -45,4 +45,9 @@ describe('known-bad variants are caught', () => {
     expect(first.has('exactly-one-result')).toBe(true);
     expect(first.has('machine-threw') || first.has('model-error')).toBe(false);
   });
+
+  it('mark-without-permit: records marked far ahead of a free slot come back UNKNOWN, never requested, beyond what a death allows', () => {
+    const first = firstSeeds('mark-without-permit', 'on', 4_000);
+    expect([...first.keys()]).toEqual(['unknown-is-bounded']);
+  });
 });

@@ -45,6 +45,7 @@ function fault(world: World, group: Group, procs: readonly Proc[]): void {
   if (kind === 'crash') {
     if (world.tracing) world.trace(`fault: P${proc.id} crashes`);
     proc.crash();
+    world.ownerDied(`P${proc.id} crashed at t=${world.now}`);
     group.expireLater(proc);
     return;
   }
@@ -60,6 +61,7 @@ function fault(world: World, group: Group, procs: readonly Proc[]): void {
     return proc.shutdown(forced);
   }
   proc.freeze();
+  world.ownerDied(`P${proc.id} froze at t=${world.now}`);
   // The lease runs from the last confirmed heartbeat: a short freeze resumes (and heartbeats,
   // within 100 ms) before it ends; a lapse after it ends but before the session does; a long one
   // after the session (the group gives the partitions away).

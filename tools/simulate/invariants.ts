@@ -29,6 +29,11 @@ export class Checks {
   /** Per key: the highest offset requested so far, and every offset requested. */
   readonly #keys = new Map<string, { max: RequestInfo; offsets: Set<number> }>();
   readonly #results = new Map<string, number>();
+  /** UNKNOWN results of commands no request of which may have reached the service (marked, never called). */
+  #unknownUnrequested = 0;
+  /** What the deaths so far allow of those: each adds what one owner can hold marked and not yet called. */
+  #unknownAllowance = 0;
+  readonly #deaths: string[] = [];
 
   /**
    * commandIds published under more than one key of a partition: a repeat under another key is
@@ -80,8 +85,37 @@ export class Checks {
     const count = (this.#results.get(outcome.commandId) ?? 0) + 1;
     this.#results.set(outcome.commandId, count);
     if (count > 1) throw new Violation('exactly-one-result', `${outcome.commandId} (p${partition}@${outcome.offset}) got a second result (${outcome.kind})`);
-    if (outcome.kind === 'UNKNOWN' && !marked && !this.#requested.has(outcome.commandId))
+    if (outcome.kind !== 'UNKNOWN' || this.#requested.has(outcome.commandId)) return;
+    if (!marked)
       throw new Violation('unknown-is-honest', `${outcome.commandId} (p${partition}@${outcome.offset}) reported UNKNOWN with no committed mark and no request`);
+    this.#unknownUnrequested += 1;
+  }
+
+  /**
+   * An owner died without handing over (a crash, a freeze, a claim that failed): its committed
+   * marks of commands it had not yet called may come back as UNKNOWN. `allowance` is what it can
+   * hold so (docs/guarantees.md step 5: the mark permits and the in-flight slots).
+   */
+  died(allowance: number, who: string): void {
+    this.#unknownAllowance += allowance;
+    this.#deaths.push(who);
+  }
+
+  /** UNKNOWN for commands never requested, and what the owners' deaths allowed of them. */
+  get unknownBound(): { readonly unrequested: number; readonly allowance: number; readonly deaths: number } {
+    return { unrequested: this.#unknownUnrequested, allowance: this.#unknownAllowance, deaths: this.#deaths.length };
+  }
+
+  /**
+   * unknown-is-bounded, checked once every result is in (a new owner may report UNKNOWN before a
+   * fenced zombie learns it died).
+   */
+  #unknownBounded(): void {
+    if (this.#unknownUnrequested <= this.#unknownAllowance) return;
+    throw new Violation(
+      'unknown-is-bounded',
+      `${this.#unknownUnrequested} UNKNOWN for commands never requested, more than the ${this.#unknownAllowance} that ${this.#deaths.length} owner deaths allow (${this.#deaths.join(', ') || 'none'})`,
+    );
   }
 
   /**
@@ -102,5 +136,6 @@ export class Checks {
         if (!this.#results.has(record.commandId))
           throw new Violation('nothing-lost', `${record.commandId} (p${partition}@${record.offset}) has no committed result after healing`);
     }
+    this.#unknownBounded();
   }
 }

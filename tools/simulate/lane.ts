@@ -39,7 +39,7 @@ export class TxnError {
 }
 
 const BIG: readonly bigint[] = Array.from({ length: 64 }, (_, i) => BigInt(i));
-const MACHINE_VARIANTS: ReadonlySet<Variant> = new Set(['send-before-mark-commits', 'commit-past-unfinished']);
+const MACHINE_VARIANTS: ReadonlySet<Variant> = new Set(['send-before-mark-commits', 'commit-past-unfinished', 'mark-without-permit']);
 
 /**
  * The driver of one PartitionMachine (one claim of one partition by one process): it feeds the

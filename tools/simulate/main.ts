@@ -15,7 +15,14 @@ import type { Variant } from '../../src/worker/protocol/effects.ts';
 import type { LedgerMode, RunOptions } from './model.ts';
 import { describeSettings, runMany, runSchedule, type ScheduleResult } from './runner.ts';
 
-const VARIANTS: readonly Variant[] = ['correct', 'send-before-mark-commits', 'commit-past-unfinished', 'read-ledger-before-fence', 'refence-after-fenced'];
+const VARIANTS: readonly Variant[] = [
+  'correct',
+  'send-before-mark-commits',
+  'commit-past-unfinished',
+  'read-ledger-before-fence',
+  'refence-after-fenced',
+  'mark-without-permit',
+];
 const TRACE_TAIL = 30;
 
 function choice<const T extends string>(name: string, value: string | undefined, allowed: readonly T[], fallback: NoInfer<T>): T {

@@ -210,6 +210,7 @@ export class Proc implements Owner, LaneHost {
   laneEnded(lane: Lane, failure: unknown): void {
     const { partition } = lane;
     this.lanes.delete(lane);
+    if (failure !== undefined) this.#world.ownerDied(`P${this.id} p${partition} gen ${lane.generation} failed at t=${this.#world.now}`);
     if (this.leaving) return this.#maybeStopped();
     this.#awaitingLease.delete(lane);
     const waiting = this.#attempts.get(partition);

@@ -1,5 +1,6 @@
 import { injectFaults } from './faults.ts';
 import { Group } from './group.ts';
+import type { Checks } from './invariants.ts';
 import type { Coverage } from './coverage.ts';
 import { TIMING, Violation, type RunOptions, type Settings, type ViolationKind } from './model.ts';
 import { Proc } from './process.ts';
@@ -11,6 +12,8 @@ export interface ScheduleResult {
   readonly violation: { readonly kind: ViolationKind; readonly message: string } | undefined;
   readonly events: number;
   readonly requests: number;
+  /** unknown-is-bounded's counts: UNKNOWN never requested, and what the deaths allowed. */
+  readonly unknown: Checks['unknownBound'];
   /** Every traced line (only with `trace`). */
   readonly trace: readonly string[];
   readonly coverage: Coverage | undefined;
@@ -47,6 +50,7 @@ export function runSchedule(seed: number, options: RunOptions): ScheduleResult {
     violation,
     events: world.clock.ran,
     requests: world.service.requests,
+    unknown: world.checks.unknownBound,
     trace: world.lines,
     coverage: world.coverage,
   };

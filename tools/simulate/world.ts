@@ -46,6 +46,16 @@ export class World {
     return this.clock.now;
   }
 
+  /**
+   * An owner died without handing over (unknown-is-bounded): what it may have held marked and not
+   * yet called. With mark permits, a record is marked only holding a permit or a slot (both
+   * process-wide pools); without them, only the run-ahead bounds it, per partition.
+   */
+  ownerDied(who: string): void {
+    const { markPermits, permits, slots, maxRunAhead, partitions } = this.settings;
+    this.checks.died(markPermits ? permits + slots : maxRunAhead * partitions, who);
+  }
+
   /** Only called behind `if (world.tracing)`, so a run without a trace builds no strings. */
   trace(line: string): void {
     this.lines.push(`t=${this.clock.now} ${line}`);

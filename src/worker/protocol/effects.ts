@@ -4,7 +4,8 @@ import type { Checkpoint } from '../ledger-checkpoint.ts';
  * Known-bad variants of the protocol, each a mistake the simulation must catch (its own test).
  * Never set outside that test.
  */
-export type Variant = 'correct' | 'send-before-mark-commits' | 'commit-past-unfinished' | 'read-ledger-before-fence' | 'refence-after-fenced';
+export type Variant =
+  'correct' | 'send-before-mark-commits' | 'commit-past-unfinished' | 'read-ledger-before-fence' | 'refence-after-fenced' | 'mark-without-permit';
 
 /** One transaction of a partition: the marks it commits, the done prefix, the checkpoint and the offset. */
 export interface TransactionPlan<O> {

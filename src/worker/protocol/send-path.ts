@@ -60,7 +60,8 @@ export class SendPath<O> {
       this.#move(entry, 'want-send', 'awaiting-slot');
       return this.#c.emit({ type: 'acquire-slot', offset });
     }
-    if (!entry.slotHeld && this.#c.markPermits) {
+    // The known-bad variant marks every record it is given, however far ahead of a free slot.
+    if (!entry.slotHeld && this.#c.markPermits && this.#c.variant !== 'mark-without-permit') {
       this.#move(entry, 'want-send', 'awaiting-permit');
       return this.#c.emit({ type: 'acquire-permit', offset });
     }

@@ -120,6 +120,8 @@ export const INVARIANTS = {
   'exactly-one-result': 'every record of the log ends with exactly one committed result or dead letter (or, a repeated commandId, none)',
   'key-order': 'the requests of commands with the same key start in offset order',
   'unknown-is-honest': 'UNKNOWN only for a command with a mark or a request that may have reached the service',
+  'unknown-is-bounded':
+    'UNKNOWN for commands never requested stays within the mark permits and in-flight slots of each owner that died (crashed, froze, or failed its claim)',
   'nothing-lost': 'once the owners stop failing, every record gets its outcome, whatever sequence of owners it went through',
   'fenced-never-commits': 'a producer of an earlier epoch never commits',
 } as const;
