@@ -50,4 +50,10 @@ describe('known-bad variants are caught', () => {
     const first = firstSeeds('mark-without-permit', 'on', 4_000);
     expect([...first.keys()]).toEqual(['unknown-is-bounded']);
   });
+
+  it('keep-without-checks: a claim kept after a missed generation carries stale state and a fenced producer', () => {
+    const first = firstSeeds('keep-without-checks', 'both', 2_000);
+    expect(first.size).toBeGreaterThan(0);
+    expect(first.has('machine-threw') || first.has('model-error')).toBe(false);
+  });
 });

@@ -24,6 +24,8 @@ export type Method =
   | 'commitDue'
   | 'transactionCommitted'
   | 'transactionFailed'
+  | 'hold'
+  | 'keep'
   | 'retire'
   | 'fail'
   | 'stopSending';
@@ -101,6 +103,7 @@ function recordEvent(
   if (from === 'queued') return 'predecessor-ended';
   if (to === 'given-up') return method === 'crashed' && target ? 'crashed' : 'abandoned';
   if (to === 'done') return 'finished';
+  if (from === 'held') return to === 'calling' ? 'claim-kept' : 'stop';
   if (to === 'handling') {
     if (from === 'calling') return method === 'notSent' ? 'not-sent' : 'stop';
     if (from === 'marking' && method === 'transactionCommitted') return 'mark-committed';
@@ -119,11 +122,13 @@ function claimPath(method: Method, from: ClaimState, to: ClaimState): Step[] {
   const steps: Step[] = [];
   let at = from;
   if (at === to) return steps;
-  if ((at === 'active' || at === 'retiring') && FAILING.has(method) && (to === 'failed' || to === 'ended')) {
+  if (at === 'active' && method === 'hold') return [['active', 'hold', 'holding']];
+  if (at === 'holding' && method === 'keep' && to === 'active') return [['holding', 'keep', 'active']];
+  if ((at === 'active' || at === 'holding' || at === 'retiring') && FAILING.has(method) && (to === 'failed' || to === 'ended')) {
     steps.push([at, 'fail', 'failed']);
     at = 'failed';
-  } else if (at === 'active' && method === 'retire') {
-    steps.push(['active', 'retire', 'retiring']);
+  } else if ((at === 'active' || at === 'holding') && method === 'retire') {
+    steps.push([at, 'retire', 'retiring']);
     at = 'retiring';
   }
   if (at === 'retiring' && at !== to) {

@@ -50,7 +50,15 @@ export class Group {
     }
     if (world.tracing)
       world.trace(`rebalance → generation ${this.generation}: ${[...this.#owners].map(([p, m]) => `p${p}→P${m.id}`).join(' ') || 'no members'}`);
-    for (const [member, partitions] of assignment) member.rebalanced(this.generation, partitions);
+    // Members learn of the rebalance at once (they hold), and of their new assignment a moment
+    // later, each in its own time (a frozen one when it resumes). One that has not by the next
+    // rebalance never does (kafkajs's sync fails; it joins the next generation instead).
+    for (const member of members) member.rebalancing();
+    const generation = this.generation;
+    for (const [member, partitions] of assignment)
+      world.clock.at(world.prng.int(0, 30), member, () => {
+        if (this.generation === generation) member.rebalanced(generation, partitions);
+      });
   }
 
   /** A member that shut down leaves: the others share its partitions. */

@@ -51,7 +51,10 @@ export class Lane implements HandlerLane {
   readonly partition: number;
   readonly process: number;
   readonly owner: Owner;
-  readonly generation: number;
+  /** The claim's generation: advanced when a new generation keeps the partition here. */
+  generation: number;
+  /** Virtual time of the claim (a lease lapse since then means it cannot be kept). */
+  readonly claimedAt: number;
   readonly machine: PartitionMachine<SimOutcome>;
   /** The producer epoch this claim fenced with. */
   epoch: number;
@@ -78,6 +81,7 @@ export class Lane implements HandlerLane {
     this.owner = host.owner;
     this.#incarnation = host.owner.incarnation;
     this.generation = claim.generation;
+    this.claimedAt = world.now;
     this.epoch = epoch;
     this.#cursor = fetchFrom;
     this.#handler = new Handler(this);
@@ -121,6 +125,20 @@ export class Lane implements HandlerLane {
     if (coverage !== undefined && before !== undefined) this.#observe(coverage, method, offset, before, claimBefore, effects);
     for (const effect of effects) this.#do(effect);
     return value;
+  }
+
+  /**
+   * The new generation keeps the partition here: the claim goes on in it (no fence, no read), held
+   * records call, and fetching starts again where kafkajs would, at the group's committed offset
+   * (read as it may be, stale), skipping what the claim took already.
+   */
+  kept(generation: number): void {
+    const { world } = this;
+    this.generation = generation;
+    this.#cursor = Math.min(this.#cursor, world.kafka.readGroupOffset(this.partition));
+    if (world.tracing) world.trace(`P${this.process} p${this.partition} kept in generation ${generation} (fetch from ${this.#cursor})`);
+    this.act('keep', -1, (m) => m.keep(this.leaseHolds()));
+    this.fetchSoon();
   }
 
   fetchSoon(): void {

@@ -22,6 +22,7 @@ const VARIANTS: readonly Variant[] = [
   'read-ledger-before-fence',
   'refence-after-fenced',
   'mark-without-permit',
+  'keep-without-checks',
 ];
 const TRACE_TAIL = 30;
 

@@ -40,6 +40,10 @@ export class Proc implements Owner, LaneHost {
   /** Heartbeats flow (the lease holds); otherwise the lease runs from `confirmedAt`. */
   #live = true;
   confirmedAt = 0;
+  /** When the lease last lapsed (a claim made before it cannot be kept). */
+  #lapsedAt = Number.NEGATIVE_INFINITY;
+  /** Between `rebalancing` and `rebalanced`: no claim starts or fences. */
+  #rebalancing = false;
   slots: Pool;
   permits: Pool;
   lanes = new Set<Lane>();
@@ -71,6 +75,7 @@ export class Proc implements Owner, LaneHost {
 
   /** A heartbeat (or a join) succeeded: the lease holds again; what waited for it goes on. */
   confirm(): void {
+    if (!this.leaseHolds()) this.#lapsedAt = this.#world.now;
     this.#live = true;
     this.confirmedAt = this.#world.now;
     const lanes = [...this.#awaitingLease];
@@ -85,23 +90,57 @@ export class Proc implements Owner, LaneHost {
     this.#awaitingLease.add(lane);
   }
 
-  /** A new generation: every lane retires; the assigned partitions are claimed afresh. */
+  /** The group started rebalancing (kafkajs's REBALANCING): every active lane holds (no call starts) until the new assignment. */
+  rebalancing(): void {
+    if (!this.alive) return;
+    // No claim fences until the new assignment: it may give the partition to another member, which
+    // a late fence from here would take back (and lose it for the whole generation).
+    this.#rebalancing = true;
+    this.#attempts = new Map();
+    this.#claimsAwaitingLease = new Set();
+    for (const lane of this.lanes) if (!lane.ended) lane.act('hold', -1, (m) => m.hold());
+  }
+
+  /**
+   * A new generation. A partition assigned again keeps its lane when nothing can have taken it in
+   * between: this is the very next generation (none was missed), the lane is holding in the one
+   * before, and the lease has not lapsed since the claim (partition-ownership.ts's `keepable`).
+   * Every other lane retires; the other assigned partitions are claimed afresh.
+   */
   rebalanced(generation: number, partitions: readonly number[]): void {
     const world = this.#world;
     if (this.leaving) partitions = [];
-    for (const lane of [...this.lanes]) if (!lane.ended) lane.act('retire', -1, (m) => m.retire());
+    const next = generation === this.generation + 1;
+    this.#rebalancing = false;
+    this.confirm();
+    const kept: Lane[] = [];
+    for (const lane of [...this.lanes]) {
+      if (lane.ended) continue;
+      const keep =
+        world.variant === 'keep-without-checks'
+          ? partitions.includes(lane.partition) && lane.machine.state === 'holding'
+          : next &&
+            partitions.includes(lane.partition) &&
+            lane.machine.state === 'holding' &&
+            lane.generation === this.generation &&
+            !this.lost.has(lane.partition) &&
+            lane.claimedAt > this.#lapsedAt;
+      if (keep) kept.push(lane);
+      else lane.act('retire', -1, (m) => m.retire());
+    }
     this.generation = generation;
     this.assigned = new Set(partitions);
     this.lost = new Set();
     this.#attempts = new Map();
     this.#claimsAwaitingLease = new Set();
-    this.confirm();
-    if (world.tracing) world.trace(`P${this.id} joins generation ${generation} with [${partitions.join(',')}]`);
-    for (const partition of partitions) this.startClaim(partition);
+    if (world.tracing) world.trace(`P${this.id} joins generation ${generation} with [${partitions.join(',')}]${kept.length > 0 ? `, keeps [${kept.map((l) => l.partition).join(',')}]` : ''}`);
+    for (const lane of kept) lane.kept(generation);
+    for (const partition of partitions) if (!kept.some((l) => l.partition === partition)) this.startClaim(partition);
   }
 
   startClaim(partition: number): void {
     const world = this.#world;
+    if (this.#rebalancing) return;
     const attempt: Attempt = {
       partition,
       generation: this.generation,
@@ -141,6 +180,7 @@ export class Proc implements Owner, LaneHost {
           return;
         }
     } else if (step === 'fence') {
+      if (this.#rebalancing) return void this.#attempts.delete(partition);
       if (!this.leaseHolds()) {
         this.#attempts.delete(partition);
         this.#claimsAwaitingLease.add(partition);
@@ -257,6 +297,7 @@ export class Proc implements Owner, LaneHost {
   restart(): void {
     const { settings } = this.#world;
     this.alive = true;
+    this.#rebalancing = false;
     this.leaving = false;
     this.incarnation += 1;
     this.generation = 0;

@@ -56,7 +56,8 @@ export class PartitionMachine<O> {
       markPermits: options.markPermits,
       variant: this.#variant,
       emit: (effect) => this.#emit(effect),
-      claimActive: () => this.accepting,
+      claimActive: () => this.#state === 'active' || this.#state === 'holding',
+      claimHeld: () => this.#state === 'holding',
       commitSoon: (clock) => this.#scheduleCommit(true, clock),
       leaseLost: () => this.fail(new LeaseLostError(this.claim)),
     });
@@ -211,9 +212,26 @@ export class PartitionMachine<O> {
     this.fail(error);
   }
 
-  /** A rebalance or shutdown: take no more records; waits for a permit, a mark or a slot are cut; calls under way finish. */
-  retire(): void {
+  /**
+   * The group started rebalancing: the partition may stay (`keep`) or move (`retire`). Until then no
+   * record is taken and no call starts; marks and calls under way go on and commit.
+   */
+  hold(): void {
     if (this.#state !== 'active') return;
+    this.#claimMove('hold', 'holding');
+    this.#holds.clear(false);
+  }
+
+  /** The new generation left the partition here (the lease held throughout): held records call, fetching goes on. */
+  keep(leaseHolds: boolean): void {
+    if (this.#state !== 'holding') return;
+    this.#claimMove('keep', 'active');
+    this.#send.claimKept(leaseHolds);
+  }
+
+  /** The partition moved, the claim is not kept, or shutdown: take no more records; waits are cut; calls under way finish. */
+  retire(): void {
+    if (this.#state !== 'active' && this.#state !== 'holding') return;
     this.#claimMove('retire', 'retiring');
     this.#send.stop();
     this.#holds.clear(this.accepting);
@@ -266,7 +284,7 @@ export class PartitionMachine<O> {
   }
 
   #maybeEnd(): void {
-    if (this.accepting || this.#closing || this.#state === 'ended' || this.#book.inHand > 0 || this.#committing !== undefined) return;
+    if (this.#state === 'active' || this.#state === 'holding' || this.#closing || this.#state === 'ended' || this.#book.inHand > 0 || this.#committing !== undefined) return;
     this.#closing = true;
     this.#commitClock.disarm();
     this.#emit({ type: 'disarm-commit' });

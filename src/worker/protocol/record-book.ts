@@ -27,7 +27,7 @@ function finished<O>(entry: RecordEntry<O>): boolean {
 }
 
 /** States in which a record is still in hand (not done, not given up). */
-const IN_HAND: ReadonlySet<RecordState> = new Set(['queued', 'handling', 'awaiting-permit', 'marking', 'awaiting-slot', 'calling']);
+const IN_HAND: ReadonlySet<RecordState> = new Set(['queued', 'handling', 'awaiting-permit', 'marking', 'awaiting-slot', 'held', 'calling']);
 
 /**
  * A partition claim's records in offset order, with their per-key queues and the contiguous done

@@ -19,8 +19,10 @@ export interface SendPathContext<O> {
   readonly markPermits: boolean;
   readonly variant: Variant;
   readonly emit: (effect: Effect<O>) => void;
-  /** Whether the claim still lets records call (active); the lease and a forced stop are this path's. */
+  /** Whether the claim still lets records call (active, or holding); the lease and a forced stop are this path's. */
   readonly claimActive: () => boolean;
+  /** The group is rebalancing: a record about to call waits (`held`) until the claim is kept or retired. */
+  readonly claimHeld: () => boolean;
   /** Marks wait: commit as soon as possible. */
   readonly commitSoon: (clock: number) => void;
   /**
@@ -113,10 +115,18 @@ export class SendPath<O> {
     if (!entry.mayHaveReached) this.withdraw(offset);
   }
 
-  /** No call starts any more; every wait for a permit, a mark or a slot is cut. */
+  /** The claim was kept by the new generation: held records call (the lease is checked again). */
+  claimKept(leaseHolds: boolean): void {
+    for (const entry of this.#c.book.inState('held')) {
+      if (this.#maySend(leaseHolds)) this.#call(entry, 'claim-kept');
+      else this.#refuseFor(entry, 'stop', leaseHolds);
+    }
+  }
+
+  /** No call starts any more; every wait for a permit, a mark, a slot or the new assignment is cut. */
   stop(): void {
     this.#stopped = true;
-    for (const entry of this.#c.book.inState('awaiting-permit', 'marking', 'awaiting-slot')) this.#refuse(entry, 'stop', 'handling');
+    for (const entry of this.#c.book.inState('awaiting-permit', 'marking', 'awaiting-slot', 'held')) this.#refuse(entry, 'stop', 'handling');
     this.#c.emit({ type: 'stop-waits' });
   }
 
@@ -164,6 +174,8 @@ export class SendPath<O> {
   }
 
   #call(entry: RecordEntry<O>, event: RecordEvent): void {
+    // Rebalancing: the partition may move; no call starts until the new generation says it stays.
+    if (this.#c.claimHeld()) return this.#move(entry, event, 'held');
     this.#move(entry, event, 'calling');
     this.#c.emit({ type: 'call', offset: entry.offset });
   }

@@ -10,6 +10,7 @@ export const RECORD_STATES = {
   'awaiting-permit': 'wants to send (ledger on): waits for a mark permit (at most 2 × MAX_IN_FLIGHT marks ahead of the calls)',
   marking: 'its mark is open and waits for the transaction that commits it',
   'awaiting-slot': 'its mark has committed (or the ledger is off): waits for an in-flight slot',
+  held: 'about to call (its mark committed, a slot held), but the group is rebalancing: waits for the new assignment',
   calling: 'a call is under way: the service may have the command',
   done: 'its outcome (result, dead letter, duplicate) waits for the next transaction',
   published: 'its outcome is committed ahead of the offset (listed as answered in the checkpoint, ledger on): waits for the records before it',
@@ -27,6 +28,7 @@ export const RECORD_EVENTS = {
   'slot-granted': 'an in-flight slot was granted (the lease is checked again here)',
   'not-sent': 'the call surely did not reach the service (or was refused) and the command is kept for later',
   stop: 'a wait was cut or a send refused: the claim retires or fails, sending stopped (a forced stop), or the lease is lost',
+  'claim-kept': 'the new generation left the partition with this process: held records go on',
   finished: 'the handler returned an outcome',
   abandoned: 'the handler returned no outcome (a wait was cut, or shutdown closed a call under way)',
   crashed: 'the handler threw (a bug, not a record problem): the claim fails',
@@ -66,6 +68,12 @@ export const RECORD_TRANSITIONS: readonly Transition<RecordState, RecordEvent>[]
   { from: 'awaiting-slot', event: 'slot-granted', to: 'calling', effect: 'give the permit back; call' },
   { from: 'awaiting-slot', event: 'slot-granted', to: 'handling', effect: 'give the permit back; refuse the call (stopped, or the lease is lost)' },
   { from: 'awaiting-slot', event: 'stop', to: 'handling', effect: 'give the permit back; refuse the call' },
+  { from: 'handling', event: 'want-send', to: 'held', effect: 'wait for the new assignment (ledger off, slot still held)' },
+  { from: 'marking', event: 'mark-committed', to: 'held', effect: 'give the permit back; wait for the new assignment (slot still held)' },
+  { from: 'awaiting-slot', event: 'slot-granted', to: 'held', effect: 'give the permit back; wait for the new assignment' },
+  { from: 'calling', event: 'want-send', to: 'held', effect: 'kept after an ambiguous answer (ledger off): wait for the new assignment' },
+  { from: 'held', event: 'claim-kept', to: 'calling', effect: 'call' },
+  { from: 'held', event: 'stop', to: 'handling', effect: 'refuse the call (the partition moved, the claim failed or stopped sending, or the lease is lost)' },
   { from: 'calling', event: 'not-sent', to: 'handling', effect: 'withdraw its mark (the next checkpoint drops it)' },
   { from: 'calling', event: 'want-send', to: 'marking', effect: 'kept after an ambiguous answer: its mark stays; commit at once' },
   { from: 'calling', event: 'want-send', to: 'calling', effect: 'kept after an ambiguous answer (ledger off): call again' },
@@ -81,7 +89,9 @@ export const RECORD_TRANSITIONS: readonly Transition<RecordState, RecordEvent>[]
 
 export const CLAIM_STATES = {
   active: 'takes records, sends, commits',
-  retiring: 'a rebalance or shutdown: takes no records; waits refused; calls under way finish and commit',
+  holding:
+    'the group is rebalancing: takes no records and starts no call (records about to call wait); marks and calls under way go on and commit',
+  retiring: 'the partition moved (or was not kept), or shutdown: takes no records; waits refused; calls under way finish and commit',
   failed: 'a transaction failed or was fenced, or a bug: every wait is cut; nothing more commits',
   closing: 'nothing left in hand: the last transaction commits what is done',
   ended: 'the lane is over; the claim is lost (fenced) or claimed afresh (failed)',
@@ -90,7 +100,9 @@ export const CLAIM_STATES = {
 export type ClaimState = keyof typeof CLAIM_STATES;
 
 export const CLAIM_EVENTS = {
-  retire: 'a rebalance or shutdown',
+  hold: 'the group started rebalancing: the partition may stay or move',
+  keep: 'the new generation left the partition with this process, whose lease held throughout: the claim carries on, not fenced again',
+  retire: 'the partition moved, the claim is not kept, or shutdown',
   fail: 'a transaction failed (after its retries) or was fenced, or a handler threw',
   drained: 'no record is in hand and no transaction under way',
   'closing-committed': 'the last transaction committed (or there was nothing to commit)',
@@ -100,6 +112,10 @@ export const CLAIM_EVENTS = {
 export type ClaimEvent = keyof typeof CLAIM_EVENTS;
 
 export const CLAIM_TRANSITIONS: readonly Transition<ClaimState, ClaimEvent>[] = [
+  { from: 'active', event: 'hold', to: 'holding', effect: 'stop fetching; a record about to call waits (held)' },
+  { from: 'holding', event: 'keep', to: 'active', effect: 'held records call; fetch again' },
+  { from: 'holding', event: 'retire', to: 'retiring', effect: 'cut the waits for a permit, a mark or a slot; refuse held records' },
+  { from: 'holding', event: 'fail', to: 'failed', effect: 'cut every wait; fail the marks waiting for a transaction' },
   { from: 'active', event: 'retire', to: 'retiring', effect: 'stop fetching; cut the waits for a permit, a mark or a slot' },
   { from: 'active', event: 'fail', to: 'failed', effect: 'cut every wait; fail the marks waiting for a transaction' },
   { from: 'retiring', event: 'fail', to: 'failed', effect: 'cut every wait; fail the marks waiting for a transaction' },
