@@ -19,4 +19,4 @@ cached.exports = ({ messages, abortedTransactions }: { messages: FetchedRecord[]
 const kafkajs = require('kafkajs') as typeof KafkaJs;
 
 export default kafkajs;
-export const { Kafka, logLevel } = kafkajs;
+export const { Kafka, logLevel, AssignerProtocol, PartitionAssigners } = kafkajs;

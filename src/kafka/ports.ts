@@ -61,6 +61,8 @@ export interface PartitionProducers {
   discard(topic: string, partition: number, generation?: number): Promise<void>;
   /** Whether the partition has a producer of exactly this generation, initialised and not discarded (using it fences nobody). */
   has(topic: string, partition: number, generation: number): boolean;
+  /** Hands the partition's producer of generation `from` to generation `to` (a kept claim) without initialising it again; false when there is none. */
+  carry(topic: string, partition: number, from: number, to: number): boolean;
 }
 
 /** The producer was fenced: another instance owns the partition (or its transactional id) now. */

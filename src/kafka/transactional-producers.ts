@@ -78,7 +78,7 @@ export const TRANSACTION_REQUEST_RETRY = { retries: 25, initialRetryTime: 5, mul
 export class TransactionalProducers implements PartitionProducers {
   readonly #kafka: Kafka;
   readonly #prefix: string;
-  readonly #producers = new Map<string, { generation: number; producer: Promise<Producer> }>();
+  readonly #producers = new Map<string, { generation: number; readonly producer: Promise<Producer> }>();
   /** The newest generation that used each transactional id: older ones are zombies. */
   readonly #latest = new Map<string, number>();
 
@@ -150,6 +150,15 @@ export class TransactionalProducers implements PartitionProducers {
   has(topic: string, partition: number, generation: number): boolean {
     const entry = this.#producers.get(this.transactionalId(topic, partition));
     return entry !== undefined && entry.generation === generation && (this.#latest.get(this.transactionalId(topic, partition)) ?? 0) === generation;
+  }
+
+  carry(topic: string, partition: number, from: number, to: number): boolean {
+    const id = this.transactionalId(topic, partition);
+    const entry = this.#producers.get(id);
+    if (entry === undefined || entry.generation !== from || (this.#latest.get(id) ?? 0) !== from || to < from) return false;
+    entry.generation = to;
+    this.#latest.set(id, to);
+    return true;
   }
 
   async closeAll(): Promise<void> {

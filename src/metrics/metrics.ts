@@ -189,6 +189,11 @@ export function createMetrics(registry: Registry = new Registry()) {
       help: 'Partitions claimed: producer fenced the previous owner, ledger and offsets read.',
       registers: [registry],
     }),
+    claimsKept: new Counter({
+      name: `${prefix}partition_claims_kept_total`,
+      help: 'Partitions a rebalance left with this process and whose claim went on (no fence, no ledger read, calls under way kept).',
+      registers: [registry],
+    }),
     inDoubt: new Counter({
       name: `${prefix}in_doubt_commands_total`,
       help: 'Commands found marked in the intent ledger without a result at assignment, by what was done (reported UNKNOWN or resent).',

@@ -28,9 +28,13 @@ export interface LaneRouterOptions {
  * The worker's lanes, one per command partition it works on: each fetched batch goes to its
  * partition's lane, which dispatches it and returns, so fetching never waits for sends.
  *
- * A lane belongs to one claim (one group generation). How lanes change hands, and why:
- * - A rebalance retires every lane at once (`retireAll`): commands not yet sending give up unsent,
- *   calls under way finish and their results commit with the lane's own producer.
+ * A lane belongs to one claim, which a new generation may keep. How lanes change hands, and why:
+ * - When the group starts rebalancing every lane holds (`holdAll`): no call starts, nothing new is
+ *   taken; marks and calls under way go on. The new assignment then keeps the claims that nothing
+ *   can have taken (`afterJoin`: the partition is assigned here again, in the very next
+ *   generation, lease unbroken): their lanes go on as they were.
+ * - Every other lane retires: commands not yet sending give up unsent, calls under way finish and
+ *   their results commit with the lane's own producer.
  * - A new claim of a partition first waits for the partition's retiring lane to end (`handover`,
  *   called by the ownership before it fences): fencing earlier would abort the results of sends
  *   that were made, and the new owner would have to report them UNKNOWN.
@@ -67,6 +71,8 @@ export class LaneRouter {
     // rightful owner back); the consumer was paused for it.
     if (this.#wrappingUp || parts.ownership.isLost(topic, partition)) return;
     let lane = this.#lanes.get(key);
+    // Rebalancing: the batch stays unresolved; the new generation (kept or not) fetches it again.
+    if (lane?.holding === true) return;
     if (lane !== undefined && (!lane.accepting || !parts.ownership.isCurrent(lane.claim))) {
       // A lane of an older generation, or a failed one: it ends first (a failed one gives up its
       // claim and rewinds the consumer, which makes this batch stale).
@@ -96,7 +102,26 @@ export class LaneRouter {
     return true;
   }
 
-  /** A rebalance (or shutdown): every lane takes no more records and ends once its calls under way have committed. */
+  /** The group started rebalancing: every lane holds until the new assignment (see the class comment). */
+  holdAll(): void {
+    for (const lane of this.#lanes.values()) lane.hold();
+  }
+
+  /** The claims of the lanes holding now: the ones a new generation could keep. */
+  holding(): PartitionLane['claim'][] {
+    return [...this.#lanes.values()].filter((lane) => lane.holding).map((lane) => lane.claim);
+  }
+
+  /** The new assignment: lanes of kept claims go on; every other lane retires. */
+  afterJoin(kept: ReadonlySet<PartitionLane['claim']>, reason: unknown): void {
+    const leaseHolds = this.#o.parts.ownership.leaseHolds();
+    for (const lane of this.#lanes.values()) {
+      if (kept.has(lane.claim)) lane.keep(leaseHolds);
+      else this.#retire(lane, reason);
+    }
+  }
+
+  /** Shutdown: every lane takes no more records and ends once its calls under way have committed. */
   retireAll(reason: unknown): void {
     for (const lane of this.#lanes.values()) this.#retire(lane, reason);
   }

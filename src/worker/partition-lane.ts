@@ -67,11 +67,15 @@ export class PartitionLane {
       inDoubtPolicy: ctx.deps.inDoubtPolicy,
     });
     this.#signal = AbortSignal.any([ctx.abandon, this.#local.signal]);
+    const { claim } = ctx;
     this.#target = {
       ...ctx.target,
-      topic: ctx.claim.topic,
-      partition: ctx.claim.partition,
-      generation: ctx.claim.generation,
+      topic: claim.topic,
+      partition: claim.partition,
+      // Read at each use: a kept claim moves to the next generation, and its producer with it.
+      get generation() {
+        return claim.generation;
+      },
       mayFence: ctx.mayCommit,
     };
     ctx.abandon.addEventListener('abort', () => this.#apply(() => this.#machine.stopSending()), { once: true });
@@ -128,7 +132,22 @@ export class PartitionLane {
     }
   }
 
-  /** A rebalance or shutdown: take no more records; waits are cut; calls under way finish and their results commit. */
+  /** The group started rebalancing: no call starts and nothing is taken until `keep` or `retire`. */
+  hold(): void {
+    this.#apply(() => this.#machine.hold());
+  }
+
+  /** Rebalancing, waiting for the new assignment. */
+  get holding(): boolean {
+    return this.#machine.state === 'holding';
+  }
+
+  /** The new generation keeps this claim: held records call, and fetching goes on. */
+  keep(leaseHolds: boolean): void {
+    this.#apply(() => this.#machine.keep(leaseHolds));
+  }
+
+  /** The partition moved, or shutdown: take no more records; waits are cut; calls under way finish and their results commit. */
   retire(_reason: unknown): void {
     this.#apply(() => this.#machine.retire());
   }

@@ -27,6 +27,11 @@ export interface OwnershipEffects {
   checkpoint(partition: number, upTo: 'end' | 'stable'): Promise<Checkpoint | undefined>;
   /** commandIds of the committed command records in [max(low, start − count), start), in offset order. */
   recentCommandIds(topic: string, partition: number, start: bigint, count: number): Promise<{ offset: bigint; commandId: string }[]>;
+  /**
+   * Carries the partition's producer from one generation's claim to the next without initialising
+   * it again (a kept claim: nobody else can have fenced it). False when it has no producer of `from`.
+   */
+  carry(topic: string, partition: number, from: number, to: number): boolean;
   /** Stops fetching a partition this process lost, until the next generation. */
   pauseLost(topic: string, partition: number): void;
   resumeAll(topic: string, partitions: readonly number[]): void;
@@ -72,6 +77,12 @@ export class PartitionOwnership {
   #lost = new Set<string>();
   #lastConfirmed = 0;
   #assigned: { topic: string; partitions: number[] } | undefined;
+  /** Between REBALANCING and the new assignment: no claim fences (the partition may be another member's by then). */
+  #rebalancing = false;
+  /** When the lease was last found lapsed (a claim made before it is never kept). */
+  #lapsedAt = Number.NEGATIVE_INFINITY;
+  /** When each claim was made. */
+  readonly #claimedAt = new WeakMap<PartitionClaim, number>();
 
   constructor(options: OwnershipOptions) {
     this.#o = options;
@@ -82,24 +93,57 @@ export class PartitionOwnership {
     return this.#generation;
   }
 
-  /** A new group generation: every partition is fenced and recovered again before its next batch. */
-  joined(topic: string, partitions: readonly number[]): void {
+  /** The group is rebalancing (kafkajs's REBALANCING): no claim fences until the new assignment. */
+  rebalancing(): void {
+    this.#rebalancing = true;
+  }
+
+  /**
+   * A new group generation. `holding`: claims whose lanes hold (rebalancing) and could go on;
+   * `next`: this is the very next generation for this member (group-membership.ts). A claim is
+   * kept — carried into the new generation without fencing or reading again — when its partition
+   * is assigned again, the generation is the next one, the lease has not lapsed since the claim,
+   * and its producer carries over. Every other assigned partition is fenced and recovered again
+   * before its next batch. Returns the kept claims.
+   */
+  joined(topic: string, partitions: readonly number[], next = false, holding: readonly PartitionClaim[] = []): Set<PartitionClaim> {
+    const previous = this.#generation;
     this.#generation += 1;
-    this.#claims = new Map();
+    this.#rebalancing = false;
+    this.confirm();
+    const kept = new Set<PartitionClaim>();
+    for (const claim of holding) {
+      const keep =
+        next &&
+        claim.topic === topic &&
+        partitions.includes(claim.partition) &&
+        claim.generation === previous &&
+        !this.isLost(topic, claim.partition) &&
+        (this.#claimedAt.get(claim) ?? Number.NEGATIVE_INFINITY) >= this.#lapsedAt &&
+        this.leaseHolds() &&
+        this.#o.effects.carry(topic, claim.partition, previous, this.#generation);
+      if (!keep) continue;
+      claim.generation = this.#generation;
+      kept.add(claim);
+    }
+    this.#claims = new Map([...kept].map((claim) => [`${topic}:${claim.partition}`, Promise.resolve(claim)]));
     const lost = [...this.#lost];
     this.#lost = new Set();
     this.#assigned = { topic, partitions: [...partitions] };
-    this.confirm();
     if (lost.length > 0) this.#o.effects.resumeAll(topic, partitions);
+    if (kept.size > 0) this.#o.metrics.claimsKept.inc(kept.size);
     for (const partition of partitions) {
+      if (this.#claims.has(`${topic}:${partition}`)) continue;
       this.claim(topic, partition).catch((error: unknown) =>
         this.#o.log.warn({ err: error, topic, partition }, 'fencing or recovering the partition failed; retrying at its first batch'),
       );
     }
+    return kept;
   }
 
   /** The group confirmed this member (a heartbeat or a join succeeded). */
   confirm(): void {
+    if (!this.leaseHolds()) this.#lapsedAt = this.#now();
     this.#lastConfirmed = this.#now();
   }
 
@@ -201,8 +245,10 @@ export class PartitionOwnership {
         if (!local) await this.#awaitEarlierOwner(topic, partition, generation);
         continue;
       }
-      if (generation !== this.#generation)
-        throw new SmsWorkerError('CLAIM_STALE', `not claiming ${topic}[${partition}]: a newer generation started meanwhile`, { retryable: true });
+      if (generation !== this.#generation || this.#rebalancing)
+        throw new SmsWorkerError('CLAIM_STALE', `not claiming ${topic}[${partition}]: the group is rebalancing, or a newer generation started meanwhile`, {
+          retryable: true,
+        });
       // The handover may have waited (or the process frozen) past the lease: fence only while it holds.
       if (step === 'fence' && !this.leaseHolds())
         throw new SmsWorkerError('LEASE_EXPIRED', `not fencing ${topic}[${partition}]: the group lease expired while waiting for the earlier owner`, {
@@ -223,6 +269,7 @@ export class PartitionOwnership {
       }
     }
     const claim = buildClaim({ topic, partition, generation }, groupOffset, checkpoint, recent, this.#o.dedupWindow);
+    this.#claimedAt.set(claim, started);
     const { inDoubt, dedup } = claim;
     if (checkpoint !== undefined && checkpoint.next > groupOffset) {
       this.#o.log.info(

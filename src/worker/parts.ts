@@ -1,3 +1,4 @@
+import type { GroupMembership } from './group-membership.ts';
 /**
  * What a running worker is made of. Built by the composition root (wiring.ts), which only the
  * lifecycle (worker.ts) imports; modules that work with the parts (lane-router.ts) take them
@@ -28,6 +29,8 @@ export interface WorkerParts {
   readonly producers: TransactionalProducers;
   readonly reader: PartitionReader;
   readonly ownership: PartitionOwnership;
+  /** Whether this member can have missed a generation (a claim is kept only if not). */
+  readonly membership: GroupMembership;
   readonly fetchPauses: FetchPauses;
   readonly commandPartitions: number;
   readonly maxRecordBytes: number;

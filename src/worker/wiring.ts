@@ -3,6 +3,8 @@ import { commandFromAvro } from '../contracts/command.ts';
 import { createKafka } from '../kafka/client.ts';
 import { checkBrokerCertificate } from '../kafka/tls-check.ts';
 import { KafkaCommandConsumer } from '../kafka/command-consumer.ts';
+import { workerAssigners } from '../kafka/sticky-assigner.ts';
+import { GroupMembership } from './group-membership.ts';
 import { readLatestCheckpoint } from '../kafka/ledger-store.ts';
 import { groupOffset } from '../kafka/offsets.ts';
 import { PartitionReader } from '../kafka/partition-reader.ts';
@@ -158,8 +160,17 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   const reader = new PartitionReader(kafka);
   hooks.adopt(() => reader.close(), 'partition reader');
 
+  // Keeping partitions where they are across rebalances (sticky-assigner.ts): each member reports
+  // what it holds; continuity of membership decides whether a claim may be kept.
+  const membership = new GroupMembership();
+  const ownershipRef: { current: PartitionOwnership | undefined } = { current: undefined };
+  const owned = (): Record<string, number[]> => {
+    const o = ownershipRef.current;
+    return o === undefined ? {} : { [c.topics.commands]: o.assigned.filter((p) => !o.isLost(c.topics.commands, p)) };
+  };
   const consumer = new KafkaCommandConsumer(kafka, {
     groupId: c.consumerGroup,
+    partitionAssigners: workerAssigners({ owned, joining: () => membership.joining() }),
     sessionTimeout: c.sessionTimeoutMs,
     rebalanceTimeout: 60_000,
     // A member learns of a rebalance only at its next heartbeat: every second (one small request per
@@ -214,6 +225,7 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
       });
       return out;
     },
+    carry: (topic, partition, from, to) => producers.carry(topic, partition, from, to),
     pauseLost: (_topic, partition) => fetchPauses.hold(partition, LOST),
     resumeAll: (_topic, partitions) => {
       for (const partition of partitions) fetchPauses.release(partition, LOST);
@@ -229,7 +241,8 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     log,
     metrics,
   });
-  return { admin, consumer, codec, client, gate, sender, producers, reader, ownership, fetchPauses, commandPartitions, maxRecordBytes, tracer };
+  ownershipRef.current = ownership;
+  return { admin, consumer, codec, client, gate, sender, producers, reader, ownership, membership, fetchPauses, commandPartitions, maxRecordBytes, tracer };
 }
 
 function createClient(config: WorkerConfig, metrics: WorkerMetrics, log: Logger): ProviderClient {

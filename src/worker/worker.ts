@@ -161,9 +161,13 @@ export class Worker {
 
   #watchConsumer(parts: WorkerParts, lanes: LaneRouter): void {
     const { consumer, ownership } = parts;
-    // Partitions may move: commands not yet sending give up unsent, calls under way finish and
-    // commit (a new claim of the partition, here or elsewhere, waits for that: see LaneRouter).
-    consumer.onRebalancing(() => lanes.retireAll(new Error('the group is rebalancing')));
+    // Partitions may stay or move: until the new assignment says which, no call starts and no claim
+    // fences; marks and calls under way go on (partition-protocol.md, "Keeping a partition").
+    consumer.onRebalancing(() => {
+      parts.membership.rebalancing();
+      ownership.rebalancing();
+      lanes.holdAll();
+    });
     const topic = this.#config.topics.commands;
     consumer.onGroupJoin((payload) => {
       this.#joined = true;
@@ -173,11 +177,15 @@ export class Worker {
         if (!assigned.includes(partition)) this.metrics.consumerLag.remove({ topic, partition: String(partition) });
       }
       this.#log.info({ memberId: payload.memberId, assignment: payload.memberAssignment }, 'joined consumer group');
-      lanes.retireAll(new Error('a new group generation'));
+      const next = parts.membership.joined(payload.memberId);
       parts.fetchPauses.assign(assigned);
-      // Fence and recover at once rather than at the first batch: a previous owner's open
-      // transaction blocks read_committed readers of the result topic until it is aborted.
-      ownership.joined(topic, assigned);
+      // Kept claims go on; every other lane retires (commands not yet sending give up unsent, calls
+      // under way finish and commit; a new claim of the partition, here or elsewhere, waits for that).
+      // The others are fenced and recovered at once rather than at the first batch: a previous
+      // owner's open transaction blocks read_committed readers of the result topic until it is aborted.
+      const kept = ownership.joined(topic, assigned, next, lanes.holding());
+      lanes.afterJoin(kept, new Error('a new group generation'));
+      if (kept.size > 0) this.#log.info({ kept: [...kept].map((claim) => claim.partition) }, 'partitions kept across the rebalance');
     });
     consumer.onHeartbeat(() => ownership.confirm());
     consumer.onStop(() => (this.#joined = false));

@@ -50,6 +50,15 @@ export class FakeProducers implements PartitionProducers {
     return this.present;
   }
 
+  /** Generations carried (a kept claim), as `topic:partition from→to`. */
+  readonly carried: string[] = [];
+
+  carry(topic: string, partition: number, from: number, to: number): boolean {
+    if (!this.present) return false;
+    this.carried.push(`${topic}:${partition} ${from}→${to}`);
+    return true;
+  }
+
   async forPartition(): Promise<TransactionalSession> {
     this.sessions += 1;
     return {

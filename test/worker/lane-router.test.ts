@@ -73,6 +73,7 @@ function harness(): { lanes: LaneRouter; ownership: PartitionOwnership; producer
       groupOffset: async (topic, partition) => producers.groupOffset(topic, partition),
       checkpoint: async () => undefined,
       recentCommandIds: async () => [],
+      carry: () => false,
       pauseLost: () => undefined,
       resumeAll: () => undefined,
     },

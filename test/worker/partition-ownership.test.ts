@@ -27,6 +27,8 @@ function ownershipWith(options: {
   checkpoints?: (Checkpoint | undefined)[];
   handoverGraceMs?: number;
   localLane?: boolean;
+  /** Whether a producer carries over to the next generation (a kept claim). */
+  carry?: boolean;
 }): { ownership: PartitionOwnership; recorded: Recorded } {
   const recorded: Recorded = { fenced: [], paused: [], resumed: [], ledgerReads: 0, ledgerReadEnds: [] };
   const effects: OwnershipEffects = {
@@ -43,6 +45,7 @@ function ownershipWith(options: {
       return options.recent ?? [];
     },
     handover: async () => options.localLane ?? false,
+    carry: () => options.carry ?? true,
     pauseLost: (topic, partition) => void recorded.paused.push(`${topic}:${partition}`),
     resumeAll: (topic, partitions) => void recorded.resumed.push({ topic, partitions }),
   };
@@ -127,6 +130,7 @@ describe('PartitionOwnership recovery', () => {
         checkpoint: async () => undefined,
         recentCommandIds: async () => [],
         handover: async () => false,
+        carry: () => false,
         pauseLost: () => undefined,
         resumeAll: () => undefined,
       },
@@ -245,5 +249,67 @@ describe('PartitionOwnership: taking a partition from another process', () => {
     const { ownership, recorded } = ownershipWith({ handoverGraceMs: 30_000, localLane: true, checkpoint: fresh() });
     await ownership.claim(TOPIC, 0);
     expect(recorded.ledgerReads).toBe(1);
+  });
+});
+
+describe('PartitionOwnership: keeping a claim across a rebalance', () => {
+  async function claimedInGeneration1(options: Parameters<typeof ownershipWith>[0] = {}) {
+    const made = ownershipWith(options);
+    made.ownership.joined(TOPIC, [0, 1]);
+    const claim = await made.ownership.claim(TOPIC, 0);
+    await made.ownership.claim(TOPIC, 1);
+    made.recorded.fenced.length = 0;
+    return { ...made, claim };
+  }
+
+  it('keeps a holding claim assigned again in the very next generation: same claim, next generation, no fence, no ledger read', async () => {
+    const { ownership, recorded, claim } = await claimedInGeneration1();
+    const reads = recorded.ledgerReads;
+    ownership.rebalancing();
+    const kept = ownership.joined(TOPIC, [0], true, [claim]);
+    expect([...kept]).toEqual([claim]);
+    expect(claim.generation).toBe(2);
+    expect(await ownership.claim(TOPIC, 0)).toBe(claim);
+    expect(ownership.isCurrent(claim)).toBe(true);
+    expect(recorded.fenced).toEqual([]);
+    expect(recorded.ledgerReads).toBe(reads);
+  });
+
+  it('claims afresh when a generation may have been missed, the partition moved, or the producer does not carry over', async () => {
+    const cases: [boolean, number[], boolean][] = [
+      [false, [0], true],
+      [true, [1], true],
+      [true, [0], false],
+    ];
+    for (const [next, partitions, carry] of cases) {
+      const { ownership, recorded, claim } = await claimedInGeneration1({ carry });
+      ownership.rebalancing();
+      const kept = ownership.joined(TOPIC, partitions, next, [claim]);
+      expect(kept.size).toBe(0);
+      expect(ownership.isCurrent(claim)).toBe(false);
+      if (partitions.includes(0)) {
+        expect(await ownership.claim(TOPIC, 0)).not.toBe(claim);
+        expect(recorded.fenced).toContain(`${TOPIC}:0`);
+      }
+    }
+  });
+
+  it('does not keep a claim once the lease lapsed after it was made (another member may have owned the partition)', async () => {
+    let now = 1_000_000;
+    const { ownership, claim } = await claimedInGeneration1({ sessionTimeoutMs: 10_000, now: () => now });
+    now += 60_000;
+    ownership.rebalancing();
+    expect(ownership.joined(TOPIC, [0], true, [claim]).size).toBe(0);
+  });
+
+  it('does not fence while the group is rebalancing: a claim under way then fails and is made in the new generation', async () => {
+    const { ownership, recorded } = ownershipWith({});
+    ownership.joined(TOPIC, []);
+    ownership.rebalancing();
+    await expect(ownership.claim(TOPIC, 3)).rejects.toThrow(/rebalancing/);
+    expect(recorded.fenced).toEqual([]);
+    ownership.joined(TOPIC, [3]);
+    await ownership.claim(TOPIC, 3);
+    expect(recorded.fenced).toEqual([`${TOPIC}:3`]);
   });
 });

@@ -11,7 +11,8 @@ import { CLAIM_STEPS, type ClaimStep } from './table.ts';
 export interface PartitionClaim {
   readonly topic: string;
   readonly partition: number;
-  readonly generation: number;
+  /** The group generation it belongs to: advanced when the next generation keeps the claim here (partition-ownership.ts). */
+  generation: number;
   /** Records below this offset were answered by an earlier owner: skip them. */
   readonly start: bigint;
   /** Marks inherited from an earlier owner (no result was committed): never sent again under `report`. */

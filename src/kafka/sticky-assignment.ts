@@ -1,0 +1,92 @@
+/**
+ * Where each partition goes at a rebalance, keeping partitions where they are: each member keeps
+ * what it owned (as it reports in its join metadata), up to its fair share, and only the rest
+ * moves — to the members with the fewest. A join or a leave then moves only the partitions it
+ * must, and a partition that stays keeps its claim, lane and calls under way (docs/partition-protocol.md).
+ *
+ * Pure: no kafkajs here (sticky-assigner.ts adapts it). Deterministic for the same input.
+ */
+
+/** Per topic, the partitions a member reports owning. */
+export type Owned = Readonly<Record<string, readonly number[]>>;
+
+/** Per member id, per topic, the partitions it gets. */
+export type Plan = Map<string, Record<string, number[]>>;
+
+/**
+ * `members`: member ids; `partitions`: per topic, every partition; `owned`: what each member
+ * reports owning (missing: nothing). A partition reported by two members (one of them stale: it
+ * missed a generation) is kept by neither: it moves like any free one. The result is balanced per
+ * topic: member counts differ by at most one.
+ */
+export function stickyPlan(members: readonly string[], partitions: ReadonlyMap<string, readonly number[]>, owned: ReadonlyMap<string, Owned>): Plan {
+  const ids = [...new Set(members)].sort();
+  const plan: Plan = new Map(ids.map((id) => [id, {}]));
+  if (ids.length === 0) return plan;
+  for (const [topic, all] of partitions) {
+    const sorted = [...new Set(all)].sort((a, b) => a - b);
+    const valid = new Set(sorted);
+    const claims = new Map<number, number>();
+    for (const id of ids) for (const p of new Set(owned.get(id)?.[topic] ?? [])) if (valid.has(p)) claims.set(p, (claims.get(p) ?? 0) + 1);
+    const base = Math.floor(sorted.length / ids.length);
+    let extra = sorted.length % ids.length;
+    const given = new Map<string, number[]>(ids.map((id) => [id, []]));
+    const taken = new Set<number>();
+    // Keep: up to the base share each, then one more for as many members as the remainder allows.
+    const keepable = new Map(
+      ids.map((id) => [id, [...new Set(owned.get(id)?.[topic] ?? [])].filter((p) => valid.has(p) && claims.get(p) === 1).sort((a, b) => a - b)]),
+    );
+    for (const id of ids) {
+      const mine = keepable.get(id) ?? [];
+      const keep = mine.slice(0, base);
+      given.get(id)?.push(...keep);
+      for (const p of keep) taken.add(p);
+    }
+    for (const id of ids) {
+      if (extra === 0) break;
+      const next = (keepable.get(id) ?? [])[base];
+      if (next === undefined) continue;
+      given.get(id)?.push(next);
+      taken.add(next);
+      extra -= 1;
+    }
+    // Move the rest, each to the member with the fewest (ties: the first id).
+    for (const p of sorted) {
+      if (taken.has(p)) continue;
+      let target = ids[0] as string;
+      for (const id of ids) if ((given.get(id)?.length ?? 0) < (given.get(target)?.length ?? 0)) target = id;
+      given.get(target)?.push(p);
+    }
+    for (const id of ids) {
+      const mine = (given.get(id) ?? []).sort((a, b) => a - b);
+      if (mine.length > 0) (plan.get(id) as Record<string, number[]>)[topic] = mine;
+    }
+  }
+  return plan;
+}
+
+/** Bound on what a member's join metadata may carry (partitions per topic × topics), so a hostile or corrupt one cannot blow up the leader. */
+export const MAX_OWNED_BYTES = 64 * 1024;
+
+/** Decodes a member's `owned` report (JSON in the metadata's user data); anything malformed or too large reports nothing. */
+export function decodeOwned(userData: Buffer | null | undefined): Owned {
+  if (userData === null || userData === undefined || userData.length === 0 || userData.length > MAX_OWNED_BYTES) return {};
+  try {
+    const parsed: unknown = JSON.parse(userData.toString('utf8'));
+    if (typeof parsed !== 'object' || parsed === null) return {};
+    const owned = (parsed as { owned?: unknown }).owned;
+    if (typeof owned !== 'object' || owned === null) return {};
+    const out: Record<string, number[]> = {};
+    for (const [topic, list] of Object.entries(owned)) {
+      if (!Array.isArray(list)) continue;
+      out[topic] = list.filter((p): p is number => Number.isInteger(p) && p >= 0);
+    }
+    return out;
+  } catch {
+    return {};
+  }
+}
+
+export function encodeOwned(owned: Owned): Buffer {
+  return Buffer.from(JSON.stringify({ owned }), 'utf8');
+}

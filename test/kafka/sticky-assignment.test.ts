@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { decodeOwned, encodeOwned, MAX_OWNED_BYTES, stickyPlan, type Owned } from '../../src/kafka/sticky-assignment.ts';
+
+const T = 'commands';
+const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+const plan = (members: string[], partitions: number, owned: Record<string, number[]> = {}): Record<string, number[]> => {
+  const result = stickyPlan(members, new Map([[T, range(partitions)]]), new Map(Object.entries(owned).map(([m, ps]): [string, Owned] => [m, { [T]: ps }])));
+  return Object.fromEntries([...result].map(([m, a]) => [m, a[T] ?? []]));
+};
+const moved = (before: Record<string, number[]>, after: Record<string, number[]>): number =>
+  Object.entries(after).reduce((n, [m, ps]) => n + ps.filter((p) => !(before[m] ?? []).includes(p)).length, 0);
+
+describe('stickyPlan: partitions stay where they are', () => {
+  it('spreads a fresh group evenly', () => {
+    const p = plan(['b', 'a', 'c'], 12);
+    expect(Object.values(p).map((ps) => ps.length)).toEqual([4, 4, 4]);
+    expect(
+      Object.values(p)
+        .flat()
+        .sort((x, y) => x - y),
+    ).toEqual(range(12));
+  });
+
+  it('a join moves only what the newcomer needs (12 partitions, 3 → 4 members: 3 move)', () => {
+    const before = { a: [0, 1, 2, 3], b: [4, 5, 6, 7], c: [8, 9, 10, 11] };
+    const after = plan(['a', 'b', 'c', 'd'], 12, before);
+    expect(after.d).toHaveLength(3);
+    expect(moved(before, after)).toBe(3);
+    for (const m of ['a', 'b', 'c']) expect(after[m]?.every((p) => before[m as 'a']?.includes(p))).toBe(true);
+  });
+
+  it('a leave moves only the leaver’s partitions (4 → 3 members)', () => {
+    const before = { a: [0, 1, 2], b: [3, 4, 5], c: [6, 7, 8], d: [9, 10, 11] };
+    const after = plan(['a', 'b', 'c'], 12, before);
+    expect(moved(before, after)).toBe(3);
+    expect(Object.values(after).map((ps) => ps.length)).toEqual([4, 4, 4]);
+  });
+
+  it('a rolling update (a surge member joins, an old one leaves) moves each partition at most once per step', () => {
+    const s0 = plan(['a', 'b', 'c'], 12);
+    const s1 = plan(['a', 'b', 'c', 'd'], 12, s0);
+    const { a: _gone, ...rest } = s1;
+    const s2 = plan(['b', 'c', 'd'], 12, rest);
+    expect(moved(s0, s1)).toBe(3);
+    expect(moved(rest, s2)).toBe((s1.a ?? []).length);
+  });
+
+  it('a partition reported by two members (one missed a generation) is kept by neither, and still assigned once', () => {
+    const after = plan(['a', 'b'], 4, { a: [0, 1], b: [1, 2] });
+    expect(after.a).toContain(0);
+    expect(after.b).toContain(2);
+    expect(Object.values(after).flat().sort()).toEqual([0, 1, 2, 3]);
+  });
+
+  it('ignores reported partitions the topic does not have, and balances within one', () => {
+    const after = plan(['a', 'b'], 3, { a: [0, 1, 2, 7] });
+    expect(after.a).toEqual([0, 1]);
+    expect(after.b).toEqual([2]);
+  });
+});
+
+describe('owned metadata', () => {
+  it('round-trips, and reads anything malformed or too large as nothing', () => {
+    expect(decodeOwned(encodeOwned({ [T]: [1, 2] }))).toEqual({ [T]: [1, 2] });
+    expect(decodeOwned(Buffer.from('not json'))).toEqual({});
+    expect(decodeOwned(Buffer.from(JSON.stringify({ owned: { [T]: [1, -1, 'x', 2.5] } })))).toEqual({ [T]: [1] });
+    expect(decodeOwned(Buffer.alloc(MAX_OWNED_BYTES + 1, 32))).toEqual({});
+    expect(decodeOwned(null)).toEqual({});
+  });
+});

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import type { Worker } from '../../src/worker/worker.ts';
+import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
+import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
+import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
+
+const sandbox = useSandbox();
+const cleanups = useCleanups();
+
+async function counter(worker: Worker, name: 'recoveries' | 'claimsKept'): Promise<number> {
+  return (await worker.metrics[name].get()).values.reduce((sum, v) => sum + v.value, 0);
+}
+
+describe('keeping partitions across a rebalance (sticky assignment, kept claims)', () => {
+  it('a second worker joining takes only half of the partitions; the first keeps the rest without fencing or reading them again, and every command is answered once', async () => {
+    const topics = testTopics();
+    await createTopics(testKafka(), [
+      { topic: topics.commands, partitions: 4 },
+      { topic: topics.results },
+      { topic: topics.deadLetter },
+      { topic: topics.ledger, partitions: 4 },
+    ]);
+    const env = { TOPICS_PARTITIONS: '4' };
+    const { worker: first } = await startTestWorker(workerEnv(topics, sandbox.url, env));
+    cleanups.add(() => first.stop());
+    const results = await ResultCollector.start(topics.results);
+    cleanups.add(() => results.stop());
+    const publisher = await publisherFor(testKafka(), topics.commands);
+    cleanups.add(() => publisher.disconnect());
+
+    const before = Array.from({ length: 40 }, (_, i) => textCommand({ commandId: `before-${i}-${Date.now()}` }));
+    await within(30_000, 'publishing', publisher.publish(before.map((command, i) => ({ command, key: `key-${i}` }))));
+    await results.waitFor(
+      before.map((c) => c.commandId),
+      60_000,
+    );
+    const claimedAlone = await counter(first, 'recoveries');
+    expect(claimedAlone).toBe(4);
+
+    const { worker: second } = await startTestWorker(workerEnv(topics, sandbox.url, env));
+    cleanups.add(() => second.stop());
+    await eventually(async () => ((await counter(second, 'recoveries')) === 2 ? true : undefined), 60_000, 'the second worker to claim its two partitions');
+    // The first worker kept two partitions: claimed once, never again.
+    expect(await counter(first, 'claimsKept')).toBe(2);
+    expect(await counter(first, 'recoveries')).toBe(claimedAlone);
+
+    const after = Array.from({ length: 40 }, (_, i) => textCommand({ commandId: `after-${i}-${Date.now()}` }));
+    await within(30_000, 'publishing', publisher.publish(after.map((command, i) => ({ command, key: `key-${i}` }))));
+    const ids = [...before, ...after].map((c) => c.commandId);
+    await results.waitFor(ids, 60_000);
+    for (const id of ids) expect(sandbox.state.requests({ correlationId: id }).length, id).toBe(1);
+    expect(ids.map((id) => results.byCommand.get(id)?.length)).toEqual(ids.map(() => 1));
+    expect(ids.map((id) => results.byCommand.get(id)?.[0]?.outcome)).toEqual(ids.map(() => 'SENT'));
+  }, 120_000);
+});
