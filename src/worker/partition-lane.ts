@@ -246,7 +246,7 @@ export class PartitionLane {
         settle();
         // Not sent: a later checkpoint must not list it (the next owner sends it normally). A call
         // cut while under way keeps its mark: the next owner reports it UNKNOWN.
-        if (outcome.kind === 'abandoned') this.#apply(() => this.#machine.abandoned(offset, outcome.maybeSent === true));
+        if (outcome.kind === 'abandoned') this.#apply(() => this.#machine.abandoned(offset, outcome.maybeSent === true, performance.now()));
         else this.#apply(() => this.#machine.finished(offset, outcome, performance.now()));
       },
       (error: unknown) => {

@@ -198,7 +198,7 @@ export class Handler {
       if (this.#recs.get(offset) !== rec) return;
       this.#recs.delete(offset);
       if (world.tracing) world.trace(`P${lane.process} p${lane.partition}@${offset} abandoned${maybeSent ? ' (maybe sent)' : ''}`);
-      lane.act('abandoned', offset, (m) => m.abandoned(lane.big(offset), maybeSent));
+      lane.act('abandoned', offset, (m) => m.abandoned(lane.big(offset), maybeSent, lane.world.now));
     });
   }
 }

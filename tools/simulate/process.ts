@@ -133,7 +133,10 @@ export class Proc implements Owner, LaneHost {
     this.lost = new Set();
     this.#attempts = new Map();
     this.#claimsAwaitingLease = new Set();
-    if (world.tracing) world.trace(`P${this.id} joins generation ${generation} with [${partitions.join(',')}]${kept.length > 0 ? `, keeps [${kept.map((l) => l.partition).join(',')}]` : ''}`);
+    if (world.tracing)
+      world.trace(
+        `P${this.id} joins generation ${generation} with [${partitions.join(',')}]${kept.length > 0 ? `, keeps [${kept.map((l) => l.partition).join(',')}]` : ''}`,
+      );
     for (const lane of kept) lane.kept(generation);
     for (const partition of partitions) if (!kept.some((l) => l.partition === partition)) this.startClaim(partition);
   }

@@ -5,7 +5,13 @@ import type { Checkpoint } from '../ledger-checkpoint.ts';
  * Never set outside that test.
  */
 export type Variant =
-  'correct' | 'send-before-mark-commits' | 'commit-past-unfinished' | 'read-ledger-before-fence' | 'refence-after-fenced' | 'mark-without-permit' | 'keep-without-checks';
+  | 'correct'
+  | 'send-before-mark-commits'
+  | 'commit-past-unfinished'
+  | 'read-ledger-before-fence'
+  | 'refence-after-fenced'
+  | 'mark-without-permit'
+  | 'keep-without-checks';
 
 /** One transaction of a partition: the marks it commits, the done prefix, the checkpoint and the offset. */
 export interface TransactionPlan<O> {

@@ -151,13 +151,20 @@ export class PartitionMachine<O> {
     this.#maybeEnd();
   }
 
-  /** No outcome. `maybeSent` (a call cut under way), or an earlier call that may have reached the service: its mark stays (UNKNOWN next). */
-  abandoned(offset: bigint, maybeSent: boolean): void {
+  /**
+   * No outcome. `maybeSent` (a call cut under way), or an earlier call that may have reached the
+   * service: its mark stays (UNKNOWN next). Otherwise its mark is withdrawn in a transaction at
+   * once (`clock` given): a retiring lane may wait long for a slow call, and a withdrawal held
+   * until then would come back UNKNOWN after a crash, never sent (unknown-is-bounded).
+   */
+  abandoned(offset: bigint, maybeSent: boolean, clock?: number): void {
     const entry = this.#book.get(offset);
     moveRecord(entry, this.#variant, 'abandoned', 'given-up');
     if (entry.commandId !== undefined) this.claim.dedup.forget(entry.commandId, offset);
+    const withdraw = !maybeSent && !entry.mayHaveReached && this.claim.open.has(offset);
     if (!maybeSent && !entry.mayHaveReached) this.#send.withdraw(offset);
     this.#ended(entry);
+    if (withdraw && this.#o.ledger && clock !== undefined) this.#scheduleCommit(true, clock);
     this.#maybeEnd();
   }
 
@@ -195,7 +202,7 @@ export class PartitionMachine<O> {
     if (this.#book.pending === 0) this.#setBusy(false);
     this.#emit({ type: 'progress' });
     if (plan.closing) return this.#end('closing-committed');
-    if (this.#send.marksWaiting > 0) this.#scheduleCommit(true, clock);
+    if (this.#send.marksWaiting > 0 || this.#send.withdrawalWaiting) this.#scheduleCommit(true, clock);
     else if (this.#book.pending > 0) this.#scheduleCommit(false, clock);
     this.#maybeEnd();
   }
@@ -284,7 +291,15 @@ export class PartitionMachine<O> {
   }
 
   #maybeEnd(): void {
-    if (this.#state === 'active' || this.#state === 'holding' || this.#closing || this.#state === 'ended' || this.#book.inHand > 0 || this.#committing !== undefined) return;
+    if (
+      this.#state === 'active' ||
+      this.#state === 'holding' ||
+      this.#closing ||
+      this.#state === 'ended' ||
+      this.#book.inHand > 0 ||
+      this.#committing !== undefined
+    )
+      return;
     this.#closing = true;
     this.#commitClock.disarm();
     this.#emit({ type: 'disarm-commit' });

@@ -152,6 +152,11 @@ export class SendPath<O> {
     return this.#marksWaiting.size;
   }
 
+  /** A mark was withdrawn and no transaction has dropped it yet. */
+  get withdrawalWaiting(): boolean {
+    return this.#marksWithdrawn && this.#c.ledger;
+  }
+
   givePermitBack(entry: RecordEntry<O>): void {
     this.#givePermitBack(entry);
   }

@@ -89,8 +89,7 @@ export const RECORD_TRANSITIONS: readonly Transition<RecordState, RecordEvent>[]
 
 export const CLAIM_STATES = {
   active: 'takes records, sends, commits',
-  holding:
-    'the group is rebalancing: takes no records and starts no call (records about to call wait); marks and calls under way go on and commit',
+  holding: 'the group is rebalancing: takes no records and starts no call (records about to call wait); marks and calls under way go on and commit',
   retiring: 'the partition moved (or was not kept), or shutdown: takes no records; waits refused; calls under way finish and commit',
   failed: 'a transaction failed or was fenced, or a bug: every wait is cut; nothing more commits',
   closing: 'nothing left in hand: the last transaction commits what is done',

@@ -220,3 +220,80 @@ describe('PartitionMachine: taking records', () => {
     expect(() => m.notSent(0n)).toThrow(/cannot go from handling to handling on not-sent/);
   });
 });
+
+/** Takes record 0 and brings it to a committed mark, waiting for a slot. */
+function markedAwaitingSlot(m: PartitionMachine<string>): void {
+  takeAll(m, ['a']);
+  m.wantSend(0n, true, 1, 0);
+  m.permitGranted(0n, 1, 0);
+  m.commitDue(0);
+  m.transactionCommitted(1, true);
+  m.drain();
+}
+
+describe('PartitionMachine: a rebalance holds, then keeps or retires', () => {
+  it('holding, a record about to call waits (held), keeping its slot; kept, it calls', () => {
+    const m = machine();
+    markedAwaitingSlot(m);
+    m.hold();
+    expect(m.state).toBe('holding');
+    expect(m.offer(1n, true, 0)).toBe('closed');
+    m.slotGranted(0n, true);
+    expect(types(m.drain())).not.toContain('call:0');
+    expect(m.recordState(0n)).toBe('held');
+    m.keep(true);
+    expect(m.state).toBe('active');
+    expect(types(m.drain())).toContain('call:0');
+    expect(m.recordState(0n)).toBe('calling');
+    expect(m.offer(1n, true, 0)).toBe('take');
+  });
+
+  it('holding, marks still commit and calls under way still finish; retired, a held record is refused and its mark withdrawn', () => {
+    const m = machine();
+    markedAwaitingSlot(m);
+    m.hold();
+    m.slotGranted(0n, true);
+    m.drain();
+    m.retire();
+    expect(m.state).toBe('retiring');
+    expect(types(m.drain())).toContain('refuse-call:0');
+    m.abandoned(0n, false, 5);
+    expect(types(m.drain())).toContain('release-slot');
+    expect(m.claim.open.has(0n)).toBe(false);
+  });
+
+  it('a held record whose lease is gone by the keep is refused, and the claim fails', () => {
+    const m = machine();
+    markedAwaitingSlot(m);
+    m.hold();
+    m.slotGranted(0n, true);
+    m.keep(false);
+    expect(types(m.drain())).toEqual(expect.arrayContaining(['refuse-call:0', 'abort-all']));
+    expect(m.state).toBe('failed');
+  });
+});
+
+describe('PartitionMachine: a withdrawn mark commits at once', () => {
+  it('a record given up unsent while a slower call holds the retiring claim open: its withdrawal is a transaction of its own, not the closing one', () => {
+    const m = machine();
+    takeAll(m, ['a', 'b']);
+    // Record 0 calls (slow); record 1 is marked and waits for a slot.
+    for (const offset of [0n, 1n]) {
+      m.wantSend(offset, true, 1, 0);
+      m.permitGranted(offset, 1, 0);
+    }
+    m.commitDue(0);
+    m.transactionCommitted(1, true);
+    m.slotGranted(0n, true);
+    m.drain();
+    m.retire();
+    m.drain();
+    m.abandoned(1n, false, 10);
+    const effects = m.drain();
+    expect(effects).toContainEqual({ type: 'arm-commit', delayMs: 0 });
+    m.commitDue(10);
+    const [transaction] = m.drain();
+    expect(transaction).toMatchObject({ type: 'transaction', plan: { closing: false, checkpoint: { open: [{ offset: 0n }] } } });
+    expect(m.recordState(0n)).toBe('calling');
+  });
+});
