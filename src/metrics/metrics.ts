@@ -189,6 +189,12 @@ export function createMetrics(registry: Registry = new Registry()) {
       help: 'Partitions claimed: producer fenced the previous owner, ledger and offsets read.',
       registers: [registry],
     }),
+    claimSeconds: new Histogram({
+      name: `${prefix}partition_claim_seconds`,
+      help: 'How long claiming a partition took: waiting for the earlier owner, fencing, reading offsets, ledger and the repeat window.',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
     claimsKept: new Counter({
       name: `${prefix}partition_claims_kept_total`,
       help: 'Partitions a rebalance left with this process and whose claim went on (no fence, no ledger read, calls under way kept).',

@@ -284,6 +284,7 @@ export class PartitionOwnership {
       );
     }
     this.#o.metrics.recoveries.inc();
+    this.#o.metrics.claimSeconds.observe((this.#now() - started) / 1000);
     this.#o.log.debug(
       { topic, partition, generation, start: claim.start.toString(), inDoubt: inDoubt.size, remembered: dedup.size, ms: this.#now() - started },
       'partition claimed',

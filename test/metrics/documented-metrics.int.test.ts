@@ -111,6 +111,10 @@ describe('metrics docs/metrics.md lists', () => {
     // still held when the worker stops (abandoned unsent), its route still paused.
     await results.waitFor([broke.commandId, costly.commandId]);
     await eventually(() => ((peak.get('sms_worker_duplicate_commands_total') ?? 0) > 0 ? true : undefined), 10_000, 'the duplicate counted');
+    // A second member joins: the single partition stays with the first worker, whose claim is kept.
+    const { worker: second } = await startTestWorker(workerEnv(topics, sandbox.url));
+    cleanups.add(() => second.stop());
+    await eventually(() => ((peak.get('sms_worker_partition_claims_kept_total') ?? 0) > 0 ? true : undefined), 30_000, 'the claim kept across the rebalance');
     await scrape();
 
     const problems: string[] = [];
