@@ -9,6 +9,9 @@ import { DEFAULT_REFUSAL_SCOPE_SETTINGS, type HoldTicket, type RefusalScope } fr
 import type { OutageCounter, Passage, PauseReason, ServiceGate } from './service-gate.ts';
 import { heldBackError, refusedAgainError } from './refusal-errors.ts';
 import type { SendHooks, SendOutcome } from './send-outcome.ts';
+import type { DestinationGuard } from './guard/destination-guard.ts';
+import type { SpendHolds } from './guard/spend-holds.ts';
+import type { MessageReport } from '../provider/types.ts';
 
 /** Failure classes that say "the service is not taking requests", not "this command is wrong". */
 const OUTAGE: ReadonlySet<FailureClass> = new Set(['transport', 'throttled', 'ambiguous']);
@@ -22,6 +25,10 @@ export interface GuardedSenderOptions {
   readonly holds?: RefusalHolds;
   readonly outages: OutageCounter;
   readonly rateLimiter: RateLimiter;
+  /** The velocity limits per destination (VELOCITY_*), which the record handler asks before sending; none: off. */
+  readonly destinations?: DestinationGuard | undefined;
+  /** The spend caps (SPEND_CAP_*): a send waits here, its command kept, while a cap has no room; none: off. */
+  readonly spend?: SpendHolds | undefined;
   /** `pause`: hold every send until funds return; `fail`: a FAILED result at once. */
   readonly fundsPolicy: 'pause' | 'fail';
   readonly onFailureClass?: (failureClass: FailureClass) => void;
@@ -46,6 +53,8 @@ interface SendState {
   readonly ticket: HoldTicket;
   readonly footprint: SendFootprint;
   refusals: number;
+  /** The spend caps' estimate reserved for the call about to be made (settled when it ends). */
+  reserved?: bigint | undefined;
 }
 
 /**
@@ -70,6 +79,10 @@ export class GuardedSender {
     };
   }
 
+  get destinations(): DestinationGuard | undefined {
+    return this.#o.destinations;
+  }
+
   /**
    * `expiresAt` is checked again each time the command gets past the gate (a verification code
    * that waited out a pause is not sent late) and is the client's deadline: no retry starts at or
@@ -89,8 +102,9 @@ export class GuardedSender {
     try {
       return await this.#send(request, correlationId, signal, expiresAt, hooks, state);
     } finally {
-      // Whatever path ended the send, no probe of a hold stays with it.
+      // Whatever path ended the send, no probe of a hold stays with it, nor a spend reservation.
       this.#o.holds.release(state.ticket);
+      this.#settle(state, 'none');
     }
   }
 
@@ -117,6 +131,7 @@ export class GuardedSender {
       const release = (): void => {
         if (wasProbe) gate.releaseProbe();
         holds.release(state.ticket);
+        this.#settle(state, 'none');
       };
       if (expiresAt !== null && now() >= expiresAt) {
         release();
@@ -136,6 +151,15 @@ export class GuardedSender {
       if (admission.kind === 'give-up') {
         release();
         return { kind: 'failed', error: heldBackError(request.operation, admission.code, admission.detail, attempts), attempts };
+      }
+      if (this.#o.spend !== undefined) {
+        // At a spend cap the command waits (kept, not failed) until a window has room for it.
+        const room = await this.#o.spend.take(state.footprint, signal, expiresAt).catch(() => 'abandoned' as const);
+        if (typeof room !== 'bigint') {
+          release();
+          return room === 'expired' ? { kind: 'expired', expiresAt: expiresAt ?? now(), attempts } : { kind: 'abandoned', attempts };
+        }
+        state.reserved = room;
       }
       try {
         await this.#o.rateLimiter.take(signal);
@@ -171,10 +195,12 @@ export class GuardedSender {
         });
       } catch (error) {
         if (!isProviderError(error)) {
+          this.#settle(state, 'maybe');
           release();
           return { kind: 'failed', error: error instanceof Error ? error : new Error(String(error)), attempts };
         }
         attempts += error.attempts;
+        this.#settle(state, error.surelyNotSent || error.refused ? 'none' : 'maybe');
         // Shutdown closed the client under the call: no result; the partition's next owner sends it.
         // Not a sign of an outage, so the breaker does not count it.
         if (error.aborted) {
@@ -199,6 +225,7 @@ export class GuardedSender {
       }
       // Sent: outside the call's try, so nothing here can turn a sent command into a failed one.
       attempts += success.attempts;
+      this.#settle(state, success.result.messages);
       this.#o.outages.success();
       if (gate.reason === 'insufficient_funds') holds.clearCostCeiling();
       gate.clear();
@@ -262,6 +289,13 @@ export class GuardedSender {
     const { gate } = this.#o;
     if (gate.reason === 'insufficient_funds') gate.releaseProbe();
     else gate.clear();
+  }
+
+  /** Replaces the call's spend reservation by what it was charged (nothing, its estimate when unknown, the reports' prices). */
+  #settle(state: SendState, charged: readonly MessageReport[] | 'maybe' | 'none'): void {
+    if (state.reserved === undefined) return;
+    this.#o.spend?.settle(state.reserved, charged);
+    state.reserved = undefined;
   }
 
   #refusal(error: ProviderError, scope: RefusalScope, state: SendState): void {
