@@ -11,10 +11,11 @@ const SG = '+6581234567';
 function validated(to: string[]): SendValidation {
   const command: SendCommand = {
     commandId: 'c1',
+    createdAt: 0,
     operation: { kind: 'text', to, signature: 'Acme', content: 'Your code is 123456' },
     metadata: {},
     expiresAt: null,
-  } as SendCommand;
+  };
   const v = validateCommand(command, DEFAULT_VALIDATION_POLICY, 0);
   if (v.kind !== 'send') throw new Error(`not valid: ${JSON.stringify(v)}`);
   return v;
