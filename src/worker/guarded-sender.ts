@@ -10,8 +10,7 @@ import type { OutageCounter, Passage, PauseReason, ServiceGate } from './service
 import { heldBackError, refusedAgainError } from './refusal-errors.ts';
 import type { SendHooks, SendOutcome } from './send-outcome.ts';
 import type { DestinationGuard } from './guard/destination-guard.ts';
-import type { SpendHolds } from './guard/spend-holds.ts';
-import type { MessageReport } from '../provider/types.ts';
+import { SpendTicket, type SpendHolds } from './guard/spend-holds.ts';
 
 /** Failure classes that say "the service is not taking requests", not "this command is wrong". */
 const OUTAGE: ReadonlySet<FailureClass> = new Set(['transport', 'throttled', 'ambiguous']);
@@ -53,8 +52,7 @@ interface SendState {
   readonly ticket: HoldTicket;
   readonly footprint: SendFootprint;
   refusals: number;
-  /** The spend caps' estimate reserved for the call about to be made (settled when it ends). */
-  reserved?: bigint | undefined;
+  readonly spend: SpendTicket;
 }
 
 /**
@@ -72,15 +70,14 @@ interface SendState {
  */
 export class GuardedSender {
   readonly #o: GuardedSenderOptions & { readonly holds: RefusalHolds };
+  /** The velocity limits, for the record handler to screen each validated command with; undefined: off. */
+  readonly destinations: DestinationGuard | undefined;
   constructor(options: GuardedSenderOptions) {
+    this.destinations = options.destinations;
     this.#o = {
       ...options,
       holds: options.holds ?? new RefusalHolds({ settings: DEFAULT_REFUSAL_SCOPE_SETTINGS, ...(options.now === undefined ? {} : { now: options.now }) }),
     };
-  }
-
-  get destinations(): DestinationGuard | undefined {
-    return this.#o.destinations;
   }
 
   /**
@@ -98,13 +95,13 @@ export class GuardedSender {
     hooks?: SendHooks,
     footprint: SendFootprint = { operation: request.operation, regions: [], costUnits: 1 },
   ): Promise<SendOutcome> {
-    const state: SendState = { ticket: this.#o.holds.ticket(footprint), footprint, refusals: 0 };
+    const state: SendState = { ticket: this.#o.holds.ticket(footprint), footprint, refusals: 0, spend: new SpendTicket(this.#o.spend) };
     try {
       return await this.#send(request, correlationId, signal, expiresAt, hooks, state);
     } finally {
       // Whatever path ended the send, no probe of a hold stays with it, nor a spend reservation.
       this.#o.holds.release(state.ticket);
-      this.#settle(state, 'none');
+      state.spend.settle('none');
     }
   }
 
@@ -131,7 +128,6 @@ export class GuardedSender {
       const release = (): void => {
         if (wasProbe) gate.releaseProbe();
         holds.release(state.ticket);
-        this.#settle(state, 'none');
       };
       if (expiresAt !== null && now() >= expiresAt) {
         release();
@@ -152,16 +148,9 @@ export class GuardedSender {
         release();
         return { kind: 'failed', error: heldBackError(request.operation, admission.code, admission.detail, attempts), attempts };
       }
-      if (this.#o.spend !== undefined) {
-        // At a spend cap the command waits (kept, not failed) until a window has room for it.
-        const room = await this.#o.spend.take(state.footprint, signal, expiresAt).catch(() => 'abandoned' as const);
-        if (typeof room !== 'bigint') {
-          release();
-          return room === 'expired' ? { kind: 'expired', expiresAt: expiresAt ?? now(), attempts } : { kind: 'abandoned', attempts };
-        }
-        state.reserved = room;
-      }
       try {
+        // At a spend cap the command waits (kept, not failed) until a window has room for it.
+        await state.spend.take(state.footprint, signal, expiresAt);
         await this.#o.rateLimiter.take(signal);
       } catch {
         release();
@@ -195,12 +184,12 @@ export class GuardedSender {
         });
       } catch (error) {
         if (!isProviderError(error)) {
-          this.#settle(state, 'maybe');
+          state.spend.settle('maybe');
           release();
           return { kind: 'failed', error: error instanceof Error ? error : new Error(String(error)), attempts };
         }
         attempts += error.attempts;
-        this.#settle(state, error.surelyNotSent || error.refused ? 'none' : 'maybe');
+        state.spend.settle(error.surelyNotSent || error.refused ? 'none' : 'maybe');
         // Shutdown closed the client under the call: no result; the partition's next owner sends it.
         // Not a sign of an outage, so the breaker does not count it.
         if (error.aborted) {
@@ -225,7 +214,7 @@ export class GuardedSender {
       }
       // Sent: outside the call's try, so nothing here can turn a sent command into a failed one.
       attempts += success.attempts;
-      this.#settle(state, success.result.messages);
+      state.spend.settle(success.result.messages);
       this.#o.outages.success();
       if (gate.reason === 'insufficient_funds') holds.clearCostCeiling();
       gate.clear();
@@ -289,13 +278,6 @@ export class GuardedSender {
     const { gate } = this.#o;
     if (gate.reason === 'insufficient_funds') gate.releaseProbe();
     else gate.clear();
-  }
-
-  /** Replaces the call's spend reservation by what it was charged (nothing, its estimate when unknown, the reports' prices). */
-  #settle(state: SendState, charged: readonly MessageReport[] | 'maybe' | 'none'): void {
-    if (state.reserved === undefined) return;
-    this.#o.spend?.settle(state.reserved, charged);
-    state.reserved = undefined;
   }
 
   #refusal(error: ProviderError, scope: RefusalScope, state: SendState): void {

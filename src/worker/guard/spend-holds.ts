@@ -128,3 +128,34 @@ export class SpendHolds {
     current.resolve();
   }
 }
+
+/**
+ * One send's place at the spend caps: before each call `take` waits for room and reserves the
+ * call's estimate; `settle` replaces the reservation by what was charged, once. Without caps both
+ * do nothing.
+ */
+export class SpendTicket {
+  readonly #holds: SpendHolds | undefined;
+  #reserved: bigint | undefined;
+
+  constructor(holds: SpendHolds | undefined) {
+    this.#holds = holds;
+  }
+
+  /**
+   * Resolves once the call has room (reserved) or its command has expired (nothing reserved: the
+   * caller's expiry check follows); rejects when the signal is aborted.
+   */
+  async take(footprint: SendFootprint, signal: AbortSignal, expiresAt: number | null): Promise<void> {
+    if (this.#holds === undefined) return;
+    const room = await this.#holds.take(footprint, signal, expiresAt);
+    if (room !== 'expired') this.#reserved = room;
+  }
+
+  /** What the call was charged: its reports, `maybe` (unknown: the estimate counts) or `none` (surely not sent). */
+  settle(charged: readonly MessageReport[] | 'maybe' | 'none'): void {
+    if (this.#reserved === undefined) return;
+    this.#holds?.settle(this.#reserved, charged);
+    this.#reserved = undefined;
+  }
+}
