@@ -15,9 +15,9 @@ import { CONNECTION_FLAGS, HELP_FLAG, parseCommandArgs, requireConnection } from
 const HELP = `sms-worker produce — publish send commands (JSON, one per line) to the command topic
 
 Usage: sms-worker produce [--file F] [--brokers B] [--registry URL] [--topic T] ['<json>' ...]
-       sms-worker produce --burst N [--burst-prefix +99890] ['<json>' ...]
+       sms-worker produce --burst N [--burst-prefix +9989012] ['<json>' ...]
 Input: the JSON arguments, else --file F, else standard input.
---burst N: N verification texts to random numbers of one prefix (default +99890, the sandbox's
+--burst N: N verification texts to random numbers of one range (default +9989012, the sandbox's
 premium-range region UZ), as SMS pumping sends them: the demo of the velocity limits (VELOCITY_*).
 With --burst, only the JSON arguments are added (no file, no standard input).
   {"commandId":"c1","text":{"to":["+8613800138000"],"signature":"Acme","content":"Hello"}}

@@ -5,8 +5,8 @@
  * through the same checks as typed ones.
  */
 
-/** The sandbox's premium-range region: Uzbekistan mobile numbers (+998 90, nine national digits), priced high. */
-export const DEFAULT_BURST_PREFIX = '+99890';
+/** A number range of the sandbox's premium-range region: Uzbekistan mobile numbers +998 90 12… (nine national digits), priced high. */
+export const DEFAULT_BURST_PREFIX = '+9989012';
 /** Most commands one burst may make (a demo, not a load test: `npm run bench` is that). */
 export const MAX_BURST = 100_000;
 /** National digits of the numbers a burst makes, counted with those of its prefix (UZ numbers have nine). */
