@@ -119,6 +119,7 @@ export class SpendCap {
       const room = cap - this.#reserved - cost;
       if (room < 0n) {
         if (this.#inFlight > 0) return { kind: 'wait', window, untilMs: undefined };
+        if (spent.total(nowMs) === 0n) continue;
         return { kind: 'wait', window, untilMs: spent.timeWhenAtMost(0n, nowMs) };
       }
       return { kind: 'wait', window, untilMs: spent.timeWhenAtMost(room, nowMs) };

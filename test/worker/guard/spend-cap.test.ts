@@ -106,6 +106,20 @@ describe('SpendCap (pure)', () => {
     expect(cap.cap('day')).toBeUndefined();
   });
 
+  it('a command estimated above the whole cap goes alone: when nothing else is spent or in flight in the window', () => {
+    const cap = new SpendCap({ caps: { hour: '1', day: undefined }, hourMs: HOUR }, 0);
+    cap.reserve(0n);
+    cap.settle(0n, [report('DE', '0.600000')], 0);
+    // Spent 0.6: a 3-unit DE command (1.8) waits until that spend has left the window…
+    const wait = cap.admit(fp(['DE'], 3), 1);
+    expect(wait).toEqual({ kind: 'wait', window: 'hour', untilMs: HOUR + 60_000 });
+    // …then goes alone, and nothing goes beside it.
+    const alone = cap.admit(fp(['DE'], 3), HOUR + 60_000);
+    expect(alone).toEqual({ kind: 'go', estimate: 1_800_000n });
+    cap.reserve(1_800_000n);
+    expect(cap.admit(fp(['DE'], 3), HOUR + 60_001)).toEqual({ kind: 'wait', window: 'hour', untilMs: undefined });
+  });
+
   it('the day window is 24 of the configured hours', () => {
     const cap = new SpendCap({ caps: { hour: undefined, day: '1' }, hourMs: 1_000 }, 0);
     cap.reserve(0n);
