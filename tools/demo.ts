@@ -18,6 +18,7 @@ import { Worker } from '../src/worker/worker.ts';
 import { HELP_FLAG, parseCommandArgs } from '../src/cli/connection.ts';
 import { formatTable, resultRow } from '../src/cli/result-table.ts';
 import { receiptRow } from '../src/cli/receipt-join.ts';
+import { DEMO_VELOCITY, showPumpingBurst } from './demo-pumping.ts';
 
 const HELP = `sms-worker demo — the whole thing on this machine, in one command
 
@@ -26,7 +27,8 @@ sandbox, the worker and the delivery-receipts receiver; publishes sample command
 text, template, voice, one invalid, one expired, one to a region without an upstream, one campaign
 the balance of 20.000000 cannot cover: refused for that command only); prints their results as a
 table (top up with POST <sandbox>/_sandbox/balance {"balance":"…"}), then the
-delivery receipts the sandbox posted for every SENT message (joined by message id); then keeps
+delivery receipts the sandbox posted for every SENT message (joined by message id); then an SMS
+pumping burst to a premium range cut by the velocity limit while a normal stream flows; then keeps
 everything running until Ctrl-C.
   --once           exit after printing the results and receipts
   --log-level L    the worker's log level (default warn)
@@ -34,6 +36,40 @@ Exit codes: 0 all sample results and their receipts arrived · 1 they did not wi
 
 /** Covers every sample but the 500-recipient campaign (22.500000 at the sandbox's CN price). */
 const DEMO_BALANCE = '20.000000';
+
+/** Mobile prefixes of CN (the campaign's recipients are spread over them). */
+const CN_PREFIXES = [
+  '130',
+  '131',
+  '132',
+  '133',
+  '134',
+  '135',
+  '136',
+  '137',
+  '138',
+  '139',
+  '150',
+  '151',
+  '152',
+  '153',
+  '155',
+  '156',
+  '157',
+  '158',
+  '159',
+  '180',
+  '181',
+  '182',
+  '183',
+  '184',
+  '185',
+  '186',
+  '187',
+  '188',
+  '189',
+  '199',
+];
 
 function sampleCommands(now: number): { label: string; command: SendCommand }[] {
   const id = (name: string): string => `demo-${name}-${randomUUID().slice(0, 8)}`;
@@ -75,7 +111,13 @@ function sampleCommands(now: number): { label: string; command: SendCommand }[] 
       command: {
         ...base,
         commandId: id('campaign'),
-        operation: { kind: 'text', to: Array.from({ length: 500 }, (_, n) => `+86138${String(10_000_000 + n)}`), signature: 'Acme', content: 'Spring sale!' },
+        // Spread over 30 number prefixes, as a real campaign's recipients are: under the demo's velocity limit per prefix.
+        operation: {
+          kind: 'text',
+          to: Array.from({ length: 500 }, (_, n) => `+86${CN_PREFIXES[n % CN_PREFIXES.length]}${String(10_000_000 + n)}`),
+          signature: 'Acme',
+          content: 'Spring sale!',
+        },
       },
     },
   ];
@@ -144,6 +186,7 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
       PROVIDER_ACCESS_KEY_ID: 'demo-access-key',
       HTTP_PORT: '0',
       LOG_LEVEL: values['log-level'] ?? 'warn',
+      ...DEMO_VELOCITY,
     });
     const worker = new Worker({ config, logger: createLogger(config.logLevel) });
     cleanups.push(() => worker.stop());
@@ -201,6 +244,13 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
     }
     say(`delivery receipts from ${topics.receipts}, joined to the results by message id:`);
     console.log(formatTable(sentMessages.map((m) => receiptRow(receipts.get(m.id) as DeliveryReceipt, m.commandId))));
+    // What the burst's first 20 codes cost (1.250000 each) is more than the demo balance has left.
+    sandbox.state.setBalance('1000.000000');
+    say('sandbox balance topped up to 1000.000000 for the pumping burst');
+    if (!(await showPumpingBurst(publisher, results, say))) {
+      await cleanup();
+      return 1;
+    }
     if (values.once === true) {
       await cleanup();
       return 0;

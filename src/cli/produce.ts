@@ -9,12 +9,17 @@ import { tracingSettings } from '../config/tracing.ts';
 import { ProduceTracer, type PublishSpan } from '../observability/produce-span.ts';
 import { createRegistry } from '../schema/codec.ts';
 import { parseCommandLine } from './command-json.ts';
+import { burstProblem, DEFAULT_BURST_PREFIX, pumpingBurst } from './pumping-burst.ts';
 import { CONNECTION_FLAGS, HELP_FLAG, parseCommandArgs, requireConnection } from './connection.ts';
 
 const HELP = `sms-worker produce — publish send commands (JSON, one per line) to the command topic
 
 Usage: sms-worker produce [--file F] [--brokers B] [--registry URL] [--topic T] ['<json>' ...]
+       sms-worker produce --burst N [--burst-prefix +9989012] ['<json>' ...]
 Input: the JSON arguments, else --file F, else standard input.
+--burst N: N verification texts to random numbers of one range (default +9989012, the sandbox's
+premium-range region UZ), as SMS pumping sends them: the demo of the velocity limits (VELOCITY_*).
+With --burst, only the JSON arguments are added (no file, no standard input).
   {"commandId":"c1","text":{"to":["+8613800138000"],"signature":"Acme","content":"Hello"}}
   {"voice":{"to":"18509872103","code":"123456"},"expiresInSeconds":300,"key":"user-42"}
 Fields: commandId (default: a UUID), key (Kafka key; default commandId), createdAt / expiresAt
@@ -29,7 +34,14 @@ Spans are exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the standard OTEL_* 
 Exit codes: 0 all published · 1 some lines rejected (the valid ones are published) · 2 usage error`;
 
 export async function runProduce(argv: readonly string[]): Promise<number> {
-  const parsed = parseCommandArgs({ args: [...argv], options: { ...CONNECTION_FLAGS, ...HELP_FLAG, file: { type: 'string' } }, allowPositionals: true }, HELP);
+  const parsed = parseCommandArgs(
+    {
+      args: [...argv],
+      options: { ...CONNECTION_FLAGS, ...HELP_FLAG, file: { type: 'string' }, burst: { type: 'string' }, 'burst-prefix': { type: 'string' } },
+      allowPositionals: true,
+    },
+    HELP,
+  );
   const connection = requireConnection(parsed.values, 'COMMAND_TOPIC');
   const tracingProblems: string[] = [];
   const tracing = tracingSettings(process.env, tracingProblems);
@@ -38,12 +50,23 @@ export async function runProduce(argv: readonly string[]): Promise<number> {
     return 2;
   }
 
+  const burst = parsed.values.burst;
+  const burstPrefix = parsed.values['burst-prefix'] ?? DEFAULT_BURST_PREFIX;
+  if (burst !== undefined) {
+    const problem = burstProblem(burst, burstPrefix);
+    if (problem !== undefined) {
+      console.error(`${problem}\n\n${HELP}`);
+      return 2;
+    }
+  }
   const lines: string[] =
-    parsed.positionals.length > 0
-      ? parsed.positionals
-      : await collectLines(
-          createInterface({ input: parsed.values.file !== undefined ? createReadStream(parsed.values.file) : process.stdin, crlfDelay: Infinity }),
-        );
+    burst !== undefined
+      ? [...pumpingBurst(Number(burst), burstPrefix), ...parsed.positionals]
+      : parsed.positionals.length > 0
+        ? parsed.positionals
+        : await collectLines(
+            createInterface({ input: parsed.values.file !== undefined ? createReadStream(parsed.values.file) : process.stdin, crlfDelay: Infinity }),
+          );
   const commands = [];
   let rejected = 0;
   for (const [index, line] of lines.entries()) {

@@ -2,8 +2,11 @@ import type { CountryCode } from 'libphonenumber-js';
 import type { ValidationPolicy } from '../contracts/validate.ts';
 import { geoRuleName, type GeoPolicy, type RegionRules } from '../contracts/geo.ts';
 import { ConfigError } from '../errors.ts';
+import { toMicros } from '../metrics/metrics.ts';
 import { connectionSettings, describeIssues, type KafkaSettings, type RegistrySettings } from './connection.ts';
 import type { RefusalScopeSettings } from '../worker/refusal-scopes.ts';
+import { velocityEnabled, type VelocitySettings } from '../worker/guard/velocity.ts';
+import type { SpendCapSettings } from '../worker/guard/spend-cap.ts';
 import { envSchema, REFUSAL_DEFAULTS, type Env } from './schema.ts';
 import { tracingSettings, type TracingSettings } from './tracing.ts';
 
@@ -66,6 +69,8 @@ export interface WorkerConfig {
   readonly funds: { readonly policy: 'pause' | 'fail'; readonly probeInitialMs: number; readonly probeMaxMs: number };
   /** How far a refusal reaches: route pauses, the cost ceiling, a held command's wait (src/worker/refusal-scopes.ts). */
   readonly refusals: RefusalScopeSettings;
+  /** The guards in front of the service (docs/guards.md): velocity limits per destination and spend caps; off by default. */
+  readonly guard: { readonly velocity: VelocitySettings; readonly spend: SpendCapSettings };
   readonly breaker: { readonly failureThreshold: number; readonly probeInitialMs: number; readonly probeMaxMs: number };
   readonly shutdownTimeoutMs: number;
   readonly healthStallMs: number;
@@ -93,6 +98,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   if (new Set([e.COMMAND_TOPIC, e.RESULT_TOPIC, e.DEAD_LETTER_TOPIC, e.LEDGER_TOPIC]).size !== 4)
     problems.push('COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC, LEDGER_TOPIC: must be four different topics');
   const geo = geoPolicy(e, problems);
+  const guard = guardSettings(e, problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {
@@ -146,6 +152,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
       geo,
     },
     maxCommandBytes: e.MAX_COMMAND_BYTES,
+    guard,
     funds: { policy: e.FUNDS_POLICY, probeInitialMs: e.FUNDS_PROBE_INITIAL_MS, probeMaxMs: e.FUNDS_PROBE_MAX_MS },
     refusals: {
       maxWaitMs: e.ROUTE_PAUSE_MAX_MS,
@@ -212,6 +219,33 @@ function geoPolicy(e: Env, problems: string[]): GeoPolicy {
     );
   }
   return geo;
+}
+
+/** The velocity limits and spend caps, with what their variables cannot say alone. */
+function guardSettings(e: Env, problems: string[]): WorkerConfig['guard'] {
+  const velocity: VelocitySettings = {
+    mode: e.VELOCITY_MODE,
+    prefixDigits: e.VELOCITY_PREFIX_DIGITS,
+    limits: {
+      prefix: { minute: e.VELOCITY_PREFIX_PER_MINUTE, day: e.VELOCITY_PREFIX_PER_DAY },
+      region: { minute: e.VELOCITY_REGION_PER_MINUTE, day: e.VELOCITY_REGION_PER_DAY },
+    },
+    dynamicMultiple: e.VELOCITY_DYNAMIC_MULTIPLE,
+    blockMs: e.VELOCITY_BLOCK_MS,
+    maxTrackedKeys: e.VELOCITY_MAX_TRACKED_KEYS,
+  };
+  if (e.VELOCITY_DYNAMIC_MULTIPLE > 0 && !velocityEnabled(velocity)) {
+    problems.push('VELOCITY_DYNAMIC_MULTIPLE: multiplies the trailing mean above a limit, but no VELOCITY_*_PER_* limit is set (the limits are the floors)');
+  }
+  if (e.VELOCITY_DYNAMIC_MULTIPLE > 0 && e.VELOCITY_DYNAMIC_MULTIPLE < 1) {
+    problems.push('VELOCITY_DYNAMIC_MULTIPLE: must be 0 (static limits) or at least 1 (a limit below the usual traffic would block it)');
+  }
+  const hour = e.SPEND_CAP_PER_HOUR;
+  const day = e.SPEND_CAP_PER_DAY;
+  if (hour !== undefined && day !== undefined && (toMicros(day) ?? 0n) < (toMicros(hour) ?? 0n)) {
+    problems.push('SPEND_CAP_PER_DAY: is below SPEND_CAP_PER_HOUR, so the hourly cap could never be reached; lower SPEND_CAP_PER_HOUR or raise the daily cap');
+  }
+  return { velocity, spend: { caps: { hour, day }, hourMs: e.SPEND_CAP_HOUR_MS } };
 }
 
 /** The configuration as it may be logged: secrets replaced by whether they are set. */

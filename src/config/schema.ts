@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { GEO_MODES, KNOWN_REGIONS, MAX_GEO_REGIONS } from '../contracts/geo.ts';
+import { DEFAULT_VELOCITY_SETTINGS, MAX_PREFIX_DIGITS, VELOCITY_MODES } from '../worker/guard/velocity.ts';
+import { DEFAULT_SPEND_CAP_SETTINGS } from '../worker/guard/spend-cap.ts';
 
 /**
  * Every environment variable the worker reads, with its default. This table is the single source
@@ -93,6 +95,34 @@ const regionList = z
     return [...new Set(entries)].sort();
   });
 
+/** Most recipients a velocity limit allows per window, deployment-wide. */
+const MAX_VELOCITY_LIMIT = 100_000_000;
+/** Largest spend cap: a billion units of the account currency (its micro-units stay exact in a Number). */
+const MAX_SPEND_CAP = 1_000_000_000n;
+/**
+ * A spend cap (SPEND_CAP_*): a positive decimal string of the account currency with at most six
+ * fractional digits (the service's precision), at most MAX_SPEND_CAP. Unset or blank: no cap.
+ * Kept as the string: amounts are never floats.
+ */
+const spendCap = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    if (value === undefined || value.trim() === '') return undefined;
+    const text = value.trim();
+    const match = /^(\d{1,10})(?:\.(\d{1,6}))?$/.exec(text);
+    const micros = match === null ? undefined : BigInt(match[1] ?? '0') * 1_000_000n + BigInt((match[2] ?? '').padEnd(6, '0'));
+    if (micros === undefined || micros <= 0n || micros > MAX_SPEND_CAP * 1_000_000n) {
+      ctx.issues.push({
+        code: 'custom',
+        input: value,
+        message: `must be a positive decimal amount of at most ${MAX_SPEND_CAP} with at most six fractional digits (e.g. 25 or 12.5)`,
+      });
+      return z.NEVER;
+    }
+    return text;
+  });
+
 const topicName = (fallback: string) =>
   z
     .string()
@@ -182,6 +212,22 @@ export const envSchema = z.object({
   GEO_TEXT_DENIED_REGIONS: regionList,
   GEO_VOICE_ALLOWED_REGIONS: regionList,
   GEO_VOICE_DENIED_REGIONS: regionList,
+  // Velocity limits per destination (src/worker/guard/velocity.ts, docs/guards.md): recipients per number
+  // prefix and per region per minute and per day, deployment-wide; 0 = no limit; none set = off, as before.
+  VELOCITY_MODE: z.enum(VELOCITY_MODES).default(DEFAULT_VELOCITY_SETTINGS.mode),
+  VELOCITY_PREFIX_DIGITS: int(DEFAULT_VELOCITY_SETTINGS.prefixDigits, 0, MAX_PREFIX_DIGITS),
+  VELOCITY_PREFIX_PER_MINUTE: int(0, 0, MAX_VELOCITY_LIMIT),
+  VELOCITY_PREFIX_PER_DAY: int(0, 0, MAX_VELOCITY_LIMIT),
+  VELOCITY_REGION_PER_MINUTE: int(0, 0, MAX_VELOCITY_LIMIT),
+  VELOCITY_REGION_PER_DAY: int(0, 0, MAX_VELOCITY_LIMIT),
+  VELOCITY_DYNAMIC_MULTIPLE: z.coerce.number().min(0).max(100).default(DEFAULT_VELOCITY_SETTINGS.dynamicMultiple),
+  // Twilio Verify Fraud Guard blocks a prefix for 5 min to 12 h.
+  VELOCITY_BLOCK_MS: int(DEFAULT_VELOCITY_SETTINGS.blockMs, 1_000, 43_200_000),
+  VELOCITY_MAX_TRACKED_KEYS: int(DEFAULT_VELOCITY_SETTINGS.maxTrackedKeys, 100, 100_000),
+  // Spend caps (src/worker/guard/spend-cap.ts): decimal amounts of the account currency, deployment-wide; unset = none.
+  SPEND_CAP_PER_HOUR: spendCap,
+  SPEND_CAP_PER_DAY: spendCap,
+  SPEND_CAP_HOUR_MS: int(DEFAULT_SPEND_CAP_SETTINGS.hourMs, 1_000, 3_600_000),
   FUNDS_POLICY: z.enum(['pause', 'fail']).default('pause'),
   FUNDS_PROBE_INITIAL_MS: int(REFUSAL_DEFAULTS.fundsProbe.initialMs, 1),
   FUNDS_PROBE_MAX_MS: int(REFUSAL_DEFAULTS.fundsProbe.maxMs, 1),

@@ -12,9 +12,25 @@ export interface RecipientRegions {
   readonly international: boolean;
 }
 
+/** One valid recipient as the velocity limits see it (src/worker/guard/velocity.ts): where it is, never who. */
+export interface Destination {
+  /** `operation.to[i]` (text) or `operation.to` (voice): the recipient's place in the command. */
+  readonly field: string;
+  /** As given in the command (for `rejectedRecipients`). */
+  readonly given: string;
+  /** ISO 3166 alpha-2 of the parsed number, or `001` (non-geographic). */
+  readonly region: string;
+  /** Calling code, digits only, e.g. `86`. */
+  readonly callingCode: string;
+  /** National significant number (digits). */
+  readonly national: string;
+}
+
 export interface Recipients {
   /** Distinct valid recipients in E.164, in first-seen order. */
   readonly to: readonly string[];
+  /** The same recipients as `to`, in the same order, with where each one is. */
+  readonly destinations: readonly Destination[];
   /**
    * Invalid recipients, as given, with their field path; `refusedBy` marks a valid number whose
    * region the geo permissions refuse (under `enforce`), which is treated like an invalid one.
@@ -45,6 +61,7 @@ export function validateRecipients(to: readonly string[], policy: ValidationPoli
   if (to.length === 0) {
     return {
       to: [],
+      destinations: [],
       invalid: [],
       duplicatesRemoved: 0,
       problems: [{ field: 'operation.to', problem: RULES.recipientsEmpty.message() }],
@@ -61,6 +78,7 @@ export function validateRecipients(to: readonly string[], policy: ValidationPoli
     problems.push({ field: 'operation.to', problem: RULES.recipientsTooMany.message(to.length, policy.maxRecipients) });
   }
   const unique = new Set<string>();
+  const destinations: Destination[] = [];
   const regionCodes = new Set<string>();
   let domesticCount = 0;
   const invalid: (FieldProblem & { to: string; refusedBy?: GeoRule })[] = [];
@@ -95,6 +113,8 @@ export function validateRecipients(to: readonly string[], policy: ValidationPoli
         }
       }
       unique.add(parsed.phone.e164);
+      const { callingCode, national } = parsed.phone;
+      destinations.push({ field: `operation.to[${index}]`, given: input, region, callingCode, national });
       regionCodes.add(region);
       if (isDomestic(parsed.phone, policy.homeRegion)) {
         regions.domestic = true;
@@ -111,6 +131,7 @@ export function validateRecipients(to: readonly string[], policy: ValidationPoli
   }
   return {
     to: [...unique],
+    destinations,
     invalid,
     duplicatesRemoved,
     problems,

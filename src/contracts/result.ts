@@ -56,6 +56,8 @@ export const RESULT_ERROR_CODES = {
   validationFailed: 'VALIDATION_FAILED',
   /** REJECTED by the geo permissions alone (every problem is a recipient's region; see geo.ts). */
   regionNotAllowed: 'REGION_NOT_ALLOWED',
+  /** REJECTED by the velocity limits per destination alone (src/worker/guard/velocity.ts). */
+  destinationVelocityLimited: 'DESTINATION_VELOCITY_LIMITED',
   expired: 'COMMAND_EXPIRED',
   unusable: 'COMMAND_UNUSABLE',
   outcomeUnknown: 'SEND_OUTCOME_UNKNOWN',
@@ -168,7 +170,10 @@ export function sentResult(ctx: ResultContext, success: ProviderSuccess, rejecte
 export function rejectedResult(
   ctx: ResultContext,
   problems: readonly FieldProblem[],
-  code: typeof RESULT_ERROR_CODES.validationFailed | typeof RESULT_ERROR_CODES.regionNotAllowed = RESULT_ERROR_CODES.validationFailed,
+  code:
+    | typeof RESULT_ERROR_CODES.validationFailed
+    | typeof RESULT_ERROR_CODES.regionNotAllowed
+    | typeof RESULT_ERROR_CODES.destinationVelocityLimited = RESULT_ERROR_CODES.validationFailed,
 ): CommandResult {
   return {
     ...base(ctx),

@@ -10,7 +10,7 @@ import { geoRuleRefusing, geoUnrestricted, REGION_NOT_ALLOWED, type GeoRefusal }
 import { codePoints, FIXED_LIMITS, mapBytes, overLimit } from './limits.ts';
 import { isDomestic, parsePhone } from './phone.ts';
 import type { ValidationPolicy } from './policy.ts';
-import { validateRecipients, type RecipientRegions } from './recipients.ts';
+import { validateRecipients, type Destination, type RecipientRegions } from './recipients.ts';
 import { RULES } from './rules.ts';
 import type { FieldProblem } from './rules.ts';
 
@@ -43,6 +43,8 @@ export type Validation =
       readonly footprint: SendFootprint;
       readonly rejectedRecipients: readonly RejectedRecipient[];
       readonly duplicatesRemoved: number;
+      /** The recipients sent to, with where each one is (for the velocity limits); text: in the order of the request's `to`. */
+      readonly destinations: readonly Destination[];
       /**
        * Recipients outside the geo permissions (present only when there are some): dropped into
        * `rejectedRecipients` under `enforce` with `send-valid`, sent as usual under `monitor`.
@@ -171,6 +173,7 @@ function validateText(operation: TextOperation, policy: ValidationPolicy, proble
     footprint: { operation: 'sms.message.send', regions: recipients.regionCodes, costUnits },
     rejectedRecipients: recipients.invalid.map(({ to, problem }) => ({ to, problem })),
     duplicatesRemoved: recipients.duplicatesRemoved,
+    destinations: recipients.destinations,
   };
 }
 
@@ -227,6 +230,7 @@ function validateTemplateData(templateData: Readonly<Record<string, string>>, po
 function validateVoice(operation: VoiceOperation, policy: ValidationPolicy, problems: FieldProblem[], geo: GeoFindings): SendParts | undefined {
   let national: string | undefined;
   let region: string | undefined;
+  let callingCode = '';
   const parsed = parsePhone(operation.to, policy.homeRegion);
   if (!parsed.ok) {
     problems.push({ field: 'operation.to', problem: RULES.calleeInvalid.message(parsed.problem, policy.homeRegion) });
@@ -239,6 +243,7 @@ function validateVoice(operation: VoiceOperation, policy: ValidationPolicy, prob
     // The service's example sends the national number; international forms are not supported.
     national = parsed.phone.national;
     region = parsed.phone.region ?? policy.homeRegion;
+    callingCode = parsed.phone.callingCode;
     const rule = geoUnrestricted(policy.geo) ? undefined : geoRuleRefusing(region, 'voice', policy.geo);
     if (rule !== undefined) {
       geo.refusals.push({ field: 'operation.to', operation: 'voice', region, rule });
@@ -261,5 +266,6 @@ function validateVoice(operation: VoiceOperation, policy: ValidationPolicy, prob
     footprint: { operation: 'sms.voice.verification.send', regions: [region], costUnits: 1 },
     rejectedRecipients: [],
     duplicatesRemoved: 0,
+    destinations: [{ field: 'operation.to', given: operation.to, region, callingCode, national }],
   };
 }

@@ -1,8 +1,8 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { PAUSE_REASONS } from '../worker/service-gate.ts';
 
-/** Values of `sms_worker_paused{reason}`: every gate reason, and the shutdown. */
-export const PAUSED_LABELS = [...PAUSE_REASONS, 'shutdown'] as const;
+/** Values of `sms_worker_paused{reason}`: every gate reason, a spend cap (src/worker/guard/spend-holds.ts) and the shutdown. */
+export const PAUSED_LABELS = [...PAUSE_REASONS, 'spend_cap', 'shutdown'] as const;
 
 /**
  * Label values that come from outside (provider codes, upstream names) are bounded: after
@@ -215,6 +215,36 @@ export function createMetrics(registry: Registry = new Registry()) {
       name: `${prefix}geo_rejections_total`,
       help: 'Recipients outside the geo permissions (GEO_*_REGIONS), counted when their command is validated, by operation (text, voice), region (ISO 3166-1 alpha-2 of the parsed number, 001 for non-geographic numbers: at most the 246 regions libphonenumber knows) and mode (enforce: refused, monitor: sent anyway).',
       labelNames: ['operation', 'region', 'mode'],
+      registers: [registry],
+    }),
+    velocityRejections: new Counter({
+      name: `${prefix}velocity_rejections_total`,
+      help: 'Recipients over a velocity limit per destination (VELOCITY_*), counted when their command is validated, by rule (VELOCITY_PREFIX_PER_MINUTE, VELOCITY_PREFIX_PER_DAY, VELOCITY_REGION_PER_MINUTE, VELOCITY_REGION_PER_DAY), region (ISO 3166-1 alpha-2 of the parsed number, 001 for non-geographic numbers: at most 246) and mode (enforce: refused, monitor: sent anyway).',
+      labelNames: ['rule', 'region', 'mode'],
+      registers: [registry],
+    }),
+    velocityBlocks: new Counter({
+      name: `${prefix}velocity_blocks_total`,
+      help: 'Blocks started by the velocity limits (a destination prefix or a region over its limit, blocked for VELOCITY_BLOCK_MS), by kind (prefix, region) and region (at most 246).',
+      labelNames: ['kind', 'region'],
+      registers: [registry],
+    }),
+    velocityBlocked: new Gauge({
+      name: `${prefix}velocity_blocked_keys`,
+      help: 'Destination prefixes and regions blocked now by the velocity limits, by kind (prefix, region) and region (at most 246; refreshed at most every second while any is blocked).',
+      labelNames: ['kind', 'region'],
+      registers: [registry],
+    }),
+    spendMicros: new Gauge({
+      name: `${prefix}spend_micros`,
+      help: "What this process's sends were charged in the spend caps' sliding window (hour, day), in millionths of the account currency (SPEND_CAP_*).",
+      labelNames: ['window'],
+      registers: [registry],
+    }),
+    spendCapMicros: new Gauge({
+      name: `${prefix}spend_cap_micros`,
+      help: "This process's share of the deployment-wide spend cap per window (hour, day), in millionths of the account currency; absent without a cap.",
+      labelNames: ['window'],
       registers: [registry],
     }),
     ledgerMarks: new Counter({

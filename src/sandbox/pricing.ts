@@ -1,7 +1,7 @@
 /**
  * The sandbox's routing and price table: per region, the upstream that carries text messages and
  * its price per billed message, plus a voice route for the home region. Prices are invented but
- * of a plausible order; the voice price matches the spec's example (0.050000). A region listed
+ * of a plausible order (UZ: a premium range, for the pumping demo); the voice price matches the spec's example (0.050000). A region listed
  * with `upstream: null` (AU) — or absent from the table — has no route and answers 101301.
  */
 import { parseMoney } from './money.ts';
@@ -33,6 +33,10 @@ export const PRICE_TABLE: Readonly<Record<string, RegionRoutes>> = {
   DE: { text: route('eu.premium', '0.600000') },
   FR: { text: route('eu.standard', '0.450000') },
   AU: { text: null },
+  // A premium-rate range of the kind SMS pumping targets (bots request codes to numbers whose
+  // termination fees the fraudster shares): priced high, so the demo shows a blocked burst
+  // (`produce --burst`, the velocity limits) and what a spend cap saves.
+  UZ: { text: route('intl.premium-range', '1.250000') },
 };
 
 export function textRoute(regionCode: string): Route | undefined {

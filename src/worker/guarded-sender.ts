@@ -9,6 +9,8 @@ import { DEFAULT_REFUSAL_SCOPE_SETTINGS, type HoldTicket, type RefusalScope } fr
 import type { OutageCounter, Passage, PauseReason, ServiceGate } from './service-gate.ts';
 import { heldBackError, refusedAgainError } from './refusal-errors.ts';
 import type { SendHooks, SendOutcome } from './send-outcome.ts';
+import type { DestinationGuard } from './guard/destination-guard.ts';
+import { SpendTicket, type SpendHolds } from './guard/spend-holds.ts';
 
 /** Failure classes that say "the service is not taking requests", not "this command is wrong". */
 const OUTAGE: ReadonlySet<FailureClass> = new Set(['transport', 'throttled', 'ambiguous']);
@@ -22,6 +24,10 @@ export interface GuardedSenderOptions {
   readonly holds?: RefusalHolds;
   readonly outages: OutageCounter;
   readonly rateLimiter: RateLimiter;
+  /** The velocity limits per destination (VELOCITY_*), which the record handler asks before sending; none: off. */
+  readonly destinations?: DestinationGuard | undefined;
+  /** The spend caps (SPEND_CAP_*): a send waits here, its command kept, while a cap has no room; none: off. */
+  readonly spend?: SpendHolds | undefined;
   /** `pause`: hold every send until funds return; `fail`: a FAILED result at once. */
   readonly fundsPolicy: 'pause' | 'fail';
   readonly onFailureClass?: (failureClass: FailureClass) => void;
@@ -46,6 +52,7 @@ interface SendState {
   readonly ticket: HoldTicket;
   readonly footprint: SendFootprint;
   refusals: number;
+  readonly spend: SpendTicket;
 }
 
 /**
@@ -63,7 +70,10 @@ interface SendState {
  */
 export class GuardedSender {
   readonly #o: GuardedSenderOptions & { readonly holds: RefusalHolds };
+  /** The velocity limits, for the record handler to screen each validated command with; undefined: off. */
+  readonly destinations: DestinationGuard | undefined;
   constructor(options: GuardedSenderOptions) {
+    this.destinations = options.destinations;
     this.#o = {
       ...options,
       holds: options.holds ?? new RefusalHolds({ settings: DEFAULT_REFUSAL_SCOPE_SETTINGS, ...(options.now === undefined ? {} : { now: options.now }) }),
@@ -85,12 +95,13 @@ export class GuardedSender {
     hooks?: SendHooks,
     footprint: SendFootprint = { operation: request.operation, regions: [], costUnits: 1 },
   ): Promise<SendOutcome> {
-    const state: SendState = { ticket: this.#o.holds.ticket(footprint), footprint, refusals: 0 };
+    const state: SendState = { ticket: this.#o.holds.ticket(footprint), footprint, refusals: 0, spend: new SpendTicket(this.#o.spend) };
     try {
       return await this.#send(request, correlationId, signal, expiresAt, hooks, state);
     } finally {
-      // Whatever path ended the send, no probe of a hold stays with it.
+      // Whatever path ended the send, no probe of a hold stays with it, nor a spend reservation.
       this.#o.holds.release(state.ticket);
+      state.spend.settle('none');
     }
   }
 
@@ -138,6 +149,8 @@ export class GuardedSender {
         return { kind: 'failed', error: heldBackError(request.operation, admission.code, admission.detail, attempts), attempts };
       }
       try {
+        // At a spend cap the command waits (kept, not failed) until a window has room for it.
+        await state.spend.take(state.footprint, signal, expiresAt);
         await this.#o.rateLimiter.take(signal);
       } catch {
         release();
@@ -171,10 +184,12 @@ export class GuardedSender {
         });
       } catch (error) {
         if (!isProviderError(error)) {
+          state.spend.settle('maybe');
           release();
           return { kind: 'failed', error: error instanceof Error ? error : new Error(String(error)), attempts };
         }
         attempts += error.attempts;
+        state.spend.settle(error.surelyNotSent || error.refused ? 'none' : 'maybe');
         // Shutdown closed the client under the call: no result; the partition's next owner sends it.
         // Not a sign of an outage, so the breaker does not count it.
         if (error.aborted) {
@@ -199,6 +214,7 @@ export class GuardedSender {
       }
       // Sent: outside the call's try, so nothing here can turn a sent command into a failed one.
       attempts += success.attempts;
+      state.spend.settle(success.result.messages);
       this.#o.outages.success();
       if (gate.reason === 'insufficient_funds') holds.clearCostCeiling();
       gate.clear();

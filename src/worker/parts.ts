@@ -14,6 +14,7 @@ import type { FetchPauses } from './fetch-pauses.ts';
 import type { GuardedSender } from './guarded-sender.ts';
 import type { PartitionOwnership } from './partition-ownership.ts';
 import type { ServiceGate } from './service-gate.ts';
+import type { SpendHolds } from './guard/spend-holds.ts';
 
 /**
  * Everything a running worker is made of; built once by `connectWorker` (wiring.ts), which hands
@@ -25,6 +26,8 @@ export interface WorkerParts {
   readonly codec: Codec;
   readonly client: ProviderClient;
   readonly gate: ServiceGate;
+  /** The spend caps, when SPEND_CAP_* sets one: their pause counts as a pause for liveness and shutdown. */
+  readonly spend: SpendHolds | undefined;
   readonly sender: GuardedSender;
   readonly producers: TransactionalProducers;
   readonly reader: PartitionReader;

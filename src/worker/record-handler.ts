@@ -4,6 +4,7 @@ import {
   expiredResult,
   failedResult,
   rejectedResult,
+  RESULT_ERROR_CODES,
   sentResult,
   unknownResult,
   unusableCommandResult,
@@ -150,6 +151,16 @@ async function handle(
   if (validation.kind === 'expired') return encodedResult(expiredResult({ command, source, completedAt: now() }, validation.expiresAt), deps);
   if (validation.geoRefusals !== undefined) deps.onGeoRefusals?.(validation.geoRefusals, command, source);
   if (validation.kind === 'rejected') return encodedResult(rejectedResult({ command, source, completedAt: now() }, validation.problems, validation.code), deps);
+  // The velocity limits per destination (off unless VELOCITY_* is set): still before any money is spent.
+  let send = validation;
+  const destinations = deps.sender.destinations;
+  if (destinations !== undefined) {
+    const verdict = destinations.screen(validation, deps.policy.partialRecipients, command, source);
+    if (verdict.kind === 'rejected') {
+      return encodedResult(rejectedResult({ command, source, completedAt: now() }, verdict.problems, RESULT_ERROR_CODES.destinationVelocityLimited), deps);
+    }
+    send = verdict.validation;
+  }
 
   let attemptedAt: number | null = null;
   const ledger = lane.sendHooks(offset);
@@ -171,11 +182,11 @@ async function handle(
       }),
     }),
   };
-  const outcome: SendOutcome = await deps.sender.send(validation.request, command.commandId, signal, command.expiresAt, hooks, validation.footprint);
+  const outcome: SendOutcome = await deps.sender.send(send.request, command.commandId, signal, command.expiresAt, hooks, send.footprint);
   if (outcome.kind === 'abandoned') return { kind: 'abandoned', maybeSent: outcome.maybeSent === true };
   const ctx: ResultContext = { command, source, completedAt: now() };
   try {
-    return await encodedResult(resultOfSend(ctx, outcome, validation.rejectedRecipients, attemptedAt ?? now()), deps);
+    return await encodedResult(resultOfSend(ctx, outcome, send.rejectedRecipients, attemptedAt ?? now()), deps);
   } catch (error) {
     // The service may have been called: whatever went wrong after it (an answer that does not fit
     // the result, an encoding error), the command gets one result and is never sent again.

@@ -33,6 +33,7 @@ import { OutageCounter, ServiceGate, type PauseReason } from './service-gate.ts'
 import { RefusalHolds, type HoldsSnapshot } from './refusal-holds.ts';
 import type { RefusalScope } from './refusal-scopes.ts';
 import type { SendFootprint } from '../contracts/validate.ts';
+import { guardsOf } from './guard/guard-wiring.ts';
 
 /** Settings of the ledger topic when the worker creates it: compacted, small segments so compaction keeps up. */
 const LEDGER_TOPIC_CONFIG = { 'cleanup.policy': 'compact', 'segment.ms': '600000', 'min.cleanable.dirty.ratio': '0.1', 'delete.retention.ms': '3600000' };
@@ -142,6 +143,8 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   });
   hooks.adopt(async () => gate.close(), 'gate');
   const rateLimiter = new RateLimiter(c.rateLimitPerSecond);
+  const { destinations, spend } = guardsOf(c.guard, metrics, log);
+  if (spend !== undefined) hooks.adopt(async () => spend.close(), 'spend caps');
   const holds = new RefusalHolds({ settings: c.refusals, onChange: hooks.onHoldsChange });
   hooks.adopt(async () => holds.close(), 'refusal holds');
   const sender = new GuardedSender({
@@ -151,6 +154,8 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     onRefusal: hooks.onRefusal,
     outages: new OutageCounter(c.breaker.failureThreshold),
     rateLimiter,
+    destinations,
+    spend,
     fundsPolicy: c.funds.policy,
     // Why the service made the worker pause (its code, status and message; never a secret).
     onPause: (reason, why) => log.warn({ reason, why }, `sending paused (${reason}): ${why}`),
@@ -192,6 +197,14 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
       rateLimiter.setRate(rateShare({ limitPerSecond: c.rateLimitPerSecond, ownedPartitions: owned, totalPartitions: commandPartitions }));
       metrics.rateLimitShare.set(rateLimiter.perSecond);
       log.info({ ownedPartitions: owned, totalPartitions: commandPartitions, perSecond: rateLimiter.perSecond }, 'rate limit share');
+    });
+  }
+  // The velocity limits and spend caps are the deployment's too: the same share, at every rebalance.
+  if (destinations !== undefined || spend !== undefined) {
+    consumer.onGroupJoin(({ memberAssignment }) => {
+      const owned = memberAssignment[c.topics.commands]?.length ?? 0;
+      destinations?.setShare(owned, commandPartitions);
+      spend?.setShare(owned, commandPartitions);
     });
   }
 
@@ -242,7 +255,23 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     metrics,
   });
   ownershipRef.current = ownership;
-  return { admin, consumer, codec, client, gate, sender, producers, reader, ownership, membership, fetchPauses, commandPartitions, maxRecordBytes, tracer };
+  return {
+    admin,
+    consumer,
+    codec,
+    client,
+    gate,
+    spend,
+    sender,
+    producers,
+    reader,
+    ownership,
+    membership,
+    fetchPauses,
+    commandPartitions,
+    maxRecordBytes,
+    tracer,
+  };
 }
 
 function createClient(config: WorkerConfig, metrics: WorkerMetrics, log: Logger): ProviderClient {

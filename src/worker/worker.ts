@@ -82,6 +82,11 @@ export class Worker {
     return this.#parts?.gate.reason;
   }
 
+  /** Why all sending waits, if it does: a gate reason, or a spend cap (commands wait for the window, not stuck). */
+  #pausedFor(): string | undefined {
+    return this.#parts?.gate.reason ?? (this.#parts?.spend?.paused === true ? 'spend_cap' : undefined);
+  }
+
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
   }
@@ -231,7 +236,7 @@ export class Worker {
 
   health(): HealthSource {
     return {
-      live: () => (this.#state === 'failed' ? { ok: false, detail: 'consumer failed' } : this.#progress.live(this.#parts?.gate.reason)),
+      live: () => (this.#state === 'failed' ? { ok: false, detail: 'consumer failed' } : this.#progress.live(this.#pausedFor())),
       ready: () => {
         if (this.#state !== 'running') return { ok: false, detail: `not ready: ${this.#state}` };
         return this.#joined ? { ok: true, detail: 'ready: group joined' } : { ok: false, detail: 'not ready: joining consumer group' };
@@ -256,7 +261,7 @@ export class Worker {
           ? 'stopping while starting: start gives up and releases what it built'
           : 'stopping: finishing dispatched commands, committing, leaving the group',
       );
-      if (this.#parts?.gate.reason !== undefined) this.#abandon.abort();
+      if (this.#pausedFor() !== undefined) this.#abandon.abort();
       await this.#release();
       this.#state = 'stopped';
       this.#log.info('stopped');

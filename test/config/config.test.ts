@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { describeConfig, loadConfig } from '../../src/config/index.ts';
 import { DEFAULT_VALIDATION_POLICY, KNOWN_REGIONS, MAX_GEO_REGIONS } from '../../src/contracts/index.ts';
+import { DEFAULT_VELOCITY_SETTINGS, velocityEnabled } from '../../src/worker/guard/velocity.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 const minimal = {
@@ -224,5 +225,66 @@ describe('loadConfig: geo permissions (GEO_*)', () => {
     ]);
     expect(loadConfig({ ...minimal, HOME_REGION: 'US', GEO_VOICE_ALLOWED_REGIONS: 'US' }).validation.geo.voice).toEqual({ allowed: ['US'] });
     expect(loadConfig({ ...minimal, GEO_VOICE_DENIED_REGIONS: 'CN' }).validation.geo.voice).toEqual({ denied: ['CN'] });
+  });
+});
+
+describe('loadConfig: velocity limits and spend caps (VELOCITY_*, SPEND_CAP_*)', () => {
+  it('default to off: no limit, no cap (as before)', () => {
+    const { guard } = loadConfig(minimal);
+    expect(guard.velocity).toEqual(DEFAULT_VELOCITY_SETTINGS);
+    expect(velocityEnabled(guard.velocity)).toBe(false);
+    expect(guard.spend).toEqual({ caps: { hour: undefined, day: undefined }, hourMs: 3_600_000 });
+  });
+
+  it('reads every setting; caps stay decimal strings', () => {
+    const { guard } = loadConfig({
+      ...minimal,
+      VELOCITY_MODE: 'monitor',
+      VELOCITY_PREFIX_DIGITS: '4',
+      VELOCITY_PREFIX_PER_MINUTE: '20',
+      VELOCITY_PREFIX_PER_DAY: '500',
+      VELOCITY_REGION_PER_MINUTE: '200',
+      VELOCITY_REGION_PER_DAY: '10000',
+      VELOCITY_DYNAMIC_MULTIPLE: '2',
+      VELOCITY_BLOCK_MS: '3600000',
+      VELOCITY_MAX_TRACKED_KEYS: '5000',
+      SPEND_CAP_PER_HOUR: ' 12.5 ',
+      SPEND_CAP_PER_DAY: '100',
+      SPEND_CAP_HOUR_MS: '60000',
+    });
+    expect(guard.velocity).toEqual({
+      mode: 'monitor',
+      prefixDigits: 4,
+      limits: { prefix: { minute: 20, day: 500 }, region: { minute: 200, day: 10_000 } },
+      dynamicMultiple: 2,
+      blockMs: 3_600_000,
+      maxTrackedKeys: 5_000,
+    });
+    expect(guard.spend).toEqual({ caps: { hour: '12.5', day: '100' }, hourMs: 60_000 });
+  });
+
+  it('lists every problem at once: bounds, amounts that are not positive decimals, contradictions', () => {
+    const text = problemsOf({
+      ...minimal,
+      VELOCITY_PREFIX_DIGITS: '9',
+      VELOCITY_BLOCK_MS: '999',
+      VELOCITY_MAX_TRACKED_KEYS: '1000000',
+      VELOCITY_DYNAMIC_MULTIPLE: '2',
+      SPEND_CAP_PER_HOUR: '1e3',
+      SPEND_CAP_PER_DAY: '-5',
+    }).join('\n');
+    expect(text).toMatch(/^VELOCITY_PREFIX_DIGITS: /m);
+    expect(text).toMatch(/^VELOCITY_BLOCK_MS: /m);
+    expect(text).toMatch(/^VELOCITY_MAX_TRACKED_KEYS: /m);
+    expect(text).toMatch(/^SPEND_CAP_PER_HOUR: must be a positive decimal amount/m);
+    expect(text).toMatch(/^SPEND_CAP_PER_DAY: must be a positive decimal amount/m);
+    expect(problemsOf({ ...minimal, VELOCITY_DYNAMIC_MULTIPLE: '2' }).join('\n')).toMatch(/^VELOCITY_DYNAMIC_MULTIPLE: .*no VELOCITY_\*_PER_\* limit is set/m);
+    expect(problemsOf({ ...minimal, VELOCITY_REGION_PER_DAY: '5', VELOCITY_DYNAMIC_MULTIPLE: '0.5' }).join('\n')).toMatch(
+      /^VELOCITY_DYNAMIC_MULTIPLE: must be 0/m,
+    );
+    expect(problemsOf({ ...minimal, SPEND_CAP_PER_HOUR: '10', SPEND_CAP_PER_DAY: '9.999999' }).join('\n')).toMatch(
+      /^SPEND_CAP_PER_DAY: is below SPEND_CAP_PER_HOUR/m,
+    );
+    expect(problemsOf({ ...minimal, SPEND_CAP_PER_HOUR: '0' }).join('\n')).toMatch(/^SPEND_CAP_PER_HOUR: /m);
   });
 });

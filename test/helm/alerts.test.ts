@@ -117,6 +117,38 @@ const CASES: Record<string, { fires: Case; silent: Case }> = {
       fires: [],
     },
   },
+  SmsWorkerPumpingSuspected: {
+    // A prefix of GB blocked at minute 3 (one block started): fires at once, per kind and region.
+    fires: {
+      series: {
+        [`sms_worker_velocity_blocks_total{${release}, kind="prefix", region="GB", pod="a"}`]: '0 0 0 1 1 1 1 1',
+        [`sms_worker_velocity_blocks_total{${release}, kind="region", region="CN", pod="a"}`]: '0x8',
+      },
+      at: '5m',
+      fires: [{ namespace, kind: 'prefix', region: 'GB', severity: 'warning' }],
+    },
+    // Blocks long ago (the counter flat for the last 15m), and another deployment's.
+    silent: {
+      series: {
+        [`sms_worker_velocity_blocks_total{${release}, kind="prefix", region="GB", pod="a"}`]: '4x30',
+        [`sms_worker_velocity_blocks_total{namespace="${namespace}", job="another-worker", kind="prefix", region="GB", pod="x"}`]: '0+1x30',
+      },
+      at: '25m',
+      fires: [],
+    },
+  },
+  SmsWorkerSpendCapReached: {
+    fires: { series: { [`sms_worker_paused{${release}, reason="spend_cap", pod="a"}`]: '0 0 1x20' }, at: '5m', fires: [{ namespace, severity: 'warning' }] },
+    // Paused for less than a minute, then resumed; and another pause reason does not count.
+    silent: {
+      series: {
+        [`sms_worker_paused{${release}, reason="spend_cap", pod="a"}`]: '0 0 1 0x20',
+        [`sms_worker_paused{${release}, reason="insufficient_funds", pod="b"}`]: '1x20',
+      },
+      at: '10m',
+      fires: [],
+    },
+  },
   SmsWorkerUnknownOutcomes: {
     fires: {
       series: { [`sms_worker_results_total{${release}, operation="text", outcome="UNKNOWN", code="TIMEOUT", pod="a"}`]: '0 0 0 1 1 1 1 1' },

@@ -595,6 +595,8 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
         SmsWorkerCircuitOpen: /sms_worker_paused\{[^}]*reason="circuit_open"/,
         SmsWorkerProviderRejecting: /sms_worker_paused\{[^}]*reason="provider_rejecting"/,
         SmsWorkerRoutePaused: /sms_worker_route_paused_since_timestamp_seconds\{/,
+        SmsWorkerPumpingSuspected: /sms_worker_velocity_blocks_total\{/,
+        SmsWorkerSpendCapReached: /sms_worker_paused\{[^}]*reason="spend_cap"/,
         SmsWorkerUnknownOutcomes: /sms_worker_results_total\{[^}]*outcome="UNKNOWN"/,
         SmsWorkerProviderErrorRatioHigh: /sms_worker_provider_requests_total\{/,
         SmsWorkerNoProgress: /sms_worker_last_progress_timestamp_seconds\{/,

@@ -61,9 +61,19 @@ describe('metrics docs/metrics.md lists', () => {
     const results = await ResultCollector.start(topics.results);
     cleanups.add(() => results.stop());
 
-    // A rate limit far above what the run sends, so its share gauge is set.
+    // A rate limit far above what the run sends, so its share gauge is set. Velocity limits in
+    // monitor mode, one recipient per prefix per minute: the backlog to +86 138 counts velocity
+    // rejections and a block, and is sent anyway. A spend cap far above the run, so its gauges move.
     const { worker } = await startTestWorker(
-      workerEnv(topics, sandbox.url, { MAX_IN_FLIGHT: '2', RATE_LIMIT_PER_SECOND: '10000', GEO_MODE: 'monitor', GEO_TEXT_DENIED_REGIONS: 'AU' }),
+      workerEnv(topics, sandbox.url, {
+        MAX_IN_FLIGHT: '2',
+        RATE_LIMIT_PER_SECOND: '10000',
+        GEO_MODE: 'monitor',
+        GEO_TEXT_DENIED_REGIONS: 'AU',
+        VELOCITY_MODE: 'monitor',
+        VELOCITY_PREFIX_PER_MINUTE: '1',
+        SPEND_CAP_PER_DAY: '100000',
+      }),
     );
     cleanups.add(() => worker.stop());
     const url = `http://127.0.0.1:${worker.httpPort}/metrics`;

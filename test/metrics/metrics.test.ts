@@ -59,7 +59,7 @@ describe('charged-amount metric', () => {
 describe('paused gauge', () => {
   it('has a series for every gate reason and the shutdown, all 0 at start', async () => {
     const gauge = await createMetrics().paused.get();
-    expect(gauge.values.map((v) => v.labels.reason).sort()).toEqual([...PAUSE_REASONS, 'shutdown'].sort());
+    expect(gauge.values.map((v) => v.labels.reason).sort()).toEqual([...PAUSE_REASONS, 'spend_cap', 'shutdown'].sort());
     expect(gauge.values.every((v) => v.value === 0)).toBe(true);
   });
 });

@@ -1,0 +1,66 @@
+/**
+ * The velocity limits at work on each validated command, before anything is spent: screens its
+ * recipients (VelocityGuard), decides (velocityVerdict), counts those sent to, and tells the
+ * observer (metrics, logs). The clock is injected; nothing here waits or does I/O.
+ */
+import type { SendCommand } from '../../contracts/command.ts';
+import type { ValidationPolicy } from '../../contracts/policy.ts';
+import type { SourcePosition } from '../../contracts/result.ts';
+import { VelocityGuard, type BlockedKey, type VelocityMode, type VelocityRefusal, type VelocitySettings } from './velocity.ts';
+import { velocityVerdict, type SendValidation, type VelocityVerdict } from './velocity-verdict.ts';
+
+export interface VelocityObserver {
+  /** Recipients of one command over a limit (refused under enforce, sent anyway under monitor). */
+  onRefusals(refusals: readonly VelocityRefusal[], mode: VelocityMode, command: SendCommand, source: SourcePosition): void;
+  /** The keys blocked now (when a block starts, and at most every BLOCKED_REFRESH_MS while any is). */
+  onBlocked(blocked: readonly BlockedKey[]): void;
+}
+
+/** How often, at most, the blocked keys are looked over (blocks end on their own). */
+const BLOCKED_REFRESH_MS = 1_000;
+
+export class DestinationGuard {
+  readonly #velocity: VelocityGuard;
+  readonly #now: () => number;
+  readonly #observer: VelocityObserver | undefined;
+  #refreshedAt = -Infinity;
+  #anyBlocked = false;
+
+  constructor(options: { settings: VelocitySettings; now?: () => number; observer?: VelocityObserver }) {
+    this.#velocity = new VelocityGuard(options.settings);
+    this.#now = options.now ?? Date.now;
+    this.#observer = options.observer;
+  }
+
+  /** This process's part of the deployment-wide limits (owned ÷ total partitions). */
+  setShare(owned: number, total: number): void {
+    const t = Math.max(1, total);
+    this.#velocity.setShare(Math.min(t, Math.max(1, owned)) / t);
+  }
+
+  screen(validation: SendValidation, partial: ValidationPolicy['partialRecipients'], command: SendCommand, source: SourcePosition): VelocityVerdict {
+    const now = this.#now();
+    const mode = this.#velocity.settings.mode;
+    const refusals = this.#velocity.screen(validation.destinations, now);
+    const verdict = velocityVerdict(validation, refusals, mode, partial);
+    if (verdict.kind === 'send') this.#velocity.commit(verdict.validation.destinations, now);
+    const refused = refusals.filter((r): r is VelocityRefusal => r !== undefined);
+    if (refused.length > 0) this.#tell(() => this.#observer?.onRefusals(refused, mode, command, source));
+    const newBlock = refused.some((r) => r.newlyBlocked);
+    if (newBlock || (this.#anyBlocked && now - this.#refreshedAt >= BLOCKED_REFRESH_MS)) {
+      this.#refreshedAt = now;
+      const blocked = this.#velocity.blocked(now);
+      this.#anyBlocked = blocked.length > 0;
+      this.#tell(() => this.#observer?.onBlocked(blocked));
+    }
+    return verdict;
+  }
+
+  #tell(report: () => void): void {
+    try {
+      report();
+    } catch {
+      // An observer's bug must not change what becomes of a command.
+    }
+  }
+}

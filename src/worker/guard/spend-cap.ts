@@ -1,0 +1,173 @@
+/**
+ * Spend caps (issue 25, item 3): at most so much charged per hour and per day, deployment-wide,
+ * counted from what the service says it charged (each recipient's `price`, a decimal string,
+ * read into integer micro-units: never a float). Pure decisions over bounded state; the caller
+ * passes the time, and the waiting is in spend-holds.ts.
+ *
+ * Before a send, its cost is estimated from recent prices and reserved; the send may go only if
+ * what the window has spent, what is reserved by sends in flight and its estimate fit under the
+ * cap. After it, the reservation is replaced by what was charged. So the window can overshoot the
+ * cap only by what sends in flight cost beyond their estimates:
+ *   overshoot ≤ Σ over sends in flight of (charged − estimate)⁺
+ * which is 0 while prices stay at or under the highest of the region's last PRICES_KEPT unit
+ * prices. A region never priced is estimated at the highest unit price seen anywhere; until a
+ * first price is known, sends go one at a time, so the bound is then one command's cost. A send
+ * whose outcome is unknown (it may have been charged) counts its estimate as spent.
+ *
+ * Deployment-wide like RATE_LIMIT_PER_SECOND: each process caps its own spend at its partitions'
+ * share (cap × owned ÷ total, rounded down); the shares add up to at most the cap. A process whose
+ * partitions carry more of the spend than their share pauses sooner (the deployment then spends
+ * less than the cap, never more).
+ */
+import type { SendFootprint } from '../../contracts/validate.ts';
+import type { MessageReport } from '../../provider/types.ts';
+import { toMicros } from '../../metrics/metrics.ts';
+import { SpendWindow } from './spend-window.ts';
+
+export const SPEND_WINDOWS = ['hour', 'day'] as const;
+export type SpendWindowName = (typeof SPEND_WINDOWS)[number];
+
+export interface SpendCapSettings {
+  /** Deployment-wide caps, decimal strings in the account currency (e.g. "25.5"); undefined: no cap on that window. @defaultValue none */
+  readonly caps: Readonly<Record<SpendWindowName, string | undefined>>;
+  /** Length of the cap's hour (shortened for tests and demos); its day is 24 of them. @defaultValue 3600000 */
+  readonly hourMs: number;
+}
+
+export const DEFAULT_SPEND_CAP_SETTINGS = { caps: { hour: undefined, day: undefined }, hourMs: 3_600_000 } as const satisfies SpendCapSettings;
+
+/** Unit prices kept per region for the estimate (the highest of them is used). */
+export const PRICES_KEPT = 16;
+/** Regions whose prices are kept: every region libphonenumber knows fits. */
+export const MAX_PRICED_REGIONS = 300;
+
+export function spendCapEnabled(settings: SpendCapSettings): boolean {
+  return settings.caps.hour !== undefined || settings.caps.day !== undefined;
+}
+
+export type SpendAdmission =
+  | { readonly kind: 'go'; readonly estimate: bigint }
+  /** Wait until `untilMs` (a window frees room), or until a send in flight settles (`untilMs` undefined). */
+  | { readonly kind: 'wait'; readonly window: SpendWindowName; readonly untilMs: number | undefined };
+
+export class SpendCap {
+  /** The caps in micro-units. */
+  readonly #caps: Readonly<Record<SpendWindowName, bigint | undefined>>;
+  readonly #windows: Record<SpendWindowName, SpendWindow>;
+  readonly #prices = new Map<string, bigint[]>();
+  #highest = 0n;
+  #reserved = 0n;
+  #inFlight = 0;
+  #owned = 1;
+  #total = 1;
+
+  constructor(settings: SpendCapSettings, nowMs: number) {
+    const micros = (cap: string | undefined): bigint | undefined => {
+      if (cap === undefined) return undefined;
+      const value = toMicros(cap);
+      if (value === undefined || value <= 0n)
+        throw new RangeError(`a spend cap must be a positive decimal of at most six fractional digits (got ${cap.slice(0, 32)})`);
+      return value;
+    };
+    this.#caps = { hour: micros(settings.caps.hour), day: micros(settings.caps.day) };
+    this.#windows = { hour: new SpendWindow(settings.hourMs, 60, nowMs), day: new SpendWindow(settings.hourMs * 24, 24, nowMs) };
+  }
+
+  setShare(owned: number, total: number): void {
+    this.#total = Math.max(1, total);
+    this.#owned = Math.min(this.#total, Math.max(1, owned));
+  }
+
+  /** This process's cap on a window: its partitions' share of the deployment's. */
+  cap(window: SpendWindowName): bigint | undefined {
+    const cap = this.#caps[window];
+    return cap === undefined ? undefined : (cap * BigInt(this.#owned)) / BigInt(this.#total);
+  }
+
+  spent(window: SpendWindowName, nowMs: number): bigint {
+    return this.#windows[window].total(nowMs);
+  }
+
+  get reserved(): bigint {
+    return this.#reserved;
+  }
+
+  /** The expected charge of a send: its billed units × the highest recent unit price of its regions. */
+  estimate(footprint: SendFootprint): bigint | undefined {
+    let unit: bigint | undefined;
+    for (const region of footprint.regions) {
+      const recent = this.#prices.get(region);
+      const price = recent === undefined ? (this.#highest > 0n ? this.#highest : undefined) : recent.reduce((a, b) => (b > a ? b : a), 0n);
+      if (price !== undefined && (unit === undefined || price > unit)) unit = price;
+    }
+    if (unit === undefined && this.#highest > 0n) unit = this.#highest;
+    return unit === undefined ? undefined : unit * BigInt(Math.max(1, footprint.costUnits));
+  }
+
+  /** Whether a send of this footprint may go now; a `go` must be followed by `reserve` at once. */
+  admit(footprint: SendFootprint, nowMs: number): SpendAdmission {
+    const estimate = this.estimate(footprint);
+    // No price known yet: one send at a time until the first answer tells one.
+    if (estimate === undefined && this.#inFlight > 0) return { kind: 'wait', window: this.#firstCapped(), untilMs: undefined };
+    const cost = estimate ?? 0n;
+    for (const window of SPEND_WINDOWS) {
+      const cap = this.cap(window);
+      if (cap === undefined) continue;
+      const spent = this.#windows[window];
+      if (spent.total(nowMs) + this.#reserved + cost <= cap) continue;
+      // Too big to ever fit with others: it goes alone, when nothing else is spent or in flight.
+      const room = cap - this.#reserved - cost;
+      if (room < 0n) {
+        if (this.#inFlight > 0) return { kind: 'wait', window, untilMs: undefined };
+        if (spent.total(nowMs) === 0n) continue;
+        return { kind: 'wait', window, untilMs: spent.timeWhenAtMost(0n, nowMs) };
+      }
+      return { kind: 'wait', window, untilMs: spent.timeWhenAtMost(room, nowMs) };
+    }
+    return { kind: 'go', estimate: cost };
+  }
+
+  /** A send is going with this estimate. */
+  reserve(estimate: bigint): void {
+    this.#reserved += estimate;
+    this.#inFlight += 1;
+  }
+
+  /**
+   * A send went, with `estimate` reserved: `charged` is what the service charged (its reports);
+   * `'maybe'` when it may have been charged without saying (the estimate is counted); `'none'`
+   * when surely not sent.
+   */
+  settle(estimate: bigint, charged: readonly MessageReport[] | 'maybe' | 'none', nowMs: number): bigint {
+    this.#reserved -= estimate;
+    this.#inFlight = Math.max(0, this.#inFlight - 1);
+    const amount = charged === 'none' ? 0n : charged === 'maybe' ? estimate : this.#learn(charged);
+    if (amount > 0n) for (const window of SPEND_WINDOWS) this.#windows[window].add(nowMs, amount);
+    return amount;
+  }
+
+  #firstCapped(): SpendWindowName {
+    return this.#caps.hour === undefined ? 'day' : 'hour';
+  }
+
+  /** Sums the reports' prices and keeps each region's unit price (price ÷ billed messages, rounded up). */
+  #learn(messages: readonly MessageReport[]): bigint {
+    let sum = 0n;
+    for (const m of messages) {
+      const micros = toMicros(m.price);
+      if (micros === undefined || micros < 0n) continue;
+      sum += micros;
+      const count = BigInt(Math.max(1, m.messageCount));
+      const unit = (micros + count - 1n) / count;
+      let recent = this.#prices.get(m.regionCode);
+      if (recent === undefined) {
+        if (this.#prices.size >= MAX_PRICED_REGIONS) continue;
+        this.#prices.set(m.regionCode, (recent = []));
+      }
+      recent.push(unit);
+      if (recent.length > PRICES_KEPT) recent.shift();
+      if (unit > this.#highest) this.#highest = unit;
+    }
+    return sum;
+  }
+}

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import type { MessageReport } from '../../../src/provider/types.ts';
+import { SpendHolds, type SpendPause } from '../../../src/worker/guard/spend-holds.ts';
+
+const HOUR = 3_600_000;
+const fp = { operation: 'sms.message.send' as const, regions: ['GB'], costUnits: 1 };
+const charged = (price: string): MessageReport[] => [
+  { id: 'm', to: '+1', regionCode: 'GB', countryCode: '44', messageCount: 1, status: 'Sent', upstream: 'u', price },
+];
+
+function holds() {
+  const clock = { now: 0 };
+  const pauses: (SpendPause | undefined)[] = [];
+  const spent: string[] = [];
+  const h = new SpendHolds({
+    settings: { caps: { hour: '1', day: undefined }, hourMs: HOUR },
+    now: () => clock.now,
+    observer: { onPause: (p) => pauses.push(p), onSpend: (s) => spent.push(String(s.hour.spent)) },
+  });
+  return { h, clock, pauses, spent };
+}
+
+describe('SpendHolds', () => {
+  it('at the cap a send waits (paused once, reported), and goes when the window allows; nothing is failed', async () => {
+    const { h, clock, pauses, spent } = holds();
+    const estimate = await h.take(fp, new AbortController().signal, null);
+    expect(estimate).toBe(0n);
+    h.settle(0n, charged('1.000000'));
+    expect(spent).toEqual(['1000000']);
+
+    const waiting = h.take(fp, new AbortController().signal, null);
+    await Promise.resolve();
+    expect(h.paused).toBe(true);
+    expect(pauses).toEqual([{ window: 'hour', spent: 1_000_000n, cap: 1_000_000n, untilMs: HOUR + 60_000 }]);
+    // The window moves on (injected clock); any change wakes the waiter, which looks again.
+    clock.now = HOUR + 60_000;
+    h.setShare(1, 1);
+    expect(await waiting).toBe(1_000_000n);
+    expect(h.paused).toBe(false);
+    expect(pauses).toEqual([expect.objectContaining({ window: 'hour' }), undefined]);
+  });
+
+  it('a waiting send gives up when its command expires or its signal is aborted (consumed again later)', async () => {
+    const { h, clock } = holds();
+    const first = await h.take(fp, new AbortController().signal, null);
+    h.settle(first === 'expired' ? 0n : first, charged('1.000000'));
+    const expiring = h.take(fp, new AbortController().signal, 5_000);
+    clock.now = 5_000;
+    h.setShare(1, 1);
+    expect(await expiring).toBe('expired');
+    const abort = new AbortController();
+    const aborted = h.take(fp, abort.signal, null);
+    abort.abort(new Error('rebalance'));
+    await expect(aborted).rejects.toThrow('rebalance');
+  });
+});
