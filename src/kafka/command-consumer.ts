@@ -27,6 +27,7 @@ function topicPartitions(topic: string, partitions: readonly number[] | undefine
  */
 export class KafkaCommandConsumer implements CommandConsumer {
   readonly #consumer: Consumer;
+  #disconnected: Promise<void> | undefined;
 
   constructor(kafka: Kafka, config: ConsumerConfig) {
     this.#consumer = kafka.consumer(config);
@@ -62,8 +63,10 @@ export class KafkaCommandConsumer implements CommandConsumer {
     this.#consumer.seek({ topic, partition, offset: offset.toString() });
   }
 
+  /** Leaves the group and closes; once (the worker may leave early on a graceful stop, then release). */
   disconnect(): Promise<void> {
-    return this.#consumer.disconnect();
+    this.#disconnected ??= this.#consumer.disconnect();
+    return this.#disconnected;
   }
 
   onGroupJoin(listener: (event: { memberId: string; memberAssignment: Readonly<Record<string, readonly number[]>> }) => void): void {

@@ -131,9 +131,20 @@ export class Worker {
         onBusy: (lane, busy) => (busy ? this.#progress.begin(lane) : this.#progress.end(lane)),
       });
       this.#lanes = lanes;
-      // Released before the consumer (newest first): every lane ends, its calls under way
-      // finished and committed, before the group is left.
-      this.#releases.push({ name: 'partition lanes', release: () => lanes.drain() });
+      // Released before the consumer (newest first). With the ledger on, the group is left as soon
+      // as every lane has retired, so the partitions move while the calls under way finish: a new
+      // owner waits for their marks to settle before it fences (partition-ownership.ts), and
+      // commits them as their own results or, past that wait, UNKNOWN. With the ledger off nothing
+      // tells a new owner a call is under way: every lane ends, its calls finished and committed,
+      // before the group is left.
+      this.#releases.push({
+        name: 'partition lanes',
+        release: async () => {
+          const drained = lanes.drain();
+          if (c.ledger.enabled) await parts.consumer.disconnect().catch((error: unknown) => this.#log.warn({ err: error }, 'leaving the group failed'));
+          await drained;
+        },
+      });
       this.#watchConsumer(parts, lanes);
       await parts.consumer.connect();
       this.#stillStarting();

@@ -53,12 +53,19 @@ function fault(world: World, group: Group, procs: readonly Proc[]): void {
   if (kind === 'shutdown') {
     const forced = prng.chance(0.5);
     if (world.tracing) world.trace(`fault: P${proc.id} shuts down${forced ? ' (sends held)' : ''}`);
+    // With the ledger on, the worker leaves the group as soon as its lanes retire (worker.ts), so
+    // its partitions move while its calls under way finish; with it off, only once they ended.
+    const leaveFirst = world.settings.ledger;
     proc.onStopped = () => {
-      group.leave(proc);
+      if (!leaveFirst) group.leave(proc);
       // Healed with nobody left up: it comes back (someone must finish the work).
       if (!world.faulty && procs.every((p) => !p.alive || p.leaving)) restart(world, group, proc);
     };
-    return proc.shutdown(forced);
+    proc.shutdown(forced);
+    if (!leaveFirst || !group.members.has(proc)) return;
+    if (world.tracing) world.trace(`P${proc.id} leaves the group while its lanes finish`);
+    proc.leftGroup();
+    return group.leave(proc);
   }
   proc.freeze();
   world.ownerDied(`P${proc.id} froze at t=${world.now}`);

@@ -269,6 +269,12 @@ export class Proc implements Owner, LaneHost {
     } else this.startClaim(partition);
   }
 
+  /** Left the group (shutting down): no more heartbeats, so the lease runs out from now. */
+  leftGroup(): void {
+    this.#live = false;
+    this.confirmedAt = this.#world.now;
+  }
+
   /** SIGSTOP: nothing runs until `resume`; the last heartbeat (if they were flowing) was a moment ago. */
   freeze(): void {
     this.frozen = true;
