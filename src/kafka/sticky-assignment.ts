@@ -7,7 +7,7 @@
  * Pure: no kafkajs here (sticky-assigner.ts adapts it). Deterministic for the same input.
  */
 
-/** Per topic, the partitions a member reports owning. */
+/** Per topic, the partitions a member reports owning, the one it would rather keep first (the busiest: see `stickyPlan`). */
 export type Owned = Readonly<Record<string, readonly number[]>>;
 
 /** Per member id, per topic, the partitions it gets. */
@@ -15,7 +15,9 @@ export type Plan = Map<string, Record<string, number[]>>;
 
 /**
  * `members`: member ids; `partitions`: per topic, every partition; `owned`: what each member
- * reports owning (missing: nothing). A partition reported by two members (one of them stale: it
+ * reports owning (missing: nothing), in the order it would keep them: a member over its share
+ * gives up the last ones. The worker lists its partitions busiest first (calls under way), so the
+ * ones that move are those whose new owner waits least for the old owner's calls to finish. A partition reported by two members (one of them stale: it
  * missed a generation) is kept by neither: it moves like any free one. The result is balanced per
  * topic: member counts differ by at most one.
  */
@@ -33,9 +35,8 @@ export function stickyPlan(members: readonly string[], partitions: ReadonlyMap<s
     const given = new Map<string, number[]>(ids.map((id) => [id, []]));
     const taken = new Set<number>();
     // Keep: up to the base share each, then one more for as many members as the remainder allows.
-    const keepable = new Map(
-      ids.map((id) => [id, [...new Set(owned.get(id)?.[topic] ?? [])].filter((p) => valid.has(p) && claims.get(p) === 1).sort((a, b) => a - b)]),
-    );
+    // In the member's own order: the first are the ones it would rather keep.
+    const keepable = new Map(ids.map((id) => [id, [...new Set(owned.get(id)?.[topic] ?? [])].filter((p) => valid.has(p) && claims.get(p) === 1)]));
     for (const id of ids) {
       const mine = keepable.get(id) ?? [];
       const keep = mine.slice(0, base);

@@ -107,6 +107,11 @@ export class LaneRouter {
     for (const lane of this.#lanes.values()) lane.hold();
   }
 
+  /** Calls under way in the partition's lane (0 without one). */
+  callsUnderWay(topic: string, partition: number): number {
+    return this.#lanes.get(`${topic}:${partition}`)?.callsUnderWay ?? 0;
+  }
+
   /** The claims of the lanes holding now: the ones a new generation could keep. */
   holding(): PartitionLane['claim'][] {
     return [...this.#lanes.values()].filter((lane) => lane.holding).map((lane) => lane.claim);

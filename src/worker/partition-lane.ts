@@ -137,6 +137,11 @@ export class PartitionLane {
     this.#apply(() => this.#machine.hold());
   }
 
+  /** Calls under way now (the sticky assignor moves idle partitions first). */
+  get callsUnderWay(): number {
+    return this.#machine.calling;
+  }
+
   /** Rebalancing, waiting for the new assignment. */
   get holding(): boolean {
     return this.#machine.state === 'holding';

@@ -34,6 +34,8 @@ export interface WorkerParts {
   readonly ownership: PartitionOwnership;
   /** Whether this member can have missed a generation (a claim is kept only if not). */
   readonly membership: GroupMembership;
+  /** What the sticky assignor asks of the lanes when this member joins (set once the lanes exist). */
+  readonly assignerHints: { callsUnderWay?: (topic: string, partition: number) => number };
   readonly fetchPauses: FetchPauses;
   readonly commandPartitions: number;
   readonly maxRecordBytes: number;

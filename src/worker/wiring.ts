@@ -169,9 +169,15 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   // what it holds; continuity of membership decides whether a claim may be kept.
   const membership = new GroupMembership();
   const ownershipRef: { current: PartitionOwnership | undefined } = { current: undefined };
+  // Busiest first (calls under way, from the lanes once the worker has them): a member over its
+  // share gives up its idlest partitions, whose new owner has the least to wait for.
+  const assignerHints: WorkerParts['assignerHints'] = {};
   const owned = (): Record<string, number[]> => {
     const o = ownershipRef.current;
-    return o === undefined ? {} : { [c.topics.commands]: o.assigned.filter((p) => !o.isLost(c.topics.commands, p)) };
+    if (o === undefined) return {};
+    const topic = c.topics.commands;
+    const calls = (p: number): number => assignerHints.callsUnderWay?.(topic, p) ?? 0;
+    return { [topic]: o.assigned.filter((p) => !o.isLost(topic, p)).sort((a, b) => calls(b) - calls(a) || a - b) };
   };
   const consumer = new KafkaCommandConsumer(kafka, {
     groupId: c.consumerGroup,
@@ -275,6 +281,7 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     commandPartitions,
     maxRecordBytes,
     tracer,
+    assignerHints,
   };
 }
 

@@ -131,6 +131,7 @@ export class Worker {
         onBusy: (lane, busy) => (busy ? this.#progress.begin(lane) : this.#progress.end(lane)),
       });
       this.#lanes = lanes;
+      parts.assignerHints.callsUnderWay = (topic, partition) => lanes.callsUnderWay(topic, partition);
       // Released before the consumer (newest first). With the ledger on, the group is left as soon
       // as every lane has retired, so the partitions move while the calls under way finish: a new
       // owner waits for their marks to settle before it fences (partition-ownership.ts), and

@@ -52,6 +52,12 @@ describe('stickyPlan: partitions stay where they are', () => {
     expect(Object.values(after).flat().sort()).toEqual([0, 1, 2, 3]);
   });
 
+  it('a member over its share keeps the partitions it lists first (the worker lists its busiest first) and gives up the last', () => {
+    const after = plan(['a', 'b'], 4, { a: [3, 0, 2, 1] });
+    expect(after.a).toEqual([0, 3]);
+    expect(after.b).toEqual([1, 2]);
+  });
+
   it('ignores reported partitions the topic does not have, and balances within one', () => {
     const after = plan(['a', 'b'], 3, { a: [0, 1, 2, 7] });
     expect(after.a).toEqual([0, 1]);

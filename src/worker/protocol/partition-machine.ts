@@ -80,6 +80,9 @@ export class PartitionMachine<O> {
   get working(): number {
     return this.#book.inHand;
   }
+  get calling(): number {
+    return this.#book.inState('calling').length;
+  }
   readonly recordState = (offset: bigint): RecordState | undefined => this.#book.stateOf(offset);
 
   /** Whether a fetched record may be taken: `skip` (answered or taken already), `closed`, `full` (run-ahead bound), `take`. */
