@@ -197,11 +197,14 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   const fetchPauses = new FetchPauses(consumer, c.topics.commands);
   pausesRef.current = fetchPauses;
   hooks.adopt(() => consumer.disconnect(), 'consumer');
-  // RATE_LIMIT_PER_SECOND is the deployment's: this process takes its partitions' share, anew at every rebalance.
+  // RATE_LIMIT_PER_SECOND is the deployment's: this process takes its partitions' share, anew at
+  // every rebalance; none is granted while the group rebalances (rate-limiter.ts says why).
   if (rateLimiter.enabled) {
+    consumer.onRebalancing(() => rateLimiter.pause());
     consumer.onGroupJoin(({ memberAssignment }) => {
       const owned = memberAssignment[c.topics.commands]?.length ?? 0;
       rateLimiter.setRate(rateShare({ limitPerSecond: c.rateLimitPerSecond, ownedPartitions: owned, totalPartitions: commandPartitions }));
+      rateLimiter.resume();
       metrics.rateLimitShare.set(rateLimiter.perSecond);
       log.info({ ownedPartitions: owned, totalPartitions: commandPartitions, perSecond: rateLimiter.perSecond }, 'rate limit share');
     });

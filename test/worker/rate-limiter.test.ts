@@ -1,115 +1,92 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 
-/** A clock the test moves by hand. */
-function manualClock(start: number): { now: () => number; set: (t: number) => void; advance: (ms: number) => void } {
-  let t = start;
-  return { now: () => t, set: (value) => (t = value), advance: (ms) => (t += ms) };
+beforeEach(() => vi.useFakeTimers());
+afterEach(() => vi.useRealTimers());
+
+const now = (): number => Date.now();
+
+/** Starts `n` takes and records when each is granted (fake time since the start). */
+function takes(limiter: RateLimiter, n: number, signal?: AbortSignal): { granted: number[]; settled: Promise<unknown>[] } {
+  const start = Date.now();
+  const granted: number[] = [];
+  const settled = Array.from({ length: n }, () =>
+    limiter.take(signal).then(
+      () => void granted.push(Date.now() - start),
+      () => undefined,
+    ),
+  );
+  return { granted, settled };
 }
 
 describe('RateLimiter', () => {
-  it('is disabled at 0/s: every reservation is free', async () => {
-    const clock = manualClock(0);
-    const limiter = new RateLimiter(0, clock.now);
+  it('is disabled at 0/s: every take is granted at once', async () => {
+    const limiter = new RateLimiter(0, now);
     expect(limiter.enabled).toBe(false);
-    expect(Array.from({ length: 1_000 }, () => limiter.reserve())).toEqual(Array.from({ length: 1_000 }, () => 0));
-    await expect(limiter.take()).resolves.toBeUndefined();
+    const { granted, settled } = takes(limiter, 1_000);
+    await Promise.all(settled);
+    expect(granted).toHaveLength(1_000);
+    expect(new Set(granted)).toEqual(new Set([0]));
   });
 
-  it("allows a burst of one second's worth after idleness, then spaces reservations 1000/R ms apart", () => {
-    const clock = manualClock(60_000);
-    const limiter = new RateLimiter(10, clock.now);
-    expect(limiter.enabled).toBe(true);
-    const burst = Array.from({ length: 10 }, () => limiter.reserve());
-    expect(burst).toEqual(Array.from({ length: 10 }, () => 0));
-    const queued = Array.from({ length: 4 }, () => limiter.reserve());
-    expect(queued).toEqual([100, 200, 300, 400]);
+  it("allows a burst of one second's worth, then grants 1000/R ms apart, first come first served", async () => {
+    const limiter = new RateLimiter(10, now);
+    const { granted } = takes(limiter, 14);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(granted).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 100, 200, 300, 400]);
   });
 
-  it('spaces reservations 1000/R ms apart at other rates, fractional intervals included', () => {
-    for (const perSecond of [4, 3, 250]) {
-      const clock = manualClock(1_000_000);
-      const limiter = new RateLimiter(perSecond, clock.now);
-      for (let i = 0; i < perSecond; i += 1) limiter.reserve();
-      const waits = Array.from({ length: 5 }, () => limiter.reserve());
-      const interval = 1000 / perSecond;
-      waits.forEach((wait, i) => expect(wait).toBeCloseTo(interval * (i + 1), 9));
-    }
+  it('a caller that gives up while waiting takes nothing: the next one is granted in its place, not after it', async () => {
+    const limiter = new RateLimiter(10, now);
+    takes(limiter, 10); // the burst
+    const gone = new AbortController();
+    const abandoned = takes(limiter, 20, gone.signal); // would wait 100 … 2,000 ms
+    gone.abort(new Error('the partition moved'));
+    await Promise.all(abandoned.settled);
+    expect(limiter.waiting).toBe(0);
+    const next = takes(limiter, 2);
+    await vi.advanceTimersByTimeAsync(300);
+    expect(abandoned.granted).toEqual([]);
+    expect(next.granted).toEqual([100, 200]);
   });
 
-  it('a caller arriving every 1000/R ms never waits; the burst allowance refills only with idle time', () => {
-    const clock = manualClock(60_000);
-    const limiter = new RateLimiter(10, clock.now);
-    for (let i = 0; i < 50; i += 1) {
-      expect(limiter.reserve()).toBe(0);
-      clock.advance(100);
-    }
-    // Used the burst up at once: half a second later, half a second's worth is free again.
-    const drained = manualClock(60_000);
-    const burstLimiter = new RateLimiter(10, drained.now);
-    for (let i = 0; i < 10; i += 1) burstLimiter.reserve();
-    drained.advance(500);
-    expect(Array.from({ length: 6 }, () => burstLimiter.reserve())).toEqual([0, 0, 0, 0, 0, 100]);
-    // After a full second of idleness the whole burst is available again, and not more.
-    drained.advance(10_000);
-    const afterIdle = Array.from({ length: 11 }, () => burstLimiter.reserve());
-    expect(afterIdle.slice(0, 10)).toEqual(Array.from({ length: 10 }, () => 0));
-    expect(afterIdle[10]).toBe(100);
+  it('a new rate applies to everyone still waiting (a share that shrinks at a rebalance does not keep the old pace)', async () => {
+    const limiter = new RateLimiter(10, now);
+    takes(limiter, 10);
+    const waiting = takes(limiter, 4);
+    limiter.setRate(2);
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(waiting.granted).toEqual([500, 1_000, 1_500, 2_000]);
   });
 
-  it('hands out slots first come, first served', () => {
-    const clock = manualClock(60_000);
-    const limiter = new RateLimiter(20, clock.now);
-    for (let i = 0; i < 20; i += 1) limiter.reserve();
-    // Callers arriving at different times: each one's slot (arrival + wait) comes after the previous one's.
-    const slots: number[] = [];
-    for (const gap of [0, 3, 0, 17, 1, 0, 40]) {
-      clock.advance(gap);
-      slots.push(clock.now() + limiter.reserve());
-    }
-    for (let i = 1; i < slots.length; i += 1) expect(slots[i]).toBeCloseTo((slots[i - 1] ?? 0) + 50, 9);
+  it('grants nothing while paused (rebalancing), and resumes from an empty bucket', async () => {
+    const limiter = new RateLimiter(10, now);
+    limiter.pause();
+    const held = takes(limiter, 3);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(held.granted).toEqual([]);
+    limiter.resume();
+    await vi.advanceTimersByTimeAsync(300);
+    expect(held.granted).toEqual([5_100, 5_200, 5_300]);
   });
 
-  it('take() callers proceed in the order they asked', async () => {
-    const clock = manualClock(60_000);
-    // 500/s: 2 ms between slots, so the queued takes sleep only a few real milliseconds.
-    const limiter = new RateLimiter(500, clock.now);
-    for (let i = 0; i < 500; i += 1) limiter.reserve();
-    const order: number[] = [];
-    await Promise.all([0, 1, 2, 3, 4].map((i) => limiter.take().then(() => order.push(i))));
-    expect(order).toEqual([0, 1, 2, 3, 4]);
+  it("after idleness the burst is one second's worth at the current rate, and not more", async () => {
+    const limiter = new RateLimiter(10, now);
+    limiter.setRate(4);
+    await vi.advanceTimersByTimeAsync(5_000);
+    const { granted } = takes(limiter, 5);
+    await vi.advanceTimersByTimeAsync(300);
+    expect(granted).toEqual([0, 0, 0, 0, 250]);
   });
 
-  it('take() gives up when its signal is aborted while it waits for its slot', async () => {
-    const clock = manualClock(60_000);
-    const limiter = new RateLimiter(1, clock.now);
-    limiter.reserve();
+  it('a take whose signal is already aborted, or aborts while waiting, rejects', async () => {
+    const limiter = new RateLimiter(1, now);
+    await limiter.take();
     const controller = new AbortController();
     const waiting = limiter.take(controller.signal);
     controller.abort(new Error('stop'));
-    await expect(waiting).rejects.toThrow();
-  });
-
-  it('setRate() spaces the reservations after it at the new rate, keeping the slots already handed out', () => {
-    const clock = manualClock(60_000);
-    const limiter = new RateLimiter(10, clock.now);
-    for (let i = 0; i < 10; i += 1) limiter.reserve();
-    expect([limiter.reserve(), limiter.reserve()]).toEqual([100, 200]);
-    limiter.setRate(5);
-    expect(limiter.perSecond).toBe(5);
-    // The last slot was at +200 ms; the next ones come 200 ms apart from there.
-    expect([limiter.reserve(), limiter.reserve()]).toEqual([400, 600]);
-    limiter.setRate(20);
-    expect([limiter.reserve(), limiter.reserve()]).toEqual([650, 700]);
-  });
-
-  it("after setRate() the burst following idleness is one second's worth at the new rate", () => {
-    const clock = manualClock(60_000);
-    const limiter = new RateLimiter(10, clock.now);
-    limiter.setRate(4);
-    clock.advance(5_000);
-    const waits = Array.from({ length: 5 }, () => limiter.reserve());
-    expect(waits).toEqual([0, 0, 0, 0, 250]);
+    await expect(waiting).rejects.toThrow('stop');
+    await expect(limiter.take(controller.signal)).rejects.toThrow('stop');
   });
 
   it('setRate() refuses a rate that is not > 0, and a limiter built without a limit', () => {

@@ -80,7 +80,8 @@ export class Group {
    * kicked out meanwhile joins again.
    */
   heartbeat(proc: Proc): void {
-    if (!proc.alive || proc.frozen) return;
+    // A member shutting down has left (or will leave) the group: kafkajs heartbeats no more after that.
+    if (!proc.alive || proc.frozen || proc.leaving) return;
     if (!this.members.has(proc)) return this.join(proc);
     if (this.#current.has(proc)) proc.confirm();
     if (this.#pending) this.rebalance();
