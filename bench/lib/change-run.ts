@@ -12,6 +12,8 @@
  * Phases are windows of publish times: steady (before the change), change (its first action to
  * its last process ready or gone), after (a short tail of load). Figures in change-figures.ts.
  */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { LatencySpec } from '../../src/sandbox/faults.ts';
 import { resultFromAvro } from '../../src/contracts/result-avro.ts';
 import type { ChartPodSettings } from './chart-settings.ts';
@@ -116,7 +118,10 @@ export async function runChange(ctx: ScaleOutContext, options: ChangeRunOptions)
   await ctx.sandbox.setLatencySpec(options.latency);
   const watcher = new ResultWatcher(ctx.kafka, t.output, { keepValues: true });
   await watcher.start();
-  const pool = poolFor(ctx, t, options.label, { ...options.pod.env, ...options.env });
+  // A folder per run: every pool numbers its workers' logs from 1.
+  const logDir = join(ctx.logDir, options.label);
+  mkdirSync(logDir, { recursive: true });
+  const pool = poolFor({ ...ctx, logDir }, t, options.label, { ...options.pod.env, ...options.env });
   const log = new RequestLogCollector(ctx.sandbox, { intervalMs: 500 });
   let stopPublishing = false;
   try {
