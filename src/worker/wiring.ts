@@ -21,6 +21,7 @@ import { Codec, createRegistry } from '../schema/codec.ts';
 import { SmsWorkerError } from '../errors.ts';
 import { retry } from '../retry.ts';
 import { GuardedSender } from './guarded-sender.ts';
+import { warmSchemas } from './warm-up.ts';
 import { checkpointKey, decodeCheckpoint } from './ledger-checkpoint.ts';
 import { PartitionOwnership, type OwnershipEffects } from './partition-ownership.ts';
 import { FetchPauses } from './fetch-pauses.ts';
@@ -124,6 +125,9 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
 
   const codec = await Codec.create(createRegistry(c.registry.url, c.registry.auth), { results: c.topics.results, deadLetter: c.topics.deadLetter });
   log.info({ resultSchemaId: codec.resultSchemaId, deadLetterSchemaId: codec.deadLetterSchemaId }, 'registered result and dead-letter schemas');
+  // Before the group is joined (Worker.start joins after this returns): the first records must not wait for the registry.
+  const warm = await warmSchemas(codec, c.topics.commands);
+  log.info({ commandSchemaId: warm.commandSchemaId, ms: warm.ms }, 'warmed up: schemas resolved');
 
   const client = countInFlight(createClient(config, metrics, log), metrics);
   hooks.adopt(async () => client.close(), 'provider client');
