@@ -233,7 +233,13 @@ export function changeRunLines(f: ChangeRunFigures, pod: ChartPodSettings): stri
     .map(([k, v]) => `${k}=${v}`)
     .join(', ');
   const lines = [
-    `${f.title}: ${fmt(f.ratePerSecond)} cmd/s open loop, upstream ${spec}, 12 partitions, worker defaults${env === '' ? '' : ` + ${env}`}; chart: SHUTDOWN_TIMEOUT_MS=${pod.shutdownTimeoutMs}, SIGKILL ${ms(pod.terminationGraceMs)} after SIGTERM, ready as the readiness probe sees it (first after ${ms(pod.readinessInitialDelayMs)}, every ${ms(pod.readinessPeriodMs)}). Time to send = publish → first request received by the service; phases by publish time. Overall: ${verdict(changeTargetsMet(f.change))}`,
+    `${f.title}: ${fmt(f.ratePerSecond)} cmd/s open loop, upstream ${spec}, 12 partitions, worker defaults${env === '' ? '' : ` + ${env}`}; chart: ${Object.entries(
+      pod.env,
+    )
+      .map(([k, v]) => `${k}=${v}`)
+      .join(
+        ', ',
+      )}, SIGKILL ${ms(pod.terminationGraceMs)} after SIGTERM, ready as the readiness probe sees it (first after ${ms(pod.readinessInitialDelayMs)}, every ${ms(pod.readinessPeriodMs)}). Time to send = publish → first request received by the service; phases by publish time. Overall: ${verdict(changeTargetsMet(f.change))}`,
     phaseLine('steady, before the change', f.steady),
     phaseLine('during the change', f.change),
     phaseLine('after it (tail)', f.after),

@@ -63,7 +63,7 @@ export interface ChartPodSettings {
   /** readinessProbe: the first probe after initialDelaySeconds, then one every periodSeconds. */
   readonly readinessInitialDelayMs: number;
   readonly readinessPeriodMs: number;
-  /** The worker's environment for these settings. */
+  /** The worker's environment for these settings, with the chart's memory settings (chartMemorySettings). */
   readonly env: Record<string, string>;
 }
 
@@ -81,6 +81,7 @@ export function chartPodSettings(valuesFile = join(REPO_ROOT, 'helm', 'sms-worke
     // Kubernetes' own defaults when the chart sets none: no delay, every 10 s.
     readinessInitialDelayMs: (values.readinessProbe?.initialDelaySeconds ?? 0) * 1000,
     readinessPeriodMs: (values.readinessProbe?.periodSeconds ?? 10) * 1000,
-    env: { SHUTDOWN_TIMEOUT_MS: String(shutdown * 1000) },
+    // The memory settings too: a pod under the chart's heap cap is what a deploy changes.
+    env: { ...chartMemorySettings(valuesFile).env, SHUTDOWN_TIMEOUT_MS: String(shutdown * 1000) },
   };
 }
