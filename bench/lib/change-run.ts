@@ -166,7 +166,11 @@ export async function runChange(ctx: ScaleOutContext, options: ChangeRunOptions)
     stopPublishing = true;
     const { publishedAt } = await publishing;
     const publishEnd = Date.now();
-    await watcher.waitUntil(() => watcher.distinct >= publishedAt.size, 120_000);
+    const limit = options.env['RATE_LIMIT_PER_SECOND'];
+    // A binding limit leaves a queue to drain at the limit: give it that long on top, so a command
+    // still queued is not counted lost.
+    const drainMs = limit === undefined ? 0 : (1000 * publishedAt.size) / Number(limit);
+    await watcher.waitUntil(() => watcher.distinct >= publishedAt.size, 120_000 + drainMs);
     await log.stop();
     const requests = log.all();
     const firstRequest = new Map<string, number>();
@@ -185,7 +189,6 @@ export async function runChange(ctx: ScaleOutContext, options: ChangeRunOptions)
       outcomes,
       sentTwice: new Set(Object.keys(twice).filter((id) => publishedAt.has(id))),
     };
-    const limit = options.env['RATE_LIMIT_PER_SECOND'];
     return {
       title: options.title,
       ratePerSecond: options.ratePerSecond,
