@@ -242,7 +242,7 @@ export function changeRunLines(f: ChangeRunFigures, pod: ChartPodSettings): stri
       .map(([k, v]) => `${k}=${v}`)
       .join(
         ', ',
-      )}, SIGKILL ${ms(pod.terminationGraceMs)} after SIGTERM, ready as the readiness probe sees it (first after ${ms(pod.readinessInitialDelayMs)}, every ${ms(pod.readinessPeriodMs)}). Time to send = publish → first request received by the service; phases by publish time. Overall: ${verdict(changeTargetsMet(f.change))}`,
+      )}, SIGKILL ${ms(pod.terminationGraceMs)} after SIGTERM, ready as the readiness probe sees it (first after ${ms(pod.readinessInitialDelayMs)}, every ${ms(pod.readinessPeriodMs)}). Time to send = publish → first request received by the service; phases by publish time. Overall${f.rate === undefined ? '' : ' (the rate limit in place of time to send)'}: ${verdict(changeTargetsMet(f.change, f.rate))}`,
     phaseLine('steady, before the change', f.steady),
     phaseLine('during the change', f.change),
     phaseLine('after it (tail)', f.after),

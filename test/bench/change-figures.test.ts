@@ -66,3 +66,24 @@ describe('rateFigures', () => {
     expect(r.maxPerSecond).toBe(3);
   });
 });
+
+describe('changeTargetsMet with a binding rate limit', () => {
+  const calm = {
+    from: 0,
+    to: 1000,
+    published: 10,
+    sent: 10,
+    timeToSendP50Ms: 9000,
+    timeToSendP99Ms: 9000,
+    timeToSendMaxMs: 9000,
+    longestSilenceMs: 100,
+    unknown: 0,
+    sentTwice: 0,
+    lost: 0,
+  };
+  it('judges the rate instead of the time to send, which measures the queue', () => {
+    expect(changeTargetsMet(calm)).toBe(false);
+    expect(changeTargetsMet(calm, rateFigures([0, 100, 200, 1000, 1100, 1900], 0, 2000, 3))).toBe(true);
+    expect(changeTargetsMet(calm, rateFigures([0, 100, 1000], 0, 2000, 3))).toBe(false);
+  });
+});
