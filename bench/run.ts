@@ -14,6 +14,8 @@
  *                     [--worker-node-options "--max-old-space-size=…"]   (NODE_OPTIONS of the worker only)
  *                     [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N]   (issue 20)
  *                     [--funds-refusal-commands 60 (0: skip)]   (issue 20)
+ *                     [--rolling-update-seconds 15] [--scale-seconds 15] [--scale-rate-limit N]
+ *                     [--start-up-seconds 30] [--change-rate 300]   (issue 23; 0 skips each)
  *
  * `--only ledger` is the quick ledger comparison: worker and worker-no-ledger at 50 ms, 3 rounds,
  * no RSS check (each of those can still be set explicitly).
@@ -39,6 +41,8 @@ import { httpLegLines, runClientOnly, type ClientOnlyFigures } from './lib/http-
 import { inFlightCapacityPerSecond, logNormalMeanMs, openLoopLines, runOpenLoop, type OpenLoopFigures } from './lib/open-loop.ts';
 import { runChurn, runScaleOut, scaleOutLines, type ChurnFigures, type ScaleRun } from './lib/scale-out.ts';
 import { routeRefusalLines, runRouteRefusal, type RouteRefusalFigures } from './lib/route-refusal.ts';
+import { RebalanceJoiner, type RebalanceFigures } from './lib/rebalance-joiner.ts';
+import { changeSectionLines, runChangeSections, type ChangeSectionFigures } from './lib/change-sections.ts';
 import { FUNDS_BALANCE, fundsRefusalLines, runFundsRefusal, type FundsRefusalFigures } from './lib/funds-refusal.ts';
 
 quietKnownWarnings();
@@ -51,6 +55,14 @@ const isWorker = (pipeline: Pipeline): boolean => pipeline === 'worker' || pipel
 /** The issue's target for the ledger: at this latency, throughput with it ≥ 90% of without. */
 const LEDGER_TARGET_LATENCY_MS = 50;
 const PARTITIONS = 12;
+/**
+ * Issue 23, item 6: the memory check's peak RSS must hold "at full throughput and through a
+ * rebalance": a second worker joins when this share of the backlog has results and leaves once
+ * ready (lib/rebalance-joiner.ts), in both RSS runs so their throughputs stay comparable.
+ */
+const RSS_REBALANCE_AT = 0.3;
+/** Issue 23, item 6: peak RSS at most this share of the chart's memory limit (headroom against an OOM kill). */
+const RSS_LIMIT_SHARE_TARGET = 0.8;
 /** The worker's default MAX_IN_FLIGHT (src/config/schema.ts). */
 const WORKER_IN_FLIGHT = 64;
 
@@ -82,12 +94,17 @@ const { values: args } = parseArgs({
     'route-refusal-share': { type: 'string', default: '0.01' },
     'route-refusal-seconds': { type: 'string' },
     'funds-refusal-commands': { type: 'string', default: '60' },
+    'rolling-update-seconds': { type: 'string', default: '15' },
+    'scale-seconds': { type: 'string', default: '15' },
+    'scale-rate-limit': { type: 'string' },
+    'start-up-seconds': { type: 'string', default: '30' },
+    'change-rate': { type: 'string', default: '300' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (args.help === true) {
   console.log(
-    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--open-loop-latency lognormal:50:500 | fixed:50] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)] [--funds-refusal-commands 60 (0: skip)]',
+    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--open-loop-latency lognormal:50:500 | fixed:50] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)] [--funds-refusal-commands 60 (0: skip)] [--rolling-update-seconds 15 (0: skip)] [--scale-seconds 15 (0: skip)] [--scale-rate-limit N (default --rate-limit; 0: skip that pass)] [--start-up-seconds 30 (0: skip)] [--change-rate 300]',
   );
   process.exit(0);
 }
@@ -150,6 +167,13 @@ const ROUTE_REFUSAL_SECONDS =
   args['route-refusal-seconds'] === undefined ? OPEN_LOOP_SECONDS || 60 : positiveInt('route-refusal-seconds', args['route-refusal-seconds']);
 /** Issue 20: affordable commands published behind one unaffordable command (105400); 0 skips the section. */
 const FUNDS_REFUSAL_COMMANDS = nonNegativeInt('funds-refusal-commands', section('funds-refusal-commands', args['funds-refusal-commands']));
+/** Issue 23: steady seconds before a rolling update, before and at 3 in scale 1 → 3 → 1, after the first 10 at start-up; 0 skips. */
+const ROLLING_UPDATE_SECONDS = nonNegativeInt('rolling-update-seconds', section('rolling-update-seconds', args['rolling-update-seconds']));
+const SCALE_SECONDS = nonNegativeInt('scale-seconds', section('scale-seconds', args['scale-seconds']));
+const SCALE_RATE_LIMIT = nonNegativeInt('scale-rate-limit', args['scale-rate-limit'] ?? args['rate-limit']);
+const START_UP_SECONDS = nonNegativeInt('start-up-seconds', section('start-up-seconds', args['start-up-seconds']));
+/** The issue's load for them: 300 commands/s (its measurement on main). */
+const CHANGE_RATE = positiveInt('change-rate', args['change-rate']);
 /**
  * The open loop's upstream: by default log-normal, p50 50 ms, p99 500 ms (`lognormal:50:500`);
  * `fixed:50` isolates what the worker adds (the ledger's marks) from the upstream's spread.
@@ -198,6 +222,8 @@ interface RunFigures {
   readonly selfReport: unknown;
   /** The worker's own counters at the end of the run (worker pipelines only). */
   readonly worker: WorkerCounters | null;
+  /** The second worker that joined and left during the drain (memory check), or null. */
+  readonly rebalance: RebalanceFigures | null;
 }
 
 interface Context {
@@ -263,6 +289,8 @@ async function runOnce(
     label: string;
     /** Worker environment on top of the defaults (the chart's memory settings). */
     env?: Record<string, string>;
+    /** A second worker joins the group once this share of the target has results, and leaves when ready (issue 23, item 6). */
+    rebalanceAt?: number;
   },
 ): Promise<RunFigures> {
   const { pipeline, target } = options;
@@ -277,13 +305,34 @@ async function runOnce(
   await watcher.start();
   const runStart = Date.now();
   const httpPort = isWorker(pipeline) ? await freePort() : 0;
-  const child = startPipeline(ctx, pipeline, options.input, output, `bench-${ctx.runId}-${options.label}`, httpPort, options.env);
+  const group = `bench-${ctx.runId}-${options.label}`;
+  const child = startPipeline(ctx, pipeline, options.input, output, group, httpPort, options.env);
+  const { rebalanceAt } = options;
+  const joiner =
+    rebalanceAt === undefined
+      ? undefined
+      : new RebalanceJoiner(
+          () => watcher.distinct >= rebalanceAt * target,
+          async () => {
+            const port = await freePort();
+            return { child: startPipeline(ctx, pipeline, options.input, output, group, port, options.env), httpPort: port };
+          },
+        );
   const sampler = new CpuSampler(child.pid, 50);
   let exited = false;
   void child.exited.then(() => (exited = true));
   // Generous: the floor at 50 ms does ~20/s, the others ≥ 500/s even on a busy machine.
   const timeoutMs = 120_000 + target * (pipeline === 'floor' ? 100 : 2);
-  const done = await watcher.waitUntil(() => watcher.distinct >= target || exited, timeoutMs);
+  const done = await watcher.waitUntil(
+    () => watcher.distinct >= target || exited,
+    timeoutMs,
+    () => joiner?.tick(),
+  );
+  const rebalance =
+    (await joiner?.finished().catch((error: unknown) => {
+      say(`${options.label}: the joining worker failed (${error instanceof Error ? error.message : String(error)}); measured without that rebalance`);
+      return undefined;
+    })) ?? null;
   sampler.stop();
   const peakRss = peakRssBytes(child.pid) ?? Number.NaN;
   const cpuWhole = cpuMicros(child.pid) ?? Number.NaN;
@@ -338,7 +387,15 @@ async function runOnce(
     drainMs: lastVisible - firstVisible,
     selfReport: selfReportLine === undefined ? null : (JSON.parse(selfReportLine) as unknown),
     worker: counters,
+    rebalance,
   };
+}
+
+/** Where the memory check's rebalance fell (issue 23, item 6). */
+function rebalanceNote(r: RunFigures): string {
+  const j = r.rebalance;
+  if (j === null) return ' (no rebalance: the drain ended before the second worker joined)';
+  return `, through a rebalance (a second worker started at ${fmt(100 * RSS_REBALANCE_AT)}% of the results, ready ${ms(j.readyAt - j.startedAt)} later, gone ${ms(j.leftAt - j.readyAt)} after that)`;
 }
 
 /** Transactions per second over the drain, and their mean duration, from the worker's counters. */
@@ -382,6 +439,7 @@ function report(
   extra: Issue12Figures,
   routeRefusal: RouteRefusalFigures | undefined,
   fundsRefusal: FundsRefusalFigures | undefined,
+  changes: ChangeSectionFigures | undefined,
 ): string {
   const agg = (row: Row, pick: (r: RunFigures) => number): number => mean(row.runs.map(pick));
   const find = (pipeline: Pipeline, latencyMs: number): Row | undefined => rows.find((r) => r.pipeline === pipeline && r.latencyMs === latencyMs);
@@ -502,7 +560,7 @@ function report(
         .map(([k, v]) => `${k}=${v}`)
         .join(
           ', ',
-        )}) peak RSS ${fmt(rssChart.peakRssBytes / 1024 ** 2)} MiB (target ≤ ${fmt(limitMiB)} MiB): ${rssChart.peakRssBytes <= chart.memoryLimitBytes ? 'MET' : 'NOT MET'}; ${fmt(rssChart.perSecond)} cmd/s = ${fmt(100 * share)}% of the uncapped run's ${fmt(rss.perSecond)} cmd/s (peak ${fmt(rss.peakRssBytes / 1024 ** 2)} MiB; target ≥ 90%): ${share >= 0.9 ? 'MET' : 'NOT MET'}`,
+        )}) peak RSS ${fmt(rssChart.peakRssBytes / 1024 ** 2)} MiB = ${fmt((100 * rssChart.peakRssBytes) / chart.memoryLimitBytes)}% of the limit (target ≤ ${fmt(100 * RSS_LIMIT_SHARE_TARGET)}%, ${fmt(RSS_LIMIT_SHARE_TARGET * limitMiB)} MiB: headroom against an OOM kill): ${rssChart.peakRssBytes <= RSS_LIMIT_SHARE_TARGET * chart.memoryLimitBytes ? 'MET' : 'NOT MET'}${rebalanceNote(rssChart)}; ${fmt(rssChart.perSecond)} cmd/s = ${fmt(100 * share)}% of the uncapped run's ${fmt(rss.perSecond)} cmd/s (peak ${fmt(rss.peakRssBytes / 1024 ** 2)} MiB; target ≥ 90%): ${share >= 0.9 ? 'MET' : 'NOT MET'}`,
     );
   }
   const issue12: string[] = [];
@@ -531,6 +589,12 @@ function report(
     lines.push('An unaffordable command among affordable ones (issue 20; targets reported, not enforced):');
     lines.push('');
     lines.push(...fundsRefusalLines(fundsRefusal));
+  }
+  if (changes !== undefined) {
+    lines.push('');
+    lines.push('Rolling update, scaling and start-up under load (issue 23; targets reported, not enforced):');
+    lines.push('');
+    lines.push(...changeSectionLines(changes));
   }
   lines.push('');
   lines.push('Columns:');
@@ -575,6 +639,8 @@ async function main(): Promise<number> {
   let routeRefusal: RouteRefusalFigures | undefined;
   /** Issue 20's funds-refusal section (undefined when skipped). */
   let fundsRefusal: FundsRefusalFigures | undefined;
+  /** Issue 23's sections (each undefined when skipped). */
+  let changes: ChangeSectionFigures | undefined;
   try {
     const backlog = `bench.${runId}.commands`;
     ctx.topics.push(backlog);
@@ -623,6 +689,7 @@ async function main(): Promise<number> {
         producedAt: bigProducedAt,
         target: RSS_COMMANDS,
         label: 'worker.rss',
+        rebalanceAt: RSS_REBALANCE_AT,
       });
       say(`RSS check: ${describeRun(rssRun)}`);
       // The same backlog again, the worker configured as the Helm chart deploys it.
@@ -638,6 +705,7 @@ async function main(): Promise<number> {
         target: RSS_COMMANDS,
         label: 'worker.rss-chart',
         env: chart.env,
+        rebalanceAt: RSS_REBALANCE_AT,
       });
       say(`RSS check with the chart's settings (${JSON.stringify(chart.env)}): ${describeRun(extra.rssChart)}`);
     }
@@ -721,7 +789,7 @@ async function main(): Promise<number> {
       say(fundsRefusalLines(fundsRefusal).join(' '));
       await deleteTopics(kafka, ctx.topics.splice(0));
     }
-    if (SCALE_OUT.length > 0 || CHURN_SECONDS > 0) mkdirSync(sectionCtx.logDir, { recursive: true });
+    if (SCALE_OUT.length > 0 || CHURN_SECONDS > 0 || ROLLING_UPDATE_SECONDS > 0 || SCALE_SECONDS > 0) mkdirSync(sectionCtx.logDir, { recursive: true });
     if (SCALE_OUT.length > 0) {
       extra.scaleOut = await runScaleOut(sectionCtx, {
         processes: SCALE_OUT,
@@ -744,6 +812,25 @@ async function main(): Promise<number> {
       await deleteTopics(kafka, ctx.topics.splice(0));
     }
 
+    if (ROLLING_UPDATE_SECONDS > 0 || SCALE_SECONDS > 0 || START_UP_SECONDS > 0) {
+      changes = await runChangeSections(
+        sectionCtx,
+        {
+          latency: OPEN_LOOP_LATENCY,
+          meanLatencyMs,
+          ratePerSecond: CHANGE_RATE,
+          rollingUpdateSeconds: ROLLING_UPDATE_SECONDS,
+          scaleSeconds: SCALE_SECONDS,
+          scaleRateLimit: SCALE_RATE_LIMIT,
+          startUpSeconds: START_UP_SECONDS,
+          inFlight: WORKER_IN_FLIGHT,
+          seed: SEED + 5,
+        },
+        withOwnSandbox,
+        async () => deleteTopics(kafka, ctx.topics.splice(0)),
+      );
+    }
+
     const rows: Row[] = [];
     for (const latencyMs of LATENCIES)
       for (const pipeline of ORDER) rows.push({ pipeline, latencyMs, runs: runs.filter((r) => r.pipeline === pipeline && r.latencyMs === latencyMs) });
@@ -752,7 +839,7 @@ async function main(): Promise<number> {
       .map((l) => l.toFixed(2))
       .join(' ')}`;
     const wallSeconds = (Date.now() - started) / 1000;
-    const markdown = report(rows, rssRun, machine, wallSeconds, extra, routeRefusal, fundsRefusal);
+    const markdown = report(rows, rssRun, machine, wallSeconds, extra, routeRefusal, fundsRefusal, changes);
     console.log(markdown);
     mkdirSync(dirname(JSON_FILE), { recursive: true });
     writeFileSync(
@@ -782,11 +869,17 @@ async function main(): Promise<number> {
             routeRefusalShare: ROUTE_REFUSAL_SHARE,
             routeRefusalSeconds: ROUTE_REFUSAL_SECONDS,
             fundsRefusalCommands: FUNDS_REFUSAL_COMMANDS,
+            rollingUpdateSeconds: ROLLING_UPDATE_SECONDS,
+            scaleSeconds: SCALE_SECONDS,
+            scaleRateLimit: SCALE_RATE_LIMIT,
+            startUpSeconds: START_UP_SECONDS,
+            changeRate: CHANGE_RATE,
           },
           runs,
           rssRun: rssRun ?? null,
           issue12: extra,
           issue20: { routeRefusal: routeRefusal ?? null, fundsRefusal: fundsRefusal ?? null },
+          issue23: changes ?? null,
           sandbox: sandboxStats,
           markdown,
         },

@@ -50,3 +50,38 @@ export function chartMemorySettings(valuesFile = join(REPO_ROOT, 'helm', 'sms-wo
   if (values.kafka?.fetchMaxBytes !== undefined) env['KAFKA_FETCH_MAX_BYTES'] = String(values.kafka.fetchMaxBytes);
   return { memoryLimit, memoryLimitBytes, heapPercentOfMemoryLimit: percent, maxOldSpaceMiB, env };
 }
+
+/**
+ * The chart's pod settings that decide how a change plays out (issue 23): how long a SIGTERMed
+ * worker may take before the kubelet's SIGKILL, and when the kubelet first sees a new pod ready.
+ */
+export interface ChartPodSettings {
+  /** SHUTDOWN_TIMEOUT_MS as the chart renders it (shutdownTimeoutSeconds × 1000). */
+  readonly shutdownTimeoutMs: number;
+  /** terminationGracePeriodSeconds in ms: explicit, or shutdownTimeoutSeconds + 15 (the chart's helper). */
+  readonly terminationGraceMs: number;
+  /** readinessProbe: the first probe after initialDelaySeconds, then one every periodSeconds. */
+  readonly readinessInitialDelayMs: number;
+  readonly readinessPeriodMs: number;
+  /** The worker's environment for these settings, with the chart's memory settings (chartMemorySettings). */
+  readonly env: Record<string, string>;
+}
+
+export function chartPodSettings(valuesFile = join(REPO_ROOT, 'helm', 'sms-worker', 'values.yaml')): ChartPodSettings {
+  const values = parse(readFileSync(valuesFile, 'utf8')) as {
+    shutdownTimeoutSeconds?: number;
+    terminationGracePeriodSeconds?: number | null;
+    readinessProbe?: { initialDelaySeconds?: number; periodSeconds?: number };
+  };
+  const shutdown = values.shutdownTimeoutSeconds ?? 30;
+  const grace = values.terminationGracePeriodSeconds ?? shutdown + 15;
+  return {
+    shutdownTimeoutMs: shutdown * 1000,
+    terminationGraceMs: grace * 1000,
+    // Kubernetes' own defaults when the chart sets none: no delay, every 10 s.
+    readinessInitialDelayMs: (values.readinessProbe?.initialDelaySeconds ?? 0) * 1000,
+    readinessPeriodMs: (values.readinessProbe?.periodSeconds ?? 10) * 1000,
+    // The memory settings too: a pod under the chart's heap cap is what a deploy changes.
+    env: { ...chartMemorySettings(valuesFile).env, SHUTDOWN_TIMEOUT_MS: String(shutdown * 1000) },
+  };
+}

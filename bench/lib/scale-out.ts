@@ -52,14 +52,19 @@ export interface ChurnFigures {
   readonly leaveGapMs: number;
 }
 
-function topicsFor(ctx: ScaleOutContext, label: string): { input: string; output: string; group: string } {
+export function topicsFor(ctx: ScaleOutContext, label: string): { input: string; output: string; group: string } {
   const input = `bench.${ctx.runId}.${label}.commands`;
   const output = `bench.${ctx.runId}.${label}.results`;
   ctx.topics.push(input, output, `${output}.dlq`, `${output}.ledger`);
   return { input, output, group: `bench-${ctx.runId}-${label}` };
 }
 
-function poolFor(ctx: ScaleOutContext, t: { input: string; output: string; group: string }, label: string, overrides: Record<string, string>): WorkerPool {
+export function poolFor(
+  ctx: ScaleOutContext,
+  t: { input: string; output: string; group: string },
+  label: string,
+  overrides: Record<string, string>,
+): WorkerPool {
   const env = workerEnv(
     {
       brokers: ctx.brokers,
@@ -76,7 +81,7 @@ function poolFor(ctx: ScaleOutContext, t: { input: string; output: string; group
 }
 
 /** Waits until `members` processes of the group hold all the topic's partitions between them. */
-async function settled(ctx: ScaleOutContext, group: string, topic: string, members: number, timeoutMs = 120_000): Promise<void> {
+export async function settled(ctx: ScaleOutContext, group: string, topic: string, members: number, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const assignment = await groupAssignment(ctx.kafka, group, topic).catch(() => new Map<string, number[]>());

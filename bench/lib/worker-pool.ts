@@ -47,10 +47,11 @@ export class WorkerPool {
     return this.workers.filter((w) => w.state === 'running');
   }
 
-  start(why: string): PoolWorker {
+  /** `env` on top of the pool's (e.g. the worker's own HTTP_PORT, to read its /readyz). */
+  start(why: string, env: Record<string, string> = {}): PoolWorker {
     const n = this.workers.length + 1;
     const clientId = `${this.#clientPrefix}-w${n}`;
-    const child = startWorker({ ...this.#env, KAFKA_CLIENT_ID: clientId });
+    const child = startWorker({ ...this.#env, ...env, KAFKA_CLIENT_ID: clientId });
     const logFile = join(this.#logDir, `worker-${n}.log`);
     const log = createWriteStream(logFile);
     child.process.stdout?.pipe(log);

@@ -4,7 +4,7 @@ import type { Registry } from 'prom-client';
 export interface HealthSource {
   /** Liveness: the consume loop is making progress, idle, or deliberately paused — not stuck. */
   live(): { ok: boolean; detail: string };
-  /** Readiness: connected to Kafka, group joined, producers ready. */
+  /** Readiness: connected to Kafka, schemas resolved, group joined, first partitions claimed (producers ready). */
   ready(): { ok: boolean; detail: string };
 }
 

@@ -23,6 +23,7 @@ import { Codec, createRegistry } from '../schema/codec.ts';
 import { SmsWorkerError } from '../errors.ts';
 import { retry } from '../retry.ts';
 import { GuardedSender } from './guarded-sender.ts';
+import { warmSchemas } from './warm-up.ts';
 import { checkpointKey, decodeCheckpoint } from './ledger-checkpoint.ts';
 import { PartitionOwnership, type OwnershipEffects } from './partition-ownership.ts';
 import { FetchPauses } from './fetch-pauses.ts';
@@ -127,6 +128,9 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
 
   const codec = await Codec.create(createRegistry(c.registry.url, c.registry.auth), { results: c.topics.results, deadLetter: c.topics.deadLetter });
   log.info({ resultSchemaId: codec.resultSchemaId, deadLetterSchemaId: codec.deadLetterSchemaId }, 'registered result and dead-letter schemas');
+  // Before the group is joined (Worker.start joins after this returns): the first records must not wait for the registry.
+  const warm = await warmSchemas(codec, c.topics.commands);
+  log.info({ commandSchemaId: warm.commandSchemaId, ms: warm.ms }, 'warmed up: schemas resolved');
 
   const client = countInFlight(createClient(config, metrics, log), metrics);
   hooks.adopt(async () => client.close(), 'provider client');
@@ -200,6 +204,9 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   // RATE_LIMIT_PER_SECOND is the deployment's: this process takes its partitions' share, anew at
   // every rebalance; none is granted while the group rebalances (rate-limiter.ts says why).
   if (rateLimiter.enabled) {
+    // Nothing before the first share is known: a fresh process would otherwise start with a full
+    // second of the whole deployment's limit on top of what the others send.
+    rateLimiter.pause();
     consumer.onRebalancing(() => rateLimiter.pause());
     consumer.onGroupJoin(({ memberAssignment }) => {
       const owned = memberAssignment[c.topics.commands]?.length ?? 0;

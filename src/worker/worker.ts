@@ -45,6 +45,9 @@ export class Worker {
   /** One lane per partition being worked on (see LaneRouter); made once the parts are connected. */
   #lanes: LaneRouter | undefined;
   #joined = false;
+  /** The first generation's partitions are claimed: from then on the process works at full speed (see health()). */
+  #warm = false;
+  #startedAt = 0;
   #lagTimer: NodeJS.Timeout | undefined;
   readonly #lagRefreshMs: number;
   readonly #progress: ProgressMonitor;
@@ -99,6 +102,7 @@ export class Worker {
   async start(): Promise<void> {
     if (this.#state !== 'new') throw new Error(`worker cannot start from state ${this.#state}`);
     this.#state = 'starting';
+    this.#startedAt = Date.now();
     const c = this.#config;
     try {
       if (this.#withHttp) {
@@ -203,6 +207,7 @@ export class Worker {
       const kept = ownership.joined(topic, assigned, next, lanes.holding());
       lanes.afterJoin(kept, new Error('a new group generation'));
       if (kept.size > 0) this.#log.info({ kept: [...kept].map((claim) => claim.partition) }, 'partitions kept across the rebalance');
+      if (!this.#warm) this.#warmWhenClaimed(ownership, topic, assigned);
     });
     consumer.onHeartbeat(() => ownership.confirm());
     consumer.onStop(() => (this.#joined = false));
@@ -213,6 +218,22 @@ export class Worker {
         this.#state = 'failed';
         void this.#release().finally(() => this.#done.reject(payload.error));
       }
+    });
+  }
+
+  /**
+   * Ready only once the first generation's partitions are claimed (fenced, ledger and dedup window
+   * read): a join alone left a fresh pod's first records waiting for those reads after /readyz,
+   * and a rolling update SIGTERMing the next old pod meanwhile. The claims are the ones joined()
+   * started (claim() returns them); a failed one is retried at its partition's first batch, so it
+   * does not hold readiness. A newer generation before they settle waits again, with its own.
+   */
+  #warmWhenClaimed(ownership: WorkerParts['ownership'], topic: string, partitions: readonly number[]): void {
+    const generation = ownership.generation;
+    void Promise.allSettled(partitions.map((partition) => ownership.claim(topic, partition))).then(() => {
+      if (ownership.generation !== generation || this.#warm) return;
+      this.#warm = true;
+      this.#log.info({ partitions: partitions.length, msSinceStart: Date.now() - this.#startedAt }, 'ready: first partitions claimed');
     });
   }
 
@@ -251,7 +272,8 @@ export class Worker {
       live: () => (this.#state === 'failed' ? { ok: false, detail: 'consumer failed' } : this.#progress.live(this.#pausedFor())),
       ready: () => {
         if (this.#state !== 'running') return { ok: false, detail: `not ready: ${this.#state}` };
-        return this.#joined ? { ok: true, detail: 'ready: group joined' } : { ok: false, detail: 'not ready: joining consumer group' };
+        if (!this.#joined) return { ok: false, detail: 'not ready: joining consumer group' };
+        return this.#warm ? { ok: true, detail: 'ready: group joined, partitions claimed' } : { ok: false, detail: 'not ready: claiming partitions' };
       },
     };
   }

@@ -247,10 +247,10 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
   describe('memory', () => {
     const nodeOptions = (...extra: string[]): string | undefined => single<ConfigMap>(render(...extra), 'ConfigMap').data.NODE_OPTIONS;
 
-    it('default to a 256Mi limit with the V8 heap capped at 40% of it and a 16 MiB semi-space', () => {
+    it('default to a 384Mi limit (peak RSS ≤ 80% of it, issue 23) with the V8 heap capped at 40% of it and a 16 MiB semi-space', () => {
       const objects = render();
-      expect(workerContainer(single<Deployment>(objects, 'Deployment')).resources?.limits?.memory).toBe('256Mi');
-      expect(single<ConfigMap>(objects, 'ConfigMap').data.NODE_OPTIONS).toBe('--max-old-space-size=102 --max-semi-space-size=16');
+      expect(workerContainer(single<Deployment>(objects, 'Deployment')).resources?.limits?.memory).toBe('384Mi');
+      expect(single<ConfigMap>(objects, 'ConfigMap').data.NODE_OPTIONS).toBe('--max-old-space-size=153 --max-semi-space-size=16');
     });
 
     it('derive the heap cap from the memory limit in any unit', () => {
@@ -259,7 +259,7 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
       expect(nodeOptions('--set', 'resources.limits.memory=536870912', '--set', 'heapPercentOfMemoryLimit=75')).toBe(
         '--max-old-space-size=384 --max-semi-space-size=16',
       );
-      expect(nodeOptions('--set', 'semiSpaceMiB=0')).toBe('--max-old-space-size=102');
+      expect(nodeOptions('--set', 'semiSpaceMiB=0')).toBe('--max-old-space-size=153');
     });
 
     it('render no heap cap without a memory limit or at 0%, and leave NODE_OPTIONS from extraConfig alone', () => {
