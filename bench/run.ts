@@ -5,11 +5,12 @@
  *   floor             naive worker: eachMessage, await HTTP, await a one-record send (bench/pipelines/floor.ts)
  *   worker            sms-worker as shipped (`node src/cli/main.ts run`, default settings: ledger on)
  *   worker-no-ledger  the same with LEDGER_ENABLED=false: what the intent ledger costs
+ *   worker-guards     the worker with every guard on (geo, velocity, spend caps) at limits the run never reaches: what the checks cost
  * per sandbox latency, in interleaved order (ABCD, DCBA, …). Prints a Markdown report and writes
  * the raw figures as JSON. See bench/README.md for what every column means.
  *
  *   node bench/run.ts [--commands 50000] [--latencies 0,50] [--rounds 2] [--floor-commands 300]
- *                     [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger]
+ *                     [--pipelines ceiling,floor,worker,worker-no-ledger,worker-guards] [--only ledger]
  *                     [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7]
  *                     [--worker-node-options "--max-old-space-size=…"]   (NODE_OPTIONS of the worker only)
  *                     [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N]   (issue 20)
@@ -47,11 +48,28 @@ import { FUNDS_BALANCE, fundsRefusalLines, runFundsRefusal, type FundsRefusalFig
 
 quietKnownWarnings();
 
-const ALL_PIPELINES = ['ceiling', 'floor', 'worker', 'worker-no-ledger'] as const;
+const ALL_PIPELINES = ['ceiling', 'floor', 'worker', 'worker-no-ledger', 'worker-guards'] as const;
+
+/**
+ * Every guard on, at limits this run never reaches: the geo check (a denied region the commands
+ * never use), velocity limits per prefix and region, per minute and per day (the largest allowed),
+ * and spend caps per hour and per day (a billion units): the work per command, no rejection.
+ */
+const GUARDS_ON: Record<string, string> = {
+  GEO_MODE: 'enforce',
+  GEO_DENIED_REGIONS: 'KP',
+  VELOCITY_MODE: 'enforce',
+  VELOCITY_PREFIX_PER_MINUTE: '100000000',
+  VELOCITY_PREFIX_PER_DAY: '100000000',
+  VELOCITY_REGION_PER_MINUTE: '100000000',
+  VELOCITY_REGION_PER_DAY: '100000000',
+  SPEND_CAP_PER_HOUR: '1000000000',
+  SPEND_CAP_PER_DAY: '1000000000',
+};
 type Pipeline = (typeof ALL_PIPELINES)[number];
 const isPipeline = (name: string): name is Pipeline => (ALL_PIPELINES as readonly string[]).includes(name);
 /** The sms-worker CLI, with the intent ledger on (as shipped) or off (LEDGER_ENABLED=false). */
-const isWorker = (pipeline: Pipeline): boolean => pipeline === 'worker' || pipeline === 'worker-no-ledger';
+const isWorker = (pipeline: Pipeline): boolean => pipeline === 'worker' || pipeline === 'worker-no-ledger' || pipeline === 'worker-guards';
 /** The issue's target for the ledger: at this latency, throughput with it ≥ 90% of without. */
 const LEDGER_TARGET_LATENCY_MS = 50;
 const PARTITIONS = 12;
@@ -104,7 +122,7 @@ const { values: args } = parseArgs({
 });
 if (args.help === true) {
   console.log(
-    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--open-loop-latency lognormal:50:500 | fixed:50] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)] [--funds-refusal-commands 60 (0: skip)] [--rolling-update-seconds 15 (0: skip)] [--scale-seconds 15 (0: skip)] [--scale-rate-limit N (default --rate-limit; 0: skip that pass)] [--start-up-seconds 30 (0: skip)] [--change-rate 300]',
+    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger,worker-guards] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--open-loop-latency lognormal:50:500 | fixed:50] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)] [--funds-refusal-commands 60 (0: skip)] [--rolling-update-seconds 15 (0: skip)] [--scale-seconds 15 (0: skip)] [--scale-rate-limit N (default --rate-limit; 0: skip that pass)] [--start-up-seconds 30 (0: skip)] [--change-rate 300]',
   );
   process.exit(0);
 }
@@ -249,6 +267,7 @@ function startPipeline(
     // backlog holds that run's checkpoint, and the worker would start after it (nothing to do).
     const overrides: Record<string, string> = { LEDGER_TOPIC: `${output}.ledger`, HTTP_PORT: String(httpPort) };
     if (pipeline === 'worker-no-ledger') overrides['LEDGER_ENABLED'] = 'false';
+    if (pipeline === 'worker-guards') Object.assign(overrides, GUARDS_ON);
     if (nodeOptions !== undefined) overrides['NODE_OPTIONS'] = nodeOptions;
     Object.assign(overrides, extraEnv);
     return startWorker(
@@ -516,6 +535,18 @@ function report(
       const ct = agg(c, (r) => r.perSecond);
       lines.push(`- 0 ms: worker ÷ ceiling = ${fmt((100 * wt) / ct)}% (target ≥ 40%): ${wt >= 0.4 * ct ? 'MET' : 'NOT MET'}`);
     }
+  }
+  for (const latencyMs of LATENCIES) {
+    const guarded = find('worker-guards', latencyMs);
+    const plain = find('worker', latencyMs);
+    if (guarded === undefined || plain === undefined) continue;
+    const paired = guarded.runs.map((r) => r.perSecond / (plain.runs.find((o) => o.round === r.round)?.perSecond ?? Number.NaN));
+    const ps = spread(paired);
+    const g = agg(guarded, (r) => r.perSecond);
+    const w = agg(plain, (r) => r.perSecond);
+    lines.push(
+      `- guards on ÷ off at ${latencyMs} ms = ${fmt((100 * g) / w)}% (target ≥ 95%): ${g >= 0.95 * w ? 'MET' : 'NOT MET'}; ${fmt(g)} vs ${fmt(w)} cmd/s, per round ${fmt(100 * ps.min)}–${fmt(100 * ps.max)}%`,
+    );
   }
   for (const latencyMs of LATENCIES) {
     const on = find('worker', latencyMs);
