@@ -233,6 +233,7 @@ function guardSettings(e: Env, problems: string[]): WorkerConfig['guard'] {
     dynamicMultiple: e.VELOCITY_DYNAMIC_MULTIPLE,
     blockMs: e.VELOCITY_BLOCK_MS,
     maxTrackedKeys: e.VELOCITY_MAX_TRACKED_KEYS,
+    holdMaxMs: e.VELOCITY_HOLD_MAX_MS,
   };
   if (e.VELOCITY_DYNAMIC_MULTIPLE > 0 && !velocityEnabled(velocity)) {
     problems.push('VELOCITY_DYNAMIC_MULTIPLE: multiplies the trailing mean above a limit, but no VELOCITY_*_PER_* limit is set (the limits are the floors)');

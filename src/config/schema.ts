@@ -224,6 +224,7 @@ export const envSchema = z.object({
   // Twilio Verify Fraud Guard blocks a prefix for 5 min to 12 h.
   VELOCITY_BLOCK_MS: int(DEFAULT_VELOCITY_SETTINGS.blockMs, 1_000, 43_200_000),
   VELOCITY_MAX_TRACKED_KEYS: int(DEFAULT_VELOCITY_SETTINGS.maxTrackedKeys, 100, 100_000),
+  VELOCITY_HOLD_MAX_MS: int(DEFAULT_VELOCITY_SETTINGS.holdMaxMs, 1_000, 3_600_000),
   // Spend caps (src/worker/guard/spend-cap.ts): decimal amounts of the account currency, deployment-wide; unset = none.
   SPEND_CAP_PER_HOUR: spendCap,
   SPEND_CAP_PER_DAY: spendCap,

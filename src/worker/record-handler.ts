@@ -22,6 +22,7 @@ import { RegistryUnavailableError } from '../schema/codec.ts';
 import type { GuardedSender, SendHooks, SendOutcome } from './guarded-sender.ts';
 import type { Identity } from './protocol/partition-machine.ts';
 import { firstCallOnly, timeToSendSeconds } from './time-to-send.ts';
+import { screenHolding } from './guard/velocity-hold.ts';
 
 export type { CommandRecord, RecordCodec, RecordOutcome } from './record-outcomes.ts';
 import type { CommandEnd, CommandSpan, CommandTracer } from '../observability/command-span.ts';
@@ -155,7 +156,9 @@ async function handle(
   let send = validation;
   const destinations = deps.sender.destinations;
   if (destinations !== undefined) {
-    const verdict = destinations.screen(validation, deps.policy.partialRecipients, command, source);
+    const verdict = await screenHolding(destinations, validation, deps.policy.partialRecipients, command, source, signal, now);
+    if (verdict.kind === 'abandoned') return { kind: 'abandoned' };
+    if (verdict.kind === 'expired') return encodedResult(expiredResult({ command, source, completedAt: now() }, verdict.expiresAt), deps);
     if (verdict.kind === 'rejected') {
       return encodedResult(rejectedResult({ command, source, completedAt: now() }, verdict.problems, RESULT_ERROR_CODES.destinationVelocityLimited), deps);
     }

@@ -248,6 +248,7 @@ describe('loadConfig: velocity limits and spend caps (VELOCITY_*, SPEND_CAP_*)',
       VELOCITY_DYNAMIC_MULTIPLE: '2',
       VELOCITY_BLOCK_MS: '3600000',
       VELOCITY_MAX_TRACKED_KEYS: '5000',
+      VELOCITY_HOLD_MAX_MS: '20000',
       SPEND_CAP_PER_HOUR: ' 12.5 ',
       SPEND_CAP_PER_DAY: '100',
       SPEND_CAP_HOUR_MS: '60000',
@@ -259,6 +260,7 @@ describe('loadConfig: velocity limits and spend caps (VELOCITY_*, SPEND_CAP_*)',
       dynamicMultiple: 2,
       blockMs: 3_600_000,
       maxTrackedKeys: 5_000,
+      holdMaxMs: 20_000,
     });
     expect(guard.spend).toEqual({ caps: { hour: '12.5', day: '100' }, hourMs: 60_000 });
   });

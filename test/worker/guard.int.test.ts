@@ -87,6 +87,25 @@ describe('velocity limits (VELOCITY_*), end to end', () => {
       { to: '+6591234567', problem: expect.stringMatching(/^recipient's destination \+65 912 \(region SG\) is over VELOCITY_REGION_PER_DAY/) },
     ]);
   });
+
+  it('hold: a command over the limit waits, then is refused when the hold runs out; other destinations are sent meanwhile', async () => {
+    const { results, publish } = await startWorkerRig(sandbox.url, cleanups, {
+      VELOCITY_MODE: 'hold',
+      VELOCITY_HOLD_MAX_MS: '1500',
+      VELOCITY_REGION_PER_DAY: '1',
+    });
+    const first = textCommand({ to: ['+6581234567'] });
+    await publish([{ command: first }]);
+    await results.waitFor([first.commandId]);
+    const held = textCommand({ to: ['+6591234567'] });
+    const other = textCommand({ to: ['+8613800138000'] });
+    await publish([{ command: held }, { command: other }]);
+    const got = await results.waitFor([held.commandId, other.commandId]);
+    expect(got.get(other.commandId)?.outcome).toBe('SENT');
+    expect(got.get(held.commandId)?.outcome).toBe('REJECTED');
+    expect(got.get(held.commandId)?.error?.code).toBe('DESTINATION_VELOCITY_LIMITED');
+    expect(sandbox.state.requests({ correlationId: held.commandId })).toHaveLength(0);
+  });
 });
 
 describe('spend caps (SPEND_CAP_*), end to end', () => {

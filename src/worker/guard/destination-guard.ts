@@ -38,14 +38,25 @@ export class DestinationGuard {
     this.#velocity.setShare(Math.min(t, Math.max(1, owned)) / t);
   }
 
-  screen(validation: SendValidation, partial: ValidationPolicy['partialRecipients'], command: SendCommand, source: SourcePosition): VelocityVerdict {
+  get settings(): VelocitySettings {
+    return this.#velocity.settings;
+  }
+
+  /** `report`: tell the observer of refusals (a held command's later looks are not new refusals). */
+  screen(
+    validation: SendValidation,
+    partial: ValidationPolicy['partialRecipients'],
+    command: SendCommand,
+    source: SourcePosition,
+    report = true,
+  ): VelocityVerdict {
     const now = this.#now();
     const mode = this.#velocity.settings.mode;
     const refusals = this.#velocity.screen(validation.destinations, now);
     const verdict = velocityVerdict(validation, refusals, mode, partial);
     if (verdict.kind === 'send') this.#velocity.commit(verdict.validation.destinations, now);
     const refused = refusals.filter((r): r is VelocityRefusal => r !== undefined);
-    if (refused.length > 0) this.#tell(() => this.#observer?.onRefusals(refused, mode, command, source));
+    if (refused.length > 0 && report) this.#tell(() => this.#observer?.onRefusals(refused, mode, command, source));
     const newBlock = refused.some((r) => r.newlyBlocked);
     if (newBlock || (this.#anyBlocked && now - this.#refreshedAt >= BLOCKED_REFRESH_MS)) {
       this.#refreshedAt = now;

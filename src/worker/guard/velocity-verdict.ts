@@ -28,7 +28,7 @@ export function velocityProblem(refusal: VelocityRefusal, operation: 'text' | 'v
 
 /**
  * `refusals` lines up with `validation.destinations`. Under `monitor` nothing changes. Under
- * `enforce`, `reject` refuses the whole command for any refused recipient; `send-valid` drops
+ * `enforce` (and `hold`, once its wait is over), `reject` refuses the whole command for any refused recipient; `send-valid` drops
  * the refused ones into `rejectedRecipients` and sends the others, or rejects when none is left.
  */
 export function velocityVerdict(
@@ -37,7 +37,7 @@ export function velocityVerdict(
   mode: VelocityMode,
   partial: ValidationPolicy['partialRecipients'],
 ): VelocityVerdict {
-  if (mode !== 'enforce' || refusals.every((r) => r === undefined)) return { kind: 'send', validation };
+  if (mode === 'monitor' || refusals.every((r) => r === undefined)) return { kind: 'send', validation };
   const operation = validation.request.operation === 'sms.message.send' ? 'text' : 'voice';
   const problems = refusals.flatMap((r) => (r === undefined ? [] : [{ field: r.field, problem: velocityProblem(r, operation) }]));
   const request = validation.request;

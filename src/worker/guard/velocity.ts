@@ -17,8 +17,12 @@
 import type { Destination } from '../../contracts/recipients.ts';
 import { SlidingCount, type SlidingShape } from './sliding-count.ts';
 
-/** `enforce`: a recipient over a limit is refused. `monitor`: it is only counted and logged, and sent. (No limit set: off.) */
-export const VELOCITY_MODES = ['enforce', 'monitor'] as const;
+/**
+ * `enforce`: a recipient over a limit is refused. `hold`: the command waits (up to `holdMaxMs`, or
+ * its expiry) for the limit to let it through, then is refused as under `enforce`. `monitor`: it
+ * is only counted and logged, and sent. (No limit set: off.)
+ */
+export const VELOCITY_MODES = ['enforce', 'hold', 'monitor'] as const;
 export type VelocityMode = (typeof VELOCITY_MODES)[number];
 
 export const VELOCITY_KINDS = ['prefix', 'region'] as const;
@@ -56,6 +60,8 @@ export interface VelocitySettings {
   readonly blockMs: number;
   /** Most keys (prefixes and regions) tracked; the least recently seen is forgotten first. @defaultValue 10000 */
   readonly maxTrackedKeys: number;
+  /** Under `hold`: how long a command over a limit waits before it is refused. @defaultValue 60000 */
+  readonly holdMaxMs: number;
 }
 
 export const DEFAULT_VELOCITY_SETTINGS = {
@@ -65,6 +71,7 @@ export const DEFAULT_VELOCITY_SETTINGS = {
   dynamicMultiple: 0,
   blockMs: 900_000,
   maxTrackedKeys: 10_000,
+  holdMaxMs: 60_000,
 } as const satisfies VelocitySettings;
 
 /** Shapes of the windows: 10 s buckets for a minute (counts the last 60–70 s), 1 h for a day (24–25 h). */

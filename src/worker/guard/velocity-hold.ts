@@ -1,0 +1,61 @@
+/**
+ * VELOCITY_MODE=hold: a command over a velocity limit waits for the limit to let it through
+ * instead of being refused at once — up to VELOCITY_HOLD_MAX_MS, or its expiry if sooner — looking
+ * again every second. Then it is refused as under `enforce` (or EXPIRED, its expiry passed).
+ *
+ * While it waits it holds its key (later commands of the same key wait behind it) and one place of
+ * its partition's run-ahead: a pumping burst held in full would fill the run-ahead and slow every
+ * other destination of its partitions, which is why `enforce` is the default and the wait is bounded.
+ * A rebalance or shutdown gives it up unsent (the next owner screens it again).
+ */
+import type { SendCommand } from '../../contracts/command.ts';
+import type { ValidationPolicy } from '../../contracts/policy.ts';
+import type { SourcePosition } from '../../contracts/result.ts';
+import type { DestinationGuard } from './destination-guard.ts';
+import type { SendValidation, VelocityVerdict } from './velocity-verdict.ts';
+
+/** How often a held command looks again. */
+export const VELOCITY_HOLD_POLL_MS = 1_000;
+
+export type HeldVerdict = VelocityVerdict | { readonly kind: 'expired'; readonly expiresAt: number } | { readonly kind: 'abandoned' };
+
+export async function screenHolding(
+  guard: DestinationGuard,
+  validation: SendValidation,
+  partial: ValidationPolicy['partialRecipients'],
+  command: SendCommand,
+  source: SourcePosition,
+  signal: AbortSignal,
+  now: () => number,
+): Promise<HeldVerdict> {
+  let verdict = guard.screen(validation, partial, command, source);
+  if (verdict.kind === 'send' || guard.settings.mode !== 'hold') return verdict;
+  const expiresAt = command.expiresAt;
+  const until = Math.min(now() + guard.settings.holdMaxMs, expiresAt ?? Number.POSITIVE_INFINITY);
+  while (verdict.kind === 'rejected' && now() < until) {
+    try {
+      await sleep(Math.min(VELOCITY_HOLD_POLL_MS, until - now()), signal);
+    } catch {
+      return { kind: 'abandoned' };
+    }
+    verdict = guard.screen(validation, partial, command, source, false);
+  }
+  if (verdict.kind === 'rejected' && expiresAt !== null && now() >= expiresAt) return { kind: 'expired', expiresAt };
+  return verdict;
+}
+
+/** The global timer (not node:timers/promises), so a test's fake clock drives it too. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
