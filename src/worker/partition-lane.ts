@@ -281,7 +281,7 @@ export class PartitionLane {
           this.#callAnswers.set(offset, resolve);
           this.#apply(() => this.#machine.wantSend(offset, this.#ctx.leaseHolds(), Date.now(), performance.now()));
         }),
-      notSent: () => this.#apply(() => this.#machine.notSent(offset)),
+      notSent: () => this.#apply(() => this.#machine.notSent(offset, performance.now())),
     }),
   };
 

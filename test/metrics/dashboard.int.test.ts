@@ -29,6 +29,9 @@ import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand
 /** Panels that stay empty in this run, and why: each needs an event the run cannot cause. */
 const EMPTY_IN_THIS_RUN: Record<string, string> = {
   'In-doubt commands found (time range)': 'needs a command marked in the ledger by an earlier owner that crashed before its result',
+  'Blocked prefixes and regions': 'the guards are off in this run (no VELOCITY_* limit); guard.int and documented-metrics.int move these metrics',
+  'Velocity rejections by rule and region': 'the guards are off in this run (no VELOCITY_* limit)',
+  "Spend in the caps' windows against the caps": 'the guards are off in this run (no SPEND_CAP_*)',
 };
 
 const NAMESPACE = 'dashboard-test';

@@ -172,7 +172,7 @@ export class Handler {
         rec.step = withdraw ? 'kept' : 'calling';
         rec.calls += 1;
         const n = rec.calls;
-        if (withdraw) lane.act('notSent', offset, (m) => m.notSent(lane.big(offset)));
+        if (withdraw) lane.act('notSent', offset, (m) => m.notSent(lane.big(offset), lane.world.now));
         world.clock.at(world.prng.int(5, 40), lane.owner, () => {
           if (!rec.ending && rec.calls === n && this.#recs.get(offset) === rec) this.#want(rec);
         });

@@ -141,8 +141,11 @@ export class PartitionMachine<O> {
     if (!this.#send.stopped) this.#send.stop();
   }
   /** The call surely did not reach the service (or was refused) and the command is kept: withdraw its mark. */
-  notSent(offset: bigint): void {
+  notSent(offset: bigint, clock?: number): void {
     this.#send.notSent(offset);
+    // Committed at once (`clock` given): a command refused and held (a funds or route pause) may
+    // wait long, and its stale mark would make a new owner wait for it, then report it UNKNOWN.
+    if (this.#send.withdrawalWaiting && clock !== undefined) this.#scheduleCommit(true, clock);
   }
 
   finished(offset: bigint, outcome: O, clock: number): void {

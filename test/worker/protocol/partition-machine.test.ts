@@ -297,3 +297,18 @@ describe('PartitionMachine: a withdrawn mark commits at once', () => {
     expect(m.recordState(0n)).toBe('calling');
   });
 });
+
+describe('PartitionMachine: a refused call withdraws its mark at once', () => {
+  it('a call that surely did not reach the service (refused, then held for a pause) has its mark dropped in a transaction of its own', () => {
+    const m = machine();
+    markedAwaitingSlot(m);
+    m.slotGranted(0n, true);
+    m.drain();
+    m.notSent(0n, 5);
+    expect(m.drain()).toContainEqual({ type: 'arm-commit', delayMs: 0 });
+    m.commitDue(5);
+    const [transaction] = m.drain();
+    expect(transaction).toMatchObject({ type: 'transaction', plan: { checkpoint: { open: [] } } });
+    expect(m.recordState(0n)).toBe('handling');
+  });
+});
