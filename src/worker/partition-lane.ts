@@ -246,7 +246,10 @@ export class PartitionLane {
       this.#records.delete(offset);
       ctx.bytesInHand.free(record.bytes);
     };
-    handleRecord(record.message, record.source, ctx.deps, this.#signal, this.#recordLane).then(
+    // Sending stopped (retired, failed, forced): waits in the handler (decoding, the gate, holds,
+    // the spend cap, the rate limiter) give up too, so the command is given up unsent at once
+    // rather than taking a token or holding the lane open. A call under way is not cut by it.
+    handleRecord(record.message, record.source, ctx.deps, AbortSignal.any([this.#signal, this.#stopSending.signal]), this.#recordLane).then(
       (outcome) => {
         settle();
         // Not sent: a later checkpoint must not list it (the next owner sends it normally). A call

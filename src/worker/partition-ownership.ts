@@ -79,6 +79,7 @@ export class PartitionOwnership {
   #assigned: { topic: string; partitions: number[] } | undefined;
   /** Between REBALANCING and the new assignment: no claim fences (the partition may be another member's by then). */
   #rebalancing = false;
+  #stopped = false;
   /** When the lease was last found lapsed (a claim made before it is never kept). */
   #lapsedAt = Number.NEGATIVE_INFINITY;
   /** When each claim was made. */
@@ -96,6 +97,15 @@ export class PartitionOwnership {
   /** The group is rebalancing (kafkajs's REBALANCING): no claim fences until the new assignment. */
   rebalancing(): void {
     this.#rebalancing = true;
+  }
+
+  /**
+   * Shutting down: no claim fences any more. A graceful stop leaves the group while its lanes
+   * finish (ledger on), and a claim still under way (waiting for a lane to hand over) would
+   * otherwise fence a partition the group has given to another member since.
+   */
+  stop(): void {
+    this.#stopped = true;
   }
 
   /**
@@ -245,10 +255,14 @@ export class PartitionOwnership {
         if (!local) await this.#awaitEarlierOwner(topic, partition, generation);
         continue;
       }
-      if (generation !== this.#generation || this.#rebalancing)
-        throw new SmsWorkerError('CLAIM_STALE', `not claiming ${topic}[${partition}]: the group is rebalancing, or a newer generation started meanwhile`, {
-          retryable: true,
-        });
+      if (generation !== this.#generation || this.#rebalancing || this.#stopped)
+        throw new SmsWorkerError(
+          'CLAIM_STALE',
+          `not claiming ${topic}[${partition}]: the group is rebalancing, a newer generation started meanwhile, or this worker is stopping`,
+          {
+            retryable: true,
+          },
+        );
       // The handover may have waited (or the process frozen) past the lease: fence only while it holds.
       if (step === 'fence' && !this.leaseHolds())
         throw new SmsWorkerError('LEASE_EXPIRED', `not fencing ${topic}[${partition}]: the group lease expired while waiting for the earlier owner`, {

@@ -145,6 +145,7 @@ export class Worker {
       this.#releases.push({
         name: 'partition lanes',
         release: async () => {
+          parts.ownership.stop();
           const drained = lanes.drain();
           if (c.ledger.enabled) await parts.consumer.disconnect().catch((error: unknown) => this.#log.warn({ err: error }, 'leaving the group failed'));
           await drained;

@@ -115,6 +115,23 @@ describe('finding: a mark withdrawn after an ambiguous call that was kept (PROVI
   });
 });
 
+describe('finding: an earlier owner’s mark given up before its record was identified (sending stopped while it decoded)', () => {
+  it('is no longer found by the simulation (it was: at-most-one-send, seed 795)', () => {
+    expect(firstViolation(BASE, 1_500)).toBeUndefined();
+  });
+
+  it('keeps the mark: the next owner reports the command UNKNOWN rather than sending it again', () => {
+    const base = claim();
+    base.inDoubt.set(0n, { offset: 0n, commandId: 'c0', at: 1 });
+    base.open.set(0n, { offset: 0n, commandId: 'c0', at: 1 });
+    const m = machine(true, base);
+    m.take(0n, 'k');
+    m.stopSending();
+    m.abandoned(0n, false, 1);
+    expect(m.claim.open.has(0n)).toBe(true);
+  });
+});
+
 describe('limitation: the ledger off and a stale group offset (no KIP-447)', () => {
   it('answers again what the stale offset hides (the ledger’s checkpoint is what corrects it)', () => {
     const found = firstViolation({ ...BASE, ledger: 'off', staleOffsets: 'always' }, 200);

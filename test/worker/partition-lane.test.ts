@@ -192,6 +192,7 @@ function harness(
     slots?: number;
     claim?: PartitionClaim;
     breakerThreshold?: number;
+    rateLimiter?: RateLimiter;
   } = {},
 ): Harness {
   const producers = new FakeProducers();
@@ -202,7 +203,7 @@ function harness(
     client: service,
     gate,
     outages: new OutageCounter(options.breakerThreshold ?? 5),
-    rateLimiter: new RateLimiter(0),
+    rateLimiter: options.rateLimiter ?? new RateLimiter(0),
     fundsPolicy: 'pause',
   });
   const claim = options.claim ?? claimOf();
@@ -553,6 +554,22 @@ describe('PartitionLane: an ambiguous commit', () => {
     expect(h.producers.transactions[0]?.state).toBe('aborted');
     expect(h.producers.committedKeys(RESULTS).sort()).toEqual(['c0', 'c1']);
     expect(h.service.calls).toHaveLength(2);
+  });
+});
+
+describe('PartitionLane: retiring gives up what waits in the handler', () => {
+  it('a command waiting for a rate-limit token when its partition moves is given up unsent at once: it takes no token and does not hold the lane open', async () => {
+    const limiter = new RateLimiter(1);
+    limiter.pause(); // as during a rebalance: no token for now
+    const h = harness({ rateLimiter: limiter });
+    const lane = new PartitionLane(h.ctx);
+    lane.accept(batchOf([record(0, 'a')]));
+    await until(() => limiter.waiting === 1, 'the command waiting for a token');
+    lane.retire(new Error('the partition moved'));
+    expect(await lane.ended).toEqual({});
+    expect(limiter.waiting).toBe(0);
+    expect(h.service.calls).toHaveLength(0);
+    expect(h.producers.committedKeys(RESULTS)).toEqual([]);
   });
 });
 

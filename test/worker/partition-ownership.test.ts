@@ -29,6 +29,8 @@ function ownershipWith(options: {
   localLane?: boolean;
   /** Whether a producer carries over to the next generation (a kept claim). */
   carry?: boolean;
+  /** The handover step (default: at once, `localLane`). */
+  handover?: () => Promise<boolean>;
 }): { ownership: PartitionOwnership; recorded: Recorded } {
   const recorded: Recorded = { fenced: [], paused: [], resumed: [], ledgerReads: 0, ledgerReadEnds: [] };
   const effects: OwnershipEffects = {
@@ -44,7 +46,7 @@ function ownershipWith(options: {
       if (options.failRecent === true) throw new Error('reader down');
       return options.recent ?? [];
     },
-    handover: async () => options.localLane ?? false,
+    handover: options.handover ?? (async () => options.localLane ?? false),
     carry: () => options.carry ?? true,
     pauseLost: (topic, partition) => void recorded.paused.push(`${topic}:${partition}`),
     resumeAll: (topic, partitions) => void recorded.resumed.push({ topic, partitions }),
@@ -311,5 +313,18 @@ describe('PartitionOwnership: keeping a claim across a rebalance', () => {
     ownership.joined(TOPIC, [3]);
     await ownership.claim(TOPIC, 3);
     expect(recorded.fenced).toEqual([`${TOPIC}:3`]);
+  });
+});
+
+describe('PartitionOwnership: stopping', () => {
+  it('a claim still under way when the worker stops (it left the group while its lanes finish) never fences', async () => {
+    let handOver: (local: boolean) => void = () => undefined;
+    const { ownership, recorded } = ownershipWith({ handover: () => new Promise<boolean>((resolve) => (handOver = resolve)) });
+    const pending = ownership.claim(TOPIC, 5);
+    // Its handover step waits for this process's earlier lane of the partition; meanwhile the worker stops.
+    ownership.stop();
+    handOver(true);
+    await expect(pending).rejects.toThrow(/stopping/);
+    expect(recorded.fenced).toEqual([]);
   });
 });

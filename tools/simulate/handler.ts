@@ -99,6 +99,18 @@ export class Handler {
     return rec.retry && this.#lane.world.options.handler !== 'guarded-sender';
   }
 
+  /**
+   * Sending stopped (retired, failed, a forced stop): what waits in the handler — decoding, the
+   * gate, holds, the rate limiter (`deciding`), or a kept record waiting to ask again — gives up
+   * unsent at once, as partition-lane.ts's handler signal makes it.
+   */
+  stopWaits(): void {
+    for (const rec of this.#recs.values()) {
+      if (rec.ending || (rec.step !== 'deciding' && rec.step !== 'kept')) continue;
+      this.#giveUp(rec, this.#maybeSentBefore(rec));
+    }
+  }
+
   /** The claim failed: every record still in hand ends (a call under way may also be left to answer). */
   abortAll(): void {
     const { prng } = this.#lane.world;

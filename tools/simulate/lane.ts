@@ -207,6 +207,7 @@ export class Lane implements HandlerLane {
         if (!effect.held) this.fetchSoon();
         return;
       case 'stop-waits':
+        this.#handler.stopWaits();
         // The driver cuts its pending acquisitions; the machine hears of each (a no-op for those it refused already).
         for (const offset of [...host.permits.cancel(this), ...host.slots.cancel(this)])
           world.clock.at(world.prng.int(0, 2), this.owner, () => this.act('waitCut', offset, (m) => m.waitCut(this.big(offset))));

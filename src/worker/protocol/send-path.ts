@@ -136,6 +136,9 @@ export class SendPath<O> {
 
   /** The record surely did not reach the service: its mark leaves the next checkpoint. */
   withdraw(offset: bigint): void {
+    // An earlier owner's mark (in doubt) stays whatever becomes of this owner's handling: its call
+    // may have reached the service, and only a result of this record may settle it.
+    if (this.#c.claim.inDoubt.has(offset)) return;
     if (this.#c.claim.open.delete(offset)) this.#marksWithdrawn = true;
     this.#marksWaiting.delete(offset);
   }

@@ -312,3 +312,14 @@ describe('PartitionMachine: a refused call withdraws its mark at once', () => {
     expect(m.recordState(0n)).toBe('handling');
   });
 });
+
+describe('PartitionMachine: an earlier owner’s mark', () => {
+  it('stays when its record is given up before it was even identified (a forced stop while decoding): only a result settles it', () => {
+    const m = machine({ claim: claim(0n, [[0n, 'c0']]) });
+    expect(m.offer(0n, true, 0)).toBe('take');
+    m.take(0n, 'a');
+    m.drain();
+    m.abandoned(0n, false, 1);
+    expect(m.claim.open.has(0n)).toBe(true);
+  });
+});
