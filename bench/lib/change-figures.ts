@@ -5,7 +5,7 @@
  * published in, whenever it was sent.
  */
 import { fmt, ms } from './markdown.ts';
-import { percentile, sortedNumbers } from './stats.ts';
+import { longestGap, percentile, sortedNumbers } from './stats.ts';
 
 /** The issue's "done when" for a change (rolling update, scale 1 → 3 → 1). */
 export const CHANGE_TARGETS = { timeToSendP99Ms: 250, timeToSendMaxMs: 1_000, silenceMs: 1_000 } as const;
@@ -43,22 +43,6 @@ export interface PhaseFigures {
   readonly lost: number;
 }
 
-/**
- * Longest time between consecutive instants of sorted `times` inside [from, to], counting the
- * edges: from `from` to the first and from the last to `to` (a window with none is all silence).
- */
-export function longestSilence(times: readonly number[], from: number, to: number): number {
-  let last = from;
-  let gap = 0;
-  for (const t of times) {
-    if (t < from) continue;
-    if (t > to) break;
-    gap = Math.max(gap, t - last);
-    last = t;
-  }
-  return Math.max(gap, to - last);
-}
-
 /** The figures of the commands published in [from, to). */
 export function phaseFigures(o: ChangeObservations, from: number, to: number): PhaseFigures {
   const toSend: number[] = [];
@@ -85,7 +69,7 @@ export function phaseFigures(o: ChangeObservations, from: number, to: number): P
     timeToSendP50Ms: percentile(sorted, 50),
     timeToSendP99Ms: percentile(sorted, 99),
     timeToSendMaxMs: sorted.at(-1) ?? Number.NaN,
-    longestSilenceMs: longestSilence(o.requestTimes, from, to),
+    longestSilenceMs: longestGap(o.requestTimes, from, to),
     unknown,
     sentTwice: twice,
     lost,

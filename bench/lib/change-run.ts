@@ -31,12 +31,12 @@ import {
 import { createTopics } from './kafka.ts';
 import { fmt, ms } from './markdown.ts';
 import { publishAtRate } from './open-loop.ts';
-import { sleep, type Child } from './proc.ts';
+import { sleep } from './proc.ts';
 import { RequestLogCollector } from './request-log.ts';
 import { ResultWatcher } from './results.ts';
 import { poolFor, settled, topicsFor, type ScaleOutContext } from './scale-out.ts';
 import type { PoolWorker, WorkerPool } from './worker-pool.ts';
-import { freePort } from '../pipelines/worker.ts';
+import { freePort, waitReady } from '../pipelines/worker.ts';
 
 /** Load published before the steady window: the first processes' own start-up is not the change's. */
 const LEAD_IN_MS = 5_000;
@@ -85,26 +85,11 @@ export interface ChangeRunFigures {
   readonly logGaps: number;
 }
 
-/** Waits as the kubelet's readiness probe would: first after the initial delay, then every period. */
-async function probeReady(port: number, child: Child, pod: ChartPodSettings, timeoutMs = 180_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  await sleep(pod.readinessInitialDelayMs);
-  while (Date.now() < deadline) {
-    if (child.process.exitCode !== null || child.process.signalCode !== null) throw new Error(`worker exited before it was ready:\n${child.output()}`);
-    const ok = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(3_000) }).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return;
-    await sleep(pod.readinessPeriodMs);
-  }
-  throw new Error(`worker not ready after ${timeoutMs} ms:\n${child.output()}`);
-}
-
 async function startReady(pool: WorkerPool, pod: ChartPodSettings, why: string): Promise<PoolWorker> {
   const port = await freePort();
   const worker = pool.start(why, { HTTP_PORT: String(port) });
-  await probeReady(port, worker.child, pod);
+  // Ready as the kubelet's readiness probe sees it: first after the initial delay, then every period.
+  await waitReady(port, worker.child, 180_000, { initialDelayMs: pod.readinessInitialDelayMs, periodMs: pod.readinessPeriodMs, requestTimeoutMs: 3_000 });
   return worker;
 }
 

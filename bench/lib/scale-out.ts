@@ -13,7 +13,7 @@ import { fmt, ms } from './markdown.ts';
 import { sleep } from './proc.ts';
 import { RequestLogCollector } from './request-log.ts';
 import { ResultWatcher } from './results.ts';
-import { steadyWindow } from './stats.ts';
+import { longestGap, steadyWindow } from './stats.ts';
 import { groupAssignment, WorkerPool } from './worker-pool.ts';
 import { workerEnv } from '../pipelines/worker.ts';
 import type { OpenLoopContext } from './open-loop.ts';
@@ -90,19 +90,6 @@ export async function settled(ctx: ScaleOutContext, group: string, topic: string
     await sleep(250);
   }
   throw new Error(`group ${group} did not settle with ${members} members within ${timeoutMs} ms`);
-}
-
-/** Longest time between consecutive results (and from `from` to the first) inside [from, to]. */
-export function longestGap(visibleTimes: readonly number[], from: number, to: number): number {
-  let last = from;
-  let gap = 0;
-  for (const t of visibleTimes) {
-    if (t < from) continue;
-    if (t > to) break;
-    gap = Math.max(gap, t - last);
-    last = t;
-  }
-  return Math.max(gap, to - last);
 }
 
 export async function runScaleOut(

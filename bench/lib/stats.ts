@@ -43,3 +43,19 @@ export function spread(values: readonly number[]): { min: number; max: number; m
   const finite = values.filter(Number.isFinite);
   return { min: Math.min(...finite), max: Math.max(...finite), mean: mean(finite) };
 }
+
+/**
+ * Longest time between consecutive instants of sorted `times` inside [from, to], counting the
+ * edges: from `from` to the first and from the last to `to` (a window with none is all silence).
+ */
+export function longestGap(times: readonly number[], from: number, to: number): number {
+  let last = from;
+  let gap = 0;
+  for (const t of times) {
+    if (t < from) continue;
+    if (t > to) break;
+    gap = Math.max(gap, t - last);
+    last = t;
+  }
+  return Math.max(gap, to - last);
+}

@@ -40,17 +40,26 @@ export function startWorker(env: Record<string, string>): Child {
   return startNode(CLI_MAIN, ['run'], env);
 }
 
-/** Resolves once the worker's /readyz says it has joined its group; throws if it exits or `timeoutMs` passes. */
-export async function waitReady(port: number, worker: Child, timeoutMs: number): Promise<void> {
+/**
+ * Resolves once the worker's /readyz says it has joined its group; throws if it exits or `timeoutMs`
+ * passes. `probe`: look as a kubelet's readiness probe would (first after a delay, then every period).
+ */
+export async function waitReady(
+  port: number,
+  worker: Child,
+  timeoutMs: number,
+  probe: { readonly initialDelayMs?: number; readonly periodMs?: number; readonly requestTimeoutMs?: number } = {},
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  if (probe.initialDelayMs !== undefined) await sleep(probe.initialDelayMs);
   while (Date.now() < deadline) {
     if (worker.process.exitCode !== null || worker.process.signalCode !== null) throw new Error(`worker exited before it was ready:\n${worker.output()}`);
-    const ready = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(2_000) }).then(
+    const ready = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(probe.requestTimeoutMs ?? 2_000) }).then(
       (r) => r.ok,
       () => false,
     );
     if (ready) return;
-    await sleep(200);
+    await sleep(probe.periodMs ?? 200);
   }
   throw new Error(`worker not ready after ${timeoutMs} ms:\n${worker.output()}`);
 }

@@ -48,6 +48,8 @@ export class PartitionLane {
   readonly #signal: AbortSignal;
   /** Aborted when sending stops (retired, failed, forced): pending permit and slot waits are cut. */
   readonly #stopSending = new AbortController();
+  /** Either of the two: what every wait of a record (permit, slot, and in the handler) gives up on. */
+  readonly #waitSignal: AbortSignal;
   #timer: NodeJS.Timeout | undefined;
   #immediate: NodeJS.Immediate | undefined;
   #highWatermark = 0n;
@@ -67,6 +69,7 @@ export class PartitionLane {
       inDoubtPolicy: ctx.deps.inDoubtPolicy,
     });
     this.#signal = AbortSignal.any([ctx.abandon, this.#local.signal]);
+    this.#waitSignal = AbortSignal.any([this.#signal, this.#stopSending.signal]);
     const { claim } = ctx;
     this.#target = {
       ...ctx.target,
@@ -173,13 +176,12 @@ export class PartitionLane {
   #do(effect: Effect<RecordOutcome>): void {
     const ctx = this.#ctx;
     const m = this.#machine;
-    const waitSignal = (): AbortSignal => AbortSignal.any([this.#signal, this.#stopSending.signal]);
     switch (effect.type) {
       case 'handle':
         return this.#handle(effect.offset);
       case 'acquire-permit': {
         const { offset } = effect;
-        ctx.markPermits?.acquire(waitSignal()).then(
+        ctx.markPermits?.acquire(this.#waitSignal).then(
           () => this.#apply(() => m.permitGranted(offset, Date.now(), performance.now())),
           () => this.#apply(() => m.waitCut(offset)),
         );
@@ -189,7 +191,7 @@ export class PartitionLane {
         return ctx.markPermits?.release();
       case 'acquire-slot': {
         const { offset } = effect;
-        ctx.slots.acquire(waitSignal()).then(
+        ctx.slots.acquire(this.#waitSignal).then(
           () => this.#apply(() => m.slotGranted(offset, ctx.leaseHolds())),
           () => this.#apply(() => m.waitCut(offset)),
         );
@@ -249,7 +251,7 @@ export class PartitionLane {
     // Sending stopped (retired, failed, forced): waits in the handler (decoding, the gate, holds,
     // the spend cap, the rate limiter) give up too, so the command is given up unsent at once
     // rather than taking a token or holding the lane open. A call under way is not cut by it.
-    handleRecord(record.message, record.source, ctx.deps, AbortSignal.any([this.#signal, this.#stopSending.signal]), this.#recordLane).then(
+    handleRecord(record.message, record.source, ctx.deps, this.#waitSignal, this.#recordLane).then(
       (outcome) => {
         settle();
         // Not sent: a later checkpoint must not list it (the next owner sends it normally). A call

@@ -1,5 +1,5 @@
 import type { SendFootprint } from '../contracts/validate.ts';
-import { abortable, deferred } from './waiting.ts';
+import { abortableDelay, deferred } from './waiting.ts';
 import { RefusalScopes, type Admission, type HoldTicket, type PausedRoute, type RefusalScope, type RefusalScopeSettings } from './refusal-scopes.ts';
 
 /** What the holds look like now: the routes paused and the cost ceiling, for metrics. */
@@ -45,18 +45,11 @@ export class RefusalHolds {
 
   /** Waits until `untilMs`, a change of the holds, or the signal (which rejects). */
   async wait(ticket: HoldTicket, untilMs: number, signal: AbortSignal): Promise<void> {
-    const wake = this.#wake.promise;
-    let timer: NodeJS.Timeout | undefined;
-    const due = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, Math.max(0, untilMs - this.#now()));
-    });
     try {
-      await abortable(Promise.race([wake, due]), signal);
+      await abortableDelay(untilMs - this.#now(), signal, this.#wake.promise);
     } catch (error) {
       this.release(ticket);
       throw error;
-    } finally {
-      clearTimeout(timer);
     }
   }
 

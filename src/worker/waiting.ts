@@ -24,3 +24,19 @@ export function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<
     );
   });
 }
+
+/**
+ * Resolves after `ms`, or as soon as `wake` settles; rejects with the signal's reason once it is
+ * aborted. The global timer (cleared either way), so a test's fake clock drives it.
+ */
+export async function abortableDelay(ms: number, signal: AbortSignal, wake?: Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const due = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, ms));
+  });
+  try {
+    await abortable(wake === undefined ? due : Promise.race([wake, due]), signal);
+  } finally {
+    clearTimeout(timer);
+  }
+}

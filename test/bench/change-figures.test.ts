@@ -1,18 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { changeTargetsMet, longestSilence, phaseFigures, rateFigures, type ChangeObservations } from '../../bench/lib/change-figures.ts';
+import { changeTargetsMet, phaseFigures, rateFigures, type ChangeObservations } from '../../bench/lib/change-figures.ts';
+import { longestGap } from '../../bench/lib/stats.ts';
 
-describe('longestSilence', () => {
+describe('longestGap', () => {
   it('is the longest gap between requests inside the window, its edges included', () => {
-    expect(longestSilence([100, 150, 700, 800], 0, 1000)).toBe(550);
+    expect(longestGap([100, 150, 700, 800], 0, 1000)).toBe(550);
     // From the window's start to the first request, and from the last to its end.
-    expect(longestSilence([900], 0, 1000)).toBe(900);
-    expect(longestSilence([100], 0, 1000)).toBe(900);
+    expect(longestGap([900], 0, 1000)).toBe(900);
+    expect(longestGap([100], 0, 1000)).toBe(900);
   });
 
   it('ignores requests outside the window and is the whole window without any', () => {
-    expect(longestSilence([10, 2000], 100, 1100)).toBe(1000);
-    expect(longestSilence([], 100, 600)).toBe(500);
-    expect(longestSilence([50, 400, 450, 1200], 300, 1000)).toBe(550);
+    expect(longestGap([10, 2000], 100, 1100)).toBe(1000);
+    expect(longestGap([], 100, 600)).toBe(500);
+    expect(longestGap([50, 400, 450, 1200], 300, 1000)).toBe(550);
   });
 });
 

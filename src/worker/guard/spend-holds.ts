@@ -6,7 +6,7 @@
  */
 import type { SendFootprint } from '../../contracts/validate.ts';
 import type { MessageReport } from '../../provider/types.ts';
-import { abortable, deferred } from '../waiting.ts';
+import { abortableDelay, deferred } from '../waiting.ts';
 import { SPEND_WINDOWS, SpendCap, type SpendCapSettings, type SpendWindowName } from './spend-cap.ts';
 
 /** What the pause looks like, for its log line and metrics. */
@@ -85,17 +85,8 @@ export class SpendHolds {
     this.#notify();
   }
 
-  async #wait(untilMs: number, signal: AbortSignal): Promise<void> {
-    const wake = this.#wake.promise;
-    let timer: NodeJS.Timeout | undefined;
-    const due = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, Math.max(0, untilMs - this.#now()));
-    });
-    try {
-      await abortable(Promise.race([wake, due]), signal);
-    } finally {
-      clearTimeout(timer);
-    }
+  #wait(untilMs: number, signal: AbortSignal): Promise<void> {
+    return abortableDelay(untilMs - this.#now(), signal, this.#wake.promise);
   }
 
   #setPaused(pause: SpendPause | undefined): void {

@@ -11,6 +11,7 @@
 import type { SendCommand } from '../../contracts/command.ts';
 import type { ValidationPolicy } from '../../contracts/policy.ts';
 import type { SourcePosition } from '../../contracts/result.ts';
+import { abortableDelay } from '../waiting.ts';
 import type { DestinationGuard } from './destination-guard.ts';
 import type { SendValidation, VelocityVerdict } from './velocity-verdict.ts';
 
@@ -34,7 +35,7 @@ export async function screenHolding(
   const until = Math.min(now() + guard.settings.holdMaxMs, expiresAt ?? Number.POSITIVE_INFINITY);
   while (verdict.kind === 'rejected' && now() < until) {
     try {
-      await sleep(Math.min(VELOCITY_HOLD_POLL_MS, until - now()), signal);
+      await abortableDelay(Math.min(VELOCITY_HOLD_POLL_MS, until - now()), signal);
     } catch {
       return { kind: 'abandoned' };
     }
@@ -42,20 +43,4 @@ export async function screenHolding(
   }
   if (verdict.kind === 'rejected' && expiresAt !== null && now() >= expiresAt) return { kind: 'expired', expiresAt };
   return verdict;
-}
-
-/** The global timer (not node:timers/promises), so a test's fake clock drives it too. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -35,6 +35,16 @@ function takeAll(m: PartitionMachine<string>, keys: string[]): void {
   m.drain();
 }
 
+/** Takes record 0 and brings it to a committed mark, waiting for a slot. */
+function markedAwaitingSlot(m: PartitionMachine<string>): void {
+  takeAll(m, ['a']);
+  m.wantSend(0n, true, 1, 0);
+  m.permitGranted(0n, 1, 0);
+  m.commitDue(0);
+  m.transactionCommitted(1, true);
+  m.drain();
+}
+
 describe('PartitionMachine: a send', () => {
   it('calls only once its mark has committed and it holds a slot', () => {
     const m = machine();
@@ -66,12 +76,7 @@ describe('PartitionMachine: a send', () => {
 
   it('is refused when the lease no longer holds at the slot, which fails the claim; its mark is withdrawn when it gives up', () => {
     const m = machine();
-    takeAll(m, ['a']);
-    m.wantSend(0n, true, 1, 0);
-    m.permitGranted(0n, 1, 0);
-    m.commitDue(0);
-    m.transactionCommitted(1, true);
-    m.drain();
+    markedAwaitingSlot(m);
     m.slotGranted(0n, false);
     expect(types(m.drain())).toEqual(expect.arrayContaining(['release-permit', 'refuse-call:0', 'abort-all']));
     expect(m.state).toBe('failed');
@@ -220,16 +225,6 @@ describe('PartitionMachine: taking records', () => {
     expect(() => m.notSent(0n)).toThrow(/cannot go from handling to handling on not-sent/);
   });
 });
-
-/** Takes record 0 and brings it to a committed mark, waiting for a slot. */
-function markedAwaitingSlot(m: PartitionMachine<string>): void {
-  takeAll(m, ['a']);
-  m.wantSend(0n, true, 1, 0);
-  m.permitGranted(0n, 1, 0);
-  m.commitDue(0);
-  m.transactionCommitted(1, true);
-  m.drain();
-}
 
 describe('PartitionMachine: a rebalance holds, then keeps or retires', () => {
   it('holding, a record about to call waits (held), keeping its slot; kept, it calls', () => {
