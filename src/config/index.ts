@@ -8,11 +8,21 @@ import type { RefusalScopeSettings } from '../worker/refusal-scopes.ts';
 import { velocityEnabled, type VelocitySettings } from '../worker/guard/velocity.ts';
 import type { SpendCapSettings } from '../worker/guard/spend-cap.ts';
 import { envSchema, REFUSAL_DEFAULTS, type Env } from './schema.ts';
+import type { Priority } from '../worker/priority/priority.ts';
 import { tracingSettings, type TracingSettings } from './tracing.ts';
 
 export { envSchema, SECRET_VARIABLES } from './schema.ts';
 export { tracingSettings, type TracingSettings } from './tracing.ts';
 export { loadConnectionConfig, type ConnectionSettings, type KafkaSettings, type RegistrySettings } from './connection.ts';
+
+export { PRIORITIES, type Priority } from '../worker/priority/priority.ts';
+
+/** A command topic and the consumer group it is consumed in, at one priority. */
+export interface CommandSource {
+  readonly priority: Priority;
+  readonly topic: string;
+  readonly consumerGroup: string;
+}
 
 export interface WorkerConfig {
   readonly kafka: KafkaSettings;
@@ -27,6 +37,14 @@ export interface WorkerConfig {
     readonly replicationFactor: number;
   };
   readonly consumerGroup: string;
+  /**
+   * The command topics this process consumes, each in its own consumer group, highest priority
+   * first: COMMAND_TOPIC at `normal`, and PRIORITY_COMMAND_TOPIC at `high` when set
+   * (docs/priority.md says why topics rather than a field in the command).
+   */
+  readonly sources: readonly CommandSource[];
+  /** Under contention, the share of slots, mark permits and tokens the normal priority still gets. */
+  readonly normalMinShare: number;
   /** How long the group waits for a silent member (e.g. a killed pod) before reassigning its partitions. */
   readonly sessionTimeoutMs: number;
   /** Fetch sizes: smaller batches measured faster and leaner than kafkajs's 1 MB / 10 MB defaults (bench/README.md). */
@@ -97,6 +115,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   if (e.ROUTE_PROBE_MAX_MS < e.ROUTE_PROBE_INITIAL_MS) problems.push('ROUTE_PROBE_MAX_MS: must be at least ROUTE_PROBE_INITIAL_MS');
   if (new Set([e.COMMAND_TOPIC, e.RESULT_TOPIC, e.DEAD_LETTER_TOPIC, e.LEDGER_TOPIC]).size !== 4)
     problems.push('COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC, LEDGER_TOPIC: must be four different topics');
+  const sources = commandSources(e, problems);
   const geo = geoPolicy(e, problems);
   const guard = guardSettings(e, problems);
   if (problems.length > 0) throw new ConfigError(problems);
@@ -114,6 +133,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
       replicationFactor: e.TOPICS_REPLICATION_FACTOR,
     },
     consumerGroup: e.CONSUMER_GROUP,
+    sources,
+    normalMinShare: e.PRIORITY_NORMAL_MIN_SHARE,
     sessionTimeoutMs: e.KAFKA_SESSION_TIMEOUT_MS,
     fetch: { maxBytesPerPartition: e.KAFKA_FETCH_MAX_BYTES_PER_PARTITION, maxBytes: e.KAFKA_FETCH_MAX_BYTES },
     transactionalIdPrefix: e.TRANSACTIONAL_ID_PREFIX,
@@ -265,4 +286,23 @@ export function describeConfig(config: WorkerConfig): Record<string, unknown> {
     },
     provider: { ...config.provider, accessKeyId: '[redacted]', accessKeySecret: config.provider.accessKeySecret === undefined ? undefined : '[redacted]' },
   };
+}
+
+/** COMMAND_TOPIC at normal priority, and PRIORITY_COMMAND_TOPIC at high when set (first: highest). */
+function commandSources(e: Env, problems: string[]): CommandSource[] {
+  const normal: CommandSource = { priority: 'normal', topic: e.COMMAND_TOPIC, consumerGroup: e.CONSUMER_GROUP };
+  if (e.PRIORITY_COMMAND_TOPIC === undefined) {
+    if (e.PRIORITY_CONSUMER_GROUP !== undefined) problems.push('PRIORITY_CONSUMER_GROUP: set without PRIORITY_COMMAND_TOPIC');
+    return [normal];
+  }
+  const high: CommandSource = {
+    priority: 'high',
+    topic: e.PRIORITY_COMMAND_TOPIC,
+    consumerGroup: e.PRIORITY_CONSUMER_GROUP ?? `${e.CONSUMER_GROUP}-priority`,
+  };
+  if ([e.COMMAND_TOPIC, e.RESULT_TOPIC, e.DEAD_LETTER_TOPIC, e.LEDGER_TOPIC].includes(high.topic))
+    problems.push('PRIORITY_COMMAND_TOPIC: must differ from COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC and LEDGER_TOPIC');
+  // One group per topic: a rebalance of the bulk topic never holds the codes (docs/priority.md).
+  if (high.consumerGroup === e.CONSUMER_GROUP) problems.push('PRIORITY_CONSUMER_GROUP: must differ from CONSUMER_GROUP (one group per command topic)');
+  return [high, normal];
 }

@@ -156,6 +156,15 @@ export const envSchema = z.object({
   RESULT_TOPIC: topicName('sms.results'),
   DEAD_LETTER_TOPIC: topicName('sms.commands.dlq'),
   LEDGER_TOPIC: topicName('sms.commands.ledger'),
+  /** The high-priority command topic (verification codes), consumed beside COMMAND_TOPIC; empty: one priority. */
+  PRIORITY_COMMAND_TOPIC: optionalText.refine(
+    (v) => v === undefined || /^[a-zA-Z0-9._-]{1,249}$/.test(v),
+    'a Kafka topic name: letters, digits, . _ - (1–249), or empty for none',
+  ),
+  /** The priority topic's consumer group; unset: CONSUMER_GROUP + "-priority". */
+  PRIORITY_CONSUMER_GROUP: optionalText,
+  /** Under contention the normal topic still gets this share of in-flight slots, mark permits and rate-limit tokens. */
+  PRIORITY_NORMAL_MIN_SHARE: z.coerce.number().min(0).max(0.5).default(0.1),
   LEDGER_ENABLED: bool(true),
   IN_DOUBT_POLICY: z.enum(['report', 'resend']).default('report'),
   MAX_RUN_AHEAD: int(128, 1, 100_000),

@@ -86,8 +86,8 @@ export function createMetrics(registry: Registry = new Registry()) {
     commandsConsumed: new Counter({ name: `${prefix}commands_consumed_total`, help: 'Command records consumed (before decoding).', registers: [registry] }),
     results: new Counter({
       name: `${prefix}results_total`,
-      help: 'Results committed, by operation, outcome and error code ("" when SENT).',
-      labelNames: ['operation', 'outcome', 'code'],
+      help: 'Results committed, by operation, outcome, error code ("" when SENT) and priority of the command topic (high, normal).',
+      labelNames: ['operation', 'outcome', 'code', 'priority'],
       registers: [registry],
     }),
     providerRequests: new Counter({
@@ -105,7 +105,8 @@ export function createMetrics(registry: Registry = new Registry()) {
     }),
     timeToSend: new Histogram({
       name: `${prefix}time_to_send_seconds`,
-      help: "Time from a command record's Kafka timestamp (its publication) to the start of its first call to the messaging service.",
+      help: "Time from a command record's Kafka timestamp (its publication) to the start of its first call to the messaging service, by priority of the command topic (high, normal).",
+      labelNames: ['priority'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers: [registry],
     }),

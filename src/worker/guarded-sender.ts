@@ -3,7 +3,7 @@ import { NO_UPSTREAM_CODE } from '../provider/classify.ts';
 import type { ProviderError } from '../provider/provider-error.ts';
 import { isProviderError } from '../provider/provider-error.ts';
 import type { FailureClass, ProviderClient, ProviderRequest, ProviderSuccess } from '../provider/types.ts';
-import type { RateLimiter } from './rate-limiter.ts';
+import type { TokenSource } from './rate-limiter.ts';
 import { RefusalHolds } from './refusal-holds.ts';
 import { DEFAULT_REFUSAL_SCOPE_SETTINGS, type HoldTicket, type RefusalScope } from './refusal-scopes.ts';
 import type { OutageCounter, Passage, PauseReason, ServiceGate } from './service-gate.ts';
@@ -23,7 +23,8 @@ export interface GuardedSenderOptions {
   /** The scoped holds: paused routes (101301) and the cost ceiling (105400 for one command). */
   readonly holds?: RefusalHolds;
   readonly outages: OutageCounter;
-  readonly rateLimiter: RateLimiter;
+  /** Rate-limit tokens, taken at this sender's priority. */
+  readonly rateLimiter: TokenSource;
   /** The velocity limits per destination (VELOCITY_*), which the record handler asks before sending; none: off. */
   readonly destinations?: DestinationGuard | undefined;
   /** The spend caps (SPEND_CAP_*): a send waits here, its command kept, while a cap has no room; none: off. */

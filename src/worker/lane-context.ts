@@ -4,21 +4,24 @@ import type { PartitionProducers } from '../kafka/ports.ts';
 import type { BytesInHand } from './bytes-in-hand.ts';
 import type { PartitionClaim } from './protocol/claim.ts';
 import type { RecordHandlerDeps } from './record-handler.ts';
-import type { Semaphore } from './semaphore.ts';
+import type { Permits } from './priority/priority-permits.ts';
+import type { Priority } from './priority/priority.ts';
 import type { CommitTarget } from './partition-transaction.ts';
 
 /** What a partition's lane works with: the process-wide resources and the claim it drives. */
 export interface LaneContext {
   readonly deps: RecordHandlerDeps;
   readonly producers: PartitionProducers;
-  readonly slots: Semaphore;
+  readonly slots: Permits;
   /**
    * Bounds the commands marked in the ledger but not yet holding a slot (process-wide; 2 ×
    * MAX_IN_FLIGHT): marks a wave or two ahead of the calls keep the pipeline full, more would only
    * grow what a crash leaves UNKNOWN.
    */
-  readonly markPermits?: Semaphore;
+  readonly markPermits?: Permits;
   readonly metrics: WorkerMetrics;
+  /** The priority of the partition's topic: the `priority` label of its results. */
+  readonly priority?: Priority;
   readonly log: Logger;
   /** Where results go; `mayFence` is the lane's own (see `mayCommit`). */
   readonly target: Omit<CommitTarget, 'topic' | 'partition' | 'mayFence' | 'generation'>;

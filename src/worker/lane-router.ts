@@ -4,7 +4,7 @@ import type { WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { PartitionLane, type LaneEnd } from './partition-lane.ts';
 import type { BytesInHand } from './bytes-in-hand.ts';
-import type { Semaphore } from './semaphore.ts';
+import type { Permits } from './priority/priority-permits.ts';
 import { groupOffset } from '../kafka/offsets.ts';
 import { reportGeoRefusals } from './geo-report.ts';
 import { afterFailure } from './protocol/claim.ts';
@@ -13,8 +13,8 @@ import type { WorkerParts } from './parts.ts';
 export interface LaneRouterOptions {
   readonly parts: WorkerParts;
   readonly config: WorkerConfig;
-  readonly slots: Semaphore;
-  readonly markPermits: Semaphore;
+  readonly slots: Permits;
+  readonly markPermits: Permits;
   readonly bytesInHand: BytesInHand;
   readonly metrics: WorkerMetrics;
   readonly log: Logger;
@@ -160,16 +160,17 @@ export class LaneRouter {
         maxCommandBytes: c.maxCommandBytes,
         onRegistryRetry: (error) => this.#o.log.warn({ err: error }, 'schema registry unavailable; retrying'),
         tracer: parts.tracer,
-        timeToSend: this.#o.metrics.timeToSend,
+        timeToSend: this.#o.metrics.timeToSend.labels({ priority: parts.source.priority }),
         onGeoRefusals: (refusals, command, source) => reportGeoRefusals(this.#o.metrics, this.#o.log, c.validation.geo.mode, refusals, command, source),
       },
       producers: parts.producers,
       slots: this.#o.slots,
       markPermits: this.#o.markPermits,
       metrics: this.#o.metrics,
+      priority: parts.source.priority,
       log: this.#o.log,
       target: {
-        consumerGroup: c.consumerGroup,
+        consumerGroup: parts.source.consumerGroup,
         resultTopic: c.topics.results,
         deadLetterTopic: c.topics.deadLetter,
         ledgerTopic: c.ledger.enabled ? c.topics.ledger : undefined,
@@ -179,7 +180,7 @@ export class LaneRouter {
       claim,
       maxRunAhead: c.ledger.maxRunAhead,
       bytesInHand: this.#o.bytesInHand,
-      fetchCommittedOffset: (t, p) => groupOffset(parts.admin, c.consumerGroup, t, p),
+      fetchCommittedOffset: (t, p) => groupOffset(parts.admin, parts.source.consumerGroup, t, p),
       // Sends need both: the group still counts this member in (the lease) and the claim is of
       // the current generation (not a lane left over from before a rebalance).
       leaseHolds: owns,

@@ -1,14 +1,15 @@
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { RecordOutcome } from './record-handler.ts';
+import type { Priority } from './priority/priority.ts';
 
 /** Metrics and one log line for each committed outcome (called after its transaction committed). */
-export function reportOutcome(metrics: WorkerMetrics, log: Logger, outcome: RecordOutcome): void {
-  countOutcome(metrics, outcome);
+export function reportOutcome(metrics: WorkerMetrics, log: Logger, outcome: RecordOutcome, priority: Priority = 'normal'): void {
+  countOutcome(metrics, outcome, priority);
   logOutcome(log, outcome);
 }
 
-function countOutcome(metrics: WorkerMetrics, outcome: RecordOutcome): void {
+function countOutcome(metrics: WorkerMetrics, outcome: RecordOutcome, priority: Priority): void {
   if (outcome.kind === 'dead-letter') {
     metrics.deadLettered.inc({ reason: outcome.record.error.code });
     return;
@@ -19,7 +20,12 @@ function countOutcome(metrics: WorkerMetrics, outcome: RecordOutcome): void {
   }
   if (outcome.kind !== 'result') return;
   const { result } = outcome;
-  metrics.results.inc({ operation: result.operation, outcome: result.outcome, code: result.error === null ? '' : metrics.label.code(result.error.code) });
+  metrics.results.inc({
+    operation: result.operation,
+    outcome: result.outcome,
+    code: result.error === null ? '' : metrics.label.code(result.error.code),
+    priority,
+  });
   for (const message of result.messages) {
     const labels = { region: metrics.label.region(message.regionCode), upstream: metrics.label.upstream(message.upstream) };
     metrics.billedMessages.inc(labels, message.messageCount);

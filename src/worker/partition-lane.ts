@@ -217,7 +217,7 @@ export class PartitionLane {
       case 'transaction':
         return this.#commit(effect.plan);
       case 'committed': {
-        for (const outcome of effect.outcomes) reportOutcome(ctx.metrics, ctx.log, outcome);
+        for (const outcome of effect.outcomes) reportOutcome(ctx.metrics, ctx.log, outcome, ctx.priority);
         const lag = this.#highWatermark > effect.next ? Number(this.#highWatermark - effect.next) : 0;
         return ctx.metrics.consumerLag.set({ topic: this.claim.topic, partition: String(this.claim.partition) }, lag);
       }

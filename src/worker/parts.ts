@@ -1,3 +1,4 @@
+import type { CommandSource } from '../config/index.ts';
 import type { GroupMembership } from './group-membership.ts';
 /**
  * What a running worker is made of. Built by the composition root (wiring.ts), which only the
@@ -16,29 +17,38 @@ import type { PartitionOwnership } from './partition-ownership.ts';
 import type { ServiceGate } from './service-gate.ts';
 import type { SpendHolds } from './guard/spend-holds.ts';
 
-/**
- * Everything a running worker is made of; built once by `connectWorker` (wiring.ts), which hands
- * each part to the `Worker` as it makes it (`WiringHooks.adopt`): the `Worker` releases them, newest first.
- */
-export interface WorkerParts {
+/** What every command source of the process shares: one client to the service, one gate, one set of producers. */
+export interface SharedParts {
   readonly admin: OffsetsAdmin;
-  readonly consumer: CommandConsumer;
   readonly codec: Codec;
   readonly client: ProviderClient;
   readonly gate: ServiceGate;
   /** The spend caps, when SPEND_CAP_* sets one: their pause counts as a pause for liveness and shutdown. */
   readonly spend: SpendHolds | undefined;
-  readonly sender: GuardedSender;
   readonly producers: TransactionalProducers;
   readonly reader: PartitionReader;
+  readonly maxRecordBytes: number;
+  /** Spans of each command, when tracing is configured (OTEL_EXPORTER_OTLP_ENDPOINT). */
+  readonly tracer: CommandTracer | undefined;
+}
+
+/**
+ * What one command source (a topic at a priority, in its own consumer group) works with: the
+ * shared parts and its own consumer, claims and sender. Built by `connectWorker` (wiring.ts),
+ * which hands each part to the `Worker` as it makes it (`WiringHooks.adopt`): the `Worker`
+ * releases them, newest first.
+ */
+export interface WorkerParts extends SharedParts {
+  readonly source: CommandSource;
+  readonly consumer: CommandConsumer;
+  /** Takes rate-limit tokens at the source's priority. */
+  readonly sender: GuardedSender;
   readonly ownership: PartitionOwnership;
   /** Whether this member can have missed a generation (a claim is kept only if not). */
   readonly membership: GroupMembership;
   /** What the sticky assignor asks of the lanes when this member joins (set once the lanes exist). */
   readonly assignerHints: { callsUnderWay?: (topic: string, partition: number) => number };
   readonly fetchPauses: FetchPauses;
+  /** Partitions of the source's topic. */
   readonly commandPartitions: number;
-  readonly maxRecordBytes: number;
-  /** Spans of each command, when tracing is configured (OTEL_EXPORTER_OTLP_ENDPOINT). */
-  readonly tracer: CommandTracer | undefined;
 }

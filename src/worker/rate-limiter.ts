@@ -1,3 +1,6 @@
+import { PRIORITIES, type Priority } from './priority/priority.ts';
+import { ShareScheduler } from './priority/share-scheduler.ts';
+
 /**
  * Commands-per-second ceiling toward the service, shared by every partition of this process: a
  * token bucket (one second's worth at most, so a burst after idleness is bounded) with a FIFO
@@ -13,21 +16,29 @@
  * While the group rebalances (`pause`) no token is granted: the commands holding one then wait
  * for the new assignment, and a second's worth more on top of them would be a burst above the
  * share when they go. `resume` starts from an empty bucket for the same reason.
+ *
+ * Priorities (docs/priority.md): callers queue per priority; a token goes to a waiting high
+ * caller first and to a normal one at least `minShare` of the time while both wait
+ * (ShareScheduler). Each priority's consumer group rebalances on its own, so each pauses on its
+ * own: a rebalance of the bulk topic does not hold the codes' tokens. The bucket stops filling
+ * only while every priority is paused.
  */
 export class RateLimiter {
   #perSecond: number;
   #tokens: number;
   #updatedAt: number;
-  #paused = false;
-  readonly #queue: Waiter[] = [];
+  readonly #paused = new Set<Priority>();
+  readonly #queues: Record<Priority, Waiter[]> = { high: [], normal: [] };
+  readonly #scheduler: ShareScheduler;
   #timer: NodeJS.Timeout | undefined;
   readonly #now: () => number;
 
-  constructor(perSecond: number, now: () => number = () => performance.now()) {
+  constructor(perSecond: number, now: () => number = () => performance.now(), minShare = 0) {
     this.#perSecond = perSecond > 0 ? perSecond : 0;
     this.#tokens = this.#perSecond;
     this.#now = now;
     this.#updatedAt = now();
+    this.#scheduler = new ShareScheduler(minShare);
   }
 
   /**
@@ -43,20 +54,24 @@ export class RateLimiter {
     this.#grant();
   }
 
-  /** The group is rebalancing: no token is granted until `resume`. */
-  pause(): void {
+  /** A group is rebalancing: no token is granted to its priority (every priority by default) until `resume`. */
+  pause(priority?: Priority): void {
     if (!this.enabled) return;
     this.#refill();
-    this.#paused = true;
-    this.#clearTimer();
+    for (const p of priority === undefined ? PRIORITIES : [priority]) this.#paused.add(p);
+    this.#grant();
   }
 
-  /** The new assignment is in (its share set first): tokens flow again, from an empty bucket. */
-  resume(): void {
-    if (!this.enabled || !this.#paused) return;
-    this.#paused = false;
-    this.#tokens = 0;
-    this.#updatedAt = this.#now();
+  /** The new assignment is in (its share set first): tokens flow again; from an empty bucket if all were paused. */
+  resume(priority?: Priority): void {
+    if (!this.enabled) return;
+    const resumed = priority === undefined ? PRIORITIES : [priority];
+    if (!resumed.some((p) => this.#paused.has(p))) return;
+    if (this.#allPaused()) {
+      this.#tokens = 0;
+      this.#updatedAt = this.#now();
+    }
+    for (const p of resumed) this.#paused.delete(p);
     this.#grant();
   }
 
@@ -68,47 +83,66 @@ export class RateLimiter {
     return this.#perSecond > 0;
   }
 
-  /** Callers waiting for a token. */
+  /** Callers waiting for a token, of every priority. */
   get waiting(): number {
-    return this.#queue.length;
+    return this.#queues.high.length + this.#queues.normal.length;
   }
 
   /** Resolves when the caller may send; rejects (taking nothing) when `signal` aborts first. */
-  take(signal?: AbortSignal): Promise<void> {
+  take(signal?: AbortSignal, priority: Priority = 'normal'): Promise<void> {
     if (!this.enabled) return Promise.resolve();
     if (signal?.aborted === true) return Promise.reject(signal.reason);
     this.#refill();
-    if (!this.#paused && this.#queue.length === 0 && this.#tokens >= 1) {
+    if (!this.#paused.has(priority) && this.#nextReady() === undefined && this.#tokens >= 1) {
       this.#tokens -= 1;
       return Promise.resolve();
     }
+    const queue = this.#queues[priority];
     return new Promise<void>((resolve, reject) => {
-      const waiter: Waiter = { resolve, reject, signal, onAbort: () => this.#leave(waiter) };
+      const waiter: Waiter = { resolve, reject, signal, onAbort: () => this.#leave(queue, waiter) };
       signal?.addEventListener('abort', waiter.onAbort, { once: true });
-      this.#queue.push(waiter);
+      queue.push(waiter);
       this.#schedule();
     });
   }
 
-  #leave(waiter: Waiter): void {
-    const at = this.#queue.indexOf(waiter);
+  /** The tokens as one priority takes them (GuardedSender takes its pipeline's). */
+  for(priority: Priority): TokenSource {
+    return { take: (signal) => this.take(signal, priority) };
+  }
+
+  #allPaused(): boolean {
+    return PRIORITIES.every((p) => this.#paused.has(p));
+  }
+
+  /** The priorities with a caller that may be granted now (not paused). */
+  #nextReady(): Priority | undefined {
+    const ready = (p: Priority): boolean => !this.#paused.has(p) && this.#queues[p].length > 0;
+    return ready('high') || ready('normal') ? 'high' : undefined;
+  }
+
+  #leave(queue: Waiter[], waiter: Waiter): void {
+    const at = queue.indexOf(waiter);
     if (at < 0) return;
-    this.#queue.splice(at, 1);
+    queue.splice(at, 1);
     waiter.reject(waiter.signal?.reason);
     this.#schedule();
   }
 
   #refill(): void {
     const now = this.#now();
-    if (!this.#paused) this.#tokens = Math.min(this.#perSecond, this.#tokens + ((now - this.#updatedAt) * this.#perSecond) / 1000);
+    if (!this.#allPaused()) this.#tokens = Math.min(this.#perSecond, this.#tokens + ((now - this.#updatedAt) * this.#perSecond) / 1000);
     this.#updatedAt = now;
   }
 
   #grant(): void {
     this.#clearTimer();
     this.#refill();
-    while (!this.#paused && this.#tokens >= 1) {
-      const next = this.#queue.shift();
+    while (this.#tokens >= 1) {
+      const ready = (p: Priority): boolean => !this.#paused.has(p) && this.#queues[p].length > 0;
+      const priority = this.#scheduler.pick(ready('high'), ready('normal'));
+      if (priority === undefined) break;
+      const next = this.#queues[priority].shift();
       if (next === undefined) break;
       this.#tokens -= 1;
       next.signal?.removeEventListener('abort', next.onAbort);
@@ -118,7 +152,7 @@ export class RateLimiter {
   }
 
   #schedule(): void {
-    if (this.#timer !== undefined || this.#paused || this.#queue.length === 0) return;
+    if (this.#timer !== undefined || this.#nextReady() === undefined) return;
     const waitMs = Math.max(0, ((1 - this.#tokens) * 1000) / this.#perSecond);
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
@@ -130,6 +164,11 @@ export class RateLimiter {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
   }
+}
+
+/** Rate-limit tokens as a sender takes them. */
+export interface TokenSource {
+  take(signal?: AbortSignal): Promise<void>;
 }
 
 interface Waiter {

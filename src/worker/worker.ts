@@ -3,10 +3,10 @@ import { startHttpServer, type HealthSource } from '../metrics/http-server.ts';
 import { createMetrics, type WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProgressMonitor } from './health.ts';
-import { refreshConsumerLag } from './lag.ts';
 import { BytesInHand } from './bytes-in-hand.ts';
-import { LaneRouter } from './lane-router.ts';
-import { Semaphore } from './semaphore.ts';
+import { PriorityPermits } from './priority/priority-permits.ts';
+import type { Priority } from './priority/priority.ts';
+import { SourcePipeline } from './source-pipeline.ts';
 import { RefusalReport } from './refusal-report.ts';
 import { PAUSE_DESCRIPTIONS, PAUSE_REASONS, type PauseReason } from './service-gate.ts';
 import type { WorkerParts } from './parts.ts';
@@ -42,12 +42,8 @@ export class Worker {
   #http: { port: number; close(): Promise<void> } | undefined;
   readonly #releases: { name: string; release: () => Promise<unknown> }[] = [];
   readonly #abandon = new AbortController();
-  /** One lane per partition being worked on (see LaneRouter); made once the parts are connected. */
-  #lanes: LaneRouter | undefined;
-  #joined = false;
-  /** The first generation's partitions are claimed: from then on the process works at full speed (see health()). */
-  #warm = false;
-  #startedAt = 0;
+  /** One per command source (topic at a priority), highest priority first; made once the parts are connected. */
+  readonly #pipelines: SourcePipeline[] = [];
   #lagTimer: NodeJS.Timeout | undefined;
   readonly #lagRefreshMs: number;
   readonly #progress: ProgressMonitor;
@@ -102,7 +98,6 @@ export class Worker {
   async start(): Promise<void> {
     if (this.#state !== 'new') throw new Error(`worker cannot start from state ${this.#state}`);
     this.#state = 'starting';
-    this.#startedAt = Date.now();
     const c = this.#config;
     try {
       if (this.#withHttp) {
@@ -111,63 +106,55 @@ export class Worker {
         this.#releases.push({ name: 'http', release: () => http.close() });
       }
       this.#stillStarting();
-      const parts = await connectWorker(c, this.#log, this.metrics, {
+      const sources = await connectWorker(c, this.#log, this.metrics, {
         onGateChange: (reason) => this.#onGateChange(reason),
         onHoldsChange: (snapshot) => this.#refusals.holdsChanged(snapshot),
         onRefusal: (code, scope, footprint) => this.#refusals.refusal(code, scope, footprint),
         adopt: (release, name) => this.#releases.push({ name, release }),
-        handover: async (topic, partition) => (await this.#lanes?.handover(topic, partition)) ?? false,
+        handover: async (topic, partition) => (await this.#pipelines.find((p) => p.topic === topic)?.lanes.handover(topic, partition)) ?? false,
       });
-      this.#parts = parts;
+      this.#parts = sources[0];
       this.#stillStarting();
-      const lanes = new LaneRouter({
-        parts,
-        config: c,
-        slots: new Semaphore(c.maxInFlight),
-        // Two waves of marks ahead of the calls: one keeps the pipeline full when transactions are
-        // slow (measured: MAX_IN_FLIGHT alone drained at 79% of the ledger-off rate at 50 ms).
-        markPermits: new Semaphore(2 * c.maxInFlight),
-        bytesInHand: new BytesInHand(c.maxBytesInHand),
-        metrics: this.metrics,
-        log: this.#log,
-        abandon: this.#abandon.signal,
-        onProgress: (lane) => this.#onProgress(lane),
-        onBusy: (lane, busy) => (busy ? this.#progress.begin(lane) : this.#progress.end(lane)),
-      });
-      this.#lanes = lanes;
-      parts.assignerHints.callsUnderWay = (topic, partition) => lanes.callsUnderWay(topic, partition);
-      // Released before the consumer (newest first). With the ledger on, the group is left as soon
-      // as every lane has retired, so the partitions move while the calls under way finish: a new
-      // owner waits for their marks to settle before it fences (partition-ownership.ts), and
-      // commits them as their own results or, past that wait, UNKNOWN. With the ledger off nothing
-      // tells a new owner a call is under way: every lane ends, its calls finished and committed,
-      // before the group is left.
-      this.#releases.push({
-        name: 'partition lanes',
-        release: async () => {
-          parts.ownership.stop();
-          const drained = lanes.drain();
-          if (c.ledger.enabled) await parts.consumer.disconnect().catch((error: unknown) => this.#log.warn({ err: error }, 'leaving the group failed'));
-          await drained;
-        },
-      });
-      this.#watchConsumer(parts, lanes);
-      await parts.consumer.connect();
-      this.#stillStarting();
-      await parts.consumer.subscribe(c.topics.commands);
-      await parts.consumer.run({
-        partitionsConsumedConcurrently: Math.min(parts.commandPartitions, 64),
-        eachBatch: (batch) => lanes.accept(batch),
-      });
-      this.#stillStarting();
+      // Shared by the sources, high priority served first (docs/priority.md); the bytes in hand are
+      // each source's own, so a bulk backlog never stops the codes from being fetched.
+      const slots = new PriorityPermits(c.maxInFlight, c.normalMinShare);
+      // Two waves of marks ahead of the calls: one keeps the pipeline full when transactions are
+      // slow (measured: MAX_IN_FLIGHT alone drained at 79% of the ledger-off rate at 50 ms).
+      const markPermits = new PriorityPermits(2 * c.maxInFlight, c.normalMinShare);
+      for (const parts of sources) {
+        const { priority } = parts.source;
+        this.#pipelines.push(
+          new SourcePipeline({
+            parts,
+            config: c,
+            lanes: {
+              slots: slots.for(priority),
+              markPermits: markPermits.for(priority),
+              bytesInHand: new BytesInHand(bytesInHandOf(c, priority)),
+              metrics: this.metrics,
+              log: this.#log,
+              abandon: this.#abandon.signal,
+              onProgress: (lane) => this.#onProgress(lane),
+              onBusy: (lane, busy) => (busy ? this.#progress.begin(lane) : this.#progress.end(lane)),
+            },
+            metrics: this.metrics,
+            log: this.#log,
+            onFatal: (error) => this.#failed(error),
+          }),
+        );
+      }
+      // Released before the consumers (newest first), every source at once.
+      this.#releases.push({ name: 'partition lanes', release: () => Promise.all(this.#pipelines.map((p) => p.release())) });
+      for (const pipeline of this.#pipelines) {
+        await pipeline.start();
+        this.#stillStarting();
+      }
       this.#state = 'running';
       this.#lagTimer = setInterval(() => void this.#refreshLag(), this.#lagRefreshMs);
       this.#lagTimer.unref();
       this.#log.info(
         {
-          topic: c.topics.commands,
-          group: c.consumerGroup,
-          partitions: parts.commandPartitions,
+          sources: sources.map(({ source, commandPartitions }) => ({ ...source, partitions: commandPartitions })),
           maxInFlight: c.maxInFlight,
           ledger: c.ledger.enabled ? c.topics.ledger : 'off',
           httpPort: this.#http?.port,
@@ -181,74 +168,16 @@ export class Worker {
     }
   }
 
-  #watchConsumer(parts: WorkerParts, lanes: LaneRouter): void {
-    const { consumer, ownership } = parts;
-    // Partitions may stay or move: until the new assignment says which, no call starts and no claim
-    // fences; marks and calls under way go on (partition-protocol.md, "Keeping a partition").
-    consumer.onRebalancing(() => {
-      parts.membership.rebalancing();
-      ownership.rebalancing();
-      lanes.holdAll();
-    });
-    const topic = this.#config.topics.commands;
-    consumer.onGroupJoin((payload) => {
-      this.#joined = true;
-      const previous = ownership.assigned;
-      const assigned = [...(payload.memberAssignment[topic] ?? [])];
-      for (const partition of previous) {
-        if (!assigned.includes(partition)) this.metrics.consumerLag.remove({ topic, partition: String(partition) });
-      }
-      this.#log.info({ memberId: payload.memberId, assignment: payload.memberAssignment }, 'joined consumer group');
-      const next = parts.membership.joined(payload.memberId);
-      parts.fetchPauses.assign(assigned);
-      // Kept claims go on; every other lane retires (commands not yet sending give up unsent, calls
-      // under way finish and commit; a new claim of the partition, here or elsewhere, waits for that).
-      // The others are fenced and recovered at once rather than at the first batch: a previous
-      // owner's open transaction blocks read_committed readers of the result topic until it is aborted.
-      const kept = ownership.joined(topic, assigned, next, lanes.holding());
-      lanes.afterJoin(kept, new Error('a new group generation'));
-      if (kept.size > 0) this.#log.info({ kept: [...kept].map((claim) => claim.partition) }, 'partitions kept across the rebalance');
-      if (!this.#warm) this.#warmWhenClaimed(ownership, topic, assigned);
-    });
-    consumer.onHeartbeat(() => ownership.confirm());
-    consumer.onStop(() => (this.#joined = false));
-    consumer.onCrash((payload) => {
-      this.#joined = false;
-      this.#log.error({ err: payload.error, restart: payload.restart }, 'consumer crashed');
-      if (!payload.restart && this.#state === 'running') {
-        this.#state = 'failed';
-        void this.#release().finally(() => this.#done.reject(payload.error));
-      }
-    });
+  /** A consumer crashed and will not restart: the worker stops, and `done` rejects. */
+  #failed(error: unknown): void {
+    if (this.#state !== 'running') return;
+    this.#state = 'failed';
+    void this.#release().finally(() => this.#done.reject(error));
   }
 
-  /**
-   * Ready only once the first generation's partitions are claimed (fenced, ledger and dedup window
-   * read): a join alone left a fresh pod's first records waiting for those reads after /readyz,
-   * and a rolling update SIGTERMing the next old pod meanwhile. The claims are the ones joined()
-   * started (claim() returns them); a failed one is retried at its partition's first batch, so it
-   * does not hold readiness. A newer generation before they settle waits again, with its own.
-   */
-  #warmWhenClaimed(ownership: WorkerParts['ownership'], topic: string, partitions: readonly number[]): void {
-    const generation = ownership.generation;
-    void Promise.allSettled(partitions.map((partition) => ownership.claim(topic, partition))).then(() => {
-      if (ownership.generation !== generation || this.#warm) return;
-      this.#warm = true;
-      this.#log.info({ partitions: partitions.length, msSinceStart: Date.now() - this.#startedAt }, 'ready: first partitions claimed');
-    });
-  }
-
-  #refreshLag(): Promise<void> {
-    const parts = this.#parts;
-    if (this.#state !== 'running' || parts === undefined) return Promise.resolve();
-    return refreshConsumerLag({
-      admin: parts.admin,
-      group: this.#config.consumerGroup,
-      topic: this.#config.topics.commands,
-      assigned: parts.ownership.assigned,
-      metrics: this.metrics,
-      log: this.#log,
-    });
+  async #refreshLag(): Promise<void> {
+    if (this.#state !== 'running') return;
+    await Promise.all(this.#pipelines.map((p) => p.refreshLag()));
   }
 
   #onGateChange(reason: PauseReason | undefined): void {
@@ -273,8 +202,11 @@ export class Worker {
       live: () => (this.#state === 'failed' ? { ok: false, detail: 'consumer failed' } : this.#progress.live(this.#pausedFor())),
       ready: () => {
         if (this.#state !== 'running') return { ok: false, detail: `not ready: ${this.#state}` };
-        if (!this.#joined) return { ok: false, detail: 'not ready: joining consumer group' };
-        return this.#warm ? { ok: true, detail: 'ready: group joined, partitions claimed' } : { ok: false, detail: 'not ready: claiming partitions' };
+        const joining = this.#pipelines.find((p) => !p.joined);
+        if (joining !== undefined) return { ok: false, detail: `not ready: joining consumer group (${joining.topic})` };
+        const claiming = this.#pipelines.find((p) => !p.warm);
+        if (claiming !== undefined) return { ok: false, detail: `not ready: claiming partitions (${claiming.topic})` };
+        return { ok: true, detail: 'ready: group joined, partitions claimed' };
       },
     };
   }
@@ -321,4 +253,14 @@ export class Worker {
       }
     }
   }
+}
+
+/**
+ * MAX_BYTES_IN_HAND is the process's: with a priority topic it gets a quarter (codes are small and
+ * few in hand; their own budget means a bulk backlog never stops them being fetched) and the
+ * normal topic the rest, so the bound on memory stays the one configured.
+ */
+function bytesInHandOf(c: WorkerConfig, priority: Priority): number {
+  if (c.sources.length === 1) return c.maxBytesInHand;
+  return priority === 'high' ? Math.floor(c.maxBytesInHand / 4) : c.maxBytesInHand - Math.floor(c.maxBytesInHand / 4);
 }

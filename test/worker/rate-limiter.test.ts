@@ -96,3 +96,64 @@ describe('RateLimiter', () => {
     expect(() => new RateLimiter(0).setRate(5)).toThrow(/without a limit/);
   });
 });
+
+describe('RateLimiter with priorities', () => {
+  it('grants a waiting high caller the next token before normal callers that queued earlier, and keeps the normal share', async () => {
+    const limiter = new RateLimiter(10, now, 0.25);
+    // Use up the first second's burst.
+    await Promise.all(Array.from({ length: 10 }, () => limiter.take()));
+    const order: string[] = [];
+    const normal = Array.from({ length: 4 }, (_, i) => limiter.take(undefined, 'normal').then(() => order.push(`n${i}`)));
+    const high = Array.from({ length: 6 }, (_, i) => limiter.take(undefined, 'high').then(() => order.push(`h${i}`)));
+    await vi.advanceTimersByTimeAsync(1_000);
+    await Promise.all([...normal, ...high]);
+    // Every 4th token while both wait goes to normal (0.25); the rest to high, in arrival order.
+    expect(order).toEqual(['h0', 'h1', 'h2', 'n0', 'h3', 'h4', 'h5', 'n1', 'n2', 'n3']);
+  });
+
+  it("a rebalance of one priority's group holds only that priority's tokens", async () => {
+    const limiter = new RateLimiter(10, now, 0.1);
+    limiter.pause('normal');
+    const order: string[] = [];
+    const normal = limiter.take(undefined, 'normal').then(() => order.push('normal'));
+    const high = limiter.take(undefined, 'high').then(() => order.push('high'));
+    await vi.advanceTimersByTimeAsync(500);
+    expect(order).toEqual(['high']);
+    limiter.resume('normal');
+    await vi.advanceTimersByTimeAsync(500);
+    await Promise.all([normal, high]);
+    expect(order).toEqual(['high', 'normal']);
+  });
+
+  it('grants nothing while every priority is paused, and resumes from an empty bucket', async () => {
+    const limiter = new RateLimiter(10, now);
+    limiter.pause();
+    const granted: number[] = [];
+    const start = Date.now();
+    const taken = limiter.take(undefined, 'high').then(() => granted.push(Date.now() - start));
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(granted).toEqual([]);
+    limiter.resume('high');
+    await vi.advanceTimersByTimeAsync(200);
+    await taken;
+    // Empty at resume: the first token a tenth of a second later, not the second's worth banked while paused.
+    expect(granted).toEqual([2_100]);
+  });
+
+  it('for(priority) takes at that priority', async () => {
+    const limiter = new RateLimiter(1, now);
+    await limiter.take();
+    const order: string[] = [];
+    const normal = limiter
+      .for('normal')
+      .take()
+      .then(() => order.push('normal'));
+    const high = limiter
+      .for('high')
+      .take()
+      .then(() => order.push('high'));
+    await vi.advanceTimersByTimeAsync(2_000);
+    await Promise.all([normal, high]);
+    expect(order).toEqual(['high', 'normal']);
+  });
+});

@@ -182,7 +182,7 @@ describe('worker: consume, validate, send, publish, commit', () => {
     const text = await eventually(
       async () => {
         const body = await (await fetch(`${base}/metrics`)).text();
-        return /sms_worker_results_total\{operation="TEXT_MESSAGE",outcome="SENT",code=""\} 1/.test(body) ? body : undefined;
+        return /sms_worker_results_total\{operation="TEXT_MESSAGE",outcome="SENT",code="",priority="normal"\} 1/.test(body) ? body : undefined;
       },
       10_000,
       'result counter',

@@ -1,0 +1,151 @@
+import type { WorkerConfig } from '../config/index.ts';
+import type { WorkerMetrics } from '../metrics/metrics.ts';
+import type { Logger } from '../observability/logger.ts';
+import { refreshConsumerLag } from './lag.ts';
+import { LaneRouter, type LaneRouterOptions } from './lane-router.ts';
+import type { WorkerParts } from './parts.ts';
+
+export interface SourcePipelineOptions {
+  readonly parts: WorkerParts;
+  readonly config: WorkerConfig;
+  /** Everything the lanes take but the parts: slots and permits at the source's priority, the bytes in hand, hooks. */
+  readonly lanes: Omit<LaneRouterOptions, 'parts' | 'config'>;
+  readonly metrics: WorkerMetrics;
+  readonly log: Logger;
+  /** The consumer crashed for good: the worker stops. */
+  readonly onFatal: (error: unknown) => void;
+}
+
+/**
+ * One command source at work: its consumer group membership, its lanes, and when it is ready.
+ * The worker runs one per command topic (docs/priority.md); they share the service client, the
+ * gate, the slots, the rate limit and the producers, and each rebalances on its own.
+ */
+export class SourcePipeline {
+  readonly parts: WorkerParts;
+  readonly lanes: LaneRouter;
+  readonly #o: SourcePipelineOptions;
+  #joined = false;
+  /** The first generation's partitions are claimed: from then on the source works at full speed (see Worker.health). */
+  #warm = false;
+  #running = false;
+  readonly #startedAt = Date.now();
+
+  constructor(options: SourcePipelineOptions) {
+    this.#o = options;
+    this.parts = options.parts;
+    this.lanes = new LaneRouter({ ...options.lanes, parts: options.parts, config: options.config });
+    const lanes = this.lanes;
+    this.parts.assignerHints.callsUnderWay = (topic, partition) => lanes.callsUnderWay(topic, partition);
+    this.#watchConsumer();
+  }
+
+  get topic(): string {
+    return this.parts.source.topic;
+  }
+
+  get joined(): boolean {
+    return this.#joined;
+  }
+
+  get warm(): boolean {
+    return this.#warm;
+  }
+
+  /** Joins the group and starts fetching. */
+  async start(): Promise<void> {
+    const { consumer, commandPartitions } = this.parts;
+    await consumer.connect();
+    await consumer.subscribe(this.topic);
+    await consumer.run({
+      partitionsConsumedConcurrently: Math.min(commandPartitions, 64),
+      eachBatch: (batch) => this.lanes.accept(batch),
+    });
+    this.#running = true;
+  }
+
+  /**
+   * Gives up the partitions. With the ledger on, the group is left as soon as every lane has
+   * retired, so the partitions move while the calls under way finish: a new owner waits for their
+   * marks to settle before it fences (partition-ownership.ts), and commits them as their own
+   * results or, past that wait, UNKNOWN. With the ledger off nothing tells a new owner a call is
+   * under way: every lane ends, its calls finished and committed, before the group is left.
+   */
+  async release(): Promise<void> {
+    const { ownership, consumer } = this.parts;
+    this.#running = false;
+    ownership.stop();
+    const drained = this.lanes.drain();
+    if (this.#o.config.ledger.enabled) await consumer.disconnect().catch((error: unknown) => this.#o.log.warn({ err: error }, 'leaving the group failed'));
+    await drained;
+  }
+
+  refreshLag(): Promise<void> {
+    if (!this.#running) return Promise.resolve();
+    return refreshConsumerLag({
+      admin: this.parts.admin,
+      group: this.parts.source.consumerGroup,
+      topic: this.topic,
+      assigned: this.parts.ownership.assigned,
+      metrics: this.#o.metrics,
+      log: this.#o.log,
+    });
+  }
+
+  #watchConsumer(): void {
+    const { parts, lanes } = this;
+    const { consumer, ownership } = parts;
+    const { metrics, log } = this.#o;
+    const topic = this.topic;
+    // Partitions may stay or move: until the new assignment says which, no call starts and no claim
+    // fences; marks and calls under way go on (partition-protocol.md, "Keeping a partition").
+    consumer.onRebalancing(() => {
+      parts.membership.rebalancing();
+      ownership.rebalancing();
+      lanes.holdAll();
+    });
+    consumer.onGroupJoin((payload) => {
+      this.#joined = true;
+      const previous = ownership.assigned;
+      const assigned = [...(payload.memberAssignment[topic] ?? [])];
+      for (const partition of previous) {
+        if (!assigned.includes(partition)) metrics.consumerLag.remove({ topic, partition: String(partition) });
+      }
+      log.info({ memberId: payload.memberId, group: parts.source.consumerGroup, assignment: payload.memberAssignment }, 'joined consumer group');
+      const next = parts.membership.joined(payload.memberId);
+      parts.fetchPauses.assign(assigned);
+      // Kept claims go on; every other lane retires (commands not yet sending give up unsent, calls
+      // under way finish and commit; a new claim of the partition, here or elsewhere, waits for that).
+      // The others are fenced and recovered at once rather than at the first batch: a previous
+      // owner's open transaction blocks read_committed readers of the result topic until it is aborted.
+      const kept = ownership.joined(topic, assigned, next, lanes.holding());
+      lanes.afterJoin(kept, new Error('a new group generation'));
+      if (kept.size > 0) log.info({ topic, kept: [...kept].map((claim) => claim.partition) }, 'partitions kept across the rebalance');
+      if (!this.#warm) this.#warmWhenClaimed(assigned);
+    });
+    consumer.onHeartbeat(() => ownership.confirm());
+    consumer.onStop(() => (this.#joined = false));
+    consumer.onCrash((payload) => {
+      this.#joined = false;
+      log.error({ err: payload.error, restart: payload.restart, topic }, 'consumer crashed');
+      if (!payload.restart && this.#running) this.#o.onFatal(payload.error);
+    });
+  }
+
+  /**
+   * Ready only once the first generation's partitions are claimed (fenced, ledger and dedup window
+   * read): a join alone left a fresh pod's first records waiting for those reads after /readyz,
+   * and a rolling update SIGTERMing the next old pod meanwhile. The claims are the ones joined()
+   * started (claim() returns them); a failed one is retried at its partition's first batch, so it
+   * does not hold readiness. A newer generation before they settle waits again, with its own.
+   */
+  #warmWhenClaimed(partitions: readonly number[]): void {
+    const { ownership } = this.parts;
+    const generation = ownership.generation;
+    void Promise.allSettled(partitions.map((partition) => ownership.claim(this.topic, partition))).then(() => {
+      if (ownership.generation !== generation || this.#warm) return;
+      this.#warm = true;
+      this.#o.log.info({ topic: this.topic, partitions: partitions.length, msSinceStart: Date.now() - this.#startedAt }, 'ready: first partitions claimed');
+    });
+  }
+}

@@ -1,0 +1,146 @@
+import type { CommandSource, WorkerConfig } from '../config/index.ts';
+import { commandFromAvro } from '../contracts/command.ts';
+import { KafkaCommandConsumer } from '../kafka/command-consumer.ts';
+import { readLatestCheckpoint } from '../kafka/ledger-store.ts';
+import { groupOffset } from '../kafka/offsets.ts';
+import { workerAssigners } from '../kafka/sticky-assigner.ts';
+import type { createKafka } from '../kafka/client.ts';
+
+type Kafka = ReturnType<typeof createKafka>;
+type Admin = ReturnType<Kafka['admin']>;
+import type { WorkerMetrics } from '../metrics/metrics.ts';
+import type { Logger } from '../observability/logger.ts';
+import { FetchPauses } from './fetch-pauses.ts';
+import { GroupMembership } from './group-membership.ts';
+import { GuardedSender, type GuardedSenderOptions } from './guarded-sender.ts';
+import { checkpointKey, decodeCheckpoint } from './ledger-checkpoint.ts';
+import { PartitionOwnership, type OwnershipEffects } from './partition-ownership.ts';
+import type { SharedParts, WorkerParts } from './parts.ts';
+import type { RateLimiter } from './rate-limiter.ts';
+
+/** Time allowed for an earlier owner to commit the results of its last calls (see PartitionOwnership). */
+const HANDOVER_COMMIT_MARGIN_MS = 2_000;
+
+/** The hold a partition lost to fencing keeps on its fetching, until the next generation. */
+const LOST = Symbol('lost to fencing');
+
+export interface SourceWiring {
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  readonly config: WorkerConfig;
+  readonly shared: SharedParts;
+  /** What every source's sender shares; the rate-limit tokens are taken at the source's priority. */
+  readonly senderOptions: Omit<GuardedSenderOptions, 'rateLimiter'>;
+  readonly rateLimiter: RateLimiter;
+  /** Partitions of each command topic (the ledger has at least the largest count). */
+  readonly partitions: ReadonlyMap<string, number>;
+  readonly handover: (topic: string, partition: number) => Promise<boolean>;
+  readonly log: Logger;
+  readonly metrics: WorkerMetrics;
+}
+
+/**
+ * The parts of one command source (a topic at a priority, in its own consumer group): its
+ * consumer, ownership and claims, fetch pauses, and a sender that takes rate-limit tokens at its
+ * priority. Everything else (the service client, gate, holds, producers, codec) is shared.
+ */
+export function connectSource(source: CommandSource, w: SourceWiring): WorkerParts {
+  const { config: c, shared, log, metrics } = w;
+  const { topic, consumerGroup } = source;
+  const ledgerTopic = c.ledger.enabled ? c.topics.ledger : undefined;
+  const commandPartitions = w.partitions.get(topic) ?? 1;
+  // Keeping partitions where they are across rebalances (sticky-assigner.ts): each member reports
+  // what it holds; continuity of membership decides whether a claim may be kept.
+  const membership = new GroupMembership();
+  const ownershipRef: { current: PartitionOwnership | undefined } = { current: undefined };
+  // Busiest first (calls under way, from the lanes once the worker has them): a member over its
+  // share gives up its idlest partitions, whose new owner has the least to wait for.
+  const assignerHints: WorkerParts['assignerHints'] = {};
+  const owned = (): Record<string, number[]> => {
+    const o = ownershipRef.current;
+    if (o === undefined) return {};
+    const calls = (p: number): number => assignerHints.callsUnderWay?.(topic, p) ?? 0;
+    return { [topic]: o.assigned.filter((p) => !o.isLost(topic, p)).sort((a, b) => calls(b) - calls(a) || a - b) };
+  };
+  const consumer = new KafkaCommandConsumer(w.kafka, {
+    groupId: consumerGroup,
+    partitionAssigners: workerAssigners({ owned, joining: () => membership.joining() }),
+    sessionTimeout: c.sessionTimeoutMs,
+    rebalanceTimeout: 60_000,
+    // A member learns of a rebalance only at its next heartbeat, and until the slowest member has,
+    // every partition of the group holds: every 300 ms (one small request per member, about 3 a
+    // second), so a rolling update's rebalances start within a third of a second rather than three.
+    heartbeatInterval: Math.min(300, Math.floor(c.sessionTimeoutMs / 3)),
+    maxWaitTimeInMs: 1_000,
+    maxBytesPerPartition: c.fetch.maxBytesPerPartition,
+    maxBytes: c.fetch.maxBytes,
+    readUncommitted: false,
+    retry: { retries: 10 },
+  });
+  const fetchPauses = new FetchPauses(consumer, topic);
+  // The key of this group's checkpoints in the ledger (partition n of the ledger is shared by
+  // partition n of every command topic; the key keeps their checkpoints apart).
+  const ledgerKey = checkpointKey(consumerGroup, topic);
+  const { reader, codec, producers } = shared;
+  const { admin } = w;
+  const effects: OwnershipEffects = {
+    handover: w.handover,
+    fence: async (t, partition, generation) => {
+      await producers.discard(t, partition);
+      await producers.forPartition(t, partition, generation);
+    },
+    groupOffset: (t, partition) => groupOffset(admin, consumerGroup, t, partition),
+    checkpoint: async (partition, upTo) =>
+      ledgerTopic === undefined
+        ? undefined
+        : readLatestCheckpoint(admin, reader, ledgerTopic, partition, (key, value) => decodeCheckpoint(key, value, ledgerKey), upTo),
+    recentCommandIds: async (t, partition, start, count) => {
+      const ends = (await admin.fetchTopicOffsets(t)).find((o) => o.partition === partition);
+      const low = BigInt(ends?.low ?? '0');
+      const from = start - BigInt(count) > low ? start - BigInt(count) : low;
+      if (from >= start) return [];
+      // One fetch at a time: only the commandIds are kept, never the records (up to MAX_COMMAND_BYTES each).
+      const out: { offset: bigint; commandId: string }[] = [];
+      await reader.forEach(t, partition, from, start, async (record) => {
+        try {
+          const decoded = await codec.decode(record.value);
+          if (decoded.ok) out.push({ offset: record.offset, commandId: commandFromAvro(decoded.value).commandId });
+        } catch {
+          // Not a readable command: it had a dead letter or a REJECTED result keyed otherwise.
+        }
+      });
+      return out;
+    },
+    carry: (t, partition, from, to) => producers.carry(t, partition, from, to),
+    pauseLost: (_topic, partition) => fetchPauses.hold(partition, LOST),
+    resumeAll: (_topic, partitions) => {
+      for (const partition of partitions) fetchPauses.release(partition, LOST);
+    },
+  };
+  const ownership = new PartitionOwnership({
+    effects,
+    dedupWindow: c.ledger.dedupWindow,
+    sessionTimeoutMs: c.sessionTimeoutMs,
+    // How long a call of an earlier owner may still be under way (one attempt), plus its commit:
+    // a call retried for longer is cut off and reported UNKNOWN rather than holding the partition.
+    handoverGraceMs: ledgerTopic === undefined ? 0 : c.provider.responseTimeoutMs + HANDOVER_COMMIT_MARGIN_MS,
+    // The moved partition waits for the earlier owner's last results: look every 50 ms (a read of
+    // the ledger partition's tail), so it is taken within 50 ms of them rather than 200.
+    handoverPollMs: 50,
+    log,
+    metrics,
+  });
+  ownershipRef.current = ownership;
+  const sender = new GuardedSender({ ...w.senderOptions, rateLimiter: w.rateLimiter.for(source.priority) });
+  return {
+    ...shared,
+    source,
+    consumer,
+    sender,
+    ownership,
+    membership,
+    fetchPauses,
+    commandPartitions,
+    assignerHints,
+  };
+}
