@@ -263,6 +263,83 @@ const CASES: Record<string, { fires: Case; silent: Case }> = {
   },
 };
 
+/** The high-priority command topic on (topics.priorityCommand): its alerts and lag terms exist only then. */
+const priorityTopic = 'sms.codes';
+const PRIORITY_ON = ['--set', `topics.priorityCommand=${priorityTopic}`] as const;
+/** The buckets of a time-to-send histogram series: `le` → values. */
+function timeToSend(labels: string, buckets: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(buckets).map(([le, values]) => [`sms_worker_time_to_send_seconds_bucket{${release}, ${labels}, le="${le}"}`, values]));
+}
+
+/**
+ * With the priority topic on: a firing and a silent case for each alert that changes or appears
+ * (the CASES above must still hold for the command topic, and are run with these).
+ */
+const PRIORITY_CASES: Record<string, { fires: Case; silent: Case }> = {
+  SmsWorkerConsumerLagGrowing: {
+    // The priority topic's own threshold (100): 10 more codes a minute, 400 at minute 40 (far
+    // below the command topic's 1000), growing for more than 15m; the command topic steady.
+    fires: {
+      series: {
+        [`sms_worker_consumer_lag{${release}, topic="${priorityTopic}", partition="0", pod="a"}`]: '0+10x60',
+        [`sms_worker_consumer_lag{${release}, topic="${priorityTopic}", partition="0", pod="b"}`]: '0+10x60',
+        [`sms_worker_consumer_lag{${release}, topic="${topic}", partition="0", pod="a"}`]: '5000x60',
+      },
+      at: '40m',
+      fires: [{ namespace, topic: priorityTopic, severity: 'warning' }],
+    },
+    // Codes growing but below 100 (40 at minute 40); bulk growing but below 1000; another release's codes.
+    silent: {
+      series: {
+        [`sms_worker_consumer_lag{${release}, topic="${priorityTopic}", partition="0", pod="a"}`]: '0+1x60',
+        [`sms_worker_consumer_lag{namespace="${namespace}", job="another-worker", topic="${priorityTopic}", partition="0", pod="x"}`]: '0+10x60',
+        [`sms_worker_consumer_lag{${release}, topic="${topic}", partition="0", pod="a"}`]: '0+10x60',
+      },
+      at: '40m',
+      fires: [],
+    },
+  },
+  SmsWorkerNoProgress: {
+    // No progress while only the priority topic has lag.
+    fires: {
+      series: {
+        [`sms_worker_last_progress_timestamp_seconds{${release}, pod="a"}`]: '60x40',
+        [`sms_worker_consumer_lag{${release}, topic="${priorityTopic}", partition="0", pod="a"}`]: '5x40',
+        [`sms_worker_consumer_lag{${release}, topic="${topic}", partition="0", pod="a"}`]: '0x40',
+      },
+      at: '30m',
+      fires: [{ namespace, severity: 'critical' }],
+    },
+    // No progress, but neither command topic has lag (a topic only resembling one: the regex's dot is literal).
+    silent: {
+      series: {
+        [`sms_worker_last_progress_timestamp_seconds{${release}, pod="a"}`]: '60x40',
+        [`sms_worker_consumer_lag{${release}, topic="${priorityTopic}", partition="0", pod="a"}`]: '0x40',
+        [`sms_worker_consumer_lag{${release}, topic="smsXcodes", partition="0", pod="a"}`]: '50x40',
+      },
+      at: '30m',
+      fires: [],
+    },
+  },
+  SmsWorkerPriorityTimeToSendHigh: {
+    // 100 codes a minute, 99 of them sent between 1 and 2.5 s after publication: p99 ≈ 2.5 s > 1 s, for 5m.
+    fires: {
+      series: timeToSend('priority="high", pod="a"', { '0.25': '0+1x30', '1': '0+1x30', '2.5': '0+100x30', '+Inf': '0+100x30' }),
+      at: '15m',
+      fires: [{ namespace, severity: 'warning' }],
+    },
+    // Codes sent within 0.25 s; bulk (priority normal) slow: not the codes' alert.
+    silent: {
+      series: {
+        ...timeToSend('priority="high", pod="a"', { '0.25': '0+100x30', '1': '0+100x30', '2.5': '0+100x30', '+Inf': '0+100x30' }),
+        ...timeToSend('priority="normal", pod="a"', { '0.25': '0x30', '1': '0x30', '2.5': '0x30', '+Inf': '0+100x30' }),
+      },
+      at: '15m',
+      fires: [],
+    },
+  },
+};
+
 let helm = '';
 let promtool = '';
 let dir = '';
@@ -325,6 +402,23 @@ describe('PrometheusRule checked and unit-tested with promtool', { timeout: 60_0
     expect(alerts.sort()).toEqual(Object.keys(CASES).sort());
   });
 
+  it('has a firing and a silent case for every alert the chart renders with the priority topic on', () => {
+    const alerts = ruleGroups(...RECEIPTS_ON, ...PRIORITY_ON)
+      .flatMap((g) => g.rules)
+      .flatMap((r) => (r.alert === undefined ? [] : [r.alert]));
+    expect(alerts.sort()).toEqual([...new Set([...Object.keys(CASES), ...Object.keys(PRIORITY_CASES)])].sort());
+    expect(alerts).toContain('SmsWorkerPriorityTimeToSendHigh');
+    expect(ruleGroups(...RECEIPTS_ON).flatMap((g) => g.rules.map((r) => r.alert))).not.toContain('SmsWorkerPriorityTimeToSendHigh');
+  });
+
+  it('the priority thresholds come from prometheusRule.priorityLagThreshold and priorityTimeToSendSeconds', () => {
+    const rules = ruleGroups(...PRIORITY_ON, '--set', 'prometheusRule.priorityLagThreshold=50', '--set-json', 'prometheusRule.priorityTimeToSendSeconds=2.5').flatMap((g) => g.rules);
+    const lag = rules.find((r) => r.alert === 'SmsWorkerConsumerLagGrowing')?.expr ?? '';
+    expect(lag).toContain(`topic="${priorityTopic}"})) > 50)`);
+    expect(lag).toContain(`topic="${topic}"})) > 1000)`);
+    expect(rules.find((r) => r.alert === 'SmsWorkerPriorityTimeToSendHigh')?.expr.trim()).toMatch(/priority="high"\}\[5m\]\)\)\) > 2\.5$/);
+  });
+
   it('renders the receipts alerts, in their own group, only with receipts.enabled', () => {
     const alertsOf = (groups: RuleGroup[]): string[] => groups.flatMap((g) => g.rules).flatMap((r) => (r.alert === undefined ? [] : [r.alert]));
     expect(alertsOf(ruleGroups()).filter((a) => a.startsWith('SmsReceipts'))).toEqual([]);
@@ -372,6 +466,38 @@ describe('PrometheusRule checked and unit-tested with promtool', { timeout: 60_0
     expect(rule?.annotations?.description).toContain('{{ $labels.region }}');
     expect(rule?.annotations?.description).toContain('more than 5');
   });
+
+  for (const [alert, cases] of Object.entries(PRIORITY_CASES)) {
+    it(`${alert} with the priority topic on: fires and stays silent on the priority topic's series, and still on the command topic's`, () => {
+      const groups = ruleGroups(...RECEIPTS_ON, ...PRIORITY_ON).map((g) => ({
+        ...g,
+        rules: g.rules.filter((r) => r.alert === alert).map(({ annotations: _annotations, ...rule }) => rule),
+      }));
+      const rules = writeRules(`priority-${alert}.rules.yaml`, groups);
+      const testFile = `priority-${alert}.test.yaml`;
+      const commandTopicCases = CASES[alert];
+      writeFileSync(
+        path.join(dir, testFile),
+        stringify({
+          rule_files: [rules],
+          evaluation_interval: '1m',
+          tests: [
+            testGroup(`${alert} fires (priority on)`, alert, cases.fires),
+            testGroup(`${alert} stays silent (priority on)`, alert, cases.silent),
+            ...(commandTopicCases === undefined
+              ? []
+              : [
+                  testGroup(`${alert} fires on the command topic (priority on)`, alert, commandTopicCases.fires),
+                  testGroup(`${alert} stays silent on the command topic (priority on)`, alert, commandTopicCases.silent),
+                ]),
+          ],
+        }),
+      );
+      const test = promtoolRun(['test', 'rules', testFile]);
+      expect(test.status, test.output).toBe(0);
+      expect(test.output).toContain('SUCCESS');
+    });
+  }
 
   for (const [alert, cases] of Object.entries(CASES)) {
     it(`${alert}: fires on series that should fire it, stays silent on series that should not`, () => {

@@ -77,7 +77,7 @@ interface ScaledObject extends K8sObject {
     minReplicaCount: number;
     maxReplicaCount: number;
     scaleTargetRef: { name: string };
-    triggers: { type: string; metadata: Record<string, string> }[];
+    triggers: { type: string; metadata: Record<string, string>; authenticationRef?: { name: string } }[];
   };
 }
 
@@ -550,6 +550,100 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
     });
   });
 
+  describe('priority command topic (topics.priorityCommand)', () => {
+    const priorityKeys = (data: Record<string, string>) => Object.keys(data).filter((k) => k.startsWith('PRIORITY_')).sort();
+    const on = ['--set', 'topics.priorityCommand=sms.codes'];
+
+    it('is off by default: no PRIORITY_* variable, one KEDA trigger, no priority alert', () => {
+      const objects = render('--set', 'keda.enabled=true,prometheusRule.enabled=true');
+      expect(priorityKeys(single<ConfigMap>(objects, 'ConfigMap').data)).toEqual([]);
+      expect(single<ScaledObject>(objects, 'ScaledObject').spec.triggers).toHaveLength(1);
+      const alerts = single<PrometheusRule>(objects, 'PrometheusRule').spec.groups.flatMap((g) => g.rules.map((r) => r.alert));
+      expect(alerts).not.toContain('SmsWorkerPriorityTimeToSendHigh');
+      // An empty topic is "off" too.
+      expect(priorityKeys(single<ConfigMap>(render('--set', 'topics.priorityCommand='), 'ConfigMap').data)).toEqual([]);
+    });
+
+    it('set: renders the three variables, the consumer group derived from consumerGroup and always explicit', () => {
+      expect(single<ConfigMap>(render(...on), 'ConfigMap').data).toMatchObject({
+        COMMAND_TOPIC: 'sms.commands',
+        CONSUMER_GROUP: 'sms-worker',
+        PRIORITY_COMMAND_TOPIC: 'sms.codes',
+        PRIORITY_CONSUMER_GROUP: 'sms-worker-priority',
+        PRIORITY_NORMAL_MIN_SHARE: '0.1',
+      });
+      expect(single<ConfigMap>(render(...on, '--set', 'consumerGroup=sms-prod'), 'ConfigMap').data.PRIORITY_CONSUMER_GROUP).toBe('sms-prod-priority');
+      const custom = single<ConfigMap>(render(...on, '--set', 'priorityConsumerGroup=sms-codes', '--set-json', 'priority.normalMinShare=0.25'), 'ConfigMap').data;
+      expect(Object.fromEntries(priorityKeys(custom).map((k) => [k, custom[k]]))).toEqual({
+        PRIORITY_COMMAND_TOPIC: 'sms.codes',
+        PRIORITY_CONSUMER_GROUP: 'sms-codes',
+        PRIORITY_NORMAL_MIN_SHARE: '0.25',
+      });
+      expect(single<ConfigMap>(render(...on, '--set-json', 'priority.normalMinShare=0'), 'ConfigMap').data.PRIORITY_NORMAL_MIN_SHARE).toBe('0');
+    });
+
+    it('KEDA: a second kafka trigger on the priority topic with its group and its own lag threshold, the rest as the first', () => {
+      const triggers = single<ScaledObject>(render('-f', everythingOnValues), 'ScaledObject').spec.triggers;
+      expect(triggers).toHaveLength(2);
+      const [normal, priority] = triggers;
+      expect(normal?.metadata).toMatchObject({ topic: 'sms.commands', consumerGroup: 'sms-worker', lagThreshold: '500' });
+      expect(priority?.type).toBe('kafka');
+      expect(priority?.metadata).toMatchObject({ topic: 'sms.codes', consumerGroup: 'sms-worker-priority', lagThreshold: '25' });
+      const { topic: _t1, consumerGroup: _g1, lagThreshold: _l1, ...normalRest } = normal?.metadata ?? {};
+      const { topic: _t2, consumerGroup: _g2, lagThreshold: _l2, ...priorityRest } = priority?.metadata ?? {};
+      expect(priorityRest).toEqual(normalRest);
+      expect(priorityRest).toMatchObject({ activationLagThreshold: '0', offsetResetPolicy: 'latest', sasl: 'scram_sha512', tls: 'enable' });
+      expect(priority?.authenticationRef).toEqual({ name: 'sms-worker-kafka-auth' });
+      // The default target: far below the command topic's, codes scale out early.
+      const defaults = single<ScaledObject>(render(...on, '--set', 'keda.enabled=true,priorityConsumerGroup=codes'), 'ScaledObject').spec.triggers;
+      expect(defaults.map((t) => [t.metadata.topic, t.metadata.consumerGroup, t.metadata.lagThreshold])).toEqual([
+        ['sms.commands', 'sms-worker', '100'],
+        ['sms.codes', 'codes', '20'],
+      ]);
+      expect(defaults[1]?.authenticationRef).toBeUndefined();
+    });
+
+    it('the worker and KEDA name the same priority group', () => {
+      const objects = render(...on, '--set', 'keda.enabled=true,consumerGroup=blue');
+      const group = single<ConfigMap>(objects, 'ConfigMap').data.PRIORITY_CONSUMER_GROUP;
+      expect(group).toBe('blue-priority');
+      expect(single<ScaledObject>(objects, 'ScaledObject').spec.triggers[1]?.metadata.consumerGroup).toBe(group);
+    });
+
+    it.each([
+      ['sms.commands', 'command'],
+      ['sms.results', 'result'],
+      ['sms.commands.dlq', 'deadLetter'],
+      ['sms.commands.ledger', 'ledger'],
+    ])('refuses a priority topic equal to another topic (%s = topics.%s)', (topic, name) => {
+      expect(renderFails('--set', `topics.priorityCommand=${topic}`)).toContain(`topics.priorityCommand (${topic}) must differ from topics.${name}`);
+    });
+
+    it('refuses a priority group equal to consumerGroup', () => {
+      expect(renderFails(...on, '--set', 'priorityConsumerGroup=sms-worker')).toMatch(/priorityConsumerGroup \(sms-worker\) must differ from consumerGroup/);
+    });
+
+    it.each([
+      [['--set-json', 'priority.normalMinShare=0.6'], /normalMinShare/],
+      [['--set-json', 'priority.normalMinShare=-0.1'], /normalMinShare/],
+      [['--set', 'priority.normalMinShare=half'], /normalMinShare/],
+      [['--set', 'priority.other=1'], /other/],
+      [['--set', 'topics.priorityCommand=sms codes'], /priorityCommand/],
+      [['--set', 'keda.priorityLagThreshold=0'], /priorityLagThreshold/],
+      [['--set-json', 'prometheusRule.priorityTimeToSendSeconds=0'], /priorityTimeToSendSeconds/],
+    ])('values.schema.json rejects %j', (args, message) => {
+      expect(renderFails(...args)).toMatch(message);
+    });
+
+    it('NOTES.txt names both topics and groups, where codes and bulk go, and both KEDA targets', () => {
+      const notes = renderNotes(helm, ['-f', everythingOnValues]);
+      expect(notes).toContain('It consumes sms.commands (group sms-worker) and the high-priority topic sms.codes (group sms-worker-priority)');
+      expect(notes).toContain('Publish verification codes to sms.codes and bulk/campaign traffic to sms.commands');
+      expect(notes).toContain('on lag of sms.commands (target 500 per replica) and of sms.codes (target 25 per replica; the larger count wins)');
+      expect(renderNotes(helm, [])).not.toContain('priority');
+    });
+  });
+
   describe('everything on', () => {
     it('renders ServiceMonitor, PrometheusRule, ScaledObject, TLS and SASL with an existing Secret', () => {
       // The worker's objects; the receipts receiver (also on there) is checked in its own describe.
@@ -601,6 +695,8 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
         SmsWorkerProviderErrorRatioHigh: /sms_worker_provider_requests_total\{/,
         SmsWorkerNoProgress: /sms_worker_last_progress_timestamp_seconds\{/,
         SmsWorkerAbsent: /sms_worker_commands_consumed_total\{/,
+        // everything-on sets topics.priorityCommand: the codes' time-to-send alert exists.
+        SmsWorkerPriorityTimeToSendHigh: /sms_worker_time_to_send_seconds_bucket\{[^}]*priority="high"/,
         SmsWorkerResultsStalled: /sms_worker_results_total/,
         // everything-on has the receipts receiver on: its group exists.
         SmsReceiptsRejectingPosts: /sms_receipts_rejected_total\{[^}]*reason=~"unauthorized\|/,
@@ -649,14 +745,18 @@ describe('helm chart and worker configuration agree', { timeout: 60_000 }, () =>
     const { envSchema, SECRET_VARIABLES } = await import('../../src/config/index.ts');
     const configMap = single<ConfigMap>(render(), 'ConfigMap');
     const mismatches: string[] = [];
+    // PRIORITY_* are rendered only with topics.priorityCommand set: compare their defaults there.
+    const priorityData = single<ConfigMap>(render('--set', 'topics.priorityCommand=sms.codes'), 'ConfigMap').data;
     for (const [name, schema] of Object.entries(envSchema.shape)) {
       if ((SECRET_VARIABLES as readonly string[]).includes(name)) {
         expect(configMap.data[name], `${name} is a secret`).toBeUndefined();
         continue;
       }
+      // The topic and its group are set values (the group's default is derived), not defaults to compare.
+      if (name === 'PRIORITY_COMMAND_TOPIC' || name === 'PRIORITY_CONSUMER_GROUP') continue;
       const parsed = schema.safeParse(undefined);
       if (!parsed.success || parsed.data === undefined) continue; // required or optional without default
-      const rendered = configMap.data[name];
+      const rendered = name.startsWith('PRIORITY_') ? priorityData[name] : configMap.data[name];
       if (rendered !== String(parsed.data)) mismatches.push(`${name}: chart ${String(rendered)} vs worker ${String(parsed.data)}`);
     }
     expect(mismatches).toEqual([]);

@@ -136,6 +136,24 @@ describe('Grafana dashboard helm/sms-worker/dashboards/sms-worker.json', () => {
     expect((panel?.gridPos?.x ?? 0) + (panel?.gridPos?.w ?? 0)).toBe(latency?.gridPos?.x);
   });
 
+  it('shows time to send p50/p99 and results by priority (high: the priority topic, normal: the command topic) in the time-to-send row', () => {
+    const rowIndex = dashboard.panels.findIndex((p) => p.type === 'row' && p.title === 'Time to send and provider latency');
+    expect(rowIndex).toBeGreaterThan(-1);
+    const next = dashboard.panels.slice(rowIndex + 1).findIndex((p) => p.type === 'row');
+    const inRow = dashboard.panels.slice(rowIndex + 1, next === -1 ? undefined : rowIndex + 1 + next);
+    const timeToSend = inRow.find((p) => p.title === 'Time to send by priority p50/p99');
+    expect((timeToSend?.targets ?? []).map((t) => t.expr)).toEqual([
+      expect.stringMatching(/^histogram_quantile\(0\.5, sum by \(le, priority\) \(rate\(sms_worker_time_to_send_seconds_bucket\{/),
+      expect.stringMatching(/^histogram_quantile\(0\.99, sum by \(le, priority\) \(rate\(sms_worker_time_to_send_seconds_bucket\{/),
+    ]);
+    const results = inRow.find((p) => p.title === 'Results by priority and outcome');
+    expect(results?.targets?.[0]?.expr).toMatch(/^sum by \(priority, outcome\) \(rate\(sms_worker_results_total\{/);
+    // Side by side, below the row's other panels and above the next row.
+    expect(timeToSend?.gridPos?.y).toBe(results?.gridPos?.y);
+    const nextRowY = next === -1 ? Infinity : (dashboard.panels[rowIndex + 1 + next]?.gridPos?.y ?? Infinity);
+    for (const panel of inRow) expect((panel.gridPos?.y ?? 0) + (panel.gridPos?.h ?? 0), panel.title).toBeLessThanOrEqual(nextRowY);
+  });
+
   it('has a "Delivery receipts" row: receipts by status and region, delivery time percentiles, rejected posts by reason, publish latency', () => {
     const rowIndex = dashboard.panels.findIndex((p) => p.type === 'row' && p.title === 'Delivery receipts');
     expect(rowIndex).toBeGreaterThan(-1);

@@ -98,6 +98,11 @@ schemaRegistryPassword: SCHEMA_REGISTRY_PASSWORD
 {{- end -}}
 {{- end }}
 
+{{/* Consumer group of topics.priorityCommand: priorityConsumerGroup, or <consumerGroup>-priority. */}}
+{{- define "sms-worker.priorityConsumerGroup" -}}
+{{- .Values.priorityConsumerGroup | default (printf "%s-priority" .Values.consumerGroup) -}}
+{{- end }}
+
 {{/*
 Cross-field validation that values.schema.json cannot express well. Included from the
 Deployment so every render runs it.
@@ -139,6 +144,16 @@ Deployment so every render runs it.
 {{- range $k, $_ := .Values.extraConfig -}}
 {{- if or (has $k (list "PROVIDER_ACCESS_KEY_ID" "PROVIDER_ACCESS_KEY_SECRET" "KAFKA_SASL_PASSWORD" "SCHEMA_REGISTRY_PASSWORD")) (regexMatch "(?i)(PASSWORD|SECRET|TOKEN)" $k) -}}
 {{- fail (printf "extraConfig.%s looks like a secret; extraConfig is rendered into a ConfigMap. Use secrets.* / existingSecret or extraEnv with valueFrom.secretKeyRef" $k) -}}
+{{- end -}}
+{{- end -}}
+{{- with $priority := .Values.topics.priorityCommand -}}
+{{- range $name, $topic := dict "command" $.Values.topics.command "result" $.Values.topics.result "deadLetter" $.Values.topics.deadLetter "ledger" $.Values.topics.ledger -}}
+{{- if eq $topic $priority -}}
+{{- fail (printf "topics.priorityCommand (%s) must differ from topics.%s: the priority topic is a command topic of its own, consumed in its own group" $priority $name) -}}
+{{- end -}}
+{{- end -}}
+{{- if eq (include "sms-worker.priorityConsumerGroup" $) $.Values.consumerGroup -}}
+{{- fail (printf "priorityConsumerGroup (%s) must differ from consumerGroup: each command topic is consumed in its own group" $.Values.consumerGroup) -}}
 {{- end -}}
 {{- end -}}
 {{- $_ := include "sms-worker.terminationGracePeriodSeconds" . -}}
