@@ -4,7 +4,7 @@ import { createMetrics, type WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProgressMonitor } from './health.ts';
 import { BytesInHand } from './bytes-in-hand.ts';
-import { PriorityPermits } from './priority/priority-permits.ts';
+import { PriorityPermits, type PriorityPermitsOptions } from './priority/priority-permits.ts';
 import type { Priority } from './priority/priority.ts';
 import { SourcePipeline } from './source-pipeline.ts';
 import { RefusalReport } from './refusal-report.ts';
@@ -117,10 +117,10 @@ export class Worker {
       this.#stillStarting();
       // Shared by the sources, high priority served first (docs/priority.md); the bytes in hand are
       // each source's own, so a bulk backlog never stops the codes from being fetched.
-      const slots = new PriorityPermits(c.maxInFlight, c.normalMinShare);
+      const slots = new PriorityPermits(c.maxInFlight, permitSharing(c, c.maxInFlight));
       // Two waves of marks ahead of the calls: one keeps the pipeline full when transactions are
       // slow (measured: MAX_IN_FLIGHT alone drained at 79% of the ledger-off rate at 50 ms).
-      const markPermits = new PriorityPermits(2 * c.maxInFlight, c.normalMinShare);
+      const markPermits = new PriorityPermits(2 * c.maxInFlight, permitSharing(c, 2 * c.maxInFlight));
       for (const parts of sources) {
         const { priority } = parts.source;
         this.#pipelines.push(
@@ -263,4 +263,15 @@ export class Worker {
 function bytesInHandOf(c: WorkerConfig, priority: Priority): number {
   if (c.sources.length === 1) return c.maxBytesInHand;
   return priority === 'high' ? Math.floor(c.maxBytesInHand / 4) : c.maxBytesInHand - Math.floor(c.maxBytesInHand / 4);
+}
+
+/**
+ * With a priority topic, an eighth of the slots and of the mark permits (at least one) are the
+ * codes' alone: bulk commands holding a slot or a permit while they wait for what is not coming
+ * yet (their tokens, paused while their group rebalances; a slot, while they hold a permit) would
+ * otherwise hold every one, and a code would wait out the bulk group's rebalance.
+ */
+function permitSharing(c: WorkerConfig, permits: number): PriorityPermitsOptions {
+  if (c.sources.length === 1) return {};
+  return { minShare: c.normalMinShare, reservedForHigh: Math.min(permits - 1, Math.max(1, Math.ceil(permits / 8))) };
 }

@@ -290,3 +290,33 @@ describe('loadConfig: velocity limits and spend caps (VELOCITY_*, SPEND_CAP_*)',
     expect(problemsOf({ ...minimal, SPEND_CAP_PER_HOUR: '0' }).join('\n')).toMatch(/^SPEND_CAP_PER_HOUR: /m);
   });
 });
+
+describe('loadConfig: the priority topic', () => {
+  it('has one normal source without PRIORITY_COMMAND_TOPIC', () => {
+    const config = loadConfig(minimal);
+    expect(config.sources).toEqual([{ priority: 'normal', topic: 'sms.commands', consumerGroup: 'sms-worker' }]);
+    expect(config.normalMinShare).toBe(0.1);
+  });
+
+  it('adds the priority topic first, in its own group (CONSUMER_GROUP-priority unless named)', () => {
+    const config = loadConfig({ ...minimal, PRIORITY_COMMAND_TOPIC: 'sms.codes', CONSUMER_GROUP: 'acme', PRIORITY_NORMAL_MIN_SHARE: '0.25' });
+    expect(config.sources).toEqual([
+      { priority: 'high', topic: 'sms.codes', consumerGroup: 'acme-priority' },
+      { priority: 'normal', topic: 'sms.commands', consumerGroup: 'acme' },
+    ]);
+    expect(config.normalMinShare).toBe(0.25);
+    expect(loadConfig({ ...minimal, PRIORITY_COMMAND_TOPIC: 'sms.codes', PRIORITY_CONSUMER_GROUP: 'codes' }).sources[0]?.consumerGroup).toBe('codes');
+    // Empty is unset (a chart value left blank).
+    expect(loadConfig({ ...minimal, PRIORITY_COMMAND_TOPIC: '' }).sources).toHaveLength(1);
+  });
+
+  it('lists every problem: a clashing topic, a shared group, a share out of range, a group without a topic', () => {
+    expect(problemsOf({ ...minimal, PRIORITY_COMMAND_TOPIC: 'sms.results', PRIORITY_CONSUMER_GROUP: 'sms-worker' })).toEqual([
+      'PRIORITY_COMMAND_TOPIC: must differ from COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC and LEDGER_TOPIC',
+      'PRIORITY_CONSUMER_GROUP: must differ from CONSUMER_GROUP (one group per command topic)',
+    ]);
+    expect(problemsOf({ ...minimal, PRIORITY_CONSUMER_GROUP: 'codes' })).toEqual(['PRIORITY_CONSUMER_GROUP: set without PRIORITY_COMMAND_TOPIC']);
+    expect(problemsOf({ ...minimal, PRIORITY_NORMAL_MIN_SHARE: '0.6' }).join('\n')).toMatch(/^PRIORITY_NORMAL_MIN_SHARE: /);
+    expect(problemsOf({ ...minimal, PRIORITY_COMMAND_TOPIC: 'bad topic!' }).join('\n')).toMatch(/^PRIORITY_COMMAND_TOPIC: a Kafka topic name/);
+  });
+});

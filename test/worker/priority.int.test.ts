@@ -31,7 +31,15 @@ async function priorityRig(overrides: Record<string, string>) {
   cleanups.add(() => results.stop());
   const publish = (publisher: typeof bulk, commands: SendCommand[]) =>
     within(45_000, 'publishing commands', publisher.publish(commands.map((command) => ({ command }))));
-  return { worker, start, topics, codesTopic, results, publishBulk: (c: SendCommand[]) => publish(bulk, c), publishCodes: (c: SendCommand[]) => publish(codes, c) };
+  return {
+    worker,
+    start,
+    topics,
+    codesTopic,
+    results,
+    publishBulk: (c: SendCommand[]) => publish(bulk, c),
+    publishCodes: (c: SendCommand[]) => publish(codes, c),
+  };
 }
 
 /** When each command's first request reached the service (epoch ms). */

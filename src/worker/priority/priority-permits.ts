@@ -10,6 +10,13 @@ export interface Permits {
   readonly waiting: number;
 }
 
+export interface PriorityPermitsOptions {
+  /** Under contention, the share of grants the normal priority still gets (ShareScheduler). */
+  readonly minShare?: number;
+  /** Permits the normal priority never holds: a code always finds these free of bulk commands. */
+  readonly reservedForHigh?: number;
+}
+
 interface Waiter {
   readonly resolve: () => void;
   readonly reject: (reason: unknown) => void;
@@ -20,17 +27,25 @@ interface Waiter {
 /**
  * A counting semaphore shared by the priorities: a permit given back goes to a waiting high
  * caller first, and to a normal one at least `minShare` of the time while both wait
- * (ShareScheduler). A permit is never held back for a priority that is not waiting: with one
- * priority in use this is a plain FIFO semaphore. Waiters give up through an AbortSignal.
+ * (ShareScheduler). Normal callers hold at most `permits − reservedForHigh` at once: bulk
+ * commands waiting with a permit for something that is not coming (their group rebalancing,
+ * their tokens paused) can then never hold every permit a code needs. With one priority in use
+ * (nothing reserved) this is a plain FIFO semaphore. Waiters give up through an AbortSignal.
  */
 export class PriorityPermits {
   #available: number;
+  readonly #normalCap: number;
+  readonly #held: Record<Priority, number> = { high: 0, normal: 0 };
   readonly #queues: Record<Priority, Waiter[]> = { high: [], normal: [] };
   readonly #scheduler: ShareScheduler;
 
-  constructor(permits: number, minShare = 0) {
+  constructor(permits: number, options: PriorityPermitsOptions = {}) {
+    const reserved = options.reservedForHigh ?? 0;
+    if (!(Number.isInteger(reserved) && reserved >= 0 && reserved < permits))
+      throw new RangeError(`reservedForHigh must be an integer in [0, ${permits}) (got ${reserved})`);
     this.#available = permits;
-    this.#scheduler = new ShareScheduler(minShare);
+    this.#normalCap = permits - reserved;
+    this.#scheduler = new ShareScheduler(options.minShare ?? 0);
   }
 
   /** The permits as one priority takes them. */
@@ -38,7 +53,7 @@ export class PriorityPermits {
     const queue = this.#queues[priority];
     return {
       acquire: (signal) => this.#acquire(priority, signal),
-      release: () => this.#release(),
+      release: () => this.#release(priority),
       get waiting() {
         return queue.length;
       },
@@ -49,14 +64,19 @@ export class PriorityPermits {
     return this.#available;
   }
 
+  #mayTake(priority: Priority): boolean {
+    return priority === 'high' || this.#held.normal < this.#normalCap;
+  }
+
   #acquire(priority: Priority, signal: AbortSignal | undefined): Promise<void> {
     if (signal?.aborted === true) return Promise.reject(signal.reason);
-    // Nobody waits (or there would be no permit left): take one at once.
-    if (this.#available > 0) {
+    const queue = this.#queues[priority];
+    // Nobody of this priority waits before it (or it would have had the permit): take one at once.
+    if (this.#available > 0 && queue.length === 0 && this.#mayTake(priority)) {
       this.#available -= 1;
+      this.#held[priority] += 1;
       return Promise.resolve();
     }
-    const queue = this.#queues[priority];
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         resolve,
@@ -73,14 +93,23 @@ export class PriorityPermits {
     });
   }
 
-  #release(): void {
-    const priority = this.#scheduler.pick(this.#queues.high.length > 0, this.#queues.normal.length > 0);
-    const next = priority === undefined ? undefined : this.#queues[priority].shift();
-    if (next === undefined) {
-      this.#available += 1;
-      return;
+  #release(priority: Priority): void {
+    this.#held[priority] -= 1;
+    this.#available += 1;
+    this.#grant();
+  }
+
+  #grant(): void {
+    while (this.#available > 0) {
+      const high = this.#queues.high.length > 0;
+      const normal = this.#queues.normal.length > 0 && this.#mayTake('normal');
+      const priority = this.#scheduler.pick(high, normal);
+      const next = priority === undefined ? undefined : this.#queues[priority].shift();
+      if (priority === undefined || next === undefined) return;
+      this.#available -= 1;
+      this.#held[priority] += 1;
+      next.signal?.removeEventListener('abort', next.onAbort);
+      next.resolve();
     }
-    next.signal?.removeEventListener('abort', next.onAbort);
-    next.resolve();
   }
 }
