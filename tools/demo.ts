@@ -71,7 +71,8 @@ const CN_PREFIXES = [
   '199',
 ];
 
-function sampleCommands(now: number): { label: string; command: SendCommand }[] {
+/** `code`: published to the priority topic (verification codes go before campaigns: docs/priority.md). */
+function sampleCommands(now: number): { label: string; command: SendCommand; code?: boolean }[] {
   const id = (name: string): string => `demo-${name}-${randomUUID().slice(0, 8)}`;
   const base = { createdAt: now, expiresAt: null, metadata: { source: 'demo' } };
   return [
@@ -91,7 +92,11 @@ function sampleCommands(now: number): { label: string; command: SendCommand }[] 
         operation: { kind: 'text', to: ['13900139000'], signature: '合一短信', templateId: 'pub_verif_cn', templateData: { code: '6666', ttl: '5' } },
       },
     },
-    { label: 'voice verification code', command: { ...base, commandId: id('voice'), operation: { kind: 'voice', to: '18509872103', code: '482913' } } },
+    {
+      label: 'voice verification code (priority topic)',
+      command: { ...base, commandId: id('voice'), operation: { kind: 'voice', to: '18509872103', code: '482913' } },
+      code: true,
+    },
     {
       label: 'invalid: bad number, 1-char signature',
       command: { ...base, commandId: id('invalid'), operation: { kind: 'text', to: ['+86123'], signature: 'A', content: 'never sent' } },
@@ -138,7 +143,13 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
     say(`stack (${stack.mode}): ${stack.description}`);
 
     const run = randomUUID().slice(0, 6);
-    const topics = { commands: `demo.${run}.commands`, results: `demo.${run}.results`, deadLetter: `demo.${run}.dlq`, receipts: `demo.${run}.receipts` };
+    const topics = {
+      commands: `demo.${run}.commands`,
+      codes: `demo.${run}.codes`,
+      results: `demo.${run}.results`,
+      deadLetter: `demo.${run}.dlq`,
+      receipts: `demo.${run}.receipts`,
+    };
 
     // The receiver first: the sandbox needs its URL as the callback for delivery reports.
     const kafka = new kafkajs.Kafka({ clientId: 'sms-worker-demo', brokers: [stack.kafkaBrokers], logLevel: kafkajs.logLevel.ERROR });
@@ -174,6 +185,7 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
       KAFKA_BROKERS: stack.kafkaBrokers,
       SCHEMA_REGISTRY_URL: stack.schemaRegistryUrl,
       COMMAND_TOPIC: topics.commands,
+      PRIORITY_COMMAND_TOPIC: topics.codes,
       RESULT_TOPIC: topics.results,
       DEAD_LETTER_TOPIC: topics.deadLetter,
       LEDGER_TOPIC: `${topics.commands}.ledger`,
@@ -214,8 +226,13 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
     const publisher = new CommandPublisher(kafka, registry, topics.commands);
     await publisher.connect();
     cleanups.push(() => publisher.disconnect());
-    await publisher.publish(samples.map((s) => ({ command: s.command })));
-    say(`published ${samples.length} sample commands to ${topics.commands}`);
+    const codePublisher = new CommandPublisher(kafka, registry, topics.codes);
+    await codePublisher.connect();
+    cleanups.push(() => codePublisher.disconnect());
+    const codes = samples.filter((s) => s.code === true);
+    await publisher.publish(samples.filter((s) => s.code !== true).map((s) => ({ command: s.command })));
+    await codePublisher.publish(codes.map((s) => ({ command: s.command })));
+    say(`published ${samples.length - codes.length} sample commands to ${topics.commands} and ${codes.length} to the priority topic ${topics.codes}`);
 
     const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 120_000).unref());
     if ((await Promise.race([allArrived, timeout])) === 'timeout') {
@@ -258,6 +275,9 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
     say('everything keeps running; publish more with:');
     console.log(
       `  KAFKA_BROKERS=${stack.kafkaBrokers} SCHEMA_REGISTRY_URL=${stack.schemaRegistryUrl} COMMAND_TOPIC=${topics.commands} npm run cli -- produce '{"text":{"to":["+8613800138000"],"signature":"Acme","content":"Hi"}}'`,
+    );
+    console.log(
+      `  KAFKA_BROKERS=${stack.kafkaBrokers} SCHEMA_REGISTRY_URL=${stack.schemaRegistryUrl} COMMAND_TOPIC=${topics.codes} npm run cli -- produce '{"voice":{"to":"18509872103","code":"123456"}}'   (a code: the priority topic)`,
     );
     console.log(
       `  KAFKA_BROKERS=${stack.kafkaBrokers} SCHEMA_REGISTRY_URL=${stack.schemaRegistryUrl} RESULT_TOPIC=${topics.results} npm run cli -- tail --pretty`,

@@ -43,6 +43,7 @@ beforeAll(async () => {
       waitForLeaders: true,
       topics: [
         { topic: topics.commands, numPartitions: 2 },
+        { topic: PRIORITY_TOPIC(), numPartitions: 2 },
         { topic: topics.results, numPartitions: 2 },
         { topic: topics.deadLetter },
         { topic: topics.ledger, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
@@ -55,6 +56,8 @@ beforeAll(async () => {
         acls,
         {
           COMMAND_TOPIC: topics.commands,
+          PRIORITY_COMMAND_TOPIC: PRIORITY_TOPIC(),
+          PRIORITY_CONSUMER_GROUP: `${topics.group}-priority`,
           RESULT_TOPIC: topics.results,
           DEAD_LETTER_TOPIC: topics.deadLetter,
           LEDGER_TOPIC: topics.ledger,
@@ -88,8 +91,16 @@ function securedEnv(user: SaslUser, caFile = kafka.caFile): Record<string, strin
   };
 }
 
+/** The worker's high-priority command topic, in its default group (CONSUMER_GROUP-priority). */
+const PRIORITY_TOPIC = (): string => `${topics.commands}.codes`;
+
 function secureWorkerEnv(user: SaslUser, caFile?: string): Record<string, string> {
-  return workerEnv(topics, sandbox.url, { ...securedEnv(user, caFile), TOPICS_CREATE: 'false', PROVIDER_ACCESS_KEY_ID });
+  return workerEnv(topics, sandbox.url, {
+    ...securedEnv(user, caFile),
+    TOPICS_CREATE: 'false',
+    PROVIDER_ACCESS_KEY_ID,
+    PRIORITY_COMMAND_TOPIC: PRIORITY_TOPIC(),
+  });
 }
 
 interface CliRun {
@@ -139,15 +150,24 @@ describe('a secured cluster: SASL_SSL (SCRAM-SHA-512) with the StandardAuthorize
       const produced = await cli(['produce', ...lines], { ...securedEnv(cliUser), COMMAND_TOPIC: topics.commands });
       expect(produced.code, produced.stderr).toBe(0);
       expect(produced.stdout.trim().split('\n')).toHaveLength(3);
+      // A code on the priority topic, consumed in the priority group: its rows of the table are enough too.
+      const codeId = `secured-code-${randomUUID()}`;
+      ids.push(codeId);
+      const code = await cli(['produce', JSON.stringify({ commandId: codeId, voice: { to: '18509872103', code: '123456' } })], {
+        ...securedEnv(cliUser),
+        COMMAND_TOPIC: PRIORITY_TOPIC(),
+      });
+      expect(code.code, code.stderr).toBe(0);
 
-      const tailed = await cli(['tail', '--count', '3'], { ...securedEnv(cliUser), RESULT_TOPIC: topics.results });
+      const tailed = await cli(['tail', '--count', '4'], { ...securedEnv(cliUser), RESULT_TOPIC: topics.results });
       expect(tailed.code, tailed.stderr).toBe(0);
       const results = tailed.stdout
         .trim()
         .split('\n')
         .map((line) => JSON.parse(line) as CommandResult);
       expect(results.map((r) => r.commandId).sort()).toEqual([...ids].sort());
-      expect(results.map((r) => r.outcome)).toEqual(['SENT', 'SENT', 'SENT']);
+      expect(results.map((r) => r.outcome)).toEqual(['SENT', 'SENT', 'SENT', 'SENT']);
+      expect(results.find((r) => r.commandId === codeId)?.source.topic).toBe(PRIORITY_TOPIC());
       for (const id of ids) expect(sandbox.state.acceptedSends(id)).toBe(1);
       // Every registry request (the worker's, produce's, tail's) carried the credentials; one without would have been refused.
       const registryRequests = registry.seen.slice(registryRequestsBefore);
@@ -158,7 +178,7 @@ describe('a secured cluster: SASL_SSL (SCRAM-SHA-512) with the StandardAuthorize
       expect((await worker.stopped(60_000)).code, worker.output.slice(-3000)).toBe(0);
       // Every step was authorised: nothing was refused along the way (and retried past).
       expect(worker.output).not.toMatch(/not authorized|authorization failed/i);
-      expectNoSecret(worker.output + produced.stdout + produced.stderr + tailed.stdout + tailed.stderr);
+      expectNoSecret(worker.output + produced.stdout + produced.stderr + code.stdout + code.stderr + tailed.stdout + tailed.stderr);
     } finally {
       worker.signal('SIGKILL');
     }
