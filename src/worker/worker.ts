@@ -9,7 +9,7 @@ import type { Priority } from './priority/priority.ts';
 import { SourcePipeline } from './source-pipeline.ts';
 import { RefusalReport } from './refusal-report.ts';
 import { PAUSE_DESCRIPTIONS, PAUSE_REASONS, type PauseReason } from './service-gate.ts';
-import type { WorkerParts } from './parts.ts';
+import type { SharedParts } from './parts.ts';
 import { connectWorker } from './wiring.ts';
 
 export interface WorkerOptions {
@@ -38,7 +38,8 @@ export class Worker {
   readonly #log: Logger;
   readonly #withHttp: boolean;
   #state: State = 'new';
-  #parts: WorkerParts | undefined;
+  /** The shared parts (gate, spend caps), as the first source's parts carry them. */
+  #parts: SharedParts | undefined;
   #http: { port: number; close(): Promise<void> } | undefined;
   readonly #releases: { name: string; release: () => Promise<unknown> }[] = [];
   readonly #abandon = new AbortController();
@@ -188,7 +189,7 @@ export class Worker {
       if (this.#state === 'stopping') this.#abandon.abort();
     } else {
       this.#log.info('sends succeed again: consumption resumed');
-      this.#parts?.fetchPauses.setGateClosed(false);
+      for (const pipeline of this.#pipelines) pipeline.parts.fetchPauses.setGateClosed(false);
     }
   }
 
