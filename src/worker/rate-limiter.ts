@@ -93,7 +93,7 @@ export class RateLimiter {
     if (!this.enabled) return Promise.resolve();
     if (signal?.aborted === true) return Promise.reject(signal.reason);
     this.#refill();
-    if (!this.#paused.has(priority) && this.#nextReady() === undefined && this.#tokens >= 1) {
+    if (!this.#paused.has(priority) && !this.#anyReady() && this.#tokens >= 1) {
       this.#tokens -= 1;
       return Promise.resolve();
     }
@@ -115,10 +115,9 @@ export class RateLimiter {
     return PRIORITIES.every((p) => this.#paused.has(p));
   }
 
-  /** The priorities with a caller that may be granted now (not paused). */
-  #nextReady(): Priority | undefined {
-    const ready = (p: Priority): boolean => !this.#paused.has(p) && this.#queues[p].length > 0;
-    return ready('high') || ready('normal') ? 'high' : undefined;
+  /** Whether a caller waits whose priority is not paused (so may be granted a token). */
+  #anyReady(): boolean {
+    return PRIORITIES.some((p) => !this.#paused.has(p) && this.#queues[p].length > 0);
   }
 
   #leave(queue: Waiter[], waiter: Waiter): void {
@@ -152,7 +151,7 @@ export class RateLimiter {
   }
 
   #schedule(): void {
-    if (this.#timer !== undefined || this.#nextReady() === undefined) return;
+    if (this.#timer !== undefined || !this.#anyReady()) return;
     const waitMs = Math.max(0, ((1 - this.#tokens) * 1000) / this.#perSecond);
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
