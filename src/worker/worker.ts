@@ -268,9 +268,10 @@ function bytesInHandOf(c: WorkerConfig, priority: Priority): number {
 
 /**
  * With a priority topic, an eighth of the slots and of the mark permits (at least one) are the
- * codes' alone: bulk commands holding a slot or a permit while they wait for what is not coming
- * yet (their tokens, paused while their group rebalances; a slot, while they hold a permit) would
- * otherwise hold every one, and a code would wait out the bulk group's rebalance.
+ * codes' alone: while the bulk group rebalances, its records about to call are held with their
+ * slots and its records waiting for a slot keep their permits (partition-protocol.md), and as its
+ * calls finish every freed slot could go to a bulk record that is then held too; a code arriving
+ * then would wait out the bulk group's rebalance.
  */
 function permitSharing(c: WorkerConfig, permits: number): PriorityPermitsOptions {
   if (c.sources.length === 1) return {};
