@@ -28,8 +28,8 @@ interface Waiter {
  * A counting semaphore shared by the priorities: a permit given back goes to a waiting high
  * caller first, and to a normal one at least `minShare` of the time while both wait
  * (ShareScheduler). Normal callers hold at most `permits − reservedForHigh` at once: bulk
- * commands waiting with a permit for something that is not coming (their group rebalancing,
- * their tokens paused) can then never hold every permit a code needs. With one priority in use
+ * commands that keep a permit while they wait for their group's new assignment (held records keep
+ * their slots through a rebalance) can then never hold every permit a code needs. With one priority in use
  * (nothing reserved) this is a plain FIFO semaphore. Waiters give up through an AbortSignal.
  */
 export class PriorityPermits {
