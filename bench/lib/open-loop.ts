@@ -14,7 +14,9 @@
  * figures, and reported on their own line so the start-up cost stays visible.
  *
  * observeOpenLoop is the run itself; the route-refusal run (route-refusal.ts, issue 20) is the
- * same run with a share of its commands sent to a route the service refuses.
+ * same run with a share of its commands sent to a route the service refuses, and the priority
+ * section (priority.ts) the same run with verification codes published to the worker's priority
+ * topic, beside a bulk backlog preloaded in its command topic or without one.
  */
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import type { Kafka } from 'kafkajs';
