@@ -7,14 +7,18 @@
  * to 5, workers are SIGKILLed (each replaced at once), one worker is SIGSTOPped past its session
  * timeout and then SIGCONTed, the broker is restarted, the sandbox answers 503 to everything for
  * a while, the account runs empty (one more worker starts while it is) and is topped up, and the
- * group is scaled down to 2 with SIGTERM. Then a fuzz pass of malformed records, then a read of
- * every topic from the beginning and of the sandbox's request log to verify: every command has
- * exactly one committed result; no command was sent (accepted by the service) more than once;
- * sends of one key reached the service in publish order; every fuzz record is a dead letter or a
- * REJECTED result. Exit 1 if a command is lost, answered twice or sent twice, or a fuzz record is lost.
+ * group is scaled down to 2 with SIGTERM. The workers also consume a high-priority topic
+ * (PRIORITY_COMMAND_TOPIC, in a group of its own), to which a stream of keyed verification codes is
+ * published beside the commands, spread over the same time. Then a fuzz pass of malformed records,
+ * then a read of every topic from the beginning and of the sandbox's request log to verify, per
+ * priority: every command has exactly one committed result; no command was sent (accepted by the
+ * service) more than once; sends of one key reached the service in publish order; and that every
+ * fuzz record is a dead letter or a REJECTED result. Exit 1 if a command of either priority is
+ * lost, answered twice or sent twice, or a fuzz record is lost.
  *
- *   node bench/chaos.ts [--commands 20000] [--rate 160] [--keys 200] [--kills 5] [--outage-sec 30]
- *                       [--funds-pause-sec 10] [--fuzz 1000] [--latency-ms 20] [--worker-log-level warn] [--seed N] [--json FILE]
+ *   node bench/chaos.ts [--commands 20000] [--rate 160] [--keys 200] [--priority-commands 2000 (0: no priority topic)]
+ *                       [--priority-keys 50] [--kills 5] [--outage-sec 30] [--funds-pause-sec 10] [--fuzz 1000]
+ *                       [--latency-ms 20] [--worker-log-level warn] [--seed N] [--json FILE]
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -29,13 +33,14 @@ import { CommandPublisher } from '../src/kafka/command-publisher.ts';
 import { backoffDelay } from '../src/retry.ts';
 import { createRegistry } from '../src/schema/codec.ts';
 import { startStack } from '../tools/stack/index.ts';
-import { inFlightAt, orderViolations, sendsPerCommand } from './lib/chaos-checks.ts';
-import { FUZZ_KINDS, fuzzRecord, kindAt, makeCommand, prng, type FuzzKind } from './lib/commands.ts';
+import { checkStream, inFlightAt, sendsPerCommand, type StreamCheck } from './lib/chaos-checks.ts';
+import type { SendCommand } from '../src/contracts/command.ts';
+import { FUZZ_KINDS, fuzzRecord, kindAt, makeCommand, prng, verificationCode, type FuzzKind } from './lib/commands.ts';
 import { benchKafka, createTopics, PRODUCED_AT_HEADER } from './lib/kafka.ts';
 import { fmt, table } from './lib/markdown.ts';
 import { exitWith, REPO_ROOT, sleep } from './lib/proc.ts';
 import { RequestLogCollector } from './lib/request-log.ts';
-import { readWholeTopic, ResultWatcher } from './lib/results.ts';
+import { readWholeTopic, ResultWatcher, type Arrival } from './lib/results.ts';
 import { SandboxProcess } from './lib/sandbox.ts';
 import { groupAssignment, WorkerPool, type PoolWorker } from './lib/worker-pool.ts';
 import { hostileFailures, hostileTable, runHostilePass, type HostileVerdict } from './lib/hostile.ts';
@@ -48,6 +53,8 @@ const { values: args } = parseArgs({
     commands: { type: 'string', default: '20000' },
     rate: { type: 'string', default: '160' },
     keys: { type: 'string', default: '200' },
+    'priority-commands': { type: 'string', default: '2000' },
+    'priority-keys': { type: 'string', default: '50' },
     kills: { type: 'string', default: '5' },
     'outage-sec': { type: 'string', default: '30' },
     'funds-pause-sec': { type: 'string', default: '10' },
@@ -62,7 +69,7 @@ const { values: args } = parseArgs({
 });
 if (args.help === true) {
   console.log(
-    'node bench/chaos.ts [--commands 20000] [--rate 160] [--keys 200] [--kills 5] [--outage-sec 30] [--funds-pause-sec 10] [--fuzz 1000] [--latency-ms 20] [--worker-log-level warn] [--seed N] [--json FILE]',
+    'node bench/chaos.ts [--commands 20000] [--rate 160] [--keys 200] [--priority-commands 2000 (0: no priority topic)] [--priority-keys 50] [--kills 5] [--outage-sec 30] [--funds-pause-sec 10] [--fuzz 1000] [--latency-ms 20] [--worker-log-level warn] [--seed N] [--json FILE]',
   );
   process.exit(0);
 }
@@ -74,6 +81,9 @@ const int = (name: string, raw: string, min = 1): number => {
 const COMMANDS = int('commands', args.commands);
 const RATE = int('rate', args.rate);
 const KEYS = int('keys', args.keys);
+/** Verification codes on the priority topic, spread over the commands' production time; 0: the workers get no priority topic. */
+const PRIORITY_COMMANDS = int('priority-commands', args['priority-commands'], 0);
+const PRIORITY_KEYS = int('priority-keys', args['priority-keys']);
 const KILLS = int('kills', args.kills, 0);
 const OUTAGE_SEC = int('outage-sec', args['outage-sec'], 0);
 const FUNDS_PAUSE_SEC = int('funds-pause-sec', args['funds-pause-sec'], 0);
@@ -135,7 +145,7 @@ async function main(): Promise<number> {
   // The schedule has its own stream, so it does not depend on how far publishing got.
   const scheduleRandom = prng(SEED + 1);
   say(
-    `seed ${SEED}; ${fmt(COMMANDS)} commands on ${KEYS} keys at ${RATE}/s; workers ${WORKERS_AT_START} → ${WORKERS_SCALED_UP} → ${WORKERS_SCALED_DOWN}, ${KILLS} SIGKILLs, 1 SIGSTOP for ${FREEZE_MS / 1000} s, 1 broker restart, sandbox 503 for ${OUTAGE_SEC} s, empty account for ${FUNDS_PAUSE_SEC} s, ${FUZZ} fuzz records; logs in ${LOG_DIR}`,
+    `seed ${SEED}; ${fmt(COMMANDS)} commands on ${KEYS} keys at ${RATE}/s${PRIORITY_COMMANDS > 0 ? ` and ${fmt(PRIORITY_COMMANDS)} verification codes on ${PRIORITY_KEYS} keys on the priority topic beside them` : ''}; workers ${WORKERS_AT_START} → ${WORKERS_SCALED_UP} → ${WORKERS_SCALED_DOWN}, ${KILLS} SIGKILLs, 1 SIGSTOP for ${FREEZE_MS / 1000} s, 1 broker restart, sandbox 503 for ${OUTAGE_SEC} s, empty account for ${FUNDS_PAUSE_SEC} s, ${FUZZ} fuzz records; logs in ${LOG_DIR}`,
   );
   say('starting a local Kafka + registry of its own (not reused: the broker gets restarted)…');
   const stack = await startStack({ reuse: false, log: say });
@@ -159,10 +169,11 @@ async function main(): Promise<number> {
   const kafka = benchKafka(stack.kafkaBrokers, 'chaos-orchestrator');
   const registry = createRegistry(stack.schemaRegistryUrl);
   const run = randomUUID().slice(0, 6);
-  const topics = { commands: `chaos.${run}.commands`, results: `chaos.${run}.results`, deadLetter: `chaos.${run}.dlq` };
+  const topics = { commands: `chaos.${run}.commands`, priority: `chaos.${run}.priority`, results: `chaos.${run}.results`, deadLetter: `chaos.${run}.dlq` };
   const group = `chaos-${run}`;
   await createTopics(kafka, [
     { topic: topics.commands, partitions: PARTITIONS },
+    ...(PRIORITY_COMMANDS > 0 ? [{ topic: topics.priority, partitions: PARTITIONS }] : []),
     { topic: topics.results, partitions: PARTITIONS },
     { topic: topics.deadLetter, partitions: 1 },
   ]);
@@ -177,7 +188,12 @@ async function main(): Promise<number> {
         deadLetter: topics.deadLetter,
         group,
       },
-      { KAFKA_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS), FUNDS_PROBE_MAX_MS: String(FUNDS_PROBE_MAX_MS), LOG_LEVEL: WORKER_LOG_LEVEL },
+      {
+        KAFKA_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS),
+        FUNDS_PROBE_MAX_MS: String(FUNDS_PROBE_MAX_MS),
+        LOG_LEVEL: WORKER_LOG_LEVEL,
+        ...(PRIORITY_COMMANDS > 0 && { PRIORITY_COMMAND_TOPIC: topics.priority }),
+      },
     ),
     logDir: LOG_DIR,
     clientPrefix: group,
@@ -186,6 +202,7 @@ async function main(): Promise<number> {
   const watcher = new ResultWatcher(kafka, topics.results);
   const dlqWatcher = new ResultWatcher(kafka, topics.deadLetter);
   const publisher = new CommandPublisher(kafka, registry, topics.commands);
+  const priorityPublisher = new CommandPublisher(kafka, registry, topics.priority);
   const timeline: string[] = [];
   const note = (line: string): void => {
     timeline.push(`${clock()}: ${line}`);
@@ -205,51 +222,89 @@ async function main(): Promise<number> {
   };
   const background: Promise<void>[] = [];
   try {
-    await Promise.all([watcher.start(), dlqWatcher.start(), publisher.connect()]);
+    await Promise.all([watcher.start(), dlqWatcher.start(), publisher.connect(), ...(PRIORITY_COMMANDS > 0 ? [priorityPublisher.connect()] : [])]);
     for (let i = 0; i < WORKERS_AT_START; i += 1) pool.start('initial group');
 
     // Publishing at a steady rate, paused while the broker restarts.
     let paused = false;
-    let published = 0;
-    let publishErrors = 0;
-    let failuresInARow = 0;
-    const ids: string[] = [];
     const productionSec = COMMANDS / RATE;
-    const publishing = (async () => {
-      const tickMs = 250;
-      const perTick = Math.max(1, Math.round((RATE * tickMs) / 1000));
-      const t0 = Date.now();
-      let tick = 0;
-      while (published < COMMANDS) {
-        tick += 1;
-        const due = t0 + tick * tickMs;
-        if (due > Date.now()) await sleep(due - Date.now());
-        if (paused) continue;
-        const batch = [];
-        for (let i = 0; i < perTick && published + i < COMMANDS; i += 1) {
-          const commandId = `c-${run}-${published + i}`;
-          const key = `k-${run}-${Math.floor(random() * KEYS)}`;
-          batch.push({
-            key,
-            commandId,
-            value: await publisher.encode(makeCommand(commandId, kindAt(random), random)),
-            headers: { [PRODUCED_AT_HEADER]: String(Date.now()) },
-          });
+    /** `count` commands `<idPrefix>-<n>` on `keys` keys `<keyPrefix>-<k>`, `rate` a second in ticks of 250 ms; a failed batch is retried. */
+    const publishStream = (s: {
+      readonly publisher: CommandPublisher;
+      readonly topic: string;
+      readonly count: number;
+      readonly rate: number;
+      readonly idPrefix: string;
+      readonly keyPrefix: string;
+      readonly keys: number;
+      readonly random: () => number;
+      readonly make: (commandId: string, random: () => number) => SendCommand;
+    }): { published: number; errors: number; readonly ids: string[]; done: Promise<void> } => {
+      const stream = { published: 0, errors: 0, ids: [] as string[], done: Promise.resolve() };
+      let failuresInARow = 0;
+      stream.done = (async () => {
+        const tickMs = 250;
+        const perTick = Math.max(1, Math.round((s.rate * tickMs) / 1000));
+        const t0 = Date.now();
+        let tick = 0;
+        while (stream.published < s.count) {
+          tick += 1;
+          const due = t0 + tick * tickMs;
+          if (due > Date.now()) await sleep(due - Date.now());
+          if (paused) continue;
+          const batch = [];
+          for (let i = 0; i < perTick && stream.published + i < s.count; i += 1) {
+            const commandId = `${s.idPrefix}-${stream.published + i}`;
+            const key = `${s.keyPrefix}-${Math.floor(s.random() * s.keys)}`;
+            batch.push({
+              key,
+              commandId,
+              value: await s.publisher.encode(s.make(commandId, s.random)),
+              headers: { [PRODUCED_AT_HEADER]: String(Date.now()) },
+            });
+          }
+          try {
+            await s.publisher.publishRaw(batch.map(({ key, value, headers }) => ({ key, value, headers })));
+            for (const r of batch) stream.ids.push(r.commandId);
+            stream.published += batch.length;
+            failuresInARow = 0;
+          } catch (error) {
+            // Retried with the next tick; a batch that did land before the error may then exist twice.
+            stream.errors += 1;
+            failuresInARow += 1;
+            say(`publish to ${s.topic} failed (will retry): ${error instanceof Error ? error.message : String(error)}`);
+            await sleep(backoffDelay(failuresInARow, PUBLISH_RETRY));
+          }
         }
-        try {
-          await publisher.publishRaw(batch.map(({ key, value, headers }) => ({ key, value, headers })));
-          for (const r of batch) ids.push(r.commandId);
-          published += batch.length;
-          failuresInARow = 0;
-        } catch (error) {
-          // Retried with the next tick; a batch that did land before the error may then exist twice.
-          publishErrors += 1;
-          failuresInARow += 1;
-          say(`publish failed (will retry): ${error instanceof Error ? error.message : String(error)}`);
-          await sleep(backoffDelay(failuresInARow, PUBLISH_RETRY));
-        }
-      }
-    })();
+      })();
+      return stream;
+    };
+    const normal = publishStream({
+      publisher,
+      topic: topics.commands,
+      count: COMMANDS,
+      rate: RATE,
+      idPrefix: `c-${run}`,
+      keyPrefix: `k-${run}`,
+      keys: KEYS,
+      random,
+      make: (commandId, r) => makeCommand(commandId, kindAt(r), r),
+    });
+    // Codes over the same time as the commands, from a random stream of their own (the commands' stays as without them).
+    const high =
+      PRIORITY_COMMANDS > 0
+        ? publishStream({
+            publisher: priorityPublisher,
+            topic: topics.priority,
+            count: PRIORITY_COMMANDS,
+            rate: PRIORITY_COMMANDS / productionSec,
+            idPrefix: `h-${run}`,
+            keyPrefix: `hk-${run}`,
+            keys: PRIORITY_KEYS,
+            random: prng(SEED + 2),
+            make: (commandId, r) => verificationCode(commandId, r).command,
+          })
+        : undefined;
 
     // Fault schedule (seconds after the start of production), drawn from the seed.
     const within = (from: number, to: number): number => from + scheduleRandom() * (to - from);
@@ -389,11 +444,13 @@ async function main(): Promise<number> {
       if (event.blocking === true) shiftMs += Date.now() - began;
     }
     await Promise.all(background);
-    await publishing;
-    note(`all ${fmt(published)} commands published (${publishErrors} publish errors retried); ${pool.live().length} workers live`);
+    await Promise.all([normal.done, high?.done]);
+    note(
+      `all ${fmt(normal.published)} commands${high === undefined ? '' : ` and ${fmt(high.published)} codes`} published (${normal.errors + (high?.errors ?? 0)} publish errors retried); ${pool.live().length} workers live`,
+    );
 
     // Wait until every command has a result.
-    const want = new Set(ids);
+    const want = new Set([...normal.ids, ...(high?.ids ?? [])]);
     const have = (): number => {
       let n = 0;
       for (const id of want) if (watcher.perKey.has(id)) n += 1;
@@ -465,41 +522,52 @@ async function main(): Promise<number> {
     );
     await Promise.all([watcher.stop(), dlqWatcher.stop()]);
     await publisher.disconnect();
+    if (PRIORITY_COMMANDS > 0) await priorityPublisher.disconnect();
     await requestLog.stop();
 
     // Verification from the topics themselves, read from the beginning by fresh consumers.
     say('reading the command, result and dead-letter topics from the beginning…');
-    const [commandRecords, resultRecords, deadRecords] = await Promise.all([
+    const [commandRecords, priorityRecords, resultRecords, deadRecords] = await Promise.all([
       readWholeTopic(kafka, topics.commands),
+      PRIORITY_COMMANDS > 0 ? readWholeTopic(kafka, topics.priority) : [],
       readWholeTopic(kafka, topics.results),
       readWholeTopic(kafka, topics.deadLetter),
     ]);
-    const isCommand = (id: string): boolean => id.startsWith(`c-${run}-`);
-    const recordsPerCommand = new Map<string, number>();
+    /** Partition of each command of either stream (in its own topic). */
     const partitionOf = new Map<string, number>();
-    /** Per key, the command ids in the order of their first record in the topic (publish order). */
-    const publishOrder = new Map<string, { id: string; offset: bigint }[]>();
-    for (const r of commandRecords) {
-      if (r.value === null || !r.key.startsWith(`k-${run}-`)) continue;
-      let id: string | undefined;
-      try {
-        id = commandIdOf(await registry.decode(r.value));
-      } catch {
-        id = undefined;
+    /** A stream's commands in its topic (keys `<keyPrefix>-…`, ids `<idPrefix>-…`): records per id, and per key the ids in the order of their first record (publish order). */
+    const streamIn = async (
+      records: readonly Arrival[],
+      keyPrefix: string,
+      idPrefix: string,
+    ): Promise<{ recordsPerCommand: Map<string, number>; orderByKey: Map<string, string[]> }> => {
+      const recordsPerCommand = new Map<string, number>();
+      const publishOrder = new Map<string, { id: string; offset: bigint }[]>();
+      for (const r of records) {
+        if (r.value === null || !r.key.startsWith(`${keyPrefix}-`)) continue;
+        let id: string | undefined;
+        try {
+          id = commandIdOf(await registry.decode(r.value));
+        } catch {
+          id = undefined;
+        }
+        if (id === undefined || !id.startsWith(`${idPrefix}-`)) continue;
+        const seen = recordsPerCommand.get(id) ?? 0;
+        recordsPerCommand.set(id, seen + 1);
+        if (seen > 0) continue;
+        partitionOf.set(id, r.partition);
+        publishOrder.set(r.key, [...(publishOrder.get(r.key) ?? []), { id, offset: BigInt(r.offset) }]);
       }
-      if (id === undefined || !isCommand(id)) continue;
-      const seen = recordsPerCommand.get(id) ?? 0;
-      recordsPerCommand.set(id, seen + 1);
-      if (seen > 0) continue;
-      partitionOf.set(id, r.partition);
-      publishOrder.set(r.key, [...(publishOrder.get(r.key) ?? []), { id, offset: BigInt(r.offset) }]);
-    }
-    const orderByKey = new Map<string, string[]>();
-    for (const [key, list] of publishOrder)
-      orderByKey.set(
-        key,
-        list.sort((a, b) => (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0)).map((e) => e.id),
-      );
+      const orderByKey = new Map<string, string[]>();
+      for (const [key, list] of publishOrder)
+        orderByKey.set(
+          key,
+          list.sort((a, b) => (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0)).map((e) => e.id),
+        );
+      return { recordsPerCommand, orderByKey };
+    };
+    const normalIn = await streamIn(commandRecords, `k-${run}`, `c-${run}`);
+    const highIn = await streamIn(priorityRecords, `hk-${run}`, `h-${run}`);
     const results = new Map<string, CommandResult[]>();
     let undecodableResults = 0;
     for (const r of resultRecords) {
@@ -521,14 +589,14 @@ async function main(): Promise<number> {
       deadByKey.set(key, [...(deadByKey.get(key) ?? []), letter.error.code]);
     }
 
-    const commandIds = [...recordsPerCommand.keys()];
-    const missing = commandIds.filter((id) => (results.get(id)?.length ?? 0) === 0);
-    const duplicated = commandIds.filter((id) => (results.get(id)?.length ?? 0) > 1);
-    const resultsOut = commandIds.reduce((n, id) => n + (results.get(id)?.length ?? 0), 0);
+    /** The normal stream's commands (the SIGKILL table looks at these: its partitions are the normal group's). */
+    const commandIds = [...normalIn.recordsPerCommand.keys()];
     const outcomeOf = (r: CommandResult): string => `${r.outcome}${r.error === null ? '' : ` ${r.error.code}`}`;
-    const outcomes = new Map<string, number>();
-    for (const id of commandIds) for (const r of results.get(id) ?? []) outcomes.set(outcomeOf(r), (outcomes.get(outcomeOf(r)) ?? 0) + 1);
-    const unknownResults = commandIds.filter((id) => (results.get(id) ?? []).some((r) => r.outcome === 'UNKNOWN')).length;
+    const outcomesOf = (ids: Iterable<string>): Map<string, number> => {
+      const outcomes = new Map<string, number>();
+      for (const id of ids) for (const r of results.get(id) ?? []) outcomes.set(outcomeOf(r), (outcomes.get(outcomeOf(r)) ?? 0) + 1);
+      return outcomes;
+    };
 
     // The sandbox's view: requests and accepted (charged) sends per command id.
     const requests = requestLog.all();
@@ -540,7 +608,29 @@ async function main(): Promise<number> {
     const sandboxStats = await sandbox.stats();
     // Cross-check with the sandbox's own counters (independent of our copy of its log).
     const sandboxTwice = Object.keys(await sandbox.correlations(2)).length;
-    const order = orderViolations(orderByKey, sends);
+    /** The verdict per priority: the normal topic's commands, and the priority topic's codes (when it had any). */
+    const streams: {
+      readonly priority: 'normal' | 'high';
+      readonly what: string;
+      readonly expected: number;
+      readonly check: StreamCheck;
+      readonly ids: readonly string[];
+    }[] = [
+      { priority: 'normal' as const, what: `COMMAND_TOPIC, ${fmt(COMMANDS)} commands`, expected: COMMANDS, in: normalIn },
+      ...(PRIORITY_COMMANDS > 0
+        ? [{ priority: 'high' as const, what: `PRIORITY_COMMAND_TOPIC, ${fmt(PRIORITY_COMMANDS)} codes`, expected: PRIORITY_COMMANDS, in: highIn }]
+        : []),
+    ].map((s) => ({
+      priority: s.priority,
+      what: s.what,
+      expected: s.expected,
+      ids: [...s.in.recordsPerCommand.keys()],
+      check: checkStream({ expected: s.expected, recordsPerCommand: s.in.recordsPerCommand, results, sends, orderByKey: s.in.orderByKey }),
+    }));
+    const normalCheck = streams[0]?.check;
+    if (normalCheck === undefined) throw new Error('no normal stream');
+    /** Sent more than once among the streams' commands; the rest of `sentTwice` are canaries and hostile-pass commands. */
+    const streamsSentTwice = streams.reduce((n, st) => n + st.check.sentTwice.length, 0);
 
     // Sends in flight at each SIGKILL / SIGSTOP.
     const firstVisible = new Map<string, number>();
@@ -629,14 +719,14 @@ async function main(): Promise<number> {
     const kills = blows.filter((b) => b.what === 'SIGKILL').length;
 
     const failures: string[] = [];
-    if (missing.length > 0) failures.push(`${missing.length} commands without a result`);
-    if (duplicated.length > 0) failures.push(`${duplicated.length} commands with more than one result`);
-    if (sentTwice.length > 0 || sandboxTwice > 0) failures.push(`${Math.max(sentTwice.length, sandboxTwice)} commands sent more than once`);
+    for (const st of streams) failures.push(...st.check.failures.map((f) => `${st.priority} priority: ${f}`));
+    // Any other id the service accepted twice (canaries, the hostile pass's commands), or the sandbox's own count saying more.
+    if (sentTwice.length > streamsSentTwice || sandboxTwice > streamsSentTwice)
+      failures.push(`${Math.max(sentTwice.length, sandboxTwice)} correlation ids sent more than once in all (the sandbox's own count ${sandboxTwice})`);
     if (fuzzLost > 0) failures.push(`${fuzzLost} fuzz records lost`);
     failures.push(...hostileFailures(hostile));
     if (fuzzTwice > 0) failures.push(`${fuzzTwice} fuzz records handled twice`);
     if (canariesAnswered < canaryIds.length) failures.push(`${canaryIds.length - canariesAnswered} canaries unanswered after the fuzz pass`);
-    if (commandIds.length < COMMANDS) failures.push(`only ${commandIds.length} of ${COMMANDS} commands reached the command topic`);
     const passFail = (ok: boolean): string => (ok ? 'PASS' : '**FAIL**');
 
     const lines: string[] = [];
@@ -648,41 +738,78 @@ async function main(): Promise<number> {
         .map((l) => l.toFixed(2))
         .join(
           ' ',
-        )}. Seed ${SEED}. Wall time ${fmt((Date.now() - started) / 1000)} s. ${fmt(COMMANDS)} commands on ${KEYS} keys at ${RATE}/s, ${PARTITIONS} partitions, session timeout ${SESSION_TIMEOUT_MS / 1000} s, sandbox latency ${LATENCY_MS} ms.`,
+        )}. Seed ${SEED}. Wall time ${fmt((Date.now() - started) / 1000)} s. ${fmt(COMMANDS)} commands on ${KEYS} keys at ${RATE}/s${PRIORITY_COMMANDS > 0 ? ` and ${fmt(PRIORITY_COMMANDS)} verification codes on ${PRIORITY_KEYS} keys of the priority topic (PRIORITY_COMMAND_TOPIC, its own group) beside them` : ''}, ${PARTITIONS} partitions a topic, session timeout ${SESSION_TIMEOUT_MS / 1000} s, sandbox latency ${LATENCY_MS} ms.`,
     );
     lines.push('');
     lines.push('Timeline:');
     for (const t of timeline) lines.push(`- ${t}`);
     lines.push('');
+    // Per priority: a column each, the expected value, and each one's verdict (normal / high).
+    const perStream = (
+      check: string,
+      value: (c: StreamCheck, expected: number) => string,
+      expected: string,
+      ok?: (c: StreamCheck, expected: number) => boolean,
+    ): string[] => [
+      check,
+      ...streams.map((st) => value(st.check, st.expected)),
+      expected,
+      ok === undefined ? '' : streams.map((st) => passFail(ok(st.check, st.expected))).join(' / '),
+    ];
     lines.push(
       table(
-        ['check', 'count', 'expected', 'verdict'],
+        ['check', ...streams.map((st) => `${st.priority} (${st.what})`), 'expected', 'verdict'],
         [
-          ['commands in (distinct ids in the command topic)', fmt(commandIds.length), fmt(COMMANDS), passFail(commandIds.length >= COMMANDS)],
+          perStream(
+            'commands in (distinct ids in the topic)',
+            (c) => fmt(c.commandsIn),
+            'all published',
+            (c, n) => c.commandsIn >= n,
+          ),
+          perStream('command records (a publish retried after an error may repeat one)', (c) => fmt(c.records), 'as many'),
+          perStream('results out (committed, for those commands)', (c) => fmt(c.resultsOut), 'one each'),
+          perStream(
+            '**lost: commands without a result**',
+            (c) => `**${fmt(c.missing.length)}**`,
+            '0',
+            (c) => c.missing.length === 0,
+          ),
+          perStream(
+            '**duplicate results: commands with more than one committed result**',
+            (c) => `**${fmt(c.duplicated.length)}**`,
+            '0',
+            (c) => c.duplicated.length === 0,
+          ),
+          perStream(
+            '**sent more than once: commands the sandbox accepted (charged) more than once**',
+            (c) => `**${fmt(c.sentTwice.length)}**`,
+            '0',
+            (c) => c.sentTwice.length === 0,
+          ),
+          perStream('`UNKNOWN` results (the service may have sent; not sent again)', (c) => fmt(c.unknownResults), '—'),
+          perStream(
+            'per-key order violations (adjacent pairs of sent commands / keys)',
+            (c) => `${fmt(c.order.violations)} (${fmt(c.order.pairs)} / ${fmt(c.order.keys)})`,
+            '0',
+            (c) => c.order.violations === 0,
+          ),
+        ],
+        ['l', ...streams.map(() => 'r' as const), 'l', 'l'],
+      ),
+    );
+    lines.push('');
+    lines.push(
+      table(
+        ['check (the whole run)', 'count', 'expected', 'verdict'],
+        [
           [
-            'command records (a publish retried after an error may repeat one)',
-            fmt([...recordsPerCommand.values()].reduce((a, b) => a + b, 0)),
-            fmt(COMMANDS),
-            '',
-          ],
-          ['results out (committed, for those commands)', fmt(resultsOut), fmt(commandIds.length), ''],
-          ['**lost: commands without a result**', `**${fmt(missing.length)}**`, '0', passFail(missing.length === 0)],
-          ['**duplicate results: commands with more than one committed result**', `**${fmt(duplicated.length)}**`, '0', passFail(duplicated.length === 0)],
-          [
-            '**sent more than once: commands (canaries included) the sandbox accepted (charged) more than once**',
+            '**sent more than once: any correlation id (canaries and the hostile pass included) the sandbox accepted more than once**',
             `**${fmt(sentTwice.length)}**`,
             '0',
             passFail(sentTwice.length === 0 && sandboxTwice === 0),
           ],
           ["… extra sends in total / the sandbox's own count of such ids", `${fmt(extraSends)} / ${fmt(sandboxTwice)}`, '0 / 0', ''],
           ['commands with more than one request (503s, 105400s and retries before a send included)', fmt(requestedTwice), 'any', ''],
-          ['`UNKNOWN` results (the service may have sent; not sent again)', fmt(unknownResults), '—', ''],
-          [
-            `per-key order violations (${fmt(order.pairs)} adjacent pairs of sent commands on ${fmt(order.keys)} keys)`,
-            fmt(order.violations),
-            '0',
-            passFail(order.violations === 0),
-          ],
           ['worker processes started / SIGKILLs', `${pool.workers.length} / ${kills}`, '', ''],
           ['worker exits we did not cause', fmt(pool.unplannedExits.length), '0', ''],
           ['result records that do not decode', fmt(undecodableResults), '0', ''],
@@ -694,7 +821,7 @@ async function main(): Promise<number> {
     );
     lines.push('');
     lines.push(
-      "**Sends in flight** at a SIGKILL or SIGSTOP: commands of the partitions the victim held (the group coordinator's assignment, read just before the signal) whose first request had reached the sandbox at or before the signal and whose result our live `read_committed` reader had not yet seen then. It over-counts rather than under-counts: the reader lags a commit (by ≈ 0.1 s, more on a loaded machine), and the coordinator's assignment can lag a rebalance, so some of these were answered by the victim just before the signal or belonged to another worker already (the `SENT` among their results). The rest are what a new owner must report `UNKNOWN` instead of sending again. **UNKNOWN it left**: the `UNKNOWN` results a new owner reported for a mark (no attempt of its own), each charged to the first signal at or after the mark that hit a worker holding its partition; the target is at most 1.5× the sends in flight.",
+      "**Sends in flight** at a SIGKILL or SIGSTOP: commands of the partitions the victim held (the group coordinator's assignment, read just before the signal) whose first request had reached the sandbox at or before the signal and whose result our live `read_committed` reader had not yet seen then. It over-counts rather than under-counts: the reader lags a commit (by ≈ 0.1 s, more on a loaded machine), and the coordinator's assignment can lag a rebalance, so some of these were answered by the victim just before the signal or belonged to another worker already (the `SENT` among their results). The rest are what a new owner must report `UNKNOWN` instead of sending again. **UNKNOWN it left**: the `UNKNOWN` results a new owner reported for a mark (no attempt of its own), each charged to the first signal at or after the mark that hit a worker holding its partition; the target is at most 1.5× the sends in flight. These look at the normal topic's commands only (the victim's partitions are those of the normal group).",
     );
     lines.push('');
     lines.push(
@@ -716,12 +843,13 @@ async function main(): Promise<number> {
       ),
     );
     lines.push('');
-    lines.push(
-      `Outcomes of the commands' results: ${[...outcomes.entries()]
-        .sort((a, b) => b[1] - a[1])
-        .map(([k, n]) => `${k}: ${fmt(n)}`)
-        .join(' · ')}`,
-    );
+    for (const st of streams)
+      lines.push(
+        `Outcomes of the ${st.priority} priority's results: ${[...outcomesOf(st.ids).entries()]
+          .sort((a, b) => b[1] - a[1])
+          .map(([k, n]) => `${k}: ${fmt(n)}`)
+          .join(' · ')}`,
+      );
     lines.push(
       `Sandbox: ${fmt(sandboxStats.requests)} requests, by HTTP status ${JSON.stringify(sandboxStats.byHttpStatus)}, by answer code ${JSON.stringify(sandboxStats.byAnswerCode)}, accepted sends ${fmt(sandboxStats.acceptedSends)}, duplicate sends ${fmt(sandboxStats.duplicateSends)} over ${fmt(sandboxStats.duplicateCorrelationIds)} ids.`,
     );
@@ -735,18 +863,21 @@ async function main(): Promise<number> {
           )
           .join(', ')}`,
       );
-    if (order.examples.length > 0)
-      lines.push(
-        `Order violations (first ${order.examples.length}): ${order.violating.map((v, i) => `${order.examples[i] ?? ''} (partition ${partitionOf.get(v.later) ?? '?'})`).join('; ')}`,
-      );
-    if (missing.length > 0) lines.push(`Without a result (first 10): ${missing.slice(0, 10).join(', ')}`);
-    if (duplicated.length > 0)
-      lines.push(
-        `More than one result (first 10): ${duplicated
-          .slice(0, 10)
-          .map((id) => `${id} ×${results.get(id)?.length ?? 0}`)
-          .join(', ')}`,
-      );
+    for (const { priority, check } of streams) {
+      const { order, missing, duplicated } = check;
+      if (order.examples.length > 0)
+        lines.push(
+          `Order violations, ${priority} priority (first ${order.examples.length}): ${order.violating.map((v, i) => `${order.examples[i] ?? ''} (partition ${partitionOf.get(v.later) ?? '?'})`).join('; ')}`,
+        );
+      if (missing.length > 0) lines.push(`Without a result, ${priority} priority (first 10): ${missing.slice(0, 10).join(', ')}`);
+      if (duplicated.length > 0)
+        lines.push(
+          `More than one result, ${priority} priority (first 10): ${duplicated
+            .slice(0, 10)
+            .map((id) => `${id} ×${results.get(id)?.length ?? 0}`)
+            .join(', ')}`,
+        );
+    }
     for (const exit of pool.unplannedExits) lines.push(`Unplanned: ${exit}`);
     if (FUZZ > 0) {
       lines.push('');
@@ -776,9 +907,16 @@ async function main(): Promise<number> {
       lines.push(hostileTable(hostile));
     }
     lines.push('');
+    // A verdict per priority, then the run's: it passes only if every priority does.
+    for (const { priority, what, check } of streams)
+      lines.push(
+        check.failures.length === 0
+          ? `VERDICT ${priority} priority (${what}): PASS — no command lost, none answered twice, none sent twice (per-key order violations: ${fmt(check.order.violations)}).`
+          : `VERDICT ${priority} priority (${what}): FAIL — ${check.failures.join('; ')}.`,
+      );
     lines.push(
       failures.length === 0
-        ? 'VERDICT: PASS — no command lost, none answered twice, none sent twice, no fuzz record lost.'
+        ? `VERDICT: PASS — ${streams.length > 1 ? 'both priorities pass; ' : ''}no command lost, none answered twice, none sent twice, no fuzz record lost.`
         : `VERDICT: FAIL — ${failures.join('; ')}.`,
     );
     console.log(lines.join('\n'));
@@ -805,18 +943,40 @@ async function main(): Promise<number> {
             workers: [WORKERS_AT_START, WORKERS_SCALED_UP, WORKERS_SCALED_DOWN],
           },
           timeline,
+          // Per priority: what the verdicts are made of.
+          priorities: Object.fromEntries(
+            streams.map(({ priority, ids, check: c }) => [
+              priority,
+              {
+                commandsIn: c.commandsIn,
+                records: c.records,
+                resultsOut: c.resultsOut,
+                withoutResult: c.missing.length,
+                moreThanOneResult: c.duplicated.length,
+                sentMoreThanOnce: c.sentTwice.length,
+                unknownResults: c.unknownResults,
+                orderViolations: c.order.violations,
+                orderPairs: c.order.pairs,
+                orderExamples: c.order.examples,
+                outcomes: Object.fromEntries(outcomesOf(ids)),
+                verdict: c.failures.length === 0 ? 'PASS' : 'FAIL',
+                failures: c.failures,
+              },
+            ]),
+          ),
+          // The normal priority's commands and the whole run's counts, as before the priority topic.
           counts: {
-            commandsIn: commandIds.length,
-            resultsOut,
-            withoutResult: missing.length,
-            moreThanOneResult: duplicated.length,
+            commandsIn: normalCheck.commandsIn,
+            resultsOut: normalCheck.resultsOut,
+            withoutResult: normalCheck.missing.length,
+            moreThanOneResult: normalCheck.duplicated.length,
             sentMoreThanOnce: sentTwice.length,
             sentMoreThanOnceSandboxCount: sandboxTwice,
             extraSends,
             requestedMoreThanOnce: requestedTwice,
-            unknownResults,
-            orderViolations: order.violations,
-            orderPairs: order.pairs,
+            unknownResults: normalCheck.unknownResults,
+            orderViolations: normalCheck.order.violations,
+            orderPairs: normalCheck.order.pairs,
             workersStarted: pool.workers.length,
             unplannedExits: pool.unplannedExits,
             undecodableResults,
@@ -825,9 +985,14 @@ async function main(): Promise<number> {
           },
           blows: blowRows.map((b) => b.json),
           sentTwice: sentTwice.slice(0, 100).map(([id, s]) => ({ id, ...s, partition: partitionOf.get(id), results: (results.get(id) ?? []).map(outcomeOf) })),
-          orderExamples: order.examples,
+          orderExamples: normalCheck.order.examples,
           // Every request of the commands that were sent twice or out of order, for the investigation.
-          evidence: [...new Set([...sentTwice.slice(0, 20).map(([id]) => id), ...order.violating.flatMap((v) => [v.earlier, v.later])])].map((id) => ({
+          evidence: [
+            ...new Set([
+              ...sentTwice.slice(0, 20).map(([id]) => id),
+              ...streams.flatMap((st) => st.check.order.violating.flatMap((v) => [v.earlier, v.later])),
+            ]),
+          ].map((id) => ({
             id,
             partition: partitionOf.get(id),
             results: (results.get(id) ?? []).map(outcomeOf),
@@ -842,7 +1007,7 @@ async function main(): Promise<number> {
                 accepted: r.accepted,
               })),
           })),
-          outcomes: Object.fromEntries(outcomes),
+          outcomes: Object.fromEntries(outcomesOf(commandIds)),
           fuzz: { lost: fuzzLost, handledTwice: fuzzTwice, canariesAnswered, rows: fuzzRows },
           sandbox: sandboxStats,
           verdict: failures.length === 0 ? 'PASS' : 'FAIL',

@@ -17,6 +17,7 @@
  *                     [--funds-refusal-commands 60 (0: skip)]   (issue 20)
  *                     [--rolling-update-seconds 15] [--scale-seconds 15] [--scale-rate-limit N]
  *                     [--start-up-seconds 30] [--change-rate 300]   (issue 23; 0 skips each)
+ *                     [--priority-seconds 30 (0: skip)] [--priority-rate-limit 500] [--priority-bulk-commands 100000] [--priority-load 0.4]
  *
  * `--only ledger` is the quick ledger comparison: worker and worker-no-ledger at 50 ms, 3 rounds,
  * no RSS check (each of those can still be set explicitly).
@@ -45,6 +46,7 @@ import { routeRefusalLines, runRouteRefusal, type RouteRefusalFigures } from './
 import { RebalanceJoiner, type RebalanceFigures } from './lib/rebalance-joiner.ts';
 import { changeSectionLines, runChangeSections, type ChangeSectionFigures } from './lib/change-sections.ts';
 import { FUNDS_BALANCE, fundsRefusalLines, runFundsRefusal, type FundsRefusalFigures } from './lib/funds-refusal.ts';
+import { priorityLines, runPriority, type PriorityFigures } from './lib/priority.ts';
 
 quietKnownWarnings();
 
@@ -117,12 +119,16 @@ const { values: args } = parseArgs({
     'scale-rate-limit': { type: 'string' },
     'start-up-seconds': { type: 'string', default: '30' },
     'change-rate': { type: 'string', default: '300' },
+    'priority-seconds': { type: 'string', default: '30' },
+    'priority-rate-limit': { type: 'string', default: '500' },
+    'priority-bulk-commands': { type: 'string', default: '100000' },
+    'priority-load': { type: 'string', default: '0.4' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (args.help === true) {
   console.log(
-    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger,worker-guards] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--open-loop-latency lognormal:50:500 | fixed:50] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)] [--funds-refusal-commands 60 (0: skip)] [--rolling-update-seconds 15 (0: skip)] [--scale-seconds 15 (0: skip)] [--scale-rate-limit N (default --rate-limit; 0: skip that pass)] [--start-up-seconds 30 (0: skip)] [--change-rate 300]',
+    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger,worker-guards] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--open-loop-latency lognormal:50:500 | fixed:50] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)] [--funds-refusal-commands 60 (0: skip)] [--rolling-update-seconds 15 (0: skip)] [--scale-seconds 15 (0: skip)] [--scale-rate-limit N (default --rate-limit; 0: skip that pass)] [--start-up-seconds 30 (0: skip)] [--change-rate 300] [--priority-seconds 30 (0: skip)] [--priority-rate-limit 500] [--priority-bulk-commands 100000] [--priority-load 0.4]',
   );
   process.exit(0);
 }
@@ -192,6 +198,12 @@ const SCALE_RATE_LIMIT = nonNegativeInt('scale-rate-limit', args['scale-rate-lim
 const START_UP_SECONDS = nonNegativeInt('start-up-seconds', section('start-up-seconds', args['start-up-seconds']));
 /** The issue's load for them: 300 commands/s (its measurement on main). */
 const CHANGE_RATE = positiveInt('change-rate', args['change-rate']);
+/** Verification codes on the priority topic beside a bulk backlog: measured seconds (0 skips), the worker's rate limit (the capacity), the backlog and the codes' share of the limit. */
+const PRIORITY_SECONDS = nonNegativeInt('priority-seconds', section('priority-seconds', args['priority-seconds']));
+const PRIORITY_RATE_LIMIT = positiveInt('priority-rate-limit', args['priority-rate-limit']);
+const PRIORITY_BULK_COMMANDS = positiveInt('priority-bulk-commands', args['priority-bulk-commands']);
+const PRIORITY_LOAD = Number(args['priority-load']);
+if (!(PRIORITY_LOAD > 0 && PRIORITY_LOAD < 1)) throw new Error(`--priority-load must be in (0, 1) (got ${args['priority-load']})`);
 /**
  * The open loop's upstream: by default log-normal, p50 50 ms, p99 500 ms (`lognormal:50:500`);
  * `fixed:50` isolates what the worker adds (the ledger's marks) from the upstream's spread.
@@ -459,6 +471,7 @@ function report(
   routeRefusal: RouteRefusalFigures | undefined,
   fundsRefusal: FundsRefusalFigures | undefined,
   changes: ChangeSectionFigures | undefined,
+  priority: PriorityFigures | undefined,
 ): string {
   const agg = (row: Row, pick: (r: RunFigures) => number): number => mean(row.runs.map(pick));
   const find = (pipeline: Pipeline, latencyMs: number): Row | undefined => rows.find((r) => r.pipeline === pipeline && r.latencyMs === latencyMs);
@@ -627,6 +640,12 @@ function report(
     lines.push('');
     lines.push(...changeSectionLines(changes));
   }
+  if (priority !== undefined) {
+    lines.push('');
+    lines.push('Verification codes on the priority topic beside a bulk backlog (targets reported, not enforced):');
+    lines.push('');
+    lines.push(...priorityLines(priority));
+  }
   lines.push('');
   lines.push('Columns:');
   lines.push(
@@ -672,6 +691,8 @@ async function main(): Promise<number> {
   let fundsRefusal: FundsRefusalFigures | undefined;
   /** Issue 23's sections (each undefined when skipped). */
   let changes: ChangeSectionFigures | undefined;
+  /** The priority section (undefined when skipped). */
+  let priority: PriorityFigures | undefined;
   try {
     const backlog = `bench.${runId}.commands`;
     ctx.topics.push(backlog);
@@ -861,6 +882,24 @@ async function main(): Promise<number> {
         async () => deleteTopics(kafka, ctx.topics.splice(0)),
       );
     }
+    if (PRIORITY_SECONDS > 0) {
+      priority = await runPriority(
+        sectionCtx,
+        {
+          latency: OPEN_LOOP_LATENCY,
+          meanLatencyMs,
+          rateLimit: PRIORITY_RATE_LIMIT,
+          load: PRIORITY_LOAD,
+          bulkCommands: PRIORITY_BULK_COMMANDS,
+          seconds: PRIORITY_SECONDS,
+          warmupSeconds: OPEN_LOOP_WARMUP,
+          inFlight: WORKER_IN_FLIGHT,
+          seed: SEED + 6,
+        },
+        withOwnSandbox,
+        async () => deleteTopics(kafka, ctx.topics.splice(0)),
+      );
+    }
 
     const rows: Row[] = [];
     for (const latencyMs of LATENCIES)
@@ -870,7 +909,7 @@ async function main(): Promise<number> {
       .map((l) => l.toFixed(2))
       .join(' ')}`;
     const wallSeconds = (Date.now() - started) / 1000;
-    const markdown = report(rows, rssRun, machine, wallSeconds, extra, routeRefusal, fundsRefusal, changes);
+    const markdown = report(rows, rssRun, machine, wallSeconds, extra, routeRefusal, fundsRefusal, changes, priority);
     console.log(markdown);
     mkdirSync(dirname(JSON_FILE), { recursive: true });
     writeFileSync(
@@ -905,12 +944,17 @@ async function main(): Promise<number> {
             scaleRateLimit: SCALE_RATE_LIMIT,
             startUpSeconds: START_UP_SECONDS,
             changeRate: CHANGE_RATE,
+            prioritySeconds: PRIORITY_SECONDS,
+            priorityRateLimit: PRIORITY_RATE_LIMIT,
+            priorityBulkCommands: PRIORITY_BULK_COMMANDS,
+            priorityLoad: PRIORITY_LOAD,
           },
           runs,
           rssRun: rssRun ?? null,
           issue12: extra,
           issue20: { routeRefusal: routeRefusal ?? null, fundsRefusal: fundsRefusal ?? null },
           issue23: changes ?? null,
+          priority: priority ?? null,
           sandbox: sandboxStats,
           markdown,
         },

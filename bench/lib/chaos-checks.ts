@@ -1,6 +1,7 @@
 /**
  * The chaos run's judgements, kept pure (no I/O) so they can be unit-tested: sends per command
- * from the sandbox's request log, per-key order of the sends, and the sends in flight at a kill.
+ * from the sandbox's request log, per-key order of the sends, the sends in flight at a kill, and
+ * the verdict on one stream of commands (each priority has its own).
  */
 import type { LoggedRequest } from './request-log.ts';
 
@@ -96,4 +97,60 @@ export function inFlightAt(
     if (visible === undefined || visible > at) out.push(id);
   }
   return out;
+}
+
+/** What the chaos run verifies of one stream of commands (the normal topic's, or the priority topic's). */
+export interface StreamCheck {
+  /** Distinct command ids in the topic. */
+  readonly commandsIn: number;
+  /** Their records (a publish retried after an error may repeat one). */
+  readonly records: number;
+  /** Committed results of those commands. */
+  readonly resultsOut: number;
+  readonly missing: readonly string[];
+  readonly duplicated: readonly string[];
+  /** Commands of the stream the service accepted (charged) more than once. */
+  readonly sentTwice: readonly string[];
+  readonly unknownResults: number;
+  readonly order: OrderReport;
+  /** Why the stream fails (lost, answered twice, sent twice, fewer commands in than published); empty: it passes. */
+  readonly failures: readonly string[];
+}
+
+/**
+ * The verdict on one stream: every command in its topic has exactly one committed result and was
+ * accepted by the service at most once, and `expected` commands reached the topic. Per-key order
+ * is counted and reported with it, as for the run as a whole.
+ */
+export function checkStream(s: {
+  readonly expected: number;
+  /** Records per command id in the stream's topic. */
+  readonly recordsPerCommand: ReadonlyMap<string, number>;
+  /** Committed results per command id (any ids; only the stream's are looked at). */
+  readonly results: ReadonlyMap<string, readonly { readonly outcome: string }[]>;
+  readonly sends: ReadonlyMap<string, SendsOfCommand>;
+  /** Per key, the stream's command ids in publish order. */
+  readonly orderByKey: ReadonlyMap<string, readonly string[]>;
+}): StreamCheck {
+  const ids = [...s.recordsPerCommand.keys()];
+  const count = (id: string): number => s.results.get(id)?.length ?? 0;
+  const missing = ids.filter((id) => count(id) === 0);
+  const duplicated = ids.filter((id) => count(id) > 1);
+  const sentTwice = ids.filter((id) => (s.sends.get(id)?.accepted ?? 0) > 1);
+  const failures: string[] = [];
+  if (missing.length > 0) failures.push(`${missing.length} commands without a result`);
+  if (duplicated.length > 0) failures.push(`${duplicated.length} commands with more than one result`);
+  if (sentTwice.length > 0) failures.push(`${sentTwice.length} commands sent more than once`);
+  if (ids.length < s.expected) failures.push(`only ${ids.length} of ${s.expected} commands reached the command topic`);
+  return {
+    commandsIn: ids.length,
+    records: [...s.recordsPerCommand.values()].reduce((a, b) => a + b, 0),
+    resultsOut: ids.reduce((n, id) => n + count(id), 0),
+    missing,
+    duplicated,
+    sentTwice,
+    unknownResults: ids.filter((id) => (s.results.get(id) ?? []).some((r) => r.outcome === 'UNKNOWN')).length,
+    order: orderViolations(s.orderByKey, s.sends),
+    failures,
+  };
 }

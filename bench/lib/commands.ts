@@ -112,6 +112,15 @@ export function openLoopCommand(
   return { kind, command: usual };
 }
 
+/**
+ * A verification code, as the priority topic carries them: a voice code or a template text with
+ * a code, each to one recipient, half and half (from `random`).
+ */
+export function verificationCode(commandId: string, random: () => number, now = Date.now()): { readonly kind: CommandKind; readonly command: SendCommand } {
+  const kind: CommandKind = random() < 0.5 ? 'voice' : 'text-template';
+  return { kind, command: makeCommand(commandId, kind, random, now) };
+}
+
 export type FuzzKind = 'random-bytes' | 'wrong-magic' | 'unknown-schema-id' | 'truncated-avro' | 'invalid-fields';
 export const FUZZ_KINDS: readonly FuzzKind[] = ['random-bytes', 'wrong-magic', 'unknown-schema-id', 'truncated-avro', 'invalid-fields'];
 

@@ -14,7 +14,9 @@
  * figures, and reported on their own line so the start-up cost stays visible.
  *
  * observeOpenLoop is the run itself; the route-refusal run (route-refusal.ts, issue 20) is the
- * same run with a share of its commands sent to a route the service refuses.
+ * same run with a share of its commands sent to a route the service refuses, and the priority
+ * section (priority.ts) the same run with verification codes published to the worker's priority
+ * topic, beside a bulk backlog preloaded in its command topic or without one.
  */
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import type { Kafka } from 'kafkajs';
@@ -23,6 +25,7 @@ import { resultFromAvro } from '../../src/contracts/result-avro.ts';
 import { CommandPublisher } from '../../src/kafka/command-publisher.ts';
 import type { LatencySpec } from '../../src/sandbox/faults.ts';
 import { openLoopCommand, prng, type OpenLoopKind } from './commands.ts';
+import type { SendCommand } from '../../src/contracts/command.ts';
 import { createTopics, PRODUCED_AT_HEADER } from './kafka.ts';
 import { fmt, ms } from './markdown.ts';
 import { peakRssBytes, sleep, stopChild } from './proc.ts';
@@ -52,6 +55,9 @@ export function inFlightCapacityPerSecond(inFlight: number, meanLatencyMs: numbe
 /** Added to the seed for the stream that picks the refused-route commands (apart from the mix's). */
 const REFUSAL_STREAM_SALT = 0x5eed_0a0;
 
+/** The next command of a stream of a given kind (see publishAtRate's `command`). */
+export type CommandMaker = (commandId: string, random: () => number) => { readonly kind: OpenLoopKind; readonly command: SendCommand };
+
 export interface PublishedCommands {
   /** Publish time per commandId. */
   readonly publishedAt: Map<string, number>;
@@ -76,6 +82,8 @@ export async function publishAtRate(options: {
   readonly refusedShare?: number;
   readonly tickMs?: number;
   readonly shouldStop?: () => boolean;
+  /** What to publish instead of the open loop's mix (the priority section's verification codes). */
+  readonly command?: CommandMaker;
 }): Promise<PublishedCommands> {
   const publisher = new CommandPublisher(options.kafka, options.registry, options.topic);
   await publisher.connect();
@@ -96,7 +104,7 @@ export async function publishAtRate(options: {
         const ids: string[] = [];
         for (let i = published; i < due; i += 1) {
           const commandId = `${options.idPrefix}-${i}`;
-          const { kind, command } = openLoopCommand(commandId, random, refusal);
+          const { kind, command } = options.command === undefined ? openLoopCommand(commandId, random, refusal) : options.command(commandId, random);
           ids.push(commandId);
           kinds.set(commandId, kind);
           records.push({
@@ -200,6 +208,8 @@ export interface OpenLoopObservations extends PublishedCommands {
 /** What startRunWorker made for one run: its topics, the reader of its results and the worker. */
 export interface RunWorker {
   readonly input: string;
+  /** The worker's PRIORITY_COMMAND_TOPIC (only with `priorityTopic`). */
+  readonly priorityInput: string | undefined;
   readonly output: string;
   readonly watcher: ResultWatcher;
   readonly httpPort: number;
@@ -210,20 +220,31 @@ export interface RunWorker {
  * A run's own 12-partition command and result topics (and dead-letter and ledger topics), the
  * sandbox's latency, a watcher of the results and a fresh worker on them (not waited for: the
  * caller waits with `waitReady` inside its own try, so a failed start is still cleaned up).
+ * `priorityTopic`: a second 12-partition command topic, the worker's PRIORITY_COMMAND_TOPIC;
+ * `preload`: fills the (normal) command topic before the worker starts.
  */
 export async function startRunWorker(
   ctx: OpenLoopContext,
   label: string,
-  options: { readonly latency: LatencySpec; readonly keepValues: boolean; readonly env?: Record<string, string> },
+  options: {
+    readonly latency: LatencySpec;
+    readonly keepValues: boolean;
+    readonly env?: Record<string, string>;
+    readonly priorityTopic?: boolean;
+    readonly preload?: (input: string) => Promise<void>;
+  },
 ): Promise<RunWorker> {
   const input = `bench.${ctx.runId}.${label}.commands`;
   const output = `bench.${ctx.runId}.${label}.results`;
-  ctx.topics.push(input, output, `${output}.dlq`, `${output}.ledger`);
+  const priorityInput = options.priorityTopic === true ? `bench.${ctx.runId}.${label}.priority` : undefined;
+  ctx.topics.push(input, output, `${output}.dlq`, `${output}.ledger`, ...(priorityInput === undefined ? [] : [priorityInput]));
   await createTopics(ctx.kafka, [
     { topic: input, partitions: 12 },
     { topic: output, partitions: 12 },
     { topic: `${output}.dlq`, partitions: 1 },
+    ...(priorityInput === undefined ? [] : [{ topic: priorityInput, partitions: 12 }]),
   ]);
+  await options.preload?.(input);
   await ctx.sandbox.setLatencySpec(options.latency);
   const watcher = new ResultWatcher(ctx.kafka, output, { keepValues: options.keepValues });
   await watcher.start();
@@ -239,10 +260,15 @@ export async function startRunWorker(
         deadLetter: `${output}.dlq`,
         group: `bench-${ctx.runId}-${label}`,
       },
-      { LEDGER_TOPIC: `${output}.ledger`, HTTP_PORT: String(httpPort), ...options.env },
+      {
+        LEDGER_TOPIC: `${output}.ledger`,
+        HTTP_PORT: String(httpPort),
+        ...(priorityInput === undefined ? {} : { PRIORITY_COMMAND_TOPIC: priorityInput }),
+        ...options.env,
+      },
     ),
   );
-  return { input, output, watcher, httpPort, worker };
+  return { input, priorityInput, output, watcher, httpPort, worker };
 }
 
 export async function observeOpenLoop(
@@ -255,13 +281,23 @@ export async function observeOpenLoop(
     readonly decodeResults?: boolean;
     readonly allowMissingResults?: boolean;
     readonly resultWaitMs?: number;
+    /** Worker environment on top of the run's (the priority section's rate limit). */
+    readonly env?: Record<string, string>;
+    /** Publish to a priority topic of the run's own (PRIORITY_COMMAND_TOPIC) instead of the command topic. */
+    readonly priorityTopic?: boolean;
+    /** Fills the command topic before the worker starts (the priority section's bulk backlog). */
+    readonly preload?: (input: string) => Promise<void>;
+    /** What to publish instead of the open loop's mix. */
+    readonly command?: CommandMaker;
   },
 ): Promise<OpenLoopObservations> {
   const { label } = options;
-  const { input, watcher, httpPort, worker } = await startRunWorker(ctx, label, {
+  const { input, priorityInput, watcher, httpPort, worker } = await startRunWorker(ctx, label, {
     latency: options.latency,
     keepValues: options.decodeResults === true,
-    env: { LEDGER_ENABLED: String(options.ledger), MAX_IN_FLIGHT: String(options.inFlight) },
+    env: { LEDGER_ENABLED: String(options.ledger), MAX_IN_FLIGHT: String(options.inFlight), ...options.env },
+    ...(options.priorityTopic !== undefined && { priorityTopic: options.priorityTopic }),
+    ...(options.preload !== undefined && { preload: options.preload }),
   });
   const log = new RequestLogCollector(ctx.sandbox, { intervalMs: 500 });
   try {
@@ -276,18 +312,25 @@ export async function observeOpenLoop(
     const published = await publishAtRate({
       kafka: ctx.kafka,
       registry: ctx.registry,
-      topic: input,
+      topic: priorityInput ?? input,
       rate: options.ratePerSecond,
       seconds: options.warmupSeconds + options.seconds,
       idPrefix: `o${ctx.runId}-${options.idTag}`,
       seed: options.seed,
       ...(options.refusedShare !== undefined && { refusedShare: options.refusedShare }),
+      ...(options.command !== undefined && { command: options.command }),
       shouldStop: () => exited,
     });
     const { publishedAt } = published;
-    const done = await watcher.waitUntil(() => watcher.distinct >= publishedAt.size || exited, options.resultWaitMs ?? 120_000);
+    // By id: with a preloaded backlog the results topic has other commands' results too.
+    const answered = (): number => {
+      let n = 0;
+      for (const id of publishedAt.keys()) if (watcher.perKey.has(id)) n += 1;
+      return n;
+    };
+    const done = await watcher.waitUntil(() => answered() >= publishedAt.size || exited, options.resultWaitMs ?? 120_000);
     if (exited || (!done && options.allowMissingResults !== true))
-      throw new Error(`${label}: ${exited ? 'worker exited' : 'timed out'} with ${watcher.distinct}/${publishedAt.size} results:\n${worker.output()}`);
+      throw new Error(`${label}: ${exited ? 'worker exited' : 'timed out'} with ${answered()}/${publishedAt.size} results:\n${worker.output()}`);
     const peakRss = peakRssBytes(worker.pid) ?? Number.NaN;
     await log.stop();
     const requests = log.all();
@@ -315,7 +358,7 @@ export async function observeOpenLoop(
       firstRequest,
       firstVisible,
       results,
-      resultCount: watcher.distinct,
+      resultCount: publishedAt.size - missing,
       measureFrom: firstPublished + options.warmupSeconds * 1000,
       missingResults: missing,
       peakRssBytes: peakRss,

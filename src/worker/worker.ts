@@ -189,6 +189,7 @@ export class Worker {
       if (this.#state === 'stopping') this.#abandon.abort();
     } else {
       this.#log.info('sends succeed again: consumption resumed');
+      // Every source's fetching: the gate closed them all (wiring.ts, onBlock).
       for (const pipeline of this.#pipelines) pipeline.parts.fetchPauses.setGateClosed(false);
     }
   }

@@ -79,4 +79,38 @@ describe('worker: circuit breaker', () => {
     expect((await results.waitFor([second.commandId], 20_000)).get(second.commandId)?.outcome).toBe('SENT');
     await eventually(() => (worker.pauseReason === undefined ? true : undefined), 10_000, 'the circuit to close');
   });
+
+  it('with a priority topic, fetches both topics again once a held command has closed the circuit', async () => {
+    const topics = testTopics();
+    const priorityTopic = `${topics.commands}.priority`;
+    const { worker } = await startTestWorker(
+      workerEnv(topics, sandbox.url, { PRIORITY_COMMAND_TOPIC: priorityTopic, BREAKER_FAILURE_THRESHOLD: '2', PROVIDER_RETRY_ATTEMPTS: '1' }),
+    );
+    cleanups.add(() => worker.stop());
+    const normal = await publisherFor(testKafka(), topics.commands);
+    cleanups.add(() => normal.disconnect());
+    const high = await publisherFor(testKafka(), priorityTopic);
+    cleanups.add(() => high.disconnect());
+    const results = await ResultCollector.start(topics.results);
+    cleanups.add(() => results.stop());
+
+    // Commands held at the closed gate make the probe themselves: the gate never asks for one.
+    sandbox.setFaults({ down: true });
+    const held = Array.from({ length: 6 }, () => textCommand());
+    await normal.publish(held.map((command) => ({ command })));
+    await eventually(() => (worker.pauseReason === 'circuit_open' ? true : undefined), 60_000, 'the circuit to open');
+    sandbox.setFaults({ down: false });
+    await results.waitFor(
+      held.map((c) => c.commandId),
+      60_000,
+    );
+    await eventually(() => (worker.pauseReason === undefined ? true : undefined), 10_000, 'the circuit to close');
+
+    // Both topics are fetched again: commands published now, on either, are answered.
+    const later = { normal: textCommand(), high: textCommand() };
+    await normal.publish([{ command: later.normal }]);
+    await high.publish([{ command: later.high }]);
+    const got = await results.waitFor([later.high.commandId, later.normal.commandId], 20_000);
+    expect([got.get(later.high.commandId)?.outcome, got.get(later.normal.commandId)?.outcome]).toEqual(['SENT', 'SENT']);
+  });
 });
