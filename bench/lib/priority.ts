@@ -76,6 +76,11 @@ export interface PriorityFigures {
   readonly ratePerSecond: number;
   readonly baseline: PriorityPass;
   readonly loaded: PriorityPass;
+  /**
+   * The codes alone at the rate the backlog pass drew in all (codes + bulk), no backlog: what the
+   * machine's total load alone does to the codes' time to send, apart from any waiting behind bulk.
+   */
+  readonly sameLoad: PriorityPass;
   readonly targets: PriorityTargets;
 }
 
@@ -129,9 +134,15 @@ export function priorityTargets(f: {
 }
 
 /** One pass: a fresh worker with a priority topic, the codes published on it, `backlog` bulk commands preloaded (0: none). */
-async function runPass(ctx: OpenLoopContext, s: PrioritySettings, ratePerSecond: number, backlog: number): Promise<PriorityPass> {
-  const label = backlog > 0 ? 'priority-backlog' : 'priority-baseline';
-  const bulkPrefix = `q${ctx.runId}-${backlog > 0 ? 'b' : '0'}`;
+async function runPass(
+  ctx: OpenLoopContext,
+  s: PrioritySettings,
+  ratePerSecond: number,
+  backlog: number,
+  tag = backlog > 0 ? 'b' : '0',
+): Promise<PriorityPass> {
+  const label = backlog > 0 ? 'priority-backlog' : tag === '0' ? 'priority-baseline' : 'priority-same-load';
+  const bulkPrefix = `q${ctx.runId}-${tag}`;
   let bulk = new Map<string, number>();
   const o = await observeOpenLoop(ctx, {
     latency: s.latency,
@@ -143,7 +154,7 @@ async function runPass(ctx: OpenLoopContext, s: PrioritySettings, ratePerSecond:
     meanLatencyMs: s.meanLatencyMs,
     ledger: true,
     label,
-    idTag: backlog > 0 ? 'pb' : 'p0',
+    idTag: `p${tag}`,
     env: { RATE_LIMIT_PER_SECOND: String(s.rateLimit) },
     priorityTopic: true,
     command: verificationCode,
@@ -193,6 +204,10 @@ export async function runPriority(
   ctx.say(`priority: without a backlog, codes' time to send p99 ${ms(baseline.timeToSendP99Ms)}; now with ${fmt(s.bulkCommands)} bulk commands…`);
   const loaded = await withOwnSandbox((sandbox) => runPass({ ...ctx, sandbox }, s, ratePerSecond, s.bulkCommands));
   await cleanUp();
+  const sameRate = Math.max(ratePerSecond, Math.round(loaded.codesPerSecond + loaded.bulkPerSecond));
+  ctx.say(`priority: with the backlog, codes' p99 ${ms(loaded.timeToSendP99Ms)}; now the codes alone at ${fmt(sameRate)}/s, the total the backlog pass drew…`);
+  const sameLoad = await withOwnSandbox((sandbox) => runPass({ ...ctx, sandbox }, s, sameRate, 0, 's'));
+  await cleanUp();
   const targets = priorityTargets({
     loadedP99Ms: loaded.timeToSendP99Ms,
     baselineP99Ms: baseline.timeToSendP99Ms,
@@ -200,7 +215,7 @@ export async function runPriority(
     bulkPerSecond: loaded.bulkPerSecond,
     codesPerSecond: loaded.codesPerSecond,
   });
-  const figures = { settings: s, ratePerSecond, baseline, loaded, targets };
+  const figures = { settings: s, ratePerSecond, baseline, loaded, sameLoad, targets };
   ctx.say(priorityLines(figures).join(' '));
   return figures;
 }
@@ -209,7 +224,7 @@ const verdict = (met: boolean): string => (met ? 'MET' : 'NOT MET');
 
 /** The report's lines for the section, each target MET/NOT MET. */
 export function priorityLines(f: PriorityFigures): string[] {
-  const { settings: s, baseline: b, loaded: l, targets: t } = f;
+  const { settings: s, baseline: b, loaded: l, sameLoad: same, targets: t } = f;
   const spec = s.latency.kind === 'lognormal' ? `log-normal p50 ${s.latency.medianMs} ms / p99 ${s.latency.p99Ms} ms` : JSON.stringify(s.latency);
   const codes = (p: PriorityPass): string =>
     `${fmt(p.codesPublished)} codes published in the measured ${s.seconds} s, ${fmt(p.codesSent)} reached the service: time to send p50 ${ms(p.timeToSendP50Ms)}, p99 ${ms(p.timeToSendP99Ms)}, max ${ms(p.timeToSendMaxMs)}; end to end p99 ${ms(p.e2eP99Ms)}`;
@@ -223,12 +238,17 @@ export function priorityLines(f: PriorityFigures): string[] {
     `- with the backlog: ${codes(l)}`,
     `- codes' time to send p99 with ÷ without the backlog = ${fmt(l.timeToSendP99Ms / b.timeToSendP99Ms, 2)}× (target p99 ≤ ${CODES_P99_FACTOR} × ${ms(b.timeToSendP99Ms)} = ${ms(t.p99LimitMs)}): ${verdict(t.p99FactorMet)}`,
     `- codes' time to send p99 with the backlog ${ms(l.timeToSendP99Ms)} (target ≤ ${TIME_TO_SEND_P99_TARGET_MS} ms): ${verdict(t.p99AbsoluteMet)}`,
+    `- the same total load without bulk (diagnostic, no target): the codes alone at ${fmt(same.codesPerSecond)}/s, the rate the backlog pass drew in all: ${codes(same)}; with the backlog ÷ this = ${fmt(l.timeToSendP99Ms / same.timeToSendP99Ms, 2)}× (near 1: what the backlog adds is the machine's load, not waiting behind bulk commands)`,
     `- bulk at the service over the measured ${s.seconds} s: ${fmt(l.bulkPerSecond)} req/s beside the codes' ${fmt(l.codesPerSecond)} req/s (${fmt(l.bulkPerSecond + l.codesPerSecond)} of the ${fmt(s.rateLimit)}/s limit); normal-priority share while both compete (bulk ÷ rate limit) ${fmt(100 * share)}% (PRIORITY_NORMAL_MIN_SHARE, default 0.1, is its floor) (target bulk ≥ ${fmt(100 * BULK_KEEP_SHARE)}% × (${fmt(s.rateLimit)} − ${fmt(l.codesPerSecond)}) = ${fmt(t.bulkFloorPerSecond)} req/s): ${verdict(t.bulkMet)}`,
     `- bulk backlog at the end of the measured window: ${fmt(l.bulkLeftAtEnd)} of ${fmt(l.backlog)} not yet requested or answered${dry ? ': it ran dry, so the bulk figure above is below what a full backlog would draw (raise --priority-bulk-commands)' : ' (it did not run dry)'}`,
     `- warm-up, not counted above: the first ${s.warmupSeconds} s of codes, ${warm(b, 'without the backlog')}; ${warm(l, 'with it')}`,
-    ...(b.codesWithoutResult + l.codesWithoutResult > 0
-      ? [`- note: codes still without a result 120 s after publishing: ${fmt(b.codesWithoutResult)} without the backlog, ${fmt(l.codesWithoutResult)} with it`]
+    ...(b.codesWithoutResult + l.codesWithoutResult + same.codesWithoutResult > 0
+      ? [
+          `- note: codes still without a result 120 s after publishing: ${fmt(b.codesWithoutResult)} without the backlog, ${fmt(l.codesWithoutResult)} with it, ${fmt(same.codesWithoutResult)} alone at the same load`,
+        ]
       : []),
-    ...(b.logGaps + l.logGaps > 0 ? [`- note: ${b.logGaps + l.logGaps} request(s) missing from the copies of the sandbox's log`] : []),
+    ...(b.logGaps + l.logGaps + same.logGaps > 0
+      ? [`- note: ${b.logGaps + l.logGaps + same.logGaps} request(s) missing from the copies of the sandbox's log`]
+      : []),
   ];
 }
