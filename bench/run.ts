@@ -18,6 +18,7 @@
  *                     [--rolling-update-seconds 15] [--scale-seconds 15] [--scale-rate-limit N]
  *                     [--start-up-seconds 30] [--change-rate 300]   (issue 23; 0 skips each)
  *                     [--priority-seconds 30 (0: skip)] [--priority-rate-limit 500] [--priority-bulk-commands 100000] [--priority-load 0.4]
+ *                     [--priority-worker-env KEY=value,…]   (the priority section's worker, for diagnostics)
  *
  * `--only ledger` is the quick ledger comparison: worker and worker-no-ledger at 50 ms, 3 rounds,
  * no RSS check (each of those can still be set explicitly).
@@ -46,7 +47,7 @@ import { routeRefusalLines, runRouteRefusal, type RouteRefusalFigures } from './
 import { RebalanceJoiner, type RebalanceFigures } from './lib/rebalance-joiner.ts';
 import { changeSectionLines, runChangeSections, type ChangeSectionFigures } from './lib/change-sections.ts';
 import { FUNDS_BALANCE, fundsRefusalLines, runFundsRefusal, type FundsRefusalFigures } from './lib/funds-refusal.ts';
-import { priorityLines, runPriority, type PriorityFigures } from './lib/priority.ts';
+import { parseWorkerEnv, priorityLines, runPriority, type PriorityFigures } from './lib/priority.ts';
 
 quietKnownWarnings();
 
@@ -123,12 +124,13 @@ const { values: args } = parseArgs({
     'priority-rate-limit': { type: 'string', default: '500' },
     'priority-bulk-commands': { type: 'string', default: '100000' },
     'priority-load': { type: 'string', default: '0.4' },
+    'priority-worker-env': { type: 'string', default: '' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (args.help === true) {
   console.log(
-    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger,worker-guards] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--open-loop-latency lognormal:50:500 | fixed:50] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)] [--funds-refusal-commands 60 (0: skip)] [--rolling-update-seconds 15 (0: skip)] [--scale-seconds 15 (0: skip)] [--scale-rate-limit N (default --rate-limit; 0: skip that pass)] [--start-up-seconds 30 (0: skip)] [--change-rate 300] [--priority-seconds 30 (0: skip)] [--priority-rate-limit 500] [--priority-bulk-commands 100000] [--priority-load 0.4]',
+    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger,worker-guards] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--open-loop-latency lognormal:50:500 | fixed:50] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)] [--funds-refusal-commands 60 (0: skip)] [--rolling-update-seconds 15 (0: skip)] [--scale-seconds 15 (0: skip)] [--scale-rate-limit N (default --rate-limit; 0: skip that pass)] [--start-up-seconds 30 (0: skip)] [--change-rate 300] [--priority-seconds 30 (0: skip)] [--priority-rate-limit 500] [--priority-bulk-commands 100000] [--priority-load 0.4] [--priority-worker-env KEY=value,…]',
   );
   process.exit(0);
 }
@@ -203,6 +205,7 @@ const PRIORITY_SECONDS = nonNegativeInt('priority-seconds', section('priority-se
 const PRIORITY_RATE_LIMIT = positiveInt('priority-rate-limit', args['priority-rate-limit']);
 const PRIORITY_BULK_COMMANDS = positiveInt('priority-bulk-commands', args['priority-bulk-commands']);
 const PRIORITY_LOAD = Number(args['priority-load']);
+const PRIORITY_WORKER_ENV = parseWorkerEnv(args['priority-worker-env']);
 if (!(PRIORITY_LOAD > 0 && PRIORITY_LOAD < 1)) throw new Error(`--priority-load must be in (0, 1) (got ${args['priority-load']})`);
 /**
  * The open loop's upstream: by default log-normal, p50 50 ms, p99 500 ms (`lognormal:50:500`);
@@ -895,6 +898,7 @@ async function main(): Promise<number> {
           warmupSeconds: OPEN_LOOP_WARMUP,
           inFlight: WORKER_IN_FLIGHT,
           seed: SEED + 6,
+          workerEnv: PRIORITY_WORKER_ENV,
         },
         withOwnSandbox,
         async () => deleteTopics(kafka, ctx.topics.splice(0)),
@@ -948,6 +952,7 @@ async function main(): Promise<number> {
             priorityRateLimit: PRIORITY_RATE_LIMIT,
             priorityBulkCommands: PRIORITY_BULK_COMMANDS,
             priorityLoad: PRIORITY_LOAD,
+            priorityWorkerEnv: PRIORITY_WORKER_ENV,
           },
           runs,
           rssRun: rssRun ?? null,

@@ -37,6 +37,8 @@ export interface PrioritySettings {
   readonly warmupSeconds: number;
   readonly inFlight: number;
   readonly seed: number;
+  /** Worker environment on top of the section's (`--priority-worker-env`: diagnostics such as LEDGER_ENABLED=false). */
+  readonly workerEnv?: Readonly<Record<string, string>>;
 }
 
 export interface PriorityPass {
@@ -114,6 +116,18 @@ export function leftAt(ids: Iterable<string>, at: number, firstRequest: Readonly
   return left;
 }
 
+/** `KEY=value,KEY=value` (a value may hold `=` but no comma) as an environment. */
+export function parseWorkerEnv(spec: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of spec.split(',').filter((p) => p.trim() !== '')) {
+    const at = pair.indexOf('=');
+    const key = at > 0 ? pair.slice(0, at).trim() : '';
+    if (!/^[A-Z][A-Z0-9_]*$/.test(key)) throw new Error(`--priority-worker-env takes KEY=value pairs separated by commas (got ${pair})`);
+    env[key] = pair.slice(at + 1);
+  }
+  return env;
+}
+
 /** The section's targets. A figure that could not be measured (NaN) is NOT MET. */
 export function priorityTargets(f: {
   readonly loadedP99Ms: number;
@@ -155,7 +169,7 @@ async function runPass(
     ledger: true,
     label,
     idTag: `p${tag}`,
-    env: { RATE_LIMIT_PER_SECOND: String(s.rateLimit) },
+    env: { RATE_LIMIT_PER_SECOND: String(s.rateLimit), ...s.workerEnv },
     priorityTopic: true,
     command: verificationCode,
     // A worker that holds the codes behind the backlog may not answer them all: report it (NOT MET), do not fail the bench.
@@ -231,9 +245,11 @@ export function priorityLines(f: PriorityFigures): string[] {
   const warm = (p: PriorityPass, name: string): string =>
     `${name} ${fmt(p.warmup.published)}: time to send p99 ${ms(p.warmup.timeToSendP99Ms)}, max ${ms(p.warmup.timeToSendMaxMs)}`;
   const share = l.bulkPerSecond / s.rateLimit;
+  const extra = Object.entries(s.workerEnv ?? {});
+  const env = extra.length === 0 ? '' : ` Worker environment added for this run: ${extra.map(([k, v]) => `${k}=${v}`).join(', ')}.`;
   const dry = l.bulkLeftAtEnd <= 0;
   return [
-    `Priority: one worker (defaults, ledger on, MAX_IN_FLIGHT ${s.inFlight}, PRIORITY_COMMAND_TOPIC set, RATE_LIMIT_PER_SECOND ${fmt(s.rateLimit)} = the capacity here), a sandbox of its own at ${spec}; verification codes (voice codes and template texts, one recipient and a key each) published open-loop on the priority topic at ${fmt(f.ratePerSecond)}/s = ${fmt((100 * f.ratePerSecond) / s.rateLimit)}% of the capacity for ${s.warmupSeconds} s of warm-up + ${s.seconds} s measured; with ${fmt(s.bulkCommands)} bulk commands (the usual mix) preloaded in the normal topic before the worker started, against a run without them (fresh worker, topics and sandbox).`,
+    `Priority: one worker (defaults, ledger on, MAX_IN_FLIGHT ${s.inFlight}, PRIORITY_COMMAND_TOPIC set, RATE_LIMIT_PER_SECOND ${fmt(s.rateLimit)} = the capacity here), a sandbox of its own at ${spec}; verification codes (voice codes and template texts, one recipient and a key each) published open-loop on the priority topic at ${fmt(f.ratePerSecond)}/s = ${fmt((100 * f.ratePerSecond) / s.rateLimit)}% of the capacity for ${s.warmupSeconds} s of warm-up + ${s.seconds} s measured; with ${fmt(s.bulkCommands)} bulk commands (the usual mix) preloaded in the normal topic before the worker started, against a run without them (fresh worker, topics and sandbox).${env}`,
     `- without the backlog: ${codes(b)}`,
     `- with the backlog: ${codes(l)}`,
     `- codes' time to send p99 with ÷ without the backlog = ${fmt(l.timeToSendP99Ms / b.timeToSendP99Ms, 2)}× (target p99 ≤ ${CODES_P99_FACTOR} × ${ms(b.timeToSendP99Ms)} = ${ms(t.p99LimitMs)}): ${verdict(t.p99FactorMet)}`,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { prng, verificationCode } from '../../bench/lib/commands.ts';
-import { leftAt, priorityTargets, requestRates } from '../../bench/lib/priority.ts';
+import { leftAt, parseWorkerEnv, priorityTargets, requestRates } from '../../bench/lib/priority.ts';
 
 describe('verificationCode', () => {
   it('makes voice codes and template texts, one recipient each, about half and half', () => {
@@ -82,5 +82,20 @@ describe('priorityTargets', () => {
   it('is NOT MET where a figure could not be measured', () => {
     const t = priorityTargets({ loadedP99Ms: Number.NaN, baselineP99Ms: 40, rateLimit: 500, bulkPerSecond: Number.NaN, codesPerSecond: 200 });
     expect([t.p99FactorMet, t.p99AbsoluteMet, t.bulkMet]).toEqual([false, false, false]);
+  });
+});
+
+describe('parseWorkerEnv', () => {
+  it('reads KEY=value pairs, a value keeping its own = signs, and nothing from an empty spec', () => {
+    expect(parseWorkerEnv('LEDGER_ENABLED=false,NODE_OPTIONS=--max-semi-space-size=16')).toEqual({
+      LEDGER_ENABLED: 'false',
+      NODE_OPTIONS: '--max-semi-space-size=16',
+    });
+    expect(parseWorkerEnv('')).toEqual({});
+  });
+
+  it('refuses a pair without a variable name', () => {
+    expect(() => parseWorkerEnv('=1')).toThrow(/KEY=value/);
+    expect(() => parseWorkerEnv('lower=1')).toThrow(/KEY=value/);
   });
 });
