@@ -17,11 +17,19 @@ export { loadConnectionConfig, type ConnectionSettings, type KafkaSettings, type
 
 export { PRIORITIES, type Priority } from '../worker/priority/priority.ts';
 
-/** A command topic and the consumer group it is consumed in, at one priority. */
+/** A command topic, the consumer group it is consumed in and its own intent ledger, at one priority. */
 export interface CommandSource {
   readonly priority: Priority;
   readonly topic: string;
   readonly consumerGroup: string;
+  /**
+   * Each command topic has a ledger topic of its own: partition n of a ledger has one writer, the
+   * owner of command partition n. A ledger shared by two topics would make a claim wait for the
+   * other topic's open transactions (reading to the end waits until they are decided), and a
+   * crashed owner's open transaction there until its timeout: chaos found claims of both topics
+   * waiting on each other's dead owners for a minute.
+   */
+  readonly ledgerTopic: string;
 }
 
 export interface WorkerConfig {
@@ -290,18 +298,22 @@ export function describeConfig(config: WorkerConfig): Record<string, unknown> {
 
 /** COMMAND_TOPIC at normal priority, and PRIORITY_COMMAND_TOPIC at high when set (first: highest). */
 function commandSources(e: Env, problems: string[]): CommandSource[] {
-  const normal: CommandSource = { priority: 'normal', topic: e.COMMAND_TOPIC, consumerGroup: e.CONSUMER_GROUP };
+  const normal: CommandSource = { priority: 'normal', topic: e.COMMAND_TOPIC, consumerGroup: e.CONSUMER_GROUP, ledgerTopic: e.LEDGER_TOPIC };
   if (e.PRIORITY_COMMAND_TOPIC === undefined) {
     if (e.PRIORITY_CONSUMER_GROUP !== undefined) problems.push('PRIORITY_CONSUMER_GROUP: set without PRIORITY_COMMAND_TOPIC');
+    if (e.PRIORITY_LEDGER_TOPIC !== undefined) problems.push('PRIORITY_LEDGER_TOPIC: set without PRIORITY_COMMAND_TOPIC');
     return [normal];
   }
   const high: CommandSource = {
     priority: 'high',
     topic: e.PRIORITY_COMMAND_TOPIC,
     consumerGroup: e.PRIORITY_CONSUMER_GROUP ?? `${e.CONSUMER_GROUP}-priority`,
+    ledgerTopic: e.PRIORITY_LEDGER_TOPIC ?? `${e.PRIORITY_COMMAND_TOPIC}.ledger`,
   };
-  if ([e.COMMAND_TOPIC, e.RESULT_TOPIC, e.DEAD_LETTER_TOPIC, e.LEDGER_TOPIC].includes(high.topic))
-    problems.push('PRIORITY_COMMAND_TOPIC: must differ from COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC and LEDGER_TOPIC');
+  const others = [e.COMMAND_TOPIC, e.RESULT_TOPIC, e.DEAD_LETTER_TOPIC, e.LEDGER_TOPIC];
+  if (others.includes(high.topic)) problems.push('PRIORITY_COMMAND_TOPIC: must differ from COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC and LEDGER_TOPIC');
+  if ([...others, high.topic].includes(high.ledgerTopic))
+    problems.push('PRIORITY_LEDGER_TOPIC: must differ from every other topic (each command topic has a ledger of its own)');
   // One group per topic: a rebalance of the bulk topic never holds the codes (docs/priority.md).
   if (high.consumerGroup === e.CONSUMER_GROUP) problems.push('PRIORITY_CONSUMER_GROUP: must differ from CONSUMER_GROUP (one group per command topic)');
   return [high, normal];

@@ -163,6 +163,11 @@ export const envSchema = z.object({
   ),
   /** The priority topic's consumer group; unset: CONSUMER_GROUP + "-priority". */
   PRIORITY_CONSUMER_GROUP: optionalText,
+  /** The priority topic's own intent ledger; unset: PRIORITY_COMMAND_TOPIC + ".ledger". */
+  PRIORITY_LEDGER_TOPIC: optionalText.refine(
+    (v) => v === undefined || /^[a-zA-Z0-9._-]{1,249}$/.test(v),
+    'a Kafka topic name: letters, digits, . _ - (1–249), or empty for the default',
+  ),
   /** Under contention the normal topic still gets this share of in-flight slots, mark permits and rate-limit tokens. */
   PRIORITY_NORMAL_MIN_SHARE: z.coerce.number().min(0).max(0.5).default(0.1),
   LEDGER_ENABLED: bool(true),

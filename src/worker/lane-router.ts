@@ -173,7 +173,7 @@ export class LaneRouter {
         consumerGroup: parts.source.consumerGroup,
         resultTopic: c.topics.results,
         deadLetterTopic: c.topics.deadLetter,
-        ledgerTopic: c.ledger.enabled ? c.topics.ledger : undefined,
+        ledgerTopic: c.ledger.enabled ? parts.source.ledgerTopic : undefined,
         maxBatchBytes: parts.maxRecordBytes,
       },
       commitIntervalMs: c.commitIntervalMs,

@@ -32,7 +32,7 @@ export interface SourceWiring {
   /** What every source's sender shares; the rate-limit tokens are taken at the source's priority. */
   readonly senderOptions: Omit<GuardedSenderOptions, 'rateLimiter'>;
   readonly rateLimiter: RateLimiter;
-  /** Partitions of each command topic (the ledger has at least the largest count). */
+  /** Partitions of each command topic (its ledger has at least as many). */
   readonly partitions: ReadonlyMap<string, number>;
   readonly handover: (topic: string, partition: number) => Promise<boolean>;
   readonly log: Logger;
@@ -47,7 +47,7 @@ export interface SourceWiring {
 export function connectSource(source: CommandSource, w: SourceWiring): WorkerParts {
   const { config: c, shared, log, metrics } = w;
   const { topic, consumerGroup } = source;
-  const ledgerTopic = c.ledger.enabled ? c.topics.ledger : undefined;
+  const ledgerTopic = c.ledger.enabled ? source.ledgerTopic : undefined;
   const commandPartitions = w.partitions.get(topic) ?? 1;
   // Keeping partitions where they are across rebalances (sticky-assigner.ts): each member reports
   // what it holds; continuity of membership decides whether a claim may be kept.
@@ -78,8 +78,7 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
     retry: { retries: 10 },
   });
   const fetchPauses = new FetchPauses(consumer, topic);
-  // The key of this group's checkpoints in the ledger (partition n of the ledger is shared by
-  // partition n of every command topic; the key keeps their checkpoints apart).
+  // The key of this group's checkpoints in the source's own ledger (config: one ledger per topic).
   const ledgerKey = checkpointKey(consumerGroup, topic);
   const { reader, codec, producers } = shared;
   const { admin } = w;

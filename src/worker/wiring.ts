@@ -47,9 +47,8 @@ export interface WiringHooks {
   readonly handover: (topic: string, partition: number) => Promise<boolean>;
 }
 
-/** Checks or creates the topics (the ledger with the largest command topic's partition count) and reads the record size limit. */
+/** Checks or creates the topics (each command topic's ledger with its partition count) and reads the record size limit. */
 async function setUpTopics(admin: TopicAdmin, c: WorkerConfig, log: Logger): Promise<{ partitions: Map<string, number>; maxRecordBytes: number }> {
-  const ledgerTopic = c.ledger.enabled ? c.topics.ledger : undefined;
   const commandTopics = c.sources.map((s) => s.topic);
   const { partitions, created } = await ensureTopics(admin, {
     topics: [...commandTopics, c.topics.results, c.topics.deadLetter],
@@ -58,9 +57,10 @@ async function setUpTopics(admin: TopicAdmin, c: WorkerConfig, log: Logger): Pro
     replicationFactor: c.topics.replicationFactor,
   });
   const counts = new Map(commandTopics.map((t) => [t, partitions.get(t) ?? 1]));
-  if (ledgerTopic !== undefined) {
-    // Partition n of the ledger belongs to partition n of every command topic (keys tell them apart).
-    const [largest, needed] = [...counts].reduce((a, b) => (b[1] > a[1] ? b : a));
+  const ledgers = c.ledger.enabled ? c.sources.map((s) => s.ledgerTopic) : [];
+  for (const { topic, ledgerTopic } of c.ledger.enabled ? c.sources : []) {
+    // Partition n of the ledger belongs to partition n of its command topic.
+    const needed = counts.get(topic) ?? 1;
     const ledger = await ensureTopics(admin, {
       topics: [ledgerTopic],
       create: c.topics.create,
@@ -73,13 +73,12 @@ async function setUpTopics(admin: TopicAdmin, c: WorkerConfig, log: Logger): Pro
     if (ledgerPartitions < needed) {
       throw new SmsWorkerError(
         'LEDGER_TOPIC_TOO_SMALL',
-        `the ledger topic ${ledgerTopic} has ${ledgerPartitions} partitions; it needs at least as many as ${largest} (${needed}): partition n of the ledger belongs to command partition n`,
+        `the ledger topic ${ledgerTopic} has ${ledgerPartitions} partitions; it needs at least as many as ${topic} (${needed}): partition n of the ledger belongs to command partition n`,
       );
     }
   }
   if (created.length > 0) log.info({ topics: created }, 'created missing topics');
-  const maxRecordBytes =
-    (await maxMessageBytes(admin, [c.topics.results, c.topics.deadLetter, ...(ledgerTopic === undefined ? [] : [ledgerTopic])])) - BATCH_HEADROOM;
+  const maxRecordBytes = (await maxMessageBytes(admin, [c.topics.results, c.topics.deadLetter, ...ledgers])) - BATCH_HEADROOM;
   return { partitions: counts, maxRecordBytes };
 }
 

@@ -157,7 +157,7 @@ export class Worker {
         {
           sources: sources.map(({ source, commandPartitions }) => ({ ...source, partitions: commandPartitions })),
           maxInFlight: c.maxInFlight,
-          ledger: c.ledger.enabled ? c.topics.ledger : 'off',
+          ledger: c.ledger.enabled ? c.sources.map((source) => source.ledgerTopic) : 'off',
           httpPort: this.#http?.port,
         },
         'worker started',

@@ -294,16 +294,17 @@ describe('loadConfig: velocity limits and spend caps (VELOCITY_*, SPEND_CAP_*)',
 describe('loadConfig: the priority topic', () => {
   it('has one normal source without PRIORITY_COMMAND_TOPIC', () => {
     const config = loadConfig(minimal);
-    expect(config.sources).toEqual([{ priority: 'normal', topic: 'sms.commands', consumerGroup: 'sms-worker' }]);
+    expect(config.sources).toEqual([{ priority: 'normal', topic: 'sms.commands', consumerGroup: 'sms-worker', ledgerTopic: 'sms.commands.ledger' }]);
     expect(config.normalMinShare).toBe(0.1);
   });
 
-  it('adds the priority topic first, in its own group (CONSUMER_GROUP-priority unless named)', () => {
+  it('adds the priority topic first, in its own group (CONSUMER_GROUP-priority unless named) with its own ledger', () => {
     const config = loadConfig({ ...minimal, PRIORITY_COMMAND_TOPIC: 'sms.codes', CONSUMER_GROUP: 'acme', PRIORITY_NORMAL_MIN_SHARE: '0.25' });
     expect(config.sources).toEqual([
-      { priority: 'high', topic: 'sms.codes', consumerGroup: 'acme-priority' },
-      { priority: 'normal', topic: 'sms.commands', consumerGroup: 'acme' },
+      { priority: 'high', topic: 'sms.codes', consumerGroup: 'acme-priority', ledgerTopic: 'sms.codes.ledger' },
+      { priority: 'normal', topic: 'sms.commands', consumerGroup: 'acme', ledgerTopic: 'sms.commands.ledger' },
     ]);
+    expect(loadConfig({ ...minimal, PRIORITY_COMMAND_TOPIC: 'sms.codes', PRIORITY_LEDGER_TOPIC: 'codes.ledger' }).sources[0]?.ledgerTopic).toBe('codes.ledger');
     expect(config.normalMinShare).toBe(0.25);
     expect(loadConfig({ ...minimal, PRIORITY_COMMAND_TOPIC: 'sms.codes', PRIORITY_CONSUMER_GROUP: 'codes' }).sources[0]?.consumerGroup).toBe('codes');
     // Empty is unset (a chart value left blank).
@@ -315,7 +316,14 @@ describe('loadConfig: the priority topic', () => {
       'PRIORITY_COMMAND_TOPIC: must differ from COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC and LEDGER_TOPIC',
       'PRIORITY_CONSUMER_GROUP: must differ from CONSUMER_GROUP (one group per command topic)',
     ]);
-    expect(problemsOf({ ...minimal, PRIORITY_CONSUMER_GROUP: 'codes' })).toEqual(['PRIORITY_CONSUMER_GROUP: set without PRIORITY_COMMAND_TOPIC']);
+    expect(problemsOf({ ...minimal, PRIORITY_CONSUMER_GROUP: 'codes', PRIORITY_LEDGER_TOPIC: 'codes.ledger' })).toEqual([
+      'PRIORITY_CONSUMER_GROUP: set without PRIORITY_COMMAND_TOPIC',
+      'PRIORITY_LEDGER_TOPIC: set without PRIORITY_COMMAND_TOPIC',
+    ]);
+    // One ledger per command topic: sharing LEDGER_TOPIC would make each topic's claims wait on the other's open transactions.
+    expect(problemsOf({ ...minimal, PRIORITY_COMMAND_TOPIC: 'sms.codes', PRIORITY_LEDGER_TOPIC: 'sms.commands.ledger' })).toEqual([
+      'PRIORITY_LEDGER_TOPIC: must differ from every other topic (each command topic has a ledger of its own)',
+    ]);
     expect(problemsOf({ ...minimal, PRIORITY_NORMAL_MIN_SHARE: '0.6' }).join('\n')).toMatch(/^PRIORITY_NORMAL_MIN_SHARE: /);
     expect(problemsOf({ ...minimal, PRIORITY_COMMAND_TOPIC: 'bad topic!' }).join('\n')).toMatch(/^PRIORITY_COMMAND_TOPIC: a Kafka topic name/);
   });

@@ -570,13 +570,18 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
         CONSUMER_GROUP: 'sms-worker',
         PRIORITY_COMMAND_TOPIC: 'sms.codes',
         PRIORITY_CONSUMER_GROUP: 'sms-worker-priority',
+        PRIORITY_LEDGER_TOPIC: 'sms.codes.ledger',
         PRIORITY_NORMAL_MIN_SHARE: '0.1',
       });
       expect(single<ConfigMap>(render(...on, '--set', 'consumerGroup=sms-prod'), 'ConfigMap').data.PRIORITY_CONSUMER_GROUP).toBe('sms-prod-priority');
-      const custom = single<ConfigMap>(render(...on, '--set', 'priorityConsumerGroup=sms-codes', '--set-json', 'priority.normalMinShare=0.25'), 'ConfigMap').data;
+      const custom = single<ConfigMap>(
+        render(...on, '--set', 'priorityConsumerGroup=sms-codes,topics.priorityLedger=codes.ledger', '--set-json', 'priority.normalMinShare=0.25'),
+        'ConfigMap',
+      ).data;
       expect(Object.fromEntries(priorityKeys(custom).map((k) => [k, custom[k]]))).toEqual({
         PRIORITY_COMMAND_TOPIC: 'sms.codes',
         PRIORITY_CONSUMER_GROUP: 'sms-codes',
+        PRIORITY_LEDGER_TOPIC: 'codes.ledger',
         PRIORITY_NORMAL_MIN_SHARE: '0.25',
       });
       expect(single<ConfigMap>(render(...on, '--set-json', 'priority.normalMinShare=0'), 'ConfigMap').data.PRIORITY_NORMAL_MIN_SHARE).toBe('0');
@@ -617,6 +622,14 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
       ['sms.commands.ledger', 'ledger'],
     ])('refuses a priority topic equal to another topic (%s = topics.%s)', (topic, name) => {
       expect(renderFails('--set', `topics.priorityCommand=${topic}`)).toContain(`topics.priorityCommand (${topic}) must differ from topics.${name}`);
+    });
+
+    it.each([
+      ['sms.commands.ledger', 'ledger'],
+      ['sms.codes', 'priorityCommand'],
+      ['sms.results', 'result'],
+    ])('refuses a priority ledger equal to another topic (%s = topics.%s): each command topic has its own', (topic, name) => {
+      expect(renderFails(...on, '--set', `topics.priorityLedger=${topic}`)).toContain(`the priority topic's ledger (${topic}) must differ from topics.${name}`);
     });
 
     it('refuses a priority group equal to consumerGroup', () => {
@@ -753,7 +766,7 @@ describe('helm chart and worker configuration agree', { timeout: 60_000 }, () =>
         continue;
       }
       // The topic and its group are set values (the group's default is derived), not defaults to compare.
-      if (name === 'PRIORITY_COMMAND_TOPIC' || name === 'PRIORITY_CONSUMER_GROUP') continue;
+      if (name === 'PRIORITY_COMMAND_TOPIC' || name === 'PRIORITY_CONSUMER_GROUP' || name === 'PRIORITY_LEDGER_TOPIC') continue;
       const parsed = schema.safeParse(undefined);
       if (!parsed.success || parsed.data === undefined) continue; // required or optional without default
       const rendered = name.startsWith('PRIORITY_') ? priorityData[name] : configMap.data[name];

@@ -44,6 +44,7 @@ beforeAll(async () => {
       topics: [
         { topic: topics.commands, numPartitions: 2 },
         { topic: PRIORITY_TOPIC(), numPartitions: 2 },
+        { topic: `${PRIORITY_TOPIC()}.ledger`, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
         { topic: topics.results, numPartitions: 2 },
         { topic: topics.deadLetter },
         { topic: topics.ledger, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
@@ -58,6 +59,7 @@ beforeAll(async () => {
           COMMAND_TOPIC: topics.commands,
           PRIORITY_COMMAND_TOPIC: PRIORITY_TOPIC(),
           PRIORITY_CONSUMER_GROUP: `${topics.group}-priority`,
+          PRIORITY_LEDGER_TOPIC: `${PRIORITY_TOPIC()}.ledger`,
           RESULT_TOPIC: topics.results,
           DEAD_LETTER_TOPIC: topics.deadLetter,
           LEDGER_TOPIC: topics.ledger,
@@ -91,7 +93,7 @@ function securedEnv(user: SaslUser, caFile = kafka.caFile): Record<string, strin
   };
 }
 
-/** The worker's high-priority command topic, in its default group (CONSUMER_GROUP-priority). */
+/** The worker's high-priority command topic, in its default group (CONSUMER_GROUP-priority), with its default ledger (<topic>.ledger). */
 const PRIORITY_TOPIC = (): string => `${topics.commands}.codes`;
 
 function secureWorkerEnv(user: SaslUser, caFile?: string): Record<string, string> {

@@ -84,7 +84,7 @@ function harness(): { lanes: LaneRouter; ownership: PartitionOwnership; producer
   });
   // Only what LaneRouter touches; the rest of the wiring is not part of this test.
   const parts = {
-    source: { priority: 'normal', topic: TOPIC, consumerGroup: config.consumerGroup },
+    source: { priority: 'normal', topic: TOPIC, consumerGroup: config.consumerGroup, ledgerTopic: config.topics.ledger },
     ownership,
     producers,
     codec,

@@ -98,6 +98,11 @@ schemaRegistryPassword: SCHEMA_REGISTRY_PASSWORD
 {{- end -}}
 {{- end }}
 
+{{/* The intent ledger of topics.priorityCommand: topics.priorityLedger, or <priorityCommand>.ledger (each command topic has its own). */}}
+{{- define "sms-worker.priorityLedgerTopic" -}}
+{{- .Values.topics.priorityLedger | default (printf "%s.ledger" .Values.topics.priorityCommand) -}}
+{{- end }}
+
 {{/* Consumer group of topics.priorityCommand: priorityConsumerGroup, or <consumerGroup>-priority. */}}
 {{- define "sms-worker.priorityConsumerGroup" -}}
 {{- .Values.priorityConsumerGroup | default (printf "%s-priority" .Values.consumerGroup) -}}
@@ -150,6 +155,12 @@ Deployment so every render runs it.
 {{- range $name, $topic := dict "command" $.Values.topics.command "result" $.Values.topics.result "deadLetter" $.Values.topics.deadLetter "ledger" $.Values.topics.ledger -}}
 {{- if eq $topic $priority -}}
 {{- fail (printf "topics.priorityCommand (%s) must differ from topics.%s: the priority topic is a command topic of its own, consumed in its own group" $priority $name) -}}
+{{- end -}}
+{{- end -}}
+{{- $ledger := include "sms-worker.priorityLedgerTopic" $ -}}
+{{- range $name, $topic := dict "command" $.Values.topics.command "result" $.Values.topics.result "deadLetter" $.Values.topics.deadLetter "ledger" $.Values.topics.ledger "priorityCommand" $priority -}}
+{{- if eq $topic $ledger -}}
+{{- fail (printf "the priority topic's ledger (%s) must differ from topics.%s: each command topic has a ledger of its own" $ledger $name) -}}
 {{- end -}}
 {{- end -}}
 {{- if eq (include "sms-worker.priorityConsumerGroup" $) $.Values.consumerGroup -}}
