@@ -154,6 +154,7 @@ async function runPass(
   ratePerSecond: number,
   backlog: number,
   tag = backlog > 0 ? 'b' : '0',
+  rateLimit = s.rateLimit,
 ): Promise<PriorityPass> {
   const label = backlog > 0 ? 'priority-backlog' : tag === '0' ? 'priority-baseline' : 'priority-same-load';
   const bulkPrefix = `q${ctx.runId}-${tag}`;
