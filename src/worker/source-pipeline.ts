@@ -12,7 +12,7 @@ export interface SourcePipelineOptions {
   readonly lanes: Omit<LaneRouterOptions, 'parts' | 'config'>;
   readonly metrics: WorkerMetrics;
   readonly log: Logger;
-  /** The consumer crashed for good: the worker stops. */
+  /** The consumer crashed for good: the worker stops (or, while starting, gives up its start). */
   readonly onFatal: (error: unknown) => void;
 }
 
@@ -52,11 +52,16 @@ export class SourcePipeline {
     return this.#warm;
   }
 
-  /** Joins the group and starts fetching. */
-  async start(): Promise<void> {
+  /**
+   * Joins the group and starts fetching. `stillStarting` throws when the worker is stopping (or
+   * failed) meanwhile: no step after it joins a group that the worker's release already left.
+   */
+  async start(stillStarting: () => void): Promise<void> {
     const { consumer, commandPartitions } = this.parts;
     await consumer.connect();
+    stillStarting();
     await consumer.subscribe(this.topic);
+    stillStarting();
     await consumer.run({
       partitionsConsumedConcurrently: Math.min(commandPartitions, 64),
       eachBatch: (batch) => this.lanes.accept(batch),
@@ -128,7 +133,8 @@ export class SourcePipeline {
     consumer.onCrash((payload) => {
       this.#joined = false;
       log.error({ err: payload.error, restart: payload.restart, topic }, 'consumer crashed');
-      if (!payload.restart && this.#running) this.#o.onFatal(payload.error);
+      // Also while starting: the worker then gives up its start rather than run without this source.
+      if (!payload.restart) this.#o.onFatal(payload.error);
     });
   }
 

@@ -45,6 +45,8 @@ export class Worker {
   readonly #abandon = new AbortController();
   /** One per command source (topic at a priority), highest priority first; made once the parts are connected. */
   readonly #pipelines: SourcePipeline[] = [];
+  /** A consumer crashed for good while the worker was still starting (see #stillStarting). */
+  #startFailure: Error | undefined;
   #lagTimer: NodeJS.Timeout | undefined;
   readonly #lagRefreshMs: number;
   readonly #progress: ProgressMonitor;
@@ -93,6 +95,8 @@ export class Worker {
 
   /** Throws when a stop arrived while starting, so start() releases what it built and gives up. */
   #stillStarting(): void {
+    // A consumer that already runs (the first source's, while the next one connects) may have crashed for good.
+    if (this.#startFailure !== undefined) throw this.#startFailure;
     if (this.#state !== 'starting') throw new Error('worker stopped while starting');
   }
 
@@ -147,7 +151,7 @@ export class Worker {
       // Released before the consumers (newest first), every source at once.
       this.#releases.push({ name: 'partition lanes', release: () => Promise.all(this.#pipelines.map((p) => p.release())) });
       for (const pipeline of this.#pipelines) {
-        await pipeline.start();
+        await pipeline.start(() => this.#stillStarting());
         this.#stillStarting();
       }
       this.#state = 'running';
@@ -171,6 +175,11 @@ export class Worker {
 
   /** A consumer crashed and will not restart: the worker stops, and `done` rejects. */
   #failed(error: unknown): void {
+    if (this.#state === 'starting') {
+      // Start gives up at its next step (#stillStarting) and releases what it built.
+      this.#startFailure ??= error instanceof Error ? error : new Error(String(error));
+      return;
+    }
     if (this.#state !== 'running') return;
     this.#state = 'failed';
     void this.#release().finally(() => this.#done.reject(error));

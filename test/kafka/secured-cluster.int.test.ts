@@ -186,6 +186,22 @@ describe('a secured cluster: SASL_SSL (SCRAM-SHA-512) with the StandardAuthorize
     }
   });
 
+  it('a priority group without its ACL rows: the worker gives up its start and exits 1 naming the group authorization failure', async () => {
+    // The priority source starts first; its consumer's join is refused (GROUP_AUTHORIZATION_FAILED,
+    // not retriable: kafkajs crashes it for good while `run` is still starting it). The worker must
+    // not go on with the normal source alone, never ready and never exiting.
+    const worker = new WorkerProcess({ ...secureWorkerEnv(workerUser), PRIORITY_CONSUMER_GROUP: `${topics.group}-unlisted-${randomUUID()}` });
+    try {
+      const exit = await worker.stopped(90_000);
+      expect(exit.code, worker.output.slice(-3000)).toBe(1);
+      expect(worker.output).toMatch(/not authorized to access group/i);
+      expect(worker.output).not.toContain('"msg":"worker started"');
+      expectNoSecret(worker.output);
+    } finally {
+      worker.signal('SIGKILL');
+    }
+  });
+
   it('a wrong password: the worker, produce and tail exit 1 saying authentication failed, and print no secret', async () => {
     const wrong = { username: workerUser.username, password: `wrong-${randomUUID()}` };
     const worker = new WorkerProcess(secureWorkerEnv(wrong));
