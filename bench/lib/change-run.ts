@@ -12,7 +12,7 @@
  * Phases are windows of publish times: steady (before the change), change (its first action to
  * its last process ready or gone), after (a short tail of load). Figures in change-figures.ts.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LatencySpec } from '../../src/sandbox/faults.ts';
 import { resultFromAvro } from '../../src/contracts/result-avro.ts';
@@ -161,11 +161,21 @@ export async function runChange(ctx: ScaleOutContext, options: ChangeRunOptions)
     const firstRequest = new Map<string, number>();
     for (const r of requests) if (r.correlationId !== undefined && !firstRequest.has(r.correlationId)) firstRequest.set(r.correlationId, r.receivedAt);
     const outcomes = new Map<string, string[]>();
+    const partitionOf = new Map<string, number>();
     for (const a of watcher.arrivals) {
       if (a.value === null) continue;
       const result = resultFromAvro(await ctx.registry.decode(a.value));
       outcomes.set(result.commandId, [...(outcomes.get(result.commandId) ?? []), result.outcome]);
+      partitionOf.set(result.commandId, result.source.partition);
     }
+    // For reading a run afterwards (where a slow send's wait came from: a stall of every partition
+    // at a rebalance, or one moved partition's handover): each command's publish time (ms after the
+    // change began), time to send and partition, beside the workers' logs.
+    const samples = [...publishedAt].map(([id, at]) => {
+      const received = firstRequest.get(id);
+      return [at - changeStart, received === undefined ? null : received - at, partitionOf.get(id) ?? null];
+    });
+    writeFileSync(join(logDir, 'samples.json'), JSON.stringify({ columns: ['publishedMs', 'timeToSendMs', 'partition'], events, samples }));
     const twice = await ctx.sandbox.correlations(2);
     const o: ChangeObservations = {
       publishedAt,

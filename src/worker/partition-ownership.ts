@@ -3,6 +3,7 @@ import type { Logger } from '../observability/logger.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import { handoverWaitMs, marksSettled, recoveryPlan, type Checkpoint } from './ledger-checkpoint.ts';
 import { buildClaim, claimSteps, type PartitionClaim } from './protocol/claim.ts';
+import { completeWindow, type EarlyWindow, type WindowRecord } from './repeat-window.ts';
 
 /** This generation's hold of one partition (defined with the partition protocol). */
 export type { PartitionClaim } from './protocol/claim.ts';
@@ -245,14 +246,19 @@ export class PartitionOwnership {
       throw new SmsWorkerError('LEASE_EXPIRED', `not claiming ${topic}[${partition}]: no heartbeat confirmed this member within the session timeout`, {
         retryable: true,
       });
+    // Most of the repeat window is read while the claim waits and fences (repeat-window.ts).
+    const early = this.#earlyWindow(topic, partition);
     let groupOffset = 0n;
     let checkpoint: Checkpoint | undefined;
+    const stepMs: Record<string, number> = {};
     // The order is the protocol's (claimSteps): fence before reading, so no earlier owner can still
     // write what is read.
     for (const step of claimSteps()) {
+      const stepStarted = this.#now();
       if (step === 'handover') {
         const local = await this.#o.effects.handover(topic, partition);
         if (!local) await this.#awaitEarlierOwner(topic, partition, generation);
+        stepMs[step] = this.#now() - stepStarted;
         continue;
       }
       if (generation !== this.#generation || this.#rebalancing || this.#stopped)
@@ -270,18 +276,12 @@ export class PartitionOwnership {
         });
       if (step === 'fence') await this.#o.effects.fence(topic, partition, generation);
       else [groupOffset, checkpoint] = await Promise.all([this.#o.effects.groupOffset(topic, partition), this.#o.effects.checkpoint(partition, 'end')]);
+      stepMs[step] = this.#now() - stepStarted;
     }
     const { start } = recoveryPlan(groupOffset, checkpoint);
-    let recent: { offset: bigint; commandId: string }[] = [];
-    if (this.#o.dedupWindow > 0 && start > 0n) {
-      try {
-        recent = await this.#o.effects.recentCommandIds(topic, partition, start, this.#o.dedupWindow);
-      } catch (error) {
-        // The window only catches repeats published by upstream retries; failing to rebuild it
-        // must not keep the partition from being processed.
-        this.#o.log.warn({ err: error, topic, partition }, 'could not rebuild the repeated-command window from recent records; starting with an empty one');
-      }
-    }
+    const windowStarted = this.#now();
+    const recent = await this.#repeatWindow(topic, partition, start, await early);
+    stepMs['window'] = this.#now() - windowStarted;
     const claim = buildClaim({ topic, partition, generation }, groupOffset, checkpoint, recent, this.#o.dedupWindow);
     this.#claimedAt.set(claim, started);
     const { inDoubt, dedup } = claim;
@@ -300,9 +300,37 @@ export class PartitionOwnership {
     this.#o.metrics.recoveries.inc();
     this.#o.metrics.claimSeconds.observe((this.#now() - started) / 1000);
     this.#o.log.debug(
-      { topic, partition, generation, start: claim.start.toString(), inDoubt: inDoubt.size, remembered: dedup.size, ms: this.#now() - started },
+      { topic, partition, generation, start: claim.start.toString(), inDoubt: inDoubt.size, remembered: dedup.size, ms: this.#now() - started, stepMs },
       'partition claimed',
     );
     return claim;
+  }
+
+  /** The window up to the group offset as it stands before the claim's steps; undefined when it cannot be read (read whole later). */
+  async #earlyWindow(topic: string, partition: number): Promise<EarlyWindow | undefined> {
+    if (this.#o.dedupWindow <= 0) return undefined;
+    try {
+      const upTo = await this.#o.effects.groupOffset(topic, partition);
+      return { upTo, records: upTo > 0n ? await this.#o.effects.recentCommandIds(topic, partition, upTo, this.#o.dedupWindow) : [] };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The repeat window before `start`: the early read completed with what was committed since, or read whole. */
+  async #repeatWindow(topic: string, partition: number, start: bigint, early: EarlyWindow | undefined): Promise<WindowRecord[]> {
+    const count = this.#o.dedupWindow;
+    if (count <= 0 || start <= 0n) return [];
+    try {
+      const completion = completeWindow(early, start, count);
+      if (completion === undefined) return await this.#o.effects.recentCommandIds(topic, partition, start, count);
+      const since = completion.readCount > 0 ? await this.#o.effects.recentCommandIds(topic, partition, start, completion.readCount) : [];
+      return [...completion.keep, ...since];
+    } catch (error) {
+      // The window only catches repeats published by upstream retries; failing to rebuild it
+      // must not keep the partition from being processed.
+      this.#o.log.warn({ err: error, topic, partition }, 'could not rebuild the repeated-command window from recent records; starting with an empty one');
+      return [];
+    }
   }
 }

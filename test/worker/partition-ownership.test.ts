@@ -147,6 +147,82 @@ describe('PartitionOwnership recovery', () => {
   });
 });
 
+describe('PartitionOwnership: the repeat window read while the claim waits', () => {
+  it('reads the window up to the group offset during the handover, then only the records committed since the start moved', async () => {
+    // The earlier owner commits offsets 10..11 while this claim waits for it: the group offset goes 10 → 12.
+    const log = Array.from({ length: 12 }, (_, i) => ({ offset: BigInt(i), commandId: `id-${i}` }));
+    let groupOffset = 10n;
+    const reads: { start: bigint; count: number; fenced: boolean }[] = [];
+    let fenced = false;
+    let handoverDone!: (local: boolean) => void;
+    const ownership = new PartitionOwnership({
+      effects: {
+        handover: () => new Promise<boolean>((resolve) => (handoverDone = resolve)),
+        fence: async () => void (fenced = true),
+        groupOffset: async () => groupOffset,
+        checkpoint: async () => undefined,
+        recentCommandIds: async (_topic, _partition, start, count) => {
+          reads.push({ start, count, fenced });
+          const from = start - BigInt(count) > 0n ? start - BigInt(count) : 0n;
+          return log.filter((r) => r.offset >= from && r.offset < start);
+        },
+        carry: () => false,
+        pauseLost: () => undefined,
+        resumeAll: () => undefined,
+      },
+      dedupWindow: 8,
+      sessionTimeoutMs: 30_000,
+      log: createLogger('silent'),
+      metrics: createMetrics(),
+    });
+    ownership.confirm();
+    const claiming = ownership.claim(TOPIC, 0);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    // Read before the fence, while the handover still waits.
+    expect(reads).toEqual([{ start: 10n, count: 8, fenced: false }]);
+    groupOffset = 12n;
+    handoverDone(true);
+    const claim = await claiming;
+    expect(reads).toEqual([
+      { start: 10n, count: 8, fenced: false },
+      { start: 12n, count: 2, fenced: true },
+    ]);
+    // The window a read at the start would give: offsets 4..11.
+    expect(claim.start).toBe(12n);
+    expect(claim.dedup.size).toBe(8);
+    expect(claim.dedup.firstOffset('id-3')).toBeUndefined();
+    for (let i = 4; i < 12; i += 1) expect(claim.dedup.firstOffset(`id-${i}`)).toBe(BigInt(i));
+  });
+
+  it('reads the whole window after the fence when the early read failed', async () => {
+    const reads: bigint[] = [];
+    const ownership = new PartitionOwnership({
+      effects: {
+        handover: async () => true,
+        fence: async () => undefined,
+        groupOffset: async () => 5n,
+        checkpoint: async () => undefined,
+        recentCommandIds: async (_topic, _partition, start, count) => {
+          reads.push(BigInt(count));
+          if (reads.length === 1) throw new Error('reader down for a moment');
+          return [{ offset: start - 2n, commandId: 'seen' }];
+        },
+        carry: () => false,
+        pauseLost: () => undefined,
+        resumeAll: () => undefined,
+      },
+      dedupWindow: 100,
+      sessionTimeoutMs: 30_000,
+      log: createLogger('silent'),
+      metrics: createMetrics(),
+    });
+    ownership.confirm();
+    const claim = await ownership.claim(TOPIC, 0);
+    expect(reads).toEqual([100n, 100n]);
+    expect(claim.dedup.firstOffset('seen')).toBe(3n);
+  });
+});
+
 describe('PartitionOwnership lost partitions', () => {
   it('never re-fences a partition lost in this generation; the next generation resumes and claims it', async () => {
     const { ownership, recorded } = ownershipWith({});
