@@ -31,7 +31,8 @@ export function workerEnv(target: WorkerTarget, overrides: Record<string, string
     TOPICS_CREATE: 'true',
     TOPICS_REPLICATION_FACTOR: '1',
     HTTP_PORT: '0',
-    LOG_LEVEL: 'warn',
+    // BENCH_WORKER_LOG_LEVEL: a diagnostic run's workers log more (e.g. info: rebalances, claims and their steps' times).
+    LOG_LEVEL: process.env['BENCH_WORKER_LOG_LEVEL'] ?? 'warn',
     ...overrides,
   };
 }

@@ -81,6 +81,8 @@ export class TransactionalProducers implements PartitionProducers {
   readonly #producers = new Map<string, { generation: number; readonly producer: Promise<Producer> }>();
   /** The newest generation that used each transactional id: older ones are zombies. */
   readonly #latest = new Map<string, number>();
+  /** Producers connected ahead of a claim's fence (prepare), not initialised with their transactional id. */
+  readonly #prepared = new Map<string, Promise<Producer>>();
 
   constructor(kafka: Kafka, prefix: string) {
     this.#kafka = kafka;
@@ -105,15 +107,10 @@ export class TransactionalProducers implements PartitionProducers {
       entry = undefined;
     }
     if (entry === undefined) {
+      const prepared = this.#prepared.get(id);
+      this.#prepared.delete(id);
       const created = (async () => {
-        const producer = this.#kafka.producer({
-          transactionalId: id,
-          idempotent: true,
-          maxInFlightRequests: 1,
-          transactionTimeout: 60_000,
-          retry: TRANSACTION_REQUEST_RETRY,
-        });
-        await producer.connect();
+        const producer = (await prepared?.catch(() => undefined)) ?? (await this.#connected(id));
         // connect() only initialises kafkajs's idempotent producer id, without the transactional
         // id: the previous owner is not fenced and its open transaction not aborted until the first
         // transaction() sends InitProducerId with the id. Do that now, so the claim that creates
@@ -136,6 +133,34 @@ export class TransactionalProducers implements PartitionProducers {
       });
     }
     return session(await entry.producer);
+  }
+
+  /**
+   * Connects the partition's next producer ahead of its fence, while a claim waits for the earlier
+   * owner: the connection, its metadata and kafkajs's idempotent producer id (fencing nobody: see
+   * forPartition), so the fence itself is one InitProducerId. The next forPartition that creates a
+   * producer for the partition takes it; a newer prepare or closeAll disconnects an unused one.
+   */
+  prepare(topic: string, partition: number): void {
+    const id = this.transactionalId(topic, partition);
+    const connecting = this.#connected(id);
+    connecting.catch(() => undefined);
+    const previous = this.#prepared.get(id);
+    this.#prepared.set(id, connecting);
+    void previous?.then((p) => p.disconnect()).catch(() => undefined);
+  }
+
+  /** A producer with the partition's transactional id, connected but not yet initialised with it. */
+  async #connected(id: string): Promise<Producer> {
+    const producer = this.#kafka.producer({
+      transactionalId: id,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      transactionTimeout: 60_000,
+      retry: TRANSACTION_REQUEST_RETRY,
+    });
+    await producer.connect();
+    return producer;
   }
 
   /** Drops a producer (after fencing or an unrecoverable transaction error); the next use re-initialises. */
@@ -162,8 +187,10 @@ export class TransactionalProducers implements PartitionProducers {
   }
 
   async closeAll(): Promise<void> {
-    const all = [...this.#producers.values()];
+    const all = [...this.#producers.values()].map((e) => e.producer);
+    all.push(...this.#prepared.values());
     this.#producers.clear();
-    await Promise.all(all.map(async (e) => (await e.producer.catch(() => undefined))?.disconnect().catch(() => undefined)));
+    this.#prepared.clear();
+    await Promise.all(all.map(async (producer) => (await producer.catch(() => undefined))?.disconnect().catch(() => undefined)));
   }
 }

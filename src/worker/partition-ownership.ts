@@ -16,6 +16,11 @@ export interface OwnershipEffects {
    * True when this process had such a lane (no other process can have been working on it).
    */
   handover(topic: string, partition: number): Promise<boolean>;
+  /**
+   * Gets the partition's producer ready ahead of its fence (connected, not initialised with its
+   * transactional id: fencing nobody), while the claim waits; only saves the fence time.
+   */
+  prepareFence?(topic: string, partition: number): void;
   /** Initialises the partition's transactional producer: fences the previous owner, settles its open transaction. */
   fence(topic: string, partition: number, generation: number): Promise<void>;
   /** The group's committed offset (may be stale without KIP-447's require_stable). */
@@ -246,8 +251,9 @@ export class PartitionOwnership {
       throw new SmsWorkerError('LEASE_EXPIRED', `not claiming ${topic}[${partition}]: no heartbeat confirmed this member within the session timeout`, {
         retryable: true,
       });
-    // Most of the repeat window is read while the claim waits and fences (repeat-window.ts).
+    // Most of the repeat window is read, and the producer connected, while the claim waits (and fences).
     const early = this.#earlyWindow(topic, partition);
+    this.#o.effects.prepareFence?.(topic, partition);
     let groupOffset = 0n;
     let checkpoint: Checkpoint | undefined;
     const stepMs: Record<string, number> = {};
@@ -299,7 +305,7 @@ export class PartitionOwnership {
     }
     this.#o.metrics.recoveries.inc();
     this.#o.metrics.claimSeconds.observe((this.#now() - started) / 1000);
-    this.#o.log.debug(
+    this.#o.log.info(
       { topic, partition, generation, start: claim.start.toString(), inDoubt: inDoubt.size, remembered: dedup.size, ms: this.#now() - started, stepMs },
       'partition claimed',
     );

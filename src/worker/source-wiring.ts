@@ -84,6 +84,7 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
   const { admin } = w;
   const effects: OwnershipEffects = {
     handover: w.handover,
+    prepareFence: (t, partition) => producers.prepare(t, partition),
     fence: async (t, partition, generation) => {
       await producers.discard(t, partition);
       await producers.forPartition(t, partition, generation);

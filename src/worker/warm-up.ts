@@ -36,3 +36,30 @@ export async function warmSchemas(codec: Codec, commandTopic: string, now: () =>
   ]);
   return { commandSchemaId, ms: now() - started };
 }
+
+/** Time each warm-up step took (ms), or why it failed (a warm-up step never fails the start). */
+export type WarmStepReport = Record<string, number | string>;
+
+/**
+ * The Kafka paths a claim takes, walked once before the group is joined (issue 23, item 3): a
+ * fresh process's first claims each paid for their clients' connections and metadata (the admin's
+ * offsets and group-coordinator look-ups, the partition reader's connection to the ledger's and the
+ * command topic's leaders), measured at 270–300 ms of a surge pod's first ledger read while the
+ * commands of the partitions it took waited. The steps run together; each is timed, and one that
+ * fails is reported, not thrown: the claim does the same read again and handles its errors.
+ */
+export async function warmSteps(steps: Record<string, () => Promise<unknown>>, now: () => number = Date.now): Promise<WarmStepReport> {
+  const report: WarmStepReport = {};
+  await Promise.all(
+    Object.entries(steps).map(async ([name, step]) => {
+      const started = now();
+      try {
+        await step();
+        report[name] = now() - started;
+      } catch (error) {
+        report[name] = `failed: ${error instanceof Error ? error.message : String(error)}`;
+      }
+    }),
+  );
+  return report;
+}

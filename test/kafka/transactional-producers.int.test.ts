@@ -23,4 +23,28 @@ describe('TransactionalProducers against a real broker', () => {
       await newOwner.closeAll();
     }
   });
+
+  it('prepare connects the next owner ahead without fencing: the owner still commits; the forPartition that takes it fences', async () => {
+    const kafka = testKafka();
+    const topic = uniqueName('prepare');
+    await createTopics(kafka, [{ topic }]);
+    const prefix = uniqueName('prepare-tx');
+    const owner = new TransactionalProducers(kafka, prefix);
+    const next = new TransactionalProducers(kafka, prefix);
+    try {
+      const open = await (await owner.forPartition(topic, 0, 1)).transaction();
+      await open.send([{ topic, messages: [{ key: 'k', value: Buffer.from('the owner is still working') }] }]);
+      next.prepare(topic, 0);
+      // Let the prepared producer connect (and take kafkajs's idempotent producer id) in full.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await open.commit();
+      const later = await (await owner.forPartition(topic, 0, 1)).transaction();
+      await later.send([{ topic, messages: [{ key: 'k', value: Buffer.from('before the handover') }] }]);
+      await next.forPartition(topic, 0, 1);
+      await expect(later.commit()).rejects.toBeInstanceOf(FencedError);
+    } finally {
+      await owner.closeAll();
+      await next.closeAll();
+    }
+  });
 });

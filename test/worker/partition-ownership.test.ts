@@ -147,17 +147,19 @@ describe('PartitionOwnership recovery', () => {
   });
 });
 
-describe('PartitionOwnership: the repeat window read while the claim waits', () => {
-  it('reads the window up to the group offset during the handover, then only the records committed since the start moved', async () => {
+describe('PartitionOwnership: work done while the claim waits for the earlier owner', () => {
+  it('reads the window up to the group offset and connects the producer during the handover, then reads only the records committed since the start moved', async () => {
     // The earlier owner commits offsets 10..11 while this claim waits for it: the group offset goes 10 → 12.
     const log = Array.from({ length: 12 }, (_, i) => ({ offset: BigInt(i), commandId: `id-${i}` }));
     let groupOffset = 10n;
     const reads: { start: bigint; count: number; fenced: boolean }[] = [];
     let fenced = false;
+    const prepared: string[] = [];
     let handoverDone!: (local: boolean) => void;
     const ownership = new PartitionOwnership({
       effects: {
         handover: () => new Promise<boolean>((resolve) => (handoverDone = resolve)),
+        prepareFence: (topic, partition) => void prepared.push(`${topic}:${partition}${fenced ? ' after fencing' : ''}`),
         fence: async () => void (fenced = true),
         groupOffset: async () => groupOffset,
         checkpoint: async () => undefined,
@@ -178,8 +180,9 @@ describe('PartitionOwnership: the repeat window read while the claim waits', () 
     ownership.confirm();
     const claiming = ownership.claim(TOPIC, 0);
     await new Promise((resolve) => setTimeout(resolve, 5));
-    // Read before the fence, while the handover still waits.
+    // Read before the fence, while the handover still waits; the producer is connected meanwhile too.
     expect(reads).toEqual([{ start: 10n, count: 8, fenced: false }]);
+    expect(prepared).toEqual([`${TOPIC}:0`]);
     groupOffset = 12n;
     handoverDone(true);
     const claim = await claiming;

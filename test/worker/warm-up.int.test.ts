@@ -10,7 +10,7 @@ const sandbox = useSandbox();
 const cleanups = useCleanups();
 
 describe('warm before ready (issue 23, item 3)', () => {
-  it('resolves the command schema before it joins the group, and answers /readyz 200 only once its partitions are claimed', async () => {
+  it('resolves the command schema and walks the claim reads before it joins the group, and answers /readyz 200 only once its partitions are claimed', async () => {
     const topics = testTopics();
     await createTopics(testKafka(), [{ topic: topics.commands, partitions: 3 }, { topic: topics.results }, { topic: topics.deadLetter }]);
     const publisher = await publisherFor(testKafka(), topics.commands);
@@ -23,7 +23,7 @@ describe('warm before ready (issue 23, item 3)', () => {
     const results = await ResultCollector.start(topics.results);
     cleanups.add(() => results.stop());
 
-    const logs: { msg: string; commandSchemaId?: number }[] = [];
+    const logs: { msg: string; commandSchemaId?: number; stepMs?: Record<string, unknown> }[] = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as { msg: string }) });
     const worker = new Worker({ config: loadConfig(workerEnv(topics, sandbox.url)), logger });
     cleanups.add(() => worker.stop());
@@ -43,6 +43,14 @@ describe('warm before ready (issue 23, item 3)', () => {
     expect(warmed).toBeGreaterThanOrEqual(0);
     expect(joined).toBeGreaterThan(warmed);
     expect(logs[warmed]?.commandSchemaId).toBe(commandSchemaId);
+    // The claim's Kafka paths (admin offsets and group look-ups, the reader's connections to the
+    // command topic's and the ledger's leaders) were walked before the join too, every step of them.
+    const reads = logs.findIndex((l) => l.msg === 'warmed up: claim reads');
+    expect(reads).toBeGreaterThanOrEqual(0);
+    expect(joined).toBeGreaterThan(reads);
+    const steps = logs[reads]?.stepMs ?? {};
+    expect(Object.keys(steps).sort()).toEqual(['command topic offsets and reader', 'group offsets', 'ledger offsets and reader']);
+    for (const ms of Object.values(steps)) expect(typeof ms).toBe('number');
     expect((await results.waitFor([command.commandId])).get(command.commandId)?.outcome).toBe('SENT');
   });
 });
