@@ -21,7 +21,11 @@ function firstSeeds(variant: Variant, ledger: LedgerMode, budget: number): Map<V
  * --crashes-after-failure off --repeat-keys same --trace`.) Neither the machine refusing a move nor the model
  * contradicting itself counts.
  */
-describe('known-bad variants are caught', () => {
+// A budget of schedules, not a timing target: with coverage on and the machine shared (CI runs the
+// unit tests with instrumentation), 10,000 schedules took over vitest's 5 s default once.
+const SIMULATION_TIMEOUT_MS = 60_000;
+
+describe('known-bad variants are caught', { timeout: SIMULATION_TIMEOUT_MS }, () => {
   it('send-before-mark-commits: a crash between the call and its mark’s commit sends twice', () => {
     const first = firstSeeds('send-before-mark-commits', 'on', 300);
     expect([...first.keys()]).toEqual(['at-most-one-send']);

@@ -77,7 +77,11 @@ async function runSchedule(seed: number): Promise<Outcome> {
   return { settings: { capacity, reserved, minShare }, violations, contendedGrants, normalContendedGrants };
 }
 
-describe('the shared pools under two priorities: a seeded simulation', () => {
+// A budget of schedules, not a timing target: with coverage on and the machine shared (CI runs the
+// unit tests with instrumentation), 10,000 schedules took over vitest's 5 s default once.
+const SIMULATION_TIMEOUT_MS = 60_000;
+
+describe('the shared pools under two priorities: a seeded simulation', { timeout: SIMULATION_TIMEOUT_MS }, () => {
   it('2,000 schedules: nothing over capacity, the reserve kept from bulk, no free permit beside a caller who may take it', async () => {
     const violations: string[] = [];
     for (let seed = 1; seed <= 2_000; seed += 1) violations.push(...(await runSchedule(seed)).violations);
