@@ -1,4 +1,5 @@
 import type { Admin } from 'kafkajs';
+import { SmsWorkerError } from '../errors.ts';
 import type { PartitionReader } from './partition-reader.ts';
 
 /** How far back the first look goes; each further look goes 16 times further. */
@@ -13,8 +14,13 @@ const FIRST_WINDOW = 64n;
  *   earlier owner has sends under way: a killed owner's open transaction stays open until the
  *   transaction timeout (a minute), and waiting for it would stall the claim (and the batch, and
  *   the heartbeats behind it) that long. The authoritative read comes after fencing.
+ * - `settled`: to the high watermark if the transactions open there end within `settleMs`, else to
+ *   the last stable offset. Used before fencing while an earlier owner may be alive: its open
+ *   transaction may be about to commit marks, which a `stable` read misses (the new owner then
+ *   fenced it and reported those commands UNKNOWN, never sent: measured in the scale bench); a
+ *   live owner's transaction ends within milliseconds, a killed owner's costs `settleMs` once.
  */
-export type LedgerReadEnd = 'end' | 'stable';
+export type LedgerReadEnd = 'end' | 'stable' | 'settled';
 
 /**
  * Reads ledger partition n (to its end, see `LedgerReadEnd`) and returns its newest checkpoint:
@@ -30,6 +36,27 @@ export async function readLatestCheckpoint<Checkpoint>(
   partition: number,
   decode: (key: Buffer | null, value: Buffer | null) => Checkpoint | undefined,
   upTo: LedgerReadEnd = 'end',
+  settleMs = 1_000,
+): Promise<Checkpoint | undefined> {
+  if (upTo === 'settled') {
+    try {
+      return await readToEnd(admin, reader, topic, partition, decode, 'end', settleMs);
+    } catch (error) {
+      if (error instanceof SmsWorkerError && error.code === 'KAFKA_READ_TIMEOUT') return readToEnd(admin, reader, topic, partition, decode, 'stable');
+      throw error;
+    }
+  }
+  return readToEnd(admin, reader, topic, partition, decode, upTo);
+}
+
+async function readToEnd<Checkpoint>(
+  admin: Admin,
+  reader: PartitionReader,
+  topic: string,
+  partition: number,
+  decode: (key: Buffer | null, value: Buffer | null) => Checkpoint | undefined,
+  upTo: 'end' | 'stable',
+  deadlineMs?: number,
 ): Promise<Checkpoint | undefined> {
   const offsets = await admin.fetchTopicOffsets(topic);
   const ends = offsets.find((o) => o.partition === partition);
@@ -45,9 +72,16 @@ export async function readLatestCheckpoint<Checkpoint>(
     const from = to - window > low ? to - window : low;
     // Only the newest readable checkpoint matters: keep that one, not the window's records.
     let checkpoint: Checkpoint | undefined;
-    await reader.forEach(topic, partition, from, to, (record) => {
-      checkpoint = decode(record.key, record.value) ?? checkpoint;
-    });
+    await reader.forEach(
+      topic,
+      partition,
+      from,
+      to,
+      (record) => {
+        checkpoint = decode(record.key, record.value) ?? checkpoint;
+      },
+      deadlineMs,
+    );
     if (checkpoint !== undefined) return checkpoint;
     to = from;
     window *= 16n;

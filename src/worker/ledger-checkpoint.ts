@@ -123,10 +123,3 @@ export function handoverWaitMs(checkpoint: Checkpoint | undefined, now: number, 
   const wait = newest + graceMs - now;
   return wait > 0 ? wait : undefined;
 }
-
-/** Whether a later checkpoint settled the marks an earlier one listed (each committed past, or withdrawn). */
-export function marksSettled(earlier: Checkpoint, later: Checkpoint | undefined): boolean {
-  if (later === undefined) return false;
-  const stillOpen = new Set(later.open.map((m) => m.offset));
-  return earlier.open.every((m) => m.offset < later.next || !stillOpen.has(m.offset));
-}

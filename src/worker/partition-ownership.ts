@@ -1,7 +1,7 @@
 import { SmsWorkerError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
-import { handoverWaitMs, marksSettled, recoveryPlan, type Checkpoint } from './ledger-checkpoint.ts';
+import { handoverWaitMs, recoveryPlan, type Checkpoint } from './ledger-checkpoint.ts';
 import { buildClaim, claimSteps, type PartitionClaim } from './protocol/claim.ts';
 import { completeWindow, type EarlyWindow, type WindowRecord } from './repeat-window.ts';
 
@@ -27,10 +27,12 @@ export interface OwnershipEffects {
   groupOffset(topic: string, partition: number): Promise<bigint>;
   /**
    * The ledger's newest checkpoint (undefined when the ledger is off or empty): read to the end
-   * after fencing (`end`); before fencing only to the last stable offset (`stable`: an open
-   * transaction of a killed owner would hold an `end` read until its timeout).
+   * after fencing (`end`); before fencing to the end only if the transactions open there end
+   * within a moment (`settled`: an earlier owner still alive may be committing marks), else to the
+   * last stable offset (an open transaction of a killed owner would hold an `end` read until its
+   * timeout). See LedgerReadEnd in kafka/ledger-store.ts.
    */
-  checkpoint(partition: number, upTo: 'end' | 'stable'): Promise<Checkpoint | undefined>;
+  checkpoint(partition: number, upTo: 'end' | 'settled'): Promise<Checkpoint | undefined>;
   /** commandIds of the committed command records in [max(low, start − count), start), in offset order. */
   recentCommandIds(topic: string, partition: number, start: bigint, count: number): Promise<{ offset: bigint; commandId: string }[]>;
   /**
@@ -217,30 +219,35 @@ export class PartitionOwnership {
 
   /**
    * Another process may have owned the partition until this rebalance, with calls under way that
-   * it is about to commit: wait (bounded) until the ledger shows their marks settled, so a send
-   * that was made gets its real result rather than UNKNOWN. A crashed owner's marks simply age
+   * it is about to commit: wait (bounded) until the ledger shows no mark younger than the grace
+   * still open, so a send that was made gets its real result rather than UNKNOWN, and a record the
+   * earlier owner marked but never called is withdrawn rather than reported UNKNOWN. Each look
+   * waits for the ledger's open transactions to end (briefly: `settled`), since an owner still
+   * holding may be committing marks in one; a look that finds fresh marks is followed by another,
+   * so marks committed after the first look are waited for too. A crashed owner's marks simply age
    * out. Fencing follows either way, and recovery reads the ledger again after it.
    */
   async #awaitEarlierOwner(topic: string, partition: number, generation: number): Promise<void> {
     const grace = this.#o.handoverGraceMs ?? 0;
     if (grace <= 0) return;
-    const first = await this.#o.effects.checkpoint(partition, 'stable');
-    if (first === undefined || handoverWaitMs(first, this.#now(), grace) === undefined) return;
     const started = this.#now();
+    let latest = await this.#o.effects.checkpoint(partition, 'settled');
+    if (handoverWaitMs(latest, this.#now(), grace) === undefined) return;
     this.#o.log.info(
-      { topic, partition, open: first.open.length },
+      { topic, partition, open: latest?.open.length ?? 0 },
       'an earlier owner has sends under way: waiting for their results before taking the partition',
     );
-    // Not a retry (so not src/retry.ts): nothing failed; this polls toward a deadline the checkpoint
-    // sets, at a fixed interval cut to what is left, without backoff or jitter, and ends without error.
+    // Not a retry (so not src/retry.ts): nothing failed; this polls toward a deadline the marks set,
+    // at a fixed interval cut to what is left, without backoff or jitter, and ends without error.
     for (;;) {
-      const wait = handoverWaitMs(first, this.#now(), grace);
-      if (wait === undefined || generation !== this.#generation || !this.leaseHolds()) return;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(wait, this.#o.handoverPollMs ?? 200)));
-      if (marksSettled(first, await this.#o.effects.checkpoint(partition, 'stable'))) {
+      const wait = handoverWaitMs(latest, this.#now(), grace);
+      if (wait === undefined) {
         this.#o.log.info({ topic, partition, ms: this.#now() - started }, "the earlier owner's sends have their results");
         return;
       }
+      if (generation !== this.#generation || !this.leaseHolds() || this.#now() - started >= grace) return;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(wait, this.#o.handoverPollMs ?? 200)));
+      latest = await this.#o.effects.checkpoint(partition, 'settled');
     }
   }
 

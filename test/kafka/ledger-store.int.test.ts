@@ -37,4 +37,39 @@ describe('readLatestCheckpoint against a real broker', () => {
       await Promise.all([admin.disconnect(), owner.disconnect(), reader.close()]);
     }
   });
+
+  it("'settled' waits for an open transaction that commits within the bound (a live owner's marks), and reads to the stable end past one that does not", async () => {
+    const kafka = testKafka();
+    const ledger = uniqueName('ledger');
+    await createTopics(kafka, [{ topic: ledger }]);
+    const key = checkpointKey('g', 'cmds');
+    const decode = (k: Buffer | null, v: Buffer | null) => decodeCheckpoint(k, v, key);
+    const admin = kafka.admin();
+    const reader = new PartitionReader(kafka);
+    const owner = kafka.producer({ transactionalId: uniqueName('owner'), idempotent: true, maxInFlightRequests: 1 });
+    await Promise.all([admin.connect(), owner.connect()]);
+    const marked = { next: 5n, open: [{ offset: 5n, commandId: 'c5', at: 1 }] };
+    try {
+      const first = await owner.transaction();
+      await first.send({ topic: ledger, messages: [{ key, partition: 0, value: encodeCheckpoint({ next: 5n, open: [] }) }] });
+      await first.commit();
+
+      // A live owner: its transaction with a mark commits 300 ms into the read.
+      const live = await owner.transaction();
+      await live.send({ topic: ledger, messages: [{ key, partition: 0, value: encodeCheckpoint(marked) }] });
+      const committing = new Promise((resolve) => setTimeout(resolve, 300)).then(() => live.commit());
+      expect(await readLatestCheckpoint(admin, reader, ledger, 0, decode, 'settled', 5_000)).toEqual(marked);
+      await committing;
+
+      // A killed owner: its transaction stays open; the read gives up on it after the bound.
+      const killed = await owner.transaction();
+      await killed.send({ topic: ledger, messages: [{ key, partition: 0, value: encodeCheckpoint({ next: 6n, open: [] }) }] });
+      const started = Date.now();
+      expect(await readLatestCheckpoint(admin, reader, ledger, 0, decode, 'settled', 500)).toEqual(marked);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+      await killed.abort();
+    } finally {
+      await Promise.all([admin.disconnect(), owner.disconnect(), reader.close()]);
+    }
+  });
 });

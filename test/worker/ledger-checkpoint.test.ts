@@ -1,13 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  checkpointKey,
-  decodeCheckpoint,
-  encodeCheckpoint,
-  handoverWaitMs,
-  marksSettled,
-  recoveryPlan,
-  type Checkpoint,
-} from '../../src/worker/ledger-checkpoint.ts';
+import { checkpointKey, decodeCheckpoint, encodeCheckpoint, handoverWaitMs, recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 
 const key = Buffer.from(checkpointKey('g', 'cmds'));
 
@@ -113,13 +105,5 @@ describe('handing a partition over from another process', () => {
   it('does not wait without marks or a checkpoint', () => {
     expect(handoverWaitMs({ next: 1n, open: [] }, 5_000, 10_000)).toBeUndefined();
     expect(handoverWaitMs(undefined, 5_000, 10_000)).toBeUndefined();
-  });
-
-  it('a mark is settled once a later checkpoint commits past it or no longer lists it', () => {
-    const earlier: Checkpoint = { next: 1n, open: [mark(1n, 0), mark(3n, 0)] };
-    expect(marksSettled(earlier, { next: 2n, open: [mark(3n, 0)] })).toBe(false);
-    expect(marksSettled(earlier, { next: 2n, open: [] })).toBe(true);
-    expect(marksSettled(earlier, { next: 4n, open: [mark(5n, 0)] })).toBe(true);
-    expect(marksSettled(earlier, undefined)).toBe(false);
   });
 });

@@ -301,11 +301,30 @@ describe('PartitionOwnership: taking a partition from another process', () => {
     const { ownership, recorded } = ownershipWith({ handoverGraceMs: 30_000, checkpoints: [fresh(), fresh(), fresh(), settled] });
     const claim = await ownership.claim(TOPIC, 0);
     // Read until settled (4 reads), fenced once, then read again after fencing. Before fencing
-    // only to the last stable offset: an open transaction of a killed owner must not hold the claim.
+    // each read waits for open transactions only briefly (`settled`): a killed owner's must not hold the claim.
     expect(recorded.ledgerReads).toBe(5);
-    expect(recorded.ledgerReadEnds).toEqual(['stable', 'stable', 'stable', 'stable', 'end after fencing']);
+    expect(recorded.ledgerReadEnds).toEqual(['settled', 'settled', 'settled', 'settled', 'end after fencing']);
     expect(recorded.fenced).toEqual([`${TOPIC}:0`]);
     expect(claim.start).toBe(6n);
+    expect(claim.inDoubt.size).toBe(0);
+  });
+
+  it('waits for marks the earlier owner committed after the first look too, until a look finds none open', async () => {
+    // The first look sees one mark; by the next it is settled but two more were committed (the
+    // earlier owner, still holding, had them in a transaction); then those settle too.
+    const later: Checkpoint = {
+      next: 6n,
+      open: [
+        { offset: 6n, commandId: 'c6', at: Date.now() },
+        { offset: 7n, commandId: 'c7', at: Date.now() },
+      ],
+    };
+    const settled: Checkpoint = { next: 8n, open: [] };
+    const { ownership, recorded } = ownershipWith({ handoverGraceMs: 30_000, checkpoints: [fresh(), later, later, settled] });
+    const claim = await ownership.claim(TOPIC, 0);
+    expect(recorded.ledgerReadEnds).toEqual(['settled', 'settled', 'settled', 'settled', 'end after fencing']);
+    expect(recorded.fenced).toEqual([`${TOPIC}:0`]);
+    expect(claim.start).toBe(8n);
     expect(claim.inDoubt.size).toBe(0);
   });
 
