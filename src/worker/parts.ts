@@ -16,6 +16,7 @@ import type { GuardedSender } from './guarded-sender.ts';
 import type { PartitionOwnership } from './partition-ownership.ts';
 import type { ServiceGate } from './service-gate.ts';
 import type { SpendHolds } from './guard/spend-holds.ts';
+import type { WarmStepReport } from './warm-up.ts';
 
 /** What every command source of the process shares: one client to the service, one gate, one set of producers. */
 export interface SharedParts {
@@ -51,4 +52,6 @@ export interface WorkerParts extends SharedParts {
   readonly fetchPauses: FetchPauses;
   /** Partitions of the source's topic. */
   readonly commandPartitions: number;
+  /** Walks a claim's reads once (on partition 0) before the group is joined: warm-up.ts says why. */
+  readonly warmClaimReads: () => Promise<WarmStepReport>;
 }

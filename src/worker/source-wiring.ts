@@ -15,6 +15,7 @@ import { GroupMembership } from './group-membership.ts';
 import { GuardedSender, type GuardedSenderOptions } from './guarded-sender.ts';
 import { checkpointKey, decodeCheckpoint } from './ledger-checkpoint.ts';
 import { PartitionOwnership, type OwnershipEffects } from './partition-ownership.ts';
+import { warmSteps } from './warm-up.ts';
 import type { SharedParts, WorkerParts } from './parts.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 
@@ -142,5 +143,14 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
     fetchPauses,
     commandPartitions,
     assignerHints,
+    warmClaimReads: () =>
+      warmSteps({
+        // The repeat window decodes up to DEDUP_WINDOW records: the decoding is the commands' hot path too.
+        'group offset and repeat window': async () => {
+          const upTo = await effects.groupOffset(topic, 0);
+          if (c.ledger.dedupWindow > 0 && upTo > 0n) await effects.recentCommandIds(topic, 0, upTo, c.ledger.dedupWindow);
+        },
+        ...(ledgerTopic !== undefined && { 'ledger checkpoint': () => effects.checkpoint(0, 'settled') }),
+      }),
   };
 }

@@ -41,12 +41,13 @@ export async function warmSchemas(codec: Codec, commandTopic: string, now: () =>
 export type WarmStepReport = Record<string, number | string>;
 
 /**
- * The Kafka paths a claim takes, walked once before the group is joined (issue 23, item 3): a
+ * A claim's reads, walked once on partition 0 before the group is joined (issue 23, item 3): a
  * fresh process's first claims each paid for their clients' connections and metadata (the admin's
- * offsets and group-coordinator look-ups, the partition reader's connection to the ledger's and the
- * command topic's leaders), measured at 270–300 ms of a surge pod's first ledger read while the
- * commands of the partitions it took waited. The steps run together; each is timed, and one that
- * fails is reported, not thrown: the claim does the same read again and handles its errors.
+ * offsets and group-coordinator look-ups, the partition reader's connections to the command
+ * topic's and the ledger's leaders) and for decoding the repeat window cold: a surge pod's first
+ * ledger read took 270–300 ms and its repeat window 250 ms, while the commands of the partitions
+ * it took waited. The steps run together; each is timed, and one that fails is reported, not
+ * thrown: the claim does the same reads again and handles their errors.
  */
 export async function warmSteps(steps: Record<string, () => Promise<unknown>>, now: () => number = Date.now): Promise<WarmStepReport> {
   const report: WarmStepReport = {};

@@ -16,7 +16,7 @@ import type { ProviderClient } from '../provider/types.ts';
 import { Codec, createRegistry } from '../schema/codec.ts';
 import { SmsWorkerError } from '../errors.ts';
 import { retry } from '../retry.ts';
-import { warmSchemas, warmSteps } from './warm-up.ts';
+import { warmSchemas } from './warm-up.ts';
 import type { FetchPauses } from './fetch-pauses.ts';
 import type { SharedParts, WorkerParts } from './parts.ts';
 import { connectSource } from './source-wiring.ts';
@@ -166,21 +166,8 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     connectSource(source, { kafka, admin, config: c, shared, senderOptions, rateLimiter, partitions, handover: hooks.handover, log, metrics }),
   );
   for (const parts of sources) hooks.adopt(() => parts.consumer.disconnect(), `consumer of ${parts.source.topic}`);
-  // Before the group is joined, like the schemas: the clients a claim reads with, connected.
-  for (const { topic, consumerGroup, ledgerTopic } of c.sources) {
-    const ledger = c.ledger.enabled ? ledgerTopic : undefined;
-    // The reader from each topic's low offset of partition 0 (a fetch that waits for nothing).
-    const offsetsThenReader = async (t: string): Promise<void> => {
-      const low = (await admin.fetchTopicOffsets(t)).find((o) => o.partition === 0)?.low ?? '0';
-      await reader.highWatermark(t, 0, BigInt(low));
-    };
-    const warm = await warmSteps({
-      'command topic offsets and reader': () => offsetsThenReader(topic),
-      'group offsets': () => admin.fetchOffsets({ groupId: consumerGroup, topics: [topic] }),
-      ...(ledger !== undefined && { 'ledger offsets and reader': () => offsetsThenReader(ledger) }),
-    });
-    log.info({ topic, stepMs: warm }, 'warmed up: claim reads');
-  }
+  // Before the group is joined, like the schemas: a claim's reads walked once, their clients connected.
+  for (const parts of sources) log.info({ topic: parts.source.topic, stepMs: await parts.warmClaimReads() }, 'warmed up: claim reads');
   pausesRef.current = sources.map((parts) => parts.fetchPauses);
   shareLimits(c, sources, { rateLimiter, destinations, spend }, metrics, log);
   return sources;
