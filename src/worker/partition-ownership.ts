@@ -319,15 +319,17 @@ export class PartitionOwnership {
     return claim;
   }
 
-  /** The window up to the group offset as it stands before the claim's steps; undefined when it cannot be read (read whole later). */
+  /** The repeat window up to the group offset as it stands now (a claim reads it early; the warm-up reads it once before joining). */
+  async windowAtGroupOffset(topic: string, partition: number): Promise<EarlyWindow> {
+    const upTo = await this.#o.effects.groupOffset(topic, partition);
+    const count = this.#o.dedupWindow;
+    return { upTo, records: count > 0 && upTo > 0n ? await this.#o.effects.recentCommandIds(topic, partition, upTo, count) : [] };
+  }
+
+  /** The early read of the window before the claim's steps; undefined when it cannot be read (read whole later). */
   async #earlyWindow(topic: string, partition: number): Promise<EarlyWindow | undefined> {
     if (this.#o.dedupWindow <= 0) return undefined;
-    try {
-      const upTo = await this.#o.effects.groupOffset(topic, partition);
-      return { upTo, records: upTo > 0n ? await this.#o.effects.recentCommandIds(topic, partition, upTo, this.#o.dedupWindow) : [] };
-    } catch {
-      return undefined;
-    }
+    return this.windowAtGroupOffset(topic, partition).catch(() => undefined);
   }
 
   /** The repeat window before `start`: the early read completed with what was committed since, or read whole. */

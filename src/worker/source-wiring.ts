@@ -146,10 +146,7 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
     warmClaimReads: () =>
       warmSteps({
         // The repeat window decodes up to DEDUP_WINDOW records: the decoding is the commands' hot path too.
-        'group offset and repeat window': async () => {
-          const upTo = await effects.groupOffset(topic, 0);
-          if (c.ledger.dedupWindow > 0 && upTo > 0n) await effects.recentCommandIds(topic, 0, upTo, c.ledger.dedupWindow);
-        },
+        'group offset and repeat window': () => ownership.windowAtGroupOffset(topic, 0),
         ...(ledgerTopic !== undefined && { 'ledger checkpoint': () => effects.checkpoint(0, 'settled') }),
       }),
   };
