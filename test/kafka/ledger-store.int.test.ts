@@ -4,17 +4,24 @@ import { PartitionReader } from '../../src/kafka/partition-reader.ts';
 import { checkpointKey, decodeCheckpoint, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { createTopics, testKafka, uniqueName } from '../helpers/kafka.ts';
 
+/** A fresh ledger topic, its checkpoint key and decoder, an admin, a reader and a transactional owner writing to it. */
+async function ledgerWithOwner() {
+  const kafka = testKafka();
+  const ledger = uniqueName('ledger');
+  await createTopics(kafka, [{ topic: ledger }]);
+  const key = checkpointKey('g', 'cmds');
+  const decode = (k: Buffer | null, v: Buffer | null) => decodeCheckpoint(k, v, key);
+  const admin = kafka.admin();
+  const reader = new PartitionReader(kafka);
+  const owner = kafka.producer({ transactionalId: uniqueName('owner'), idempotent: true, maxInFlightRequests: 1 });
+  await Promise.all([admin.connect(), owner.connect()]);
+  const close = async (): Promise<void> => void (await Promise.all([admin.disconnect(), owner.disconnect(), reader.close()]));
+  return { ledger, key, decode, admin, reader, owner, close };
+}
+
 describe('readLatestCheckpoint against a real broker', () => {
   it("'stable' reads past a killed owner's open transaction without waiting for its fate (its last committed checkpoint); 'end' after fencing sees the newest", async () => {
-    const kafka = testKafka();
-    const ledger = uniqueName('ledger');
-    await createTopics(kafka, [{ topic: ledger }]);
-    const key = checkpointKey('g', 'cmds');
-    const decode = (k: Buffer | null, v: Buffer | null) => decodeCheckpoint(k, v, key);
-    const admin = kafka.admin();
-    const reader = new PartitionReader(kafka);
-    const owner = kafka.producer({ transactionalId: uniqueName('owner'), idempotent: true, maxInFlightRequests: 1 });
-    await Promise.all([admin.connect(), owner.connect()]);
+    const { ledger, key, decode, admin, reader, owner, close } = await ledgerWithOwner();
     try {
       const committed = await owner.transaction();
       await committed.send({ topic: ledger, messages: [{ key, partition: 0, value: encodeCheckpoint({ next: 5n, open: [] }) }] });
@@ -34,20 +41,12 @@ describe('readLatestCheckpoint against a real broker', () => {
       await open.commit();
       expect(await readLatestCheckpoint(admin, reader, ledger, 0, decode, 'end')).toEqual({ next: 5n, open: [{ offset: 5n, commandId: 'c5', at: 1 }] });
     } finally {
-      await Promise.all([admin.disconnect(), owner.disconnect(), reader.close()]);
+      await close();
     }
   });
 
   it("'settled' waits for an open transaction that commits within the bound (a live owner's marks), and reads to the stable end past one that does not", async () => {
-    const kafka = testKafka();
-    const ledger = uniqueName('ledger');
-    await createTopics(kafka, [{ topic: ledger }]);
-    const key = checkpointKey('g', 'cmds');
-    const decode = (k: Buffer | null, v: Buffer | null) => decodeCheckpoint(k, v, key);
-    const admin = kafka.admin();
-    const reader = new PartitionReader(kafka);
-    const owner = kafka.producer({ transactionalId: uniqueName('owner'), idempotent: true, maxInFlightRequests: 1 });
-    await Promise.all([admin.connect(), owner.connect()]);
+    const { ledger, key, decode, admin, reader, owner, close } = await ledgerWithOwner();
     const marked = { next: 5n, open: [{ offset: 5n, commandId: 'c5', at: 1 }] };
     try {
       const first = await owner.transaction();
@@ -69,7 +68,7 @@ describe('readLatestCheckpoint against a real broker', () => {
       expect(Date.now() - started).toBeGreaterThanOrEqual(500);
       await killed.abort();
     } finally {
-      await Promise.all([admin.disconnect(), owner.disconnect(), reader.close()]);
+      await close();
     }
   });
 });

@@ -3,14 +3,19 @@ import { FencedError } from '../../src/kafka/ports.ts';
 import { TransactionalProducers } from '../../src/kafka/transactional-producers.ts';
 import { createTopics, testKafka, uniqueName } from '../helpers/kafka.ts';
 
+/** A fresh topic and two processes' producers of the same transactional ids (the partition's owner and the next one). */
+async function twoOwners(name: string): Promise<{ topic: string; owners: [TransactionalProducers, TransactionalProducers] }> {
+  const kafka = testKafka();
+  const topic = uniqueName(name);
+  await createTopics(kafka, [{ topic }]);
+  const prefix = uniqueName(`${name}-tx`);
+  return { topic, owners: [new TransactionalProducers(kafka, prefix), new TransactionalProducers(kafka, prefix)] };
+}
+
 describe('TransactionalProducers against a real broker', () => {
   it("fences the previous owner before forPartition returns: the zombie's open transaction can no longer commit", async () => {
-    const kafka = testKafka();
-    const topic = uniqueName('fence');
-    await createTopics(kafka, [{ topic }]);
-    const prefix = uniqueName('fence-tx');
-    const previousOwner = new TransactionalProducers(kafka, prefix);
-    const newOwner = new TransactionalProducers(kafka, prefix);
+    const { topic, owners } = await twoOwners('fence');
+    const [previousOwner, newOwner] = owners;
     try {
       const zombie = await (await previousOwner.forPartition(topic, 0, 1)).transaction();
       await zombie.send([{ topic, messages: [{ key: 'k', value: Buffer.from('a mark the new owner would not have read') }] }]);
@@ -25,12 +30,8 @@ describe('TransactionalProducers against a real broker', () => {
   });
 
   it('prepare connects the next owner ahead without fencing: the owner still commits; the forPartition that takes it fences', async () => {
-    const kafka = testKafka();
-    const topic = uniqueName('prepare');
-    await createTopics(kafka, [{ topic }]);
-    const prefix = uniqueName('prepare-tx');
-    const owner = new TransactionalProducers(kafka, prefix);
-    const next = new TransactionalProducers(kafka, prefix);
+    const { topic, owners } = await twoOwners('prepare');
+    const [owner, next] = owners;
     try {
       const open = await (await owner.forPartition(topic, 0, 1)).transaction();
       await open.send([{ topic, messages: [{ key: 'k', value: Buffer.from('the owner is still working') }] }]);

@@ -66,6 +66,29 @@ function ownershipWith(options: {
   return { ownership, recorded };
 }
 
+/** An ownership over these effects (the rest do nothing: no earlier owner, no ledger, nothing read), confirmed by the group. */
+function ownershipOver(effects: Partial<OwnershipEffects>, dedupWindow: number): PartitionOwnership {
+  const ownership = new PartitionOwnership({
+    effects: {
+      handover: async () => false,
+      fence: async () => undefined,
+      groupOffset: async () => 0n,
+      checkpoint: async () => undefined,
+      recentCommandIds: async () => [],
+      carry: () => false,
+      pauseLost: () => undefined,
+      resumeAll: () => undefined,
+      ...effects,
+    },
+    dedupWindow,
+    sessionTimeoutMs: 30_000,
+    log: createLogger('silent'),
+    metrics: createMetrics(),
+  });
+  ownership.confirm();
+  return ownership;
+}
+
 describe('PartitionOwnership: no claim without the lease', () => {
   it('does not fence a partition while no heartbeat confirms this member (a process frozen or cut off)', async () => {
     let now = 1_000_000;
@@ -123,25 +146,14 @@ describe('PartitionOwnership recovery', () => {
 
   it('retries a failed claim at the next use', async () => {
     let failures = 1;
-    const flaky = new PartitionOwnership({
-      effects: {
+    const flaky = ownershipOver(
+      {
         fence: async () => {
           if (failures-- > 0) throw new Error('broker away');
         },
-        groupOffset: async () => 0n,
-        checkpoint: async () => undefined,
-        recentCommandIds: async () => [],
-        handover: async () => false,
-        carry: () => false,
-        pauseLost: () => undefined,
-        resumeAll: () => undefined,
       },
-      dedupWindow: 0,
-      sessionTimeoutMs: 30_000,
-      log: createLogger('silent'),
-      metrics: createMetrics(),
-    });
-    flaky.confirm();
+      0,
+    );
     await expect(flaky.claim(TOPIC, 0)).rejects.toThrow('broker away');
     await expect(flaky.claim(TOPIC, 0)).resolves.toMatchObject({ start: 0n });
   });
@@ -156,28 +168,20 @@ describe('PartitionOwnership: work done while the claim waits for the earlier ow
     let fenced = false;
     const prepared: string[] = [];
     let handoverDone!: (local: boolean) => void;
-    const ownership = new PartitionOwnership({
-      effects: {
+    const ownership = ownershipOver(
+      {
         handover: () => new Promise<boolean>((resolve) => (handoverDone = resolve)),
         prepareFence: (topic, partition) => void prepared.push(`${topic}:${partition}${fenced ? ' after fencing' : ''}`),
         fence: async () => void (fenced = true),
         groupOffset: async () => groupOffset,
-        checkpoint: async () => undefined,
         recentCommandIds: async (_topic, _partition, start, count) => {
           reads.push({ start, count, fenced });
           const from = start - BigInt(count) > 0n ? start - BigInt(count) : 0n;
           return log.filter((r) => r.offset >= from && r.offset < start);
         },
-        carry: () => false,
-        pauseLost: () => undefined,
-        resumeAll: () => undefined,
       },
-      dedupWindow: 8,
-      sessionTimeoutMs: 30_000,
-      log: createLogger('silent'),
-      metrics: createMetrics(),
-    });
-    ownership.confirm();
+      8,
+    );
     const claiming = ownership.claim(TOPIC, 0);
     await new Promise((resolve) => setTimeout(resolve, 5));
     // Read before the fence, while the handover still waits; the producer is connected meanwhile too.
@@ -199,27 +203,18 @@ describe('PartitionOwnership: work done while the claim waits for the earlier ow
 
   it('reads the whole window after the fence when the early read failed', async () => {
     const reads: bigint[] = [];
-    const ownership = new PartitionOwnership({
-      effects: {
+    const ownership = ownershipOver(
+      {
         handover: async () => true,
-        fence: async () => undefined,
         groupOffset: async () => 5n,
-        checkpoint: async () => undefined,
         recentCommandIds: async (_topic, _partition, start, count) => {
           reads.push(BigInt(count));
           if (reads.length === 1) throw new Error('reader down for a moment');
           return [{ offset: start - 2n, commandId: 'seen' }];
         },
-        carry: () => false,
-        pauseLost: () => undefined,
-        resumeAll: () => undefined,
       },
-      dedupWindow: 100,
-      sessionTimeoutMs: 30_000,
-      log: createLogger('silent'),
-      metrics: createMetrics(),
-    });
-    ownership.confirm();
+      100,
+    );
     const claim = await ownership.claim(TOPIC, 0);
     expect(reads).toEqual([100n, 100n]);
     expect(claim.dedup.firstOffset('seen')).toBe(3n);
