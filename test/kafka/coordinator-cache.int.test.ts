@@ -1,0 +1,93 @@
+import type { Kafka, Producer } from 'kafkajs';
+import { describe, expect, it } from 'vitest';
+import { createKafka, plaintextKafkaSettings } from '../../src/kafka/client.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { createTopics, testBrokers, testKafka, uniqueName } from '../helpers/kafka.ts';
+import { proxiedSocketFactory, TcpProxy } from '../helpers/tcp-proxy.ts';
+
+/** Counts the producer's requests by API name (kafkajs's own instrumentation events). */
+function countRequests(producer: Producer): Map<string, number> {
+  const counts = new Map<string, number>();
+  producer.on(producer.events.REQUEST, (event: { payload: { apiName: string } }) => {
+    counts.set(event.payload.apiName, (counts.get(event.payload.apiName) ?? 0) + 1);
+  });
+  return counts;
+}
+
+/** One result-like transaction: a record, the group's offset, commit (what a partition's results transaction sends). */
+async function resultTransaction(producer: Producer, topic: string, group: string, offset: number): Promise<void> {
+  const transaction = await producer.transaction();
+  await transaction.send({ topic, messages: [{ key: 'k', value: `result ${offset}` }] });
+  await transaction.sendOffsets({ consumerGroupId: group, topics: [{ topic, partitions: [{ partition: 0, offset: String(offset) }] }] });
+  await transaction.commit();
+}
+
+async function committedValues(kafka: Kafka, topic: string, count: number): Promise<string[]> {
+  const consumer = kafka.consumer({ groupId: uniqueName('reader'), readUncommitted: false });
+  const values: string[] = [];
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await new Promise<void>((resolve) => {
+      void consumer.run({
+        eachMessage: async ({ message }) => {
+          values.push(message.value?.toString() ?? '');
+          if (values.length >= count) resolve();
+        },
+      });
+    });
+  } finally {
+    await consumer.disconnect();
+  }
+  return values;
+}
+
+describe('coordinators remembered by kafkajs clusters (src/kafka/kafkajs.ts)', () => {
+  it('a transactional producer finds its transaction and group coordinators once, not before every request', async () => {
+    const kafka = testKafka();
+    const topic = uniqueName('coordinators');
+    await createTopics(kafka, [{ topic }]);
+    const producer = kafka.producer({ transactionalId: uniqueName('tx'), idempotent: true, maxInFlightRequests: 1 });
+    const counts = countRequests(producer);
+    await producer.connect();
+    try {
+      const group = uniqueName('group');
+      for (let offset = 1; offset <= 10; offset++) await resultTransaction(producer, topic, group, offset);
+      expect(counts.get('EndTxn')).toBe(10);
+      expect(counts.get('TxnOffsetCommit')).toBe(10);
+      // kafkajs alone: one before InitProducerId, then four per transaction (AddPartitionsToTxn,
+      // AddOffsetsToTxn, the group's for TxnOffsetCommit, EndTxn): 41. Remembered: the transactional
+      // id's coordinator and the group's, once each.
+      // (kafkajs names the FindCoordinator request by its old name, GroupCoordinator.)
+      expect(counts.get('GroupCoordinator')).toBe(2);
+    } finally {
+      await producer.disconnect();
+    }
+  });
+
+  it('after its connections are cut, the producer reaches the remembered coordinator again and its transactions commit', async () => {
+    const [broker] = testBrokers();
+    const proxy = await TcpProxy.start(broker ?? '');
+    const kafka = createKafka(plaintextKafkaSettings(testBrokers(), uniqueName('cut')), createLogger('silent'), undefined, {
+      socketFactory: proxiedSocketFactory(proxy),
+      retry: { retries: 5, initialRetryTime: 100 },
+    });
+    const topic = uniqueName('coordinators-cut');
+    await createTopics(testKafka(), [{ topic }]);
+    const producer = kafka.producer({ transactionalId: uniqueName('tx'), idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    try {
+      const group = uniqueName('group');
+      await resultTransaction(producer, topic, group, 1);
+      await proxy.close();
+      await proxy.open();
+      // kafkajs alone fails this one: its fresh lookup after the cut ends in "Failed to find group
+      // coordinator" (not retriable). The remembered node is reconnected by the broker pool instead.
+      await resultTransaction(producer, topic, group, 2);
+      expect(await committedValues(testKafka(), topic, 2)).toEqual(['result 1', 'result 2']);
+    } finally {
+      await producer.disconnect();
+      await proxy.close();
+    }
+  });
+});
