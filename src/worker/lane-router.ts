@@ -60,14 +60,8 @@ export class LaneRouter {
 
   /**
    * Hands a fetched batch to its partition's lane, claiming the partition first if needed. Never
-   * waits: not for a send, not for a claim, not for a lane being replaced (a new generation, a
-   * failure). kafkajs calls this from its fetch loop, which sends this member's heartbeats and its
-   * rejoin only between batches: a claim waiting here for an earlier owner's calls (up to the
-   * handover grace) kept the member from rejoining a rebalance begun meanwhile, and the whole group
-   * (every partition of every member, held while it rebalances) waited for that claim — 1.1 and
-   * 1.7 s in a scale bench run, when a second pod joined during the first one's claims. A batch
-   * that finds its partition not ready stays unresolved and the partition is not fetched until
-   * it is (`#notBefore`); kafkajs then fetches the same records again.
+   * waits for a send of the current lane; only a lane being replaced (a new generation, a failure)
+   * is waited for, once.
    */
   async accept(batch: FetchedBatch): Promise<void> {
     const { parts } = this.#o;
@@ -81,17 +75,14 @@ export class LaneRouter {
     if (lane?.holding === true) return;
     if (lane !== undefined && (!lane.accepting || !parts.ownership.isCurrent(lane.claim))) {
       // A lane of an older generation, or a failed one: it ends first (a failed one gives up its
-      // claim and rewinds the consumer), then the partition is fetched again.
+      // claim and rewinds the consumer, which makes this batch stale).
       this.#retire(lane, new Error('superseded by a new claim'));
-      this.#notBefore(partition, lane.ended);
-      return;
+      await lane.ended;
+      if (batch.isStale() || parts.ownership.isLost(topic, partition)) return;
+      lane = this.#lanes.get(key);
     }
     if (lane === undefined) {
-      const claim = parts.ownership.readyClaim(topic, partition);
-      if (claim === undefined) {
-        this.#notBefore(partition, parts.ownership.claim(topic, partition));
-        return;
-      }
+      const claim = await parts.ownership.claim(topic, partition);
       if (this.#wrappingUp || !parts.ownership.isCurrent(claim) || this.#retiredClaims.has(claim)) return;
       lane = this.#lanes.get(key);
       if (lane === undefined || lane.claim !== claim) {
@@ -100,17 +91,6 @@ export class LaneRouter {
       }
     }
     lane.accept(batch);
-  }
-
-  /** The partition is not fetched until `settled` settles (either way); a new generation's assignment lifts the hold too. */
-  #notBefore(partition: number, settled: Promise<unknown>): void {
-    const { fetchPauses } = this.#o.parts;
-    const holder = {};
-    fetchPauses.hold(partition, holder);
-    void settled.then(
-      () => fetchPauses.release(partition, holder),
-      () => fetchPauses.release(partition, holder),
-    );
   }
 
   /** Waits until the partition's lane of an earlier claim has ended (see the class comment); false when there was none. */

@@ -92,8 +92,6 @@ export class PartitionOwnership {
   #lapsedAt = Number.NEGATIVE_INFINITY;
   /** When each claim was made. */
   readonly #claimedAt = new WeakMap<PartitionClaim, number>();
-  /** The claims that have completed, by their promise (see readyClaim). */
-  readonly #completed = new WeakMap<Promise<PartitionClaim>, PartitionClaim>();
 
   constructor(options: OwnershipOptions) {
     this.#o = options;
@@ -146,13 +144,7 @@ export class PartitionOwnership {
       claim.generation = this.#generation;
       kept.add(claim);
     }
-    this.#claims = new Map(
-      [...kept].map((claim) => {
-        const done = Promise.resolve(claim);
-        this.#completed.set(done, claim);
-        return [`${topic}:${claim.partition}`, done];
-      }),
-    );
+    this.#claims = new Map([...kept].map((claim) => [`${topic}:${claim.partition}`, Promise.resolve(claim)]));
     const lost = [...this.#lost];
     this.#lost = new Set();
     this.#assigned = { topic, partitions: [...partitions] };
@@ -216,27 +208,13 @@ export class PartitionOwnership {
     let pending = this.#claims.get(key);
     if (pending === undefined) {
       const generation = this.#generation;
-      const started = this.#recover(topic, partition, generation);
-      pending = started;
-      this.#claims.set(key, started);
-      started.then(
-        (claim) => this.#completed.set(started, claim),
-        () => {
-          if (this.#claims.get(key) === started) this.#claims.delete(key);
-        },
-      );
+      pending = this.#recover(topic, partition, generation);
+      this.#claims.set(key, pending);
+      pending.catch(() => {
+        if (this.#claims.get(key) === pending) this.#claims.delete(key);
+      });
     }
     return pending;
-  }
-
-  /**
-   * This generation's claim of a partition if it has completed; otherwise undefined, and the claim
-   * is under way (started here if it was not). For callers that must not wait for it: a batch
-   * handler that waited would hold kafkajs's fetch loop, and with it this member's heartbeats and
-   * its rejoin (lane-router.ts says why that matters).
-   */
-  readyClaim(topic: string, partition: number): PartitionClaim | undefined {
-    return this.#completed.get(this.claim(topic, partition));
   }
 
   /**

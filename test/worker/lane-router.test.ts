@@ -45,18 +45,7 @@ afterEach(() => {
   for (const gate of gates.splice(0)) gate.close();
 });
 
-interface Harness {
-  lanes: LaneRouter;
-  ownership: PartitionOwnership;
-  producers: FakeProducers;
-  service: RecordingService;
-  slots: Semaphore;
-  /** Whether the lanes hold the partition from being fetched (kafkajs's pause). */
-  held: (partition: number) => boolean;
-}
-
-/** `handoverDone`: a claim's handover (an earlier lane of this process finishing) waits for it too. */
-function harness(handoverDone: Promise<void> = Promise.resolve()): Harness {
+function harness(): { lanes: LaneRouter; ownership: PartitionOwnership; producers: FakeProducers; service: RecordingService; slots: Semaphore } {
   const config = loadConfig({
     KAFKA_BROKERS: 'localhost:9092',
     SCHEMA_REGISTRY_URL: 'http://localhost:8081',
@@ -79,10 +68,7 @@ function harness(handoverDone: Promise<void> = Promise.resolve()): Harness {
   const made: { lanes?: LaneRouter } = {};
   const ownership = new PartitionOwnership({
     effects: {
-      handover: async (topic, partition) => {
-        await handoverDone;
-        return made.lanes === undefined ? false : made.lanes.handover(topic, partition);
-      },
+      handover: async (topic, partition) => (made.lanes === undefined ? false : made.lanes.handover(topic, partition)),
       fence: async () => undefined,
       groupOffset: async (topic, partition) => producers.groupOffset(topic, partition),
       checkpoint: async () => undefined,
@@ -96,7 +82,6 @@ function harness(handoverDone: Promise<void> = Promise.resolve()): Harness {
     log,
     metrics,
   });
-  const holds = new Map<number, Set<unknown>>();
   // Only what LaneRouter touches; the rest of the wiring is not part of this test.
   const parts = {
     source: { priority: 'normal', topic: TOPIC, consumerGroup: config.consumerGroup, ledgerTopic: config.topics.ledger },
@@ -106,11 +91,7 @@ function harness(handoverDone: Promise<void> = Promise.resolve()): Harness {
     sender,
     maxRecordBytes: 1_000_000,
     tracer: undefined,
-    fetchPauses: {
-      hold: (partition: number, holder: unknown) => holds.set(partition, (holds.get(partition) ?? new Set()).add(holder)),
-      release: (partition: number, holder: unknown) => holds.get(partition)?.delete(holder),
-      stopFetching: () => undefined,
-    },
+    fetchPauses: { hold: () => undefined, release: () => undefined, stopFetching: () => undefined },
     consumer: { seek: () => undefined },
     admin: { fetchOffsets: async () => [{ topic: TOPIC, partitions: [{ partition: PARTITION, offset: String(producers.groupOffset(TOPIC, PARTITION)) }] }] },
   } as unknown as WorkerParts;
@@ -128,30 +109,17 @@ function harness(handoverDone: Promise<void> = Promise.resolve()): Harness {
     onBusy: () => undefined,
   });
   made.lanes = lanes;
-  return { lanes, ownership, producers, service, slots, held: (partition) => (holds.get(partition)?.size ?? 0) > 0 };
-}
-
-/**
- * What kafkajs does with a partition's records: hands them over as a batch; a batch the lanes
- * leave unresolved while they hold the partition is fetched again once the hold is lifted.
- */
-async function deliver({ lanes, held }: Harness, records: () => FetchedRecord[]): Promise<RecordingBatch> {
-  for (;;) {
-    const batch = batchOf(records());
-    await lanes.accept(batch);
-    if (batch.resolved.length > 0 || !held(PARTITION)) return batch;
-    await eventually(() => !held(PARTITION), 5_000, 'the partition to be fetched again');
-  }
+  return { lanes, ownership, producers, service, slots };
 }
 
 describe('LaneRouter', () => {
   it('after a rebalance retired a lane, a batch fetched before the new generation does not open a lane that commits past the records the retired lane gave up', async () => {
-    const h = harness();
-    const { lanes, ownership, producers, service, slots } = h;
+    const { lanes, ownership, producers, service, slots } = harness();
     ownership.joined(TOPIC, [PARTITION]);
     // Nothing can send yet: the test holds the only in-flight slot.
     await slots.acquire();
-    const first = await deliver(h, () => range(0, 5));
+    const first = batchOf(range(0, 5));
+    await lanes.accept(first);
     expect(first.resolved).toEqual(['0', '1', '2', '3', '4']);
     await tick(20);
 
@@ -172,27 +140,8 @@ describe('LaneRouter', () => {
     // The new generation fetches from the committed offset: every command is sent, once.
     ownership.joined(TOPIC, [PARTITION]);
     lanes.retireAll(new Error('a new group generation'));
-    await deliver(h, () => range(0, 10));
+    await lanes.accept(batchOf(range(0, 10)));
     await eventually(() => producers.groupOffset(TOPIC, PARTITION) === 10n, 5_000, 'all ten commands to be committed');
     expect([...service.sent].sort()).toEqual(['c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8', 'c9']);
-  });
-
-  it("never waits for its partition's claim (kafkajs heartbeats and rejoins only between batches): the partition is held from fetching until the claim completes, then its records are taken", async () => {
-    let finishHandover = (): void => undefined;
-    const h = harness(new Promise<void>((resolve) => (finishHandover = resolve)));
-    const { lanes, ownership, service } = h;
-    ownership.joined(TOPIC, [PARTITION]);
-    const early = batchOf(range(0, 3));
-    const returned = await Promise.race([lanes.accept(early).then(() => 'returned' as const), tick(300).then(() => 'still waiting' as const)]);
-    expect(returned).toBe('returned');
-    expect(early.resolved).toEqual([]);
-    expect(h.held(PARTITION)).toBe(true);
-
-    finishHandover();
-    await eventually(() => !h.held(PARTITION), 5_000, 'the hold to be lifted once the claim completes');
-    const again = await deliver(h, () => range(0, 3));
-    expect(again.resolved).toEqual(['0', '1', '2']);
-    await eventually(() => service.sent.length === 3, 5_000, 'the three commands to be sent');
-    expect([...service.sent].sort()).toEqual(['c0', 'c1', 'c2']);
   });
 });
