@@ -12,7 +12,24 @@ export function fetchedBatch(payload: EachBatchPayload): FetchedBatch {
     resolveOffset: (offset) => payload.resolveOffset(offset),
     isRunning: () => payload.isRunning(),
     isStale: () => payload.isStale(),
+    heartbeat: async () => {
+      try {
+        await payload.heartbeat();
+      } catch (error) {
+        if (isRejoinError(error)) throw error;
+      }
+    },
   };
+}
+
+/**
+ * kafkajs's errors after which the member must join again (its runner rejoins on these when they
+ * reach it, also from a batch handler): a rebalance under way, a stale generation, a moved
+ * coordinator, or a member the group no longer knows.
+ */
+export function isRejoinError(error: unknown): boolean {
+  const type = typeof error === 'object' && error !== null ? (error as { type?: unknown }).type : undefined;
+  return type === 'REBALANCE_IN_PROGRESS' || type === 'ILLEGAL_GENERATION' || type === 'NOT_COORDINATOR_FOR_GROUP' || type === 'UNKNOWN_MEMBER_ID';
 }
 
 function topicPartitions(topic: string, partitions: readonly number[] | undefined): { topic: string; partitions?: number[] }[] {

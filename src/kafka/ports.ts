@@ -99,6 +99,14 @@ export interface FetchedBatch {
   resolveOffset(offset: string): void;
   isRunning(): boolean;
   isStale(): boolean;
+  /**
+   * Sends the member's heartbeat if one is due. kafkajs sends heartbeats (and so learns of a
+   * rebalance, and rejoins) only between batches: a batch handler that waits calls this meanwhile.
+   * Rejects when the group is rebalancing (or has moved on without this member): let it propagate
+   * out of the batch handler, and kafkajs rejoins at once. Any other failure is left to the
+   * consumer's own next heartbeat.
+   */
+  heartbeat(): Promise<void>;
 }
 
 /** The offsets the worker reads through the admin client: lag, and the group's committed offset. */

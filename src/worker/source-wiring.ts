@@ -25,6 +25,22 @@ const HANDOVER_COMMIT_MARGIN_MS = 2_000;
 /** The hold a partition lost to fencing keeps on its fetching, until the next generation. */
 const LOST = Symbol('lost to fencing');
 
+/**
+ * How soon a member learns of a rebalance: until the slowest member has, every partition of the
+ * group holds. It learns at its next heartbeat: every 300 ms (at most a third of the session
+ * timeout; one small request per member, about 3 a second), so a rolling update's rebalances start
+ * within a third of a second rather than three. kafkajs sends heartbeats only between fetches, and
+ * a fetch of partitions with nothing new waits `maxWaitTimeInMs` for data (a consumer whose
+ * partitions are all paused, such as a joiner whose claims are under way, sleeps that long): at
+ * 1 s an idle or claiming member learned of a rebalance up to 1 s late (a scale run's rebalance
+ * took 943 ms from the first member's notice to the join). So a fetch waits no longer than the
+ * heartbeat interval; an idle fetch every 250 ms is the price.
+ */
+export function groupTiming(sessionTimeoutMs: number): { heartbeatInterval: number; maxWaitTimeInMs: number } {
+  const heartbeatInterval = Math.min(300, Math.floor(sessionTimeoutMs / 3));
+  return { heartbeatInterval, maxWaitTimeInMs: Math.min(250, heartbeatInterval) };
+}
+
 export interface SourceWiring {
   readonly kafka: Kafka;
   readonly admin: Admin;
@@ -68,11 +84,7 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
     partitionAssigners: workerAssigners({ owned, joining: () => membership.joining() }),
     sessionTimeout: c.sessionTimeoutMs,
     rebalanceTimeout: 60_000,
-    // A member learns of a rebalance only at its next heartbeat, and until the slowest member has,
-    // every partition of the group holds: every 300 ms (one small request per member, about 3 a
-    // second), so a rolling update's rebalances start within a third of a second rather than three.
-    heartbeatInterval: Math.min(300, Math.floor(c.sessionTimeoutMs / 3)),
-    maxWaitTimeInMs: 1_000,
+    ...groupTiming(c.sessionTimeoutMs),
     maxBytesPerPartition: c.fetch.maxBytesPerPartition,
     maxBytes: c.fetch.maxBytes,
     readUncommitted: false,

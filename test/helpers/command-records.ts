@@ -73,6 +73,7 @@ export function recordingBatch(topic: string, partition: number, messages: Fetch
     resolveOffset: (offset) => void resolved.push(offset),
     isRunning: () => true,
     isStale: () => false,
+    heartbeat: () => Promise.resolve(),
   };
 }
 

@@ -45,7 +45,14 @@ afterEach(() => {
   for (const gate of gates.splice(0)) gate.close();
 });
 
-function harness(): { lanes: LaneRouter; ownership: PartitionOwnership; producers: FakeProducers; service: RecordingService; slots: Semaphore } {
+/** `handoverDone`: a claim's handover (an earlier lane of this process finishing) waits for it too. */
+function harness(handoverDone: Promise<void> = Promise.resolve()): {
+  lanes: LaneRouter;
+  ownership: PartitionOwnership;
+  producers: FakeProducers;
+  service: RecordingService;
+  slots: Semaphore;
+} {
   const config = loadConfig({
     KAFKA_BROKERS: 'localhost:9092',
     SCHEMA_REGISTRY_URL: 'http://localhost:8081',
@@ -68,7 +75,10 @@ function harness(): { lanes: LaneRouter; ownership: PartitionOwnership; producer
   const made: { lanes?: LaneRouter } = {};
   const ownership = new PartitionOwnership({
     effects: {
-      handover: async (topic, partition) => (made.lanes === undefined ? false : made.lanes.handover(topic, partition)),
+      handover: async (topic, partition) => {
+        await handoverDone;
+        return made.lanes === undefined ? false : made.lanes.handover(topic, partition);
+      },
       fence: async () => undefined,
       groupOffset: async (topic, partition) => producers.groupOffset(topic, partition),
       checkpoint: async () => undefined,
@@ -143,5 +153,43 @@ describe('LaneRouter', () => {
     await lanes.accept(batchOf(range(0, 10)));
     await eventually(() => producers.groupOffset(TOPIC, PARTITION) === 10n, 5_000, 'all ten commands to be committed');
     expect([...service.sent].sort()).toEqual(['c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8', 'c9']);
+  });
+
+  it('a batch waiting for its claim keeps the member heartbeating (kafkajs heartbeats only between batches) and leaves as soon as a heartbeat finds the group rebalancing', async () => {
+    let finishHandover = (): void => undefined;
+    const { lanes, ownership, service } = harness(new Promise<void>((resolve) => (finishHandover = resolve)));
+    ownership.joined(TOPIC, [PARTITION]);
+    let beats = 0;
+    let rebalancing = false;
+    const batch: RecordingBatch = {
+      ...batchOf(range(0, 3)),
+      heartbeat: async () => {
+        beats += 1;
+        if (rebalancing) throw Object.assign(new Error('The group is rebalancing, so a rejoin is needed'), { type: 'REBALANCE_IN_PROGRESS' });
+      },
+    };
+    const accepted = lanes.accept(batch);
+    await tick(350);
+    expect(beats).toBeGreaterThanOrEqual(2);
+
+    rebalancing = true;
+    await expect(accepted).rejects.toMatchObject({ type: 'REBALANCE_IN_PROGRESS' });
+    expect(batch.resolved).toEqual([]);
+    finishHandover();
+    await tick(50);
+    expect(service.sent).toEqual([]);
+  });
+
+  it('a batch whose claim completes while it heartbeats is taken as before', async () => {
+    let finishHandover = (): void => undefined;
+    const { lanes, ownership, service } = harness(new Promise<void>((resolve) => (finishHandover = resolve)));
+    ownership.joined(TOPIC, [PARTITION]);
+    const batch = batchOf(range(0, 3));
+    const accepted = lanes.accept(batch);
+    await tick(250);
+    finishHandover();
+    await accepted;
+    expect(batch.resolved).toEqual(['0', '1', '2']);
+    await eventually(() => service.sent.length === 3, 5_000, 'the three commands to be sent');
   });
 });
