@@ -1,7 +1,7 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
-import { createTopics, testKafka } from '../helpers/kafka.ts';
+import { createTopics, testKafka, withAdmin } from '../helpers/kafka.ts';
 import { eventually } from '../helpers/kafka.ts';
 import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
 
@@ -111,12 +111,23 @@ describe('fetching is decoupled from sending', () => {
     await within(30_000, 'publishing', publisher.publish(slow.map((command) => ({ command, key: command.commandId }))));
     await within(30_000, 'every slow call reaching the service', Promise.all(arrivals));
 
-    // A second worker joins: the group rebalances while the eight calls are under way.
+    // A second worker joins: the group rebalances while the eight calls are under way. It is not
+    // ready until it has claimed what it got, and a partition that moved to it is claimed only once
+    // the first worker's calls there have their results: wait for the group's new generation (both
+    // members in it, settled), not for readiness.
     const second = await startTestWorker(env);
     cleanups.add(() => second.worker.stop());
-    await eventually(() => (second.worker.health().ready().ok ? true : undefined), 30_000, 'the second worker joining the group');
+    await eventually(
+      async () => {
+        const group = await withAdmin(testKafka(), async (admin) => (await admin.describeGroups([topics.group])).groups[0]);
+        return group?.state === 'Stable' && group.members.length === 2 && group.members.every((m) => m.memberAssignment.length > 0) ? true : undefined;
+      },
+      30_000,
+      'the second worker joining the group',
+    );
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     release();
+    await eventually(() => (second.worker.health().ready().ok ? true : undefined), 30_000, 'the second worker ready once its claims are done');
 
     const answered = await results.waitFor(slow.map((c) => c.commandId));
     for (const c of slow) {
