@@ -1,28 +1,33 @@
 /**
- * Which broker coordinates a group or a transactional id, remembered per kafkajs cluster.
+ * Which broker coordinates a transactional id, remembered per kafkajs cluster.
  *
  * kafkajs 2.2.4 asks the cluster (a FindCoordinator round trip) before every transactional
- * request: AddPartitionsToTxn, AddOffsetsToTxn and EndTxn each find the transaction coordinator,
- * and sendOffsets finds the group's too. A ledger mark's transaction is then 5 round trips instead
- * of 3, a result transaction 9 instead of 5, and FindCoordinator was the most frequent request the
- * worker sent (17,809 in 32 s for 200 codes a second, against 6,493 Produce; bench/README.md,
- * "Coordinators remembered"). The Java client remembers the coordinator until a request says it
- * moved; this does the same for kafkajs (installed by kafkajs.ts).
+ * request: AddPartitionsToTxn, AddOffsetsToTxn and EndTxn each find the transaction coordinator
+ * (and sendOffsets the group's too). A ledger mark's transaction was then 5 round trips instead of
+ * 3, and FindCoordinator was the most frequent request the worker sent (17,809 in 32 s for 200
+ * codes a second, against 6,493 Produce; bench/README.md, "Coordinators remembered"). The Java
+ * client remembers the coordinator until a request says it moved; this does the same for the
+ * transaction coordinator (installed by kafkajs.ts).
+ *
+ * Only the transaction coordinator (coordinator type 1). A group's coordinator is looked up as
+ * kafkajs does, every time: the admin's offset reads decide whether a transaction that failed
+ * to answer committed after all (partition-transaction.ts), and a remembered coordinator that
+ * moved would fail the first such read after the move, which reads as "not committed".
  *
  * A remembered coordinator is forgotten when a request to it fails for a reason that says it is
- * not (or no longer) the coordinator, or the connection failed. A transactional request refused
- * with "not the coordinator" was not handled by that broker, so it is sent once more to the
- * coordinator found afresh: what kafkajs alone would have done (find, then send) had it asked.
+ * not (or no longer) the coordinator, or the connection failed. The request itself fails as it
+ * would have in kafkajs; a failed transaction is aborted and redone by its caller, whose abort
+ * finds the coordinator afresh.
  */
 
-/** kafkajs's names for "this broker is not the coordinator (any more)": the request was not handled. */
-const MOVED = new Set(['NOT_COORDINATOR_FOR_GROUP', 'NOT_COORDINATOR', 'GROUP_COORDINATOR_NOT_AVAILABLE', 'COORDINATOR_NOT_AVAILABLE']);
+/** kafkajs 2.2.4's names (protocol/error.js, codes 15 and 16) for "this broker is not the coordinator (any more)". */
+const MOVED = new Set(['NOT_COORDINATOR_FOR_GROUP', 'GROUP_COORDINATOR_NOT_AVAILABLE']);
 
-/** Connection failures: the remembered broker may be gone; whether the request was handled is unknown. */
+/** Connection failures: the remembered broker may be gone. */
 const CONNECTION = new Set(['KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSRequestTimeoutError']);
 
-/** The coordinator's requests that a refusal with "not the coordinator" lets us send again as they were. */
-export const RESENDABLE_WHEN_MOVED: ReadonlySet<string> = new Set(['addPartitionsToTxn', 'addOffsetsToTxn', 'endTxn', 'txnOffsetCommit']);
+/** FindCoordinator's coordinator type for a transactional id (KIP-98); 0 is a consumer group. */
+export const TRANSACTION_COORDINATOR = 1;
 
 export type CoordinatorFailure = 'moved' | 'connection' | 'other';
 
@@ -42,9 +47,8 @@ export function coordinatorKey(groupId: string, coordinatorType: number): string
 }
 
 /**
- * One cluster's remembered coordinators: key → broker node id. Bounded by the ids one client
- * uses (its consumer group, its transactional id, the groups its admin reads), so it never grows
- * past a handful; `forget` drops an entry only if it still names the node that failed, so a
+ * One cluster's remembered coordinators: key → broker node id. Bounded by the transactional ids
+ * one client uses (kafkajs makes a cluster per producer: one); `forget` drops an entry only if it still names the node that failed, so a
  * late failure from an old coordinator does not undo a newer lookup.
  */
 export class CoordinatorMemory {

@@ -86,12 +86,12 @@ export class LaneRouter {
       // A lane of an older generation, or a failed one: it ends first (a failed one gives up its
       // claim and rewinds the consumer, which makes this batch stale).
       this.#retire(lane, new Error('superseded by a new claim'));
-      await this.#heartbeating(batch, lane.ended);
+      await this.#heartbeating(batch, lane.ended, () => true);
       if (batch.isStale() || parts.ownership.isLost(topic, partition)) return;
       lane = this.#lanes.get(key);
     }
     if (lane === undefined) {
-      const claim = await this.#heartbeating(batch, parts.ownership.claim(topic, partition));
+      const claim = await this.#heartbeating(batch, parts.ownership.claim(topic, partition), () => parts.ownership.waitingForEarlierOwner(topic, partition));
       if (this.#wrappingUp || !parts.ownership.isCurrent(claim) || this.#retiredClaims.has(claim)) return;
       lane = this.#lanes.get(key);
       if (lane === undefined || lane.claim !== claim) {
@@ -104,11 +104,14 @@ export class LaneRouter {
 
   /**
    * Waits for `settled`, sending the member's heartbeat whenever one is due meanwhile (the batch's
-   * heartbeat sends one only every heartbeat interval). A heartbeat that finds the group
-   * rebalancing rejects, out of the batch handler: kafkajs rejoins at once, the batch stays
-   * unresolved, and what was awaited goes on by itself (a claim of a past generation then stops).
+   * heartbeat sends one only every heartbeat interval), but only while `mayRejoin`: a claim that
+   * has begun to fence finishes first (fence and reads are short), since a fence still under way
+   * after the rejoin could land after the next owner's and fence it. A heartbeat that finds the
+   * group rebalancing rejects out of the batch handler (after a fence begun meanwhile has ended):
+   * kafkajs rejoins at once, the batch stays unresolved, and a claim still waiting for its earlier
+   * owner stops at the new generation without fencing.
    */
-  async #heartbeating<T>(batch: FetchedBatch, settled: Promise<T>): Promise<T> {
+  async #heartbeating<T>(batch: FetchedBatch, settled: Promise<T>, mayRejoin: () => boolean): Promise<T> {
     let done = false;
     const finished = settled.then(
       () => void (done = true),
@@ -118,7 +121,13 @@ export class LaneRouter {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([finished, new Promise<void>((resolve) => (timer = setTimeout(resolve, HEARTBEAT_CHECK_MS)))]);
       clearTimeout(timer);
-      if (!done) await batch.heartbeat();
+      if (done || !mayRejoin()) continue;
+      try {
+        await batch.heartbeat();
+      } catch (error) {
+        if (!mayRejoin()) await finished;
+        throw error;
+      }
     }
     return settled;
   }

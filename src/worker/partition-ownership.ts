@@ -92,6 +92,8 @@ export class PartitionOwnership {
   #lapsedAt = Number.NEGATIVE_INFINITY;
   /** When each claim was made. */
   readonly #claimedAt = new WeakMap<PartitionClaim, number>();
+  /** Claims in their handover step (topic:partition): they have not fenced yet (see waitingForEarlierOwner). */
+  readonly #handingOver = new Set<string>();
 
   constructor(options: OwnershipOptions) {
     this.#o = options;
@@ -202,6 +204,15 @@ export class PartitionOwnership {
     this.#claims.delete(`${topic}:${partition}`);
   }
 
+  /**
+   * Whether a claim of the partition is in its handover step: waiting for an earlier owner, not
+   * yet fencing. Only then may the member rejoin the group while the claim goes on (lane-router.ts):
+   * a fence still under way after the rejoin could land after the next owner's and fence it.
+   */
+  waitingForEarlierOwner(topic: string, partition: number): boolean {
+    return this.#handingOver.has(`${topic}:${partition}`);
+  }
+
   /** This generation's claim of a partition: fences and recovers on first use. */
   claim(topic: string, partition: number): Promise<PartitionClaim> {
     const key = `${topic}:${partition}`;
@@ -269,8 +280,14 @@ export class PartitionOwnership {
     for (const step of claimSteps()) {
       const stepStarted = this.#now();
       if (step === 'handover') {
-        const local = await this.#o.effects.handover(topic, partition);
-        if (!local) await this.#awaitEarlierOwner(topic, partition, generation);
+        const key = `${topic}:${partition}`;
+        this.#handingOver.add(key);
+        try {
+          const local = await this.#o.effects.handover(topic, partition);
+          if (!local) await this.#awaitEarlierOwner(topic, partition, generation);
+        } finally {
+          this.#handingOver.delete(key);
+        }
         stepMs[step] = this.#now() - stepStarted;
         continue;
       }

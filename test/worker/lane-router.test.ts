@@ -45,8 +45,14 @@ afterEach(() => {
   for (const gate of gates.splice(0)) gate.close();
 });
 
-/** `handoverDone`: a claim's handover (an earlier lane of this process finishing) waits for it too. */
-function harness(handoverDone: Promise<void> = Promise.resolve()): {
+/**
+ * `handoverDone`: a claim's handover (an earlier lane of this process finishing) waits for it too;
+ * `fenceDone`: so does its fence.
+ */
+function harness(
+  handoverDone: Promise<void> = Promise.resolve(),
+  fenceDone: Promise<void> = Promise.resolve(),
+): {
   lanes: LaneRouter;
   ownership: PartitionOwnership;
   producers: FakeProducers;
@@ -79,7 +85,7 @@ function harness(handoverDone: Promise<void> = Promise.resolve()): {
         await handoverDone;
         return made.lanes === undefined ? false : made.lanes.handover(topic, partition);
       },
-      fence: async () => undefined,
+      fence: async () => fenceDone,
       groupOffset: async (topic, partition) => producers.groupOffset(topic, partition),
       checkpoint: async () => undefined,
       recentCommandIds: async () => [],
@@ -178,6 +184,26 @@ describe('LaneRouter', () => {
     finishHandover();
     await tick(50);
     expect(service.sent).toEqual([]);
+  });
+
+  it("a batch whose claim has begun to fence sends no heartbeat until the claim is done: a fence under way after a rejoin could land after the next owner's", async () => {
+    let finishFence = (): void => undefined;
+    const { lanes, ownership } = harness(Promise.resolve(), new Promise<void>((resolve) => (finishFence = resolve)));
+    ownership.joined(TOPIC, [PARTITION]);
+    let beats = 0;
+    const batch: RecordingBatch = {
+      ...batchOf(range(0, 3)),
+      heartbeat: async () => {
+        beats += 1;
+        throw Object.assign(new Error('The group is rebalancing, so a rejoin is needed'), { type: 'REBALANCE_IN_PROGRESS' });
+      },
+    };
+    const accepted = lanes.accept(batch);
+    await tick(350);
+    expect(beats).toBe(0);
+    finishFence();
+    await accepted;
+    expect(batch.resolved).toEqual(['0', '1', '2']);
   });
 
   it('a batch whose claim completes while it heartbeats is taken as before', async () => {
