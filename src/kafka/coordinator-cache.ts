@@ -29,16 +29,16 @@ const CONNECTION = new Set(['KafkaJSConnectionError', 'KafkaJSConnectionClosedEr
 /** FindCoordinator's coordinator type for a transactional id (KIP-98); 0 is a consumer group. */
 export const TRANSACTION_COORDINATOR = 1;
 
-export type CoordinatorFailure = 'moved' | 'connection' | 'other';
-
-/** What a failed request to a coordinator says about it (pure; errors are kafkajs's). */
-export function coordinatorFailure(error: unknown): CoordinatorFailure {
-  if (typeof error !== 'object' || error === null) return 'other';
+/**
+ * Whether a failed request to a remembered coordinator means it is to be forgotten (pure; errors
+ * are kafkajs's): the broker says it is not the coordinator, or the connection to it failed.
+ */
+export function forgetsCoordinator(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
   const { type, name, code } = error as { type?: unknown; name?: unknown; code?: unknown };
-  if (typeof type === 'string' && MOVED.has(type)) return 'moved';
-  if (typeof name === 'string' && CONNECTION.has(name)) return 'connection';
-  if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EPIPE') return 'connection';
-  return 'other';
+  if (typeof type === 'string' && MOVED.has(type)) return true;
+  if (typeof name === 'string' && CONNECTION.has(name)) return true;
+  return code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EPIPE';
 }
 
 /** Coordinator type 0 is a consumer group, 1 a transactional id (KIP-98's FindCoordinator). */
@@ -48,8 +48,9 @@ export function coordinatorKey(groupId: string, coordinatorType: number): string
 
 /**
  * One cluster's remembered coordinators: key → broker node id. Bounded by the transactional ids
- * one client uses (kafkajs makes a cluster per producer: one); `forget` drops an entry only if it still names the node that failed, so a
- * late failure from an old coordinator does not undo a newer lookup.
+ * one client uses (kafkajs makes a cluster per producer: one). `forget` drops an entry only if it
+ * still names the node that failed, so a late failure from an old coordinator does not undo a
+ * newer lookup.
  */
 export class CoordinatorMemory {
   readonly #nodes = new Map<string, number>();

@@ -8,7 +8,7 @@
 import { createRequire } from 'node:module';
 import type * as KafkaJs from 'kafkajs';
 import { filterAbortedRecords, type AbortedTransaction, type FetchedRecord } from './aborted-transactions.ts';
-import { coordinatorFailure, coordinatorKey, CoordinatorMemory, TRANSACTION_COORDINATOR } from './coordinator-cache.ts';
+import { coordinatorKey, CoordinatorMemory, forgetsCoordinator, TRANSACTION_COORDINATOR } from './coordinator-cache.ts';
 
 const require = createRequire(import.meta.url);
 const filterModule = require.resolve('kafkajs/src/consumer/filterAbortedMessages.js');
@@ -65,7 +65,7 @@ function watched(memory: CoordinatorMemory, key: string, broker: InternalBroker)
         const result: unknown = Reflect.apply(value, target, args);
         if (!(result instanceof Promise)) return result;
         return result.catch((error: unknown) => {
-          if (coordinatorFailure(error) !== 'other') memory.forget(key, target.nodeId);
+          if (forgetsCoordinator(error)) memory.forget(key, target.nodeId);
           throw error;
         });
       };

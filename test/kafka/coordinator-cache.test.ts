@@ -1,23 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { coordinatorFailure, coordinatorKey, CoordinatorMemory } from '../../src/kafka/coordinator-cache.ts';
+import { coordinatorKey, CoordinatorMemory, forgetsCoordinator } from '../../src/kafka/coordinator-cache.ts';
 
-describe('coordinatorFailure', () => {
-  it('reads "not the coordinator" and "coordinator not available" (kafkajs 2.2.4\'s names, codes 16 and 15) as moved', () => {
+describe('forgetsCoordinator', () => {
+  it('reads "not the coordinator" and "coordinator not available" (kafkajs 2.2.4\'s names, codes 16 and 15) as a coordinator to forget', () => {
     for (const type of ['NOT_COORDINATOR_FOR_GROUP', 'GROUP_COORDINATOR_NOT_AVAILABLE']) {
-      expect(coordinatorFailure({ name: 'KafkaJSProtocolError', type })).toBe('moved');
+      expect(forgetsCoordinator({ name: 'KafkaJSProtocolError', type })).toBe(true);
     }
   });
 
-  it('reads a failed connection as connection, and everything else (fenced, rebalancing, loading) as other', () => {
-    expect(coordinatorFailure({ name: 'KafkaJSConnectionError' })).toBe('connection');
-    expect(coordinatorFailure({ name: 'KafkaJSConnectionClosedError' })).toBe('connection');
-    expect(coordinatorFailure({ name: 'KafkaJSRequestTimeoutError' })).toBe('connection');
-    expect(coordinatorFailure(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }))).toBe('connection');
-    expect(coordinatorFailure({ name: 'KafkaJSProtocolError', type: 'INVALID_PRODUCER_EPOCH' })).toBe('other');
-    expect(coordinatorFailure({ name: 'KafkaJSProtocolError', type: 'REBALANCE_IN_PROGRESS' })).toBe('other');
-    expect(coordinatorFailure({ name: 'KafkaJSProtocolError', type: 'GROUP_LOAD_IN_PROGRESS' })).toBe('other');
-    expect(coordinatorFailure('not an error')).toBe('other');
-    expect(coordinatorFailure(null)).toBe('other');
+  it('forgets it on a failed connection too, and on nothing else (fenced, rebalancing, loading)', () => {
+    expect(forgetsCoordinator({ name: 'KafkaJSConnectionError' })).toBe(true);
+    expect(forgetsCoordinator({ name: 'KafkaJSConnectionClosedError' })).toBe(true);
+    expect(forgetsCoordinator({ name: 'KafkaJSRequestTimeoutError' })).toBe(true);
+    expect(forgetsCoordinator(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }))).toBe(true);
+    expect(forgetsCoordinator({ name: 'KafkaJSProtocolError', type: 'INVALID_PRODUCER_EPOCH' })).toBe(false);
+    expect(forgetsCoordinator({ name: 'KafkaJSProtocolError', type: 'REBALANCE_IN_PROGRESS' })).toBe(false);
+    expect(forgetsCoordinator({ name: 'KafkaJSProtocolError', type: 'GROUP_LOAD_IN_PROGRESS' })).toBe(false);
+    expect(forgetsCoordinator('not an error')).toBe(false);
+    expect(forgetsCoordinator(null)).toBe(false);
   });
 });
 

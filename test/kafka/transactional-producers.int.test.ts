@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FencedError } from '../../src/kafka/ports.ts';
+import { FencedError, type Transaction } from '../../src/kafka/ports.ts';
 import { TransactionalProducers } from '../../src/kafka/transactional-producers.ts';
 import { createTopics, testKafka, uniqueName } from '../helpers/kafka.ts';
 
@@ -12,13 +12,19 @@ async function twoOwners(name: string): Promise<{ topic: string; owners: [Transa
   return { topic, owners: [new TransactionalProducers(kafka, prefix), new TransactionalProducers(kafka, prefix)] };
 }
 
+/** A transaction of partition 0's producer, left open with one record in it. */
+async function openWith(owner: TransactionalProducers, topic: string, value: string): Promise<Transaction> {
+  const transaction = await (await owner.forPartition(topic, 0, 1)).transaction();
+  await transaction.send([{ topic, messages: [{ key: 'k', value: Buffer.from(value) }] }]);
+  return transaction;
+}
+
 describe('TransactionalProducers against a real broker', () => {
   it("fences the previous owner before forPartition returns: the zombie's open transaction can no longer commit", async () => {
     const { topic, owners } = await twoOwners('fence');
     const [previousOwner, newOwner] = owners;
     try {
-      const zombie = await (await previousOwner.forPartition(topic, 0, 1)).transaction();
-      await zombie.send([{ topic, messages: [{ key: 'k', value: Buffer.from('a mark the new owner would not have read') }] }]);
+      const zombie = await openWith(previousOwner, topic, 'a mark the new owner would not have read');
       // The new owner's claim creates the producer and reads the ledger next, before any
       // transaction of its own: the previous owner must be fenced by then.
       await newOwner.forPartition(topic, 0, 1);
@@ -33,14 +39,12 @@ describe('TransactionalProducers against a real broker', () => {
     const { topic, owners } = await twoOwners('prepare');
     const [owner, next] = owners;
     try {
-      const open = await (await owner.forPartition(topic, 0, 1)).transaction();
-      await open.send([{ topic, messages: [{ key: 'k', value: Buffer.from('the owner is still working') }] }]);
+      const open = await openWith(owner, topic, 'the owner is still working');
       next.prepare(topic, 0);
       // Let the prepared producer connect (and take kafkajs's idempotent producer id) in full.
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       await open.commit();
-      const later = await (await owner.forPartition(topic, 0, 1)).transaction();
-      await later.send([{ topic, messages: [{ key: 'k', value: Buffer.from('before the handover') }] }]);
+      const later = await openWith(owner, topic, 'before the handover');
       await next.forPartition(topic, 0, 1);
       await expect(later.commit()).rejects.toBeInstanceOf(FencedError);
     } finally {
