@@ -28,12 +28,12 @@ import { openLoopCommand, prng, type OpenLoopKind } from './commands.ts';
 import type { SendCommand } from '../../src/contracts/command.ts';
 import { createTopics, PRODUCED_AT_HEADER } from './kafka.ts';
 import { fmt, ms } from './markdown.ts';
-import { peakRssBytes, sleep, stopChild } from './proc.ts';
+import { cpuMicros, peakRssBytes, sleep, stopChild } from './proc.ts';
 import { RequestLogCollector, type LoggedRequest } from './request-log.ts';
 import { ResultWatcher } from './results.ts';
 import type { SandboxProcess } from './sandbox.ts';
 import { percentile, sortedNumbers } from './stats.ts';
-import { freePort, startWorker, waitReady, workerEnv } from '../pipelines/worker.ts';
+import { freePort, scrapeWorker, startWorker, waitReady, workerEnv } from '../pipelines/worker.ts';
 
 /** The issue's targets for the open-loop run. */
 export const TIME_TO_SEND_P99_TARGET_MS = 100;
@@ -197,6 +197,23 @@ export interface OpenLoopObservations extends PublishedCommands {
   readonly missingResults: number;
   readonly peakRssBytes: number;
   readonly logGaps: number;
+  /**
+   * The worker's load over the measured window (the warm-up's end → publishing's end): Kafka
+   * transactions committed per second (its /metrics) and its CPU (user + system, /proc) as a
+   * share of one core. NaN when either read failed.
+   */
+  readonly workerLoad: WorkerLoad;
+}
+
+export interface WorkerLoad {
+  readonly transactionsPerSecond: number;
+  readonly cpuShare: number;
+}
+
+/** A point to measure the worker's load from: its committed transactions, its CPU time and the clock. */
+async function loadPoint(pid: number, httpPort: number): Promise<{ transactions: number; cpuMicros: number; at: number }> {
+  const counters = await scrapeWorker(httpPort);
+  return { transactions: counters?.transactions ?? Number.NaN, cpuMicros: cpuMicros(pid) ?? Number.NaN, at: Date.now() };
 }
 
 /**
@@ -309,6 +326,7 @@ export async function observeOpenLoop(
     );
     let exited = false;
     void worker.exited.then(() => (exited = true));
+    const windowStart = sleep(options.warmupSeconds * 1000).then(() => loadPoint(worker.pid, httpPort));
     const published = await publishAtRate({
       kafka: ctx.kafka,
       registry: ctx.registry,
@@ -322,6 +340,9 @@ export async function observeOpenLoop(
       shouldStop: () => exited,
     });
     const { publishedAt } = published;
+    const [from, to] = [await windowStart, await loadPoint(worker.pid, httpPort)];
+    const seconds = (to.at - from.at) / 1000;
+    const workerLoad = { transactionsPerSecond: (to.transactions - from.transactions) / seconds, cpuShare: (to.cpuMicros - from.cpuMicros) / 1e6 / seconds };
     // By id: with a preloaded backlog the results topic has other commands' results too.
     const answered = (): number => {
       let n = 0;
@@ -363,6 +384,7 @@ export async function observeOpenLoop(
       missingResults: missing,
       peakRssBytes: peakRss,
       logGaps: log.abandonedGaps,
+      workerLoad,
     };
   } finally {
     await log.stop().catch(() => undefined);

@@ -15,7 +15,7 @@ import type { LatencySpec } from '../../src/sandbox/faults.ts';
 import { verificationCode } from './commands.ts';
 import { loadBacklog } from './kafka.ts';
 import { fmt, ms } from './markdown.ts';
-import { observeOpenLoop, TIME_TO_SEND_P99_TARGET_MS, windowTimings, type OpenLoopContext } from './open-loop.ts';
+import { observeOpenLoop, TIME_TO_SEND_P99_TARGET_MS, windowTimings, type OpenLoopContext, type WorkerLoad } from './open-loop.ts';
 import type { LoggedRequest } from './request-log.ts';
 import type { SandboxProcess } from './sandbox.ts';
 import { percentile } from './stats.ts';
@@ -61,6 +61,8 @@ export interface PriorityPass {
   readonly bulkLeftAtEnd: number;
   readonly peakRssBytes: number;
   readonly logGaps: number;
+  /** The worker's transactions per second and CPU over the measured window. */
+  readonly workerLoad: WorkerLoad;
 }
 
 export interface PriorityTargets {
@@ -202,6 +204,7 @@ async function runPass(
     bulkLeftAtEnd: leftAt(bulk.keys(), end, o.firstRequest, o.firstVisible),
     peakRssBytes: o.peakRssBytes,
     logGaps: o.logGaps,
+    workerLoad: o.workerLoad,
   };
 }
 
@@ -248,7 +251,7 @@ export function priorityLines(f: PriorityFigures): string[] {
   const { settings: s, baseline: b, loaded: l, sameLoad: same, targets: t } = f;
   const spec = s.latency.kind === 'lognormal' ? `log-normal p50 ${s.latency.medianMs} ms / p99 ${s.latency.p99Ms} ms` : JSON.stringify(s.latency);
   const codes = (p: PriorityPass): string =>
-    `${fmt(p.codesPublished)} codes published in the measured ${s.seconds} s, ${fmt(p.codesSent)} reached the service: time to send p50 ${ms(p.timeToSendP50Ms)}, p99 ${ms(p.timeToSendP99Ms)}, max ${ms(p.timeToSendMaxMs)}; end to end p99 ${ms(p.e2eP99Ms)}`;
+    `${fmt(p.codesPublished)} codes published in the measured ${s.seconds} s, ${fmt(p.codesSent)} reached the service: time to send p50 ${ms(p.timeToSendP50Ms)}, p99 ${ms(p.timeToSendP99Ms)}, max ${ms(p.timeToSendMaxMs)}; end to end p99 ${ms(p.e2eP99Ms)}; the worker meanwhile ${fmt(p.workerLoad.transactionsPerSecond)} transactions/s, CPU ${fmt(100 * p.workerLoad.cpuShare)}% of a core`;
   const warm = (p: PriorityPass, name: string): string =>
     `${name} ${fmt(p.warmup.published)}: time to send p99 ${ms(p.warmup.timeToSendP99Ms)}, max ${ms(p.warmup.timeToSendMaxMs)}`;
   const share = l.bulkPerSecond / s.rateLimit;

@@ -7,7 +7,7 @@ import { connectionSettings, describeIssues, type KafkaSettings, type RegistrySe
 import type { RefusalScopeSettings } from '../worker/refusal-scopes.ts';
 import { velocityEnabled, type VelocitySettings } from '../worker/guard/velocity.ts';
 import type { SpendCapSettings } from '../worker/guard/spend-cap.ts';
-import { envSchema, REFUSAL_DEFAULTS, type Env } from './schema.ts';
+import { BULK_MARK_LINGER_MS, envSchema, REFUSAL_DEFAULTS, type Env } from './schema.ts';
 import type { Priority } from '../worker/priority/priority.ts';
 import { tracingSettings, type TracingSettings } from './tracing.ts';
 
@@ -30,6 +30,11 @@ export interface CommandSource {
    * waiting on each other's dead owners for a minute.
    */
   readonly ledgerTopic: string;
+  /**
+   * How long a busy partition's ledger mark waits, counted from its last transaction, for the marks
+   * behind it to share one transaction (0: at once). A partition quiet for longer commits at once.
+   */
+  readonly markLingerMs: number;
 }
 
 export interface WorkerConfig {
@@ -298,7 +303,13 @@ export function describeConfig(config: WorkerConfig): Record<string, unknown> {
 
 /** COMMAND_TOPIC at normal priority, and PRIORITY_COMMAND_TOPIC at high when set (first: highest). */
 function commandSources(e: Env, problems: string[]): CommandSource[] {
-  const normal: CommandSource = { priority: 'normal', topic: e.COMMAND_TOPIC, consumerGroup: e.CONSUMER_GROUP, ledgerTopic: e.LEDGER_TOPIC };
+  const normal: CommandSource = {
+    priority: 'normal',
+    topic: e.COMMAND_TOPIC,
+    consumerGroup: e.CONSUMER_GROUP,
+    ledgerTopic: e.LEDGER_TOPIC,
+    markLingerMs: e.MARK_LINGER_MS ?? (e.PRIORITY_COMMAND_TOPIC === undefined ? 0 : BULK_MARK_LINGER_MS),
+  };
   if (e.PRIORITY_COMMAND_TOPIC === undefined) {
     if (e.PRIORITY_CONSUMER_GROUP !== undefined) problems.push('PRIORITY_CONSUMER_GROUP: set without PRIORITY_COMMAND_TOPIC');
     if (e.PRIORITY_LEDGER_TOPIC !== undefined) problems.push('PRIORITY_LEDGER_TOPIC: set without PRIORITY_COMMAND_TOPIC');
@@ -309,6 +320,8 @@ function commandSources(e: Env, problems: string[]): CommandSource[] {
     topic: e.PRIORITY_COMMAND_TOPIC,
     consumerGroup: e.PRIORITY_CONSUMER_GROUP ?? `${e.CONSUMER_GROUP}-priority`,
     ledgerTopic: e.PRIORITY_LEDGER_TOPIC ?? `${e.PRIORITY_COMMAND_TOPIC}.ledger`,
+    // Someone waits for every code: its marks commit at once.
+    markLingerMs: 0,
   };
   const others = [e.COMMAND_TOPIC, e.RESULT_TOPIC, e.DEAD_LETTER_TOPIC, e.LEDGER_TOPIC];
   if (others.includes(high.topic)) problems.push('PRIORITY_COMMAND_TOPIC: must differ from COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC and LEDGER_TOPIC');

@@ -51,6 +51,13 @@ export const PROVIDER_DEFAULTS = {
  * - three distinct routes with nothing sent in between: one region without an upstream is
  *   ordinary, three at once with no success at all is the account.
  */
+/**
+ * MARK_LINGER_MS of the bulk topic (COMMAND_TOPIC beside a priority topic): nobody waits for one
+ * bulk command, and its marks are most of the process's transactions, which the codes share the
+ * machine with (bench/README.md, "Bulk marks share transactions").
+ */
+export const BULK_MARK_LINGER_MS = 100;
+
 export const REFUSAL_DEFAULTS = {
   maxWaitMs: 2_000,
   routeProbe: { initialMs: 1_000, maxMs: 60_000 },
@@ -168,6 +175,16 @@ export const envSchema = z.object({
     (v) => v === undefined || /^[a-zA-Z0-9._-]{1,249}$/.test(v),
     'a Kafka topic name: letters, digits, . _ - (1–249), or empty for the default',
   ),
+  /**
+   * How long a busy partition of COMMAND_TOPIC holds a ledger mark, after its last transaction, so
+   * the marks behind it share one transaction; unset: BULK_MARK_LINGER_MS with a priority topic
+   * (COMMAND_TOPIC is then the bulk one), 0 without. The priority topic's marks never wait.
+   */
+  MARK_LINGER_MS: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v))
+    .pipe(z.coerce.number<string | undefined>().int().min(0).max(1_000).optional()),
   /** Under contention the normal topic still gets this share of in-flight slots, mark permits and rate-limit tokens. */
   PRIORITY_NORMAL_MIN_SHARE: z.coerce.number().min(0).max(0.5).default(0.1),
   LEDGER_ENABLED: bool(true),

@@ -24,8 +24,12 @@ export interface LaneContext {
   readonly priority?: Priority;
   readonly log: Logger;
   /** Where results go; `mayFence` is the lane's own (see `mayCommit`). */
-  readonly target: Omit<CommitTarget, 'topic' | 'partition' | 'mayFence' | 'generation'>;
+  readonly target: Omit<CommitTarget, 'topic' | 'partition' | 'mayFence' | 'generation' | 'mayReinitialise'>;
+  /** Whether the lane's producer may be initialised again after a failed transaction (it owns the partition, and the group is not rebalancing). */
+  readonly mayReinitialise?: () => boolean;
   readonly commitIntervalMs: number;
+  /** A busy partition's marks wait up to this long after its last transaction, to share the next one (commit-clock.ts). */
+  readonly markLingerMs?: number;
   /** This generation's claim of the partition: start offset, inherited and open marks, dedup window. */
   readonly claim: PartitionClaim;
   /** Records dispatched past the committed offset, at most (the run-ahead bound). */

@@ -214,8 +214,10 @@ export class LaneRouter {
         deadLetterTopic: c.topics.deadLetter,
         ledgerTopic: c.ledger.enabled ? parts.source.ledgerTopic : undefined,
         maxBatchBytes: parts.maxRecordBytes,
+        latestCheckpoint: () => parts.latestCheckpoint(partition),
       },
       commitIntervalMs: c.commitIntervalMs,
+      markLingerMs: parts.source.markLingerMs,
       claim,
       maxRunAhead: c.ledger.maxRunAhead,
       bytesInHand: this.#o.bytesInHand,
@@ -224,6 +226,7 @@ export class LaneRouter {
       // the current generation (not a lane left over from before a rebalance).
       leaseHolds: owns,
       mayCommit: () => owns() || parts.producers.has(topic, partition, claim.generation),
+      mayReinitialise: () => owns() && !parts.ownership.isRebalancing,
       abandon: this.#o.abandon,
       onProgress: () => this.#o.onProgress(key),
       onBusy: (busy) => this.#o.onBusy(key, busy),

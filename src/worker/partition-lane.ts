@@ -66,6 +66,7 @@ export class PartitionLane {
       markPermits: ctx.markPermits !== undefined,
       maxRunAhead: ctx.maxRunAhead,
       commitIntervalMs: ctx.commitIntervalMs,
+      markLingerMs: ctx.markLingerMs,
       inDoubtPolicy: ctx.deps.inDoubtPolicy,
     });
     this.#signal = AbortSignal.any([ctx.abandon, this.#local.signal]);
@@ -80,6 +81,7 @@ export class PartitionLane {
         return claim.generation;
       },
       mayFence: ctx.mayCommit,
+      ...(ctx.mayReinitialise !== undefined && { mayReinitialise: ctx.mayReinitialise }),
     };
     ctx.abandon.addEventListener('abort', () => this.#apply(() => this.#machine.stopSending()), { once: true });
   }

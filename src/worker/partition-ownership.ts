@@ -167,6 +167,11 @@ export class PartitionOwnership {
     this.#lastConfirmed = this.#now();
   }
 
+  /** Between the group's REBALANCING and this member's new assignment: no producer is initialised (claims, retried transactions). */
+  get isRebalancing(): boolean {
+    return this.#rebalancing;
+  }
+
   /** Whether a send may start now (see the class comment). */
   leaseHolds(): boolean {
     const margin = Math.min(2_000, this.#o.sessionTimeoutMs / 4);
@@ -177,9 +182,14 @@ export class PartitionOwnership {
     return this.#assigned?.partitions ?? [];
   }
 
-  /** Whether a claim is of the current generation (a lane left from an earlier one must not send or start a producer). */
+  /**
+   * Whether a claim is of the current generation (a lane left from an earlier one must not send or
+   * start a producer). None is once shutting down: the group is left while lanes finish (ledger
+   * on), and a producer started again then (a failed transaction retried) would fence the member
+   * the group gave the partition to since (the simulation found it once it modelled that retry).
+   */
   isCurrent(claim: PartitionClaim): boolean {
-    return claim.generation === this.#generation && !this.isLost(claim.topic, claim.partition);
+    return !this.#stopped && claim.generation === this.#generation && !this.isLost(claim.topic, claim.partition);
   }
 
   isLost(topic: string, partition: number): boolean {

@@ -1,8 +1,9 @@
 import { BatchTooLargeError, FencedError, type OutgoingRecord, type PartitionProducers } from '../kafka/ports.ts';
 import { retry } from '../retry.ts';
 import type { Logger } from '../observability/logger.ts';
-import { checkpointKey } from './ledger-checkpoint.ts';
+import { checkpointKey, decodeCheckpoint, type Checkpoint } from './ledger-checkpoint.ts';
 import { fencedIsFinal } from './protocol/claim.ts';
+import { committedPerReadBack, readBackFor } from './protocol/transaction-plan.ts';
 import type { RecordOutcome } from './record-handler.ts';
 
 function rounds<T extends { topic: string }>(sends: readonly T[]): T[][] {
@@ -39,6 +40,13 @@ export interface CommitTarget {
   readonly generation?: number;
   /** Whether this worker may still (re)initialise the partition's producer: its claim is current and its lease holds. */
   readonly mayFence: () => boolean;
+  /**
+   * The ledger partition's newest checkpoint, read to its end (ledger on): whether a failed
+   * transaction that published results without moving the offset committed after all.
+   */
+  readonly latestCheckpoint?: () => Promise<Checkpoint | undefined>;
+  /** Whether a producer may be initialised again after a failed attempt now: false while the group rebalances (see mayInitialiseAgain). */
+  readonly mayReinitialise?: () => boolean;
 }
 
 /**
@@ -125,17 +133,39 @@ export async function commitTransaction(
     async (attempt) => {
       transactionFailed = false;
       // A commit can fail on the client and still succeed on the broker (a lost EndTxn answer).
-      // Re-initialising the producer completes or aborts that transaction; the committed offset,
-      // written atomically with the results, then says which — resending would duplicate them.
-      // A ledger-only transaction carries no offset to tell; writing its checkpoint again is harmless.
-      if (attempt > 1 && commitOffset !== undefined && (await committedAfterAll(producers, target, commitOffset, committedOffset))) {
-        log.warn({ topic: target.topic, partition: target.partition, commitOffset }, 'the failed transaction had committed; not resending');
-        return counts;
+      // Re-initialising the producer completes or aborts that transaction; what it wrote
+      // atomically with the results then says which (resending would duplicate them): the
+      // committed offset, or, for results published ahead of an unfinished record (no offset), the
+      // ledger's checkpoint, which lists them. A transaction without records to publish (marks,
+      // withdrawals, repeats) is written again: its checkpoint twice is harmless.
+      if (attempt > 1) {
+        // The producer was dropped: the next one is initialised with the partition's id.
+        try {
+          mayInitialiseAgain(target);
+        } catch (error) {
+          transactionFailed = error instanceof RebalancingError;
+          throw error;
+        }
+        const readBack = readBackOf(target, commitOffset, committedOffset, results.length + deadLetters.length > 0, ledgerRecord);
+        if (readBack !== undefined) {
+          let committed: boolean;
+          try {
+            committed = await committedAfterAll(producers, target, readBack);
+          } catch (error) {
+            // Unknown: resending could publish the results twice. Ask again at the next attempt;
+            // after the last one the claim fails, and the next claim reads what the broker has.
+            transactionFailed = !(error instanceof FencedError);
+            throw error;
+          }
+          if (committed) {
+            log.warn({ topic: target.topic, partition: target.partition, commitOffset }, 'the failed transaction had committed; not resending');
+            return counts;
+          }
+        }
       }
       for (;;) {
         // Never (re)initialise a producer without owning the partition: that would fence the owner.
-        if (!target.mayFence())
-          throw new FencedError(`not committing for ${target.topic}[${target.partition}]: this worker's claim is stale or its group lease expired`);
+        if (!target.mayFence()) throw staleClaim(target);
         const producer = await producers.forPartition(target.topic, target.partition, target.generation);
         let transaction;
         try {
@@ -184,19 +214,53 @@ export async function commitTransaction(
   );
 }
 
-async function committedAfterAll(
-  producers: PartitionProducers,
+/** What tells whether a failed transaction committed (protocol/transaction-plan.ts): undefined when nothing it wrote would be duplicated. */
+function readBackOf(
   target: CommitTarget,
-  commitOffset: string,
+  commitOffset: string | undefined,
   committedOffset: () => Promise<bigint>,
-): Promise<boolean> {
+  publishes: boolean,
+  ledgerRecord: Buffer | undefined,
+): (() => Promise<boolean>) | undefined {
+  const key = checkpointKey(target.consumerGroup, target.topic);
+  const written = ledgerRecord === undefined ? undefined : decodeCheckpoint(Buffer.from(key), ledgerRecord, key);
+  const readBack = readBackFor(commitOffset === undefined ? undefined : BigInt(commitOffset), publishes, written);
+  if (readBack.by === 'nothing') return undefined;
+  if (readBack.by === 'offset') return async () => committedPerReadBack(readBack, { committedOffset: await committedOffset() });
+  const { latestCheckpoint } = target;
+  if (latestCheckpoint === undefined)
+    throw new Error(`cannot tell whether the failed transaction of ${target.topic}[${target.partition}] committed: no ledger reader`);
+  return async () => committedPerReadBack(readBack, { checkpoint: await latestCheckpoint() });
+}
+
+function staleClaim(target: CommitTarget): FencedError {
+  return new FencedError(`not committing for ${target.topic}[${target.partition}]: this worker's claim is stale or its group lease expired`);
+}
+
+/** The group is rebalancing: a producer initialised now could fence the partition's next owner. Retried (the rebalance ends, or the claim does). */
+class RebalancingError extends Error {
+  override readonly name = 'RebalancingError';
+}
+
+/**
+ * Whether the partition's producer may be initialised again after a failed attempt: the claim is
+ * current and its lease holds (`mayFence`), and the group is not rebalancing (`mayReinitialise`):
+ * until the new assignment is known the partition may be another member's, whose fence an
+ * initialisation from here would take back (the simulation found it once it modelled this retry).
+ */
+function mayInitialiseAgain(target: CommitTarget): void {
+  if (!target.mayFence()) throw staleClaim(target);
+  if (target.mayReinitialise?.() === false)
+    throw new RebalancingError(`not initialising the producer for ${target.topic}[${target.partition}] again while the group rebalances`);
+}
+
+/** Initialises the partition's producer again (which ends the failed transaction either way), then asks `readBack`; throws when that cannot be told. */
+async function committedAfterAll(producers: PartitionProducers, target: CommitTarget, readBack: () => Promise<boolean>): Promise<boolean> {
   try {
-    if (!target.mayFence()) return false;
     await producers.forPartition(target.topic, target.partition, target.generation);
-    return (await committedOffset()) >= BigInt(commitOffset);
-  } catch {
-    // Unknown: resending is the lesser harm only if it did not commit, so ask again next attempt.
+    return await readBack();
+  } catch (error) {
     await producers.discard(target.topic, target.partition, target.generation);
-    return false;
+    throw error;
   }
 }

@@ -17,6 +17,7 @@ import type { PartitionOwnership } from './partition-ownership.ts';
 import type { ServiceGate } from './service-gate.ts';
 import type { SpendHolds } from './guard/spend-holds.ts';
 import type { WarmStepReport } from './warm-up.ts';
+import type { Checkpoint } from './ledger-checkpoint.ts';
 
 /** What every command source of the process shares: one client to the service, one gate, one set of producers. */
 export interface SharedParts {
@@ -52,6 +53,8 @@ export interface WorkerParts extends SharedParts {
   readonly fetchPauses: FetchPauses;
   /** Partitions of the source's topic. */
   readonly commandPartitions: number;
+  /** The newest checkpoint of the source's ledger partition n, read to its end (undefined with the ledger off). */
+  readonly latestCheckpoint: (partition: number) => Promise<Checkpoint | undefined>;
   /** Walks a claim's reads once (on partition 0) before the group is joined: warm-up.ts says why. */
   readonly warmClaimReads: () => Promise<WarmStepReport>;
 }

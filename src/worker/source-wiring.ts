@@ -155,6 +155,7 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
     fetchPauses,
     commandPartitions,
     assignerHints,
+    latestCheckpoint: (partition) => effects.checkpoint(partition, 'end'),
     warmClaimReads: () =>
       warmSteps({
         // The repeat window decodes up to DEDUP_WINDOW records: the decoding is the commands' hot path too.

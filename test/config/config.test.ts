@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { describeConfig, loadConfig } from '../../src/config/index.ts';
+import { BULK_MARK_LINGER_MS } from '../../src/config/schema.ts';
 import { DEFAULT_VALIDATION_POLICY, KNOWN_REGIONS, MAX_GEO_REGIONS } from '../../src/contracts/index.ts';
 import { DEFAULT_VELOCITY_SETTINGS, velocityEnabled } from '../../src/worker/guard/velocity.ts';
 import { ConfigError } from '../../src/errors.ts';
@@ -294,21 +295,34 @@ describe('loadConfig: velocity limits and spend caps (VELOCITY_*, SPEND_CAP_*)',
 describe('loadConfig: the priority topic', () => {
   it('has one normal source without PRIORITY_COMMAND_TOPIC', () => {
     const config = loadConfig(minimal);
-    expect(config.sources).toEqual([{ priority: 'normal', topic: 'sms.commands', consumerGroup: 'sms-worker', ledgerTopic: 'sms.commands.ledger' }]);
+    expect(config.sources).toEqual([
+      { priority: 'normal', topic: 'sms.commands', consumerGroup: 'sms-worker', ledgerTopic: 'sms.commands.ledger', markLingerMs: 0 },
+    ]);
     expect(config.normalMinShare).toBe(0.1);
   });
 
   it('adds the priority topic first, in its own group (CONSUMER_GROUP-priority unless named) with its own ledger', () => {
     const config = loadConfig({ ...minimal, PRIORITY_COMMAND_TOPIC: 'sms.codes', CONSUMER_GROUP: 'acme', PRIORITY_NORMAL_MIN_SHARE: '0.25' });
     expect(config.sources).toEqual([
-      { priority: 'high', topic: 'sms.codes', consumerGroup: 'acme-priority', ledgerTopic: 'sms.codes.ledger' },
-      { priority: 'normal', topic: 'sms.commands', consumerGroup: 'acme', ledgerTopic: 'sms.commands.ledger' },
+      { priority: 'high', topic: 'sms.codes', consumerGroup: 'acme-priority', ledgerTopic: 'sms.codes.ledger', markLingerMs: 0 },
+      { priority: 'normal', topic: 'sms.commands', consumerGroup: 'acme', ledgerTopic: 'sms.commands.ledger', markLingerMs: BULK_MARK_LINGER_MS },
     ]);
     expect(loadConfig({ ...minimal, PRIORITY_COMMAND_TOPIC: 'sms.codes', PRIORITY_LEDGER_TOPIC: 'codes.ledger' }).sources[0]?.ledgerTopic).toBe('codes.ledger');
     expect(config.normalMinShare).toBe(0.25);
     expect(loadConfig({ ...minimal, PRIORITY_COMMAND_TOPIC: 'sms.codes', PRIORITY_CONSUMER_GROUP: 'codes' }).sources[0]?.consumerGroup).toBe('codes');
     // Empty is unset (a chart value left blank).
     expect(loadConfig({ ...minimal, PRIORITY_COMMAND_TOPIC: '' }).sources).toHaveLength(1);
+  });
+
+  it('lingers the bulk topic’s marks by default only beside a priority topic; MARK_LINGER_MS sets the command topic’s, never the codes’', () => {
+    expect(BULK_MARK_LINGER_MS).toBeGreaterThan(0);
+    const lingers = (env: Record<string, string>): number[] => loadConfig({ ...minimal, ...env }).sources.map((s) => s.markLingerMs);
+    expect(lingers({ MARK_LINGER_MS: '30' })).toEqual([30]);
+    expect(lingers({ MARK_LINGER_MS: '' })).toEqual([0]);
+    expect(lingers({ PRIORITY_COMMAND_TOPIC: 'sms.codes', MARK_LINGER_MS: '0' })).toEqual([0, 0]);
+    expect(lingers({ PRIORITY_COMMAND_TOPIC: 'sms.codes', MARK_LINGER_MS: '250' })).toEqual([0, 250]);
+    expect(problemsOf({ ...minimal, MARK_LINGER_MS: '1001' }).join('\n')).toMatch(/^MARK_LINGER_MS: /);
+    expect(problemsOf({ ...minimal, MARK_LINGER_MS: 'soon' }).join('\n')).toMatch(/^MARK_LINGER_MS: /);
   });
 
   it('lists every problem: a clashing topic, a shared group, a share out of range, a group without a topic', () => {

@@ -60,4 +60,16 @@ describe('known-bad variants are caught', { timeout: SIMULATION_TIMEOUT_MS }, ()
     expect(first.size).toBeGreaterThan(0);
     expect(first.has('machine-threw') || first.has('model-error')).toBe(false);
   });
+
+  it('resend-ahead-unread: a failed transaction that published results ahead of the offset, sent again without reading the ledger back, answers twice', () => {
+    const first = firstSeeds('resend-ahead-unread', 'on', 2_000);
+    expect(first.has('exactly-one-result')).toBe(true);
+    expect(first.has('machine-threw') || first.has('model-error')).toBe(false);
+  });
+
+  it('reinitialise-anytime: a failed transaction retried while its group rebalances, or after its process left the group, fences the next owner', () => {
+    const first = firstSeeds('reinitialise-anytime', 'on', 1_000);
+    expect(first.size).toBeGreaterThan(0);
+    expect(first.has('machine-threw') || first.has('model-error')).toBe(false);
+  });
 });

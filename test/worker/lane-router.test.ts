@@ -100,7 +100,7 @@ function harness(
   });
   // Only what LaneRouter touches; the rest of the wiring is not part of this test.
   const parts = {
-    source: { priority: 'normal', topic: TOPIC, consumerGroup: config.consumerGroup, ledgerTopic: config.topics.ledger },
+    source: { priority: 'normal', topic: TOPIC, consumerGroup: config.consumerGroup, ledgerTopic: config.topics.ledger, markLingerMs: 0 },
     ownership,
     producers,
     codec,

@@ -3,6 +3,7 @@ import { FencedError } from '../../src/kafka/ports.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { RecordOutcome } from '../../src/worker/record-handler.ts';
 import { chunkBySize, commitTransaction, type CommitTarget } from '../../src/worker/partition-transaction.ts';
+import { encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { FakeProducers } from '../helpers/fake-producers.ts';
 
 const log = createLogger('silent');
@@ -61,16 +62,38 @@ describe('commitTransaction', () => {
     expect(producers.groupOffset('cmds', 3)).toBe(12n);
   });
 
-  it('retries when reading the committed offset fails (unknown is treated as not committed)', async () => {
+  it('does not resend while the committed offset cannot be read: it asks again at the next attempt', async () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
     let reads = 0;
     await commitTransaction(producers, target, outcomes, '12', undefined, log, async () => {
       reads += 1;
-      throw new Error('coordinator loading');
+      if (reads === 1) throw new Error('coordinator loading');
+      return producers.groupOffset('cmds', 3);
     });
-    expect(reads).toBe(1);
+    expect(reads).toBe(2);
     expect(producers.transactions.map((t) => t.state)).toEqual(['aborted', 'committed']);
+  });
+
+  it('gives up rather than resend when the committed offset never can be read (the next claim reads what the broker has)', async () => {
+    const producers = new FakeProducers();
+    producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
+    const failing = commitTransaction(
+      producers,
+      target,
+      outcomes,
+      '12',
+      undefined,
+      log,
+      async () => {
+        throw new Error('coordinator loading');
+      },
+      3,
+    );
+    await expect(failing).rejects.toThrow('coordinator loading');
+    // The one transaction committed (its answer was lost) and nothing was sent again.
+    expect(producers.transactions).toHaveLength(1);
+    expect(producers.committedKeys('res')).toEqual(['a', 'b']);
   });
 
   it('retries a failed ledger-only transaction without asking for the offset', async () => {
@@ -84,6 +107,54 @@ describe('commitTransaction', () => {
     expect(reads).toBe(0);
     // Writing the checkpoint twice is harmless: compaction keeps the newest.
     expect(producers.committedKeys('ledger')).toEqual(['checkpoint/g/cmds', 'checkpoint/g/cmds']);
+  });
+
+  it('does not resend results published ahead of the offset when the failed commit had committed after all (the ledger says so)', async () => {
+    const producers = new FakeProducers();
+    producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
+    const ahead = encodeCheckpoint({
+      next: 4n,
+      open: [],
+      done: [
+        { offset: 5n, commandId: 'a' },
+        { offset: 7n, commandId: 'b' },
+      ],
+    });
+    const withLedger = { ...target, latestCheckpoint: async () => producers.checkpoints('ledger').at(-1) };
+    let offsetReads = 0;
+    await commitTransaction(producers, withLedger, outcomes, undefined, ahead, log, async () => {
+      offsetReads += 1;
+      return 0n;
+    });
+    expect(producers.transactions).toHaveLength(1);
+    expect(producers.committedKeys('res')).toEqual(['a', 'b']);
+    expect(offsetReads).toBe(0);
+    expect(producers.sessions).toBe(2);
+  });
+
+  it('resends results published ahead when the failed commit did not commit (the ledger has the checkpoint before it)', async () => {
+    const producers = new FakeProducers();
+    const before = encodeCheckpoint({
+      next: 4n,
+      open: [
+        { offset: 5n, commandId: 'a', at: 1 },
+        { offset: 7n, commandId: 'b', at: 1 },
+      ],
+    });
+    await commitTransaction(producers, { ...target, latestCheckpoint: async () => undefined }, [], undefined, before, log, async () => 0n);
+    producers.fate = (tx) => (tx.id === 1 ? 'fail' : 'ok');
+    const ahead = encodeCheckpoint({
+      next: 4n,
+      open: [],
+      done: [
+        { offset: 5n, commandId: 'a' },
+        { offset: 7n, commandId: 'b' },
+      ],
+    });
+    const withLedger = { ...target, latestCheckpoint: async () => producers.checkpoints('ledger').at(-1) };
+    await commitTransaction(producers, withLedger, outcomes, undefined, ahead, log, async () => 0n);
+    expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'aborted', 'committed']);
+    expect(producers.committedKeys('res')).toEqual(['a', 'b']);
   });
 
   it('gives up after the attempts, with the last error', async () => {

@@ -1,4 +1,5 @@
 import { fencedIsFinal, type PartitionClaim } from '../../src/worker/protocol/claim.ts';
+import { committedPerReadBack, readBackFor } from '../../src/worker/protocol/transaction-plan.ts';
 import type { Variant } from '../../src/worker/protocol/effects.ts';
 import { PartitionMachine, type Effect, type TransactionPlan } from '../../src/worker/protocol/partition-machine.ts';
 import type { ClaimState } from '../../src/worker/protocol/table.ts';
@@ -18,6 +19,10 @@ export interface LaneHost {
   readonly permits: Pool;
   /** The group generation the process is in. */
   readonly generation: number;
+  /** Shutting down: its lanes retire, and none starts a producer again. */
+  readonly leaving: boolean;
+  /** Between REBALANCING and the new assignment: no producer is initialised. */
+  readonly isRebalancing: boolean;
   leaseHolds(): boolean;
   isLost(partition: number): boolean;
   laneEnded(lane: Lane, failure: unknown): void;
@@ -70,6 +75,8 @@ export class Lane implements HandlerLane {
   #commitArm = 0;
   #txn: Txn | undefined;
   #refences = 0;
+  /** Retries of the transaction under way (partition-transaction.ts retries a failed one). */
+  #retries = 0;
   /** Offsets taken and not yet out of the machine's book (for coverage). */
   #taken: number[] = [];
 
@@ -92,6 +99,7 @@ export class Lane implements HandlerLane {
       markPermits: settings.markPermits,
       maxRunAhead: settings.maxRunAhead,
       commitIntervalMs: settings.commitIntervalMs,
+      markLingerMs: settings.markLingerMs,
       inDoubtPolicy: 'report',
       variant: MACHINE_VARIANTS.has(world.variant) ? world.variant : 'correct',
     });
@@ -101,10 +109,13 @@ export class Lane implements HandlerLane {
     return BIG[offset] ?? BigInt(offset);
   }
 
-  /** Sends only while the process's lease holds, in its current generation, for a partition it has not lost. */
+  /**
+   * Sends (and starts a producer) only while the process's lease holds, in its current generation,
+   * for a partition it has not lost, and not once shutting down (PartitionOwnership.isCurrent).
+   */
   leaseHolds(): boolean {
     const host = this.#host;
-    return host.leaseHolds() && host.generation === this.generation && !host.isLost(this.partition);
+    return host.leaseHolds() && !host.leaving && host.generation === this.generation && !host.isLost(this.partition);
   }
 
   /** One call into the machine, then its effects. A refused move is a violation. */
@@ -241,8 +252,9 @@ export class Lane implements HandlerLane {
     });
   }
 
-  #begin(plan: TransactionPlan<SimOutcome>): void {
+  #begin(plan: TransactionPlan<SimOutcome>, retry = false): void {
     const { world } = this;
+    if (!retry) this.#retries = 0;
     const txn = world.kafka.begin(this.partition, this.epoch, this.process, plan);
     this.#txn = txn;
     if (world.tracing) world.trace(`P${this.process} p${this.partition} txn#${txn.id} epoch ${txn.epoch}: ${describe(plan)}`);
@@ -266,7 +278,54 @@ export class Lane implements HandlerLane {
       if (world.tracing) world.trace(`P${this.process} p${this.partition} fenced: fences back (epoch ${this.epoch}) and retries`);
       return this.#begin(txn.plan);
     }
+    if (outcome !== 'fenced' && this.#retries < COMMIT_ATTEMPTS - 1 && this.#mayReinitialise()) return this.#retry(txn);
     this.act('transactionFailed', -1, (m) => m.transactionFailed(new TxnError(outcome === 'fenced', `transaction ${outcome}`), world.now));
+  }
+
+  /**
+   * What partition-transaction.ts does with a failed (not fenced) transaction while the lease
+   * holds: after a pause, initialise the producer again (a fence of its own epoch, which ends the
+   * failed transaction either way), read back whether it committed (transaction-plan.ts:
+   * readBackFor) and, if not, send it again; at most COMMIT_ATTEMPTS in all, none while the group
+   * rebalances (an attempt then only waits). The broker's reads after the fence are exact: the
+   * transaction is decided by then.
+   */
+  /** The lease check before a producer is initialised again; the known-bad variant keeps one only by its lease and generation (leaving or not). */
+  #mayReinitialise(): boolean {
+    if (this.world.variant !== 'reinitialise-anytime') return this.leaseHolds();
+    const host = this.#host;
+    return host.leaseHolds() && host.generation === this.generation && !host.isLost(this.partition);
+  }
+
+  #retry(txn: Txn): void {
+    const { world } = this;
+    this.#retries += 1;
+    this.#txn = txn;
+    world.clock.at(world.prng.int(20, 200), this.owner, () => {
+      if (this.#txn !== txn) return;
+      if (!this.#mayReinitialise()) {
+        this.#txn = undefined;
+        return this.act('transactionFailed', -1, (m) => m.transactionFailed(new TxnError(false, 'lease lost before the retry'), world.now));
+      }
+      if (this.#host.isRebalancing && this.world.variant !== 'reinitialise-anytime') {
+        if (this.#retries < COMMIT_ATTEMPTS - 1) return this.#retry(txn);
+        this.#txn = undefined;
+        return this.act('transactionFailed', -1, (m) => m.transactionFailed(new TxnError(false, 'the group rebalanced through every attempt'), world.now));
+      }
+      this.#txn = undefined;
+      this.epoch = world.kafka.fence(this.partition);
+      const { plan } = txn;
+      const readBack = readBackFor(plan.commitOffset, plan.outcomes.some(publishesRecord), plan.checkpoint, world.variant);
+      const committed =
+        readBack.by !== 'nothing' &&
+        committedPerReadBack(readBack, { committedOffset: BigInt(world.kafka.committed(this.partition)), checkpoint: world.kafka.checkpoint(this.partition) });
+      if (world.tracing)
+        world.trace(
+          `P${this.process} p${this.partition} txn#${txn.id} retried (epoch ${this.epoch}): read back by ${readBack.by}: ${committed ? 'committed' : 'send again'}`,
+        );
+      if (committed) return this.act('transactionCommitted', -1, (m) => m.transactionCommitted(world.now, this.leaseHolds()));
+      this.#begin(plan, true);
+    });
   }
 
   #snapshot(method: Method, offset: number): Observed[] {
@@ -306,4 +365,12 @@ function describe(plan: TransactionPlan<SimOutcome>): string {
   }
   if (plan.closing) parts.push('closing');
   return parts.join(' ');
+}
+
+/** partition-transaction.ts's attempts at one transaction. */
+const COMMIT_ATTEMPTS = 6;
+
+/** Whether an outcome writes a record (a result or a dead letter): a repeat writes none. */
+function publishesRecord(outcome: SimOutcome): boolean {
+  return outcome.kind !== 'duplicate';
 }

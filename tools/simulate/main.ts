@@ -23,6 +23,8 @@ const VARIANTS: readonly Variant[] = [
   'refence-after-fenced',
   'mark-without-permit',
   'keep-without-checks',
+  'resend-ahead-unread',
+  'reinitialise-anytime',
 ];
 const TRACE_TAIL = 30;
 

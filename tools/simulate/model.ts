@@ -77,6 +77,8 @@ export interface Settings {
   readonly slots: number;
   readonly maxRunAhead: number;
   readonly commitIntervalMs: number;
+  /** MARK_LINGER_MS: a busy partition's marks wait up to this long after its last transaction, to share the next one. */
+  readonly markLingerMs: number;
   readonly dedupWindow: number;
   /** Ambiguous answers may be retried (PROVIDER_RETRY_AMBIGUOUS): those repeated requests are the operator's choice. */
   readonly retryAmbiguous: boolean;

@@ -65,6 +65,11 @@ export class Proc implements Owner, LaneHost {
     return this;
   }
 
+  /** Between REBALANCING and the new assignment (PartitionOwnership.isRebalancing). */
+  get isRebalancing(): boolean {
+    return this.#rebalancing;
+  }
+
   leaseHolds(): boolean {
     return this.alive && (this.#live || this.#world.now - this.confirmedAt < TIMING.leaseMs);
   }

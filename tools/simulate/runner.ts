@@ -65,6 +65,7 @@ export function describeSettings(s: Settings): string {
     s.markPermits ? `permits ${s.permits}` : 'no permits',
     `run-ahead ${s.maxRunAhead}`,
     `commit interval ${s.commitIntervalMs}`,
+    `mark linger ${s.markLingerMs}`,
     s.retryAmbiguous ? 'ambiguous retried' : 'ambiguous final',
     s.staleOffsets ? 'stale offsets' : 'exact offsets',
     `faults until ${s.faultsUntil}`,

@@ -6,18 +6,20 @@
  */
 export class CommitClock {
   readonly #intervalMs: number;
+  readonly #markLingerMs: number;
   #lastEnded = Number.NEGATIVE_INFINITY;
   /** When the armed commit is due, if one is armed. */
   #dueAt: number | undefined;
 
-  constructor(intervalMs: number) {
+  constructor(intervalMs: number, markLingerMs = 0) {
     this.#intervalMs = intervalMs;
+    this.#markLingerMs = markLingerMs;
   }
 
   /** The delay to arm the commit with, or undefined when one already armed is due as soon. */
   arm(urgent: boolean, clock: number): number | undefined {
-    const wait = this.#intervalMs - (clock - this.#lastEnded);
-    const delayMs = urgent || wait <= 0 ? 0 : wait;
+    const wait = (urgent ? this.#markLingerMs : this.#intervalMs) - (clock - this.#lastEnded);
+    const delayMs = wait <= 0 ? 0 : wait;
     const dueAt = clock + delayMs;
     if (this.#dueAt !== undefined && this.#dueAt <= dueAt) return undefined;
     this.#dueAt = dueAt;

@@ -11,7 +11,9 @@ export type Variant =
   | 'read-ledger-before-fence'
   | 'refence-after-fenced'
   | 'mark-without-permit'
-  | 'keep-without-checks';
+  | 'keep-without-checks'
+  | 'resend-ahead-unread'
+  | 'reinitialise-anytime';
 
 /** One transaction of a partition: the marks it commits, the done prefix, the checkpoint and the offset. */
 export interface TransactionPlan<O> {

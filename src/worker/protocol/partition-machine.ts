@@ -15,6 +15,8 @@ export interface MachineOptions {
   readonly markPermits: boolean;
   readonly maxRunAhead: number;
   readonly commitIntervalMs: number;
+  /** A busy partition's marks wait up to this long after its last transaction, to share the next one (commit-clock.ts). */
+  readonly markLingerMs?: number;
   readonly inDoubtPolicy: 'report' | 'resend';
   /** A known-bad variant, for the simulation's own test only. */
   readonly variant?: Variant;
@@ -48,7 +50,7 @@ export class PartitionMachine<O> {
     this.#o = options;
     this.claim = options.claim;
     this.#variant = options.variant ?? 'correct';
-    this.#commitClock = new CommitClock(options.commitIntervalMs);
+    this.#commitClock = new CommitClock(options.commitIntervalMs, options.markLingerMs);
     this.#send = new SendPath<O>({
       book: this.#book,
       claim: options.claim,

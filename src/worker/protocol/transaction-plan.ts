@@ -1,6 +1,6 @@
-import type { AnsweredRecord } from '../ledger-checkpoint.ts';
+import type { AnsweredRecord, Checkpoint } from '../ledger-checkpoint.ts';
 import type { PartitionClaim } from './claim.ts';
-import type { TransactionPlan } from './effects.ts';
+import type { TransactionPlan, Variant } from './effects.ts';
 import type { RecordEntry } from './record-book.ts';
 
 /**
@@ -60,4 +60,39 @@ export function settleCommitted<O>(claim: PartitionClaim, plan: TransactionPlan<
   for (const offset of [...claim.open.keys()]) if (offset < next) claim.open.delete(offset);
   for (const offset of [...claim.inDoubt.keys()]) if (offset < next) claim.inDoubt.delete(offset);
   for (const offset of [...(claim.answered?.keys() ?? [])]) if (offset < next) claim.answered?.delete(offset);
+}
+
+/**
+ * What tells, after a transaction failed on the client, whether it committed on the broker after
+ * all (a lost EndTxn answer), once the partition's producer is initialised again (which ends it
+ * either way): the group's committed offset, when it moved one; else, when it published results
+ * or dead letters ahead of the offset, the ledger's newest checkpoint, which lists them. Anything
+ * else it wrote (marks, a checkpoint, repeats) is written again harmlessly: `nothing`.
+ */
+export type ReadBack =
+  { readonly by: 'offset'; readonly offset: bigint } | { readonly by: 'checkpoint'; readonly written: Checkpoint } | { readonly by: 'nothing' };
+
+export function readBackFor(commitOffset: bigint | undefined, publishes: boolean, checkpoint: Checkpoint | undefined, variant: Variant = 'correct'): ReadBack {
+  if (commitOffset !== undefined) return { by: 'offset', offset: commitOffset };
+  if (!publishes || variant === 'resend-ahead-unread') return { by: 'nothing' };
+  // Results ahead of the offset are only published with the ledger on, in a transaction with its checkpoint.
+  if (checkpoint === undefined) throw new Error('results published ahead of the offset without a ledger checkpoint');
+  return { by: 'checkpoint', written: checkpoint };
+}
+
+/**
+ * Whether the transaction `readBack` describes committed: the committed offset reached its offset,
+ * or the ledger's newest checkpoint is the one it wrote (the same next offset and every record it
+ * lists as answered: no earlier checkpoint lists the records that transaction published, and no
+ * later one exists while it is being retried).
+ */
+export function committedPerReadBack(
+  readBack: Exclude<ReadBack, { by: 'nothing' }>,
+  broker: { readonly committedOffset?: bigint; readonly checkpoint?: Checkpoint | undefined },
+): boolean {
+  if (readBack.by === 'offset') return broker.committedOffset !== undefined && broker.committedOffset >= readBack.offset;
+  const latest = broker.checkpoint;
+  if (latest === undefined || latest.next !== readBack.written.next) return false;
+  const answered = new Set((latest.done ?? []).map((d) => d.offset));
+  return (readBack.written.done ?? []).every((d) => answered.has(d.offset));
 }
