@@ -3,10 +3,12 @@
  * started under the open loop's load, its log's start-up steps with their times from the process's
  * start, and the time to send per second after /readyz. Not part of `npm run bench`.
  *
- *   SMS_WORKER_STACK=local node bench/startup-trace.ts [--rate 300] [--seconds 20] [--prepublish]
+ *   SMS_WORKER_STACK=local node bench/startup-trace.ts [--rate 300] [--seconds 20] [--prepublish] [--restart]
  *
  * With --prepublish the load starts before the worker (a pod joining a group under traffic);
- * without it, at /readyz (as the start-up section).
+ * without it, at /readyz (as the start-up section). With --restart an earlier worker works on the
+ * same topics, group and transactional ids for a few seconds and stops before the measured one
+ * starts (a pod of a running deployment, not a fresh install).
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -22,7 +24,12 @@ import { percentile, sortedNumbers } from './lib/stats.ts';
 import { freePort, startWorker, waitReady, workerEnv } from './pipelines/worker.ts';
 
 const { values: args } = parseArgs({
-  options: { rate: { type: 'string', default: '300' }, seconds: { type: 'string', default: '20' }, prepublish: { type: 'boolean', default: false } },
+  options: {
+    rate: { type: 'string', default: '300' },
+    seconds: { type: 'string', default: '20' },
+    prepublish: { type: 'boolean', default: false },
+    restart: { type: 'boolean', default: false },
+  },
 });
 
 /** Log messages worth a line in the timeline (the first of each, and every 'partition claimed'). */
@@ -58,22 +65,29 @@ async function main(): Promise<number> {
   const seconds = Number(args.seconds);
   let publishing: ReturnType<typeof publishAtRate> | undefined;
   const publish = (): ReturnType<typeof publishAtRate> => publishAtRate({ kafka, registry, topic: input, rate, seconds, idPrefix: `t${id}`, seed: 11 });
+  const workerSettings = {
+    brokers: stack.kafkaBrokers,
+    registryUrl: stack.schemaRegistryUrl,
+    providerUrl: sandbox.url,
+    commands: input,
+    results: output,
+    deadLetter: `${output}.dlq`,
+    group: `trace-${id}`,
+  };
+  if (args.restart) {
+    // A pod of a running deployment: its topics, group and transactional ids exist. An earlier
+    // worker works through 3 s of the same load first, then stops; the measured one starts after.
+    const earlierPort = await freePort();
+    const earlier = startWorker(workerEnv(workerSettings, { LEDGER_TOPIC: `${output}.ledger`, HTTP_PORT: String(earlierPort) }));
+    await waitReady(earlierPort, earlier, 120_000);
+    await publishAtRate({ kafka, registry, topic: input, rate, seconds: 3, idPrefix: `e${id}`, seed: 12 });
+    await sleep(2_000);
+    await stopChild(earlier);
+    console.log('an earlier worker ran 3 s of the load on the same topics, group and transactional ids, and stopped');
+  }
   if (args.prepublish) publishing = publish();
   const startedAt = Date.now();
-  const worker = startWorker(
-    workerEnv(
-      {
-        brokers: stack.kafkaBrokers,
-        registryUrl: stack.schemaRegistryUrl,
-        providerUrl: sandbox.url,
-        commands: input,
-        results: output,
-        deadLetter: `${output}.dlq`,
-        group: `trace-${id}`,
-      },
-      { LEDGER_TOPIC: `${output}.ledger`, HTTP_PORT: String(port), LOG_LEVEL: 'debug' },
-    ),
-  );
+  const worker = startWorker(workerEnv(workerSettings, { LEDGER_TOPIC: `${output}.ledger`, HTTP_PORT: String(port), LOG_LEVEL: 'debug' }));
   try {
     await waitReady(port, worker, 120_000);
     const readyAt = Date.now();

@@ -177,6 +177,12 @@ export interface OpenLoopOptions {
   readonly seed: number;
   readonly meanLatencyMs: number;
   readonly ledger: boolean;
+  /**
+   * Seconds an earlier worker works through the same load on the run's topics, group and
+   * transactional ids (then stops) before the measured one starts: a pod of a running deployment
+   * rather than a fresh install. 0 or unset: none.
+   */
+  readonly earlierWorkerSeconds?: number;
 }
 
 /** What one open-loop run saw, before any figure is computed from it. */
@@ -249,6 +255,8 @@ export async function startRunWorker(
     readonly env?: Record<string, string>;
     readonly priorityTopic?: boolean;
     readonly preload?: (input: string) => Promise<void>;
+    /** An earlier worker on the same topics and group first (OpenLoopOptions.earlierWorkerSeconds). */
+    readonly earlier?: { readonly seconds: number; readonly ratePerSecond: number; readonly seed: number };
   },
 ): Promise<RunWorker> {
   const input = `bench.${ctx.runId}.${label}.commands`;
@@ -265,8 +273,7 @@ export async function startRunWorker(
   await ctx.sandbox.setLatencySpec(options.latency);
   const watcher = new ResultWatcher(ctx.kafka, output, { keepValues: options.keepValues });
   await watcher.start();
-  const httpPort = await freePort();
-  const worker = startWorker(
+  const env = (port: number): Record<string, string> =>
     workerEnv(
       {
         brokers: ctx.brokers,
@@ -279,12 +286,34 @@ export async function startRunWorker(
       },
       {
         LEDGER_TOPIC: `${output}.ledger`,
-        HTTP_PORT: String(httpPort),
+        HTTP_PORT: String(port),
         ...(priorityInput === undefined ? {} : { PRIORITY_COMMAND_TOPIC: priorityInput }),
         ...options.env,
       },
-    ),
-  );
+    );
+  const { earlier } = options;
+  if (earlier !== undefined && earlier.seconds > 0) {
+    const earlierPort = await freePort();
+    const previous = startWorker(env(earlierPort));
+    try {
+      await waitReady(earlierPort, previous, 120_000);
+      await publishAtRate({
+        kafka: ctx.kafka,
+        registry: ctx.registry,
+        topic: priorityInput ?? input,
+        rate: earlier.ratePerSecond,
+        seconds: earlier.seconds,
+        idPrefix: `e${ctx.runId}-${label}`,
+        seed: earlier.seed,
+      });
+      // Its last calls answered and committed before it stops (a graceful stop would wait anyway).
+      await sleep(2_000);
+    } finally {
+      await stopChild(previous);
+    }
+  }
+  const httpPort = await freePort();
+  const worker = startWorker(env(httpPort));
   return { input, priorityInput, output, watcher, httpPort, worker };
 }
 
@@ -315,6 +344,9 @@ export async function observeOpenLoop(
     env: { LEDGER_ENABLED: String(options.ledger), MAX_IN_FLIGHT: String(options.inFlight), ...options.env },
     ...(options.priorityTopic !== undefined && { priorityTopic: options.priorityTopic }),
     ...(options.preload !== undefined && { preload: options.preload }),
+    ...(options.earlierWorkerSeconds !== undefined && {
+      earlier: { seconds: options.earlierWorkerSeconds, ratePerSecond: options.ratePerSecond, seed: options.seed + 1 },
+    }),
   });
   const log = new RequestLogCollector(ctx.sandbox, { intervalMs: 500 });
   try {
