@@ -308,7 +308,8 @@ function commandSources(e: Env, problems: string[]): CommandSource[] {
     topic: e.COMMAND_TOPIC,
     consumerGroup: e.CONSUMER_GROUP,
     ledgerTopic: e.LEDGER_TOPIC,
-    markLingerMs: e.MARK_LINGER_MS ?? (e.PRIORITY_COMMAND_TOPIC === undefined ? 0 : BULK_MARK_LINGER_MS),
+    // At most COMMIT_INTERVAL_MS: a mark never waits longer than a result would.
+    markLingerMs: Math.min(e.MARK_LINGER_MS ?? (e.PRIORITY_COMMAND_TOPIC === undefined ? 0 : BULK_MARK_LINGER_MS), e.COMMIT_INTERVAL_MS),
   };
   if (e.PRIORITY_COMMAND_TOPIC === undefined) {
     if (e.PRIORITY_CONSUMER_GROUP !== undefined) problems.push('PRIORITY_CONSUMER_GROUP: set without PRIORITY_COMMAND_TOPIC');

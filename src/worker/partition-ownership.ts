@@ -88,6 +88,7 @@ export class PartitionOwnership {
   /** Between REBALANCING and the new assignment: no claim fences (the partition may be another member's by then). */
   #rebalancing = false;
   #stopped = false;
+  #left = false;
   /** When the lease was last found lapsed (a claim made before it is never kept). */
   #lapsedAt = Number.NEGATIVE_INFINITY;
   /** When each claim was made. */
@@ -116,6 +117,11 @@ export class PartitionOwnership {
    */
   stop(): void {
     this.#stopped = true;
+  }
+
+  /** This process leaves its group now (its lanes may still finish): no claim is current any more. */
+  leaving(): void {
+    this.#left = true;
   }
 
   /**
@@ -184,12 +190,13 @@ export class PartitionOwnership {
 
   /**
    * Whether a claim is of the current generation (a lane left from an earlier one must not send or
-   * start a producer). None is once shutting down: the group is left while lanes finish (ledger
-   * on), and a producer started again then (a failed transaction retried) would fence the member
-   * the group gave the partition to since (the simulation found it once it modelled that retry).
+   * start a producer). None is once this process has left its group (a graceful stop with the
+   * ledger on leaves while its lanes finish): a producer started again then (a failed transaction
+   * retried) would fence the member the group gave the partition to since (the simulation found it
+   * once it modelled that retry). With the ledger off the lanes finish as members, and may.
    */
   isCurrent(claim: PartitionClaim): boolean {
-    return !this.#stopped && claim.generation === this.#generation && !this.isLost(claim.topic, claim.partition);
+    return !this.#left && claim.generation === this.#generation && !this.isLost(claim.topic, claim.partition);
   }
 
   isLost(topic: string, partition: number): boolean {

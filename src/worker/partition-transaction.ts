@@ -129,23 +129,19 @@ export async function commitTransaction(
   // Set when the transaction itself failed: only that is retried, never a stale claim, a fenced
   // producer or a producer that could not be had.
   let transactionFailed = false;
+  // Set once this call dropped the partition's producer: the next one is initialised again.
+  let dropped = false;
   return retry(
     async (attempt) => {
       transactionFailed = false;
       // A commit can fail on the client and still succeed on the broker (a lost EndTxn answer).
       // Re-initialising the producer completes or aborts that transaction; what it wrote
       // atomically with the results then says which (resending would duplicate them): the
-      // committed offset, or, for results published ahead of an unfinished record (no offset), the
-      // ledger's checkpoint, which lists them. A transaction without records to publish (marks,
+      // ledger's checkpoint (ledger on), else the committed offset (protocol/transaction-plan.ts:
+      // readBackFor). A transaction without records to publish or an offset to move (marks,
       // withdrawals, repeats) is written again: its checkpoint twice is harmless.
       if (attempt > 1) {
-        // The producer was dropped: the next one is initialised with the partition's id.
-        try {
-          mayInitialiseAgain(target);
-        } catch (error) {
-          transactionFailed = error instanceof RebalancingError;
-          throw error;
-        }
+        mayInitialiseAgain(target);
         const readBack = readBackOf(target, commitOffset, committedOffset, results.length + deadLetters.length > 0, ledgerRecord);
         if (readBack !== undefined) {
           let committed: boolean;
@@ -165,7 +161,8 @@ export async function commitTransaction(
       }
       for (;;) {
         // Never (re)initialise a producer without owning the partition: that would fence the owner.
-        if (!target.mayFence()) throw staleClaim(target);
+        if (dropped) mayInitialiseAgain(target);
+        else if (!target.mayFence()) throw staleClaim(target);
         const producer = await producers.forPartition(target.topic, target.partition, target.generation);
         let transaction;
         try {
@@ -183,6 +180,7 @@ export async function commitTransaction(
         } catch (error) {
           await transaction?.abort().catch(() => undefined);
           await producers.discard(target.topic, target.partition, target.generation);
+          dropped = true;
           // The protocol's rule (protocol/claim.ts): a fenced transaction is never retried.
           if (error instanceof FencedError && fencedIsFinal())
             throw new FencedError(
@@ -237,21 +235,18 @@ function staleClaim(target: CommitTarget): FencedError {
   return new FencedError(`not committing for ${target.topic}[${target.partition}]: this worker's claim is stale or its group lease expired`);
 }
 
-/** The group is rebalancing: a producer initialised now could fence the partition's next owner. Retried (the rebalance ends, or the claim does). */
-class RebalancingError extends Error {
-  override readonly name = 'RebalancingError';
-}
-
 /**
- * Whether the partition's producer may be initialised again after a failed attempt: the claim is
- * current and its lease holds (`mayFence`), and the group is not rebalancing (`mayReinitialise`):
- * until the new assignment is known the partition may be another member's, whose fence an
- * initialisation from here would take back (the simulation found it once it modelled this retry).
+ * Throws unless the partition's producer may be initialised again after a failed attempt: the
+ * claim is current and its lease holds (`mayFence`), and the group is not rebalancing
+ * (`mayReinitialise`): until the new assignment is known the partition may be another member's,
+ * whose fence an initialisation from here would take back (the simulation found it once it
+ * modelled this retry). Not retried: a claim whose producer was dropped is not kept across the
+ * rebalance anyway, so the claim fails and the next one reads what the broker has.
  */
 function mayInitialiseAgain(target: CommitTarget): void {
   if (!target.mayFence()) throw staleClaim(target);
   if (target.mayReinitialise?.() === false)
-    throw new RebalancingError(`not initialising the producer for ${target.topic}[${target.partition}] again while the group rebalances`);
+    throw new Error(`not initialising the producer for ${target.topic}[${target.partition}] again while the group rebalances: the claim ends`);
 }
 
 /** Initialises the partition's producer again (which ends the failed transaction either way), then asks `readBack`; throws when that cannot be told. */

@@ -81,7 +81,10 @@ export class SourcePipeline {
     this.#running = false;
     ownership.stop();
     const drained = this.lanes.drain();
-    if (this.#o.config.ledger.enabled) await consumer.disconnect().catch((error: unknown) => this.#o.log.warn({ err: error }, 'leaving the group failed'));
+    if (this.#o.config.ledger.enabled) {
+      ownership.leaving();
+      await consumer.disconnect().catch((error: unknown) => this.#o.log.warn({ err: error }, 'leaving the group failed'));
+    }
     await drained;
   }
 

@@ -320,7 +320,9 @@ describe('loadConfig: the priority topic', () => {
     expect(lingers({ MARK_LINGER_MS: '30' })).toEqual([30]);
     expect(lingers({ MARK_LINGER_MS: '' })).toEqual([0]);
     expect(lingers({ PRIORITY_COMMAND_TOPIC: 'sms.codes', MARK_LINGER_MS: '0' })).toEqual([0, 0]);
-    expect(lingers({ PRIORITY_COMMAND_TOPIC: 'sms.codes', MARK_LINGER_MS: '250' })).toEqual([0, 250]);
+    expect(lingers({ PRIORITY_COMMAND_TOPIC: 'sms.codes', MARK_LINGER_MS: '250', COMMIT_INTERVAL_MS: '500' })).toEqual([0, 250]);
+    // Never longer than COMMIT_INTERVAL_MS (a mark would wait longer than a result).
+    expect(lingers({ PRIORITY_COMMAND_TOPIC: 'sms.codes', COMMIT_INTERVAL_MS: '40' })).toEqual([0, 40]);
     expect(problemsOf({ ...minimal, MARK_LINGER_MS: '1001' }).join('\n')).toMatch(/^MARK_LINGER_MS: /);
     expect(problemsOf({ ...minimal, MARK_LINGER_MS: 'soon' }).join('\n')).toMatch(/^MARK_LINGER_MS: /);
   });

@@ -67,6 +67,12 @@ describe('known-bad variants are caught', { timeout: SIMULATION_TIMEOUT_MS }, ()
     expect(first.has('machine-threw') || first.has('model-error')).toBe(false);
   });
 
+  it('read-back-by-offset: a failed transaction that moved the offset, read back by the group offset (stale without KIP-447) rather than the ledger, answers twice', () => {
+    const first = firstSeeds('read-back-by-offset', 'on', 1_000);
+    expect(first.has('exactly-one-result')).toBe(true);
+    expect(first.has('machine-threw') || first.has('model-error')).toBe(false);
+  });
+
   it('reinitialise-anytime: a failed transaction retried while its group rebalances, or after its process left the group, fences the next owner', () => {
     const first = firstSeeds('reinitialise-anytime', 'on', 1_000);
     expect(first.size).toBeGreaterThan(0);

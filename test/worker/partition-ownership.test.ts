@@ -420,4 +420,25 @@ describe('PartitionOwnership: stopping', () => {
     await expect(pending).rejects.toThrow(/stopping/);
     expect(recorded.fenced).toEqual([]);
   });
+
+  it('a claim stays current while its lanes finish as a member (ledger off), and not once the process leaves its group (ledger on): no producer is started again then', async () => {
+    const { ownership } = ownershipWith({});
+    ownership.joined(TOPIC, [0]);
+    const claim = await ownership.claim(TOPIC, 0);
+    expect(ownership.isCurrent(claim)).toBe(true);
+    ownership.stop();
+    expect(ownership.isCurrent(claim)).toBe(true);
+    ownership.leaving();
+    expect(ownership.isCurrent(claim)).toBe(false);
+  });
+
+  it('says when the group is rebalancing (no producer is initialised again then)', () => {
+    const { ownership } = ownershipWith({});
+    ownership.joined(TOPIC, [0]);
+    expect(ownership.isRebalancing).toBe(false);
+    ownership.rebalancing();
+    expect(ownership.isRebalancing).toBe(true);
+    ownership.joined(TOPIC, [0]);
+    expect(ownership.isRebalancing).toBe(false);
+  });
 });

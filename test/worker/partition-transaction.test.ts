@@ -157,6 +157,71 @@ describe('commitTransaction', () => {
     expect(producers.committedKeys('res')).toEqual(['a', 'b']);
   });
 
+  it('reads a failed transaction that moved the offset back from the ledger (ledger on), not from the group offset, which may be read stale', async () => {
+    const producers = new FakeProducers();
+    producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
+    const moved = encodeCheckpoint({ next: 12n, open: [] });
+    const withLedger = { ...target, latestCheckpoint: async () => producers.checkpoints('ledger').at(-1) };
+    // Without KIP-447 the admin client can still see the offset before the commit.
+    await commitTransaction(producers, withLedger, outcomes, '12', moved, log, async () => 0n);
+    expect(producers.transactions).toHaveLength(1);
+    expect(producers.committedKeys('res')).toEqual(['a', 'b']);
+  });
+
+  it('does not take an earlier checkpoint with the same next offset and part of the answered records for the failed one', async () => {
+    const producers = new FakeProducers();
+    const earlier = encodeCheckpoint({ next: 4n, open: [{ offset: 7n, commandId: 'b', at: 1 }], done: [{ offset: 5n, commandId: 'a' }] });
+    await commitTransaction(producers, { ...target, latestCheckpoint: async () => undefined }, [], undefined, earlier, log, async () => 0n);
+    producers.fate = (tx) => (tx.id === 1 ? 'fail' : 'ok');
+    const ahead = encodeCheckpoint({
+      next: 4n,
+      open: [],
+      done: [
+        { offset: 5n, commandId: 'a' },
+        { offset: 7n, commandId: 'b' },
+      ],
+    });
+    const withLedger = { ...target, latestCheckpoint: async () => producers.checkpoints('ledger').at(-1) };
+    await commitTransaction(producers, withLedger, [resultOutcome('b')], undefined, ahead, log, async () => 0n);
+    expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'aborted', 'committed']);
+    expect(producers.committedKeys('res')).toEqual(['b']);
+  });
+
+  it('does not resend while the ledger cannot be read back: it asks again at the next attempt', async () => {
+    const producers = new FakeProducers();
+    producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
+    const ahead = encodeCheckpoint({
+      next: 4n,
+      open: [],
+      done: [
+        { offset: 5n, commandId: 'a' },
+        { offset: 7n, commandId: 'b' },
+      ],
+    });
+    let reads = 0;
+    const flaky = {
+      ...target,
+      latestCheckpoint: async () => {
+        reads += 1;
+        if (reads === 1) throw new Error('ledger partition leader moved');
+        return producers.checkpoints('ledger').at(-1);
+      },
+    };
+    await commitTransaction(producers, flaky, outcomes, undefined, ahead, log, async () => 0n);
+    expect(reads).toBe(2);
+    expect(producers.transactions).toHaveLength(1);
+    expect(producers.committedKeys('res')).toEqual(['a', 'b']);
+  });
+
+  it('never initialises the producer again while the group rebalances: the claim ends, nothing is sent again', async () => {
+    const producers = new FakeProducers();
+    producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
+    const rebalancing = { ...target, mayReinitialise: () => false };
+    await expect(commitTransaction(producers, rebalancing, outcomes, '12', undefined, log, async () => 0n)).rejects.toThrow(/rebalances/);
+    expect(producers.transactions).toHaveLength(1);
+    expect(producers.sessions).toBe(1);
+  });
+
   it('gives up after the attempts, with the last error', async () => {
     const producers = new FakeProducers();
     producers.fate = () => 'fail';

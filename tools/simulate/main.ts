@@ -25,6 +25,7 @@ const VARIANTS: readonly Variant[] = [
   'keep-without-checks',
   'resend-ahead-unread',
   'reinitialise-anytime',
+  'read-back-by-offset',
 ];
 const TRACE_TAIL = 30;
 

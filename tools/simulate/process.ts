@@ -49,6 +49,8 @@ export class Proc implements Owner, LaneHost {
   lanes = new Set<Lane>();
   /** Shutting down: takes no partitions; once its lanes have ended it leaves the group (`onStopped`). */
   leaving = false;
+  /** Left its group while its lanes finish (a graceful stop with the ledger on). */
+  hasLeft = false;
   onStopped: (() => void) | undefined;
   #attempts = new Map<number, Attempt>();
   #awaitingLease = new Set<Lane>();
@@ -274,8 +276,9 @@ export class Proc implements Owner, LaneHost {
     } else this.startClaim(partition);
   }
 
-  /** Left the group (shutting down): no more heartbeats, so the lease runs out from now. */
+  /** Left the group (shutting down): no more heartbeats, so the lease runs out from now; no claim of it is current (PartitionOwnership.leaving). */
   leftGroup(): void {
+    this.hasLeft = true;
     this.#live = false;
     this.confirmedAt = this.#world.now;
   }
@@ -313,6 +316,7 @@ export class Proc implements Owner, LaneHost {
     this.alive = true;
     this.#rebalancing = false;
     this.leaving = false;
+    this.hasLeft = false;
     this.incarnation += 1;
     this.generation = 0;
     this.assigned = new Set();

@@ -13,7 +13,8 @@ export type Variant =
   | 'mark-without-permit'
   | 'keep-without-checks'
   | 'resend-ahead-unread'
-  | 'reinitialise-anytime';
+  | 'reinitialise-anytime'
+  | 'read-back-by-offset';
 
 /** One transaction of a partition: the marks it commits, the done prefix, the checkpoint and the offset. */
 export interface TransactionPlan<O> {

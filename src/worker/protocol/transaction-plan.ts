@@ -65,26 +65,30 @@ export function settleCommitted<O>(claim: PartitionClaim, plan: TransactionPlan<
 /**
  * What tells, after a transaction failed on the client, whether it committed on the broker after
  * all (a lost EndTxn answer), once the partition's producer is initialised again (which ends it
- * either way): the group's committed offset, when it moved one; else, when it published results
- * or dead letters ahead of the offset, the ledger's newest checkpoint, which lists them. Anything
- * else it wrote (marks, a checkpoint, repeats) is written again harmlessly: `nothing`.
+ * either way). Ledger on: the ledger's newest checkpoint, written in the same transaction and read
+ * to its end after that fence (exact), for a transaction that moved the offset or published
+ * results or dead letters ahead of it. Ledger off: the group's committed offset (which may be read
+ * stale without KIP-447: docs/guarantees.md). Anything else it wrote (marks, a checkpoint, repeats)
+ * is written again harmlessly: `nothing`.
  */
 export type ReadBack =
   { readonly by: 'offset'; readonly offset: bigint } | { readonly by: 'checkpoint'; readonly written: Checkpoint } | { readonly by: 'nothing' };
 
 export function readBackFor(commitOffset: bigint | undefined, publishes: boolean, checkpoint: Checkpoint | undefined, variant: Variant = 'correct'): ReadBack {
+  if (commitOffset === undefined && (!publishes || variant === 'resend-ahead-unread')) return { by: 'nothing' };
+  if (checkpoint !== undefined && !(variant === 'read-back-by-offset' && commitOffset !== undefined)) return { by: 'checkpoint', written: checkpoint };
   if (commitOffset !== undefined) return { by: 'offset', offset: commitOffset };
-  if (!publishes || variant === 'resend-ahead-unread') return { by: 'nothing' };
   // Results ahead of the offset are only published with the ledger on, in a transaction with its checkpoint.
-  if (checkpoint === undefined) throw new Error('results published ahead of the offset without a ledger checkpoint');
-  return { by: 'checkpoint', written: checkpoint };
+  throw new Error('results published ahead of the offset without a ledger checkpoint');
 }
 
 /**
  * Whether the transaction `readBack` describes committed: the committed offset reached its offset,
- * or the ledger's newest checkpoint is the one it wrote (the same next offset and every record it
- * lists as answered: no earlier checkpoint lists the records that transaction published, and no
- * later one exists while it is being retried).
+ * or the ledger's newest checkpoint is the one it wrote or a later one. Its own: the same next
+ * offset and every record it lists as answered (an earlier checkpoint has a lower next offset, or
+ * the same one without the records this transaction published ahead); later: a higher next offset
+ * (only another owner, after fencing this one, can have written it: what it answered is not
+ * this transaction's to send again).
  */
 export function committedPerReadBack(
   readBack: Exclude<ReadBack, { by: 'nothing' }>,
@@ -92,7 +96,8 @@ export function committedPerReadBack(
 ): boolean {
   if (readBack.by === 'offset') return broker.committedOffset !== undefined && broker.committedOffset >= readBack.offset;
   const latest = broker.checkpoint;
-  if (latest === undefined || latest.next !== readBack.written.next) return false;
+  if (latest === undefined || latest.next < readBack.written.next) return false;
+  if (latest.next > readBack.written.next) return true;
   const answered = new Set((latest.done ?? []).map((d) => d.offset));
   return (readBack.written.done ?? []).every((d) => answered.has(d.offset));
 }
