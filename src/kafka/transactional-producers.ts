@@ -67,6 +67,12 @@ function wrapTransaction(transaction: KafkaTransaction): Transaction {
  */
 export const TRANSACTION_REQUEST_RETRY = { retries: 25, initialRetryTime: 5, multiplier: 1.3, maxRetryTime: 10_000 } as const;
 
+/** Where a producer's initialisation writes its aborted record: see TransactionalProducers's constructor. */
+export type SettledPartition = (topic: string, partition: number) => { readonly topic: string; readonly partition: number } | undefined;
+
+/** The key of that record (never a checkpoint's key, which starts with `checkpoint/`). */
+export const SETTLE_KEY = 'producer-initialised';
+
 /**
  * One transactional producer per input partition, with a transactional id derived from the
  * partition (`<prefix>-<topic>-<partition>`). kafkajs's `sendOffsets` carries no consumer-group
@@ -78,15 +84,23 @@ export const TRANSACTION_REQUEST_RETRY = { retries: 25, initialRetryTime: 5, mul
 export class TransactionalProducers implements PartitionProducers {
   readonly #kafka: Kafka;
   readonly #prefix: string;
+  readonly #settled: SettledPartition | undefined;
   readonly #producers = new Map<string, { generation: number; readonly producer: Promise<Producer> }>();
   /** The newest generation that used each transactional id: older ones are zombies. */
   readonly #latest = new Map<string, number>();
   /** Producers connected ahead of a claim's fence (prepare), not initialised with their transactional id. */
   readonly #prepared = new Map<string, Promise<Producer>>();
 
-  constructor(kafka: Kafka, prefix: string) {
+  /**
+   * `settled`: the partition whose end a claim reads after fencing (the intent ledger's partition
+   * of a command partition), undefined for none. Initialising a producer writes an aborted record
+   * there, so an open transaction of the same producer id that the coordinator no longer knows (a
+   * hanging transaction, e.g. after a broker restart) ends with it instead of holding the read.
+   */
+  constructor(kafka: Kafka, prefix: string, settled?: SettledPartition) {
     this.#kafka = kafka;
     this.#prefix = prefix;
+    this.#settled = settled;
   }
 
   transactionalId(topic: string, partition: number): string {
@@ -118,6 +132,13 @@ export class TransactionalProducers implements PartitionProducers {
         // An empty transaction aborts locally: no partitions, no EndTxn.
         try {
           const first = await classified(() => producer.transaction());
+          // With a partition to settle, the abort is an EndTxn: its marker, of this producer id at
+          // the new epoch, also ends an older epoch's transaction the coordinator has forgotten
+          // (Kafka completes a producer's open transaction at its next marker). The record is
+          // never read: it is aborted, and its key is no checkpoint's.
+          const settle = this.#settled?.(topic, partition);
+          if (settle !== undefined)
+            await classified(() => first.send({ topic: settle.topic, messages: [{ partition: settle.partition, key: SETTLE_KEY, value: null }] }));
           await classified(() => first.abort());
         } catch (error) {
           await producer.disconnect().catch(() => undefined);

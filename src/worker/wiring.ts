@@ -156,7 +156,12 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     // Why the service made the worker pause (its code, status and message; never a secret).
     onPause: (reason: PauseReason, why: string) => log.warn({ reason, why }, `sending paused (${reason}): ${why}`),
   };
-  const producers = new TransactionalProducers(kafka, c.transactionalIdPrefix);
+  // Each command partition's ledger partition (ledger on): a claim reads it to its end after fencing.
+  const ledgerOf = new Map(c.ledger.enabled ? c.sources.map((s) => [s.topic, s.ledgerTopic] as const) : []);
+  const producers = new TransactionalProducers(kafka, c.transactionalIdPrefix, (topic, partition) => {
+    const ledger = ledgerOf.get(topic);
+    return ledger === undefined ? undefined : { topic: ledger, partition };
+  });
   hooks.adopt(() => producers.closeAll(), 'producers');
   const reader = new PartitionReader(kafka);
   hooks.adopt(() => reader.close(), 'partition reader');

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FencedError, type Transaction } from '../../src/kafka/ports.ts';
+import { PartitionReader } from '../../src/kafka/partition-reader.ts';
 import { TransactionalProducers } from '../../src/kafka/transactional-producers.ts';
 import { createTopics, testKafka, uniqueName } from '../helpers/kafka.ts';
 
@@ -20,6 +21,40 @@ async function openWith(owner: TransactionalProducers, topic: string, value: str
 }
 
 describe('TransactionalProducers against a real broker', () => {
+  it('initialising a partition’s producer writes an aborted record and its marker to the settled (ledger) partition, so a read to its end does not wait', async () => {
+    const kafka = testKafka();
+    const topic = uniqueName('settle');
+    const ledger = `${topic}.ledger`;
+    await createTopics(kafka, [{ topic }, { topic: ledger }]);
+    const producers = new TransactionalProducers(kafka, uniqueName('settle-tx'), (t, partition) => (t === topic ? { topic: ledger, partition } : undefined));
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      await producers.forPartition(topic, 0, 1);
+      // The record and the abort marker of this producer id at its new epoch: the marker is what
+      // ends an older epoch's transaction the coordinator no longer knows (a hanging one).
+      const [end] = await admin.fetchTopicOffsets(ledger);
+      expect(end?.high).toBe('2');
+      // read_committed: the aborted record is not there; its end is not held back.
+      const reader = new PartitionReader(kafka);
+      try {
+        const seen: string[] = [];
+        await reader.forEach(ledger, 0, 0n, 2n, (record) => void seen.push(String(record.key)), 10_000);
+        expect(seen).toEqual([]);
+      } finally {
+        await reader.close();
+      }
+      // Another command topic's partition has no settled partition: nothing written.
+      const other = uniqueName('settle-other');
+      await createTopics(kafka, [{ topic: other }]);
+      await producers.forPartition(other, 0, 1);
+      expect((await admin.fetchTopicOffsets(ledger))[0]?.high).toBe('2');
+    } finally {
+      await admin.disconnect();
+      await producers.closeAll();
+    }
+  });
+
   it("fences the previous owner before forPartition returns: the zombie's open transaction can no longer commit", async () => {
     const { topic, owners } = await twoOwners('fence');
     const [previousOwner, newOwner] = owners;
