@@ -73,6 +73,12 @@ describe('known-bad variants are caught', { timeout: SIMULATION_TIMEOUT_MS }, ()
     expect(first.has('machine-threw') || first.has('model-error')).toBe(false);
   });
 
+  it('resend-when-unread: a failed transaction whose read-back fails, taken as not committed and sent again, answers twice', () => {
+    const first = firstSeeds('resend-when-unread', 'on', 2_000);
+    expect(first.has('exactly-one-result')).toBe(true);
+    expect(first.has('machine-threw') || first.has('model-error')).toBe(false);
+  });
+
   it('reinitialise-anytime: a failed transaction retried while its group rebalances, or after its process left the group, fences the next owner', () => {
     const first = firstSeeds('reinitialise-anytime', 'on', 1_000);
     expect(first.size).toBeGreaterThan(0);

@@ -315,6 +315,17 @@ export class Lane implements HandlerLane {
       this.epoch = world.kafka.fence(this.partition);
       const { plan } = txn;
       const readBack = readBackFor(plan.commitOffset, plan.outcomes.some(publishesRecord), plan.checkpoint, world.variant);
+      // The read itself can fail (a leader moving, the coordinator loading): unknown is not "not
+      // committed". The attempt fails and the next one asks again; the known-bad variant sends again.
+      if (readBack.by !== 'nothing' && world.faulty && world.prng.chance(0.2) && world.variant !== 'resend-when-unread') {
+        if (world.tracing) world.trace(`P${this.process} p${this.partition} txn#${txn.id} retried (epoch ${this.epoch}): the read-back failed`);
+        if (this.#retries < COMMIT_ATTEMPTS - 1) return this.#retry(txn);
+        return this.act('transactionFailed', -1, (m) => m.transactionFailed(new TxnError(false, 'the read-back failed at every attempt'), world.now));
+      }
+      if (readBack.by !== 'nothing' && world.faulty && world.variant === 'resend-when-unread' && world.prng.chance(0.2)) {
+        if (world.tracing) world.trace(`P${this.process} p${this.partition} txn#${txn.id} retried (epoch ${this.epoch}): the read-back failed; sent again`);
+        return this.#begin(plan, true);
+      }
       const committed =
         readBack.by !== 'nothing' &&
         committedPerReadBack(readBack, {

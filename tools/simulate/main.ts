@@ -26,6 +26,7 @@ const VARIANTS: readonly Variant[] = [
   'resend-ahead-unread',
   'reinitialise-anytime',
   'read-back-by-offset',
+  'resend-when-unread',
 ];
 const TRACE_TAIL = 30;
 

@@ -14,7 +14,8 @@ export type Variant =
   | 'keep-without-checks'
   | 'resend-ahead-unread'
   | 'reinitialise-anytime'
-  | 'read-back-by-offset';
+  | 'read-back-by-offset'
+  | 'resend-when-unread';
 
 /** One transaction of a partition: the marks it commits, the done prefix, the checkpoint and the offset. */
 export interface TransactionPlan<O> {
