@@ -25,6 +25,21 @@ function resultOutcome(commandId: string): RecordOutcome {
 
 const outcomes: RecordOutcome[] = [resultOutcome('a'), { kind: 'duplicate', commandId: 'a', firstOffset: 0n }, resultOutcome('b')];
 
+/** The checkpoint of a transaction that published a (offset 5) and b (offset 7) ahead of offset 4. */
+const AHEAD = encodeCheckpoint({
+  next: 4n,
+  open: [],
+  done: [
+    { offset: 5n, commandId: 'a' },
+    { offset: 7n, commandId: 'b' },
+  ],
+});
+
+/** The target with the ledger read back as the fake broker has it: its newest committed checkpoint. */
+function readingLedgerOf(producers: FakeProducers): CommitTarget {
+  return { ...target, latestCheckpoint: async () => producers.checkpoints('ledger').at(-1) };
+}
+
 describe('commitTransaction', () => {
   it('writes results, the ledger checkpoint and the next offset in one committed transaction', async () => {
     const producers = new FakeProducers();
@@ -112,17 +127,9 @@ describe('commitTransaction', () => {
   it('does not resend results published ahead of the offset when the failed commit had committed after all (the ledger says so)', async () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
-    const ahead = encodeCheckpoint({
-      next: 4n,
-      open: [],
-      done: [
-        { offset: 5n, commandId: 'a' },
-        { offset: 7n, commandId: 'b' },
-      ],
-    });
-    const withLedger = { ...target, latestCheckpoint: async () => producers.checkpoints('ledger').at(-1) };
+    const withLedger = readingLedgerOf(producers);
     let offsetReads = 0;
-    await commitTransaction(producers, withLedger, outcomes, undefined, ahead, log, async () => {
+    await commitTransaction(producers, withLedger, outcomes, undefined, AHEAD, log, async () => {
       offsetReads += 1;
       return 0n;
     });
@@ -143,16 +150,8 @@ describe('commitTransaction', () => {
     });
     await commitTransaction(producers, { ...target, latestCheckpoint: async () => undefined }, [], undefined, before, log, async () => 0n);
     producers.fate = (tx) => (tx.id === 1 ? 'fail' : 'ok');
-    const ahead = encodeCheckpoint({
-      next: 4n,
-      open: [],
-      done: [
-        { offset: 5n, commandId: 'a' },
-        { offset: 7n, commandId: 'b' },
-      ],
-    });
-    const withLedger = { ...target, latestCheckpoint: async () => producers.checkpoints('ledger').at(-1) };
-    await commitTransaction(producers, withLedger, outcomes, undefined, ahead, log, async () => 0n);
+    const withLedger = readingLedgerOf(producers);
+    await commitTransaction(producers, withLedger, outcomes, undefined, AHEAD, log, async () => 0n);
     expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'aborted', 'committed']);
     expect(producers.committedKeys('res')).toEqual(['a', 'b']);
   });
@@ -161,7 +160,7 @@ describe('commitTransaction', () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
     const moved = encodeCheckpoint({ next: 12n, open: [] });
-    const withLedger = { ...target, latestCheckpoint: async () => producers.checkpoints('ledger').at(-1) };
+    const withLedger = readingLedgerOf(producers);
     // Without KIP-447 the admin client can still see the offset before the commit.
     await commitTransaction(producers, withLedger, outcomes, '12', moved, log, async () => 0n);
     expect(producers.transactions).toHaveLength(1);
@@ -173,16 +172,8 @@ describe('commitTransaction', () => {
     const earlier = encodeCheckpoint({ next: 4n, open: [{ offset: 7n, commandId: 'b', at: 1 }], done: [{ offset: 5n, commandId: 'a' }] });
     await commitTransaction(producers, { ...target, latestCheckpoint: async () => undefined }, [], undefined, earlier, log, async () => 0n);
     producers.fate = (tx) => (tx.id === 1 ? 'fail' : 'ok');
-    const ahead = encodeCheckpoint({
-      next: 4n,
-      open: [],
-      done: [
-        { offset: 5n, commandId: 'a' },
-        { offset: 7n, commandId: 'b' },
-      ],
-    });
-    const withLedger = { ...target, latestCheckpoint: async () => producers.checkpoints('ledger').at(-1) };
-    await commitTransaction(producers, withLedger, [resultOutcome('b')], undefined, ahead, log, async () => 0n);
+    const withLedger = readingLedgerOf(producers);
+    await commitTransaction(producers, withLedger, [resultOutcome('b')], undefined, AHEAD, log, async () => 0n);
     expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'aborted', 'committed']);
     expect(producers.committedKeys('res')).toEqual(['b']);
   });
@@ -190,14 +181,6 @@ describe('commitTransaction', () => {
   it('does not resend while the ledger cannot be read back: it asks again at the next attempt', async () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
-    const ahead = encodeCheckpoint({
-      next: 4n,
-      open: [],
-      done: [
-        { offset: 5n, commandId: 'a' },
-        { offset: 7n, commandId: 'b' },
-      ],
-    });
     let reads = 0;
     const flaky = {
       ...target,
@@ -207,7 +190,7 @@ describe('commitTransaction', () => {
         return producers.checkpoints('ledger').at(-1);
       },
     };
-    await commitTransaction(producers, flaky, outcomes, undefined, ahead, log, async () => 0n);
+    await commitTransaction(producers, flaky, outcomes, undefined, AHEAD, log, async () => 0n);
     expect(reads).toBe(2);
     expect(producers.transactions).toHaveLength(1);
     expect(producers.committedKeys('res')).toEqual(['a', 'b']);
