@@ -1,6 +1,6 @@
 /**
- * Makes a hanging transaction in a ledger partition and checks that initialising the command
- * partition's producer (TransactionalProducers with its settled ledger partition) ends it. A
+ * Makes a hanging transaction in a ledger partition and checks that a claim's read after fencing
+ * (InitProducerId, then the ledger read that settles an open transaction it finds) ends it. A
  * diagnostic, not part of `npm run bench`; it changes a broker setting for the time it runs, so
  * point it at a throwaway local stack only:
  *
@@ -9,6 +9,7 @@
  * How the transaction is made to hang: tools/hanging-transaction.ts.
  */
 import { randomUUID } from 'node:crypto';
+import { readLatestCheckpoint } from '../src/kafka/ledger-store.ts';
 import { PartitionReader } from '../src/kafka/partition-reader.ts';
 import { TransactionalProducers } from '../src/kafka/transactional-producers.ts';
 import { leaveHangingTransaction } from '../tools/hanging-transaction.ts';
@@ -44,12 +45,22 @@ async function main(): Promise<number> {
     };
     console.log(`  before: ${await readToEnd()}`);
     // --without-settle: what InitProducerId alone does (the worker before the settle step).
-    const settled = process.argv.includes('--without-settle')
-      ? undefined
-      : (t: string, partition: number) => (t === topic ? { topic: ledger, partition } : undefined);
-    const producers = new TransactionalProducers(kafka, prefix, settled);
+    const producers = new TransactionalProducers(kafka, prefix, (t, partition) => (t === topic ? { topic: ledger, partition } : undefined));
     await producers.forPartition(topic, 0, 1);
-    console.log(`  after the command partition's producer was initialised: ${await readToEnd()}`);
+    if (!process.argv.includes('--without-settle'))
+      await readLatestCheckpoint(
+        admin,
+        reader,
+        ledger,
+        0,
+        () => undefined,
+        'end',
+        undefined,
+        () => producers.settle(topic, 0, 1),
+      );
+    console.log(
+      `  after the command partition's producer was initialised${process.argv.includes('--without-settle') ? '' : ' and the claim read the ledger'}: ${await readToEnd()}`,
+    );
     await producers.closeAll();
     return 0;
   } finally {

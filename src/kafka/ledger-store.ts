@@ -29,6 +29,11 @@ export type LedgerReadEnd = 'end' | 'stable' | 'settled';
  * end (the partition's own transactions write one each), so this reads backwards in growing
  * windows rather than the whole partition.
  */
+/**
+ * `settleOpen` (with `end`): called when a transaction is open in the partition when the read
+ * starts, for a caller that knows none should be (a claim right after fencing: a hanging
+ * transaction, see TransactionalProducers.settle).
+ */
 export async function readLatestCheckpoint<Checkpoint>(
   admin: Admin,
   reader: PartitionReader,
@@ -37,7 +42,9 @@ export async function readLatestCheckpoint<Checkpoint>(
   decode: (key: Buffer | null, value: Buffer | null) => Checkpoint | undefined,
   upTo: LedgerReadEnd = 'end',
   settleMs = 1_000,
+  settleOpen?: () => Promise<unknown>,
 ): Promise<Checkpoint | undefined> {
+  if (upTo === 'end' && settleOpen !== undefined) return readToEnd(admin, reader, topic, partition, decode, 'end', undefined, settleOpen);
   if (upTo === 'settled') {
     try {
       return await readToEnd(admin, reader, topic, partition, decode, 'end', settleMs);
@@ -57,6 +64,7 @@ async function readToEnd<Checkpoint>(
   decode: (key: Buffer | null, value: Buffer | null) => Checkpoint | undefined,
   upTo: 'end' | 'stable',
   deadlineMs?: number,
+  settleOpen?: () => Promise<unknown>,
 ): Promise<Checkpoint | undefined> {
   const offsets = await admin.fetchTopicOffsets(topic);
   const ends = offsets.find((o) => o.partition === partition);
@@ -65,7 +73,14 @@ async function readToEnd<Checkpoint>(
   // `end`: to the true end (not the admin's read_committed end): forEach() then waits until every
   // transaction below it is decided, so the newest checkpoint cannot be missed. `stable`: the
   // admin's end is the last stable offset, below every open transaction, so nothing waits.
-  const high = upTo === 'end' ? await reader.highWatermark(topic, partition, low) : BigInt(ends.high);
+  let high = BigInt(ends.high);
+  if (upTo === 'end') {
+    const now = await reader.ends(topic, partition, low);
+    high = now.high;
+    // A transaction open where the reader expects none (`settleOpen` given: right after fencing)
+    // would hold the read: let the caller end it first.
+    if (now.stable < now.high && settleOpen !== undefined) await settleOpen();
+  }
   let window = FIRST_WINDOW;
   let to = high;
   while (to > low) {

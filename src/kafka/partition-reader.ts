@@ -121,8 +121,13 @@ export class PartitionReader {
    * decided but whose markers are not written yet, e.g. right after a broker restart.)
    */
   async highWatermark(topic: string, partition: number, from: bigint): Promise<bigint> {
+    return (await this.ends(topic, partition, from)).high;
+  }
+
+  /** The high watermark and the last stable offset (below it when a transaction is open there), in one fetch. */
+  async ends(topic: string, partition: number, from: bigint): Promise<{ high: bigint; stable: bigint }> {
     const found = await this.#fetch(topic, partition, from, 0);
-    return BigInt(found.highWatermark);
+    return { high: BigInt(found.highWatermark), stable: BigInt(found.lastStableOffset) };
   }
 
   /**
@@ -148,33 +153,58 @@ export class PartitionReader {
           `reading ${topic}[${partition}] from ${from} to ${to} took longer than ${deadlineMs} ms (stuck at ${next})`,
           { retryable: true },
         );
-      const found = await this.#fetch(topic, partition, next, 200);
-      const stable = BigInt(found.lastStableOffset);
-      const records = filterAbortedRecords(found.messages, found.abortedTransactions);
-      let advanced = false;
-      for (const record of records) {
-        const offset = BigInt(record.offset);
-        if (offset < next) continue;
-        // Visible to read_committed only below the last stable offset.
-        if (offset >= stable) break;
-        if (offset >= to) {
-          next = to;
-          break;
-        }
-        next = offset + 1n;
-        advanced = true;
-        if (record.isControlRecord === true) continue;
-        await visit({ offset, key: record.key ?? null, value: record.value ?? null });
-      }
-      if (!advanced && next < to) {
-        // Nothing visible was returned: skip what the broker did return (aborted records, control
-        // records), or, when it returned nothing below the stable offset, the gap compaction left.
-        const raw = found.messages.filter((m) => BigInt(m.offset) >= next && BigInt(m.offset) < stable);
-        const last = raw[raw.length - 1];
-        if (last !== undefined) next = BigInt(last.offset) + 1n;
-        else if (stable > next) next = stable < to ? stable : to;
-      }
+      const read = await this.#readOnce(topic, partition, next, to, 200);
+      for (const record of read.records) await visit(record);
+      next = read.next;
     }
+  }
+
+  /**
+   * What one fetch from `from` returns that a read_committed reader sees (below the last stable
+   * offset), without waiting for more: the records and the offset to read from next. For a reader
+   * that looks again and again (a new owner watching for handovers).
+   */
+  async readAvailable(topic: string, partition: number, from: bigint): Promise<{ records: ReadRecord[]; next: bigint }> {
+    return this.#readOnce(topic, partition, from, undefined, 0);
+  }
+
+  async #readOnce(
+    topic: string,
+    partition: number,
+    from: bigint,
+    to: bigint | undefined,
+    maxWaitTime: number,
+  ): Promise<{ records: ReadRecord[]; next: bigint }> {
+    const found = await this.#fetch(topic, partition, from, maxWaitTime);
+    const stable = BigInt(found.lastStableOffset);
+    const records = filterAbortedRecords(found.messages, found.abortedTransactions);
+    const out: ReadRecord[] = [];
+    let next = from;
+    let advanced = false;
+    for (const record of records) {
+      const offset = BigInt(record.offset);
+      if (offset < next) continue;
+      // Visible to read_committed only below the last stable offset.
+      if (offset >= stable) break;
+      if (to !== undefined && offset >= to) {
+        next = to;
+        break;
+      }
+      next = offset + 1n;
+      advanced = true;
+      if (record.isControlRecord === true) continue;
+      out.push({ offset, key: record.key ?? null, value: record.value ?? null });
+    }
+    const end = to === undefined || stable < to ? stable : to;
+    if (!advanced && next < end) {
+      // Nothing visible was returned: skip what the broker did return (aborted records, control
+      // records), or, when it returned nothing below the stable offset, the gap compaction left.
+      const raw = found.messages.filter((m) => BigInt(m.offset) >= next && BigInt(m.offset) < stable);
+      const last = raw[raw.length - 1];
+      if (last !== undefined) next = BigInt(last.offset) + 1n;
+      else next = end;
+    }
+    return { records: out, next };
   }
 
   async close(): Promise<void> {

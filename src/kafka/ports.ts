@@ -148,6 +148,8 @@ export interface CommandConsumer extends ConsumerEvents {
 export interface KeyedRecord {
   readonly key: string;
   readonly value: Buffer;
+  /** The partition to write to (default: the key's). */
+  readonly partition?: number;
 }
 
 /**

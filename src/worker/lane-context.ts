@@ -7,6 +7,7 @@ import type { RecordHandlerDeps } from './record-handler.ts';
 import type { Permits } from './priority/priority-permits.ts';
 import type { Priority } from './priority/priority.ts';
 import type { CommitTarget } from './partition-transaction.ts';
+import type { Handovers } from './handovers.ts';
 
 /** What a partition's lane works with: the process-wide resources and the claim it drives. */
 export interface LaneContext {
@@ -23,6 +24,8 @@ export interface LaneContext {
   /** The priority of the partition's topic: the `priority` label of its results. */
   readonly priority?: Priority;
   readonly log: Logger;
+  /** The source's handovers (ledger on): written when the claim stops working the partition, looked for when it inherited marks in doubt. */
+  readonly handovers?: Handovers;
   /** Where results go; `mayFence` is the lane's own (see `mayCommit`). */
   readonly target: Omit<CommitTarget, 'topic' | 'partition' | 'mayFence' | 'generation' | 'mayReinitialise'>;
   /** Whether the lane's producer may be initialised again after a failed transaction (it owns the partition, and the group is not rebalancing). */

@@ -159,9 +159,11 @@ export class LaneRouter {
   /** The new assignment: lanes of kept claims go on; every other lane retires. */
   afterJoin(kept: ReadonlySet<PartitionLane['claim']>, reason: unknown): void {
     const leaseHolds = this.#o.parts.ownership.leaseHolds();
+    const assigned = new Set(this.#o.parts.ownership.assigned);
     for (const lane of this.#lanes.values()) {
       if (kept.has(lane.claim)) lane.keep(leaseHolds);
-      else this.#retire(lane, reason);
+      // Another member has it now, and fences it at once: the lane hands its outcomes over.
+      else this.#retire(lane, reason, !assigned.has(lane.claim.partition));
     }
   }
 
@@ -170,9 +172,9 @@ export class LaneRouter {
     for (const lane of this.#lanes.values()) this.#retire(lane, reason);
   }
 
-  #retire(lane: PartitionLane, reason: unknown): void {
+  #retire(lane: PartitionLane, reason: unknown, moved = false): void {
     this.#retiredClaims.add(lane.claim);
-    lane.retire(reason);
+    lane.retire(reason, moved);
   }
 
   /** Graceful stop: no new records, every lane ended. */
@@ -203,6 +205,7 @@ export class LaneRouter {
         onGeoRefusals: (refusals, command, source) => reportGeoRefusals(this.#o.metrics, this.#o.log, c.validation.geo.mode, refusals, command, source),
       },
       producers: parts.producers,
+      handovers: parts.handovers,
       slots: this.#o.slots,
       markPermits: this.#o.markPermits,
       metrics: this.#o.metrics,
@@ -214,7 +217,8 @@ export class LaneRouter {
         deadLetterTopic: c.topics.deadLetter,
         ledgerTopic: c.ledger.enabled ? parts.source.ledgerTopic : undefined,
         maxBatchBytes: parts.maxRecordBytes,
-        latestCheckpoint: () => parts.latestCheckpoint(partition),
+        // Read back after the producer was initialised again: a transaction open there then is a hanging one.
+        latestCheckpoint: () => parts.latestCheckpoint(partition, claim.generation),
       },
       commitIntervalMs: c.commitIntervalMs,
       markLingerMs: parts.source.markLingerMs,

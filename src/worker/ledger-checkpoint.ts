@@ -21,12 +21,20 @@ export function checkpointKey(consumerGroup: string, commandTopic: string): stri
 const VERSION = 1;
 /** commandIds are informational in the ledger (the offset identifies the record): keep records small. */
 const MAX_ID_LENGTH = 256;
+/** A mark's name (`by`): a claim's owner token and a count. */
+export const MAX_MARK_NAME_LENGTH = 64;
 
 export interface OpenMark {
   readonly offset: bigint;
   readonly commandId: string;
   /** When the mark was made (epoch ms): the earliest time the command may have been sent. */
   readonly at: number;
+  /**
+   * Which mark this is (the claim that made it, and its count there): a handover names it
+   * (handover-record.ts). Absent in checkpoints of versions before handovers: such a mark is
+   * never settled by a handover.
+   */
+  readonly by?: string;
 }
 
 /** A record past `next` whose outcome is already committed (published ahead of slower records before it). */
@@ -50,7 +58,12 @@ export interface Checkpoint {
  */
 export function encodeCheckpoint(checkpoint: Checkpoint): Buffer {
   const done = checkpoint.done ?? [];
-  const mark = (m: OpenMark): { o: string; id: string; at: number } => ({ o: m.offset.toString(), id: m.commandId.slice(0, MAX_ID_LENGTH), at: m.at });
+  const mark = (m: OpenMark): { o: string; id: string; at: number; by?: string } => ({
+    o: m.offset.toString(),
+    id: m.commandId.slice(0, MAX_ID_LENGTH),
+    at: m.at,
+    ...(m.by !== undefined && { by: m.by }),
+  });
   return Buffer.from(
     JSON.stringify({
       v: VERSION,
@@ -85,9 +98,10 @@ export function decodeCheckpoint(key: Buffer | null, value: Buffer | null, expec
   const answeredOffsets = new Set(answered.map((a) => a.offset));
   const marks: OpenMark[] = [];
   for (const entry of open as unknown[]) {
-    const { o, id, at } = (entry ?? {}) as { o?: unknown; id?: unknown; at?: unknown };
+    const { o, id, at, by } = (entry ?? {}) as { o?: unknown; id?: unknown; at?: unknown; by?: unknown };
     if (typeof o !== 'string' || !OFFSET.test(o) || typeof id !== 'string' || typeof at !== 'number' || !Number.isFinite(at)) return undefined;
-    if (!answeredOffsets.has(BigInt(o))) marks.push({ offset: BigInt(o), commandId: id, at });
+    if (by !== undefined && (typeof by !== 'string' || by.length > MAX_MARK_NAME_LENGTH)) return undefined;
+    if (!answeredOffsets.has(BigInt(o))) marks.push({ offset: BigInt(o), commandId: id, at, ...(by !== undefined && { by }) });
   }
   return answered.length > 0 ? { next: BigInt(next), open: marks, done: answered } : { next: BigInt(next), open: marks };
 }
@@ -106,20 +120,4 @@ export function recoveryPlan(
   const inDoubt = new Map<bigint, OpenMark>();
   for (const mark of checkpoint?.open ?? []) if (mark.offset >= start && !answered.has(mark.offset)) inDoubt.set(mark.offset, mark);
   return { start, inDoubt, answered };
-}
-
-/**
- * How long a new owner should still wait before fencing a partition whose newest checkpoint lists
- * marks an earlier owner made recently: that owner may be alive (a rebalance moved the partition)
- * with those calls under way, and would commit their results in a moment; fencing now would abort
- * them and make them UNKNOWN. A mark older than `graceMs` (the longest a call can take, with
- * retries, plus a commit) cannot be under way any more. Undefined: nothing to wait for.
- */
-export function handoverWaitMs(checkpoint: Checkpoint | undefined, now: number, graceMs: number): number | undefined {
-  if (checkpoint === undefined) return undefined;
-  let newest: number | undefined;
-  for (const mark of checkpoint.open) if (newest === undefined || mark.at > newest) newest = mark.at;
-  if (newest === undefined) return undefined;
-  const wait = newest + graceMs - now;
-  return wait > 0 ? wait : undefined;
 }

@@ -1,4 +1,6 @@
-import { encodeCheckpoint } from './ledger-checkpoint.ts';
+import { encodeCheckpoint, type OpenMark } from './ledger-checkpoint.ts';
+import type { HandoverLookout } from './handover-lookout.ts';
+import type { HandoverSettlement } from './handover-record.ts';
 import { reportOutcome } from './outcome-report.ts';
 import { deferred } from './waiting.ts';
 import type { PartitionClaim } from './protocol/claim.ts';
@@ -56,6 +58,8 @@ export class PartitionLane {
   #applying = false;
   readonly #ended = deferred<LaneEnd>();
   readonly #bytesFreed = (): void => this.#apply(() => this.#machine.bytesHeld(false));
+  /** Looks for the handovers of the marks this claim inherited in doubt (ledger on, any inherited). */
+  readonly #lookout: HandoverLookout | undefined;
 
   constructor(ctx: LaneContext) {
     this.#ctx = ctx;
@@ -68,6 +72,7 @@ export class PartitionLane {
       commitIntervalMs: ctx.commitIntervalMs,
       markLingerMs: ctx.markLingerMs,
       inDoubtPolicy: ctx.deps.inDoubtPolicy,
+      handovers: ctx.handovers !== undefined,
     });
     this.#signal = AbortSignal.any([ctx.abandon, this.#local.signal]);
     this.#waitSignal = AbortSignal.any([this.#signal, this.#stopSending.signal]);
@@ -84,6 +89,7 @@ export class PartitionLane {
       ...(ctx.mayReinitialise !== undefined && { mayReinitialise: ctx.mayReinitialise }),
     };
     ctx.abandon.addEventListener('abort', () => this.#apply(() => this.#machine.stopSending()), { once: true });
+    this.#lookout = claim.inDoubt.size > 0 ? ctx.handovers?.lookout(claim.partition, claim.inDoubt.values()) : undefined;
   }
 
   /** Settles once the lane has retired or failed and every dispatched record is done. Never rejects. */
@@ -154,12 +160,15 @@ export class PartitionLane {
 
   /** The new generation keeps this claim: held records call, and fetching goes on. */
   keep(leaseHolds: boolean): void {
-    this.#apply(() => this.#machine.keep(leaseHolds));
+    this.#apply(() => this.#machine.keep(leaseHolds, performance.now()));
   }
 
-  /** The partition moved, or shutdown: take no more records; waits are cut; calls under way finish and their results commit. */
-  retire(_reason: unknown): void {
-    this.#apply(() => this.#machine.retire());
+  /**
+   * The partition moved, or shutdown: take no more records; waits are cut; calls under way finish
+   * and their results commit, or (`moved` to another member, ledger on) are handed over.
+   */
+  retire(_reason: unknown, moved = false): void {
+    this.#apply(() => this.#machine.retire(moved, performance.now()));
   }
 
   /** Runs one event and carries out every effect it (and the effects' own events) produced, in order. */
@@ -236,6 +245,8 @@ export class PartitionLane {
         return this.#stopSending.abort(effect.error);
       case 'cancel-bytes-wait':
         return ctx.bytesInHand.cancel(this.#bytesFreed);
+      case 'handover':
+        return this.#handOver(effect.offset, effect.mark, effect.outcome);
       case 'ended':
         this.#disarm();
         return this.#ended.resolve(effect.failure === undefined ? {} : { failure: effect.failure });
@@ -274,13 +285,45 @@ export class PartitionLane {
     );
   }
 
+  /**
+   * Tells the next owner what became of a marked record (the machine asks once the claim no longer
+   * works the partition): written outside any transaction, so a fence that aborts this claim's
+   * last transaction does not lose it. Only results travel (a dead letter of a called command is
+   * left to the next owner's UNKNOWN). A write that fails costs that: the next owner reports UNKNOWN.
+   */
+  #handOver(offset: bigint, mark: OpenMark, outcome: RecordOutcome | undefined): void {
+    const ctx = this.#ctx;
+    const handovers = ctx.handovers;
+    if (handovers === undefined) return;
+    const settlement: HandoverSettlement | undefined =
+      outcome === undefined ? { kind: 'withdrawn' } : outcome.kind === 'result' ? { kind: 'result', result: outcome.result } : undefined;
+    if (settlement === undefined) return;
+    const { topic, partition } = this.claim;
+    handovers.write(partition, offset, mark, settlement).then(
+      () => ctx.log.debug({ topic, partition, offset: offset.toString(), settlement: settlement.kind }, 'handed over'),
+      (error: unknown) =>
+        ctx.log.warn(
+          { err: error, topic, partition, offset: offset.toString() },
+          'could not hand over a marked command: its next owner will report it UNKNOWN',
+        ),
+    );
+  }
+
   readonly #recordLane: RecordLane = {
     identify: (offset, commandId) => {
       const identity = this.#machine.identify(offset, commandId);
-      if (identity.kind === 'in-doubt') this.#ctx.metrics.inDoubt.inc({ action: 'reported' });
+      if (identity.kind === 'in-doubt' && this.#lookout === undefined) this.#ctx.metrics.inDoubt.inc({ action: 'reported' });
       else if (identity.kind === 'new' && identity.resent) this.#ctx.metrics.inDoubt.inc({ action: 'resent' });
       return identity;
     },
+    handoverOf: async (mark, signal) => {
+      if (this.#lookout === undefined) return undefined;
+      const settlement = await this.#lookout.settlementOf(mark, signal);
+      if (settlement !== undefined || !signal.aborted)
+        this.#ctx.metrics.inDoubt.inc({ action: settlement === undefined ? 'reported' : settlement.kind === 'result' ? 'handed-over' : 'withdrawn' });
+      return settlement;
+    },
+    handedOver: (offset) => this.#apply(() => this.#machine.handedOver(offset)),
     sendHooks: (offset) => ({
       // May this record call now? The machine answers once its mark has committed and it holds a slot.
       beforeSend: () =>

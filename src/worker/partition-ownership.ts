@@ -1,7 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { SmsWorkerError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
-import { handoverWaitMs, recoveryPlan, type Checkpoint } from './ledger-checkpoint.ts';
+import { recoveryPlan, type Checkpoint } from './ledger-checkpoint.ts';
 import { buildClaim, claimSteps, type PartitionClaim } from './protocol/claim.ts';
 import { completeWindow, type EarlyWindow, type WindowRecord } from './repeat-window.ts';
 
@@ -27,12 +28,13 @@ export interface OwnershipEffects {
   groupOffset(topic: string, partition: number): Promise<bigint>;
   /**
    * The ledger's newest checkpoint (undefined when the ledger is off or empty): read to the end
-   * after fencing (`end`); before fencing to the end only if the transactions open there end
-   * within a moment (`settled`: an earlier owner still alive may be committing marks), else to the
-   * last stable offset (an open transaction of a killed owner would hold an `end` read until its
-   * timeout). See LedgerReadEnd in kafka/ledger-store.ts.
+   * after fencing (`end`); `settled` (to the end only if the transactions open there end within a
+   * moment, else to the last stable offset) is for reads that fence nobody, such as the warm-up's.
+   * See LedgerReadEnd in kafka/ledger-store.ts. `fencedIn`: the read comes right after the fence of
+   * this generation's claim, when nothing may be open in the ledger partition: a transaction open
+   * there is a hanging one, which the claim's producer ends before reading (TransactionalProducers.settle).
    */
-  checkpoint(partition: number, upTo: 'end' | 'settled'): Promise<Checkpoint | undefined>;
+  checkpoint(partition: number, upTo: 'end' | 'settled', fencedIn?: number): Promise<Checkpoint | undefined>;
   /** commandIds of the committed command records in [max(low, start − count), start), in offset order. */
   recentCommandIds(topic: string, partition: number, start: bigint, count: number): Promise<{ offset: bigint; commandId: string }[]>;
   /**
@@ -50,14 +52,6 @@ export interface OwnershipOptions {
   readonly dedupWindow: number;
   /** A heartbeat older than this means the group may have given the partitions away (a freeze, a partition). */
   readonly sessionTimeoutMs: number;
-  /**
-   * How long a send of an earlier owner may still be under way (the response timeout) plus a
-   * commit: its marks younger than this may belong to calls about to commit their results (see
-   * handoverWaitMs). 0 disables the wait.
-   */
-  readonly handoverGraceMs?: number;
-  /** How often the ledger is read again while waiting for an earlier owner's marks to settle. */
-  readonly handoverPollMs?: number;
   readonly log: Logger;
   readonly metrics: WorkerMetrics;
   readonly now?: () => number;
@@ -245,40 +239,6 @@ export class PartitionOwnership {
     return pending;
   }
 
-  /**
-   * Another process may have owned the partition until this rebalance, with calls under way that
-   * it is about to commit: wait (bounded) until the ledger shows no mark younger than the grace
-   * still open, so a send that was made gets its real result rather than UNKNOWN, and a record the
-   * earlier owner marked but never called is withdrawn rather than reported UNKNOWN. Each look
-   * waits for the ledger's open transactions to end (briefly: `settled`), since an owner still
-   * holding may be committing marks in one; a look that finds fresh marks is followed by another,
-   * so marks committed after the first look are waited for too. A crashed owner's marks simply age
-   * out. Fencing follows either way, and recovery reads the ledger again after it.
-   */
-  async #awaitEarlierOwner(topic: string, partition: number, generation: number): Promise<void> {
-    const grace = this.#o.handoverGraceMs ?? 0;
-    if (grace <= 0) return;
-    const started = this.#now();
-    let latest = await this.#o.effects.checkpoint(partition, 'settled');
-    if (handoverWaitMs(latest, this.#now(), grace) === undefined) return;
-    this.#o.log.info(
-      { topic, partition, open: latest?.open.length ?? 0 },
-      'an earlier owner has sends under way: waiting for their results before taking the partition',
-    );
-    // Not a retry (so not src/retry.ts): nothing failed; this polls toward a deadline the marks set,
-    // at a fixed interval cut to what is left, without backoff or jitter, and ends without error.
-    for (;;) {
-      const wait = handoverWaitMs(latest, this.#now(), grace);
-      if (wait === undefined) {
-        this.#o.log.info({ topic, partition, ms: this.#now() - started }, "the earlier owner's sends have their results");
-        return;
-      }
-      if (generation !== this.#generation || !this.leaseHolds() || this.#now() - started >= grace) return;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(wait, this.#o.handoverPollMs ?? 200)));
-      latest = await this.#o.effects.checkpoint(partition, 'settled');
-    }
-  }
-
   async #recover(topic: string, partition: number, generation: number): Promise<PartitionClaim> {
     const started = this.#now();
     // Fencing takes the partition from whoever holds it: only while the group counts this member in.
@@ -300,8 +260,9 @@ export class PartitionOwnership {
         const key = `${topic}:${partition}`;
         this.#handingOver.add(key);
         try {
-          const local = await this.#o.effects.handover(topic, partition);
-          if (!local) await this.#awaitEarlierOwner(topic, partition, generation);
+          // Only this process's own earlier lane is waited for: another process's calls under way
+          // are handed over record by record (handovers.ts), so the partition is fenced at once.
+          await this.#o.effects.handover(topic, partition);
         } finally {
           this.#handingOver.delete(key);
         }
@@ -322,14 +283,20 @@ export class PartitionOwnership {
           retryable: true,
         });
       if (step === 'fence') await this.#o.effects.fence(topic, partition, generation);
-      else [groupOffset, checkpoint] = await Promise.all([this.#o.effects.groupOffset(topic, partition), this.#o.effects.checkpoint(partition, 'end')]);
+      else
+        [groupOffset, checkpoint] = await Promise.all([
+          this.#o.effects.groupOffset(topic, partition),
+          this.#o.effects.checkpoint(partition, 'end', generation),
+        ]);
       stepMs[step] = this.#now() - stepStarted;
     }
     const { start } = recoveryPlan(groupOffset, checkpoint);
     const windowStarted = this.#now();
     const recent = await this.#repeatWindow(topic, partition, start, await early);
     stepMs['window'] = this.#now() - windowStarted;
-    const claim = buildClaim({ topic, partition, generation }, groupOffset, checkpoint, recent, this.#o.dedupWindow);
+    // Names this claim's marks: unique to it, so a handover of one of them settles nothing else.
+    const markOwner = randomBytes(6).toString('base64url');
+    const claim = buildClaim({ topic, partition, generation, markOwner }, groupOffset, checkpoint, recent, this.#o.dedupWindow);
     this.#claimedAt.set(claim, started);
     const { inDoubt, dedup } = claim;
     if (checkpoint !== undefined && checkpoint.next > groupOffset) {

@@ -6,7 +6,7 @@ import type { GroupMembership } from './group-membership.ts';
  * from here.
  */
 import type { PartitionReader } from '../kafka/partition-reader.ts';
-import type { CommandConsumer, OffsetsAdmin } from '../kafka/ports.ts';
+import type { CommandConsumer, KeyedRecordProducer, OffsetsAdmin } from '../kafka/ports.ts';
 import type { TransactionalProducers } from '../kafka/transactional-producers.ts';
 import type { CommandTracer } from '../observability/command-span.ts';
 import type { ProviderClient } from '../provider/types.ts';
@@ -18,6 +18,7 @@ import type { ServiceGate } from './service-gate.ts';
 import type { SpendHolds } from './guard/spend-holds.ts';
 import type { WarmStepReport } from './warm-up.ts';
 import type { Checkpoint } from './ledger-checkpoint.ts';
+import type { Handovers } from './handovers.ts';
 
 /** What every command source of the process shares: one client to the service, one gate, one set of producers. */
 export interface SharedParts {
@@ -28,6 +29,8 @@ export interface SharedParts {
   /** The spend caps, when SPEND_CAP_* sets one: their pause counts as a pause for liveness and shutdown. */
   readonly spend: SpendHolds | undefined;
   readonly producers: TransactionalProducers;
+  /** Writes handovers (ledger on): plain records, outside any transaction (handover-record.ts). */
+  readonly handoverProducer: KeyedRecordProducer | undefined;
   readonly reader: PartitionReader;
   readonly maxRecordBytes: number;
   /** Spans of each command, when tracing is configured (OTEL_EXPORTER_OTLP_ENDPOINT). */
@@ -54,7 +57,9 @@ export interface WorkerParts extends SharedParts {
   /** Partitions of the source's topic. */
   readonly commandPartitions: number;
   /** The newest checkpoint of the source's ledger partition n, read to its end (undefined with the ledger off). */
-  readonly latestCheckpoint: (partition: number) => Promise<Checkpoint | undefined>;
+  readonly latestCheckpoint: (partition: number, generation: number) => Promise<Checkpoint | undefined>;
+  /** The source's handovers (ledger on). */
+  readonly handovers: Handovers | undefined;
   /** Walks a claim's reads once (on partition 0) before the group is joined: warm-up.ts says why. */
   readonly warmClaimReads: () => Promise<WarmStepReport>;
 }

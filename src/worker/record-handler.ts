@@ -21,6 +21,8 @@ import { isProviderError } from '../provider/provider-error.ts';
 import { RegistryUnavailableError } from '../schema/codec.ts';
 import type { GuardedSender, SendHooks, SendOutcome } from './guarded-sender.ts';
 import type { Identity } from './protocol/partition-machine.ts';
+import type { HandoverSettlement } from './handover-record.ts';
+import type { OpenMark } from './ledger-checkpoint.ts';
 import { firstCallOnly, timeToSendSeconds } from './time-to-send.ts';
 import { screenHolding } from './guard/velocity-hold.ts';
 
@@ -52,8 +54,16 @@ export interface RecordHandlerDeps {
 
 /** The partition's view of one record: its protocol's answer about the commandId, and the hooks of its send. */
 export interface RecordLane {
-  /** In doubt (an earlier owner's mark, reported UNKNOWN), a repeat of an earlier record, or new. */
+  /** In doubt (an earlier owner's mark), a repeat of an earlier record, or new. */
   identify(offset: bigint, commandId: string): Identity;
+  /**
+   * What the earlier owner handed over for an in-doubt mark (ledger on, handovers.ts): the
+   * record's result, withdrawn (never called), or undefined (nothing within the grace, or `signal`
+   * aborted). Without it, an in-doubt command is reported UNKNOWN at once.
+   */
+  handoverOf?(mark: OpenMark, signal: AbortSignal): Promise<HandoverSettlement | undefined>;
+  /** The in-doubt mark was handed over as withdrawn: the record is handled as new from here. */
+  handedOver?(offset: bigint): void;
   /** The protocol's hooks for the send of this record (ledger mark, slot, lease). */
   sendHooks(offset: bigint): SendHooks | undefined;
 }
@@ -132,19 +142,29 @@ async function handle(
   span?.identify(command.commandId, command.operation.kind);
   const identity = lane.identify(offset, command.commandId);
   if (identity.kind === 'in-doubt') {
-    const attemptedAt = new Date(identity.mark.at).toISOString();
-    return encodedResult(
-      unknownResult(
-        { command, source, completedAt: now() },
-        {
-          message: `an earlier owner of this partition marked the command as being sent at ${attemptedAt} and stopped before its result was committed; the service may have sent it, so it is not sent again`,
-          stage: 'OTHER',
-          attempts: 0,
-          attemptedAt: identity.mark.at,
-        },
-      ),
-      deps,
-    );
+    // The earlier owner may still be finishing that call, and hands over its result (or says it
+    // never called): wait for it, within the grace, rather than report UNKNOWN at once.
+    const settlement = await lane.handoverOf?.(identity.mark, signal);
+    if (settlement === undefined && signal.aborted) return { kind: 'abandoned' };
+    // (The handover names this record's mark; a result of another command would be a bug: UNKNOWN then.)
+    if (settlement?.kind === 'result' && settlement.result.commandId === command.commandId) return encodedResult(settlement.result, deps);
+    if (settlement?.kind !== 'withdrawn') {
+      const attemptedAt = new Date(identity.mark.at).toISOString();
+      return encodedResult(
+        unknownResult(
+          { command, source, completedAt: now() },
+          {
+            message: `an earlier owner of this partition marked the command as being sent at ${attemptedAt} and stopped before its result was committed; the service may have sent it, so it is not sent again`,
+            stage: 'OTHER',
+            attempts: 0,
+            attemptedAt: identity.mark.at,
+          },
+        ),
+        deps,
+      );
+    }
+    // Withdrawn: the earlier owner never called it, and never will. It is handled as new.
+    lane.handedOver?.(offset);
   }
   if (identity.kind === 'duplicate') return { kind: 'duplicate', commandId: command.commandId, firstOffset: identity.firstOffset };
 

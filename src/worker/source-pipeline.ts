@@ -123,7 +123,8 @@ export class SourcePipeline {
       const next = parts.membership.joined(payload.memberId);
       parts.fetchPauses.assign(assigned);
       // Kept claims go on; every other lane retires (commands not yet sending give up unsent, calls
-      // under way finish and commit; a new claim of the partition, here or elsewhere, waits for that).
+      // under way finish; their outcomes commit, or, on a partition another member has now, are
+      // handed over: that member fences at once. A new claim here waits for this process's own lane).
       // The others are fenced and recovered at once rather than at the first batch: a previous
       // owner's open transaction blocks read_committed readers of the result topic until it is aborted.
       const kept = ownership.joined(topic, assigned, next, lanes.holding());

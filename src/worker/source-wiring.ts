@@ -14,13 +14,22 @@ import { FetchPauses } from './fetch-pauses.ts';
 import { GroupMembership } from './group-membership.ts';
 import { GuardedSender, type GuardedSenderOptions } from './guarded-sender.ts';
 import { checkpointKey, decodeCheckpoint } from './ledger-checkpoint.ts';
+import { handoverKey } from './handover-record.ts';
+import { ledgerHandovers } from './handovers.ts';
 import { PartitionOwnership, type OwnershipEffects } from './partition-ownership.ts';
 import { warmSteps } from './warm-up.ts';
 import type { SharedParts, WorkerParts } from './parts.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 
-/** Time allowed for an earlier owner to commit the results of its last calls (see PartitionOwnership). */
+/** Time allowed, past an earlier owner's longest call, for its handover to be written and read (handovers.ts). */
 const HANDOVER_COMMIT_MARGIN_MS = 2_000;
+
+/**
+ * Partitions whose transactional producers a process connects ahead of being given them (see
+ * TransactionalProducers.prepareAhead): all of them on topics up to this size (the chart's 12 with
+ * room), none ahead beyond it (a claim then connects its own, as before).
+ */
+const PREPARE_AHEAD_MAX_PARTITIONS = 64;
 
 /** The hold a partition lost to fencing keeps on its fetching, until the next generation. */
 const LOST = Symbol('lost to fencing');
@@ -103,10 +112,19 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
       await producers.forPartition(t, partition, generation);
     },
     groupOffset: (t, partition) => groupOffset(admin, consumerGroup, t, partition),
-    checkpoint: async (partition, upTo) =>
+    checkpoint: async (partition, upTo, fencedIn) =>
       ledgerTopic === undefined
         ? undefined
-        : readLatestCheckpoint(admin, reader, ledgerTopic, partition, (key, value) => decodeCheckpoint(key, value, ledgerKey), upTo),
+        : readLatestCheckpoint(
+            admin,
+            reader,
+            ledgerTopic,
+            partition,
+            (key, value) => decodeCheckpoint(key, value, ledgerKey),
+            upTo,
+            undefined,
+            fencedIn === undefined ? undefined : () => producers.settle(topic, partition, fencedIn),
+          ),
     recentCommandIds: async (t, partition, start, count) => {
       const ends = (await admin.fetchTopicOffsets(t)).find((o) => o.partition === partition);
       const low = BigInt(ends?.low ?? '0');
@@ -130,19 +148,32 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
       for (const partition of partitions) fetchPauses.release(partition, LOST);
     },
   };
+  // Producers connected for the partitions that may move here, before the group hands any over.
+  consumer.onRebalancing(() => void producers.prepareAhead(topic, commandPartitions, PREPARE_AHEAD_MAX_PARTITIONS));
   const ownership = new PartitionOwnership({
     effects,
     dedupWindow: c.ledger.dedupWindow,
     sessionTimeoutMs: c.sessionTimeoutMs,
-    // How long a call of an earlier owner may still be under way (one attempt), plus its commit:
-    // a call retried for longer is cut off and reported UNKNOWN rather than holding the partition.
-    handoverGraceMs: ledgerTopic === undefined ? 0 : c.provider.responseTimeoutMs + HANDOVER_COMMIT_MARGIN_MS,
-    // The moved partition waits for the earlier owner's last results: look every 50 ms (a read of
-    // the ledger partition's tail), so it is taken within 50 ms of them rather than 200.
-    handoverPollMs: 50,
     log,
     metrics,
   });
+  const handovers =
+    ledgerTopic === undefined || shared.handoverProducer === undefined
+      ? undefined
+      : ledgerHandovers({
+          ledgerTopic,
+          key: handoverKey(consumerGroup, topic),
+          producer: shared.handoverProducer,
+          reader,
+          admin,
+          maxRecordBytes: shared.maxRecordBytes,
+          // How long a call of an earlier owner may still be under way (one attempt), plus its
+          // handover: a call that takes longer is reported UNKNOWN rather than holding its key.
+          graceMs: c.provider.responseTimeoutMs + HANDOVER_COMMIT_MARGIN_MS,
+          // An in-doubt record waits for its handover: look every 50 ms (a read of the ledger partition's tail).
+          pollMs: 50,
+          log,
+        });
   ownershipRef.current = ownership;
   const sender = new GuardedSender({ ...w.senderOptions, rateLimiter: w.rateLimiter.for(source.priority) });
   return {
@@ -155,12 +186,14 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
     fetchPauses,
     commandPartitions,
     assignerHints,
-    latestCheckpoint: (partition) => effects.checkpoint(partition, 'end'),
+    handovers,
+    latestCheckpoint: (partition, generation) => effects.checkpoint(partition, 'end', generation),
     warmClaimReads: () =>
       warmSteps({
         // The repeat window decodes up to DEDUP_WINDOW records: the decoding is the commands' hot path too.
         'group offset and repeat window': () => ownership.windowAtGroupOffset(topic, 0),
         ...(ledgerTopic !== undefined && { 'ledger checkpoint': () => effects.checkpoint(0, 'settled') }),
+        'producers connected ahead': () => producers.prepareAhead(topic, commandPartitions, PREPARE_AHEAD_MAX_PARTITIONS),
       }),
   };
 }

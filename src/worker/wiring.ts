@@ -7,6 +7,7 @@ import { ensureTopics, maxMessageBytes } from '../kafka/topics.ts';
 /** The admin client, as the topic helpers take it. */
 type TopicAdmin = Parameters<typeof ensureTopics>[0];
 import { TransactionalProducers } from '../kafka/transactional-producers.ts';
+import { KafkaKeyedProducer } from '../kafka/keyed-producer.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { CommandTracer } from '../observability/command-span.ts';
@@ -31,7 +32,17 @@ import type { SendFootprint } from '../contracts/validate.ts';
 import { guardsOf } from './guard/guard-wiring.ts';
 
 /** Settings of the ledger topic when the worker creates it: compacted, small segments so compaction keeps up. */
-const LEDGER_TOPIC_CONFIG = { 'cleanup.policy': 'compact', 'segment.ms': '600000', 'min.cleanable.dirty.ratio': '0.1', 'delete.retention.ms': '3600000' };
+// min.compaction.lag.ms: a handover (handover-record.ts) stays readable for a minute whatever the
+// segments do; its next owner needs it for HANDOVER_GRACE (a response timeout and a commit) at most.
+const LEDGER_TOPIC_CONFIG = {
+  'cleanup.policy': 'compact',
+  'segment.ms': '600000',
+  'min.cleanable.dirty.ratio': '0.1',
+  'delete.retention.ms': '3600000',
+  'min.compaction.lag.ms': '60000',
+};
+/** How long a handover's write may take (a few quick kafkajs retries within it). */
+const HANDOVER_SEND_TIMEOUT_MS = 5_000;
 /** Headroom below max.message.bytes for the record batch's own header. */
 const BATCH_HEADROOM = 16_384;
 
@@ -165,7 +176,13 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   hooks.adopt(() => producers.closeAll(), 'producers');
   const reader = new PartitionReader(kafka);
   hooks.adopt(() => reader.close(), 'partition reader');
-  const shared: SharedParts = { admin, codec, client, gate, spend, producers, reader, maxRecordBytes, tracer };
+  // Connected now: a retiring claim's handovers are written while its partition's next owner waits.
+  const handoverProducer = c.ledger.enabled ? new KafkaKeyedProducer(kafka, { sendTimeoutMs: HANDOVER_SEND_TIMEOUT_MS }) : undefined;
+  if (handoverProducer !== undefined) {
+    await handoverProducer.connect();
+    hooks.adopt(() => handoverProducer.disconnect(), 'handover producer');
+  }
+  const shared: SharedParts = { admin, codec, client, gate, spend, producers, handoverProducer, reader, maxRecordBytes, tracer };
 
   const sources = c.sources.map((source) =>
     connectSource(source, { kafka, admin, config: c, shared, senderOptions, rateLimiter, partitions, handover: hooks.handover, log, metrics }),

@@ -21,7 +21,7 @@ async function openWith(owner: TransactionalProducers, topic: string, value: str
 }
 
 describe('TransactionalProducers against a real broker', () => {
-  it('initialising a partition’s producer writes an aborted record and its marker to the settled (ledger) partition, so a read to its end does not wait', async () => {
+  it('settling a partition writes an aborted record and its marker to its settled (ledger) partition, so a read to its end does not wait; initialising alone writes nothing there', async () => {
     const kafka = testKafka();
     const topic = uniqueName('settle');
     const ledger = `${topic}.ledger`;
@@ -31,6 +31,10 @@ describe('TransactionalProducers against a real broker', () => {
     await admin.connect();
     try {
       await producers.forPartition(topic, 0, 1);
+      expect((await admin.fetchTopicOffsets(ledger))[0]?.high).toBe('0');
+      // Only a producer of the claim's generation settles.
+      expect(await producers.settle(topic, 0, 2)).toBe(false);
+      expect(await producers.settle(topic, 0, 1)).toBe(true);
       // The record and the abort marker of this producer id at its new epoch: the marker is what
       // ends an older epoch's transaction the coordinator no longer knows (a hanging one).
       const [end] = await admin.fetchTopicOffsets(ledger);
@@ -44,10 +48,11 @@ describe('TransactionalProducers against a real broker', () => {
       } finally {
         await reader.close();
       }
-      // Another command topic's partition has no settled partition: nothing written.
+      // Another command topic's partition has no settled partition: nothing to settle.
       const other = uniqueName('settle-other');
       await createTopics(kafka, [{ topic: other }]);
       await producers.forPartition(other, 0, 1);
+      expect(await producers.settle(other, 0, 1)).toBe(false);
       expect((await admin.fetchTopicOffsets(ledger))[0]?.high).toBe('2');
     } finally {
       await admin.disconnect();

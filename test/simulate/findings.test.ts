@@ -19,7 +19,17 @@ function firstViolation(options: RunOptions, budget: number): { seed: number; ki
 }
 
 function claim(): PartitionClaim {
-  return { topic: 't', partition: 0, generation: 1, start: 0n, inDoubt: new Map(), open: new Map(), dedup: new DedupWindow(16), position: { committed: 0n } };
+  return {
+    topic: 't',
+    partition: 0,
+    generation: 1,
+    start: 0n,
+    inDoubt: new Map(),
+    open: new Map(),
+    dedup: new DedupWindow(16),
+    position: { committed: 0n },
+    marks: { owner: 'test', made: 0 },
+  };
 }
 
 function machine(ledger = false, base = claim()): PartitionMachine<string> {
@@ -72,7 +82,13 @@ describe('finding: a commandId repeated under another key of the same partition'
 
   it('an inherited mark holds its commandId: the same command at an earlier offset is a repeat of it, not new', () => {
     // The earlier owner marked offset 4 (the repeat, identified first: another key) and may have sent it.
-    const base = buildClaim({ topic: 't', partition: 0, generation: 2 }, 0n, { next: 0n, open: [{ offset: 4n, commandId: 'X', at: 0 }] }, [], 16);
+    const base = buildClaim(
+      { topic: 't', partition: 0, generation: 2, markOwner: 'test' },
+      0n,
+      { next: 0n, open: [{ offset: 4n, commandId: 'X', at: 0 }] },
+      [],
+      16,
+    );
     expect(identifyCommand(base, 3n, 'X', 'report')).toEqual({ kind: 'duplicate', firstOffset: 4n });
   });
 
@@ -88,7 +104,7 @@ describe('finding: a commandId repeated under another key of the same partition'
     const plan = m.drain().find((e) => e.type === 'transaction');
     if (plan?.type !== 'transaction') throw new Error('no transaction');
     expect(plan.plan.checkpoint?.done).toEqual([{ offset: 1n, commandId: '' }]);
-    const next = buildClaim({ topic: 't', partition: 0, generation: 2 }, 0n, plan.plan.checkpoint, [], 16);
+    const next = buildClaim({ topic: 't', partition: 0, generation: 2, markOwner: 'test' }, 0n, plan.plan.checkpoint, [], 16);
     expect(identifyCommand(next, 0n, 'X', 'report').kind).toBe('new');
   });
 

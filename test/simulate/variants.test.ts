@@ -84,4 +84,16 @@ describe('known-bad variants are caught', { timeout: SIMULATION_TIMEOUT_MS }, ()
     expect(first.size).toBeGreaterThan(0);
     expect(first.has('machine-threw') || first.has('model-error')).toBe(false);
   });
+
+  it('handover-withdraws-calls: a retiring claim that hands over a record whose call is under way as withdrawn lets the next owner send it again', () => {
+    const first = firstSeeds('handover-withdraws-calls', 'on', 1_000);
+    expect(first.has('at-most-one-send')).toBe(true);
+    expect(first.has('machine-threw') || first.has('model-error')).toBe(false);
+  });
+
+  it('handover-by-offset: a handover matched by the record alone, not the mark it names, settles a later owner’s mark with a stale withdrawal', () => {
+    const first = firstSeeds('handover-by-offset', 'on', 1_000);
+    expect(first.has('at-most-one-send')).toBe(true);
+    expect(first.has('machine-threw') || first.has('model-error')).toBe(false);
+  });
 });

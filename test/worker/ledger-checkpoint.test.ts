@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkpointKey, decodeCheckpoint, encodeCheckpoint, handoverWaitMs, recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { checkpointKey, decodeCheckpoint, encodeCheckpoint, recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 
 const key = Buffer.from(checkpointKey('g', 'cmds'));
 
@@ -91,19 +91,5 @@ describe('recoveryPlan', () => {
   it('inherits only the marks at or after the start (those below it have committed results)', () => {
     const plan = recoveryPlan(10n, { next: 8n, open: [mark(8n), mark(10n), mark(11n)] });
     expect([...plan.inDoubt.keys()]).toEqual([10n, 11n]);
-  });
-});
-
-describe('handing a partition over from another process', () => {
-  const mark = (offset: bigint, at: number) => ({ offset, commandId: `c${offset}`, at });
-
-  it('waits until the newest open mark is older than the grace', () => {
-    expect(handoverWaitMs({ next: 1n, open: [mark(1n, 1_000), mark(2n, 4_000)] }, 5_000, 10_000)).toBe(9_000);
-    expect(handoverWaitMs({ next: 1n, open: [mark(1n, 1_000)] }, 20_000, 10_000)).toBeUndefined();
-  });
-
-  it('does not wait without marks or a checkpoint', () => {
-    expect(handoverWaitMs({ next: 1n, open: [] }, 5_000, 10_000)).toBeUndefined();
-    expect(handoverWaitMs(undefined, 5_000, 10_000)).toBeUndefined();
   });
 });

@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
-import { checkpointKey, encodeCheckpoint, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { checkpointKey, encodeCheckpoint, type Checkpoint, type OpenMark } from '../../src/worker/ledger-checkpoint.ts';
+import { encodeHandover, handoverKey, type HandoverSettlement } from '../../src/worker/handover-record.ts';
+import { failedResult } from '../../src/contracts/result.ts';
 import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
 import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
 
@@ -28,6 +30,20 @@ async function writeCheckpoint(topics: ReturnType<typeof testTopics>, checkpoint
     await producer.send({
       topic: topics.ledger,
       messages: [{ key: checkpointKey(topics.group, topics.commands), partition: 0, value: encodeCheckpoint(checkpoint) }],
+    });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/** What an earlier owner of partition 0 hands over for one of its marks (outside any transaction, as it does). */
+async function writeHandover(topics: ReturnType<typeof testTopics>, mark: OpenMark, settlement: HandoverSettlement): Promise<void> {
+  const producer = testKafka().producer();
+  await producer.connect();
+  try {
+    await producer.send({
+      topic: topics.ledger,
+      messages: [{ key: handoverKey(topics.group, topics.commands), partition: 0, value: encodeHandover(mark.offset, mark, settlement) ?? null }],
     });
   } finally {
     await producer.disconnect();
@@ -200,4 +216,81 @@ describe('intent ledger: sends at most once', () => {
       expect(sandbox.state.acceptedSends(id) + sandboxB.state.acceptedSends(id), `${id}: ${JSON.stringify(results.byCommand.get(id)?.[0]?.error)}`).toBe(1);
     expect(ids.map((id) => results.byCommand.get(id)?.length)).toEqual(ids.map(() => 1));
   }, 180_000); // two rebalances and a 15 s probe: slow on a loaded 2-core machine, so more than the project's 120 s
+});
+
+describe('intent ledger: handovers from an earlier owner', () => {
+  /** Three commands of three keys on one partition, the first marked by an earlier owner still finishing its call. */
+  async function earlierOwnerMarked(markedAt = Date.now()) {
+    const topics = testTopics();
+    const kafka = testKafka();
+    await createTestTopics(topics, 1);
+    const publisher = await publisherFor(kafka, topics.commands);
+    cleanups.add(() => publisher.disconnect());
+    const commands = Array.from({ length: 3 }, () => textCommand());
+    await within(30_000, 'publishing', publisher.publish(commands.map((command, i) => ({ command, key: `key-${i}` }))));
+    const mark: OpenMark = { offset: 0n, commandId: commands[0]?.commandId ?? '', at: markedAt, by: 'earlier-owner.1' };
+    await writeCheckpoint(topics, { next: 0n, open: [mark] });
+    const results = await ResultCollector.start(topics.results);
+    cleanups.add(() => results.stop());
+    return { topics, commands, mark, results, ids: commands.map((c) => c.commandId) };
+  }
+
+  it('publishes the result the earlier owner handed over for its in-doubt mark, without sending the command', async () => {
+    const { topics, commands, mark, results, ids } = await earlierOwnerMarked();
+    const command = commands[0]!;
+    const handedOver = failedResult(
+      { command, source: { topic: topics.commands, partition: 0, offset: '0' }, completedAt: Date.now() },
+      { code: '101301', message: 'refused by the earlier owner’s call', stage: 'PROVIDER', retryable: false, attempts: 1, requestId: 'earlier-request' },
+    );
+    await writeHandover(topics, mark, { kind: 'result', result: handedOver });
+    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { TOPICS_PARTITIONS: '1' }));
+    cleanups.add(() => worker.stop());
+    const got = await results.waitFor(ids);
+    expect(got.get(command.commandId)).toMatchObject({ outcome: 'FAILED', providerRequestId: 'earlier-request', error: { code: '101301' } });
+    expect(ids.slice(1).map((id) => got.get(id)?.outcome)).toEqual(['SENT', 'SENT']);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(ids.map((id) => sends(sandbox, id))).toEqual([0, 1, 1]);
+    expect(ids.map((id) => results.byCommand.get(id)?.length)).toEqual([1, 1, 1]);
+  });
+
+  it('sends a command whose in-doubt mark the earlier owner handed over as withdrawn (it never called it), once', async () => {
+    const { topics, mark, results, ids } = await earlierOwnerMarked();
+    await writeHandover(topics, mark, { kind: 'withdrawn' });
+    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { TOPICS_PARTITIONS: '1' }));
+    cleanups.add(() => worker.stop());
+    const got = await results.waitFor(ids);
+    expect(ids.map((id) => got.get(id)?.outcome)).toEqual(['SENT', 'SENT', 'SENT']);
+    expect(ids.map((id) => sends(sandbox, id))).toEqual([1, 1, 1]);
+  });
+
+  it('an in-doubt command waits for its handover while the partition’s other keys are sent; it comes after the claim, and is what is published', async () => {
+    const { topics, commands, mark, results, ids } = await earlierOwnerMarked();
+    // A grace long enough for this test's steps on a loaded machine (22 s from the mark).
+    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { TOPICS_PARTITIONS: '1', PROVIDER_RESPONSE_TIMEOUT_MS: '20000' }));
+    cleanups.add(() => worker.stop());
+    // The other keys go on at once; the marked command has no result while its call may be under way.
+    await results.waitFor(ids.slice(1));
+    expect(results.byCommand.has(ids[0]!)).toBe(false);
+    const command = commands[0]!;
+    const handedOver = failedResult(
+      { command, source: { topic: topics.commands, partition: 0, offset: '0' }, completedAt: Date.now() },
+      { code: '101301', message: 'answered after the move', stage: 'PROVIDER', retryable: false, attempts: 1, requestId: 'late-request' },
+    );
+    // A handover of another mark of the same record (an owner before) settles nothing.
+    await writeHandover(topics, { ...mark, by: 'older-owner.4' }, { kind: 'withdrawn' });
+    await writeHandover(topics, mark, { kind: 'result', result: handedOver });
+    const got = await results.waitFor([ids[0]!]);
+    expect(got.get(ids[0]!)).toMatchObject({ outcome: 'FAILED', providerRequestId: 'late-request' });
+    expect(sends(sandbox, ids[0]!)).toBe(0);
+  });
+
+  it('an in-doubt command whose handover never comes is reported UNKNOWN once its grace is over, never sent', async () => {
+    // Marked 4 s ago: the grace (PROVIDER_RESPONSE_TIMEOUT_MS, 3 s in the tests, + 2 s) ends in a second.
+    const { topics, results, ids } = await earlierOwnerMarked(Date.now() - 4_000);
+    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { TOPICS_PARTITIONS: '1' }));
+    cleanups.add(() => worker.stop());
+    const got = await results.waitFor(ids);
+    expect(got.get(ids[0]!)).toMatchObject({ outcome: 'UNKNOWN', attempts: 0 });
+    expect(ids.map((id) => sends(sandbox, id))).toEqual([0, 1, 1]);
+  });
 });

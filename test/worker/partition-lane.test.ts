@@ -164,6 +164,7 @@ function claimOf(start = 0n, inDoubt: OpenMark[] = []): PartitionClaim {
     open: new Map(marks),
     dedup: new DedupWindow(100),
     position: { committed: start },
+    marks: { owner: 'test', made: 0 },
   };
 }
 

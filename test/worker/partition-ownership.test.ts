@@ -25,7 +25,6 @@ function ownershipWith(options: {
   failRecent?: boolean;
   /** Each ledger read, in turn (the last repeats); overrides `checkpoint`. */
   checkpoints?: (Checkpoint | undefined)[];
-  handoverGraceMs?: number;
   localLane?: boolean;
   /** Whether a producer carries over to the next generation (a kept claim). */
   carry?: boolean;
@@ -55,8 +54,6 @@ function ownershipWith(options: {
     effects,
     dedupWindow: options.dedupWindow ?? 100,
     sessionTimeoutMs: options.sessionTimeoutMs ?? 30_000,
-    handoverGraceMs: options.handoverGraceMs ?? 0,
-    handoverPollMs: 1,
     log: createLogger('silent'),
     metrics: createMetrics(),
     ...(options.now !== undefined && { now: options.now }),
@@ -289,61 +286,14 @@ describe('PartitionOwnership lease', () => {
 });
 
 describe('PartitionOwnership: taking a partition from another process', () => {
-  const fresh = (): Checkpoint => ({ next: 5n, open: [{ offset: 5n, commandId: 'c5', at: Date.now() }] });
-
-  it('waits for the earlier owner to commit the results of its calls under way before fencing', async () => {
-    const settled: Checkpoint = { next: 6n, open: [] };
-    const { ownership, recorded } = ownershipWith({ handoverGraceMs: 30_000, checkpoints: [fresh(), fresh(), fresh(), settled] });
+  it('fences at once, without waiting for the earlier owner’s marks: they are in doubt, for the lane to look for their handovers', async () => {
+    const fresh: Checkpoint = { next: 5n, open: [{ offset: 5n, commandId: 'c5', at: Date.now(), by: 'other.1' }] };
+    const { ownership, recorded } = ownershipWith({ checkpoint: fresh });
     const claim = await ownership.claim(TOPIC, 0);
-    // Read until settled (4 reads), fenced once, then read again after fencing. Before fencing
-    // each read waits for open transactions only briefly (`settled`): a killed owner's must not hold the claim.
-    expect(recorded.ledgerReads).toBe(5);
-    expect(recorded.ledgerReadEnds).toEqual(['settled', 'settled', 'settled', 'settled', 'end after fencing']);
+    // One read of the ledger, after fencing; none before it.
+    expect(recorded.ledgerReadEnds).toEqual(['end after fencing']);
     expect(recorded.fenced).toEqual([`${TOPIC}:0`]);
-    expect(claim.start).toBe(6n);
-    expect(claim.inDoubt.size).toBe(0);
-  });
-
-  it('waits for marks the earlier owner committed after the first look too, until a look finds none open', async () => {
-    // The first look sees one mark; by the next it is settled but two more were committed (the
-    // earlier owner, still holding, had them in a transaction); then those settle too.
-    const later: Checkpoint = {
-      next: 6n,
-      open: [
-        { offset: 6n, commandId: 'c6', at: Date.now() },
-        { offset: 7n, commandId: 'c7', at: Date.now() },
-      ],
-    };
-    const settled: Checkpoint = { next: 8n, open: [] };
-    const { ownership, recorded } = ownershipWith({ handoverGraceMs: 30_000, checkpoints: [fresh(), later, later, settled] });
-    const claim = await ownership.claim(TOPIC, 0);
-    expect(recorded.ledgerReadEnds).toEqual(['settled', 'settled', 'settled', 'settled', 'end after fencing']);
-    expect(recorded.fenced).toEqual([`${TOPIC}:0`]);
-    expect(claim.start).toBe(8n);
-    expect(claim.inDoubt.size).toBe(0);
-  });
-
-  it('does not wait for marks older than the grace (a crashed owner): they are in doubt at once', async () => {
-    const old: Checkpoint = { next: 5n, open: [{ offset: 5n, commandId: 'c5', at: Date.now() - 60_000 }] };
-    const { ownership, recorded } = ownershipWith({ handoverGraceMs: 30_000, checkpoint: old });
-    const claim = await ownership.claim(TOPIC, 0);
-    expect(recorded.ledgerReads).toBe(2);
-    expect([...claim.inDoubt.keys()]).toEqual([5n]);
-  });
-
-  it('gives up waiting at the grace and reports the marks in doubt', async () => {
-    const mark: Checkpoint = { next: 5n, open: [{ offset: 5n, commandId: 'c5', at: Date.now() - 29_950 }] };
-    const { ownership, recorded } = ownershipWith({ handoverGraceMs: 30_000, checkpoint: mark });
-    const claim = await ownership.claim(TOPIC, 0);
-    expect(recorded.ledgerReads).toBeGreaterThan(2);
-    expect(recorded.fenced).toEqual([`${TOPIC}:0`]);
-    expect([...claim.inDoubt.keys()]).toEqual([5n]);
-  });
-
-  it('does not wait when this process had the partition (its own lane ended first)', async () => {
-    const { ownership, recorded } = ownershipWith({ handoverGraceMs: 30_000, localLane: true, checkpoint: fresh() });
-    await ownership.claim(TOPIC, 0);
-    expect(recorded.ledgerReads).toBe(1);
+    expect([...claim.inDoubt.values()]).toEqual(fresh.open);
   });
 });
 

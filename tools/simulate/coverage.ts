@@ -28,7 +28,8 @@ export type Method =
   | 'keep'
   | 'retire'
   | 'fail'
-  | 'stopSending';
+  | 'stopSending'
+  | 'handedOver';
 
 export type Observed = RecordState | 'removed' | undefined;
 
@@ -93,6 +94,7 @@ function recordEvent(
   fx: { called: boolean; refused: boolean },
 ): RecordEvent | undefined {
   if (from === to) {
+    if (target && method === 'handedOver' && from === 'handling') return 'handed-over';
     if (!target || method !== 'wantSend') return undefined;
     if (from === 'handling' && fx.refused) return 'stop';
     if (from === 'calling' && fx.called) return 'want-send';

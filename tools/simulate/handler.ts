@@ -1,3 +1,4 @@
+import type { OpenMark } from '../../src/worker/ledger-checkpoint.ts';
 import type { PartitionMachine } from '../../src/worker/protocol/partition-machine.ts';
 import type { Method } from './coverage.ts';
 import { TIMING, type CommandRecord, type OutcomeKind, type SimOutcome } from './model.ts';
@@ -130,10 +131,38 @@ export class Handler {
     if (poison) return this.#finish(rec, 'DEAD-LETTER');
     const identity = lane.act('identify', offset, (m) => m.identify(lane.big(offset), commandId));
     if (world.tracing) world.trace(`P${lane.process} p${lane.partition}@${offset} ${commandId} is ${identity.kind}`);
-    if (identity.kind === 'in-doubt') return this.#finish(rec, 'UNKNOWN');
+    if (identity.kind === 'in-doubt') return this.#awaitHandover(rec, identity.mark);
     if (identity.kind === 'duplicate') return this.#finish(rec, 'duplicate');
     if (rec.record.rejected) return this.#finish(rec, 'REJECTED');
     this.#want(rec);
+  }
+
+  /**
+   * An earlier owner's mark: look in the ledger for its handover (as record-handler.ts does), until
+   * the grace from the mark's time has passed. Its outcome is this record's; withdrawn (never
+   * called), the record is handled as new; nothing by then, UNKNOWN. The record stays `deciding`
+   * meanwhile, so a stop or a failed claim gives it up (its mark stays: the next owner looks again).
+   */
+  #awaitHandover(rec: Rec, mark: OpenMark): void {
+    const lane = this.#lane;
+    const { world } = lane;
+    const { offset } = rec.record;
+    const deadline = mark.at - TIMING.epochMs + TIMING.handoverGraceMs;
+    const look = (): void => {
+      if (rec.ending || this.#recs.get(offset) !== rec) return;
+      const found = world.kafka.findHandover(lane.partition, offset, mark.by, world.variant === 'handover-by-offset');
+      if (found === undefined) {
+        if (world.now >= deadline) return this.#finish(rec, 'UNKNOWN');
+        return world.clock.at(world.prng.int(5, 30), lane.owner, look);
+      }
+      if (world.tracing)
+        world.trace(`P${lane.process} p${lane.partition}@${offset} handed over: ${found.outcome === 'withdrawn' ? 'withdrawn' : found.outcome.kind}`);
+      if (found.outcome !== 'withdrawn') return this.#finish(rec, found.outcome.kind);
+      lane.act('handedOver', offset, (m) => m.handedOver(lane.big(offset)));
+      if (rec.record.rejected) return this.#finish(rec, 'REJECTED');
+      this.#want(rec);
+    };
+    look();
   }
 
   /**

@@ -29,6 +29,15 @@ interface PartitionState {
   checkpoint: Checkpoint | undefined;
   /** Offsets whose mark some committed checkpoint listed. */
   readonly marked: Set<number>;
+  /** Handover records, in the order written (outside transactions: visible at once, never aborted). */
+  readonly handovers: Handover[];
+}
+
+/** What an owner that stopped working a partition said of one of its marks: the record's outcome, or withdrawn (never called). */
+export interface Handover {
+  readonly offset: number;
+  readonly by: string;
+  readonly outcome: SimOutcome | 'withdrawn';
 }
 
 /**
@@ -44,7 +53,7 @@ export class Kafka {
   #txns = 0;
 
   constructor(logs: readonly (readonly CommandRecord[])[], checks: Checks, prng: Prng, staleOffsets: boolean) {
-    this.#parts = logs.map((records) => ({ records, epoch: 0, offsets: [0], checkpoint: undefined, marked: new Set<number>() }));
+    this.#parts = logs.map((records) => ({ records, epoch: 0, offsets: [0], checkpoint: undefined, marked: new Set<number>(), handovers: [] }));
     this.#checks = checks;
     this.#prng = prng;
     this.#staleOffsets = staleOffsets;
@@ -81,6 +90,25 @@ export class Kafka {
   /** The ledger's newest checkpoint, read to its end (`read_committed`). */
   checkpoint(partition: number): Checkpoint | undefined {
     return this.#part(partition).checkpoint;
+  }
+
+  /** A handover record is written to the ledger partition (a plain produce: no transaction, no epoch). */
+  writeHandover(partition: number, handover: Handover): void {
+    this.#part(partition).handovers.push(handover);
+  }
+
+  /**
+   * The handover of one mark (offset and name), if written: what a new owner's scan of the ledger
+   * partition finds. The known-bad `byOffset` matches the record's offset alone, taking whatever
+   * handover of it was written last, by any claim.
+   */
+  findHandover(partition: number, offset: number, by: string | undefined, byOffset: boolean): Handover | undefined {
+    const { handovers } = this.#part(partition);
+    for (let i = handovers.length - 1; i >= 0; i--) {
+      const handover = handovers[i];
+      if (handover !== undefined && handover.offset === offset && (byOffset || (by !== undefined && handover.by === by))) return handover;
+    }
+    return undefined;
   }
 
   begin(partition: number, epoch: number, process: number, plan: TransactionPlan<SimOutcome>): Txn {

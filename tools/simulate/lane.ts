@@ -44,7 +44,12 @@ export class TxnError {
 }
 
 const BIG: readonly bigint[] = Array.from({ length: 64 }, (_, i) => BigInt(i));
-const MACHINE_VARIANTS: ReadonlySet<Variant> = new Set(['send-before-mark-commits', 'commit-past-unfinished', 'mark-without-permit']);
+const MACHINE_VARIANTS: ReadonlySet<Variant> = new Set([
+  'send-before-mark-commits',
+  'commit-past-unfinished',
+  'mark-without-permit',
+  'handover-withdraws-calls',
+]);
 
 /**
  * The driver of one PartitionMachine (one claim of one partition by one process): it feeds the
@@ -101,6 +106,7 @@ export class Lane implements HandlerLane {
       commitIntervalMs: settings.commitIntervalMs,
       markLingerMs: settings.markLingerMs,
       inDoubtPolicy: 'report',
+      handovers: settings.ledger,
       variant: MACHINE_VARIANTS.has(world.variant) ? world.variant : 'correct',
     });
   }
@@ -148,7 +154,7 @@ export class Lane implements HandlerLane {
     this.generation = generation;
     this.#cursor = Math.min(this.#cursor, world.kafka.readGroupOffset(this.partition));
     if (world.tracing) world.trace(`P${this.process} p${this.partition} kept in generation ${generation} (fetch from ${this.#cursor})`);
-    this.act('keep', -1, (m) => m.keep(this.leaseHolds()));
+    this.act('keep', -1, (m) => m.keep(this.leaseHolds(), world.now));
     this.fetchSoon();
   }
 
@@ -226,6 +232,34 @@ export class Lane implements HandlerLane {
       case 'abort-all':
         this.aborted = true;
         return this.#handler.abortAll();
+      case 'handover': {
+        // A plain produce to the ledger partition: it lands a moment later, or (while faults last)
+        // not at all; a crashed process's writes under way are lost with it.
+        const by = effect.mark.by;
+        if (by === undefined) throw new Violation('model-error', `P${this.process} p${this.partition}@${effect.offset}: a mark without a name was handed over`);
+        const handover = { offset: Number(effect.offset), by, outcome: effect.outcome ?? ('withdrawn' as const) };
+        world.clock.at(
+          world.prng.int(1, 15),
+          this.owner,
+          () => {
+            if (world.faulty && world.prng.chance(0.1)) {
+              if (world.tracing) world.trace(`P${this.process} p${this.partition}@${handover.offset} handover lost`);
+              // A handover that never arrives leaves a mark the next owner reports UNKNOWN, of a
+              // command perhaps never requested (withdrawn, or its call surely did not arrive): as
+              // after a death, unknown-is-bounded allows one for it.
+              world.checks.died(1, `P${this.process} p${this.partition}@${handover.offset} handover lost`);
+              return;
+            }
+            if (world.tracing)
+              world.trace(
+                `P${this.process} p${this.partition}@${handover.offset} hands over ${by}: ${handover.outcome === 'withdrawn' ? 'withdrawn' : handover.outcome.kind}`,
+              );
+            world.kafka.writeHandover(this.partition, handover);
+          },
+          this.#incarnation,
+        );
+        return;
+      }
       case 'ended':
         this.ended = true;
         this.#commitArm += 1;

@@ -27,6 +27,8 @@ const VARIANTS: readonly Variant[] = [
   'reinitialise-anytime',
   'read-back-by-offset',
   'resend-when-unread',
+  'handover-withdraws-calls',
+  'handover-by-offset',
 ];
 const TRACE_TAIL = 30;
 

@@ -96,6 +96,11 @@ export const TIMING = {
   sessionMs: 1_300,
   /** Epoch milliseconds at virtual time 0 (for marks). */
   epochMs: 1_800_000_000_000,
+  /**
+   * How long a new owner waits for an earlier owner's handover of an in-doubt mark (from the mark's
+   * time) before reporting the command UNKNOWN: the longest call, and a commit (HANDOVER_GRACE).
+   */
+  handoverGraceMs: 400,
   /** A schedule that has not settled after this many events is stuck (a liveness violation). */
   maxEvents: 60_000,
 } as const;

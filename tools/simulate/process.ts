@@ -133,7 +133,8 @@ export class Proc implements Owner, LaneHost {
             !this.lost.has(lane.partition) &&
             lane.claimedAt > this.#lapsedAt;
       if (keep) kept.push(lane);
-      else lane.act('retire', -1, (m) => m.retire());
+      // Moved (another member has it now, and fences it at once), or not kept but assigned here again.
+      else lane.act('retire', -1, (m) => m.retire(!partitions.includes(lane.partition), world.now));
     }
     this.generation = generation;
     this.assigned = new Set(partitions);
@@ -227,7 +228,13 @@ export class Proc implements Owner, LaneHost {
       const record = records[o];
       if (record !== undefined) recent.push({ offset: BigInt(o), commandId: record.commandId });
     }
-    const claim = buildClaim({ topic: 'commands', partition, generation }, BigInt(attempt.groupOffset), attempt.checkpoint, recent, world.settings.dedupWindow);
+    const claim = buildClaim(
+      { topic: 'commands', partition, generation, markOwner: `P${this.id}.${world.nextClaimId()}` },
+      BigInt(attempt.groupOffset),
+      attempt.checkpoint,
+      recent,
+      world.settings.dedupWindow,
+    );
     const { inDoubt } = claim;
     const answered = claim.answered ?? new Map<bigint, string>();
     if (world.tracing)
@@ -245,7 +252,7 @@ export class Proc implements Owner, LaneHost {
     this.#attempts = new Map();
     for (const lane of [...this.lanes]) {
       if (forced && !lane.ended) lane.act('stopSending', -1, (m) => m.stopSending());
-      if (!lane.ended) lane.act('retire', -1, (m) => m.retire());
+      if (!lane.ended) lane.act('retire', -1, (m) => m.retire(false, this.#world.now));
     }
     this.#maybeStopped();
   }

@@ -27,6 +27,7 @@ export class World {
   readonly lines: string[] = [];
   /** Faults are injected until `settings.faultsUntil`; after that the world heals. */
   faulty = true;
+  #claims = 0;
 
   constructor(seed: number, options: RunOptions) {
     this.seed = seed;
@@ -54,6 +55,12 @@ export class World {
   ownerDied(who: string): void {
     const { markPermits, permits, slots, maxRunAhead, partitions } = this.settings;
     this.checks.died(markPermits ? permits + slots : maxRunAhead * partitions, who);
+  }
+
+  /** A number no other claim of the schedule has (the claim's mark names start with it). */
+  nextClaimId(): number {
+    this.#claims += 1;
+    return this.#claims;
   }
 
   /** Only called behind `if (world.tracing)`, so a run without a trace builds no strings. */

@@ -27,6 +27,12 @@ export interface PartitionClaim {
   readonly answered?: Map<bigint, string>;
   /** The committed offset as this owner last committed it (starts at `start`). */
   readonly position: { committed: bigint };
+  /**
+   * Names this claim's marks (`OpenMark.by`): `owner` is unique to the claim (the driver makes it:
+   * random in the worker), `made` counts the marks opened. A handover names the mark it settles, so
+   * it can never settle another owner's mark of the same record, nor a later mark of this claim.
+   */
+  readonly marks: { readonly owner: string; made: number };
 }
 
 /** The steps of a claim, in order: fence before reading, so no earlier owner can still write what is read. */
@@ -89,7 +95,7 @@ export class LeaseLostError extends Error {
  * and then the in-doubt and answered ones: a later record with one of their commandIds is a repeat.
  */
 export function buildClaim(
-  id: { readonly topic: string; readonly partition: number; readonly generation: number },
+  id: { readonly topic: string; readonly partition: number; readonly generation: number; readonly markOwner: string },
   groupOffset: bigint,
   checkpoint: Checkpoint | undefined,
   recent: readonly { readonly offset: bigint; readonly commandId: string }[],
@@ -100,5 +106,6 @@ export function buildClaim(
   for (const { offset, commandId } of recent) dedup.remember(commandId, offset);
   const carried = [...answered, ...[...inDoubt].map(([offset, mark]): [bigint, string] => [offset, mark.commandId])];
   for (const [offset, commandId] of carried.sort((a, b) => (a[0] < b[0] ? -1 : 1))) if (commandId !== '') dedup.remember(commandId, offset);
-  return { ...id, start, inDoubt, open: new Map(inDoubt), dedup, answered, position: { committed: start } };
+  const { markOwner, ...where } = id;
+  return { ...where, start, inDoubt, open: new Map(inDoubt), dedup, answered, position: { committed: start }, marks: { owner: markOwner, made: 0 } };
 }

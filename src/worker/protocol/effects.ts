@@ -1,4 +1,4 @@
-import type { Checkpoint } from '../ledger-checkpoint.ts';
+import type { Checkpoint, OpenMark } from '../ledger-checkpoint.ts';
 
 /**
  * Known-bad variants of the protocol, each a mistake the simulation must catch (its own test).
@@ -15,7 +15,9 @@ export type Variant =
   | 'resend-ahead-unread'
   | 'reinitialise-anytime'
   | 'read-back-by-offset'
-  | 'resend-when-unread';
+  | 'resend-when-unread'
+  | 'handover-withdraws-calls'
+  | 'handover-by-offset';
 
 /** One transaction of a partition: the marks it commits, the done prefix, the checkpoint and the offset. */
 export interface TransactionPlan<O> {
@@ -62,4 +64,10 @@ export type Effect<O> =
   /** The claim failed: cut every wait of every record (decoding, the gate, calls under way finish). */
   | { readonly type: 'abort-all'; readonly error: unknown }
   | { readonly type: 'cancel-bytes-wait' }
+  /**
+   * The claim no longer works the partition (retiring, failed): tell the next owner what became of
+   * a marked record, outside any transaction (a new owner's fence may abort this claim's last
+   * ones): its outcome, or `withdrawn` (undefined: the call never started and never will here).
+   */
+  | { readonly type: 'handover'; readonly offset: bigint; readonly mark: OpenMark; readonly outcome: O | undefined }
   | { readonly type: 'ended'; readonly failure?: unknown };

@@ -18,6 +18,12 @@ export interface MachineOptions {
   /** A busy partition's marks wait up to this long after its last transaction, to share the next one (commit-clock.ts). */
   readonly markLingerMs?: number;
   readonly inDoubtPolicy: 'report' | 'resend';
+  /**
+   * A claim that stops working its partition hands its marked records over (handover-record.ts):
+   * the ledger is on. Then no transaction begins while the group rebalances, nor once the
+   * partition moved to another member, whose fence would abort it (and wait for it).
+   */
+  readonly handovers?: boolean;
   /** A known-bad variant, for the simulation's own test only. */
   readonly variant?: Variant;
 }
@@ -44,6 +50,10 @@ export class PartitionMachine<O> {
   readonly #commitClock: CommitClock;
   readonly #send: SendPath<O>;
   #lastTaken = -1n;
+  /** Retired because the partition moved to another member (handovers on): no transaction begins any more. */
+  #moved = false;
+  /** A commit was wanted while none could begin (holding): it is armed when the claim is kept. */
+  #commitDeferred = false;
   readonly #holds = new FetchHolds((effect) => this.#emit(effect));
   #busy = false;
   constructor(options: MachineOptions) {
@@ -154,6 +164,7 @@ export class PartitionMachine<O> {
     const entry = this.#book.get(offset);
     moveRecord(entry, this.#variant, 'finished', 'done');
     entry.outcome = outcome;
+    if (!this.#working) this.#handOver(entry);
     this.#ended(entry);
     this.#scheduleCommit(false, clock);
     this.#maybeEnd();
@@ -176,6 +187,17 @@ export class PartitionMachine<O> {
     this.#maybeEnd();
   }
 
+  /**
+   * An earlier owner handed over the record's mark as withdrawn (it never called, and never will):
+   * the mark is dropped and the record is handled as new (`identify` said in doubt before).
+   */
+  handedOver(offset: bigint): void {
+    const entry = this.#book.get(offset);
+    moveRecord(entry, this.#variant, 'handed-over', 'handling');
+    this.claim.inDoubt.delete(offset);
+    if (this.claim.open.delete(offset)) this.#send.markDropped();
+  }
+
   /** A bug in handling (not a record problem): the record is given up and the claim fails. */
   crashed(offset: bigint, error: unknown): void {
     const entry = this.#book.get(offset);
@@ -188,6 +210,10 @@ export class PartitionMachine<O> {
   commitDue(clock: number): void {
     this.#commitClock.disarm();
     if (this.#state === 'failed' || this.#committing !== undefined || this.#closing) return;
+    if (!this.#mayBegin) {
+      this.#commitDeferred = true;
+      return;
+    }
     const plan = this.#plan(false);
     if (plan === undefined) {
       this.#commitClock.ended(clock);
@@ -203,6 +229,7 @@ export class PartitionMachine<O> {
     this.#committing = undefined;
     this.#commitClock.ended(clock);
     this.#send.marksCommitted(plan.marks, leaseHolds);
+    this.#send.withdrawalsCommitted();
     settleCommitted(this.claim, plan, (offset) => moveRecord(this.#book.get(offset), this.#variant, 'committed-ahead', 'published'));
     if (plan.commitOffset !== undefined || plan.outcomes.length > 0)
       this.#emit({ type: 'committed', next: this.claim.position.committed, outcomes: plan.outcomes });
@@ -238,18 +265,33 @@ export class PartitionMachine<O> {
   }
 
   /** The new generation left the partition here (the lease held throughout): held records call, fetching goes on. */
-  keep(leaseHolds: boolean): void {
+  keep(leaseHolds: boolean, clock = 0): void {
     if (this.#state !== 'holding') return;
     this.#claimMove('keep', 'active');
     this.#send.claimKept(leaseHolds);
+    if (this.#commitDeferred) {
+      this.#commitDeferred = false;
+      this.#scheduleCommit(this.#send.marksWaiting > 0 || this.#send.withdrawalWaiting, clock);
+    }
   }
 
-  /** The partition moved, the claim is not kept, or shutdown: take no more records; waits are cut; calls under way finish. */
-  retire(): void {
+  /**
+   * The partition moved, the claim is not kept, or shutdown: take no more records; waits are cut;
+   * calls under way finish. `moved`: another member has the partition now and fences it at once;
+   * with handovers on, this claim then begins no transaction (every outcome is handed over).
+   */
+  retire(moved = false, clock = 0): void {
     if (this.#state !== 'active' && this.#state !== 'holding') return;
+    this.#moved = moved && this.#o.handovers === true;
     this.#claimMove('retire', 'retiring');
+    this.#handOverAll();
     this.#send.stop();
     this.#holds.clear(this.accepting);
+    // Not moved (shutdown, or a claim not kept but still assigned here): what waited while holding commits now.
+    if (this.#commitDeferred && !this.#moved) {
+      this.#commitDeferred = false;
+      this.#scheduleCommit(this.#send.marksWaiting > 0 || this.#send.withdrawalWaiting, clock);
+    }
     this.#maybeEnd();
   }
 
@@ -257,12 +299,40 @@ export class PartitionMachine<O> {
   fail(error: unknown): void {
     if (this.#state === 'failed') return this.#maybeEnd();
     if (this.#state === 'ended' || this.#closing) return;
+    const wasWorking = this.#working;
     this.#claimMove('fail', 'failed');
+    if (wasWorking) this.#handOverAll();
     this.#failure = error;
     this.#emit({ type: 'abort-all', error });
     this.#send.stop();
     this.#holds.clear(this.accepting);
     this.#maybeEnd();
+  }
+
+  /**
+   * Whether a transaction may begin: not while the group rebalances nor once the partition moved
+   * (handovers on): the next owner's fence would abort it, and its InitProducerId would wait for it.
+   */
+  get #mayBegin(): boolean {
+    if (this.#o.handovers !== true) return true;
+    return this.#state !== 'holding' && !this.#moved;
+  }
+
+  /** Whether the claim still works the partition (its own transactions commit outcomes): else outcomes are handed over. */
+  get #working(): boolean {
+    return this.#state === 'active' || this.#state === 'holding';
+  }
+
+  /** Tells the next owner what became of a marked record: its outcome (a new owner's fence may abort the transaction that would commit it). */
+  #handOver(entry: RecordEntry<O>): void {
+    const mark = this.claim.open.get(entry.offset);
+    if (mark !== undefined && entry.outcome !== undefined) this.#emit({ type: 'handover', offset: entry.offset, mark, outcome: entry.outcome });
+  }
+
+  /** The claim stopped working the partition: hand over the outcomes not yet committed, and the withdrawals. */
+  #handOverAll(): void {
+    for (const entry of this.#book.inState('done')) this.#handOver(entry);
+    this.#send.handOverWithdrawals();
   }
 
   #handle(entry: RecordEntry<O>): void {
@@ -294,6 +364,10 @@ export class PartitionMachine<O> {
   /** Arms the next commit (commit-clock.ts): at once for marks, within the interval for results. */
   #scheduleCommit(urgent: boolean, clock: number): void {
     if (this.#state === 'failed' || this.#committing !== undefined || this.#closing) return;
+    if (!this.#mayBegin) {
+      this.#commitDeferred = true;
+      return;
+    }
     const delayMs = this.#commitClock.arm(urgent, clock);
     if (delayMs !== undefined) this.#emit({ type: 'arm-commit', delayMs });
   }
@@ -313,7 +387,7 @@ export class PartitionMachine<O> {
     this.#emit({ type: 'disarm-commit' });
     if (this.#state === 'failed') return this.#end('drained');
     this.#claimMove('drained', 'closing');
-    const plan = this.#plan(true);
+    const plan = this.#moved ? undefined : this.#plan(true);
     if (plan === undefined) return this.#end('closing-committed');
     this.#begin(plan);
   }

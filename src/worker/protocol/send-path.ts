@@ -1,3 +1,4 @@
+import type { OpenMark } from '../ledger-checkpoint.ts';
 import type { PartitionClaim } from './claim.ts';
 import type { Effect, Variant } from './effects.ts';
 import { RecordBook, type RecordEntry } from './record-book.ts';
@@ -47,6 +48,12 @@ export class SendPath<O> {
   #marksWithdrawn = false;
   /** No new call may start (retired, failed, or a forced stop). */
   #stopped = false;
+  /**
+   * Marks withdrawn while the claim works, until a committed checkpoint drops them (`inTxn`: the
+   * transaction under way carries their drop): if the claim stops working first, they are handed
+   * over, since a new owner's fence may abort that transaction.
+   */
+  readonly #withdrawals = { waiting: new Map<bigint, OpenMark>(), inTxn: new Map<bigint, OpenMark>() };
 
   constructor(context: SendPathContext<O>) {
     this.#c = context;
@@ -138,8 +145,15 @@ export class SendPath<O> {
   withdraw(offset: bigint): void {
     // An earlier owner's mark (in doubt) stays whatever becomes of this owner's handling: its call
     // may have reached the service, and only a result of this record may settle it.
-    if (this.#c.claim.inDoubt.has(offset)) return;
-    if (this.#c.claim.open.delete(offset)) this.#marksWithdrawn = true;
+    const { claim } = this.#c;
+    if (claim.inDoubt.has(offset)) return;
+    const mark = claim.open.get(offset);
+    if (claim.open.delete(offset)) this.#marksWithdrawn = true;
+    // Only a mark some transaction may have committed needs telling the next owner about.
+    if (mark !== undefined && !this.#marksWaiting.has(offset)) {
+      if (this.#c.claimActive()) this.#withdrawals.waiting.set(offset, mark);
+      else this.#c.emit({ type: 'handover', offset, mark, outcome: undefined });
+    }
     this.#marksWaiting.delete(offset);
   }
 
@@ -148,7 +162,36 @@ export class SendPath<O> {
     const taken = { marks: [...this.#marksWaiting], withdrawn: this.#marksWithdrawn && this.#c.ledger };
     this.#marksWaiting.clear();
     this.#marksWithdrawn = false;
+    for (const [offset, mark] of this.#withdrawals.waiting) this.#withdrawals.inTxn.set(offset, mark);
+    this.#withdrawals.waiting.clear();
     return taken;
+  }
+
+  /** A mark left `open` otherwise than by withdrawal (handed over as withdrawn): the next checkpoint drops it. */
+  markDropped(): void {
+    this.#marksWithdrawn = true;
+  }
+
+  /** The transaction under way committed: the withdrawals it carried are settled in the ledger. */
+  withdrawalsCommitted(): void {
+    this.#withdrawals.inTxn.clear();
+  }
+
+  /**
+   * The claim stopped working the partition (retiring, failed): hand over every withdrawal no
+   * committed checkpoint carries yet. (The known-bad variant also calls a record's mark withdrawn
+   * while its call is under way.)
+   */
+  handOverWithdrawals(): void {
+    for (const withdrawals of [this.#withdrawals.inTxn, this.#withdrawals.waiting]) {
+      for (const [offset, mark] of withdrawals) this.#c.emit({ type: 'handover', offset, mark, outcome: undefined });
+      withdrawals.clear();
+    }
+    if (this.#c.variant !== 'handover-withdraws-calls') return;
+    for (const entry of this.#c.book.inState('calling')) {
+      const mark = this.#c.claim.open.get(entry.offset);
+      if (mark !== undefined) this.#c.emit({ type: 'handover', offset: entry.offset, mark, outcome: undefined });
+    }
   }
 
   get marksWaiting(): number {
@@ -167,7 +210,8 @@ export class SendPath<O> {
   #openMark(entry: RecordEntry<O>, event: RecordEvent, at: number, clock: number): void {
     const { claim } = this.#c;
     if (!claim.open.has(entry.offset)) {
-      claim.open.set(entry.offset, { offset: entry.offset, commandId: entry.commandId ?? '', at });
+      claim.marks.made += 1;
+      claim.open.set(entry.offset, { offset: entry.offset, commandId: entry.commandId ?? '', at, by: `${claim.marks.owner}.${claim.marks.made}` });
       this.#c.emit({ type: 'mark-opened' });
     }
     this.#marksWaiting.add(entry.offset);

@@ -29,6 +29,7 @@ export const RECORD_EVENTS = {
   'not-sent': 'the call surely did not reach the service (or was refused) and the command is kept for later',
   stop: 'a wait was cut or a send refused: the claim retires or fails, sending stopped (a forced stop), or the lease is lost',
   'claim-kept': 'the new generation left the partition with this process: held records go on',
+  'handed-over': 'an earlier owner’s handover says its mark of the record was withdrawn: that owner never called it and never will',
   finished: 'the handler returned an outcome',
   abandoned: 'the handler returned no outcome (a wait was cut, or shutdown closed a call under way)',
   crashed: 'the handler threw (a bug, not a record problem): the claim fails',
@@ -54,6 +55,7 @@ export const RECORD_TRANSITIONS: readonly Transition<RecordState, RecordEvent>[]
   { from: 'handling', event: 'want-send', to: 'awaiting-slot', effect: 'ask for a slot (ledger off)' },
   { from: 'handling', event: 'want-send', to: 'calling', effect: 'call (ledger off, slot still held)' },
   { from: 'handling', event: 'stop', to: 'handling', effect: 'refuse the call' },
+  { from: 'handling', event: 'handed-over', to: 'handling', effect: 'drop the earlier owner’s mark; the record is handled as new' },
   { from: 'awaiting-permit', event: 'permit-granted', to: 'marking', effect: 'open its mark; commit at once' },
   { from: 'awaiting-permit', event: 'stop', to: 'handling', effect: 'refuse the call' },
   { from: 'marking', event: 'mark-committed', to: 'awaiting-slot', effect: 'ask for a slot' },
@@ -90,8 +92,10 @@ export const RECORD_TRANSITIONS: readonly Transition<RecordState, RecordEvent>[]
 export const CLAIM_STATES = {
   active: 'takes records, sends, commits',
   holding: 'the group is rebalancing: takes no records and starts no call (records about to call wait); marks and calls under way go on and commit',
-  retiring: 'the partition moved (or was not kept), or shutdown: takes no records; waits refused; calls under way finish and commit',
-  failed: 'a transaction failed or was fenced, or a bug: every wait is cut; nothing more commits',
+  retiring:
+    'the partition moved (or was not kept), or shutdown: takes no records; waits refused; calls under way finish and commit; every marked record’s outcome or withdrawal is also handed over',
+  failed:
+    'a transaction failed or was fenced, or a bug: every wait is cut; nothing more commits; marked records’ outcomes and withdrawals are still handed over',
   closing: 'nothing left in hand: the last transaction commits what is done',
   ended: 'the lane is over; the claim is lost (fenced) or claimed afresh (failed)',
 } as const;
@@ -136,7 +140,7 @@ export const INVARIANTS = {
   'key-order': 'the requests of commands with the same key start in offset order',
   'unknown-is-honest': 'UNKNOWN only for a command with a mark or a request that may have reached the service',
   'unknown-is-bounded':
-    'UNKNOWN for commands never requested stays within the mark permits and in-flight slots of each owner that died (crashed, froze, or failed its claim)',
+    'UNKNOWN for commands never requested stays within the mark permits and in-flight slots of each owner that died (crashed, froze, or failed its claim), and one per handover lost',
   'nothing-lost': 'once the owners stop failing, every record gets its outcome, whatever sequence of owners it went through',
   'fenced-never-commits': 'a producer of an earlier epoch never commits',
 } as const;

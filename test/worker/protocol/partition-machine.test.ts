@@ -9,7 +9,17 @@ import { PartitionMachine, type Effect } from '../../../src/worker/protocol/part
 
 function claim(start = 0n, inDoubt: [bigint, string][] = []): PartitionClaim {
   const marks = new Map(inDoubt.map(([offset, commandId]) => [offset, { offset, commandId, at: 1 }]));
-  return { topic: 't', partition: 0, generation: 1, start, inDoubt: marks, open: new Map(marks), dedup: new DedupWindow(100), position: { committed: start } };
+  return {
+    topic: 't',
+    partition: 0,
+    generation: 1,
+    start,
+    inDoubt: marks,
+    open: new Map(marks),
+    dedup: new DedupWindow(100),
+    position: { committed: start },
+    marks: { owner: 'test', made: 0 },
+  };
 }
 
 function machine(options: { ledger?: boolean; maxRunAhead?: number; claim?: PartitionClaim } = {}): PartitionMachine<string> {
@@ -316,5 +326,156 @@ describe('PartitionMachine: an earlier owner’s mark', () => {
     m.drain();
     m.abandoned(0n, false, 1);
     expect(m.claim.open.has(0n)).toBe(true);
+  });
+});
+
+const handovers = (effects: Effect<string>[]): { offset: bigint; by: string | undefined; outcome: string | undefined }[] =>
+  effects.flatMap((e) => (e.type === 'handover' ? [{ offset: e.offset, by: e.mark.by, outcome: e.outcome }] : []));
+
+/** Takes record 0 and brings it to a call under way (its mark committed). */
+function calling(m: PartitionMachine<string>): void {
+  markedAwaitingSlot(m);
+  m.slotGranted(0n, true);
+  m.drain();
+}
+
+describe('PartitionMachine: handing over when the claim stops working the partition', () => {
+  it('names each mark uniquely: the claim’s owner and a count', () => {
+    const m = machine();
+    takeAll(m, ['a', 'b']);
+    for (const offset of [0n, 1n]) {
+      m.wantSend(offset, true, 1, 0);
+      m.permitGranted(offset, 1, 0);
+    }
+    expect([...m.claim.open.values()].map((mark) => mark.by)).toEqual(['test.1', 'test.2']);
+  });
+
+  it('hands nothing over while the claim works (its own transactions commit the outcome)', () => {
+    const m = machine();
+    calling(m);
+    m.finished(0n, 'SENT', 2);
+    expect(handovers(m.drain())).toEqual([]);
+  });
+
+  it('a call that ends after the claim retired: its outcome is handed over (the next owner may have fenced the last transaction)', () => {
+    const m = machine();
+    calling(m);
+    m.retire();
+    expect(handovers(m.drain())).toEqual([]);
+    m.finished(0n, 'SENT', 2);
+    expect(handovers(m.drain())).toEqual([{ offset: 0n, by: 'test.1', outcome: 'SENT' }]);
+  });
+
+  it('an outcome done but not yet committed when the claim retires or fails is handed over then', () => {
+    for (const stop of ['retire', 'fail'] as const) {
+      const m = machine();
+      calling(m);
+      m.finished(0n, 'SENT', 2);
+      m.drain();
+      if (stop === 'retire') m.retire();
+      else m.fail(new Error('fenced'));
+      expect(handovers(m.drain())).toEqual([{ offset: 0n, by: 'test.1', outcome: 'SENT' }]);
+    }
+  });
+
+  it('a committed mark whose record is refused at retirement is handed over as withdrawn, never one whose call is under way', () => {
+    const m = machine();
+    takeAll(m, ['a', 'b']);
+    // Record 0 calls; record 1's mark commits and it waits for a slot.
+    for (const offset of [0n, 1n]) {
+      m.wantSend(offset, true, 1, 0);
+      m.permitGranted(offset, 1, 0);
+    }
+    m.commitDue(0);
+    m.transactionCommitted(1, true);
+    m.slotGranted(0n, true);
+    m.drain();
+    expect(m.recordState(1n)).toBe('awaiting-slot');
+    m.retire();
+    m.drain();
+    m.abandoned(1n, false, 3);
+    expect(handovers(m.drain())).toEqual([{ offset: 1n, by: 'test.2', outcome: undefined }]);
+    expect(m.recordState(0n)).toBe('calling');
+  });
+
+  it('a mark withdrawn while the claim worked, its drop not yet committed, is handed over as withdrawn when the claim retires', () => {
+    const m = machine();
+    calling(m);
+    m.notSent(0n, 5);
+    m.drain();
+    m.retire();
+    expect(handovers(m.drain())).toEqual([{ offset: 0n, by: 'test.1', outcome: undefined }]);
+  });
+
+  it('a withdrawal a committed checkpoint dropped is not handed over again', () => {
+    const m = machine();
+    calling(m);
+    m.notSent(0n, 5);
+    m.commitDue(5);
+    m.transactionCommitted(6, true);
+    m.drain();
+    m.retire();
+    expect(handovers(m.drain())).toEqual([]);
+  });
+
+  it('an in-doubt mark handed over as withdrawn: the mark is dropped and the record goes on to send under a mark of its own', () => {
+    const m = machine({ claim: claim(0n, [[0n, 'c0']]) });
+    expect(m.offer(0n, true, 0)).toBe('take');
+    m.take(0n, 'a');
+    expect(m.identify(0n, 'c0').kind).toBe('in-doubt');
+    m.handedOver(0n);
+    expect(m.claim.inDoubt.has(0n)).toBe(false);
+    m.wantSend(0n, true, 7, 0);
+    m.permitGranted(0n, 7, 0);
+    expect(m.claim.open.get(0n)).toMatchObject({ at: 7, by: 'test.1' });
+    expect(m.recordState(0n)).toBe('marking');
+  });
+});
+
+describe('PartitionMachine: no transaction while the partition may be fenced by its next owner (handovers on)', () => {
+  function handingOver(): PartitionMachine<string> {
+    return new PartitionMachine<string>({
+      claim: claim(),
+      ledger: true,
+      markPermits: true,
+      maxRunAhead: 100,
+      commitIntervalMs: 50,
+      inDoubtPolicy: 'report',
+      handovers: true,
+    });
+  }
+  const transactions = (effects: Effect<string>[]): number => effects.filter((e) => e.type === 'transaction').length;
+
+  it('begins none while the group rebalances: a mark opened meanwhile commits once the claim is kept', () => {
+    const m = handingOver();
+    takeAll(m, ['a']);
+    m.hold();
+    m.wantSend(0n, true, 1, 0);
+    m.permitGranted(0n, 1, 0);
+    m.commitDue(1);
+    expect(transactions(m.drain())).toBe(0);
+    m.keep(true, 2);
+    expect(m.drain()).toContainEqual({ type: 'arm-commit', delayMs: 0 });
+    m.commitDue(2);
+    expect(m.drain()).toContainEqual(expect.objectContaining({ type: 'transaction', plan: expect.objectContaining({ marks: [0n] }) }));
+  });
+
+  it('begins none once its partition moved to another member: outcomes are handed over, and the claim ends without a last transaction', () => {
+    const m = handingOver();
+    calling(m);
+    m.retire(true, 3);
+    m.finished(0n, 'SENT', 4);
+    const effects = m.drain();
+    expect(transactions(effects)).toBe(0);
+    expect(handovers(effects)).toEqual([{ offset: 0n, by: 'test.1', outcome: 'SENT' }]);
+    expect(m.state).toBe('ended');
+  });
+
+  it('retired for shutdown (or not kept but assigned here again), it still commits what is done', () => {
+    const m = handingOver();
+    calling(m);
+    m.retire(false, 3);
+    m.finished(0n, 'SENT', 4);
+    expect(m.drain()).toContainEqual(expect.objectContaining({ type: 'transaction', plan: expect.objectContaining({ closing: true, outcomes: ['SENT'] }) }));
   });
 });

@@ -1,0 +1,67 @@
+import { SmsWorkerError } from '../errors.ts';
+import type { PartitionReader } from '../kafka/partition-reader.ts';
+import type { KeyedRecordProducer } from '../kafka/ports.ts';
+import type { Logger } from '../observability/logger.ts';
+import { HandoverLookout } from './handover-lookout.ts';
+import { decodeHandover, encodeHandover, type Handover, type HandoverSettlement } from './handover-record.ts';
+import type { OpenMark } from './ledger-checkpoint.ts';
+
+/** One command source's handovers (ledger on): written by a claim that stops working a partition, looked for by the next one. */
+export interface Handovers {
+  /** Writes the handover of one mark to ledger partition n, outside any transaction. Rejects if it could not be written. */
+  write(partition: number, offset: bigint, mark: OpenMark, settlement: HandoverSettlement): Promise<void>;
+  /** A lookout for the handovers of a new claim's in-doubt marks. */
+  lookout(partition: number, marks: Iterable<OpenMark>): HandoverLookout;
+}
+
+export interface LedgerHandoversOptions {
+  readonly ledgerTopic: string;
+  /** handoverKey(group, topic). */
+  readonly key: string;
+  readonly producer: KeyedRecordProducer;
+  readonly reader: PartitionReader;
+  readonly admin: { fetchTopicOffsetsByTimestamp(topic: string, timestamp?: number): Promise<{ partition: number; offset: string }[]> };
+  /** A handover larger than this (a result near the record limit, as JSON) is not written: the next owner reports UNKNOWN. */
+  readonly maxRecordBytes: number;
+  readonly graceMs: number;
+  readonly pollMs: number;
+  readonly log: Logger;
+}
+
+/** Handovers in the source's ledger topic (handover-record.ts says why there). */
+export function ledgerHandovers(o: LedgerHandoversOptions): Handovers {
+  return {
+    write: async (partition, offset, mark, settlement) => {
+      const value = encodeHandover(offset, mark, settlement);
+      if (value === undefined) return;
+      if (value.length > o.maxRecordBytes)
+        throw new SmsWorkerError(
+          'HANDOVER_TOO_LARGE',
+          `the handover of offset ${offset} is ${value.length} bytes, over the ${o.maxRecordBytes}-byte record limit`,
+        );
+      await o.producer.send(o.ledgerTopic, [{ key: o.key, value, partition }]);
+    },
+    lookout: (partition, marks) =>
+      new HandoverLookout({
+        marks,
+        graceMs: o.graceMs,
+        pollMs: o.pollMs,
+        log: o.log,
+        source: {
+          startAt: async (timestamp) => {
+            const found = (await o.admin.fetchTopicOffsetsByTimestamp(o.ledgerTopic, timestamp)).find((p) => p.partition === partition);
+            return BigInt(found?.offset ?? '0');
+          },
+          readFrom: async (from) => {
+            const { records, next } = await o.reader.readAvailable(o.ledgerTopic, partition, from);
+            const handovers: Handover[] = [];
+            for (const record of records) {
+              const handover = decodeHandover(record.key, record.value, o.key);
+              if (handover !== undefined) handovers.push(handover);
+            }
+            return { handovers, next };
+          },
+        },
+      }),
+  };
+}
