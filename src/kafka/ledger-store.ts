@@ -1,6 +1,8 @@
-import type { Admin } from 'kafkajs';
 import { SmsWorkerError } from '../errors.ts';
 import type { PartitionReader } from './partition-reader.ts';
+import type { OffsetsAdmin } from './ports.ts';
+
+type Admin = Pick<OffsetsAdmin, 'fetchTopicOffsets'>;
 
 /** How far back the first look goes; each further look goes 16 times further. */
 const FIRST_WINDOW = 64n;

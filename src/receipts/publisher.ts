@@ -11,7 +11,7 @@ import type { KeyedRecord, KeyedRecordProducer } from '../kafka/ports.ts';
 import { registerRacing } from '../schema/codec.ts';
 import { receiptToAvro } from './receipt-avro.ts';
 import type { DeliveryReceipt } from './report.ts';
-import { SendBatcher } from './send-batcher.ts';
+import { SendBatcher } from '../kafka/send-batcher.ts';
 
 /**
  * Records per Kafka send: a receipt is ≈ 300 bytes, so a send stays far below the broker's

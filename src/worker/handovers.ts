@@ -1,6 +1,7 @@
 import { SmsWorkerError } from '../errors.ts';
 import type { PartitionReader } from '../kafka/partition-reader.ts';
-import type { KeyedRecordProducer } from '../kafka/ports.ts';
+import type { KeyedRecord, KeyedRecordProducer } from '../kafka/ports.ts';
+import { SendBatcher } from '../kafka/send-batcher.ts';
 import type { Logger } from '../observability/logger.ts';
 import { HandoverLookout } from './handover-lookout.ts';
 import { decodeHandover, encodeHandover, type Handover, type HandoverSettlement } from './handover-record.ts';
@@ -28,8 +29,25 @@ export interface LedgerHandoversOptions {
   readonly log: Logger;
 }
 
+/** Handovers per Kafka send, at most. */
+const HANDOVERS_PER_SEND = 500;
+/**
+ * Handovers waiting for a send, at most (one per marked record: a process holds at most
+ * MAX_RUN_AHEAD per partition); one beyond that is not written (the next owner reports UNKNOWN).
+ */
+const HANDOVERS_QUEUED = 20_000;
+
 /** Handovers in the source's ledger topic (handover-record.ts says why there). */
 export function ledgerHandovers(o: LedgerHandoversOptions): Handovers {
+  // One send at a time, carrying every handover queued meanwhile: kafkajs's idempotent producer
+  // drops records of concurrent sends to one partition without an error (tulios/kafkajs#1005:
+  // they reuse sequence numbers, and the broker acknowledges them as duplicates). Seen here as a
+  // handover that never arrived, in a scale run where one process handed 8 partitions over at once.
+  const batcher = new SendBatcher<KeyedRecord>({
+    send: (records) => o.producer.send(o.ledgerTopic, records),
+    maxRecords: HANDOVERS_PER_SEND,
+    maxQueued: HANDOVERS_QUEUED,
+  });
   return {
     write: async (partition, offset, mark, settlement) => {
       const value = encodeHandover(offset, mark, settlement);
@@ -39,7 +57,7 @@ export function ledgerHandovers(o: LedgerHandoversOptions): Handovers {
           'HANDOVER_TOO_LARGE',
           `the handover of offset ${offset} is ${value.length} bytes, over the ${o.maxRecordBytes}-byte record limit`,
         );
-      await o.producer.send(o.ledgerTopic, [{ key: o.key, value, partition }]);
+      await batcher.submit([{ key: o.key, value, partition }]);
     },
     lookout: (partition, marks) =>
       new HandoverLookout({

@@ -186,6 +186,16 @@ export class LaneRouter {
     await Promise.all([...this.#lanes.values()].map((lane) => lane.ended));
   }
 
+  /**
+   * Resolves once every lane has committed what it had done when it retired (its calls under way
+   * go on), or after `maxMs`: a process leaving its group waits for that one transaction, since
+   * the next owners' fences would abort it, and wait for that (up to 390 ms measured).
+   */
+  async retireCommitted(maxMs: number): Promise<void> {
+    const until = Date.now() + maxMs;
+    while (Date.now() < until && [...this.#lanes.values()].some((lane) => !lane.retireCommitted)) await new Promise((r) => setTimeout(r, 5));
+  }
+
   #open(claim: Awaited<ReturnType<WorkerParts['ownership']['claim']>>): PartitionLane {
     const { parts, config: c } = this.#o;
     const { topic, partition } = claim;

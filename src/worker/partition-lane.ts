@@ -100,6 +100,10 @@ export class PartitionLane {
   get accepting(): boolean {
     return this.#machine.accepting;
   }
+  /** What the lane had done when it retired is committed (its calls under way may go on). */
+  get retireCommitted(): boolean {
+    return this.#machine.retireCommitted;
+  }
   /** Records dispatched and not yet done (sending, or waiting to). */
   get working(): number {
     return this.#machine.working;
@@ -318,9 +322,18 @@ export class PartitionLane {
     },
     handoverOf: async (mark, signal) => {
       if (this.#lookout === undefined) return undefined;
+      const started = performance.now();
       const settlement = await this.#lookout.settlementOf(mark, signal);
-      if (settlement !== undefined || !signal.aborted)
-        this.#ctx.metrics.inDoubt.inc({ action: settlement === undefined ? 'reported' : settlement.kind === 'result' ? 'handed-over' : 'withdrawn' });
+      if (settlement === undefined && signal.aborted) return undefined;
+      const action = settlement === undefined ? 'reported' : settlement.kind === 'result' ? 'handed-over' : 'withdrawn';
+      this.#ctx.metrics.inDoubt.inc({ action });
+      const { topic, partition } = this.claim;
+      this.#ctx.log.info(
+        { topic, partition, offset: mark.offset.toString(), mark: mark.by, markedAt: mark.at, waitedMs: Math.round(performance.now() - started), action },
+        settlement === undefined
+          ? 'no handover of an earlier owner’s mark within its grace: reporting the command UNKNOWN'
+          : 'an earlier owner’s mark was handed over',
+      );
       return settlement;
     },
     handedOver: (offset) => this.#apply(() => this.#machine.handedOver(offset)),

@@ -21,6 +21,9 @@ export interface SourcePipelineOptions {
  * The worker runs one per command topic (docs/priority.md); they share the service client, the
  * gate, the slots, the rate limit and the producers, and each rebalances on its own.
  */
+/** How long a process leaving its group waits, at most, for its lanes' last commits of what was done (LaneRouter.retireCommitted). */
+const LEAVE_AFTER_COMMITS_MAX_MS = 500;
+
 export class SourcePipeline {
   readonly parts: WorkerParts;
   readonly lanes: LaneRouter;
@@ -71,10 +74,11 @@ export class SourcePipeline {
 
   /**
    * Gives up the partitions. With the ledger on, the group is left as soon as every lane has
-   * retired, so the partitions move while the calls under way finish: a new owner waits for their
-   * marks to settle before it fences (partition-ownership.ts), and commits them as their own
-   * results or, past that wait, UNKNOWN. With the ledger off nothing tells a new owner a call is
-   * under way: every lane ends, its calls finished and committed, before the group is left.
+   * retired and committed what it had done, so the partitions move while the calls under way
+   * finish: their outcomes are handed over (handovers.ts) to the new owners, which fence at once
+   * (and committed here too, unless a new owner fenced first). With the ledger off nothing tells a
+   * new owner a call is under way: every lane ends, its calls finished and committed, before the
+   * group is left.
    */
   async release(): Promise<void> {
     const { ownership, consumer } = this.parts;
@@ -82,6 +86,7 @@ export class SourcePipeline {
     ownership.stop();
     const drained = this.lanes.drain();
     if (this.#o.config.ledger.enabled) {
+      await this.lanes.retireCommitted(LEAVE_AFTER_COMMITS_MAX_MS);
       ownership.leaving();
       await consumer.disconnect().catch((error: unknown) => this.#o.log.warn({ err: error }, 'leaving the group failed'));
     }

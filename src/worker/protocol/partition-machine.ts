@@ -54,6 +54,8 @@ export class PartitionMachine<O> {
   #moved = false;
   /** A commit was wanted while none could begin (holding): it is armed when the claim is kept. */
   #commitDeferred = false;
+  /** The commit of what was done when the claim retired: due, under way, or none pending. */
+  #retireCommit: 'due' | 'under-way' | 'none' = 'none';
   readonly #holds = new FetchHolds((effect) => this.#emit(effect));
   #busy = false;
   constructor(options: MachineOptions) {
@@ -81,6 +83,10 @@ export class PartitionMachine<O> {
   }
   get state(): ClaimState {
     return this.#state;
+  }
+  /** What was done when the claim retired has been committed (or that transaction failed, or there was none): later calls may go on. */
+  get retireCommitted(): boolean {
+    return this.#retireCommit === 'none' || this.#state === 'ended' || this.#state === 'failed';
   }
   /** Takes new records: not retired, not failed. */
   get accepting(): boolean {
@@ -216,6 +222,7 @@ export class PartitionMachine<O> {
     }
     const plan = this.#plan(false);
     if (plan === undefined) {
+      if (this.#retireCommit === 'due') this.#retireCommit = 'none';
       this.#commitClock.ended(clock);
       this.#maybeEnd();
       return;
@@ -227,6 +234,7 @@ export class PartitionMachine<O> {
     const plan = this.#committing;
     if (plan === undefined) return;
     this.#committing = undefined;
+    if (this.#retireCommit === 'under-way') this.#retireCommit = 'none';
     this.#commitClock.ended(clock);
     this.#send.marksCommitted(plan.marks, leaseHolds);
     this.#send.withdrawalsCommitted();
@@ -246,6 +254,7 @@ export class PartitionMachine<O> {
     const plan = this.#committing;
     if (plan === undefined) return;
     this.#committing = undefined;
+    if (this.#retireCommit === 'under-way') this.#retireCommit = 'none';
     this.#commitClock.ended(clock);
     if (plan.closing) {
       this.#failure = error;
@@ -287,10 +296,13 @@ export class PartitionMachine<O> {
     this.#handOverAll();
     this.#send.stop();
     this.#holds.clear(this.accepting);
-    // Not moved (shutdown, or a claim not kept but still assigned here): what waited while holding commits now.
-    if (this.#commitDeferred && !this.#moved) {
+    // Not moved (shutdown, or a claim not kept but still assigned here): what is done commits at
+    // once, so a process shutting down has it committed before it leaves its group (the next
+    // owner's fence would otherwise abort that transaction, and wait for it).
+    if (!this.#moved && (this.#commitDeferred || this.#book.inState('done').length > 0 || this.#send.withdrawalWaiting)) {
       this.#commitDeferred = false;
-      this.#scheduleCommit(this.#send.marksWaiting > 0 || this.#send.withdrawalWaiting, clock);
+      this.#retireCommit = 'due';
+      this.#scheduleCommit(true, clock);
     }
     this.#maybeEnd();
   }
@@ -358,6 +370,7 @@ export class PartitionMachine<O> {
 
   #begin(plan: TransactionPlan<O>): void {
     this.#committing = plan;
+    if (this.#retireCommit === 'due') this.#retireCommit = 'under-way';
     this.#emit({ type: 'transaction', plan });
   }
 

@@ -479,3 +479,26 @@ describe('PartitionMachine: no transaction while the partition may be fenced by 
     expect(m.drain()).toContainEqual(expect.objectContaining({ type: 'transaction', plan: expect.objectContaining({ closing: true, outcomes: ['SENT'] }) }));
   });
 });
+
+describe('PartitionMachine: retiring for shutdown', () => {
+  it('commits what is done at once, and says when that transaction has ended (the process then leaves its group)', () => {
+    const m = machine();
+    calling(m);
+    expect(m.offer(1n, true, 0)).toBe('take');
+    m.take(1n, 'b');
+    m.identify(1n, 'c1');
+    m.finished(1n, 'REJECTED', 2);
+    m.drain();
+    expect(m.retireCommitted).toBe(true);
+    m.retire(false, 3);
+    expect(m.drain()).toContainEqual({ type: 'arm-commit', delayMs: 0 });
+    expect(m.retireCommitted).toBe(false);
+    m.commitDue(3);
+    expect(m.drain()).toContainEqual(expect.objectContaining({ type: 'transaction', plan: expect.objectContaining({ outcomes: ['REJECTED'] }) }));
+    expect(m.retireCommitted).toBe(false);
+    m.transactionCommitted(4, true);
+    // The call under way goes on; the process need not wait for it to leave.
+    expect(m.retireCommitted).toBe(true);
+    expect(m.recordState(0n)).toBe('calling');
+  });
+});

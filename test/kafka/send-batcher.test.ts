@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { QueueFullError, SendBatcher } from '../../src/receipts/send-batcher.ts';
+import { QueueFullError, SendBatcher } from '../../src/kafka/send-batcher.ts';
 
 interface Settle {
   resolve(): void;
