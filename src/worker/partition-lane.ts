@@ -71,7 +71,6 @@ export class PartitionLane {
       maxRunAhead: ctx.maxRunAhead,
       commitIntervalMs: ctx.commitIntervalMs,
       markLingerMs: ctx.markLingerMs,
-      inDoubtPolicy: ctx.deps.inDoubtPolicy,
       handovers: ctx.handovers !== undefined,
     });
     this.#signal = AbortSignal.any([ctx.abandon, this.#local.signal]);
@@ -314,18 +313,18 @@ export class PartitionLane {
   }
 
   readonly #recordLane: RecordLane = {
-    identify: (offset, commandId) => {
-      const identity = this.#machine.identify(offset, commandId);
-      if (identity.kind === 'in-doubt' && this.#lookout === undefined) this.#ctx.metrics.inDoubt.inc({ action: 'reported' });
-      else if (identity.kind === 'new' && identity.resent) this.#ctx.metrics.inDoubt.inc({ action: 'resent' });
-      return identity;
-    },
+    identify: (offset, commandId) => this.#machine.identify(offset, commandId),
     handoverOf: async (mark, signal) => {
-      if (this.#lookout === undefined) return undefined;
+      // Without a handover: UNKNOWN, or under IN_DOUBT_POLICY=resend sent again (record-handler.ts).
+      const none = this.#ctx.deps.inDoubtPolicy === 'resend' ? 'resent' : 'reported';
+      if (this.#lookout === undefined) {
+        this.#ctx.metrics.inDoubt.inc({ action: none });
+        return undefined;
+      }
       const started = performance.now();
       const settlement = await this.#lookout.settlementOf(mark, signal);
       if (settlement === undefined && signal.aborted) return undefined;
-      const action = settlement === undefined ? 'reported' : settlement.kind === 'result' ? 'handed-over' : 'withdrawn';
+      const action = settlement === undefined ? none : settlement.kind === 'result' ? 'handed-over' : 'withdrawn';
       this.#ctx.metrics.inDoubt.inc({ action });
       const { topic, partition } = this.claim;
       this.#ctx.log.info(

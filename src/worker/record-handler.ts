@@ -33,7 +33,7 @@ export interface RecordHandlerDeps {
   readonly codec: RecordCodec;
   readonly sender: GuardedSender;
   readonly policy: ValidationPolicy;
-  /** What to do with a command an earlier owner marked as being sent without a result (the partition's protocol applies it). */
+  /** What to do with a command an earlier owner marked as being sent, without a result or a handover within the grace. */
   readonly inDoubtPolicy: 'report' | 'resend';
   /** Encoded results above this are reduced (see shrinkResult) so the record always fits the topic. */
   readonly maxRecordBytes: number;
@@ -148,7 +148,10 @@ async function handle(
     if (settlement === undefined && signal.aborted) return { kind: 'abandoned' };
     // (The handover names this record's mark; a result of another command would be a bug: UNKNOWN then.)
     if (settlement?.kind === 'result' && settlement.result.commandId === command.commandId) return encodedResult(settlement.result, deps);
-    if (settlement?.kind !== 'withdrawn') {
+    // IN_DOUBT_POLICY=resend: no handover by the grace, the command is sent again (a duplicate is
+    // that policy's accepted cost); a result of another command still ends UNKNOWN.
+    const resend = settlement === undefined && deps.inDoubtPolicy === 'resend';
+    if (settlement?.kind !== 'withdrawn' && !resend) {
       const attemptedAt = new Date(identity.mark.at).toISOString();
       return encodedResult(
         unknownResult(
@@ -163,7 +166,7 @@ async function handle(
         deps,
       );
     }
-    // Withdrawn: the earlier owner never called it, and never will. It is handled as new.
+    // Withdrawn (the earlier owner never called it, and never will), or resent: handled as new.
     lane.handedOver?.(offset);
   }
   if (identity.kind === 'duplicate') return { kind: 'duplicate', commandId: command.commandId, firstOffset: identity.firstOffset };

@@ -33,7 +33,7 @@ function claim(): PartitionClaim {
 }
 
 function machine(ledger = false, base = claim()): PartitionMachine<string> {
-  return new PartitionMachine<string>({ claim: base, ledger, markPermits: ledger, maxRunAhead: 8, commitIntervalMs: 0, inDoubtPolicy: 'report' });
+  return new PartitionMachine<string>({ claim: base, ledger, markPermits: ledger, maxRunAhead: 8, commitIntervalMs: 0 });
 }
 
 describe('finding: a lease that lapses and comes back without a rebalance', () => {
@@ -89,7 +89,7 @@ describe('finding: a commandId repeated under another key of the same partition'
       [],
       16,
     );
-    expect(identifyCommand(base, 3n, 'X', 'report')).toEqual({ kind: 'duplicate', firstOffset: 4n });
+    expect(identifyCommand(base, 3n, 'X')).toEqual({ kind: 'duplicate', firstOffset: 4n });
   });
 
   it('a repeat published ahead of its first record is listed as answered without the commandId, so the next owner still sends the first', () => {
@@ -105,7 +105,7 @@ describe('finding: a commandId repeated under another key of the same partition'
     if (plan?.type !== 'transaction') throw new Error('no transaction');
     expect(plan.plan.checkpoint?.done).toEqual([{ offset: 1n, commandId: '' }]);
     const next = buildClaim({ topic: 't', partition: 0, generation: 2, markOwner: 'test' }, 0n, plan.plan.checkpoint, [], 16);
-    expect(identifyCommand(next, 0n, 'X', 'report').kind).toBe('new');
+    expect(identifyCommand(next, 0n, 'X').kind).toBe('new');
   });
 
   it('a repeat identified before the later record carrying the result is not committed past until that result is', () => {

@@ -253,6 +253,21 @@ describe('intent ledger: handovers from an earlier owner', () => {
     expect(ids.map((id) => results.byCommand.get(id)?.length)).toEqual([1, 1, 1]);
   });
 
+  it('IN_DOUBT_POLICY=resend still takes the earlier owner’s handed-over result rather than send the command again', async () => {
+    const { topics, commands, mark, results, ids } = await earlierOwnerMarked();
+    const command = commands[0]!;
+    const handedOver = failedResult(
+      { command, source: { topic: topics.commands, partition: 0, offset: '0' }, completedAt: Date.now() },
+      { code: '101301', message: 'refused by the earlier owner’s call', stage: 'PROVIDER', retryable: false, attempts: 1, requestId: 'earlier-request' },
+    );
+    await writeHandover(topics, mark, { kind: 'result', result: handedOver });
+    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { TOPICS_PARTITIONS: '1', IN_DOUBT_POLICY: 'resend' }));
+    cleanups.add(() => worker.stop());
+    const got = await results.waitFor(ids);
+    expect(got.get(command.commandId)).toMatchObject({ outcome: 'FAILED', providerRequestId: 'earlier-request' });
+    expect(sends(sandbox, command.commandId)).toBe(0);
+  });
+
   it('sends a command whose in-doubt mark the earlier owner handed over as withdrawn (it never called it), once', async () => {
     const { topics, mark, results, ids } = await earlierOwnerMarked();
     await writeHandover(topics, mark, { kind: 'withdrawn' });

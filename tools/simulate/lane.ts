@@ -105,7 +105,6 @@ export class Lane implements HandlerLane {
       maxRunAhead: settings.maxRunAhead,
       commitIntervalMs: settings.commitIntervalMs,
       markLingerMs: settings.markLingerMs,
-      inDoubtPolicy: 'report',
       handovers: settings.ledger,
       variant: MACHINE_VARIANTS.has(world.variant) ? world.variant : 'correct',
     });

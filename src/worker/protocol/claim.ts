@@ -60,24 +60,23 @@ export function fencedIsFinal(variant: Variant = 'correct'): boolean {
 
 /** What the protocol says about a record's commandId. */
 export type Identity =
-  | { readonly kind: 'in-doubt'; readonly mark: OpenMark }
-  | { readonly kind: 'duplicate'; readonly firstOffset: bigint }
-  | { readonly kind: 'new'; readonly resent: boolean };
+  { readonly kind: 'in-doubt'; readonly mark: OpenMark } | { readonly kind: 'duplicate'; readonly firstOffset: bigint } | { readonly kind: 'new' };
 
 /**
- * In doubt (an earlier owner's mark, under `report`: reported UNKNOWN, never sent again), a repeat
- * of an earlier record with a result (no result of its own), or new (remembered in the window).
+ * In doubt (an earlier owner's mark: the handler waits for its handover, then reports UNKNOWN, or
+ * under IN_DOUBT_POLICY=resend sends it again), a repeat of an earlier record with a result (no
+ * result of its own), or new (remembered in the window).
  */
-export function identifyCommand(claim: PartitionClaim, offset: bigint, commandId: string, inDoubtPolicy: 'report' | 'resend'): Identity {
+export function identifyCommand(claim: PartitionClaim, offset: bigint, commandId: string): Identity {
   const inherited = claim.inDoubt.get(offset);
-  if (inherited !== undefined && inDoubtPolicy === 'report') {
+  if (inherited !== undefined) {
     claim.dedup.remember(commandId, offset);
     return { kind: 'in-doubt', mark: inherited };
   }
   const first = claim.dedup.firstOffset(commandId);
   if (first !== undefined && first !== offset) return { kind: 'duplicate', firstOffset: first };
   claim.dedup.remember(commandId, offset);
-  return { kind: 'new', resent: inherited !== undefined };
+  return { kind: 'new' };
 }
 
 /** The lease stopped holding while the claim was active: the claim fails and is claimed afresh (see SendPathContext.leaseLost). */

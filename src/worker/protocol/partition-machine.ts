@@ -17,7 +17,6 @@ export interface MachineOptions {
   readonly commitIntervalMs: number;
   /** A busy partition's marks wait up to this long after its last transaction, to share the next one (commit-clock.ts). */
   readonly markLingerMs?: number;
-  readonly inDoubtPolicy: 'report' | 'resend';
   /**
    * A claim that stops working its partition hands its marked records over (handover-record.ts):
    * the ledger is on. Then no transaction begins while the group rebalances, nor once the
@@ -134,7 +133,7 @@ export class PartitionMachine<O> {
   identify(offset: bigint, commandId: string): Identity {
     const entry = this.#book.get(offset);
     entry.commandId = commandId;
-    const identity = identifyCommand(this.claim, offset, commandId, this.#o.inDoubtPolicy);
+    const identity = identifyCommand(this.claim, offset, commandId);
     entry.repeat = identity.kind === 'duplicate';
     if (identity.kind === 'duplicate' && identity.firstOffset > offset) entry.repeatOf = identity.firstOffset;
     return identity;
@@ -194,8 +193,9 @@ export class PartitionMachine<O> {
   }
 
   /**
-   * An earlier owner handed over the record's mark as withdrawn (it never called, and never will):
-   * the mark is dropped and the record is handled as new (`identify` said in doubt before).
+   * An earlier owner handed over the record's mark as withdrawn (it never called, and never will),
+   * or no handover came and IN_DOUBT_POLICY=resend says send it anyway: the mark is dropped and
+   * the record is handled as new (`identify` said in doubt before).
    */
   handedOver(offset: bigint): void {
     const entry = this.#book.get(offset);

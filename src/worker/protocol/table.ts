@@ -29,7 +29,8 @@ export const RECORD_EVENTS = {
   'not-sent': 'the call surely did not reach the service (or was refused) and the command is kept for later',
   stop: 'a wait was cut or a send refused: the claim retires or fails, sending stopped (a forced stop), or the lease is lost',
   'claim-kept': 'the new generation left the partition with this process: held records go on',
-  'handed-over': 'an earlier owner’s handover says its mark of the record was withdrawn: that owner never called it and never will',
+  'handed-over':
+    'an earlier owner’s handover says its mark of the record was withdrawn (that owner never called it and never will), or none came within the grace under IN_DOUBT_POLICY=resend',
   finished: 'the handler returned an outcome',
   abandoned: 'the handler returned no outcome (a wait was cut, or shutdown closed a call under way)',
   crashed: 'the handler threw (a bug, not a record problem): the claim fails',

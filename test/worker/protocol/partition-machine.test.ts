@@ -29,7 +29,6 @@ function machine(options: { ledger?: boolean; maxRunAhead?: number; claim?: Part
     markPermits: true,
     maxRunAhead: options.maxRunAhead ?? 100,
     commitIntervalMs: 50,
-    inDoubtPolicy: 'report',
   });
 }
 
@@ -440,7 +439,6 @@ describe('PartitionMachine: no transaction while the partition may be fenced by 
       markPermits: true,
       maxRunAhead: 100,
       commitIntervalMs: 50,
-      inDoubtPolicy: 'report',
       handovers: true,
     });
   }
