@@ -14,8 +14,15 @@ export interface HandoverLookoutOptions {
   readonly source: HandoverSource;
   /** The claim's in-doubt marks: only their handovers are looked for (and kept). */
   readonly marks: Iterable<OpenMark>;
-  /** How long after a mark was made its handover may still come (the longest call, and a commit). */
+  /**
+   * How long its handover may still come after a mark was made, or after this claim began if that
+   * is later (the longest call, and a write): a mark is stamped before its transaction, its slot
+   * and perhaps a rebalance's hold, so its call may have started long after it, but never after
+   * this claim's fence (the earlier owner had retired by then, or lost its lease).
+   */
   readonly graceMs: number;
+  /** When this claim began (epoch ms): the grace counts from here at the earliest. */
+  readonly claimedAt?: number;
   /** How often the ledger partition is looked at while a mark waits. */
   readonly pollMs: number;
   /**
@@ -72,7 +79,7 @@ export class HandoverLookout {
     return new Promise((resolve) => {
       const waiter: Waiter = {
         mark,
-        deadline: mark.at + this.#o.graceMs,
+        deadline: Math.max(mark.at, this.#o.claimedAt ?? 0) + this.#o.graceMs,
         resolve: (settlement) => {
           signal.removeEventListener('abort', onAbort);
           this.#waiters.delete(waiter);

@@ -11,8 +11,8 @@ import type { OpenMark } from './ledger-checkpoint.ts';
 export interface Handovers {
   /** Writes the handover of one mark to ledger partition n, outside any transaction. Rejects if it could not be written. */
   write(partition: number, offset: bigint, mark: OpenMark, settlement: HandoverSettlement): Promise<void>;
-  /** A lookout for the handovers of a new claim's in-doubt marks. */
-  lookout(partition: number, marks: Iterable<OpenMark>): HandoverLookout;
+  /** A lookout for the handovers of a new claim's in-doubt marks (`claimedAt`: when the claim began, epoch ms). */
+  lookout(partition: number, marks: Iterable<OpenMark>, claimedAt: number): HandoverLookout;
 }
 
 export interface LedgerHandoversOptions {
@@ -59,9 +59,10 @@ export function ledgerHandovers(o: LedgerHandoversOptions): Handovers {
         );
       await batcher.submit([{ key: o.key, value, partition }]);
     },
-    lookout: (partition, marks) =>
+    lookout: (partition, marks, claimedAt) =>
       new HandoverLookout({
         marks,
+        claimedAt,
         graceMs: o.graceMs,
         pollMs: o.pollMs,
         log: o.log,

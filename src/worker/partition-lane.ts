@@ -16,6 +16,9 @@ export type { LaneContext } from './lane-context.ts';
 /** One fetched batch and its records, as the worker needs them (defined with the other Kafka ports). */
 export type { FetchedBatch, FetchedRecord } from '../kafka/ports.ts';
 
+/** How long a lane that ends waits, at most, for its last handovers to be written. */
+const HANDOVER_WRITE_WAIT_MS = 5_000;
+
 /** How a lane ended: retired (a rebalance, shutdown) with everything it could commit committed, or failed. */
 export interface LaneEnd {
   readonly failure?: unknown;
@@ -58,6 +61,8 @@ export class PartitionLane {
   #applying = false;
   readonly #ended = deferred<LaneEnd>();
   readonly #bytesFreed = (): void => this.#apply(() => this.#machine.bytesHeld(false));
+  /** Handovers being written: the lane ends after them (a shutdown disconnects their producer next). */
+  readonly #handoverWrites = new Set<Promise<void>>();
   /** Looks for the handovers of the marks this claim inherited in doubt (ledger on, any inherited). */
   readonly #lookout: HandoverLookout | undefined;
 
@@ -88,7 +93,7 @@ export class PartitionLane {
       ...(ctx.mayReinitialise !== undefined && { mayReinitialise: ctx.mayReinitialise }),
     };
     ctx.abandon.addEventListener('abort', () => this.#apply(() => this.#machine.stopSending()), { once: true });
-    this.#lookout = claim.inDoubt.size > 0 ? ctx.handovers?.lookout(claim.partition, claim.inDoubt.values()) : undefined;
+    this.#lookout = claim.inDoubt.size > 0 ? ctx.handovers?.lookout(claim.partition, claim.inDoubt.values(), Date.now()) : undefined;
   }
 
   /** Settles once the lane has retired or failed and every dispatched record is done. Never rejects. */
@@ -250,9 +255,16 @@ export class PartitionLane {
         return ctx.bytesInHand.cancel(this.#bytesFreed);
       case 'handover':
         return this.#handOver(effect.offset, effect.mark, effect.outcome);
-      case 'ended':
+      case 'ended': {
         this.#disarm();
-        return this.#ended.resolve(effect.failure === undefined ? {} : { failure: effect.failure });
+        const end = effect.failure === undefined ? {} : { failure: effect.failure };
+        if (this.#handoverWrites.size === 0) return this.#ended.resolve(end);
+        // Its last handovers are written first (bounded: their producer's own retries end them).
+        void Promise.race([Promise.allSettled([...this.#handoverWrites]), new Promise((r) => setTimeout(r, HANDOVER_WRITE_WAIT_MS))]).then(() =>
+          this.#ended.resolve(end),
+        );
+        return;
+      }
     }
   }
 
@@ -302,7 +314,7 @@ export class PartitionLane {
       outcome === undefined ? { kind: 'withdrawn' } : outcome.kind === 'result' ? { kind: 'result', result: outcome.result } : undefined;
     if (settlement === undefined) return;
     const { topic, partition } = this.claim;
-    handovers.write(partition, offset, mark, settlement).then(
+    const written = handovers.write(partition, offset, mark, settlement).then(
       () => ctx.log.debug({ topic, partition, offset: offset.toString(), settlement: settlement.kind }, 'handed over'),
       (error: unknown) =>
         ctx.log.warn(
@@ -310,6 +322,8 @@ export class PartitionLane {
           'could not hand over a marked command: its next owner will report it UNKNOWN',
         ),
     );
+    this.#handoverWrites.add(written);
+    void written.finally(() => this.#handoverWrites.delete(written));
   }
 
   readonly #recordLane: RecordLane = {

@@ -22,8 +22,8 @@ class Partition implements HandoverSource {
 
 const mark = (offset: bigint, by: string | undefined, at = Date.now()): OpenMark => ({ offset, commandId: `c${offset}`, at, ...(by !== undefined && { by }) });
 
-function lookout(partition: Partition, marks: OpenMark[], graceMs = 10_000): HandoverLookout {
-  return new HandoverLookout({ source: partition, marks, graceMs, pollMs: 2, log: createLogger('silent') });
+function lookout(partition: Partition, marks: OpenMark[], graceMs = 10_000, claimedAt?: number): HandoverLookout {
+  return new HandoverLookout({ source: partition, marks, graceMs, pollMs: 2, log: createLogger('silent'), ...(claimedAt !== undefined && { claimedAt }) });
 }
 
 describe('HandoverLookout', () => {
@@ -62,5 +62,14 @@ describe('HandoverLookout', () => {
     const waiting = found.settlementOf(inherited, abort.signal);
     abort.abort();
     await expect(waiting).resolves.toBeUndefined();
+  });
+
+  it('counts the grace from the claim when the mark is older (its call may have started long after the mark, never after the fence)', async () => {
+    const partition = new Partition();
+    const m = mark(5n, 'a.1', Date.now() - 20_000);
+    const waiting = lookout(partition, [m], 10_000, Date.now()).settlementOf(m, new AbortController().signal);
+    await new Promise((r) => setTimeout(r, 10));
+    partition.log.push({ offset: 5n, by: 'a.1', settlement: { kind: 'withdrawn' } });
+    await expect(waiting).resolves.toEqual({ kind: 'withdrawn' });
   });
 });

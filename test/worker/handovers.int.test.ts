@@ -39,7 +39,7 @@ describe('handovers in a real ledger topic', () => {
       );
       const onPartition = (p: number): OpenMark[] => marks.filter((_, i) => (i % 8 === 0 ? 1 : 0) === p);
       for (const partition of [0, 1]) {
-        const lookout = handovers.lookout(partition, onPartition(partition));
+        const lookout = handovers.lookout(partition, onPartition(partition), Date.now());
         const found = await within(
           30_000,
           'finding the handovers',

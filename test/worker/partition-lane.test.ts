@@ -693,3 +693,36 @@ describe('PartitionLane: the bytes in hand (MAX_BYTES_IN_HAND)', () => {
     expect(budget.used).toBe(0);
   });
 });
+
+describe('PartitionLane: handing over when the partition moves (ledger on)', () => {
+  it('hands over the result of a call that ends after the partition moved, commits nothing more, and ends only once that handover is written', async () => {
+    const h = harness({ ledger: true });
+    const writes: { offset: bigint; settlement: string; release: () => void }[] = [];
+    const ctx: LaneContext = {
+      ...h.ctx,
+      handovers: {
+        write: (_partition, offset, _mark, settlement) => new Promise<void>((release) => void writes.push({ offset, settlement: settlement.kind, release })),
+        lookout: () => {
+          throw new Error('no mark in doubt here');
+        },
+      },
+    };
+    h.service.mode = 'hold';
+    const lane = new PartitionLane(ctx);
+    lane.accept(batchOf([record(0, 'a')]));
+    await h.service.callsReach(1);
+    const transactionsBefore = h.producers.committedKeys(RESULTS).length;
+    lane.retire(new Error('moved'), true);
+    let ended = false;
+    void lane.ended.then(() => (ended = true));
+    h.service.answer('c0');
+    await until(() => writes.length === 1, 'the handover of the call’s result');
+    expect(writes.map((w) => [w.offset, w.settlement])).toEqual([[0n, 'result']]);
+    await tick(20);
+    expect(ended).toBe(false);
+    writes[0]?.release();
+    await until(() => ended, 'the lane to end after its handover is written');
+    // Its result was handed over, not committed: the next owner publishes it.
+    expect(h.producers.committedKeys(RESULTS).length).toBe(transactionsBefore);
+  });
+});

@@ -12,6 +12,8 @@ export interface HandlerLane {
   readonly partition: number;
   readonly process: number;
   readonly owner: Owner;
+  /** Virtual time of the claim. */
+  readonly claimedAt: number;
   /** The claim failed (abort-all): records handed over from now on are given up at once. */
   readonly aborted: boolean;
   leaseHolds(): boolean;
@@ -147,7 +149,8 @@ export class Handler {
     const lane = this.#lane;
     const { world } = lane;
     const { offset } = rec.record;
-    const deadline = mark.at - TIMING.epochMs + TIMING.handoverGraceMs;
+    // From the mark, or from the claim if later (as handover-lookout.ts counts it).
+    const deadline = Math.max(mark.at - TIMING.epochMs, lane.claimedAt) + TIMING.handoverGraceMs;
     const look = (): void => {
       if (rec.ending || this.#recs.get(offset) !== rec) return;
       const found = world.kafka.findHandover(lane.partition, offset, mark.by, world.variant === 'handover-by-offset');
