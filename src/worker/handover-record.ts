@@ -15,10 +15,9 @@
  * earlier mark of the same claim) never settles a later one.
  */
 import type { CommandResult } from '../contracts/result.ts';
-import { MAX_MARK_NAME_LENGTH, type OpenMark } from './ledger-checkpoint.ts';
+import { ledgerRecordFields, MAX_MARK_NAME_LENGTH, OFFSET, type OpenMark } from './ledger-checkpoint.ts';
 
 const VERSION = 1;
-const OFFSET = /^(0|[1-9]\d{0,18})$/;
 
 /** What the earlier owner says of a mark: the record's result, or withdrawn. */
 export type HandoverSettlement = { readonly kind: 'result'; readonly result: CommandResult } | { readonly kind: 'withdrawn' };
@@ -55,15 +54,9 @@ export function encodeHandover(offset: bigint, mark: OpenMark, settlement: Hando
  * which refuses anything that does not fit the result schema.
  */
 export function decodeHandover(key: Buffer | null, value: Buffer | null, expectedKey: string): Handover | undefined {
-  if (key?.toString('utf8') !== expectedKey || value === null) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value.toString('utf8'));
-  } catch {
-    return undefined;
-  }
-  if (typeof parsed !== 'object' || parsed === null) return undefined;
-  const { v, o, by, result, withdrawn } = parsed as { v?: unknown; o?: unknown; by?: unknown; result?: unknown; withdrawn?: unknown };
+  const fields = ledgerRecordFields(key, value, expectedKey);
+  if (fields === undefined) return undefined;
+  const { v, o, by, result, withdrawn } = fields;
   if (v !== VERSION || typeof o !== 'string' || !OFFSET.test(o) || typeof by !== 'string' || by.length === 0 || by.length > MAX_MARK_NAME_LENGTH)
     return undefined;
   if (withdrawn === true && result === undefined) return { offset: BigInt(o), by, settlement: { kind: 'withdrawn' } };

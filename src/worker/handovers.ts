@@ -32,7 +32,7 @@ export interface LedgerHandoversOptions {
 }
 
 /** How long one send of handovers may take before it counts as failed. */
-const HANDOVER_SEND_TIMEOUT_MS = 5_000;
+export const HANDOVER_SEND_TIMEOUT_MS = 5_000;
 
 function boundedSend(sending: Promise<void>, timeoutMs: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;

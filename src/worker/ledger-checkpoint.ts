@@ -74,10 +74,14 @@ export function encodeCheckpoint(checkpoint: Checkpoint): Buffer {
   );
 }
 
-const OFFSET = /^(0|[1-9]\d{0,18})$/;
+/** A Kafka offset as the ledger's records write it: a decimal string, no sign, no leading zero. */
+export const OFFSET = /^(0|[1-9]\d{0,18})$/;
 
-/** Undefined for anything that is not a checkpoint this version can read (it is then ignored). */
-export function decodeCheckpoint(key: Buffer | null, value: Buffer | null, expectedKey: string): Checkpoint | undefined {
+/**
+ * The fields of a ledger record under `expectedKey` (a JSON object), or undefined for a record of
+ * another key, a tombstone or anything else: what every ledger record's decoder reads first.
+ */
+export function ledgerRecordFields(key: Buffer | null, value: Buffer | null, expectedKey: string): Readonly<Record<string, unknown>> | undefined {
   if (key?.toString('utf8') !== expectedKey || value === null) return undefined;
   let parsed: unknown;
   try {
@@ -85,8 +89,14 @@ export function decodeCheckpoint(key: Buffer | null, value: Buffer | null, expec
   } catch {
     return undefined;
   }
-  if (typeof parsed !== 'object' || parsed === null) return undefined;
-  const { v, next, open, done } = parsed as { v?: unknown; next?: unknown; open?: unknown; done?: unknown };
+  return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+}
+
+/** Undefined for anything that is not a checkpoint this version can read (it is then ignored). */
+export function decodeCheckpoint(key: Buffer | null, value: Buffer | null, expectedKey: string): Checkpoint | undefined {
+  const fields = ledgerRecordFields(key, value, expectedKey);
+  if (fields === undefined) return undefined;
+  const { v, next, open, done } = fields;
   if (v !== VERSION || typeof next !== 'string' || !OFFSET.test(next) || !Array.isArray(open)) return undefined;
   if (done !== undefined && !Array.isArray(done)) return undefined;
   const answered: AnsweredRecord[] = [];

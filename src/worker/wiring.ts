@@ -8,6 +8,7 @@ import { ensureTopics, maxMessageBytes } from '../kafka/topics.ts';
 type TopicAdmin = Parameters<typeof ensureTopics>[0];
 import { TransactionalProducers } from '../kafka/transactional-producers.ts';
 import { KafkaKeyedProducer } from '../kafka/keyed-producer.ts';
+import { HANDOVER_SEND_TIMEOUT_MS } from './handovers.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { CommandTracer } from '../observability/command-span.ts';
@@ -41,8 +42,6 @@ const LEDGER_TOPIC_CONFIG = {
   'delete.retention.ms': '3600000',
   'min.compaction.lag.ms': '60000',
 };
-/** How long a handover's write may take (a few quick kafkajs retries within it). */
-const HANDOVER_SEND_TIMEOUT_MS = 5_000;
 /** Headroom below max.message.bytes for the record batch's own header. */
 const BATCH_HEADROOM = 16_384;
 

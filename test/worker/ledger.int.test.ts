@@ -3,7 +3,8 @@ import type { RunningSandbox } from '../../src/sandbox/index.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { checkpointKey, encodeCheckpoint, type Checkpoint, type OpenMark } from '../../src/worker/ledger-checkpoint.ts';
 import { encodeHandover, handoverKey, type HandoverSettlement } from '../../src/worker/handover-record.ts';
-import { failedResult } from '../../src/contracts/result.ts';
+import { failedResult, type CommandResult } from '../../src/contracts/result.ts';
+import type { SendCommand } from '../../src/contracts/command.ts';
 import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
 import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
 
@@ -48,6 +49,14 @@ async function writeHandover(topics: ReturnType<typeof testTopics>, mark: OpenMa
   } finally {
     await producer.disconnect();
   }
+}
+
+/** What the earlier owner's call of the command at offset 0 ended with: FAILED 101301, with its request id. */
+function earlierOwnersResult(topics: ReturnType<typeof testTopics>, command: SendCommand, requestId: string, message: string): CommandResult {
+  return failedResult(
+    { command, source: { topic: topics.commands, partition: 0, offset: '0' }, completedAt: Date.now() },
+    { code: '101301', message, stage: 'PROVIDER', retryable: false, attempts: 1, requestId },
+  );
 }
 
 function sends(on: RunningSandbox, commandId: string): number {
@@ -238,10 +247,7 @@ describe('intent ledger: handovers from an earlier owner', () => {
   it('publishes the result the earlier owner handed over for its in-doubt mark, without sending the command', async () => {
     const { topics, commands, mark, results, ids } = await earlierOwnerMarked();
     const command = commands[0]!;
-    const handedOver = failedResult(
-      { command, source: { topic: topics.commands, partition: 0, offset: '0' }, completedAt: Date.now() },
-      { code: '101301', message: 'refused by the earlier owner’s call', stage: 'PROVIDER', retryable: false, attempts: 1, requestId: 'earlier-request' },
-    );
+    const handedOver = earlierOwnersResult(topics, command, 'earlier-request', 'refused by the earlier owner’s call');
     await writeHandover(topics, mark, { kind: 'result', result: handedOver });
     const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { TOPICS_PARTITIONS: '1' }));
     cleanups.add(() => worker.stop());
@@ -256,10 +262,7 @@ describe('intent ledger: handovers from an earlier owner', () => {
   it('IN_DOUBT_POLICY=resend still takes the earlier owner’s handed-over result rather than send the command again', async () => {
     const { topics, commands, mark, results, ids } = await earlierOwnerMarked();
     const command = commands[0]!;
-    const handedOver = failedResult(
-      { command, source: { topic: topics.commands, partition: 0, offset: '0' }, completedAt: Date.now() },
-      { code: '101301', message: 'refused by the earlier owner’s call', stage: 'PROVIDER', retryable: false, attempts: 1, requestId: 'earlier-request' },
-    );
+    const handedOver = earlierOwnersResult(topics, command, 'earlier-request', 'refused by the earlier owner’s call');
     await writeHandover(topics, mark, { kind: 'result', result: handedOver });
     const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { TOPICS_PARTITIONS: '1', IN_DOUBT_POLICY: 'resend' }));
     cleanups.add(() => worker.stop());
@@ -287,10 +290,7 @@ describe('intent ledger: handovers from an earlier owner', () => {
     await results.waitFor(ids.slice(1));
     expect(results.byCommand.has(ids[0]!)).toBe(false);
     const command = commands[0]!;
-    const handedOver = failedResult(
-      { command, source: { topic: topics.commands, partition: 0, offset: '0' }, completedAt: Date.now() },
-      { code: '101301', message: 'answered after the move', stage: 'PROVIDER', retryable: false, attempts: 1, requestId: 'late-request' },
-    );
+    const handedOver = earlierOwnersResult(topics, command, 'late-request', 'answered after the move');
     // A handover of another mark of the same record (an owner before) settles nothing.
     await writeHandover(topics, { ...mark, by: 'older-owner.4' }, { kind: 'withdrawn' });
     await writeHandover(topics, mark, { kind: 'result', result: handedOver });

@@ -22,13 +22,14 @@ function claim(start = 0n, inDoubt: [bigint, string][] = []): PartitionClaim {
   };
 }
 
-function machine(options: { ledger?: boolean; maxRunAhead?: number; claim?: PartitionClaim } = {}): PartitionMachine<string> {
+function machine(options: { ledger?: boolean; maxRunAhead?: number; claim?: PartitionClaim; handovers?: boolean } = {}): PartitionMachine<string> {
   return new PartitionMachine<string>({
     claim: options.claim ?? claim(),
     ledger: options.ledger ?? true,
     markPermits: true,
     maxRunAhead: options.maxRunAhead ?? 100,
     commitIntervalMs: 50,
+    ...(options.handovers !== undefined && { handovers: options.handovers }),
   });
 }
 
@@ -432,20 +433,10 @@ describe('PartitionMachine: handing over when the claim stops working the partit
 });
 
 describe('PartitionMachine: no transaction while the partition may be fenced by its next owner (handovers on)', () => {
-  function handingOver(): PartitionMachine<string> {
-    return new PartitionMachine<string>({
-      claim: claim(),
-      ledger: true,
-      markPermits: true,
-      maxRunAhead: 100,
-      commitIntervalMs: 50,
-      handovers: true,
-    });
-  }
   const transactions = (effects: Effect<string>[]): number => effects.filter((e) => e.type === 'transaction').length;
 
   it('begins none while the group rebalances: a mark opened meanwhile commits once the claim is kept', () => {
-    const m = handingOver();
+    const m = machine({ handovers: true });
     takeAll(m, ['a']);
     m.hold();
     m.wantSend(0n, true, 1, 0);
@@ -459,7 +450,7 @@ describe('PartitionMachine: no transaction while the partition may be fenced by 
   });
 
   it('begins none once its partition moved to another member: outcomes are handed over, and the claim ends without a last transaction', () => {
-    const m = handingOver();
+    const m = machine({ handovers: true });
     calling(m);
     m.retire(true, 3);
     m.finished(0n, 'SENT', 4);
@@ -470,7 +461,7 @@ describe('PartitionMachine: no transaction while the partition may be fenced by 
   });
 
   it('retired for shutdown (or not kept but assigned here again), it still commits what is done', () => {
-    const m = handingOver();
+    const m = machine({ handovers: true });
     calling(m);
     m.retire(false, 3);
     m.finished(0n, 'SENT', 4);
