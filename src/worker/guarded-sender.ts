@@ -54,6 +54,13 @@ interface SendState {
   readonly footprint: SendFootprint;
   refusals: number;
   readonly spend: SpendTicket;
+  /**
+   * The last failed call that was kept although it may have reached the service (an ambiguous
+   * answer, retried under PROVIDER_RETRY_AMBIGUOUS). From then on the command may have been sent:
+   * giving up reports `maybeSent` (its ledger mark stays) and running out of time is its failure,
+   * never `expired`; a later call that surely did not arrive does not withdraw the mark.
+   */
+  mayHaveReached: ProviderError | undefined;
 }
 
 /**
@@ -96,7 +103,7 @@ export class GuardedSender {
     hooks?: SendHooks,
     footprint: SendFootprint = { operation: request.operation, regions: [], costUnits: 1 },
   ): Promise<SendOutcome> {
-    const state: SendState = { ticket: this.#o.holds.ticket(footprint), footprint, refusals: 0, spend: new SpendTicket(this.#o.spend) };
+    const state: SendState = { ticket: this.#o.holds.ticket(footprint), footprint, refusals: 0, spend: new SpendTicket(this.#o.spend), mayHaveReached: undefined };
     try {
       return await this.#send(request, correlationId, signal, expiresAt, hooks, state);
     } finally {
@@ -122,7 +129,7 @@ export class GuardedSender {
       try {
         passage = await gate.pass(signal, state.footprint.costUnits, state.refusals);
       } catch {
-        return { kind: 'abandoned', attempts };
+        return abandoned(attempts, state);
       }
       const wasProbe = passage === 'probe';
       /** Gives back whatever this pass took: the gate's probe, the holds' probes. */
@@ -132,7 +139,7 @@ export class GuardedSender {
       };
       if (expiresAt !== null && now() >= expiresAt) {
         release();
-        return { kind: 'expired', expiresAt, attempts };
+        return expired(expiresAt, attempts, state);
       }
       const admission = holds.admit(state.ticket);
       if (admission.kind === 'wait') {
@@ -141,7 +148,7 @@ export class GuardedSender {
         try {
           await holds.wait(state.ticket, expiresAt === null ? admission.untilMs : Math.min(admission.untilMs, expiresAt), signal);
         } catch {
-          return { kind: 'abandoned', attempts };
+          return abandoned(attempts, state);
         }
         continue;
       }
@@ -155,11 +162,11 @@ export class GuardedSender {
         await this.#o.rateLimiter.take(signal);
       } catch {
         release();
-        return { kind: 'abandoned', attempts };
+        return abandoned(attempts, state);
       }
       if (expiresAt !== null && now() >= expiresAt) {
         release();
-        return { kind: 'expired', expiresAt, attempts };
+        return expired(expiresAt, attempts, state);
       }
       let cleared: boolean;
       try {
@@ -169,7 +176,7 @@ export class GuardedSender {
       }
       if (!cleared) {
         release();
-        return { kind: 'abandoned', attempts };
+        return abandoned(attempts, state);
       }
       try {
         hooks?.callStarting?.();
@@ -195,18 +202,23 @@ export class GuardedSender {
         // Not a sign of an outage, so the breaker does not count it.
         if (error.aborted) {
           release();
-          return { kind: 'abandoned', attempts, maybeSent: !error.surelyNotSent };
+          return abandoned(attempts, state, !error.surelyNotSent);
         }
         this.#o.onFailureClass?.(error.failureClass);
         if (this.#judge(error, wasProbe, state) === 'keep') {
           // Held for later: if the service surely did not send it (it never got it, or it
-          // refused it: 105400, 101301), its ledger mark is withdrawn.
-          if (error.surelyNotSent || error.refused) hooks?.notSent?.();
+          // refused it: 105400, 101301), its ledger mark is withdrawn, unless an earlier call of
+          // it may have reached the service (kept after an ambiguous answer).
+          if (error.surelyNotSent || error.refused) {
+            if (state.mayHaveReached === undefined) hooks?.notSent?.();
+          } else state.mayHaveReached = error;
           continue;
         }
         holds.release(state.ticket);
+        // An earlier call of it may have reached the service: whatever this one got, its outcome is unknown.
+        if (state.mayHaveReached !== undefined && !error.ambiguous) return { kind: 'failed', error: state.mayHaveReached, attempts };
         if (expiresAt !== null && error.surelyNotSent && (error.stopReason === 'deadline' || now() >= expiresAt)) {
-          return { kind: 'expired', expiresAt, attempts };
+          return expired(expiresAt, attempts, state);
         }
         if (state.refusals > 0 && (error.failureClass === 'insufficient-funds' || error.code === NO_UPSTREAM_CODE)) {
           return { kind: 'failed', error: refusedAgainError(error, state, attempts), attempts };
@@ -302,4 +314,18 @@ export class GuardedSender {
     if (reason === 'insufficient_funds') this.#o.holds.clearCostCeiling();
     this.#o.gate.block(reason, wasProbe, probeInMs);
   }
+}
+
+/**
+ * Given up without a result. `maybeSentNow`: the call under way was cut (undefined: no call was).
+ * After a kept call that may have reached the service, it is maybe sent whatever this pass did.
+ */
+function abandoned(attempts: number, state: SendState, maybeSentNow?: boolean): SendOutcome {
+  const maybeSent = maybeSentNow === true || state.mayHaveReached !== undefined;
+  return maybeSentNow === undefined && !maybeSent ? { kind: 'abandoned', attempts } : { kind: 'abandoned', attempts, maybeSent };
+}
+
+/** Out of time before (another) call: expired, unless an earlier call may have reached the service (then its failure: UNKNOWN). */
+function expired(expiresAt: number, attempts: number, state: SendState): SendOutcome {
+  return state.mayHaveReached === undefined ? { kind: 'expired', expiresAt, attempts } : { kind: 'failed', error: state.mayHaveReached, attempts };
 }

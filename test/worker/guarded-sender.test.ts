@@ -647,3 +647,49 @@ describe('GuardedSender: shutdown and expiry', () => {
     expect(sandbox.state.acceptedSends(id)).toBe(1);
   });
 });
+
+describe('GuardedSender: a command kept after an ambiguous answer (PROVIDER_RETRY_AMBIGUOUS=true) may have been sent', () => {
+  /** The breaker trips at the first failure, so the ambiguous answer is kept for the probe. */
+  const keptAfterAmbiguous = (backoff: GateBackoffs): Harness =>
+    harness({ threshold: 1, backoff, retry: { maxAttempts: 1, retryAmbiguous: true }, responseTimeoutMs: 100 });
+
+  it('given up while it waits for its next call, it says maybe sent (its ledger mark stays)', async () => {
+    const { sender, gate } = keptAfterAmbiguous(NO_PROBES);
+    sandbox.state.faults.enqueue('hang-after');
+    const id = correlationId();
+    const controller = new AbortController();
+    const notSent: string[] = [];
+    const hooks = { beforeSend: async () => true, notSent: () => notSent.push(id) };
+    const sending = track(sender.send(TEXT, id, controller.signal, null, hooks));
+    await until(() => gate.reason === 'circuit_open', 'the breaker');
+    controller.abort(new Error('the partition moved'));
+    await until(() => sending.outcome !== undefined, 'the outcome');
+    expect(sending.outcome).toEqual({ kind: 'abandoned', attempts: 1, maybeSent: true });
+    expect(notSent).toEqual([]);
+    expect(sandbox.state.acceptedSends(id)).toBe(1);
+  });
+
+  it('a later call that surely did not arrive does not withdraw its mark', async () => {
+    const { sender } = keptAfterAmbiguous(FAST_PROBES);
+    sandbox.state.faults.enqueue('hang-after');
+    sandbox.state.faults.enqueue('http503');
+    const id = correlationId();
+    const notSent: string[] = [];
+    const hooks = { beforeSend: async () => true, notSent: () => notSent.push(id) };
+    const outcome = await sender.send(TEXT, id, new AbortController().signal, null, hooks);
+    expect(outcome).toMatchObject({ kind: 'sent', attempts: 3 });
+    expect(notSent).toEqual([]);
+    // The operator's trade: the ambiguous call had been processed, so the service sent it twice.
+    expect(sandbox.state.acceptedSends(id)).toBe(2);
+  });
+
+  it('running out of time before its next call is its ambiguous failure (UNKNOWN), not `expired`', async () => {
+    const { sender } = keptAfterAmbiguous({ ...FAST_PROBES, circuit_open: { initialMs: 400, maxMs: 400 } });
+    sandbox.state.faults.enqueue('hang-after');
+    const id = correlationId();
+    const outcome = await sender.send(TEXT, id, new AbortController().signal, Date.now() + 250);
+    expect(providerError(outcome)).toMatchObject({ failureClass: 'ambiguous', attempts: 1 });
+    expect(requestsFor(id)).toBe(1);
+  });
+});
+

@@ -88,8 +88,8 @@ export class Handler {
 
   /**
    * Refused: the record gives up unsent. But after an ambiguous answer its earlier request may have
-   * reached the service, so it says `maybeSent` and its mark stays (unless the run reproduces
-   * guarded-sender.ts, whose refused send reports no `maybeSent`: `handler: 'guarded-sender'`).
+   * reached the service, so it says `maybeSent` and its mark stays (unless the run reproduces the
+   * known-bad `handler: 'forgetful'`).
    */
   refused(offset: number): void {
     const rec = this.#recs.get(offset);
@@ -97,9 +97,9 @@ export class Handler {
     this.#giveUp(rec, this.#maybeSentBefore(rec));
   }
 
-  /** An earlier request of the record may have arrived (it was kept after an ambiguous answer), as the careful handler counts it. */
+  /** An earlier request of the record may have arrived (it was kept after an ambiguous answer); the known-bad `forgetful` handler forgets it. */
   #maybeSentBefore(rec: Rec): boolean {
-    return rec.retry && this.#lane.world.options.handler !== 'guarded-sender';
+    return rec.retry && this.#lane.world.options.handler !== 'forgetful';
   }
 
   /**
@@ -204,15 +204,27 @@ export class Handler {
         return this.#finish(rec, 'SENT');
       case 'business-failure':
         return this.#finish(rec, rec.retry ? 'UNKNOWN' : 'FAILED');
-      case 'timeout':
+      case 'timeout': {
         if (!world.settings.retryAmbiguous || !world.prng.chance(0.5)) return this.#finish(rec, 'UNKNOWN');
+        // Kept: it asks again once past the gate, the holds and the rate limiter (as
+        // guarded-sender.ts does), still `calling` for the machine meanwhile. Sending may stop
+        // before then: the record gives up, maybe sent.
         rec.retry = true;
-        return this.#want(rec);
+        rec.step = 'kept';
+        rec.calls += 1;
+        const n = rec.calls;
+        world.clock.at(world.prng.int(0, 30), lane.owner, () => {
+          if (!rec.ending && rec.calls === n && this.#recs.get(offset) === rec) this.#want(rec);
+        });
+        return;
+      }
       case 'transport': {
         if (world.prng.chance(0.3)) return this.#finish(rec, rec.retry ? 'UNKNOWN' : 'FAILED');
         // Kept. This call surely did not arrive, but after an ambiguous answer an earlier one may
-        // have: then the mark stays (ask again from `calling`), unless reproducing guarded-sender.ts.
-        const withdraw = !rec.retry || world.options.handler === 'guarded-sender';
+        // have: then the mark stays (ask again from `calling`); guarded-sender.ts never calls
+        // notSent then, and the known-bad `forgetful` handler does (the machine keeps the mark of a
+        // record asked again after a call).
+        const withdraw = !rec.retry || world.options.handler === 'forgetful';
         rec.step = withdraw ? 'kept' : 'calling';
         rec.calls += 1;
         const n = rec.calls;

@@ -84,6 +84,12 @@ export class Lane implements HandlerLane {
   #retries = 0;
   /** Offsets taken and not yet out of the machine's book (for coverage). */
   #taken: number[] = [];
+  /**
+   * Outcomes of marked records (`outcome-kept`): each must be committed by a transaction applied
+   * at the broker, or handed over, before the claim ends (its process alive); else the next owner
+   * finds the mark open and reports a command this owner had answered UNKNOWN.
+   */
+  readonly #owed = new Set<number>();
 
   constructor(world: World, host: LaneHost, claim: PartitionClaim, epoch: number, fetchFrom: number) {
     this.world = world;
@@ -137,7 +143,10 @@ export class Lane implements HandlerLane {
       const message = error instanceof Error ? error.message : String(error);
       throw new Violation('machine-threw', `P${this.process} p${this.partition} gen ${this.generation}: ${method}(${offset}): ${message}`);
     }
+    // A marked record's outcome: owed until committed or handed over.
+    const marked = method === 'finished' && this.machine.claim.open.has(this.big(offset));
     const effects = this.machine.drain();
+    if (marked) this.#owed.add(offset);
     if (coverage !== undefined && before !== undefined) this.#observe(coverage, method, offset, before, claimBefore, effects);
     for (const effect of effects) this.#do(effect);
     return value;
@@ -236,6 +245,7 @@ export class Lane implements HandlerLane {
         // not at all; a crashed process's writes under way are lost with it.
         const by = effect.mark.by;
         if (by === undefined) throw new Violation('model-error', `P${this.process} p${this.partition}@${effect.offset}: a mark without a name was handed over`);
+        if (effect.outcome !== undefined) this.#owed.delete(Number(effect.offset));
         const handover = { offset: Number(effect.offset), by, outcome: effect.outcome ?? ('withdrawn' as const) };
         world.clock.at(
           world.prng.int(1, 15),
@@ -262,6 +272,11 @@ export class Lane implements HandlerLane {
       case 'ended':
         this.ended = true;
         this.#commitArm += 1;
+        if (this.#owed.size > 0)
+          throw new Violation(
+            'outcome-kept',
+            `P${this.process} p${this.partition} gen ${this.generation}: the claim ended without committing or handing over the outcomes of marked records ${[...this.#owed].join(', ')}`,
+          );
         if (world.tracing)
           world.trace(
             `P${this.process} p${this.partition} gen ${this.generation} lane ended${effect.failure === undefined ? '' : ` (${String(effect.failure)})`}`,
@@ -303,6 +318,8 @@ export class Lane implements HandlerLane {
     const { world } = this;
     if (this.#txn !== txn) return;
     this.#txn = undefined;
+    // Applied at the broker (an ambiguous one too): its outcomes are committed, whatever the claim hears.
+    if (outcome === 'committed' || outcome === 'ambiguous') this.#paid(txn.plan);
     if (outcome === 'committed') return this.act('transactionCommitted', -1, (m) => m.transactionCommitted(world.now, this.leaseHolds()));
     if (outcome === 'fenced' && !fencedIsFinal(world.variant) && this.#refences < 3) {
       // The known-bad variant: take the producer back and send the same transaction again.
@@ -373,6 +390,11 @@ export class Lane implements HandlerLane {
       if (committed) return this.act('transactionCommitted', -1, (m) => m.transactionCommitted(world.now, this.leaseHolds()));
       this.#begin(plan, true);
     });
+  }
+
+  /** A transaction applied at the broker: the outcomes it carried are committed. */
+  #paid(plan: TransactionPlan<SimOutcome>): void {
+    for (const outcome of plan.outcomes) this.#owed.delete(outcome.offset);
   }
 
   #snapshot(method: Method, offset: number): Observed[] {

@@ -7,7 +7,7 @@
  * any schedule replays alone. Exit 1 on a violation. A known-bad variant stops at its first one.
  *
  * Also: --lease-lapses on|off, --crashes-after-failure on|off, --repeat-keys same|any,
- * --handler careful|guarded-sender, --stale-offsets ledger|always|never (the model's knobs; see
+ * --handler careful|forgetful, --stale-offsets ledger|always|never (the model's knobs; see
  * tools/simulate/model.ts).
  */
 import { parseArgs } from 'node:util';
@@ -52,7 +52,7 @@ function replayCommand(seed: number, options: RunOptions): string {
   if (options.leaseLapses === false) flags.push('--lease-lapses off');
   if (options.crashesAfterFailure === false) flags.push('--crashes-after-failure off');
   if (options.repeatKeys === 'same') flags.push('--repeat-keys same');
-  if (options.handler === 'guarded-sender') flags.push('--handler guarded-sender');
+  if (options.handler === 'forgetful') flags.push('--handler forgetful');
   if (options.staleOffsets !== undefined && options.staleOffsets !== 'ledger') flags.push(`--stale-offsets ${options.staleOffsets}`);
   return `npm run simulate -- ${flags.join(' ')} --trace`;
 }
@@ -91,7 +91,7 @@ function main(): number {
   if (values.help) {
     console.log(
       'npm run simulate -- [--schedules N] [--seed S] [--variant V] [--ledger on|off|both] [--trace]\n' +
-        '  [--lease-lapses on|off] [--crashes-after-failure on|off] [--repeat-keys same|any] [--handler careful|guarded-sender]\n' +
+        '  [--lease-lapses on|off] [--crashes-after-failure on|off] [--repeat-keys same|any] [--handler careful|forgetful]\n' +
         '  [--stale-offsets ledger|always|never]\n' +
         `  variants: ${VARIANTS.join(', ')}`,
     );
@@ -106,7 +106,7 @@ function main(): number {
     leaseLapses: choice('lease-lapses', values['lease-lapses'], ['on', 'off'], 'on') === 'on',
     crashesAfterFailure: choice('crashes-after-failure', values['crashes-after-failure'], ['on', 'off'], 'on') === 'on',
     repeatKeys: choice('repeat-keys', values['repeat-keys'], ['same', 'any'], 'any'),
-    handler: choice('handler', values.handler, ['careful', 'guarded-sender'], 'careful'),
+    handler: choice('handler', values.handler, ['careful', 'forgetful'], 'careful'),
     staleOffsets: choice('stale-offsets', values['stale-offsets'], ['ledger', 'always', 'never'], 'ledger'),
   };
   const stopAtFirst = options.variant !== 'correct';

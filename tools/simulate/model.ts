@@ -59,12 +59,13 @@ export interface RunOptions {
   /** A handler may throw after its claim failed (default on; see the report). */
   readonly crashesAfterFailure?: boolean;
   /**
-   * The handler after an ambiguous answer it keeps (retries allowed): `careful` (the default) keeps
-   * the mark, since the earlier request may have arrived; `guarded-sender` does what
-   * src/worker/guarded-sender.ts does: a refused retry reports no `maybeSent`, and a retry that
-   * surely did not arrive calls `notSent`, both withdrawing the mark.
+   * The handler after an ambiguous answer it keeps (retries allowed): `careful` (the default, what
+   * src/worker/guarded-sender.ts does) counts the command maybe sent from then on: given up or
+   * refused, it says `maybeSent`, and a retry that surely did not arrive withdraws nothing.
+   * `forgetful` is known-bad (guarded-sender.ts before 2026-11-27): it reports no `maybeSent` and
+   * calls `notSent`, so a mark whose command may have been sent is withdrawn.
    */
-  readonly handler?: 'careful' | 'guarded-sender';
+  readonly handler?: 'careful' | 'forgetful';
 }
 
 /** What one schedule draws before it starts. */

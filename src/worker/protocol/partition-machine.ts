@@ -46,6 +46,13 @@ export class PartitionMachine<O> {
   #failure: unknown;
   #closing = false;
   #committing: TransactionPlan<O> | undefined;
+  /**
+   * The records whose outcomes the transaction under way publishes, out of the book since it was
+   * planned: if the claim stops working the partition meanwhile, the next owner's fence may abort
+   * that transaction, so they are handed over with the others (found by the scale bench: such an
+   * outcome was neither committed nor handed over, and the next owner reported it UNKNOWN).
+   */
+  #committingDone: readonly RecordEntry<O>[] = [];
   readonly #commitClock: CommitClock;
   readonly #send: SendPath<O>;
   #lastTaken = -1n;
@@ -234,6 +241,7 @@ export class PartitionMachine<O> {
     const plan = this.#committing;
     if (plan === undefined) return;
     this.#committing = undefined;
+    this.#committingDone = [];
     if (this.#retireCommit === 'under-way') this.#retireCommit = 'none';
     this.#commitClock.ended(clock);
     this.#send.marksCommitted(plan.marks, leaseHolds);
@@ -257,10 +265,14 @@ export class PartitionMachine<O> {
     if (this.#retireCommit === 'under-way') this.#retireCommit = 'none';
     this.#commitClock.ended(clock);
     if (plan.closing) {
+      // Begun after the claim stopped working: its outcomes were handed over when they were done.
+      this.#committingDone = [];
       this.#failure = error;
       return this.#end('closing-failed');
     }
+    // Failing a working claim hands over what this transaction carried (see #committingDone).
     this.fail(error);
+    this.#committingDone = [];
   }
 
   /**
@@ -343,6 +355,7 @@ export class PartitionMachine<O> {
 
   /** The claim stopped working the partition: hand over the outcomes not yet committed, and the withdrawals. */
   #handOverAll(): void {
+    for (const entry of this.#committingDone) this.#handOver(entry);
     for (const entry of this.#book.inState('done')) this.#handOver(entry);
     this.#send.handOverWithdrawals();
   }
@@ -365,7 +378,10 @@ export class PartitionMachine<O> {
   #plan(closing: boolean): TransactionPlan<O> | undefined {
     const prefix = this.#book.takePrefix(this.#variant === 'commit-past-unfinished', this.#o.ledger);
     const rest = { ahead: this.#book.doneAhead(), published: this.#book.inState('published') };
-    return planTransaction(this.claim, prefix, rest, this.#send.takeMarks(), this.#o.ledger, closing);
+    const plan = planTransaction(this.claim, prefix, rest, this.#send.takeMarks(), this.#o.ledger, closing);
+    // (Ahead records stay in the book, `done`, until their transaction commits.)
+    if (plan !== undefined) this.#committingDone = prefix.filter((entry) => entry.state === 'done');
+    return plan;
   }
 
   #begin(plan: TransactionPlan<O>): void {

@@ -144,6 +144,8 @@ export const INVARIANTS = {
     'UNKNOWN for commands never requested stays within the mark permits and in-flight slots of each owner that died (crashed, froze, or failed its claim), and one per handover lost',
   'nothing-lost': 'once the owners stop failing, every record gets its outcome, whatever sequence of owners it went through',
   'fenced-never-commits': 'a producer of an earlier epoch never commits',
+  'outcome-kept':
+    'a claim that ends while its process lives has committed (in a transaction applied at the broker) or handed over the outcome of every record it finished under an open mark',
 } as const;
 
 /** Claim steps, in order: fencing comes before anything is read, so no earlier owner can still write what is read. */

@@ -378,6 +378,25 @@ describe('PartitionMachine: handing over when the claim stops working the partit
     }
   });
 
+  it('an outcome in a transaction under way when the claim retires or fails is handed over too (the next owner’s fence may abort that transaction)', () => {
+    for (const stop of ['retire', 'transaction-fenced'] as const) {
+      const m = machine({ handovers: true });
+      calling(m);
+      m.finished(0n, 'SENT', 2);
+      m.commitDue(2);
+      expect(m.drain()).toContainEqual(expect.objectContaining({ type: 'transaction', plan: expect.objectContaining({ outcomes: ['SENT'] }) }));
+      m.hold();
+      if (stop === 'retire') m.retire(true, 3);
+      else m.transactionFailed(new Error('fenced by the next owner'), 3);
+      expect(handovers(m.drain())).toEqual([{ offset: 0n, by: 'test.1', outcome: 'SENT' }]);
+      // Retired first, the transaction then fails: nothing is handed over twice.
+      if (stop === 'retire') {
+        m.transactionFailed(new Error('fenced by the next owner'), 4);
+        expect(handovers(m.drain())).toEqual([]);
+      }
+    }
+  });
+
   it('a committed mark whose record is refused at retirement is handed over as withdrawn, never one whose call is under way', () => {
     const m = machine();
     takeAll(m, ['a', 'b']);
