@@ -26,9 +26,10 @@ import type { RateLimiter } from './rate-limiter.ts';
 const HANDOVER_COMMIT_MARGIN_MS = 2_000;
 
 /**
- * Partitions whose transactional producers a process connects ahead of being given them (see
- * TransactionalProducers.prepareAhead): all of them on topics up to this size (the chart's 12 with
- * room), none ahead beyond it (a claim then connects its own, as before).
+ * Partitions whose transactional producers a process connects, and whose repeat windows it reads,
+ * ahead of being given them (TransactionalProducers.prepareAhead, PartitionOwnership.readWindowsAhead):
+ * all of them on topics up to this size (the chart's 12 with room), none ahead beyond it (a claim
+ * then does its own, as before).
  */
 const PREPARE_AHEAD_MAX_PARTITIONS = 64;
 
@@ -197,8 +198,10 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
     latestCheckpoint: (partition, generation) => effects.checkpoint(partition, 'end', generation),
     warmClaimReads: () =>
       warmSteps({
-        // The repeat window decodes up to DEDUP_WINDOW records: the decoding is the commands' hot path too.
-        'group offset and repeat window': () => ownership.windowAtGroupOffset(topic, 0),
+        // The repeat windows decode up to DEDUP_WINDOW records each (the decoding is the commands' hot
+        // path too), read ahead for the claims of the join; on a larger topic, partition 0's only.
+        'group offset and repeat windows': () =>
+          commandPartitions <= PREPARE_AHEAD_MAX_PARTITIONS ? ownership.readWindowsAhead(topic, commandPartitions) : ownership.windowAtGroupOffset(topic, 0),
         ...(ledgerTopic !== undefined && { 'ledger checkpoint': () => effects.checkpoint(0, 'settled') }),
         'producers connected ahead': () => producers.prepareAhead(topic, commandPartitions, PREPARE_AHEAD_MAX_PARTITIONS),
       }),

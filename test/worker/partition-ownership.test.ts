@@ -198,6 +198,55 @@ describe('PartitionOwnership: work done while the claim waits for the earlier ow
     for (let i = 4; i < 12; i += 1) expect(claim.dedup.firstOffset(`id-${i}`)).toBe(BigInt(i));
   });
 
+  it('a window read ahead (before joining) serves the partition’s first claim, completed with what was committed since; an old one is read afresh', async () => {
+    const log = Array.from({ length: 12 }, (_, i) => ({ offset: BigInt(i), commandId: `id-${i}` }));
+    let groupOffset = 10n;
+    let now = 1_000;
+    const reads: { partition: number; start: bigint; count: number }[] = [];
+    const ownership = new PartitionOwnership({
+      effects: {
+        handover: async () => false,
+        fence: async () => undefined,
+        groupOffset: async () => groupOffset,
+        checkpoint: async () => undefined,
+        recentCommandIds: async (_topic, partition, start, count) => {
+          reads.push({ partition, start, count });
+          const from = start - BigInt(count) > 0n ? start - BigInt(count) : 0n;
+          return log.filter((r) => r.offset >= from && r.offset < start);
+        },
+        carry: () => false,
+        pauseLost: () => undefined,
+        resumeAll: () => undefined,
+      },
+      dedupWindow: 8,
+      sessionTimeoutMs: 30_000,
+      log: createLogger('silent'),
+      metrics: createMetrics(),
+      now: () => now,
+    });
+    ownership.confirm();
+    await ownership.readWindowsAhead(TOPIC, 2);
+    expect(reads).toEqual([
+      { partition: 0, start: 10n, count: 8 },
+      { partition: 1, start: 10n, count: 8 },
+    ]);
+    reads.length = 0;
+    groupOffset = 12n;
+    ownership.joined(TOPIC, [0]);
+    const claim = await ownership.claim(TOPIC, 0);
+    // Only the two records committed since the read ahead.
+    expect(reads).toEqual([{ partition: 0, start: 12n, count: 2 }]);
+    for (let i = 4; i < 12; i += 1) expect(claim.dedup.firstOffset(`id-${i}`)).toBe(BigInt(i));
+    expect(claim.dedup.size).toBe(8);
+    // Partition 1's window, read 31 s before its claim, is read again whole.
+    reads.length = 0;
+    now += 31_000;
+    ownership.confirm();
+    await ownership.claim(TOPIC, 1);
+    expect(reads.every((r) => r.partition === 1 && r.start === 12n && r.count === 8)).toBe(true);
+    expect(reads.length).toBeGreaterThan(0);
+  });
+
   it('reads the whole window after the fence when the early read failed', async () => {
     const reads: bigint[] = [];
     const ownership = ownershipOver(

@@ -49,7 +49,7 @@ describe('warm before ready (issue 23, item 3)', () => {
     expect(reads).toBeGreaterThanOrEqual(0);
     expect(joined).toBeGreaterThan(reads);
     const steps = logs[reads]?.stepMs ?? {};
-    expect(Object.keys(steps).sort()).toEqual(['group offset and repeat window', 'ledger checkpoint', 'producers connected ahead']);
+    expect(Object.keys(steps).sort()).toEqual(['group offset and repeat windows', 'ledger checkpoint', 'producers connected ahead']);
     for (const ms of Object.values(steps)) expect(typeof ms).toBe('number');
     expect((await results.waitFor([command.commandId])).get(command.commandId)?.outcome).toBe('SENT');
   });
