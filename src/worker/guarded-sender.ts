@@ -103,7 +103,13 @@ export class GuardedSender {
     hooks?: SendHooks,
     footprint: SendFootprint = { operation: request.operation, regions: [], costUnits: 1 },
   ): Promise<SendOutcome> {
-    const state: SendState = { ticket: this.#o.holds.ticket(footprint), footprint, refusals: 0, spend: new SpendTicket(this.#o.spend), mayHaveReached: undefined };
+    const state: SendState = {
+      ticket: this.#o.holds.ticket(footprint),
+      footprint,
+      refusals: 0,
+      spend: new SpendTicket(this.#o.spend),
+      mayHaveReached: undefined,
+    };
     try {
       return await this.#send(request, correlationId, signal, expiresAt, hooks, state);
     } finally {

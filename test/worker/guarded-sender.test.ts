@@ -692,4 +692,3 @@ describe('GuardedSender: a command kept after an ambiguous answer (PROVIDER_RETR
     expect(requestsFor(id)).toBe(1);
   });
 });
-
