@@ -77,7 +77,15 @@ async function readToEnd<Checkpoint>(
   // admin's end is the last stable offset, below every open transaction, so nothing waits.
   let high = BigInt(ends.high);
   if (upTo === 'end') {
-    const now = await reader.ends(topic, partition, low);
+    // Fetched from the admin's end (the last stable offset then): the answer carries the partition's
+    // ends and at most the records of transactions open there, not the first megabyte of the
+    // partition that a fetch from its start returned and the client decoded for nothing (the
+    // ledger holds every checkpoint of the last minute at least: min.compaction.lag.ms).
+    const now = await reader.ends(topic, partition, high).catch((error: unknown) => {
+      // Moved under it (a truncation after a leader change): from the start, as before.
+      if (error instanceof SmsWorkerError && error.code === 'KAFKA_OFFSET_OUT_OF_RANGE') return reader.ends(topic, partition, low);
+      throw error;
+    });
     high = now.high;
     // A transaction open where the reader expects none (`settleOpen` given: right after fencing)
     // would hold the read: let the caller end it first.

@@ -3,6 +3,7 @@ import { readLatestCheckpoint } from '../../src/kafka/ledger-store.ts';
 import { PartitionReader } from '../../src/kafka/partition-reader.ts';
 import { checkpointKey, decodeCheckpoint, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { createTopics, testKafka, uniqueName } from '../helpers/kafka.ts';
+import { eventually } from '../../tools/poll.ts';
 
 /** A fresh ledger topic, its checkpoint key and decoder, an admin, a reader and a transactional owner writing to it. */
 async function ledgerWithOwner() {
@@ -19,7 +20,35 @@ async function ledgerWithOwner() {
   return { ledger, key, decode, admin, reader, owner, close };
 }
 
+/** The real reader, noting where each `ends` fetch starts. */
+class EndsNotingReader extends PartitionReader {
+  readonly endsFrom: bigint[] = [];
+  override ends(topic: string, partition: number, from: bigint): Promise<{ high: bigint; stable: bigint }> {
+    this.endsFrom.push(from);
+    return super.ends(topic, partition, from);
+  }
+}
+
 describe('readLatestCheckpoint against a real broker', () => {
+  it("'end' asks for the partition's ends from its end, not from its start (whose answer was up to a megabyte of old checkpoints, decoded for nothing)", async () => {
+    const { ledger, key, decode, admin, owner, close } = await ledgerWithOwner();
+    const reader = new EndsNotingReader(testKafka());
+    try {
+      const txn = await owner.transaction();
+      await txn.send({
+        topic: ledger,
+        messages: Array.from({ length: 200 }, (_, i) => ({ key, partition: 0, value: encodeCheckpoint({ next: BigInt(i + 1), open: [] }) })),
+      });
+      await txn.commit();
+      // Once its markers are written the admin's (read_committed) end is past them: 200 records and the commit marker.
+      await eventually(async () => ((await admin.fetchTopicOffsets(ledger))[0]?.high === '201' ? true : undefined), 10_000, 'the commit marker');
+      expect(await readLatestCheckpoint(admin, reader, ledger, 0, decode, 'end')).toEqual({ next: 200n, open: [] });
+      expect(reader.endsFrom).toEqual([201n]);
+    } finally {
+      await Promise.all([close(), reader.close()]);
+    }
+  });
+
   it("'stable' reads past a killed owner's open transaction without waiting for its fate (its last committed checkpoint); 'end' after fencing sees the newest", async () => {
     const { ledger, key, decode, admin, reader, owner, close } = await ledgerWithOwner();
     try {
