@@ -13,6 +13,9 @@ import type { WorkerParts } from './parts.ts';
 /** How often a batch waiting for a claim checks whether a heartbeat is due (it is sent only every heartbeat interval). */
 const HEARTBEAT_CHECK_MS = 100;
 
+/** How long after a partition's lane moved away and ended its producer is replaced (TransactionalProducers.renew). */
+const RENEW_AFTER_MOVE_MS = 2_000;
+
 export interface LaneRouterOptions {
   readonly parts: WorkerParts;
   readonly config: WorkerConfig;
@@ -175,6 +178,22 @@ export class LaneRouter {
   #retire(lane: PartitionLane, reason: unknown, moved = false): void {
     this.#retiredClaims.add(lane.claim);
     lane.retire(reason, moved);
+    if (!moved) return;
+    // Its producer is the next owner's to fence: replace it by one connected ahead once the lane is
+    // done with it, a moment after the rebalance (not among the claims the rebalance set off).
+    const { partition, generation } = lane.claim;
+    void lane.ended.then(
+      () => {
+        const renew = setTimeout(() => {
+          if (this.#wrappingUp) return;
+          this.#o.parts
+            .movedAway(partition, generation)
+            .catch((error: unknown) => this.#o.log.warn({ err: error, partition }, 'could not connect a producer ahead for a partition that moved away'));
+        }, RENEW_AFTER_MOVE_MS);
+        renew.unref();
+      },
+      () => undefined,
+    );
   }
 
   /** Graceful stop: no new records, every lane ended. */

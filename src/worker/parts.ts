@@ -62,4 +62,6 @@ export interface WorkerParts extends SharedParts {
   readonly handovers: Handovers | undefined;
   /** Walks a claim's reads once (on partition 0) before the group is joined: warm-up.ts says why. */
   readonly warmClaimReads: () => Promise<WarmStepReport>;
+  /** A partition moved away and its lane ended: its producer is replaced by one connected ahead (TransactionalProducers.renew). */
+  readonly movedAway: (partition: number, generation: number) => Promise<void>;
 }

@@ -196,6 +196,7 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
     assignerHints,
     handovers,
     latestCheckpoint: (partition, generation) => effects.checkpoint(partition, 'end', generation),
+    movedAway: (partition, generation) => producers.renew(topic, partition, generation, commandPartitions <= PREPARE_AHEAD_MAX_PARTITIONS),
     warmClaimReads: () =>
       warmSteps({
         // The repeat windows decode up to DEDUP_WINDOW records each (the decoding is the commands' hot

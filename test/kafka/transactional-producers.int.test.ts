@@ -92,4 +92,29 @@ describe('TransactionalProducers against a real broker', () => {
       await next.closeAll();
     }
   });
+
+  it('renew (the partition moved away): drops the producer of that claim and connects one ahead, which the partition’s next claim here takes and fences with', async () => {
+    const { topic, owners } = await twoOwners('renew');
+    const [here, other] = owners;
+    try {
+      await here.forPartition(topic, 0, 1);
+      // A claim of another generation than this producer's: nothing to renew.
+      await here.renew(topic, 0, 2, true);
+      expect([here.has(topic, 0, 1), here.isPrepared(topic, 0)]).toEqual([true, false]);
+      // Without `ahead` (a topic beyond prepareAhead's bound): dropped, nothing connected ahead.
+      await here.renew(topic, 0, 1, false);
+      expect([here.has(topic, 0, 1), here.isPrepared(topic, 0)]).toEqual([false, false]);
+      await here.forPartition(topic, 0, 2);
+      await here.renew(topic, 0, 2, true);
+      expect([here.has(topic, 0, 2), here.isPrepared(topic, 0)]).toEqual([false, true]);
+      // The other member owned it meanwhile; the partition comes back: the claim takes the prepared producer and fences the other.
+      const open = await openWith(other, topic, 'the other owner');
+      await here.forPartition(topic, 0, 3);
+      expect([here.has(topic, 0, 3), here.isPrepared(topic, 0)]).toEqual([true, false]);
+      await expect(open.commit()).rejects.toBeInstanceOf(FencedError);
+    } finally {
+      await here.closeAll();
+      await other.closeAll();
+    }
+  });
 });
