@@ -95,14 +95,21 @@ export class PartitionReader {
 
   async #fetch(topic: string, partition: number, offset: bigint, maxWaitTime: number): Promise<FetchPartition> {
     const broker = await this.#broker(topic, partition);
-    const response = await broker.fetch({
-      replicaId: -1,
-      isolationLevel: READ_COMMITTED,
-      maxWaitTime,
-      minBytes: 1,
-      maxBytes: this.#maxBytes,
-      topics: [{ topic, partitions: [{ partition, fetchOffset: offset.toString(), maxBytes: this.#maxBytes }] }],
-    });
+    const response = await broker
+      .fetch({
+        replicaId: -1,
+        isolationLevel: READ_COMMITTED,
+        maxWaitTime,
+        minBytes: 1,
+        maxBytes: this.#maxBytes,
+        topics: [{ topic, partitions: [{ partition, fetchOffset: offset.toString(), maxBytes: this.#maxBytes }] }],
+      })
+      .catch((error: unknown) => {
+        // kafkajs throws a partition's error while it parses the answer, before errorCode is seen below.
+        if (error instanceof Error && error.name === 'KafkaJSOffsetOutOfRange')
+          throw new SmsWorkerError('KAFKA_OFFSET_OUT_OF_RANGE', `offset ${offset} is out of range for ${topic}[${partition}]`, { retryable: true });
+        throw error;
+      });
     const found = response.responses.find((r) => r.topicName === topic)?.partitions.find((p) => p.partition === partition);
     if (found === undefined) throw new SmsWorkerError('KAFKA_FETCH_EMPTY', `fetch of ${topic}[${partition}] returned no partition`, { retryable: true });
     if (found.errorCode !== 0) {

@@ -26,6 +26,8 @@ export class CallState {
   /** Attempt number whose outcome was already reported through onAttempt. */
   reportedAttempt = 0;
   lastFailure: ClassifiedFailure | undefined;
+  /** An attempt before the last one ended ambiguously (it may have reached the service): retried only under retryAmbiguous. */
+  earlierAttemptAmbiguous = false;
   lastDecision: RetryDecision | undefined;
   /** Status and request id of the latest answer's head, known before its body is read. */
   answerHead: { status: number; requestId: string | undefined } | undefined;

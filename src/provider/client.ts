@@ -19,7 +19,7 @@ import { ABORTED_CODE, classifyOutcome, isRetryableClass } from './classify.ts';
 import type { AttemptOutcome, ClassifiedFailure } from './classify.ts';
 import { decideRetry } from './backoff.ts';
 import type { RetryDecision } from './backoff.ts';
-import { ProviderError } from './provider-error.ts';
+import { AMBIGUOUS_FAILURE_CLASSES, ProviderError } from './provider-error.ts';
 import { redactText } from './redact.ts';
 import { requestFunction } from './request-function.ts';
 import { signingQuery } from './signing.ts';
@@ -169,6 +169,9 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
     const now = Date.now();
     const verdict = classifyOutcome(outcomeOfError(retryObject.error, call, limitBytes), call.operation, now);
     if (verdict.ok) return 0;
+    // The failure this attempt replaces as the last one: if it may have reached the service, the
+    // command may have been sent whatever the later attempts get.
+    if (call.lastFailure !== undefined && AMBIGUOUS_FAILURE_CLASSES.has(call.lastFailure.failureClass)) call.earlierAttemptAmbiguous = true;
     call.lastFailure = verdict.failure;
     reportAttempt(call, verdict.failure);
     const decision = decideRetry({
@@ -219,6 +222,10 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
       retryAfterMs: failure.retryAfterMs,
       answered: failure.answered,
       stopReason,
+      // Also the attempt judged before this failure, when this one was judged elsewhere (an abort, an answer read in full).
+      earlierAttemptAmbiguous:
+        call.earlierAttemptAmbiguous ||
+        (call.lastFailure !== undefined && call.lastFailure !== failure && AMBIGUOUS_FAILURE_CLASSES.has(call.lastFailure.failureClass)),
     });
   }
 

@@ -8,6 +8,9 @@ import type { StopReason } from './backoff.ts';
 import { ABORTED_CODE } from './classify.ts';
 import type { FailureClass, FailureFields, OperationName } from './types.ts';
 
+/** Failure classes after which the request may have reached the service although no clean answer came. */
+export const AMBIGUOUS_FAILURE_CLASSES: ReadonlySet<FailureClass> = new Set(['ambiguous', 'malformed']);
+
 export interface ProviderErrorFields extends FailureFields {
   readonly operation: OperationName;
   readonly message: string;
@@ -15,6 +18,8 @@ export interface ProviderErrorFields extends FailureFields {
   readonly attempts: number;
   /** Why the client made no further attempt (undefined when the call ended some other way, e.g. aborted). */
   readonly stopReason?: StopReason | undefined;
+  /** An earlier attempt of this call ended ambiguously and was retried (PROVIDER_RETRY_AMBIGUOUS): see `ambiguous`. */
+  readonly earlierAttemptAmbiguous?: boolean;
 }
 
 export class ProviderError extends SmsWorkerError {
@@ -31,6 +36,8 @@ export class ProviderError extends SmsWorkerError {
    */
   readonly answered: boolean;
   readonly stopReason: StopReason | undefined;
+  /** An earlier attempt of this call may have reached the service (retried after an ambiguous answer). */
+  readonly earlierAttemptAmbiguous: boolean;
 
   constructor(fields: ProviderErrorFields) {
     super(fields.code, fields.message, { retryable: fields.retryable });
@@ -43,6 +50,7 @@ export class ProviderError extends SmsWorkerError {
     this.retryAfterMs = fields.retryAfterMs;
     this.answered = fields.answered ?? false;
     this.stopReason = fields.stopReason;
+    this.earlierAttemptAmbiguous = fields.earlierAttemptAmbiguous ?? false;
   }
 
   /** The caller ended the call (signal or the client's close(), i.e. shutdown): not a failure of the service. */
@@ -50,19 +58,25 @@ export class ProviderError extends SmsWorkerError {
     return this.code === ABORTED_CODE;
   }
 
-  /** The last attempt surely did not reach the service (refused, connect timeout, 429/503). */
+  /**
+   * No attempt of this call reached the service (the last was refused a connection, timed out
+   * connecting, or got 429/503, and no earlier one may have reached it). `failureClass` is the last
+   * attempt's.
+   */
   get surelyNotSent(): boolean {
-    return this.failureClass === 'transport' || this.failureClass === 'throttled';
+    return !this.earlierAttemptAmbiguous && (this.failureClass === 'transport' || this.failureClass === 'throttled');
   }
 
-  /** The service answered and refused the command (a business error, 105400, 101301): it surely did not send it. */
+  /** The service answered and refused the command (a business error, 105400, 101301), and no earlier attempt may have reached it: it surely did not send it. */
   get refused(): boolean {
-    return this.failureClass === 'business' || this.failureClass === 'insufficient-funds' || this.failureClass === 'configuration';
+    return (
+      !this.earlierAttemptAmbiguous && (this.failureClass === 'business' || this.failureClass === 'insufficient-funds' || this.failureClass === 'configuration')
+    );
   }
 
-  /** The request may have reached the service although we saw no clean answer. */
+  /** A request of this call may have reached the service although we saw no clean answer (its last attempt, or an earlier one). */
   get ambiguous(): boolean {
-    return this.failureClass === 'ambiguous' || this.failureClass === 'malformed';
+    return this.earlierAttemptAmbiguous || AMBIGUOUS_FAILURE_CLASSES.has(this.failureClass);
   }
 
   /** Safe, flat form for structured logs and results (no stack, nothing secret). */

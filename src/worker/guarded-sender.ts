@@ -160,6 +160,8 @@ export class GuardedSender {
       }
       if (admission.kind === 'give-up') {
         release();
+        // Held back now, but an earlier call of it may have reached the service: its outcome is unknown.
+        if (state.mayHaveReached !== undefined) return { kind: 'failed', error: state.mayHaveReached, attempts };
         return { kind: 'failed', error: heldBackError(request.operation, admission.code, admission.detail, attempts), attempts };
       }
       try {

@@ -355,10 +355,20 @@ export class PartitionOwnership {
   async readWindowsAhead(topic: string, partitions: number): Promise<void> {
     if (this.#o.dedupWindow <= 0) return;
     for (let partition = 0; partition < partitions; partition++) {
-      const window = this.windowAtGroupOffset(topic, partition).catch(() => undefined);
-      this.#windowsAhead.set(`${topic}:${partition}`, { readAt: this.#now(), window });
-      await window;
+      const key = `${topic}:${partition}`;
+      const ahead = { readAt: this.#now(), window: this.windowAtGroupOffset(topic, partition).catch(() => undefined) };
+      this.#windowsAhead.set(key, ahead);
+      // Not held past its use: a partition this process is never given (no rebalance may come to sweep it).
+      setTimeout(() => {
+        if (this.#windowsAhead.get(key) === ahead) this.#windowsAhead.delete(key);
+      }, WINDOW_AHEAD_TTL_MS).unref();
+      await ahead.window;
     }
+  }
+
+  /** How many windows read ahead are held, waiting for their partition's first claim. */
+  get windowsReadAhead(): number {
+    return this.#windowsAhead.size;
   }
 
   /** The early read of the window before the claim's steps; undefined when it cannot be read (read whole later). */

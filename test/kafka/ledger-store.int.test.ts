@@ -29,6 +29,21 @@ class EndsNotingReader extends PartitionReader {
   }
 }
 
+describe('PartitionReader against a real broker', () => {
+  it('a fetch beyond the partition’s end fails with KAFKA_OFFSET_OUT_OF_RANGE (the error kafkajs throws while parsing), which callers fall back on', async () => {
+    const { ledger, reader, owner, close } = await ledgerWithOwner();
+    try {
+      const txn = await owner.transaction();
+      await txn.send({ topic: ledger, messages: [{ key: 'k', partition: 0, value: Buffer.from('v') }] });
+      await txn.commit();
+      await expect(reader.ends(ledger, 0, 1_000n)).rejects.toMatchObject({ code: 'KAFKA_OFFSET_OUT_OF_RANGE' });
+      expect((await reader.ends(ledger, 0, 0n)).high).toBe(2n);
+    } finally {
+      await close();
+    }
+  });
+});
+
 describe('readLatestCheckpoint against a real broker', () => {
   it("'end' asks for the partition's ends from its end, not from its start (whose answer was up to a megabyte of old checkpoints, decoded for nothing)", async () => {
     const { ledger, key, decode, admin, owner, close } = await ledgerWithOwner();

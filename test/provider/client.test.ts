@@ -263,6 +263,28 @@ describe('provider client: ambiguous and transport failures', () => {
     expect(sandbox.state.stats().duplicateCorrelationIds).toBe(1);
   });
 
+  it.each(['http503', 'http500'] as const)(
+    'retried after an ambiguous attempt, a call whose last attempt got %s is still ambiguous: an earlier request may have reached the service',
+    async (last) => {
+      sandbox.setFaults({ enqueue: [{ kind: 'hang-after' }, { kind: last }, { kind: last }], retryAfterSec: 0 });
+      const error = await failureOf(
+        client({ retry: { maxAttempts: 2, budgetMs: 3_000, baseDelayMs: 10, maxDelayMs: 50, retryAmbiguous: true } }).send(TEXT_ONE, {
+          correlationId: `amb-${last}`,
+        }),
+      );
+      expect(error).toMatchObject({ failureClass: last === 'http503' ? 'throttled' : 'ambiguous', attempts: 2, earlierAttemptAmbiguous: true });
+      expect([error.ambiguous, error.surelyNotSent, error.refused]).toEqual([true, false, false]);
+      expect(sandbox.state.acceptedSends(`amb-${last}`)).toBe(1);
+    },
+  );
+
+  it('a call that never got an ambiguous answer is not made ambiguous by its retries (503, then 503)', async () => {
+    sandbox.setFaults({ enqueue: [{ kind: 'http503' }, { kind: 'http503' }], retryAfterSec: 0 });
+    const error = await failureOf(client({ retry: { maxAttempts: 2, budgetMs: 3_000, baseDelayMs: 10, maxDelayMs: 50, retryAmbiguous: true } }).send(TEXT_ONE));
+    expect(error).toMatchObject({ failureClass: 'throttled', attempts: 2, earlierAttemptAmbiguous: false });
+    expect([error.ambiguous, error.surelyNotSent]).toEqual([false, true]);
+  });
+
   it('a connection reset is ambiguous', async () => {
     sandbox.setFaults({ enqueue: [{ kind: 'reset' }] });
     const error = await failureOf(client().send(TEXT_ONE));

@@ -683,6 +683,27 @@ describe('GuardedSender: a command kept after an ambiguous answer (PROVIDER_RETR
     expect(sandbox.state.acceptedSends(id)).toBe(2);
   });
 
+  it('held back by a paused route before its next call until it gives up, it ends with its ambiguous failure (UNKNOWN), not FAILED 101301', async () => {
+    const { sender, holds } = harness({
+      threshold: 1,
+      backoff: FAST_PROBES,
+      retry: { maxAttempts: 1, retryAmbiguous: true },
+      responseTimeoutMs: 300,
+      holds: { maxWaitMs: 100, routeProbe: { initialMs: 60_000, maxMs: 60_000 } },
+    });
+    // Its body is routable (the sandbox takes it, then hangs); its footprint puts it on the AU route.
+    sandbox.state.faults.enqueue('hang-after');
+    const id = correlationId();
+    const sending = track(sender.send(TEXT, id, new AbortController().signal, null, undefined, AU_FOOTPRINT));
+    await until(() => requestsFor(id) === 1, 'its first call');
+    // Meanwhile another command is refused 101301 on that route: the route pauses.
+    const refused = track(sender.send(AU_TEXT, correlationId(), new AbortController().signal, null, undefined, AU_FOOTPRINT));
+    await until(() => holds.snapshot.routes.length === 1, 'the route paused');
+    await until(() => sending.outcome !== undefined && refused.outcome !== undefined, 'both outcomes');
+    expect(providerError(sending.outcome as SendOutcome)).toMatchObject({ failureClass: 'ambiguous', attempts: 1 });
+    expect(sandbox.state.acceptedSends(id)).toBe(1);
+  });
+
   it('running out of time before its next call is its ambiguous failure (UNKNOWN), not `expired`', async () => {
     const { sender } = keptAfterAmbiguous({ ...FAST_PROBES, circuit_open: { initialMs: 400, maxMs: 400 } });
     sandbox.state.faults.enqueue('hang-after');

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
@@ -245,6 +245,21 @@ describe('PartitionOwnership: work done while the claim waits for the earlier ow
     await ownership.claim(TOPIC, 1);
     expect(reads.every((r) => r.partition === 1 && r.start === 12n && r.count === 8)).toBe(true);
     expect(reads.length).toBeGreaterThan(0);
+  });
+
+  it('drops a window read ahead that no claim took within 30 s, with or without a rebalance', async () => {
+    vi.useFakeTimers();
+    try {
+      const ownership = ownershipOver({ groupOffset: async () => 10n, recentCommandIds: async () => [{ offset: 9n, commandId: 'id-9' }] }, 8);
+      await ownership.readWindowsAhead(TOPIC, 3);
+      expect(ownership.windowsReadAhead).toBe(3);
+      await vi.advanceTimersByTimeAsync(29_000);
+      expect(ownership.windowsReadAhead).toBe(3);
+      await vi.advanceTimersByTimeAsync(2_000);
+      expect(ownership.windowsReadAhead).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('reads the whole window after the fence when the early read failed', async () => {
