@@ -72,15 +72,18 @@ export class Handler {
     const n = rec.calls;
     if (world.tracing)
       world.trace(`P${lane.process} p${lane.partition}@${offset} calls ${record.commandId}${rec.retry ? ' again (after an ambiguous answer)' : ''}`);
-    const call = world.service.call({
-      partition: lane.partition,
-      offset,
-      key: record.key,
-      commandId: record.commandId,
-      process: lane.process,
-      time: world.now,
-      retry: rec.retry,
-    });
+    const call = world.service.call(
+      {
+        partition: lane.partition,
+        offset,
+        key: record.key,
+        commandId: record.commandId,
+        process: lane.process,
+        time: world.now,
+        retry: rec.retry,
+      },
+      world.settings.retryAmbiguous,
+    );
     rec.reached = call.reached;
     if (world.tracing) world.trace(`  … the service will answer ${call.answer} in ${call.latencyMs} ms${call.reached ? '' : ' (it never got the request)'}`);
     world.clock.at(call.latencyMs, lane.owner, () => this.#answer(rec, n, call));
@@ -219,6 +222,12 @@ export class Handler {
         return;
       }
       case 'transport': {
+        // An attempt of this call was ambiguous (retried within it): maybe sent, as after a timeout;
+        // the known-bad `forgetful` handler takes the last attempt's word (a refused connection).
+        if (call.earlierAmbiguous && world.options.handler !== 'forgetful') {
+          rec.retry = true;
+          if (world.prng.chance(0.3)) return this.#finish(rec, 'UNKNOWN');
+        }
         if (world.prng.chance(0.3)) return this.#finish(rec, rec.retry ? 'UNKNOWN' : 'FAILED');
         // Kept. This call surely did not arrive, but after an ambiguous answer an earlier one may
         // have: then the mark stays (ask again from `calling`); guarded-sender.ts never calls

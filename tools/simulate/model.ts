@@ -62,8 +62,9 @@ export interface RunOptions {
    * The handler after an ambiguous answer it keeps (retries allowed): `careful` (the default, what
    * src/worker/guarded-sender.ts does) counts the command maybe sent from then on: given up or
    * refused, it says `maybeSent`, and a retry that surely did not arrive withdraws nothing.
-   * `forgetful` is known-bad (guarded-sender.ts before 2026-11-27): it reports no `maybeSent` and
-   * calls `notSent`, so a mark whose command may have been sent is withdrawn.
+   * `forgetful` is known-bad (guarded-sender.ts and the client before 2026-11-27): it reports no
+   * `maybeSent` and calls `notSent`, also when an attempt within the call was ambiguous and only
+   * the last one was refused a connection, so a mark whose command may have been sent is withdrawn.
    */
   readonly handler?: 'careful' | 'forgetful';
 }

@@ -14,6 +14,11 @@ export interface Call {
   readonly latencyMs: number;
   /** The request may have reached the service. */
   readonly reached: boolean;
+  /**
+   * The client retried an ambiguous attempt within this call (PROVIDER_RETRY_AMBIGUOUS) before the
+   * answer: the call may have reached the service whatever its answer says (provider-error.ts).
+   */
+  readonly earlierAmbiguous: boolean;
 }
 
 /** The messaging service: every call is recorded (and checked) as it starts, with whether it may reach the service. */
@@ -27,13 +32,15 @@ export class Service {
     this.#checks = checks;
   }
 
-  call(request: RequestInfo): Call {
+  call(request: RequestInfo, retryAmbiguous = false): Call {
     const prng = this.#prng;
     const answer = prng.weighted<Answer>({ sent: 0.62, 'business-failure': 0.08, timeout: 0.12, transport: 0.18 });
-    const reached = answer !== 'transport';
+    // Retries allowed: a refused connection now and then follows an attempt that timed out.
+    const earlierAmbiguous = retryAmbiguous && answer === 'transport' && prng.chance(0.3);
+    const reached = answer !== 'transport' || earlierAmbiguous;
     if (reached) this.requests += 1;
     this.#checks.request(request, reached);
     const latencyMs = answer === 'timeout' ? prng.int(60, 200) : answer === 'transport' ? prng.int(1, 30) : prng.int(2, 80);
-    return { answer, latencyMs, reached };
+    return { answer, latencyMs, reached, earlierAmbiguous };
   }
 }
