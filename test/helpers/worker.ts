@@ -8,7 +8,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { createRegistry } from '../../src/schema/codec.ts';
 import { Worker } from '../../src/worker/worker.ts';
 import { within } from '../../tools/poll.ts';
-import { eventually, testBrokers, testKafka, uniqueName } from './kafka.ts';
+import { createTopics, eventually, testBrokers, testKafka, uniqueName } from './kafka.ts';
 
 export { within };
 import { inject } from 'vitest';
@@ -32,6 +32,16 @@ export function testTopics(): TestTopics {
     group: `${base}-group`,
     transactionalIdPrefix: `${base}-tx`,
   };
+}
+
+/** Creates a test worker's topics: commands and its ledger with `partitions` each, results and dead letters. */
+export async function createWorkerTopics(topics: TestTopics, partitions: number): Promise<void> {
+  await createTopics(testKafka(), [
+    { topic: topics.commands, partitions },
+    { topic: topics.results },
+    { topic: topics.deadLetter },
+    { topic: topics.ledger, partitions },
+  ]);
 }
 
 /** The environment a test worker runs with: its own topics and group, fast probes, no fixed port. */

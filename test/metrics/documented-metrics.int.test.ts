@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { checkpointKey, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
-import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
+import { eventually, testKafka } from '../helpers/kafka.ts';
 import { documentedMetrics } from '../helpers/doc-metrics.ts';
-import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, workerEnv } from '../helpers/worker.ts';
+import { createWorkerTopics, publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, workerEnv } from '../helpers/worker.ts';
 
 // Slow enough that sends are seen under way and a backlog is seen as lag.
 const sandbox = useSandbox({ faults: { latency: { kind: 'fixed', ms: 300 } } });
@@ -26,12 +26,7 @@ function samples(text: string): Map<string, number[]> {
 describe('metrics docs/metrics.md lists', () => {
   it('are each registered with their type and move in a run that exercises every path', async () => {
     const topics = testTopics();
-    await createTopics(testKafka(), [
-      { topic: topics.commands, partitions: 1 },
-      { topic: topics.results },
-      { topic: topics.deadLetter },
-      { topic: topics.ledger, partitions: 1 },
-    ]);
+    await createWorkerTopics(topics, 1);
     const publisher = await publisherFor(testKafka(), topics.commands);
     cleanups.add(() => publisher.disconnect());
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { DedupWindow } from '../../src/worker/dedup-window.ts';
 import { buildClaim, identifyCommand, type PartitionClaim } from '../../src/worker/protocol/claim.ts';
 import { PartitionMachine } from '../../src/worker/protocol/partition-machine.ts';
 import type { RunOptions } from '../../tools/simulate/model.ts';
 import { runMany } from '../../tools/simulate/runner.ts';
+import { testClaim } from '../helpers/claims.ts';
 
 /**
  * Problems the simulation found in the protocol, now fixed. Each is pinned twice: the knob that
@@ -22,17 +22,7 @@ function firstViolation(options: RunOptions, budget: number): { seed: number; ki
 }
 
 function claim(): PartitionClaim {
-  return {
-    topic: 't',
-    partition: 0,
-    generation: 1,
-    start: 0n,
-    inDoubt: new Map(),
-    open: new Map(),
-    dedup: new DedupWindow(16),
-    position: { committed: 0n },
-    marks: { owner: 'test', made: 0 },
-  };
+  return testClaim({ dedupWindow: 16 });
 }
 
 function machine(ledger = false, base = claim()): PartitionMachine<string> {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
-import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
-import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
+import { eventually, testKafka } from '../helpers/kafka.ts';
+import { createWorkerTopics, publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
 
 /** Every call the first worker makes takes this long: its calls are still under way when its partition moves. */
 const SLOW_MS = 8_000;
@@ -12,12 +12,7 @@ const cleanups = useCleanups();
 describe('handing a partition over to another process', () => {
   it('the new owner sends at once, while the earlier owner’s calls on the partition are under way, and those get their real results, not UNKNOWN', async () => {
     const topics = testTopics();
-    await createTopics(testKafka(), [
-      { topic: topics.commands, partitions: 2 },
-      { topic: topics.results },
-      { topic: topics.deadLetter },
-      { topic: topics.ledger, partitions: 2 },
-    ]);
+    await createWorkerTopics(topics, 2);
     // A response timeout past the slow calls; in-flight slots for every command of the first wave.
     const env = { TOPICS_PARTITIONS: '2', PROVIDER_RESPONSE_TIMEOUT_MS: '15000', MAX_IN_FLIGHT: '16' };
     const { worker: first } = await startTestWorker(workerEnv(topics, slow.url, env));

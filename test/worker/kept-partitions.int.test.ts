@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Worker } from '../../src/worker/worker.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
-import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
-import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
+import { eventually, testKafka } from '../helpers/kafka.ts';
+import { createWorkerTopics, publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
 
 const sandbox = useSandbox();
 const cleanups = useCleanups();
@@ -14,12 +14,7 @@ async function counter(worker: Worker, name: 'recoveries' | 'claimsKept'): Promi
 describe('keeping partitions across a rebalance (sticky assignment, kept claims)', () => {
   it('a second worker joining takes only half of the partitions; the first keeps the rest without fencing or reading them again, and every command is answered once', async () => {
     const topics = testTopics();
-    await createTopics(testKafka(), [
-      { topic: topics.commands, partitions: 4 },
-      { topic: topics.results },
-      { topic: topics.deadLetter },
-      { topic: topics.ledger, partitions: 4 },
-    ]);
+    await createWorkerTopics(topics, 4);
     const env = { TOPICS_PARTITIONS: '4' };
     const { worker: first } = await startTestWorker(workerEnv(topics, sandbox.url, env));
     cleanups.add(() => first.stop());

@@ -5,8 +5,8 @@ import { checkpointKey, encodeCheckpoint, type Checkpoint, type OpenMark } from 
 import { encodeHandover, handoverKey, type HandoverSettlement } from '../../src/worker/handover-record.ts';
 import { failedResult, type CommandResult } from '../../src/contracts/result.ts';
 import type { SendCommand } from '../../src/contracts/command.ts';
-import { createTopics, eventually, testKafka } from '../helpers/kafka.ts';
-import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
+import { eventually, testKafka } from '../helpers/kafka.ts';
+import { createWorkerTopics, publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
 
 const sandbox = useSandbox();
 const sandboxB = useSandbox();
@@ -14,15 +14,6 @@ afterEach(() => sandbox.state.setBalance('1000.000000'));
 const cleanups = useCleanups();
 
 /** Topics of a test whose command topic has `partitions` partitions (the ledger as many). */
-async function createTestTopics(topics: ReturnType<typeof testTopics>, partitions: number): Promise<void> {
-  await createTopics(testKafka(), [
-    { topic: topics.commands, partitions },
-    { topic: topics.results },
-    { topic: topics.deadLetter },
-    { topic: topics.ledger, partitions },
-  ]);
-}
-
 /** What an earlier owner of partition 0 left in the ledger. */
 async function writeCheckpoint(topics: ReturnType<typeof testTopics>, checkpoint: Checkpoint): Promise<void> {
   const producer = testKafka().producer();
@@ -103,7 +94,7 @@ describe('intent ledger: sends at most once', () => {
   it('starts at the ledger checkpoint when the group offset is behind it, and reports its in-doubt mark UNKNOWN without sending', async () => {
     const topics = testTopics();
     const kafka = testKafka();
-    await createTestTopics(topics, 1);
+    await createWorkerTopics(topics, 1);
     const publisher = await publisherFor(kafka, topics.commands);
     cleanups.add(() => publisher.disconnect());
     const commands = Array.from({ length: 6 }, () => textCommand());
@@ -136,7 +127,7 @@ describe('intent ledger: sends at most once', () => {
   it('skips the records an earlier owner published ahead of its offset: neither sent nor answered again, and a repeat of one is a repeat', async () => {
     const topics = testTopics();
     const kafka = testKafka();
-    await createTestTopics(topics, 1);
+    await createWorkerTopics(topics, 1);
     const publisher = await publisherFor(kafka, topics.commands);
     cleanups.add(() => publisher.disconnect());
     const commands = Array.from({ length: 4 }, () => textCommand());
@@ -170,7 +161,7 @@ describe('intent ledger: sends at most once', () => {
   it('IN_DOUBT_POLICY=resend sends an in-doubt command again', async () => {
     const topics = testTopics();
     const kafka = testKafka();
-    await createTestTopics(topics, 1);
+    await createWorkerTopics(topics, 1);
     const publisher = await publisherFor(kafka, topics.commands);
     cleanups.add(() => publisher.disconnect());
     const command = textCommand();
@@ -187,7 +178,7 @@ describe('intent ledger: sends at most once', () => {
   it('a rebalance while commands wait at the funds pause: the old owner gives them up unsent and never sends them later', async () => {
     const topics = testTopics();
     const kafka = testKafka();
-    await createTestTopics(topics, 2);
+    await createWorkerTopics(topics, 2);
     // Each command is refused once, then held for the probe; a probe refused again would fail its
     // command (at most 2 refused requests each), so the first probe comes after the rebalance.
     const env = { TOPICS_PARTITIONS: '2', FUNDS_PROBE_INITIAL_MS: '15000', FUNDS_PROBE_MAX_MS: '15000' };
@@ -232,7 +223,7 @@ describe('intent ledger: handovers from an earlier owner', () => {
   async function earlierOwnerMarked(markedAt = Date.now()) {
     const topics = testTopics();
     const kafka = testKafka();
-    await createTestTopics(topics, 1);
+    await createWorkerTopics(topics, 1);
     const publisher = await publisherFor(kafka, topics.commands);
     cleanups.add(() => publisher.disconnect());
     const commands = Array.from({ length: 3 }, () => textCommand());

@@ -11,7 +11,6 @@ import { createMetrics } from '../../src/metrics/metrics.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { ProviderError } from '../../src/provider/provider-error.ts';
 import type { ProviderClient, ProviderRequest, ProviderSuccess } from '../../src/provider/types.ts';
-import { DedupWindow } from '../../src/worker/dedup-window.ts';
 import { GuardedSender } from '../../src/worker/guarded-sender.ts';
 import type { Checkpoint, OpenMark } from '../../src/worker/ledger-checkpoint.ts';
 import { PartitionLane, type LaneContext } from '../../src/worker/partition-lane.ts';
@@ -21,6 +20,7 @@ import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 import { Semaphore } from '../../src/worker/semaphore.ts';
 import { OutageCounter, ServiceGate, type GateBackoffs } from '../../src/worker/service-gate.ts';
 import { FakeProducers } from '../helpers/fake-producers.ts';
+import { testClaim } from '../helpers/claims.ts';
 import { eventually, within } from '../../tools/poll.ts';
 import { codec, providerSuccess, record, recordingBatch, type RecordingBatch } from '../helpers/command-records.ts';
 
@@ -154,18 +154,7 @@ function batchOf(messages: FetchedRecord[]): RecordingBatch {
 }
 
 function claimOf(start = 0n, inDoubt: OpenMark[] = []): PartitionClaim {
-  const marks = new Map(inDoubt.map((m) => [m.offset, m]));
-  return {
-    topic: TOPIC,
-    partition: PARTITION,
-    generation: 1,
-    start,
-    inDoubt: marks,
-    open: new Map(marks),
-    dedup: new DedupWindow(100),
-    position: { committed: start },
-    marks: { owner: 'test', made: 0 },
-  };
+  return testClaim({ topic: TOPIC, partition: PARTITION, start, inDoubt });
 }
 
 const gates: ServiceGate[] = [];

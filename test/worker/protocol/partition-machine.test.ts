@@ -3,23 +3,12 @@
  * tries millions of interleavings; these pin the rules one at a time.
  */
 import { describe, expect, it } from 'vitest';
-import { DedupWindow } from '../../../src/worker/dedup-window.ts';
 import type { PartitionClaim } from '../../../src/worker/protocol/claim.ts';
 import { PartitionMachine, type Effect } from '../../../src/worker/protocol/partition-machine.ts';
+import { testClaim } from '../../helpers/claims.ts';
 
 function claim(start = 0n, inDoubt: [bigint, string][] = []): PartitionClaim {
-  const marks = new Map(inDoubt.map(([offset, commandId]) => [offset, { offset, commandId, at: 1 }]));
-  return {
-    topic: 't',
-    partition: 0,
-    generation: 1,
-    start,
-    inDoubt: marks,
-    open: new Map(marks),
-    dedup: new DedupWindow(100),
-    position: { committed: start },
-    marks: { owner: 'test', made: 0 },
-  };
+  return testClaim({ start, inDoubt: inDoubt.map(([offset, commandId]) => ({ offset, commandId, at: 1 })) });
 }
 
 function machine(options: { ledger?: boolean; maxRunAhead?: number; claim?: PartitionClaim; handovers?: boolean } = {}): PartitionMachine<string> {
@@ -52,6 +41,19 @@ function markedAwaitingSlot(m: PartitionMachine<string>): void {
   m.permitGranted(0n, 1, 0);
   m.commitDue(0);
   m.transactionCommitted(1, true);
+  m.drain();
+}
+
+/** Takes records 0 and 1 and marks both (one transaction): record 0 calls, record 1 waits for a slot. */
+function oneCallingOneAwaitingSlot(m: PartitionMachine<string>): void {
+  takeAll(m, ['a', 'b']);
+  for (const offset of [0n, 1n]) {
+    m.wantSend(offset, true, 1, 0);
+    m.permitGranted(offset, 1, 0);
+  }
+  m.commitDue(0);
+  m.transactionCommitted(1, true);
+  m.slotGranted(0n, true);
   m.drain();
 }
 
@@ -281,16 +283,8 @@ describe('PartitionMachine: a rebalance holds, then keeps or retires', () => {
 describe('PartitionMachine: a withdrawn mark commits at once', () => {
   it('a record given up unsent while a slower call holds the retiring claim open: its withdrawal is a transaction of its own, not the closing one', () => {
     const m = machine();
-    takeAll(m, ['a', 'b']);
     // Record 0 calls (slow); record 1 is marked and waits for a slot.
-    for (const offset of [0n, 1n]) {
-      m.wantSend(offset, true, 1, 0);
-      m.permitGranted(offset, 1, 0);
-    }
-    m.commitDue(0);
-    m.transactionCommitted(1, true);
-    m.slotGranted(0n, true);
-    m.drain();
+    oneCallingOneAwaitingSlot(m);
     m.retire();
     m.drain();
     m.abandoned(1n, false, 10);
@@ -399,16 +393,7 @@ describe('PartitionMachine: handing over when the claim stops working the partit
 
   it('a committed mark whose record is refused at retirement is handed over as withdrawn, never one whose call is under way', () => {
     const m = machine();
-    takeAll(m, ['a', 'b']);
-    // Record 0 calls; record 1's mark commits and it waits for a slot.
-    for (const offset of [0n, 1n]) {
-      m.wantSend(offset, true, 1, 0);
-      m.permitGranted(offset, 1, 0);
-    }
-    m.commitDue(0);
-    m.transactionCommitted(1, true);
-    m.slotGranted(0n, true);
-    m.drain();
+    oneCallingOneAwaitingSlot(m);
     expect(m.recordState(1n)).toBe('awaiting-slot');
     m.retire();
     m.drain();
