@@ -45,7 +45,7 @@ export class SendBatcher<R> {
    */
   submit(records: readonly R[], signal?: AbortSignal): Promise<void> {
     if (this.#queued + records.length > this.#options.maxQueued) {
-      return Promise.reject(new QueueFullError(`more than ${this.#options.maxQueued} receipts waiting for Kafka`));
+      return Promise.reject(new QueueFullError(`more than ${this.#options.maxQueued} records waiting for a send to Kafka`));
     }
     return new Promise<void>((resolve, reject) => {
       const entry: Entry<R> = { records, resolve, reject, abandoned: false };

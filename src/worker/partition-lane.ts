@@ -260,9 +260,11 @@ export class PartitionLane {
         const end = effect.failure === undefined ? {} : { failure: effect.failure };
         if (this.#handoverWrites.size === 0) return this.#ended.resolve(end);
         // Its last handovers are written first (bounded: their producer's own retries end them).
-        void Promise.race([Promise.allSettled([...this.#handoverWrites]), new Promise((r) => setTimeout(r, HANDOVER_WRITE_WAIT_MS))]).then(() =>
-          this.#ended.resolve(end),
-        );
+        let timer: NodeJS.Timeout | undefined;
+        void Promise.race([Promise.allSettled([...this.#handoverWrites]), new Promise((r) => (timer = setTimeout(r, HANDOVER_WRITE_WAIT_MS)))]).then(() => {
+          clearTimeout(timer);
+          this.#ended.resolve(end);
+        });
         return;
       }
     }
