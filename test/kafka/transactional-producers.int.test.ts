@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { FencedError, type Transaction } from '../../src/kafka/ports.ts';
 import { PartitionReader } from '../../src/kafka/partition-reader.ts';
 import { TransactionalProducers } from '../../src/kafka/transactional-producers.ts';
-import { createTopics, testKafka, uniqueName } from '../helpers/kafka.ts';
+import { createTopics, eventually, testKafka, uniqueName } from '../helpers/kafka.ts';
 
 /** A fresh topic and two processes' producers of the same transactional ids (the partition's owner and the next one). */
 async function twoOwners(name: string): Promise<{ topic: string; owners: [TransactionalProducers, TransactionalProducers] }> {
@@ -36,9 +36,18 @@ describe('TransactionalProducers against a real broker', () => {
       expect(await producers.settle(topic, 0, 2)).toBe(false);
       expect(await producers.settle(topic, 0, 1)).toBe(true);
       // The record and the abort marker of this producer id at its new epoch: the marker is what
-      // ends an older epoch's transaction the coordinator no longer knows (a hanging one).
-      const [end] = await admin.fetchTopicOffsets(ledger);
-      expect(end?.high).toBe('2');
+      // ends an older epoch's transaction the coordinator no longer knows (a hanging one). The
+      // coordinator writes the marker after abort() returns: the admin's (read_committed) end
+      // reaches it a moment later.
+      const end = await eventually(
+        async () => {
+          const high = (await admin.fetchTopicOffsets(ledger))[0]?.high;
+          return high === '0' ? undefined : high;
+        },
+        10_000,
+        'the abort marker',
+      );
+      expect(end).toBe('2');
       // read_committed: the aborted record is not there; its end is not held back.
       const reader = new PartitionReader(kafka);
       try {
