@@ -17,7 +17,7 @@ export interface ChartMemorySettings {
   readonly heapPercentOfMemoryLimit: number;
   /** --max-old-space-size in MiB, or undefined when the chart renders no cap. */
   readonly maxOldSpaceMiB: number | undefined;
-  /** The worker's environment for these settings (NODE_OPTIONS and the fetch sizes). */
+  /** The worker's environment for these settings (NODE_OPTIONS, HEAP_GROWING_PERCENT and the fetch sizes). */
   readonly env: Record<string, string>;
 }
 
@@ -35,6 +35,7 @@ export function chartMemorySettings(valuesFile = join(REPO_ROOT, 'helm', 'sms-wo
     resources?: { limits?: { memory?: string | number } };
     heapPercentOfMemoryLimit?: number;
     semiSpaceMiB?: number;
+    heapGrowingPercent?: number;
     kafka?: { fetchMaxBytesPerPartition?: number; fetchMaxBytes?: number };
   };
   const memoryLimit = String(values.resources?.limits?.memory ?? '');
@@ -46,6 +47,7 @@ export function chartMemorySettings(valuesFile = join(REPO_ROOT, 'helm', 'sms-wo
   const env: Record<string, string> = {};
   const semiSpace = values.semiSpaceMiB ?? 0;
   if (maxOldSpaceMiB !== undefined) env['NODE_OPTIONS'] = `--max-old-space-size=${maxOldSpaceMiB}${semiSpace > 0 ? ` --max-semi-space-size=${semiSpace}` : ''}`;
+  if (values.heapGrowingPercent !== undefined) env['HEAP_GROWING_PERCENT'] = String(values.heapGrowingPercent);
   if (values.kafka?.fetchMaxBytesPerPartition !== undefined) env['KAFKA_FETCH_MAX_BYTES_PER_PARTITION'] = String(values.kafka.fetchMaxBytesPerPartition);
   if (values.kafka?.fetchMaxBytes !== undefined) env['KAFKA_FETCH_MAX_BYTES'] = String(values.kafka.fetchMaxBytes);
   return { memoryLimit, memoryLimitBytes, heapPercentOfMemoryLimit: percent, maxOldSpaceMiB, env };

@@ -2,6 +2,7 @@ import { describeConfig, loadConfig } from '../config/index.ts';
 import { ConfigError } from '../errors.ts';
 import { createLogger } from '../observability/logger.ts';
 import { Worker } from '../worker/worker.ts';
+import { applyHeapGrowingPercent } from './heap-growing.ts';
 
 export const RUN_HELP = `sms-worker run — consume send commands, send them, publish one result per command
 
@@ -28,6 +29,7 @@ export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<n
     }
     throw error;
   }
+  applyHeapGrowingPercent(config.heapGrowingPercent);
   const logger = createLogger(config.logLevel);
   logger.info({ config: describeConfig(config) }, 'configuration loaded');
   const worker = new Worker({ config, logger });

@@ -104,6 +104,8 @@ export interface WorkerConfig {
   readonly guard: { readonly velocity: VelocitySettings; readonly spend: SpendCapSettings };
   readonly breaker: { readonly failureThreshold: number; readonly probeInitialMs: number; readonly probeMaxMs: number };
   readonly shutdownTimeoutMs: number;
+  /** HEAP_GROWING_PERCENT: V8's --heap-growing-percent, applied by `run` at start-up; 0 leaves V8's own. */
+  readonly heapGrowingPercent: number;
   readonly healthStallMs: number;
   readonly httpPort: number;
   readonly logLevel: Env['LOG_LEVEL'];
@@ -198,6 +200,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     },
     breaker: { failureThreshold: e.BREAKER_FAILURE_THRESHOLD, probeInitialMs: e.BREAKER_PROBE_INITIAL_MS, probeMaxMs: e.BREAKER_PROBE_MAX_MS },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    heapGrowingPercent: e.HEAP_GROWING_PERCENT,
     healthStallMs: e.HEALTH_STALL_MS,
     httpPort: e.HTTP_PORT,
     logLevel: e.LOG_LEVEL,

@@ -17,6 +17,7 @@ describe('chartPodSettings', () => {
     expect(pod.readinessPeriodMs).toBeGreaterThan(0);
     expect(pod.env['SHUTDOWN_TIMEOUT_MS']).toBe(String(pod.shutdownTimeoutMs));
     expect(pod.env['NODE_OPTIONS']).toMatch(/--max-old-space-size=\d+/);
+    expect(pod.env['HEAP_GROWING_PERCENT']).toMatch(/^\d+$/);
   });
 
   it('takes an explicit terminationGracePeriodSeconds, and Kubernetes defaults for a probe the chart leaves out', () => {

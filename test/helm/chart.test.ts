@@ -247,19 +247,26 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
   describe('memory', () => {
     const nodeOptions = (...extra: string[]): string | undefined => single<ConfigMap>(render(...extra), 'ConfigMap').data.NODE_OPTIONS;
 
-    it('default to a 384Mi limit (peak RSS ≤ 80% of it, issue 23) with the V8 heap capped at 40% of it and a 16 MiB semi-space', () => {
+    it('default to a 768Mi limit (peak RSS ≤ 80% of it, throughput ≥ 90% of uncapped, issue 23) with the V8 heap capped at 60% of it, a 32 MiB semi-space and a 4× growing factor', () => {
       const objects = render();
-      expect(workerContainer(single<Deployment>(objects, 'Deployment')).resources?.limits?.memory).toBe('384Mi');
-      expect(single<ConfigMap>(objects, 'ConfigMap').data.NODE_OPTIONS).toBe('--max-old-space-size=153 --max-semi-space-size=16');
+      expect(workerContainer(single<Deployment>(objects, 'Deployment')).resources?.limits?.memory).toBe('768Mi');
+      const config = single<ConfigMap>(objects, 'ConfigMap').data;
+      expect(config.NODE_OPTIONS).toBe('--max-old-space-size=460 --max-semi-space-size=32');
+      expect(config.HEAP_GROWING_PERCENT).toBe('300');
+    });
+
+    it('render heapGrowingPercent as HEAP_GROWING_PERCENT', () => {
+      expect(single<ConfigMap>(render('--set', 'heapGrowingPercent=0'), 'ConfigMap').data.HEAP_GROWING_PERCENT).toBe('0');
+      expect(single<ConfigMap>(render('--set', 'heapGrowingPercent=150'), 'ConfigMap').data.HEAP_GROWING_PERCENT).toBe('150');
     });
 
     it('derive the heap cap from the memory limit in any unit', () => {
-      expect(nodeOptions('--set', 'resources.limits.memory=1Gi')).toBe('--max-old-space-size=409 --max-semi-space-size=16');
-      expect(nodeOptions('--set', 'resources.limits.memory=600M')).toBe('--max-old-space-size=228 --max-semi-space-size=16');
+      expect(nodeOptions('--set', 'resources.limits.memory=1Gi')).toBe('--max-old-space-size=614 --max-semi-space-size=32');
+      expect(nodeOptions('--set', 'resources.limits.memory=600M')).toBe('--max-old-space-size=343 --max-semi-space-size=32');
       expect(nodeOptions('--set', 'resources.limits.memory=536870912', '--set', 'heapPercentOfMemoryLimit=75')).toBe(
-        '--max-old-space-size=384 --max-semi-space-size=16',
+        '--max-old-space-size=384 --max-semi-space-size=32',
       );
-      expect(nodeOptions('--set', 'semiSpaceMiB=0')).toBe('--max-old-space-size=153');
+      expect(nodeOptions('--set', 'semiSpaceMiB=0')).toBe('--max-old-space-size=460');
     });
 
     it('render no heap cap without a memory limit or at 0%, and leave NODE_OPTIONS from extraConfig alone', () => {
