@@ -1,7 +1,7 @@
 /**
  * Which command partitions the consumer fetches. Several things stop a partition being fetched,
  * and they overlap: the service gate (funds, breaker, throttling, a refusing service: every
- * partition), shutdown (every partition), a partition lost to fencing (until the next generation),
+ * partition), shutdown (every partition), a partition lost to fencing (until the next generation or its reclaim),
  * and a lane at its run-ahead bound or short of bytes in hand (until its commits catch up, or
  * bytes are freed). A partition is fetched only while none of them holds it.
  *

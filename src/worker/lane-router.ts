@@ -51,7 +51,8 @@ export interface LaneRouterOptions {
  *   committed offset.
  * - A lane that fails (a commit failed, a bug) gives up its claim and rewinds the consumer to the
  *   committed offset, so the next batch claims afresh (fence, recover) and nothing is skipped; a
- *   fenced one loses the partition until the next generation.
+ *   fenced one loses the partition until the next generation, or until the group confirms this
+ *   member's generation twice (PartitionOwnership.heartbeat: a former member's late fence).
  */
 export class LaneRouter {
   readonly #o: LaneRouterOptions;
@@ -277,7 +278,7 @@ export class LaneRouter {
     if (this.#lanes.get(key) === lane) this.#lanes.delete(key);
     if (end.failure === undefined || !parts.ownership.isCurrent(claim)) return;
     if (afterFailure(end.failure instanceof FencedError, parts.ownership.leaseHolds()) === 'lose') {
-      parts.ownership.lose(topic, partition);
+      parts.ownership.lose(topic, partition, claim.position.committed);
       return;
     }
     // Records were dispatched (and their offsets resolved) past the committed offset: fetch them

@@ -3,7 +3,7 @@ import { SmsWorkerError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import { recoveryPlan, type Checkpoint } from './ledger-checkpoint.ts';
-import { buildClaim, claimSteps, type PartitionClaim } from './protocol/claim.ts';
+import { buildClaim, claimSteps, mayReclaimLost, type PartitionClaim } from './protocol/claim.ts';
 import { completeWindow, type EarlyWindow, type WindowRecord } from './repeat-window.ts';
 
 /** This generation's hold of one partition (defined with the partition protocol). */
@@ -42,8 +42,10 @@ export interface OwnershipEffects {
    * it again (a kept claim: nobody else can have fenced it). False when it has no producer of `from`.
    */
   carry(topic: string, partition: number, from: number, to: number): boolean;
-  /** Stops fetching a partition this process lost, until the next generation. */
+  /** Stops fetching a partition this process lost, until the next generation (or reclaimLost). */
   pauseLost(topic: string, partition: number): void;
+  /** Fetches a lost partition again from `offset` (where its last claim had committed): its next batch claims it afresh. */
+  reclaimLost(topic: string, partition: number, offset: bigint): void;
   resumeAll(topic: string, partitions: readonly number[]): void;
 }
 
@@ -71,9 +73,12 @@ const WINDOW_AHEAD_TTL_MS = 30_000;
  * Rules, and why:
  * - A partition is fenced (producer initialised) once per generation, then recovered: start at
  *   the later of the group's offset and the ledger's checkpoint; inherit the ledger's open marks.
- * - A partition whose producer was fenced is lost until the next generation: it is never
- *   re-initialised in the same generation (that would fence the rightful owner back), and the
- *   consumer stops fetching it.
+ * - A partition whose producer was fenced is lost: it is never re-initialised at once (that would
+ *   fence the rightful owner back), and the consumer stops fetching it. It stays lost until the
+ *   next generation, unless the group confirms this member's generation twice first
+ *   (protocol/claim.ts mayReclaimLost): then no member of a later generation fenced it, the fence
+ *   was a zombie's that landed late, and the partition is claimed afresh (at most
+ *   LOST_RECLAIMS_PER_GENERATION times a generation).
  * - A send may start only while the lease holds: the last successful heartbeat (or join) is
  *   younger than the session timeout minus a margin. A process that was frozen past the session
  *   timeout finds its lease expired when it wakes and sends nothing more.
@@ -85,7 +90,10 @@ export class PartitionOwnership {
   /** Repeat windows read before joining (readWindowsAhead), each for the partition's first claim within WINDOW_AHEAD_TTL_MS. */
   readonly #windowsAhead = new Map<string, { readonly readAt: number; readonly window: Promise<EarlyWindow | undefined> }>();
   #claims = new Map<string, Promise<PartitionClaim>>();
-  #lost = new Set<string>();
+  /** Partitions lost to fencing in this generation: where their last claim had committed, and the heartbeats confirmed since. */
+  #lost = new Map<string, { readonly topic: string; readonly partition: number; readonly resumeAt: bigint; confirmations: number }>();
+  /** Partitions lost and claimed again in this generation, and how often. */
+  #reclaims = new Map<string, number>();
   #lastConfirmed = 0;
   #assigned: { topic: string; partitions: number[] } | undefined;
   /** Between REBALANCING and the new assignment: no claim fences (the partition may be another member's by then). */
@@ -158,8 +166,9 @@ export class PartitionOwnership {
       kept.add(claim);
     }
     this.#claims = new Map([...kept].map((claim) => [`${topic}:${claim.partition}`, Promise.resolve(claim)]));
-    const lost = [...this.#lost];
-    this.#lost = new Set();
+    const lost = [...this.#lost.keys()];
+    this.#lost = new Map();
+    this.#reclaims = new Map();
     this.#assigned = { topic, partitions: [...partitions] };
     if (lost.length > 0) this.#o.effects.resumeAll(topic, partitions);
     if (kept.size > 0) this.#o.metrics.claimsKept.inc(kept.size);
@@ -176,6 +185,28 @@ export class PartitionOwnership {
   confirm(): void {
     if (!this.leaseHolds()) this.#lapsedAt = this.#now();
     this.#lastConfirmed = this.#now();
+  }
+
+  /**
+   * A heartbeat succeeded: the group is stable in this member's generation. Confirms the lease, and
+   * claims again a partition lost to fencing once enough heartbeats confirmed the generation since
+   * (mayReclaimLost: the fencer was not a member of a later generation).
+   */
+  heartbeat(): void {
+    this.confirm();
+    if (this.#rebalancing || this.#left || this.#stopped) return;
+    for (const [key, lost] of [...this.#lost]) {
+      lost.confirmations += 1;
+      const reclaims = this.#reclaims.get(key) ?? 0;
+      if (!mayReclaimLost(lost.confirmations, reclaims)) continue;
+      this.#lost.delete(key);
+      this.#reclaims.set(key, reclaims + 1);
+      this.#o.log.warn(
+        { topic: lost.topic, partition: lost.partition, generation: this.#generation, confirmations: lost.confirmations, reclaim: reclaims + 1 },
+        'partition lost to fencing, but the group still confirms this member as its owner: the fence was a former member’s that landed late; claiming the partition afresh',
+      );
+      this.#o.effects.reclaimLost(lost.topic, lost.partition, lost.resumeAt);
+    }
   }
 
   /** Between the group's REBALANCING and this member's new assignment: no producer is initialised (claims, retried transactions). */
@@ -208,16 +239,16 @@ export class PartitionOwnership {
     return this.#lost.has(`${topic}:${partition}`);
   }
 
-  /** The producer of this partition was fenced: another process owns it now. */
-  lose(topic: string, partition: number): void {
+  /** The producer of this partition was fenced: another process owns it now (or a zombie fenced it: see heartbeat). `resumeAt`: where its claim had committed. */
+  lose(topic: string, partition: number, resumeAt: bigint): void {
     const key = `${topic}:${partition}`;
     if (this.#lost.has(key)) return;
-    this.#lost.add(key);
+    this.#lost.set(key, { topic, partition, resumeAt, confirmations: 0 });
     this.#claims.delete(key);
     this.#o.effects.pauseLost(topic, partition);
     this.#o.log.warn(
       { topic, partition, generation: this.#generation },
-      'partition lost to another owner (producer fenced): not touching it again until the next rebalance',
+      'partition lost to another owner (producer fenced): not touching it again until the next rebalance, or until the group confirms this member still owns it',
     );
   }
 

@@ -137,7 +137,7 @@ export class SourcePipeline {
       if (kept.size > 0) log.info({ topic, kept: [...kept].map((claim) => claim.partition) }, 'partitions kept across the rebalance');
       if (!this.#warm) this.#warmWhenClaimed(assigned);
     });
-    consumer.onHeartbeat(() => ownership.confirm());
+    consumer.onHeartbeat(() => ownership.heartbeat());
     consumer.onStop(() => (this.#joined = false));
     consumer.onCrash((payload) => {
       this.#joined = false;

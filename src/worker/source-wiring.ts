@@ -36,7 +36,7 @@ const PREPARE_AHEAD_MAX_PARTITIONS = 64;
 /** How long a claim's read waits for the other claims of the same join to share it (coalesced-admin.ts). */
 const CLAIM_READ_COALESCE_MS = 2;
 
-/** The hold a partition lost to fencing keeps on its fetching, until the next generation. */
+/** The hold a partition lost to fencing keeps on its fetching, until the next generation or its reclaim. */
 const LOST = Symbol('lost to fencing');
 
 /**
@@ -152,6 +152,10 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
     },
     carry: (t, partition, from, to) => producers.carry(t, partition, from, to),
     pauseLost: (_topic, partition) => fetchPauses.hold(partition, LOST),
+    reclaimLost: (t, partition, offset) => {
+      fetchPauses.release(partition, LOST);
+      consumer.seek(t, partition, offset);
+    },
     resumeAll: (_topic, partitions) => {
       for (const partition of partitions) fetchPauses.release(partition, LOST);
     },

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { buildClaim, identifyCommand, type PartitionClaim } from '../../src/worker/protocol/claim.ts';
+import {
+  buildClaim,
+  identifyCommand,
+  LOST_RECLAIM_CONFIRMATIONS,
+  LOST_RECLAIMS_PER_GENERATION,
+  mayReclaimLost,
+  type PartitionClaim,
+} from '../../src/worker/protocol/claim.ts';
 import { PartitionMachine } from '../../src/worker/protocol/partition-machine.ts';
 import type { RunOptions } from '../../tools/simulate/model.ts';
 import { runMany } from '../../tools/simulate/runner.ts';
@@ -10,7 +17,7 @@ import { testClaim } from '../helpers/claims.ts';
  * made the simulation find it finds nothing in a fixed budget (it is on in simulation.test.ts too),
  * and a few direct calls into the machine show the rule.
  */
-const BASE: RunOptions = { variant: 'correct', ledger: 'both', leaseLapses: false, crashesAfterFailure: false, repeatKeys: 'same' };
+const BASE: RunOptions = { variant: 'correct', ledger: 'both', leaseLapses: false, lateFences: false, crashesAfterFailure: false, repeatKeys: 'same' };
 
 /** Schedules within which the known-bad handler that forgets an ambiguous call is caught. */
 const FORGETFUL_BUDGET = 3_000;
@@ -65,6 +72,22 @@ describe('finding: a handler that throws after its claim failed', () => {
     m.fail(new Error('a transaction failed')); // failed; the call under way is left to answer
     m.crashed(0n, new Error('the handler threw')); // crashed → fail() returns early: no drained, no ended
     expect(m.state).toBe('ended');
+  });
+});
+
+describe('finding: a late fence of a former member leaves the partition lost when no rebalance follows', () => {
+  it('is no longer found by the simulation (it was: nothing-lost, see variants.test.ts lost-until-next-generation)', () => {
+    expect(firstViolation({ ...BASE, lateFences: true }, 3_000)).toBeUndefined();
+  });
+
+  it('claims a lost partition again only after two confirmed heartbeats of this generation, at most three times a generation', () => {
+    expect(LOST_RECLAIM_CONFIRMATIONS).toBe(2);
+    expect(mayReclaimLost(0, 0)).toBe(false);
+    expect(mayReclaimLost(1, 0)).toBe(false);
+    expect(mayReclaimLost(2, 0)).toBe(true);
+    expect(mayReclaimLost(2, LOST_RECLAIMS_PER_GENERATION - 1)).toBe(true);
+    expect(mayReclaimLost(5, LOST_RECLAIMS_PER_GENERATION)).toBe(false);
+    expect(mayReclaimLost(5, 0, 'lost-until-next-generation')).toBe(false);
   });
 });
 

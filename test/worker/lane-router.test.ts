@@ -92,6 +92,7 @@ function harness(
       carry: () => false,
       pauseLost: () => undefined,
       resumeAll: () => undefined,
+      reclaimLost: () => undefined,
     },
     dedupWindow: 0,
     sessionTimeoutMs: 30_000,

@@ -10,6 +10,7 @@ interface Recorded {
   fenced: string[];
   paused: string[];
   resumed: { topic: string; partitions: readonly number[] }[];
+  reclaimed: { topic: string; partition: number; offset: bigint }[];
   ledgerReads: number;
   /** How far each ledger read went, in order. */
   ledgerReadEnds: string[];
@@ -31,7 +32,7 @@ function ownershipWith(options: {
   /** The handover step (default: at once, `localLane`). */
   handover?: () => Promise<boolean>;
 }): { ownership: PartitionOwnership; recorded: Recorded } {
-  const recorded: Recorded = { fenced: [], paused: [], resumed: [], ledgerReads: 0, ledgerReadEnds: [] };
+  const recorded: Recorded = { fenced: [], paused: [], resumed: [], reclaimed: [], ledgerReads: 0, ledgerReadEnds: [] };
   const effects: OwnershipEffects = {
     fence: async (topic, partition) => void recorded.fenced.push(`${topic}:${partition}`),
     groupOffset: async () => options.groupOffset ?? 0n,
@@ -49,6 +50,7 @@ function ownershipWith(options: {
     carry: () => options.carry ?? true,
     pauseLost: (topic, partition) => void recorded.paused.push(`${topic}:${partition}`),
     resumeAll: (topic, partitions) => void recorded.resumed.push({ topic, partitions }),
+    reclaimLost: (topic, partition, offset) => void recorded.reclaimed.push({ topic, partition, offset }),
   };
   const ownership = new PartitionOwnership({
     effects,
@@ -75,6 +77,7 @@ function ownershipOver(effects: Partial<OwnershipEffects>, dedupWindow: number):
       carry: () => false,
       pauseLost: () => undefined,
       resumeAll: () => undefined,
+      reclaimLost: () => undefined,
       ...effects,
     },
     dedupWindow,
@@ -217,6 +220,7 @@ describe('PartitionOwnership: work done while the claim waits for the earlier ow
         carry: () => false,
         pauseLost: () => undefined,
         resumeAll: () => undefined,
+        reclaimLost: () => undefined,
       },
       dedupWindow: 8,
       sessionTimeoutMs: 30_000,
@@ -290,8 +294,8 @@ describe('PartitionOwnership lost partitions', () => {
     await ownership.claim(TOPIC, 1);
     const fencedBefore = recorded.fenced.length;
 
-    ownership.lose(TOPIC, 1);
-    ownership.lose(TOPIC, 1);
+    ownership.lose(TOPIC, 1, 5n);
+    ownership.lose(TOPIC, 1, 5n);
     expect(ownership.isLost(TOPIC, 1)).toBe(true);
     expect(ownership.isLost(TOPIC, 0)).toBe(false);
     expect(recorded.paused).toEqual([`${TOPIC}:1`]);
@@ -305,6 +309,53 @@ describe('PartitionOwnership lost partitions', () => {
     expect(recorded.resumed).toEqual([{ topic: TOPIC, partitions: [1] }]);
     await ownership.claim(TOPIC, 1);
     expect(recorded.fenced.at(-1)).toBe(`${TOPIC}:1`);
+  });
+
+  it('claims a lost partition again once two heartbeats confirm this member’s generation (a late fence from a former member), at most three times a generation', async () => {
+    const { ownership, recorded } = ownershipWith({});
+    ownership.joined(TOPIC, [0, 1]);
+    await ownership.claim(TOPIC, 1);
+    ownership.lose(TOPIC, 1, 7n);
+    // The first confirmation may be a heartbeat sent before a later generation began: not enough.
+    ownership.heartbeat();
+    expect(ownership.isLost(TOPIC, 1)).toBe(true);
+    expect(recorded.reclaimed).toEqual([]);
+    ownership.heartbeat();
+    expect(ownership.isLost(TOPIC, 1)).toBe(false);
+    expect(recorded.reclaimed).toEqual([{ topic: TOPIC, partition: 1, offset: 7n }]);
+    const fencedBefore = recorded.fenced.length;
+    await ownership.claim(TOPIC, 1);
+    expect(recorded.fenced.length).toBe(fencedBefore + 1);
+
+    // A fencer that keeps coming back: the fourth loss in this generation waits for the next one.
+    for (let loss = 2; loss <= 4; loss += 1) {
+      ownership.lose(TOPIC, 1, 7n);
+      ownership.heartbeat();
+      ownership.heartbeat();
+      ownership.heartbeat();
+    }
+    expect(recorded.reclaimed.length).toBe(3);
+    expect(ownership.isLost(TOPIC, 1)).toBe(true);
+    ownership.joined(TOPIC, [1]);
+    expect(ownership.isLost(TOPIC, 1)).toBe(false);
+  });
+
+  it('does not count heartbeats toward a reclaim while the group rebalances, nor once this member leaves', () => {
+    const { ownership, recorded } = ownershipWith({});
+    ownership.joined(TOPIC, [0, 1]);
+    ownership.lose(TOPIC, 0, 0n);
+    ownership.heartbeat();
+    ownership.rebalancing();
+    ownership.heartbeat();
+    ownership.heartbeat();
+    expect(recorded.reclaimed).toEqual([]);
+    ownership.joined(TOPIC, [0, 1]);
+    ownership.lose(TOPIC, 1, 0n);
+    ownership.leaving();
+    ownership.heartbeat();
+    ownership.heartbeat();
+    expect(recorded.reclaimed).toEqual([]);
+    expect(ownership.isLost(TOPIC, 1)).toBe(true);
   });
 
   it('does not resume anything at a join when nothing was lost', () => {

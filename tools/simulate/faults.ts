@@ -10,6 +10,7 @@ import type { World } from './world.ts';
  * faults, and at least one process is alive.
  */
 export function injectFaults(world: World, group: Group, procs: readonly Proc[]): void {
+  for (const proc of procs) proc.lateFence = (land) => lateFence(world, group, procs, proc, land);
   const next = (): void => {
     const delay = world.prng.int(30, 500);
     if (world.now + delay >= world.settings.faultsUntil) {
@@ -92,6 +93,40 @@ function fault(world: World, group: Group, procs: readonly Proc[]): void {
     if (world.tracing) world.trace(`P${proc.id} resumes`);
     proc.resume();
     world.clock.at(prng.int(0, 100), proc, () => group.heartbeat(proc));
+  });
+}
+
+/**
+ * A fence that lands late (RunOptions.lateFences): the process stalls right after sending it, past
+ * its session, so the group gives its partitions away; the fence lands when it resumes (kafkajs
+ * retrying InitProducerId after the pause), fencing whoever the partition went to. Half the time the
+ * process dies right after (an OOM kill, a node gone), so no rejoin of its brings a rebalance that
+ * would have the partition claimed again.
+ */
+function lateFence(world: World, group: Group, procs: readonly Proc[], proc: Proc, land: () => void): void {
+  const { prng } = world;
+  proc.freeze();
+  world.ownerDied(`P${proc.id} stalled with a fence under way at t=${world.now}`);
+  group.expireLater(proc);
+  const dies = prng.chance(0.5);
+  const resumeIn = Math.max(1, proc.confirmedAt + TIMING.sessionMs - world.now + prng.int(50, 1_500));
+  const { freezes, incarnation } = proc;
+  // Its first event once it resumes (held until then, like every event of a frozen process).
+  world.clock.at(0, proc, () => {
+    land();
+    if (!dies) return;
+    if (world.tracing) world.trace(`P${proc.id} dies right after its late fence`);
+    proc.crash();
+    world.ownerDied(`P${proc.id} crashed at t=${world.now}`);
+    group.expireLater(proc);
+    // Healed with nobody left up: it comes back (someone must finish the work).
+    if (!world.faulty && procs.every((p) => !p.alive || p.leaving)) restart(world, group, proc);
+  });
+  world.clock.at(resumeIn, undefined, () => {
+    if (proc.incarnation !== incarnation || proc.freezes !== freezes || !proc.frozen) return;
+    if (world.tracing) world.trace(`P${proc.id} resumes`);
+    proc.resume();
+    world.clock.at(prng.int(30, 100), proc, () => group.heartbeat(proc));
   });
 }
 

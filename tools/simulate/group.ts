@@ -87,6 +87,11 @@ export class Group {
     if (this.#pending) this.rebalance();
   }
 
+  /** Whether a heartbeat of `proc` succeeds now: the group is stable in the generation it was assigned (kafkajs's Heartbeat). */
+  confirms(proc: Proc): boolean {
+    return proc.alive && !proc.frozen && this.members.has(proc) && this.#current.has(proc) && !this.#pending && proc.generation === this.generation;
+  }
+
   /** The member's session expires `sessionMs` after its last heartbeat, unless it spoke again (same incarnation and freeze). */
   expireLater(proc: Proc): void {
     const world = this.#world;

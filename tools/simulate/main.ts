@@ -29,6 +29,7 @@ const VARIANTS: readonly Variant[] = [
   'resend-when-unread',
   'handover-withdraws-calls',
   'handover-by-offset',
+  'lost-until-next-generation',
 ];
 const TRACE_TAIL = 30;
 
@@ -50,6 +51,7 @@ function replayCommand(seed: number, options: RunOptions): string {
   const flags = [`--seed ${seed}`, `--variant ${options.variant}`];
   if (options.ledger !== 'both') flags.push(`--ledger ${options.ledger}`);
   if (options.leaseLapses === false) flags.push('--lease-lapses off');
+  if (options.lateFences === false) flags.push('--late-fences off');
   if (options.crashesAfterFailure === false) flags.push('--crashes-after-failure off');
   if (options.repeatKeys === 'same') flags.push('--repeat-keys same');
   if (options.handler === 'forgetful') flags.push('--handler forgetful');
@@ -80,6 +82,7 @@ function main(): number {
       ledger: { type: 'string' },
       trace: { type: 'boolean', default: false },
       'lease-lapses': { type: 'string' },
+      'late-fences': { type: 'string' },
       'crashes-after-failure': { type: 'string' },
       'repeat-keys': { type: 'string' },
       handler: { type: 'string' },
@@ -91,7 +94,7 @@ function main(): number {
   if (values.help) {
     console.log(
       'npm run simulate -- [--schedules N] [--seed S] [--variant V] [--ledger on|off|both] [--trace]\n' +
-        '  [--lease-lapses on|off] [--crashes-after-failure on|off] [--repeat-keys same|any] [--handler careful|forgetful]\n' +
+        '  [--lease-lapses on|off] [--late-fences on|off] [--crashes-after-failure on|off] [--repeat-keys same|any] [--handler careful|forgetful]\n' +
         '  [--stale-offsets ledger|always|never]\n' +
         `  variants: ${VARIANTS.join(', ')}`,
     );
@@ -104,6 +107,7 @@ function main(): number {
     variant: choice('variant', values.variant, VARIANTS, 'correct'),
     ledger: choice<LedgerMode>('ledger', values.ledger, ['on', 'off', 'both'], 'both'),
     leaseLapses: choice('lease-lapses', values['lease-lapses'], ['on', 'off'], 'on') === 'on',
+    lateFences: choice('late-fences', values['late-fences'], ['on', 'off'], 'on') === 'on',
     crashesAfterFailure: choice('crashes-after-failure', values['crashes-after-failure'], ['on', 'off'], 'on') === 'on',
     repeatKeys: choice('repeat-keys', values['repeat-keys'], ['same', 'any'], 'any'),
     handler: choice('handler', values.handler, ['careful', 'forgetful'], 'careful'),

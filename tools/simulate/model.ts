@@ -54,6 +54,12 @@ export interface RunOptions {
   readonly staleOffsets?: 'ledger' | 'always' | 'never';
   /** Freezes that lapse the lease without the group noticing (default on; see the report). */
   readonly leaseLapses?: boolean;
+  /**
+   * Fences that land late (default on): a claim's fence request goes out, the process stalls past
+   * its session, and the fence lands when it resumes (its client's retry), after the group gave the
+   * partition to another member — which it fences. Half the time the process dies right after.
+   */
+  readonly lateFences?: boolean;
   /** A repeated commandId comes with its first record's key (`same`) or, now and then, another key of the partition (`any`, the default; see the report). */
   readonly repeatKeys?: 'same' | 'any';
   /** A handler may throw after its claim failed (default on; see the report). */
@@ -86,6 +92,7 @@ export interface Settings {
   readonly retryAmbiguous: boolean;
   readonly staleOffsets: boolean;
   readonly leaseLapses: boolean;
+  readonly lateFences: boolean;
   /** Virtual time at which faults stop (the heal). */
   readonly faultsUntil: number;
 }
@@ -103,6 +110,10 @@ export const TIMING = {
    * time) before reporting the command UNKNOWN: the longest call, and a commit (HANDOVER_GRACE).
    */
   handoverGraceMs: 400,
+  /** Between a member's heartbeats (kafkajs's heartbeat interval as the worker sets it). */
+  heartbeatMs: 100,
+  /** The chance that a claim's fence, under faults, lands late (with `lateFences`). */
+  lateFenceChance: 0.04,
   /** A schedule that has not settled after this many events is stuck (a liveness violation). */
   maxEvents: 60_000,
 } as const;

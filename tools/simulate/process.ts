@@ -1,5 +1,5 @@
 import { recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
-import { afterFailure, buildClaim, claimSteps } from '../../src/worker/protocol/claim.ts';
+import { afterFailure, buildClaim, claimSteps, LOST_RECLAIM_CONFIRMATIONS, mayReclaimLost } from '../../src/worker/protocol/claim.ts';
 import type { ClaimStep } from '../../src/worker/protocol/table.ts';
 import { Lane, TxnError, type LaneHost } from './lane.ts';
 import { TIMING } from './model.ts';
@@ -52,6 +52,12 @@ export class Proc implements Owner, LaneHost {
   /** Left its group while its lanes finish (a graceful stop with the ledger on). */
   hasLeft = false;
   onStopped: (() => void) | undefined;
+  /** Set by the faults: stalls this process past its session right after it sent a fence, which lands (`land`) when it resumes. */
+  lateFence: ((land: () => void) => void) | undefined;
+  /** Set by the runner: whether a heartbeat of this process succeeds now (the group is stable in its generation). */
+  groupConfirms: (() => boolean) | undefined;
+  /** Partitions lost and claimed again in this generation, and how often (PartitionOwnership's #reclaims). */
+  #reclaims = new Map<number, number>();
   #attempts = new Map<number, Attempt>();
   #awaitingLease = new Set<Lane>();
   #claimsAwaitingLease = new Set<number>();
@@ -139,6 +145,7 @@ export class Proc implements Owner, LaneHost {
     this.generation = generation;
     this.assigned = new Set(partitions);
     this.lost = new Set();
+    this.#reclaims = new Map();
     this.#attempts = new Map();
     this.#claimsAwaitingLease = new Set();
     if (world.tracing)
@@ -195,6 +202,20 @@ export class Proc implements Owner, LaneHost {
       if (!this.leaseHolds()) {
         this.#attempts.delete(partition);
         this.#claimsAwaitingLease.add(partition);
+        return;
+      }
+      if (world.settings.lateFences && world.faulty && this.lateFence !== undefined && world.prng.chance(TIMING.lateFenceChance)) {
+        if (world.tracing) world.trace(`P${this.id} sends the fence of p${partition}, and stalls before it lands`);
+        const { incarnation } = this;
+        this.lateFence(() => {
+          // The request was out: it lands whatever became of this claim meanwhile.
+          attempt.epoch = world.kafka.fence(partition);
+          if (world.tracing) world.trace(`P${this.id}'s late fence of p${partition} lands: epoch ${attempt.epoch}`);
+          if (this.alive && this.incarnation === incarnation) {
+            attempt.next += 1;
+            this.#later(attempt);
+          }
+        });
         return;
       }
       attempt.epoch = world.kafka.fence(partition);
@@ -279,8 +300,36 @@ export class Proc implements Owner, LaneHost {
     const fenced = failure instanceof TxnError && failure.fenced;
     if (afterFailure(fenced, this.leaseHolds()) === 'lose') {
       this.lost.add(partition);
-      if (this.#world.tracing) this.#world.trace(`P${this.id} lost p${partition} until the next generation`);
+      if (this.#world.tracing) this.#world.trace(`P${this.id} lost p${partition}`);
+      this.#watchLost(partition);
     } else this.startClaim(partition);
+  }
+
+  /**
+   * A lost partition's heartbeats (PartitionOwnership.heartbeat): each one the group confirms in
+   * this generation counts; once mayReclaimLost allows, the partition is claimed afresh. A new
+   * generation (or a death) ends the watch. Fixed intervals, no draws: schedules without a loss
+   * keep their random stream.
+   */
+  #watchLost(partition: number): void {
+    const world = this.#world;
+    const { generation, incarnation } = this;
+    let confirmations = 0;
+    const beat = (): void => {
+      if (!this.alive || this.incarnation !== incarnation || this.generation !== generation || !this.lost.has(partition)) return;
+      if (!this.#rebalancing && !this.leaving && this.leaseHolds() && this.groupConfirms?.() === true) confirmations += 1;
+      const reclaims = this.#reclaims.get(partition) ?? 0;
+      if (mayReclaimLost(confirmations, reclaims, world.variant)) {
+        this.lost.delete(partition);
+        this.#reclaims.set(partition, reclaims + 1);
+        if (world.tracing) world.trace(`P${this.id} claims lost p${partition} again: the group confirmed generation ${generation} ${confirmations} times`);
+        this.startClaim(partition);
+        return;
+      }
+      // Refused with enough confirmations (the per-generation bound, or the known-bad variant): it stays lost until the next generation.
+      if (confirmations <= LOST_RECLAIM_CONFIRMATIONS) world.clock.at(TIMING.heartbeatMs, this, beat);
+    };
+    world.clock.at(TIMING.heartbeatMs, this, beat);
   }
 
   /** Left the group (shutting down): no more heartbeats, so the lease runs out from now; no claim of it is current (PartitionOwnership.leaving). */
@@ -328,6 +377,7 @@ export class Proc implements Owner, LaneHost {
     this.generation = 0;
     this.assigned = new Set();
     this.lost = new Set();
+    this.#reclaims = new Map();
     this.slots = new Pool('slot', settings.slots);
     this.permits = new Pool('permit', settings.permits);
     // No lease until the group confirms it (its join).

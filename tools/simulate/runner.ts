@@ -25,6 +25,7 @@ export function runSchedule(seed: number, options: RunOptions): ScheduleResult {
   const procs: Proc[] = [];
   for (let id = 1; id <= world.settings.processes; id++) procs.push(new Proc(world, id));
   const group = new Group(world);
+  for (const proc of procs) proc.groupConfirms = () => group.confirms(proc);
   let violation: ScheduleResult['violation'];
   try {
     if (world.tracing) world.trace(`seed ${seed}: ${describeSettings(world.settings)}; logs ${world.logs.map((l, p) => `p${p}=${l.length}`).join(' ')}`);

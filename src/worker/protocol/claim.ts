@@ -50,6 +50,29 @@ export function afterFailure(fenced: boolean, leaseHolds: boolean): 'lose' | 're
 }
 
 /**
+ * Heartbeats the group must confirm, after a partition was lost to fencing and in the same
+ * generation, before this process claims it again. A confirmed heartbeat means the group is
+ * stable in this member's generation, whose assignment gives it the partition: no member of a
+ * later generation can have fenced it, so the fence came from a process that is not a member any
+ * more (a zombie whose fence, begun in an older generation, landed late). Two, because the first
+ * one may have been under way before that later generation began; kafkajs sends one at a time, so
+ * the second left after the first came back.
+ */
+export const LOST_RECLAIM_CONFIRMATIONS = 2;
+
+/** A partition lost to fencing is claimed again at most this often per generation (a fencer that keeps coming back is left to the next rebalance). */
+export const LOST_RECLAIMS_PER_GENERATION = 3;
+
+/**
+ * Whether a partition lost to fencing may be claimed again now: `confirmations` heartbeats of this
+ * generation confirmed since the loss, `reclaims` made of it in this generation so far.
+ */
+export function mayReclaimLost(confirmations: number, reclaims: number, variant: Variant = 'correct'): boolean {
+  if (variant === 'lost-until-next-generation') return false;
+  return reclaims < LOST_RECLAIMS_PER_GENERATION && confirmations >= LOST_RECLAIM_CONFIRMATIONS;
+}
+
+/**
  * A transaction refused because the producer was fenced is final: the partition belongs to
  * someone else, and initialising the producer again (to retry) would fence the rightful owner
  * back while this claim's state (marks, offset) is stale.

@@ -17,7 +17,8 @@ export type Variant =
   | 'read-back-by-offset'
   | 'resend-when-unread'
   | 'handover-withdraws-calls'
-  | 'handover-by-offset';
+  | 'handover-by-offset'
+  | 'lost-until-next-generation';
 
 /** One transaction of a partition: the marks it commits, the done prefix, the checkpoint and the offset. */
 export interface TransactionPlan<O> {

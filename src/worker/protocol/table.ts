@@ -130,7 +130,8 @@ export const CLAIM_TRANSITIONS: readonly Transition<ClaimState, ClaimEvent>[] = 
     from: 'failed',
     event: 'drained',
     to: 'ended',
-    effect: 'the lane ends with the failure: fenced → lost until the next generation; else claimed afresh from the committed offset',
+    effect:
+      'the lane ends with the failure: fenced → lost until the next generation, or until two heartbeats confirm this member’s generation (then the fencer was a former member: claimed afresh, at most three times a generation); else claimed afresh from the committed offset',
   },
 ];
 
