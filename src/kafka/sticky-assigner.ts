@@ -1,6 +1,6 @@
 import type { PartitionAssigner } from 'kafkajs';
 import { AssignerProtocol, PartitionAssigners } from './kafkajs.ts';
-import { decodeOwned, encodeOwned, stickyPlan, type Owned } from './sticky-assignment.ts';
+import { decodeReport, encodeOwned, stickyPlan, type Owned } from './sticky-assignment.ts';
 
 export const STICKY_ASSIGNER = 'SmsWorkerStickyAssigner';
 
@@ -10,6 +10,8 @@ export interface StickyMember {
   owned(): Owned;
   /** Called once per JoinGroup request this member sends (kafkajs asks each assigner for its metadata then). */
   joining(): void;
+  /** Whether this member is shutting down: it reports it, and the leader gives it nothing (stickyPlan). */
+  leaving?(): boolean;
 }
 
 /**
@@ -24,15 +26,17 @@ export function stickyAssigner(member: StickyMember): PartitionAssigner {
     version: 1,
     protocol({ topics }) {
       member.joining();
-      return { name: STICKY_ASSIGNER, metadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics, userData: encodeOwned(member.owned()) }) };
+      const userData = encodeOwned(member.owned(), member.leaving?.() ?? false);
+      return { name: STICKY_ASSIGNER, metadata: AssignerProtocol.MemberMetadata.encode({ version: 1, topics, userData }) };
     },
     assign({ members, topics }) {
       const partitions = new Map(topics.map((topic) => [topic, cluster.findTopicPartitionMetadata(topic).map((m) => m.partitionId)]));
-      const owned = new Map(members.map((m) => [m.memberId, decodeOwned(AssignerProtocol.MemberMetadata.decode(m.memberMetadata)?.userData)]));
+      const reports = new Map(members.map((m) => [m.memberId, decodeReport(AssignerProtocol.MemberMetadata.decode(m.memberMetadata)?.userData)]));
       const plan = stickyPlan(
         members.map((m) => m.memberId),
         partitions,
-        owned,
+        new Map([...reports].map(([id, r]) => [id, r.owned])),
+        new Set([...reports].filter(([, r]) => r.leaving).map(([id]) => id)),
       );
       return Promise.resolve(
         [...plan].map(([memberId, assignment]) => ({

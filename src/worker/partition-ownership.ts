@@ -209,6 +209,11 @@ export class PartitionOwnership {
     }
   }
 
+  /** Shutting down (stop): no claim fences any more, and the member asks its group for no partitions. */
+  get isStopping(): boolean {
+    return this.#stopped;
+  }
+
   /** Between the group's REBALANCING and this member's new assignment: no producer is initialised (claims, retried transactions). */
   get isRebalancing(): boolean {
     return this.#rebalancing;

@@ -96,7 +96,15 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
   };
   const consumer = new KafkaCommandConsumer(w.kafka, {
     groupId: consumerGroup,
-    partitionAssigners: workerAssigners({ owned, joining: () => membership.joining() }),
+    // A member shutting down asks for nothing, so a rebalance that catches it before it has left
+    // moves its partitions at once (their calls under way are handed over). Only with the ledger
+    // on: with it off nothing tells the next owner a call is under way, and the partitions stay
+    // until its lanes have ended (SourcePipeline.release).
+    partitionAssigners: workerAssigners({
+      owned,
+      joining: () => membership.joining(),
+      leaving: () => ledgerTopic !== undefined && (ownershipRef.current?.isStopping ?? false),
+    }),
     sessionTimeout: c.sessionTimeoutMs,
     rebalanceTimeout: 60_000,
     ...groupTiming(c.sessionTimeoutMs),

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { decodeOwned, encodeOwned, MAX_OWNED_BYTES, stickyPlan, type Owned } from '../../src/kafka/sticky-assignment.ts';
+import { stickyAssigner } from '../../src/kafka/sticky-assigner.ts';
+import { AssignerProtocol } from '../../src/kafka/kafkajs.ts';
+import { decodeOwned, decodeReport, encodeOwned, MAX_OWNED_BYTES, stickyPlan, type Owned } from '../../src/kafka/sticky-assignment.ts';
 
 const T = 'commands';
 const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
@@ -65,7 +67,58 @@ describe('stickyPlan: partitions stay where they are', () => {
   });
 });
 
+describe('stickyPlan: members shutting down', () => {
+  const planLeaving = (members: string[], partitions: number, owned: Record<string, number[]>, leaving: string[]): Record<string, number[]> => {
+    const result = stickyPlan(
+      members,
+      new Map([[T, range(partitions)]]),
+      new Map(Object.entries(owned).map(([m, ps]): [string, Owned] => [m, { [T]: ps }])),
+      new Set(leaving),
+    );
+    return Object.fromEntries([...result].map(([m, a]) => [m, a[T] ?? []]));
+  };
+
+  it('gives a member that reports leaving nothing, and its partitions to the others (two pods stopped together: one rebalance, not two)', () => {
+    // c has left already; b is still finishing its calls when the rebalance catches it.
+    const after = planLeaving(['a', 'b'], 12, { a: [0, 1, 2, 3], b: [4, 5, 6, 7] }, ['b']);
+    expect(after).toEqual({ a: range(12), b: [] });
+  });
+
+  it('keeps what the staying members own, and splits a leaver’s partitions among them', () => {
+    const after = planLeaving(['a', 'b', 'c'], 12, { a: [0, 1, 2, 3], b: [4, 5, 6, 7], c: [8, 9, 10, 11] }, ['c']);
+    expect(after.c).toEqual([]);
+    expect(after.a?.slice(0, 4)).toEqual([0, 1, 2, 3]);
+    expect([4, 5, 6, 7].every((p) => after.b?.includes(p))).toBe(true);
+    expect([...(after.a ?? []), ...(after.b ?? [])].sort((x, y) => x - y)).toEqual(range(12));
+  });
+
+  it('assigns as usual when every member is leaving (nobody else could take them)', () => {
+    const after = planLeaving(['a', 'b'], 4, { a: [0, 1], b: [2, 3] }, ['a', 'b']);
+    expect(after).toEqual({ a: [0, 1], b: [2, 3] });
+  });
+
+  it('reaches the leader through the join metadata: the assigner gives a member that says it is leaving nothing', async () => {
+    const cluster = { findTopicPartitionMetadata: () => range(4).map((partitionId) => ({ partitionId })) };
+    const leaving = stickyAssigner({ owned: () => ({ [T]: [2, 3] }), joining: () => undefined, leaving: () => true })({ cluster } as never);
+    const staying = stickyAssigner({ owned: () => ({ [T]: [0, 1] }), joining: () => undefined })({ cluster } as never);
+    const members = [
+      { memberId: 'a', memberMetadata: staying.protocol({ topics: [T] }).metadata },
+      { memberId: 'b', memberMetadata: leaving.protocol({ topics: [T] }).metadata },
+    ];
+    const assignment = await staying.assign({ members, topics: [T], userData: Buffer.alloc(0) } as never);
+    const decoded = Object.fromEntries(assignment.map((a) => [a.memberId, AssignerProtocol.MemberAssignment.decode(a.memberAssignment)?.assignment[T] ?? []]));
+    expect(decoded).toEqual({ a: range(4), b: [] });
+  });
+});
+
 describe('owned metadata', () => {
+  it('carries leaving only when true, and reads an older member’s report (no leaving) as staying', () => {
+    expect(decodeReport(encodeOwned({ [T]: [1] }, true))).toEqual({ owned: { [T]: [1] }, leaving: true });
+    expect(encodeOwned({ [T]: [1] }).toString()).toBe(JSON.stringify({ owned: { [T]: [1] } }));
+    expect(decodeReport(encodeOwned({ [T]: [1] }))).toEqual({ owned: { [T]: [1] }, leaving: false });
+    expect(decodeReport(Buffer.from('{"leaving":"yes"}'))).toEqual({ owned: {}, leaving: false });
+  });
+
   it('round-trips, and reads anything malformed or too large as nothing', () => {
     expect(decodeOwned(encodeOwned({ [T]: [1, 2] }))).toEqual({ [T]: [1, 2] });
     expect(decodeOwned(Buffer.from('not json'))).toEqual({});
