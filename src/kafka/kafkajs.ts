@@ -75,5 +75,26 @@ function watched(memory: CoordinatorMemory, key: string, broker: InternalBroker)
 
 const kafkajs = require('kafkajs') as typeof KafkaJs;
 
+/**
+ * Makes every cluster `kafka` creates (one per producer) carry `retry` as `cluster.retry`.
+ * kafkajs's transaction manager retries InitProducerId (a fence) and TxnOffsetCommit with
+ * `createRetry(cluster.retry)`, a property its Cluster never sets, so kafkajs's own default applies
+ * (first retry after 300 ms; 50 ms when NODE_ENV=test) whatever the client's or the producer's retry
+ * says. A fence that finds the previous owner's transaction open is answered
+ * CONCURRENT_TRANSACTIONS until the coordinator has aborted it (tens of ms): moved partitions'
+ * fences took 270–440 ms in the bench's rolling update and scale-down (2026-11-28).
+ */
+export function retryTransactionRequests(kafka: KafkaJs.Kafka, retry: KafkaJs.RetryOptions): void {
+  const target = kafka as unknown as Record<symbol, unknown>;
+  const symbol = Object.getOwnPropertySymbols(kafka).find((s) => s.description === 'private:Kafka:createCluster');
+  const create = symbol === undefined ? undefined : target[symbol];
+  if (symbol === undefined || typeof create !== 'function') throw new Error('kafkajs: cannot patch the cluster factory (this kafkajs version has none)');
+  target[symbol] = function createCluster(this: unknown, ...args: unknown[]): unknown {
+    const cluster = Reflect.apply(create, this, args) as Record<string, unknown>;
+    cluster['retry'] = retry;
+    return cluster;
+  };
+}
+
 export default kafkajs;
 export const { Kafka, logLevel, AssignerProtocol, PartitionAssigners } = kafkajs;

@@ -1,4 +1,8 @@
 import type { Kafka, Producer, Transaction as KafkaTransaction } from 'kafkajs';
+import type { KafkaSettings } from '../config/index.ts';
+import type { Logger } from '../observability/logger.ts';
+import { createKafka } from './client.ts';
+import { retryTransactionRequests } from './kafkajs.ts';
 import { BatchTooLargeError, FencedError, type PartitionProducers, type Transaction, type TransactionalSession } from './ports.ts';
 
 /** kafkajs's error types for "another producer took over this transactional id". */
@@ -66,6 +70,22 @@ function wrapTransaction(transaction: KafkaTransaction): Transaction {
  * (25 retries growing by 1.3 add up to about 12 s).
  */
 export const TRANSACTION_REQUEST_RETRY = { retries: 25, initialRetryTime: 5, multiplier: 1.3, maxRetryTime: 10_000 } as const;
+
+/**
+ * The Kafka client the transactional producers are made from: TRANSACTION_REQUEST_RETRY for every
+ * request, the transaction manager's too (InitProducerId, the fence, and TxnOffsetCommit), which
+ * kafkajs retries with neither the client's nor the producer's retry (retryTransactionRequests).
+ */
+export function transactionalKafka(settings: KafkaSettings, logger: Logger, clientId = settings.clientId): Kafka {
+  const kafka = createKafka(settings, logger, clientId, { retry: TRANSACTION_REQUEST_RETRY });
+  retryTransactionRequests(kafka, TRANSACTION_REQUEST_RETRY);
+  return kafka;
+}
+
+/** A producer with a partition's transactional id, as the worker makes them (connect() fences nobody: see forPartition). */
+export function transactionalProducer(kafka: Kafka, transactionalId: string): Producer {
+  return kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1, transactionTimeout: 60_000, retry: TRANSACTION_REQUEST_RETRY });
+}
 
 /** Where a producer's initialisation writes its aborted record: see TransactionalProducers's constructor. */
 export type SettledPartition = (topic: string, partition: number) => { readonly topic: string; readonly partition: number } | undefined;
@@ -207,13 +227,7 @@ export class TransactionalProducers implements PartitionProducers {
 
   /** A producer with the partition's transactional id, connected but not yet initialised with it. */
   async #connected(id: string): Promise<Producer> {
-    const producer = this.#kafka.producer({
-      transactionalId: id,
-      idempotent: true,
-      maxInFlightRequests: 1,
-      transactionTimeout: 60_000,
-      retry: TRANSACTION_REQUEST_RETRY,
-    });
+    const producer = transactionalProducer(this.#kafka, id);
     await producer.connect();
     return producer;
   }

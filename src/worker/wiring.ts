@@ -6,7 +6,7 @@ import { ensureTopics, maxMessageBytes } from '../kafka/topics.ts';
 
 /** The admin client, as the topic helpers take it. */
 type TopicAdmin = Parameters<typeof ensureTopics>[0];
-import { TransactionalProducers } from '../kafka/transactional-producers.ts';
+import { TransactionalProducers, transactionalKafka } from '../kafka/transactional-producers.ts';
 import { KafkaKeyedProducer } from '../kafka/keyed-producer.ts';
 import { HANDOVER_SEND_TIMEOUT_MS } from './handovers.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
@@ -168,7 +168,7 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   };
   // Each command partition's ledger partition (ledger on): a claim reads it to its end after fencing.
   const ledgerOf = new Map(c.ledger.enabled ? c.sources.map((s) => [s.topic, s.ledgerTopic] as const) : []);
-  const producers = new TransactionalProducers(kafka, c.transactionalIdPrefix, (topic, partition) => {
+  const producers = new TransactionalProducers(transactionalKafka(c.kafka, log), c.transactionalIdPrefix, (topic, partition) => {
     const ledger = ledgerOf.get(topic);
     return ledger === undefined ? undefined : { topic: ledger, partition };
   });

@@ -1,8 +1,33 @@
 import { describe, expect, it } from 'vitest';
 import { FencedError, type Transaction } from '../../src/kafka/ports.ts';
 import { PartitionReader } from '../../src/kafka/partition-reader.ts';
-import { TransactionalProducers } from '../../src/kafka/transactional-producers.ts';
-import { createTopics, eventually, testKafka, uniqueName } from '../helpers/kafka.ts';
+import type { Kafka } from 'kafkajs';
+import { plaintextKafkaSettings } from '../../src/kafka/client.ts';
+import { TransactionalProducers, transactionalKafka, transactionalProducer } from '../../src/kafka/transactional-producers.ts';
+import { createLogger } from '../../src/observability/logger.ts';
+import { createTopics, eventually, testBrokers, testKafka, uniqueName } from '../helpers/kafka.ts';
+
+/**
+ * Fences `transactionalId` with a producer made from `kafka` as the worker makes them, while the
+ * previous owner's transaction is open (the coordinator refuses with CONCURRENT_TRANSACTIONS until
+ * it has aborted it), and returns the pauses between its InitProducerId requests: kafkajs's retry waits.
+ */
+async function fenceRetryPauses(kafka: Kafka, transactionalId: string): Promise<number[]> {
+  const producer = transactionalProducer(kafka, transactionalId);
+  const requests: { sentAt: number; duration: number }[] = [];
+  producer.on(producer.events.REQUEST, ({ payload }) => {
+    if (payload.apiName === 'InitProducerId') requests.push({ sentAt: payload.sentAt, duration: payload.duration });
+  });
+  await producer.connect();
+  // connect() asks for an idempotent producer id without the transactional id: not the fence.
+  requests.length = 0;
+  try {
+    await (await producer.transaction()).abort();
+  } finally {
+    await producer.disconnect();
+  }
+  return requests.slice(1).map((r, i) => r.sentAt - ((requests[i]?.sentAt ?? 0) + (requests[i]?.duration ?? 0)));
+}
 
 /** A fresh topic and two processes' producers of the same transactional ids (the partition's owner and the next one). */
 async function twoOwners(name: string): Promise<{ topic: string; owners: [TransactionalProducers, TransactionalProducers] }> {
@@ -21,6 +46,41 @@ async function openWith(owner: TransactionalProducers, topic: string, value: str
 }
 
 describe('TransactionalProducers against a real broker', () => {
+  it('retries a fence that finds the previous owner’s transaction open after milliseconds, not after kafkajs’s default wait (its transaction manager ignores the client’s and the producer’s retry)', async () => {
+    const kafka = testKafka();
+    const topic = uniqueName('fence-retry');
+    await createTopics(kafka, [{ topic }]);
+    const id = uniqueName('fence-retry-tx');
+    const owner = transactionalProducer(kafka, id);
+    await owner.connect();
+    const open = async (): Promise<void> => {
+      const transaction = await owner.transaction();
+      await transaction.send({ topic, messages: [{ value: 'open' }] });
+    };
+    try {
+      // A client as most of the worker's: its fence waits kafkajs's default between tries (300 ms in
+      // production, 50 ms ± 2% under NODE_ENV=test, as here), whatever the client's retry says.
+      await open();
+      const slow = await fenceRetryPauses(testKafka(), id);
+      expect(slow.length).toBeGreaterThan(0);
+      expect(Math.min(...slow)).toBeGreaterThanOrEqual(45);
+      // The transactional producers' client: the same fence retries within milliseconds.
+      const next = transactionalProducer(kafka, id);
+      await next.connect();
+      try {
+        const transaction = await next.transaction();
+        await transaction.send({ topic, messages: [{ value: 'open again' }] });
+        const fast = await fenceRetryPauses(transactionalKafka(plaintextKafkaSettings(testBrokers(), uniqueName('fast')), createLogger('silent')), id);
+        expect(fast.length).toBeGreaterThan(0);
+        expect(Math.max(...fast)).toBeLessThan(30);
+      } finally {
+        await next.disconnect();
+      }
+    } finally {
+      await owner.disconnect();
+    }
+  });
+
   it('settling a partition writes an aborted record and its marker to its settled (ledger) partition, so a read to its end does not wait; initialising alone writes nothing there', async () => {
     const kafka = testKafka();
     const topic = uniqueName('settle');
