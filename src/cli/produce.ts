@@ -83,7 +83,7 @@ export async function runProduce(argv: readonly string[]): Promise<number> {
   const kafka = createKafka(connection.kafka, createLogger('silent'), `${connection.kafka.clientId}-produce`);
   const publisher = new CommandPublisher(kafka, createRegistry(connection.registry.url, connection.registry.auth), connection.topic);
   // Export problems go to stderr: stdout carries one JSON line per published command.
-  const tracer = ProduceTracer.start(tracing, process.env, pino({ level: 'warn', base: { service: 'sms-worker-produce' } }, pino.destination(2)));
+  const tracer = await ProduceTracer.start(tracing, process.env, pino({ level: 'warn', base: { service: 'sms-worker-produce' } }, pino.destination(2)));
   await publisher.connect();
   const spans: PublishSpan[] = [];
   try {

@@ -46,8 +46,8 @@ export class ProduceTracer {
     this.#shutdown = shutdown;
   }
 
-  static start(settings: TracingSettings, env: Readonly<Record<string, string | undefined>>, log: Logger): ProduceTracer {
-    const exporting = startTracing(settings, log, 'sms-worker-produce');
+  static async start(settings: TracingSettings, env: Readonly<Record<string, string | undefined>>, log: Logger): Promise<ProduceTracer> {
+    const exporting = await startTracing(settings, log, 'sms-worker-produce');
     if (exporting !== undefined) return new ProduceTracer(exporting.tracer, contextFromEnvironment(env), () => exporting.shutdown());
     const local = new BasicTracerProvider();
     return new ProduceTracer(local.getTracer('sms-worker-produce'), contextFromEnvironment(env), () => local.shutdown());

@@ -103,7 +103,7 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   // A broker certificate the client refuses fails start-up now, not after kafkajs's retries.
   await checkBrokerCertificate(c.kafka);
   // Adopted first, so released last: the spans of the final commits are exported at shutdown.
-  const tracing = startTracing(c.tracing, log, 'sms-worker');
+  const tracing = await startTracing(c.tracing, log, 'sms-worker');
   if (tracing !== undefined) hooks.adopt(() => tracing.shutdown(), 'tracing');
   const tracer =
     tracing === undefined

@@ -8,7 +8,7 @@ const off = { enabled: false, why: 'test' } as const;
 
 describe('produce spans (no exporter)', () => {
   it('continue TRACEPARENT/TRACESTATE from the environment: same trace, a new span id in the headers', async () => {
-    const tracer = ProduceTracer.start(off, { TRACEPARENT: `00-${TRACE}-${PARENT}-01`, TRACESTATE: 'ci=7' }, createLogger('silent'));
+    const tracer = await ProduceTracer.start(off, { TRACEPARENT: `00-${TRACE}-${PARENT}-01`, TRACESTATE: 'ci=7' }, createLogger('silent'));
     expect(tracer.continued).toBe(TRACE);
     const span = tracer.span('sms.commands', 'c1');
     span.end();
@@ -19,7 +19,7 @@ describe('produce spans (no exporter)', () => {
   });
 
   it('start a new, sampled trace per command when the environment gives none', async () => {
-    const tracer = ProduceTracer.start(off, {}, createLogger('silent'));
+    const tracer = await ProduceTracer.start(off, {}, createLogger('silent'));
     expect(tracer.continued).toBeUndefined();
     const [a, b] = [tracer.span('t', 'a'), tracer.span('t', 'b')];
     expect(a.traceId).toMatch(/^[0-9a-f]{32}$/);

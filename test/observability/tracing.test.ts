@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
@@ -14,8 +15,24 @@ afterEach(() => {
 });
 
 describe('the tracing SDK', () => {
-  it('is not started without an endpoint', () => {
-    expect(startTracing({ enabled: false, why: 'no endpoint' }, pino({ level: 'silent' }), 'sms-worker')).toBeUndefined();
+  it('is not started without an endpoint', async () => {
+    expect(await startTracing({ enabled: false, why: 'no endpoint' }, pino({ level: 'silent' }), 'sms-worker')).toBeUndefined();
+  });
+
+  it('is not even loaded by the worker’s modules: the SDK, the resources and the exporter come in only when tracing starts', () => {
+    // A fresh process records every package it resolves while it imports what `run` runs.
+    const script = `
+      import { registerHooks } from 'node:module';
+      const seen = new Set();
+      registerHooks({ resolve(specifier, context, next) { if (specifier.startsWith('@opentelemetry/')) seen.add(specifier); return next(specifier, context); } });
+      await import(${JSON.stringify(new URL('../../src/worker/worker.ts', import.meta.url).href)});
+      console.log(JSON.stringify([...seen].sort()));
+    `;
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    expect(child.status, child.stderr).toBe(0);
+    const loaded = JSON.parse(child.stdout.trim().split('\n').at(-1) ?? '[]') as string[];
+    expect(loaded).toContain('@opentelemetry/api');
+    expect(loaded.filter((m) => /sdk-trace|exporter|resources/.test(m))).toEqual([]);
   });
 
   it('a collector that refuses every export costs one warn line, not one per failed export', async () => {
@@ -29,7 +46,7 @@ describe('the tracing SDK', () => {
     const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
     process.env['OTEL_EXPORTER_OTLP_ENDPOINT'] = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
     process.env['OTEL_BSP_SCHEDULE_DELAY'] = '10';
-    const tracing = startTracing({ enabled: true, endpoint: 'loopback', sampler: 'parentbased_always_on' }, log, 'sms-worker');
+    const tracing = await startTracing({ enabled: true, endpoint: 'loopback', sampler: 'parentbased_always_on' }, log, 'sms-worker');
     try {
       await eventually(
         () => {
