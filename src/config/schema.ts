@@ -277,9 +277,10 @@ export const envSchema = z.object({
    * which NODE_OPTIONS does not accept). Under a heap cap below 2 GiB V8's own factor is only
    * 1.3-2x, and the worker, which allocates fast and keeps a large live set while it drains, then
    * spends 25-30% more CPU per command collecting (bench/README.md); 300 is the 4x V8 chooses itself
-   * with a cap of 2 GiB or more. The heap cap still bounds the heap. 0 keeps V8's own.
+   * with a cap of 2 GiB or more. The heap cap still bounds the heap, but V8 then also collects less
+   * near it, so the default is 0 (V8's own): the Helm chart sets 300 beside a cap sized for it.
    */
-  HEAP_GROWING_PERCENT: int(300, 0, 900),
+  HEAP_GROWING_PERCENT: int(0, 0, 900),
   HEALTH_STALL_MS: int(120_000, 1_000),
   HTTP_PORT: int(9464, 0, 65_535),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -72,12 +72,15 @@ function wrapTransaction(transaction: KafkaTransaction): Transaction {
 export const TRANSACTION_REQUEST_RETRY = { retries: 25, initialRetryTime: 5, multiplier: 1.3, maxRetryTime: 10_000 } as const;
 
 /**
- * The Kafka client the transactional producers are made from: TRANSACTION_REQUEST_RETRY for every
- * request, the transaction manager's too (InitProducerId, the fence, and TxnOffsetCommit), which
- * kafkajs retries with neither the client's nor the producer's retry (retryTransactionRequests).
+ * The Kafka client the transactional producers are made from: TRANSACTION_REQUEST_RETRY for the
+ * transaction manager's requests too (InitProducerId, the fence, and TxnOffsetCommit), which kafkajs
+ * retries with neither the client's nor the producer's retry (retryTransactionRequests); the
+ * producer's own requests have it already.
  */
 export function transactionalKafka(settings: KafkaSettings, logger: Logger, clientId = settings.clientId): Kafka {
-  const kafka = createKafka(settings, logger, clientId, { retry: TRANSACTION_REQUEST_RETRY });
+  // The client's own retry (metadata, connections, coordinator lookups) stays the default: at 5 ms
+  // a broker restart would be a burst of reconnections and error lines from every producer.
+  const kafka = createKafka(settings, logger, clientId);
   retryTransactionRequests(kafka, TRANSACTION_REQUEST_RETRY);
   return kafka;
 }

@@ -205,7 +205,20 @@ export class PartitionOwnership {
         { topic: lost.topic, partition: lost.partition, generation: this.#generation, confirmations: lost.confirmations, reclaim: reclaims + 1 },
         'partition lost to fencing, but the group still confirms this member as its owner: the fence was a former member’s that landed late; claiming the partition afresh',
       );
-      this.#o.effects.reclaimLost(lost.topic, lost.partition, lost.resumeAt);
+      // Inside kafkajs's HEARTBEAT event: a throw here would fail the heartbeat.
+      try {
+        this.#o.effects.reclaimLost(lost.topic, lost.partition, lost.resumeAt);
+      } catch (error) {
+        this.#o.log.warn({ err: error, topic: lost.topic, partition: lost.partition }, 'fetching the reclaimed partition again failed');
+      }
+      // Fenced and recovered at once, as at a join, not at its next batch: with nothing new to
+      // fetch, an open transaction of the late fencer would otherwise hold read_committed readers.
+      this.claim(lost.topic, lost.partition).catch((error: unknown) =>
+        this.#o.log.warn(
+          { err: error, topic: lost.topic, partition: lost.partition },
+          'fencing or recovering the partition failed; retrying at its first batch',
+        ),
+      );
     }
   }
 

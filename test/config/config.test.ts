@@ -43,11 +43,11 @@ describe('loadConfig', () => {
     expect(config.kafka.ssl).toBe(false);
     expect(config.kafka.sasl).toBeUndefined();
     expect(config.httpPort).toBe(9464);
-    expect(config.heapGrowingPercent).toBe(300);
+    expect(config.heapGrowingPercent).toBe(0);
   });
 
   it('reads HEAP_GROWING_PERCENT within 0–900', () => {
-    expect(loadConfig({ ...minimal, HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent).toBe(0);
+    expect(loadConfig({ ...minimal, HEAP_GROWING_PERCENT: '300' }).heapGrowingPercent).toBe(300);
     expect(problemsOf({ ...minimal, HEAP_GROWING_PERCENT: '901' }).join('\n')).toContain('HEAP_GROWING_PERCENT');
     expect(problemsOf({ ...minimal, HEAP_GROWING_PERCENT: '-1' }).join('\n')).toContain('HEAP_GROWING_PERCENT');
   });
