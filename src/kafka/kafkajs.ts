@@ -75,6 +75,11 @@ function watched(memory: CoordinatorMemory, key: string, broker: InternalBroker)
 
 const kafkajs = require('kafkajs') as typeof KafkaJs;
 
+/** kafkajs 2.x keeps each client's cluster factory behind this symbol (undefined in a version without it). */
+export function clusterFactorySymbol(kafka: KafkaJs.Kafka): symbol | undefined {
+  return Object.getOwnPropertySymbols(kafka).find((s) => s.description === 'private:Kafka:createCluster');
+}
+
 /**
  * Makes every cluster `kafka` creates (one per producer) carry `retry` as `cluster.retry`.
  * kafkajs's transaction manager retries InitProducerId (a fence) and TxnOffsetCommit with
@@ -86,7 +91,7 @@ const kafkajs = require('kafkajs') as typeof KafkaJs;
  */
 export function retryTransactionRequests(kafka: KafkaJs.Kafka, retry: KafkaJs.RetryOptions): void {
   const target = kafka as unknown as Record<symbol, unknown>;
-  const symbol = Object.getOwnPropertySymbols(kafka).find((s) => s.description === 'private:Kafka:createCluster');
+  const symbol = clusterFactorySymbol(kafka);
   const create = symbol === undefined ? undefined : target[symbol];
   if (symbol === undefined || typeof create !== 'function') throw new Error('kafkajs: cannot patch the cluster factory (this kafkajs version has none)');
   target[symbol] = function createCluster(this: unknown, ...args: unknown[]): unknown {

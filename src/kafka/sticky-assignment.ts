@@ -107,11 +107,6 @@ export function decodeReport(userData: Buffer | null | undefined): MemberReport 
   }
 }
 
-/** Decodes only what a member owns (see decodeReport). */
-export function decodeOwned(userData: Buffer | null | undefined): Owned {
-  return decodeReport(userData).owned;
-}
-
 /** A member's report; `leaving` is written only when true (members of earlier versions read `owned` alone). */
 export function encodeOwned(owned: Owned, leaving = false): Buffer {
   return Buffer.from(JSON.stringify(leaving ? { owned, leaving } : { owned }), 'utf8');

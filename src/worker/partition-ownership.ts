@@ -172,13 +172,15 @@ export class PartitionOwnership {
     this.#assigned = { topic, partitions: [...partitions] };
     if (lost.length > 0) this.#o.effects.resumeAll(topic, partitions);
     if (kept.size > 0) this.#o.metrics.claimsKept.inc(kept.size);
-    for (const partition of partitions) {
-      if (this.#claims.has(`${topic}:${partition}`)) continue;
-      this.claim(topic, partition).catch((error: unknown) =>
-        this.#o.log.warn({ err: error, topic, partition }, 'fencing or recovering the partition failed; retrying at its first batch'),
-      );
-    }
+    for (const partition of partitions) if (!this.#claims.has(`${topic}:${partition}`)) this.#claimNow(topic, partition);
     return kept;
+  }
+
+  /** Claims a partition now, not at its first batch (a failure is retried there). */
+  #claimNow(topic: string, partition: number): void {
+    this.claim(topic, partition).catch((error: unknown) =>
+      this.#o.log.warn({ err: error, topic, partition }, 'fencing or recovering the partition failed; retrying at its first batch'),
+    );
   }
 
   /** The group confirmed this member (a heartbeat or a join succeeded). */
@@ -213,12 +215,7 @@ export class PartitionOwnership {
       }
       // Fenced and recovered at once, as at a join, not at its next batch: with nothing new to
       // fetch, an open transaction of the late fencer would otherwise hold read_committed readers.
-      this.claim(lost.topic, lost.partition).catch((error: unknown) =>
-        this.#o.log.warn(
-          { err: error, topic: lost.topic, partition: lost.partition },
-          'fencing or recovering the partition failed; retrying at its first batch',
-        ),
-      );
+      this.#claimNow(lost.topic, lost.partition);
     }
   }
 

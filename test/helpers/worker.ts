@@ -75,6 +75,11 @@ export function workerEnv(topics: TestTopics, sandboxUrl: string, overrides: Rec
   };
 }
 
+/** A worker metric summed over its label sets (a counter's total, a gauge's sum). */
+export async function metricTotal(worker: Worker, name: 'recoveries' | 'claimsKept' | 'inFlight' | 'results'): Promise<number> {
+  return (await worker.metrics[name].get()).values.reduce((sum, v) => sum + v.value, 0);
+}
+
 export async function startTestWorker(env: Record<string, string>): Promise<{ worker: Worker; config: WorkerConfig }> {
   const config = loadConfig(env);
   const worker = new Worker({ config, logger: createLogger(config.logLevel), lagRefreshMs: 300 });

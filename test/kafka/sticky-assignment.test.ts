@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { stickyAssigner } from '../../src/kafka/sticky-assigner.ts';
 import { AssignerProtocol } from '../../src/kafka/kafkajs.ts';
-import { decodeOwned, decodeReport, encodeOwned, MAX_OWNED_BYTES, stickyPlan, type Owned } from '../../src/kafka/sticky-assignment.ts';
+import { decodeReport, encodeOwned, MAX_OWNED_BYTES, stickyPlan, type Owned } from '../../src/kafka/sticky-assignment.ts';
 
 const T = 'commands';
 const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
@@ -120,10 +120,10 @@ describe('owned metadata', () => {
   });
 
   it('round-trips, and reads anything malformed or too large as nothing', () => {
-    expect(decodeOwned(encodeOwned({ [T]: [1, 2] }))).toEqual({ [T]: [1, 2] });
-    expect(decodeOwned(Buffer.from('not json'))).toEqual({});
-    expect(decodeOwned(Buffer.from(JSON.stringify({ owned: { [T]: [1, -1, 'x', 2.5] } })))).toEqual({ [T]: [1] });
-    expect(decodeOwned(Buffer.alloc(MAX_OWNED_BYTES + 1, 32))).toEqual({});
-    expect(decodeOwned(null)).toEqual({});
+    expect(decodeReport(encodeOwned({ [T]: [1, 2] })).owned).toEqual({ [T]: [1, 2] });
+    expect(decodeReport(Buffer.from('not json')).owned).toEqual({});
+    expect(decodeReport(Buffer.from(JSON.stringify({ owned: { [T]: [1, -1, 'x', 2.5] } }))).owned).toEqual({ [T]: [1] });
+    expect(decodeReport(Buffer.alloc(MAX_OWNED_BYTES + 1, 32)).owned).toEqual({});
+    expect(decodeReport(null).owned).toEqual({});
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { eventually, testKafka } from '../helpers/kafka.ts';
-import { publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, workerEnv } from '../helpers/worker.ts';
+import { metricTotal, publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, workerEnv } from '../helpers/worker.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 
 const sandbox = useSandbox({}, { resetAfterEach: true });
@@ -39,7 +39,7 @@ describe('worker: circuit breaker', () => {
     // Exactly one committed result per command: the worker committed six, and each id has one.
     await worker.stop();
     stopped = true;
-    const committed = (await worker.metrics.results.get()).values.reduce((sum, v) => sum + v.value, 0);
+    const committed = await metricTotal(worker, 'results');
     expect(committed).toBe(commands.length);
     expect(ids.map((id) => results.byCommand.get(id)?.length)).toEqual(ids.map(() => 1));
 

@@ -1,7 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { eventually, testKafka } from '../helpers/kafka.ts';
-import { createWorkerTopics, publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
+import {
+  createWorkerTopics,
+  metricTotal,
+  publisherFor,
+  ResultCollector,
+  startTestWorker,
+  testTopics,
+  textCommand,
+  within,
+  workerEnv,
+} from '../helpers/worker.ts';
 
 /** Every call the first worker makes takes this long: its calls are still under way when its partition moves. */
 const SLOW_MS = 8_000;
@@ -27,11 +37,7 @@ describe('handing a partition over to another process', () => {
     await within(30_000, 'publishing', publisher.publish(wave1.map((command, i) => ({ command, key: `first-${i}` }))));
     const ids1 = wave1.map((c) => c.commandId);
     // (The sandbox logs a request once it has answered it: the worker's own gauge says the calls are under way.)
-    await eventually(
-      async () => ((await first.metrics.inFlight.get()).values.reduce((sum, v) => sum + v.value, 0) === wave1.length ? true : undefined),
-      30_000,
-      'every first-wave call to be under way',
-    );
+    await eventually(async () => ((await metricTotal(first, 'inFlight')) === wave1.length ? true : undefined), 30_000, 'every first-wave call to be under way');
 
     // A second worker joins (its calls are fast) and takes one partition; a second wave follows at once.
     const { worker: second } = await startTestWorker(workerEnv(topics, fast.url, env));

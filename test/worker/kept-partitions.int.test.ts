@@ -1,15 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import type { Worker } from '../../src/worker/worker.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { eventually, testKafka } from '../helpers/kafka.ts';
-import { createWorkerTopics, publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
+import {
+  createWorkerTopics,
+  metricTotal,
+  publisherFor,
+  ResultCollector,
+  startTestWorker,
+  testTopics,
+  textCommand,
+  within,
+  workerEnv,
+} from '../helpers/worker.ts';
 
 const sandbox = useSandbox();
 const cleanups = useCleanups();
-
-async function counter(worker: Worker, name: 'recoveries' | 'claimsKept'): Promise<number> {
-  return (await worker.metrics[name].get()).values.reduce((sum, v) => sum + v.value, 0);
-}
 
 describe('keeping partitions across a rebalance (sticky assignment, kept claims)', () => {
   it('a second worker joining takes only half of the partitions; the first keeps the rest without fencing or reading them again, and every command is answered once', async () => {
@@ -29,15 +34,15 @@ describe('keeping partitions across a rebalance (sticky assignment, kept claims)
       before.map((c) => c.commandId),
       60_000,
     );
-    const claimedAlone = await counter(first, 'recoveries');
+    const claimedAlone = await metricTotal(first, 'recoveries');
     expect(claimedAlone).toBe(4);
 
     const { worker: second } = await startTestWorker(workerEnv(topics, sandbox.url, env));
     cleanups.add(() => second.stop());
-    await eventually(async () => ((await counter(second, 'recoveries')) === 2 ? true : undefined), 60_000, 'the second worker to claim its two partitions');
+    await eventually(async () => ((await metricTotal(second, 'recoveries')) === 2 ? true : undefined), 60_000, 'the second worker to claim its two partitions');
     // The first worker kept two partitions: claimed once, never again.
-    expect(await counter(first, 'claimsKept')).toBe(2);
-    expect(await counter(first, 'recoveries')).toBe(claimedAlone);
+    expect(await metricTotal(first, 'claimsKept')).toBe(2);
+    expect(await metricTotal(first, 'recoveries')).toBe(claimedAlone);
 
     const after = Array.from({ length: 40 }, (_, i) => textCommand({ commandId: `after-${i}-${Date.now()}` }));
     await within(30_000, 'publishing', publisher.publish(after.map((command, i) => ({ command, key: `key-${i}` }))));

@@ -1,15 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import type { Worker } from '../../src/worker/worker.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { eventually, testKafka } from '../helpers/kafka.ts';
-import { createWorkerTopics, publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
+import {
+  createWorkerTopics,
+  metricTotal,
+  publisherFor,
+  ResultCollector,
+  startTestWorker,
+  testTopics,
+  textCommand,
+  within,
+  workerEnv,
+} from '../helpers/worker.ts';
 
 const sandbox = useSandbox();
 const cleanups = useCleanups();
-
-async function recoveries(worker: Worker): Promise<number> {
-  return (await worker.metrics.recoveries.get()).values.reduce((sum, v) => sum + v.value, 0);
-}
 
 describe('a late fence from a process that is no member any more', () => {
   it('the owner loses its partition, then claims it again once its heartbeats confirm its generation — without a rebalance — and sends what came after exactly once', async () => {
@@ -28,7 +33,7 @@ describe('a late fence from a process that is no member any more', () => {
       before.map((c) => c.commandId),
       60_000,
     );
-    expect(await recoveries(worker)).toBe(1);
+    expect(await metricTotal(worker, 'recoveries')).toBe(1);
 
     // What a former member's fence landing late does: InitProducerId with the partition's
     // transactional id, from a process outside the group. The worker's producer is fenced; the
@@ -45,7 +50,7 @@ describe('a late fence from a process that is no member any more', () => {
       after.map((c) => c.commandId),
       30_000,
     );
-    await eventually(async () => ((await recoveries(worker)) === 2 ? true : undefined), 10_000, 'the partition claimed a second time');
+    await eventually(async () => ((await metricTotal(worker, 'recoveries')) === 2 ? true : undefined), 10_000, 'the partition claimed a second time');
     const ids = [...before, ...after].map((c) => c.commandId);
     for (const id of ids) expect(sandbox.state.requests({ correlationId: id }).length, id).toBe(1);
     expect(ids.map((id) => results.byCommand.get(id)?.length)).toEqual(ids.map(() => 1));
