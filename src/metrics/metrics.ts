@@ -201,6 +201,11 @@ export function createMetrics(registry: Registry = new Registry()) {
       help: 'Partitions a rebalance left with this process and whose claim went on (no fence, no ledger read, calls under way kept).',
       registers: [registry],
     }),
+    lostPartitions: new Gauge({
+      name: `${prefix}lost_partitions`,
+      help: 'Partitions this process stopped working because their producer was fenced (another owner, or a former member’s fence that landed late), until the next rebalance or until it claims them again (at most 3 times a generation). Above 0 for minutes: a partition nobody works.',
+      registers: [registry],
+    }),
     inDoubt: new Counter({
       name: `${prefix}in_doubt_commands_total`,
       help: 'Commands found marked in the intent ledger without a result at assignment, by what was done (reported UNKNOWN, handed over with a result, handed over as withdrawn and sent, or resent).',

@@ -167,6 +167,7 @@ export class PartitionOwnership {
     }
     this.#claims = new Map([...kept].map((claim) => [`${topic}:${claim.partition}`, Promise.resolve(claim)]));
     const lost = [...this.#lost.keys()];
+    this.#o.metrics.lostPartitions.dec(lost.length);
     this.#lost = new Map();
     this.#reclaims = new Map();
     this.#assigned = { topic, partitions: [...partitions] };
@@ -202,6 +203,7 @@ export class PartitionOwnership {
       const reclaims = this.#reclaims.get(key) ?? 0;
       if (!mayReclaimLost(lost.confirmations, reclaims)) continue;
       this.#lost.delete(key);
+      this.#o.metrics.lostPartitions.dec();
       this.#reclaims.set(key, reclaims + 1);
       this.#o.log.warn(
         { topic: lost.topic, partition: lost.partition, generation: this.#generation, confirmations: lost.confirmations, reclaim: reclaims + 1 },
@@ -259,6 +261,7 @@ export class PartitionOwnership {
     const key = `${topic}:${partition}`;
     if (this.#lost.has(key)) return;
     this.#lost.set(key, { topic, partition, resumeAt, confirmations: 0 });
+    this.#o.metrics.lostPartitions.inc();
     this.#claims.delete(key);
     this.#o.effects.pauseLost(topic, partition);
     this.#o.log.warn(

@@ -82,6 +82,11 @@ const CASES: Record<string, { fires: Case; silent: Case }> = {
       fires: [],
     },
   },
+  SmsWorkerPartitionLost: {
+    fires: { series: { [`sms_worker_lost_partitions{${release}, pod="a"}`]: '0 1x20' }, at: '10m', fires: [{ namespace, pod: 'a', severity: 'warning' }] },
+    // Lost for 3 minutes, then reclaimed (or given back at a rebalance): silent.
+    silent: { series: { [`sms_worker_lost_partitions{${release}, pod="a"}`]: '0 1 1 1 0x20' }, at: '10m', fires: [] },
+  },
   SmsWorkerProviderRejecting: {
     fires: { series: { [`sms_worker_paused{${release}, reason="provider_rejecting", pod="a"}`]: '1x20' }, at: '10m', fires: [{ namespace, severity: 'critical' }] },
     silent: {

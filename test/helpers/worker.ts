@@ -76,7 +76,7 @@ export function workerEnv(topics: TestTopics, sandboxUrl: string, overrides: Rec
 }
 
 /** A worker metric summed over its label sets (a counter's total, a gauge's sum). */
-export async function metricTotal(worker: Worker, name: 'recoveries' | 'claimsKept' | 'inFlight' | 'results'): Promise<number> {
+export async function metricTotal(worker: Worker, name: 'recoveries' | 'claimsKept' | 'inFlight' | 'results' | 'lostPartitions'): Promise<number> {
   return (await worker.metrics[name].get()).values.reduce((sum, v) => sum + v.value, 0);
 }
 

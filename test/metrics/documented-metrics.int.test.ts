@@ -120,6 +120,16 @@ describe('metrics docs/metrics.md lists', () => {
     const { worker: second } = await startTestWorker(workerEnv(topics, sandbox.url));
     cleanups.add(() => second.stop());
     await eventually(() => ((peak.get('sms_worker_partition_claims_kept_total') ?? 0) > 0 ? true : undefined), 30_000, 'the claim kept across the rebalance');
+    // A fence from outside the group (a former member's, landing late): the first worker's
+    // partition is lost until its heartbeats confirm it still owns it.
+    const zombie = testKafka().producer({ transactionalId: `${topics.transactionalIdPrefix}-${topics.commands}-0`, idempotent: true, maxInFlightRequests: 1 });
+    await zombie.connect();
+    cleanups.add(() => zombie.disconnect());
+    await (await zombie.transaction()).abort();
+    const afterFence = textCommand();
+    await publisher.publish([{ command: afterFence }]);
+    await eventually(() => ((peak.get('sms_worker_lost_partitions') ?? 0) > 0 ? true : undefined), 30_000, 'the lost partition seen in /metrics');
+    await results.waitFor([afterFence.commandId]);
     await scrape();
 
     const problems: string[] = [];

@@ -43,14 +43,18 @@ describe('a late fence from a process that is no member any more', () => {
     cleanups.add(() => zombie.disconnect());
     await (await zombie.transaction()).abort();
 
+    expect(await metricTotal(worker, 'lostPartitions')).toBe(0);
     const after = Array.from({ length: 5 }, (_, i) => textCommand({ commandId: `after-${i}-${Date.now()}` }));
     await within(30_000, 'publishing', publisher.publish(after.map((command) => ({ command }))));
+    // Lost (the gauge an operator alerts on) until the reclaim.
+    await eventually(async () => ((await metricTotal(worker, 'lostPartitions')) === 1 ? true : undefined), 10_000, 'the partition counted as lost');
     // Its first transaction after the fence fails (the partition is lost), two heartbeats later it is claimed afresh.
     await results.waitFor(
       after.map((c) => c.commandId),
       30_000,
     );
     await eventually(async () => ((await metricTotal(worker, 'recoveries')) === 2 ? true : undefined), 10_000, 'the partition claimed a second time');
+    expect(await metricTotal(worker, 'lostPartitions')).toBe(0);
     const ids = [...before, ...after].map((c) => c.commandId);
     for (const id of ids) expect(sandbox.state.requests({ correlationId: id }).length, id).toBe(1);
     expect(ids.map((id) => results.byCommand.get(id)?.length)).toEqual(ids.map(() => 1));
