@@ -3,8 +3,13 @@
  * by environment. Default settings except what a deployment must set anyway (topics, group,
  * transactional-id prefix, addresses), LOG_LEVEL=warn and HTTP_PORT=0 (a free port).
  */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { CLI_MAIN, sleep, startNode, type Child } from '../lib/proc.ts';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { CLI_MAIN, REPO_ROOT, sleep, startNode, type Child } from '../lib/proc.ts';
 
 export interface WorkerTarget {
   readonly brokers: string;
@@ -38,7 +43,32 @@ export function workerEnv(target: WorkerTarget, overrides: Record<string, string
 }
 
 export function startWorker(env: Record<string, string>): Child {
-  return startNode(CLI_MAIN, ['run'], env);
+  return startNode(CLI_MAIN, ['run'], { ...imageCompileCache(), ...env });
+}
+
+let compileCacheDir: string | undefined;
+
+/**
+ * The image's V8 compile cache (the Dockerfile's NODE_COMPILE_CACHE, filled at build time by
+ * src/cli/compile-cache.ts), so the bench's workers start as the image's pods do: filled once per
+ * bench process in a directory of its own, removed at exit. BENCH_COMPILE_CACHE=off: every worker
+ * compiles its modules at start, as a source checkout without the cache does (an A/B of the cache).
+ */
+function imageCompileCache(): Record<string, string> {
+  if (process.env['BENCH_COMPILE_CACHE'] === 'off') return {};
+  if (compileCacheDir === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'sms-worker-bench-compile-cache-'));
+    const module = pathToFileURL(join(REPO_ROOT, 'src', 'cli', 'compile-cache.ts')).href;
+    const filled = spawnSync(process.execPath, ['--input-type=module', '-e', `await (await import(${JSON.stringify(module)})).loadShippedModules();`], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, NODE_COMPILE_CACHE: dir },
+      encoding: 'utf8',
+    });
+    if (filled.status !== 0) throw new Error(`could not fill the compile cache in ${dir}: ${filled.stderr}`);
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    compileCacheDir = dir;
+  }
+  return { NODE_COMPILE_CACHE: compileCacheDir };
 }
 
 /**

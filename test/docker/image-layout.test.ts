@@ -74,6 +74,42 @@ describe('the image entry point, laid out as the image has it', () => {
     expect(schemas.stdout.trim()).toBe('io.smsworker.v1.SendCommand io.smsworker.v1.CommandResult io.smsworker.v1.DeadLetter io.smsworker.v1.DeliveryReceipt');
     expect(entry(['sandbox', '--help']).status).toBe(0);
   });
+
+  it('starts from the compile cache the Dockerfile fills: nothing `run` or `receipts` loads is compiled again', () => {
+    // The Dockerfile's own step (its NODE_COMPILE_CACHE and the command that fills it), run here.
+    const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+    const fill = /^RUN (node .*compile-cache\.js.*)$/m.exec(dockerfile)?.[1];
+    const cacheDir = /^ENV NODE_COMPILE_CACHE=(\S+)$/m.exec(dockerfile)?.[1];
+    expect(fill, 'the Dockerfile fills a compile cache').toBeDefined();
+    expect(cacheDir).toBeDefined();
+    const args = [...(fill ?? '').matchAll(/"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2] ?? '').slice(1);
+    const cache = mkdtempSync(join(tmpdir(), 'sms-worker-compile-cache-'));
+    try {
+      const filled = spawnSync(process.execPath, args, { cwd: app, encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '', NODE_COMPILE_CACHE: cache } });
+      expect(filled.status, filled.stderr).toBe(0);
+      for (const [module, core] of [
+        ['./dist/cli/run.js', join('worker', 'worker.js')],
+        ['./dist/cli/receipts.js', join('receipts', 'receiver.js')],
+      ] as const) {
+        const started = spawnSync(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(module)})`], {
+          cwd: app,
+          encoding: 'utf8',
+          env: { PATH: process.env['PATH'] ?? '', NODE_COMPILE_CACHE: cache, NODE_DEBUG_NATIVE: 'COMPILE_CACHE' },
+        });
+        expect(started.status, started.stderr.slice(-2_000)).toBe(0);
+        // Node's debug lines: an entry read is "… was accepted", a module compiled without one "… was not initialized".
+        const modules = (verdict: string): string[] =>
+          [...started.stderr.matchAll(new RegExp(`V8 code cache for \\S+ (\\S+) was ${verdict}`, 'g'))].map((m) => (m[1] ?? '').replace(/^file:\/\//, ''));
+        const accepted = modules('accepted');
+        const compiled = modules('not initialized').filter((f) => /\.[cm]?js$/.test(f)); // (not the -e script itself)
+        expect(accepted).toContain(join(app, 'dist', core));
+        expect(accepted.filter((f) => f.includes('/node_modules/kafkajs/')).length).toBeGreaterThan(0);
+        expect(compiled).toEqual([]);
+      }
+    } finally {
+      rmSync(cache, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 /** Every file below a directory, relative to it. */
