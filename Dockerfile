@@ -70,7 +70,7 @@ RUN install -d -o 10001 -g 10001 /app/.compile-cache
 USER 10001:10001
 RUN node --input-type=module -e "await (await import('./dist/cli/compile-cache.js')).loadShippedModules()"
 USER root
-RUN test -n "$(ls -A /app/.compile-cache)" \
+RUN find /app/.compile-cache -type f | grep -q . \
  && chown -R root:root /app/.compile-cache \
  && chmod -R a-w,a+rX /app/.compile-cache
 

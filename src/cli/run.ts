@@ -29,7 +29,6 @@ export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<n
     }
     throw error;
   }
-  applyHeapGrowingPercent(config.heapGrowingPercent);
   const logger = createLogger(config.logLevel);
   logger.info({ config: describeConfig(config) }, 'configuration loaded');
   const worker = new Worker({ config, logger });
@@ -76,5 +75,10 @@ export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<n
     logger.fatal({ err: error }, 'worker failed to start');
     return 1;
   }
+  // Only now: V8 checks each compile-cache entry against its flags, and this one changes them, so
+  // the modules loaded until the worker is ready (kafkajs loads a protocol module at its first
+  // request of each kind) are still read from the image's cache (compile-cache.ts). The heap is
+  // small until the worker works; the factor matters from its first full collections under load.
+  applyHeapGrowingPercent(config.heapGrowingPercent);
   return exitCode;
 }

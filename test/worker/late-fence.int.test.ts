@@ -47,7 +47,10 @@ describe('a late fence from a process that is no member any more', () => {
     const after = Array.from({ length: 5 }, (_, i) => textCommand({ commandId: `after-${i}-${Date.now()}` }));
     await within(30_000, 'publishing', publisher.publish(after.map((command) => ({ command }))));
     // Lost (the gauge an operator alerts on) until the reclaim.
-    await eventually(async () => ((await metricTotal(worker, 'lostPartitions')) === 1 ? true : undefined), 10_000, 'the partition counted as lost');
+    await eventually(async () => ((await metricTotal(worker, 'lostPartitions')) === 1 ? true : undefined), 10_000, 'the partition counted as lost', {
+      // Lost for about two heartbeats (100 ms apart): polled often enough not to miss it.
+      interval: { initialMs: 5, maxMs: 5, jitter: 0 },
+    });
     // Its first transaction after the fence fails (the partition is lost), two heartbeats later it is claimed afresh.
     await results.waitFor(
       after.map((c) => c.commandId),

@@ -31,7 +31,7 @@ function ownershipWith(options: {
   carry?: boolean;
   /** The handover step (default: at once, `localLane`). */
   handover?: () => Promise<boolean>;
-}): { ownership: PartitionOwnership; recorded: Recorded } {
+}): { ownership: PartitionOwnership; recorded: Recorded; lostGauge: () => Promise<number> } {
   const recorded: Recorded = { fenced: [], paused: [], resumed: [], reclaimed: [], ledgerReads: 0, ledgerReadEnds: [] };
   const effects: OwnershipEffects = {
     fence: async (topic, partition) => void recorded.fenced.push(`${topic}:${partition}`),
@@ -52,17 +52,20 @@ function ownershipWith(options: {
     resumeAll: (topic, partitions) => void recorded.resumed.push({ topic, partitions }),
     reclaimLost: (topic, partition, offset) => void recorded.reclaimed.push({ topic, partition, offset }),
   };
+  const metrics = createMetrics();
   const ownership = new PartitionOwnership({
     effects,
     dedupWindow: options.dedupWindow ?? 100,
     sessionTimeoutMs: options.sessionTimeoutMs ?? 30_000,
     log: createLogger('silent'),
-    metrics: createMetrics(),
+    metrics,
     ...(options.now !== undefined && { now: options.now }),
   });
   // The group confirmed this member (as a heartbeat or a join does): claims may fence.
   ownership.confirm();
-  return { ownership, recorded };
+  /** sms_worker_lost_partitions now. */
+  const lostGauge = async (): Promise<number> => (await metrics.lostPartitions.get()).values[0]?.value ?? 0;
+  return { ownership, recorded, lostGauge };
 }
 
 /** An ownership over these effects (the rest do nothing: no earlier owner, no ledger, nothing read), confirmed by the group. */
@@ -288,7 +291,7 @@ describe('PartitionOwnership: work done while the claim waits for the earlier ow
 
 describe('PartitionOwnership lost partitions', () => {
   it('never re-fences a partition lost in this generation; the next generation resumes and claims it', async () => {
-    const { ownership, recorded } = ownershipWith({});
+    const { ownership, recorded, lostGauge } = ownershipWith({});
     ownership.joined(TOPIC, [0, 1]);
     await ownership.claim(TOPIC, 0);
     await ownership.claim(TOPIC, 1);
@@ -297,6 +300,7 @@ describe('PartitionOwnership lost partitions', () => {
     ownership.lose(TOPIC, 1, 5n);
     ownership.lose(TOPIC, 1, 5n);
     expect(ownership.isLost(TOPIC, 1)).toBe(true);
+    expect(await lostGauge()).toBe(1);
     expect(ownership.isLost(TOPIC, 0)).toBe(false);
     expect(recorded.paused).toEqual([`${TOPIC}:1`]);
     // The lane router checks isLost before claiming; a release (transient error) does not clear it.
@@ -306,16 +310,18 @@ describe('PartitionOwnership lost partitions', () => {
 
     ownership.joined(TOPIC, [1]);
     expect(ownership.isLost(TOPIC, 1)).toBe(false);
+    expect(await lostGauge()).toBe(0);
     expect(recorded.resumed).toEqual([{ topic: TOPIC, partitions: [1] }]);
     await ownership.claim(TOPIC, 1);
     expect(recorded.fenced.at(-1)).toBe(`${TOPIC}:1`);
   });
 
   it('claims a lost partition again once two heartbeats confirm this member’s generation (a late fence from a former member), at most three times a generation', async () => {
-    const { ownership, recorded } = ownershipWith({});
+    const { ownership, recorded, lostGauge } = ownershipWith({});
     ownership.joined(TOPIC, [0, 1]);
     await ownership.claim(TOPIC, 1);
     ownership.lose(TOPIC, 1, 7n);
+    expect(await lostGauge()).toBe(1);
     // The first confirmation may be a heartbeat sent before a later generation began: not enough.
     ownership.heartbeat();
     expect(ownership.isLost(TOPIC, 1)).toBe(true);
@@ -326,6 +332,7 @@ describe('PartitionOwnership lost partitions', () => {
     const fencedBefore = recorded.fenced.length;
     await ownership.claim(TOPIC, 1);
     expect(recorded.fenced.length).toBe(fencedBefore + 1);
+    expect(await lostGauge()).toBe(0);
 
     // A fencer that keeps coming back: the fourth loss in this generation waits for the next one.
     for (let loss = 2; loss <= 4; loss += 1) {
@@ -336,8 +343,10 @@ describe('PartitionOwnership lost partitions', () => {
     }
     expect(recorded.reclaimed.length).toBe(3);
     expect(ownership.isLost(TOPIC, 1)).toBe(true);
+    expect(await lostGauge()).toBe(1);
     ownership.joined(TOPIC, [1]);
     expect(ownership.isLost(TOPIC, 1)).toBe(false);
+    expect(await lostGauge()).toBe(0);
   });
 
   it('does not count heartbeats toward a reclaim while the group rebalances, nor once this member leaves', () => {
