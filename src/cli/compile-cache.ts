@@ -1,6 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { createRequire, flushCompileCache } from 'node:module';
 import { basename, dirname, join } from 'node:path';
+import { loadTracingSdk } from '../observability/tracing.ts';
 
 /**
  * Loads every module a shipped command loads, and writes them to V8's compile cache when one is
@@ -16,16 +17,7 @@ import { basename, dirname, join } from 'node:path';
  * HEAP_GROWING_PERCENT only once the worker is ready).
  */
 export async function loadShippedModules(): Promise<void> {
-  await Promise.all([
-    import('./run.ts'),
-    import('./receipts.ts'),
-    // Loaded only when tracing starts (observability/tracing.ts).
-    import('@opentelemetry/exporter-trace-otlp-http'),
-    import('@opentelemetry/resources'),
-    import('@opentelemetry/sdk-trace-base'),
-    import('./commands.ts'),
-    import('./warnings.ts'),
-  ]);
+  await Promise.all([import('./run.ts'), import('./receipts.ts'), loadTracingSdk(), import('./commands.ts'), import('./warnings.ts')]);
   loadKafkaProtocolModules();
   flushCompileCache();
 }

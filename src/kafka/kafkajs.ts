@@ -75,9 +75,17 @@ function watched(memory: CoordinatorMemory, key: string, broker: InternalBroker)
 
 const kafkajs = require('kafkajs') as typeof KafkaJs;
 
-/** kafkajs 2.x keeps each client's cluster factory behind this symbol (undefined in a version without it). */
-export function clusterFactorySymbol(kafka: KafkaJs.Kafka): symbol | undefined {
-  return Object.getOwnPropertySymbols(kafka).find((s) => s.description === 'private:Kafka:createCluster');
+/** A kafkajs client's cluster factory: the private symbol kafkajs 2.x keeps it behind, and the function. */
+export interface ClusterFactory {
+  readonly symbol: symbol;
+  readonly create: (...args: unknown[]) => unknown;
+}
+
+/** The client's cluster factory, or undefined in a kafkajs version without it. */
+export function clusterFactory(kafka: KafkaJs.Kafka): ClusterFactory | undefined {
+  const symbol = Object.getOwnPropertySymbols(kafka).find((s) => s.description === 'private:Kafka:createCluster');
+  const create = symbol === undefined ? undefined : (kafka as unknown as Record<symbol, unknown>)[symbol];
+  return symbol === undefined || typeof create !== 'function' ? undefined : { symbol, create: create as ClusterFactory['create'] };
 }
 
 /**
@@ -90,11 +98,10 @@ export function clusterFactorySymbol(kafka: KafkaJs.Kafka): symbol | undefined {
  * fences took 270–440 ms in the bench's rolling update and scale-down (2026-11-28).
  */
 export function retryTransactionRequests(kafka: KafkaJs.Kafka, retry: KafkaJs.RetryOptions): void {
-  const target = kafka as unknown as Record<symbol, unknown>;
-  const symbol = clusterFactorySymbol(kafka);
-  const create = symbol === undefined ? undefined : target[symbol];
-  if (symbol === undefined || typeof create !== 'function') throw new Error('kafkajs: cannot patch the cluster factory (this kafkajs version has none)');
-  target[symbol] = function createCluster(this: unknown, ...args: unknown[]): unknown {
+  const factory = clusterFactory(kafka);
+  if (factory === undefined) throw new Error('kafkajs: cannot patch the cluster factory (this kafkajs version has none)');
+  const { symbol, create } = factory;
+  (kafka as unknown as Record<symbol, unknown>)[symbol] = function createCluster(this: unknown, ...args: unknown[]): unknown {
     const cluster = Reflect.apply(create, this, args) as Record<string, unknown>;
     cluster['retry'] = retry;
     return cluster;

@@ -11,7 +11,7 @@
 import type { Kafka } from 'kafkajs';
 import { SmsWorkerError } from '../errors.ts';
 import { filterAbortedRecords, type AbortedTransaction, type FetchedRecord } from './aborted-transactions.ts';
-import { clusterFactorySymbol } from './kafkajs.ts';
+import { clusterFactory } from './kafkajs.ts';
 
 /** A committed data record (control records and aborted transactions removed). */
 export interface ReadRecord {
@@ -57,14 +57,10 @@ const READ_COMMITTED = 1;
 
 /** Creates a kafkajs cluster with the client's settings; kafkajs keeps the factory behind a symbol. */
 function createCluster(kafka: Kafka): KafkaJsCluster {
-  const symbol = clusterFactorySymbol(kafka);
-  const factory = symbol === undefined ? undefined : (kafka as unknown as Record<symbol, unknown>)[symbol];
-  if (typeof factory !== 'function')
+  const create = clusterFactory(kafka)?.create;
+  if (create === undefined)
     throw new SmsWorkerError('KAFKA_CLIENT_UNSUPPORTED', 'this kafkajs version has no cluster factory: the partition reader needs kafkajs 2.x');
-  return (factory as (options: { isolationLevel: number; allowAutoTopicCreation: boolean }) => KafkaJsCluster)({
-    isolationLevel: READ_COMMITTED,
-    allowAutoTopicCreation: false,
-  });
+  return create({ isolationLevel: READ_COMMITTED, allowAutoTopicCreation: false }) as KafkaJsCluster;
 }
 
 export class PartitionReader {

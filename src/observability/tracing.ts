@@ -28,6 +28,11 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
+/** The SDK's modules, loaded only when tracing starts (and by the image's compile-cache fill, cli/compile-cache.ts). */
+export function loadTracingSdk() {
+  return Promise.all([import('@opentelemetry/exporter-trace-otlp-http'), import('@opentelemetry/resources'), import('@opentelemetry/sdk-trace-base')]);
+}
+
 /**
  * Starts the SDK when `settings.enabled`; undefined otherwise. `serviceName` is the default of
  * `service.name` (OTEL_SERVICE_NAME wins).
@@ -35,7 +40,7 @@ export interface Tracing {
 export async function startTracing(settings: TracingSettings, log: Logger, serviceName: string): Promise<Tracing | undefined> {
   if (!settings.enabled) return undefined;
   const [{ OTLPTraceExporter }, { defaultResource, detectResources, envDetector, resourceFromAttributes }, { BasicTracerProvider, BatchSpanProcessor }] =
-    await Promise.all([import('@opentelemetry/exporter-trace-otlp-http'), import('@opentelemetry/resources'), import('@opentelemetry/sdk-trace-base')]);
+    await loadTracingSdk();
   const resource = defaultResource()
     .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName, [ATTR_SERVICE_VERSION]: PACKAGE_VERSION }))
     .merge(detectResources({ detectors: [envDetector] }));
