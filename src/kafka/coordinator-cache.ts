@@ -9,10 +9,16 @@
  * client remembers the coordinator until a request says it moved; this does the same for the
  * transaction coordinator (installed by kafkajs.ts).
  *
- * Only the transaction coordinator (coordinator type 1). A group's coordinator is looked up as
- * kafkajs does, every time: the admin's offset reads decide whether a transaction that failed
- * to answer committed after all (partition-transaction.ts), and a remembered coordinator that
- * moved would fail the first such read after the move, which reads as "not committed".
+ * A group's coordinator is remembered only by the transactional producers' clusters
+ * (transactionalClusters in kafkajs.ts), for `sendOffsets`: one FindCoordinator round trip less in
+ * every transaction that commits offsets, about a third of the worker's transactions (75 lookups a
+ * second at 500 commands a second; bench/README.md). If that coordinator moved, the TxnOffsetCommit
+ * fails (kafkajs 2.2.4 does not retry NOT_COORDINATOR_FOR_GROUP there), the transaction is aborted
+ * and redone as after any failure, and the redo looks the coordinator up afresh. Elsewhere a group's
+ * coordinator is looked up as kafkajs does, every time: the admin's offset reads decide whether a
+ * transaction that failed to answer committed after all (partition-transaction.ts), and a
+ * remembered coordinator that moved would fail the first such read after the move, which reads as
+ * "not committed".
  *
  * A remembered coordinator is forgotten when a request to it fails for a reason that says it is
  * not (or no longer) the coordinator, or the connection failed. The request itself fails as it
@@ -28,6 +34,7 @@ const CONNECTION = new Set(['KafkaJSConnectionError', 'KafkaJSConnectionClosedEr
 
 /** FindCoordinator's coordinator type for a transactional id (KIP-98); 0 is a consumer group. */
 export const TRANSACTION_COORDINATOR = 1;
+export const GROUP_COORDINATOR = 0;
 
 /**
  * Whether a failed request to a remembered coordinator means it is to be forgotten (pure; errors
@@ -48,7 +55,7 @@ export function coordinatorKey(groupId: string, coordinatorType: number): string
 
 /**
  * One cluster's remembered coordinators: key → broker node id. Bounded by the transactional ids
- * one client uses (kafkajs makes a cluster per producer: one). `forget` drops an entry only if it
+ * and groups one cluster uses (kafkajs makes a cluster per producer: one of each). `forget` drops an entry only if it
  * still names the node that failed, so a late failure from an old coordinator does not undo a
  * newer lookup.
  */

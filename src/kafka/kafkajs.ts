@@ -3,12 +3,13 @@
  * 'kafkajs' directly (types may come from 'kafkajs'): this module first replaces kafkajs's
  * aborted-transaction filter with a correct one (see aborted-transactions.ts), which only works
  * if it happens before kafkajs loads its consumer, and makes its clusters remember transaction
- * coordinators (see coordinator-cache.ts).
+ * coordinators, and the transactional producers' clusters their group's coordinator too (see
+ * coordinator-cache.ts).
  */
 import { createRequire } from 'node:module';
 import type * as KafkaJs from 'kafkajs';
 import { filterAbortedRecords, type AbortedTransaction, type FetchedRecord } from './aborted-transactions.ts';
-import { coordinatorKey, CoordinatorMemory, forgetsCoordinator, TRANSACTION_COORDINATOR } from './coordinator-cache.ts';
+import { coordinatorKey, CoordinatorMemory, forgetsCoordinator, GROUP_COORDINATOR, TRANSACTION_COORDINATOR } from './coordinator-cache.ts';
 
 const require = createRequire(import.meta.url);
 const filterModule = require.resolve('kafkajs/src/consumer/filterAbortedMessages.js');
@@ -33,12 +34,15 @@ const clusterModule = require('kafkajs/src/cluster/index.js') as { prototype: In
 const findCoordinatorAfresh = clusterModule.prototype.findGroupCoordinator;
 if (typeof findCoordinatorAfresh !== 'function') throw new Error('kafkajs: cannot patch Cluster.findGroupCoordinator');
 const memories = new WeakMap<InternalCluster, CoordinatorMemory>();
+/** Clusters that remember their consumer groups' coordinators too: the transactional producers' (transactionalClusters). */
+const groupRemembering = new WeakSet<object>();
 
 clusterModule.prototype.findGroupCoordinator = async function findGroupCoordinator(this: InternalCluster, query: CoordinatorQuery): Promise<InternalBroker> {
-  if (query.coordinatorType !== TRANSACTION_COORDINATOR) return findCoordinatorAfresh.call(this, query);
+  const type = query.coordinatorType ?? GROUP_COORDINATOR;
+  if (type !== TRANSACTION_COORDINATOR && !(type === GROUP_COORDINATOR && groupRemembering.has(this))) return findCoordinatorAfresh.call(this, query);
   let memory = memories.get(this);
   if (memory === undefined) memories.set(this, (memory = new CoordinatorMemory()));
-  const key = coordinatorKey(query.groupId, TRANSACTION_COORDINATOR);
+  const key = coordinatorKey(query.groupId, type);
   const remembered = memory.recall(key);
   if (remembered !== undefined) {
     try {
@@ -89,21 +93,27 @@ export function clusterFactory(kafka: KafkaJs.Kafka): ClusterFactory | undefined
 }
 
 /**
- * Makes every cluster `kafka` creates (one per producer) carry `retry` as `cluster.retry`.
- * kafkajs's transaction manager retries InitProducerId (a fence) and TxnOffsetCommit with
- * `createRetry(cluster.retry)`, a property its Cluster never sets, so kafkajs's own default applies
- * (first retry after 300 ms; 50 ms when NODE_ENV=test) whatever the client's or the producer's retry
- * says. A fence that finds the previous owner's transaction open is answered
- * CONCURRENT_TRANSACTIONS until the coordinator has aborted it (tens of ms): moved partitions'
- * fences took 270–440 ms in the bench's rolling update and scale-down (2026-11-28).
+ * Makes every cluster `kafka` creates (one per producer) fit for transactional producers:
+ *
+ * - It carries `retry` as `cluster.retry`. kafkajs's transaction manager retries InitProducerId
+ *   (a fence) and TxnOffsetCommit with `createRetry(cluster.retry)`, a property its Cluster never
+ *   sets, so kafkajs's own default applies (first retry after 300 ms; 50 ms when NODE_ENV=test)
+ *   whatever the client's or the producer's retry says. A fence that finds the previous owner's
+ *   transaction open is answered CONCURRENT_TRANSACTIONS until the coordinator has aborted it (tens
+ *   of ms): moved partitions' fences took 270–440 ms in the bench's rolling update and scale-down
+ *   (2026-11-28).
+ * - It remembers its consumer group's coordinator, as it does its transaction coordinator:
+ *   kafkajs's `sendOffsets` looks the group's coordinator up before every TxnOffsetCommit, one
+ *   round trip of every results transaction (coordinator-cache.ts says why only these clusters).
  */
-export function retryTransactionRequests(kafka: KafkaJs.Kafka, retry: KafkaJs.RetryOptions): void {
+export function transactionalClusters(kafka: KafkaJs.Kafka, retry: KafkaJs.RetryOptions): void {
   const factory = clusterFactory(kafka);
   if (factory === undefined) throw new Error('kafkajs: cannot patch the cluster factory (this kafkajs version has none)');
   const { symbol, create } = factory;
   (kafka as unknown as Record<symbol, unknown>)[symbol] = function createCluster(this: unknown, ...args: unknown[]): unknown {
     const cluster = Reflect.apply(create, this, args) as Record<string, unknown>;
     cluster['retry'] = retry;
+    groupRemembering.add(cluster);
     return cluster;
   };
 }

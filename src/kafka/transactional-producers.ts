@@ -2,7 +2,7 @@ import type { Kafka, Producer, Transaction as KafkaTransaction } from 'kafkajs';
 import type { KafkaSettings } from '../config/index.ts';
 import type { Logger } from '../observability/logger.ts';
 import { createKafka } from './client.ts';
-import { retryTransactionRequests } from './kafkajs.ts';
+import { transactionalClusters } from './kafkajs.ts';
 import { BatchTooLargeError, FencedError, type PartitionProducers, type Transaction, type TransactionalSession } from './ports.ts';
 
 /** kafkajs's error types for "another producer took over this transactional id". */
@@ -74,14 +74,14 @@ export const TRANSACTION_REQUEST_RETRY = { retries: 25, initialRetryTime: 5, mul
 /**
  * The Kafka client the transactional producers are made from: TRANSACTION_REQUEST_RETRY for the
  * transaction manager's requests too (InitProducerId, the fence, and TxnOffsetCommit), which kafkajs
- * retries with neither the client's nor the producer's retry (retryTransactionRequests); the
- * producer's own requests have it already.
+ * retries with neither the client's nor the producer's retry, and its clusters remember their
+ * group's coordinator (transactionalClusters); the producer's own requests have the retry already.
  */
 export function transactionalKafka(settings: KafkaSettings, logger: Logger, clientId = settings.clientId): Kafka {
   // The client's own retry (metadata, connections, coordinator lookups) stays the default: at 5 ms
   // a broker restart would be a burst of reconnections and error lines from every producer.
   const kafka = createKafka(settings, logger, clientId);
-  retryTransactionRequests(kafka, TRANSACTION_REQUEST_RETRY);
+  transactionalClusters(kafka, TRANSACTION_REQUEST_RETRY);
   return kafka;
 }
 

@@ -1,6 +1,7 @@
 import type { Kafka, Producer } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { createKafka, plaintextKafkaSettings } from '../../src/kafka/client.ts';
+import { transactionalKafka, transactionalProducer } from '../../src/kafka/transactional-producers.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createTopics, testBrokers, testKafka, uniqueName } from '../helpers/kafka.ts';
 import { proxiedSocketFactory, TcpProxy } from '../helpers/tcp-proxy.ts';
@@ -43,7 +44,7 @@ async function committedValues(kafka: Kafka, topic: string, count: number): Prom
 }
 
 describe('coordinators remembered by kafkajs clusters (src/kafka/kafkajs.ts)', () => {
-  it("a transactional producer finds its transaction coordinator once, not before every request; its group's coordinator as kafkajs does", async () => {
+  it("a plain client's transactional producer finds its transaction coordinator once, not before every request; its group's coordinator as kafkajs does", async () => {
     const kafka = testKafka();
     const topic = uniqueName('coordinators');
     await createTopics(kafka, [{ topic }]);
@@ -60,6 +61,33 @@ describe('coordinators remembered by kafkajs clusters (src/kafka/kafkajs.ts)', (
       // coordinator remembered: it once, and the group's once per TxnOffsetCommit: 11.
       // (kafkajs names the FindCoordinator request by its old name, GroupCoordinator.)
       expect(counts.get('GroupCoordinator')).toBe(11);
+    } finally {
+      await producer.disconnect();
+    }
+  });
+
+  it("the worker's transactional producers find their group's coordinator once too, not before every TxnOffsetCommit", async () => {
+    const kafka = transactionalKafka(plaintextKafkaSettings(testBrokers(), uniqueName('tx-client')), createLogger('silent'));
+    const topic = uniqueName('coordinators-tx');
+    await createTopics(testKafka(), [{ topic }]);
+    const producer = transactionalProducer(kafka, uniqueName('tx'));
+    const counts = countRequests(producer);
+    await producer.connect();
+    try {
+      const group = uniqueName('group');
+      for (let offset = 1; offset <= 10; offset++) await resultTransaction(producer, topic, group, offset);
+      expect(counts.get('TxnOffsetCommit')).toBe(10);
+      // The transaction coordinator once, the group's once: 2 (11 for a plain client, above).
+      expect(counts.get('GroupCoordinator')).toBe(2);
+      expect(await committedValues(testKafka(), topic, 10)).toHaveLength(10);
+      const admin = testKafka().admin();
+      await admin.connect();
+      try {
+        const [committed] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+        expect(committed?.partitions.find((p) => p.partition === 0)?.offset).toBe('10');
+      } finally {
+        await admin.disconnect();
+      }
     } finally {
       await producer.disconnect();
     }
