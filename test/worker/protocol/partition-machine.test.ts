@@ -159,6 +159,76 @@ describe('PartitionMachine: transactions', () => {
     expect(prefix).toMatchObject({ plan: { outcomes: ['r0'], offsets: [0n, 1n], commitOffset: 2n, checkpoint: { next: 2n, open: [] } } });
   });
 
+  it('begun for marks within COMMIT_INTERVAL_MS of the last offset move, publish what is done ahead and leave the offset (ledger on)', () => {
+    const m = machine(); // interval 50 ms
+    takeAll(m, ['a', 'b', 'c']);
+    // Record 0 marked, called, answered; its results transaction moves the offset at 61.
+    m.wantSend(0n, true, 1, 0);
+    m.permitGranted(0n, 1, 0);
+    m.commitDue(0);
+    m.transactionCommitted(1, true);
+    m.slotGranted(0n, true);
+    m.finished(0n, 'r0', 10);
+    m.drain();
+    m.commitDue(60);
+    expect(m.drain().find((e) => e.type === 'transaction')).toMatchObject({ plan: { outcomes: ['r0'], commitOffset: 1n } });
+    m.transactionCommitted(61, true);
+    // Record 1 marked and answered, record 2 asks for its mark at 70: its transaction publishes r1
+    // ahead (the checkpoint lists it answered) without AddOffsetsToTxn and TxnOffsetCommit.
+    m.wantSend(1n, true, 62, 62);
+    m.permitGranted(1n, 62, 62);
+    m.commitDue(62);
+    m.transactionCommitted(63, true);
+    m.slotGranted(1n, true);
+    m.finished(1n, 'r1', 65);
+    m.drain();
+    m.wantSend(2n, true, 66, 66);
+    m.permitGranted(2n, 66, 66);
+    m.drain();
+    m.commitDue(70);
+    expect(m.drain().find((e) => e.type === 'transaction')).toMatchObject({
+      plan: { marks: [2n], outcomes: ['r1'], ahead: [1n], commitOffset: undefined, checkpoint: { next: 1n, done: [{ offset: 1n, commandId: 'c1' }] } },
+    });
+    m.transactionCommitted(71, true);
+    expect(m.recordState(1n)).toBe('published');
+    // The results commit after the interval moves the offset past both, r1 not published again.
+    m.slotGranted(2n, true);
+    m.finished(2n, 'r2', 80);
+    m.drain();
+    m.commitDue(121);
+    expect(m.drain().find((e) => e.type === 'transaction')).toMatchObject({ plan: { outcomes: ['r2'], offsets: [1n, 2n], commitOffset: 3n } });
+  });
+
+  it('begun for marks once COMMIT_INTERVAL_MS has passed since the last offset move, move the offset too', () => {
+    const m = machine(); // interval 50 ms
+    takeAll(m, ['a', 'b']);
+    m.wantSend(0n, true, 1, 0);
+    m.permitGranted(0n, 1, 0);
+    m.commitDue(0);
+    m.transactionCommitted(1, true);
+    m.slotGranted(0n, true);
+    m.finished(0n, 'r0', 10);
+    m.commitDue(60);
+    m.transactionCommitted(61, true);
+    m.drain();
+    // Record 1 marked and answered; record 2 taken later asks for its mark, begun at 111.
+    m.wantSend(1n, true, 62, 62);
+    m.permitGranted(1n, 62, 62);
+    m.commitDue(62);
+    m.transactionCommitted(63, true);
+    m.slotGranted(1n, true);
+    m.finished(1n, 'r1', 65);
+    m.drain();
+    expect(m.offer(2n, true, 100)).toBe('take');
+    m.take(2n, 'c');
+    m.identify(2n, 'c2');
+    m.wantSend(2n, true, 100, 100);
+    m.permitGranted(2n, 100, 100);
+    m.drain();
+    m.commitDue(111);
+    expect(m.drain().find((e) => e.type === 'transaction')).toMatchObject({ plan: { marks: [2n], outcomes: ['r1'], offsets: [1n], commitOffset: 2n } });
+  });
+
   it('with the ledger off, publish only the contiguous prefix (nothing records what is answered ahead)', () => {
     const m = machine({ ledger: false });
     takeAll(m, ['a', 'b']);
