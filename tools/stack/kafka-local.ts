@@ -86,6 +86,27 @@ function serverProperties(options: LocalKafkaOptions, dataDir: string): string {
   return lines.join('\n') + '\n';
 }
 
+/**
+ * SMS_WORKER_STACK_REQUEST_LOG=1: the broker also logs every request it completes, with its API,
+ * client id and times, to kafka.log.requests beside kafka.log (Kafka's `kafka.request.logger` at
+ * DEBUG). A diagnostic of how many round trips the worker makes per command (bench/README.md,
+ * "Round trips per transaction"); it costs the broker noticeably, so never for timing runs.
+ */
+const requestLog = (logFile: string): string[] =>
+  process.env['SMS_WORKER_STACK_REQUEST_LOG'] === '1'
+    ? [
+        'appender.requests.type=File',
+        'appender.requests.name=REQUESTS',
+        `appender.requests.fileName=${logFile}.requests`,
+        'appender.requests.layout.type=PatternLayout',
+        'appender.requests.layout.pattern=%d{HH:mm:ss.SSS} %m%n',
+        'logger.requests.name=kafka.request.logger',
+        'logger.requests.level=DEBUG',
+        'logger.requests.additivity=false',
+        'logger.requests.appenderRef.file.ref=REQUESTS',
+      ]
+    : [];
+
 const log4j2 = (logFile: string): string =>
   [
     'rootLogger.level=INFO',
@@ -99,6 +120,7 @@ const log4j2 = (logFile: string): string =>
     'logger.kafka.level=INFO',
     'logger.state.name=state.change.logger',
     'logger.state.level=WARN',
+    ...requestLog(logFile),
   ].join('\n') + '\n';
 
 /** Formats fresh KRaft storage and starts a single combined broker+controller. */
