@@ -69,12 +69,19 @@ export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<n
     });
   });
 
-  try {
-    await worker.start();
-  } catch (error) {
-    logger.fatal({ err: error }, 'worker failed to start');
-    return 1;
-  }
+  // A forced exit (the timeout, a second signal) must not wait for a start stuck on a step that
+  // never answers (a broker or registry that accepts connections and is silent): the start gives
+  // up only at its next step. Found by the chaos run: a worker SIGTERMed during the scale-down
+  // logged the forced exit after SHUTDOWN_TIMEOUT_MS and lived on until SIGKILL 30 s later.
+  const started = worker.start().then(
+    () => undefined,
+    (error: unknown) => {
+      logger.fatal({ err: error }, 'worker failed to start');
+      return 1;
+    },
+  );
+  const first = await Promise.race([started, exitCode]);
+  if (first !== undefined) return first;
   // Only now: V8 checks each compile-cache entry against its flags, and this one changes them, so
   // the modules loaded until the worker is ready (kafkajs loads a protocol module at its first
   // request of each kind) are still read from the image's cache (compile-cache.ts). The heap is
