@@ -54,8 +54,6 @@ export class PartitionMachine<O> {
    */
   #committingDone: readonly RecordEntry<O>[] = [];
   readonly #commitClock: CommitClock;
-  /** When a transaction of this claim last moved the offset (monotonic ms): see #offsetWaits. */
-  #offsetMovedAt = Number.NEGATIVE_INFINITY;
   readonly #send: SendPath<O>;
   #lastTaken = -1n;
   /** Retired because the partition moved to another member (handovers on): no transaction begins any more. */
@@ -229,7 +227,7 @@ export class PartitionMachine<O> {
       this.#commitDeferred = true;
       return;
     }
-    const plan = this.#plan(false, this.#offsetWaits(clock));
+    const plan = this.#plan(false);
     if (plan === undefined) {
       if (this.#retireCommit === 'due') this.#retireCommit = 'none';
       this.#commitClock.ended(clock);
@@ -246,7 +244,6 @@ export class PartitionMachine<O> {
     this.#committingDone = [];
     if (this.#retireCommit === 'under-way') this.#retireCommit = 'none';
     this.#commitClock.ended(clock);
-    if (plan.commitOffset !== undefined) this.#offsetMovedAt = clock;
     this.#send.marksCommitted(plan.marks, leaseHolds);
     this.#send.withdrawalsCommitted();
     settleCommitted(this.claim, plan, (offset) => moveRecord(this.#book.get(offset), this.#variant, 'committed-ahead', 'published'));
@@ -378,29 +375,8 @@ export class PartitionMachine<O> {
     if (next !== undefined && next.state === 'queued') this.#handle(next);
   }
 
-  /**
-   * Whether the transaction about to begin leaves the offset where it is, publishing what is done
-   * ahead of it instead (ledger on): one begun for marks (or withdrawals) while the offset moved
-   * less than COMMIT_INTERVAL_MS ago. Moving the offset adds AddOffsetsToTxn and TxnOffsetCommit
-   * (two round trips of five) to the transaction every send behind those marks waits for; the
-   * results are published in it either way, and the checkpoint lists them as answered, so only
-   * the offset waits, for the next transaction after the interval. Never when the claim retires
-   * or closes, nor while its run-ahead is half full (published records stay in the book until the
-   * offset passes them).
-   */
-  #offsetWaits(clock: number): boolean {
-    return (
-      this.#o.ledger &&
-      this.#state === 'active' &&
-      this.#retireCommit === 'none' &&
-      (this.#send.marksWaiting > 0 || this.#send.withdrawalWaiting) &&
-      clock - this.#offsetMovedAt < this.#o.commitIntervalMs &&
-      this.#book.pending < Math.floor(this.#o.maxRunAhead / 2)
-    );
-  }
-
-  #plan(closing: boolean, offsetWaits = false): TransactionPlan<O> | undefined {
-    const prefix = offsetWaits ? [] : this.#book.takePrefix(this.#variant === 'commit-past-unfinished', this.#o.ledger);
+  #plan(closing: boolean): TransactionPlan<O> | undefined {
+    const prefix = this.#book.takePrefix(this.#variant === 'commit-past-unfinished', this.#o.ledger);
     const rest = { ahead: this.#book.doneAhead(), published: this.#book.inState('published') };
     const plan = planTransaction(this.claim, prefix, rest, this.#send.takeMarks(), this.#o.ledger, closing);
     // (Ahead records stay in the book, `done`, until their transaction commits.)
