@@ -20,6 +20,8 @@ export interface WorkerOptions {
   readonly http?: boolean;
   /** How often consumer lag is re-read from the broker, so it stays true while paused or idle. @defaultValue 15000 */
   readonly lagRefreshMs?: number;
+  /** How often a start still under way says so, with its step, at warn. @defaultValue 15000 */
+  readonly startWarnIntervalMs?: number;
 }
 
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped' | 'failed';
@@ -49,6 +51,9 @@ export class Worker {
   #startFailure: Error | undefined;
   #lagTimer: NodeJS.Timeout | undefined;
   readonly #lagRefreshMs: number;
+  readonly #startWarnIntervalMs: number;
+  /** What the start is doing now (the `still starting` warning names it). */
+  #startStep = 'opening the HTTP port';
   readonly #progress: ProgressMonitor;
   readonly #refusals: RefusalReport;
   #stopping: Promise<void> | undefined;
@@ -60,6 +65,7 @@ export class Worker {
     this.metrics = options.metrics ?? createMetrics();
     this.#withHttp = options.http ?? true;
     this.#lagRefreshMs = options.lagRefreshMs ?? 15_000;
+    this.#startWarnIntervalMs = options.startWarnIntervalMs ?? 15_000;
     this.#progress = new ProgressMonitor(options.config.healthStallMs);
     this.#refusals = new RefusalReport(this.metrics, this.#log);
     let resolve!: () => void;
@@ -104,6 +110,16 @@ export class Worker {
     if (this.#state !== 'new') throw new Error(`worker cannot start from state ${this.#state}`);
     this.#state = 'starting';
     const c = this.#config;
+    // A start can wait long without an error of its own: a group join the broker holds until every
+    // member has rejoined (up to the rebalance timeout, 60 s; kafkajs's REBALANCE_IN_PROGRESS retries
+    // log at info), a broker or registry that accepts connections and does not answer. An unready pod
+    // then says where it waits (found by the chaos run: a worker that never became ready logged nothing).
+    const startedAt = Date.now();
+    const watch = setInterval(
+      () => this.#log.warn({ step: this.#startStep, seconds: Math.round((Date.now() - startedAt) / 1000) }, 'still starting'),
+      this.#startWarnIntervalMs,
+    );
+    watch.unref();
     try {
       if (this.#withHttp) {
         this.#http = await startHttpServer({ port: c.httpPort, registry: this.metrics.registry, health: this.health() });
@@ -111,6 +127,7 @@ export class Worker {
         this.#releases.push({ name: 'http', release: () => http.close() });
       }
       this.#stillStarting();
+      this.#startStep = 'connecting to Kafka and the schema registry, topics, schemas and warm-up';
       const sources = await connectWorker(c, this.#log, this.metrics, {
         onGateChange: (reason) => this.#onGateChange(reason),
         onHoldsChange: (snapshot) => this.#refusals.holdsChanged(snapshot),
@@ -151,6 +168,7 @@ export class Worker {
       // Released before the consumers (newest first), every source at once.
       this.#releases.push({ name: 'partition lanes', release: () => Promise.all(this.#pipelines.map((p) => p.release())) });
       for (const pipeline of this.#pipelines) {
+        this.#startStep = `joining the consumer group of ${pipeline.topic}`;
         await pipeline.start(() => this.#stillStarting());
         this.#stillStarting();
       }
@@ -170,6 +188,8 @@ export class Worker {
       if (this.#state === 'starting') this.#state = 'failed';
       await this.#release();
       throw error;
+    } finally {
+      clearInterval(watch);
     }
   }
 

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { createLogger } from '../../src/observability/logger.ts';
+import { pino } from 'pino';
 import { useSandbox } from '../helpers/fixtures.ts';
+import { SilentServer } from '../helpers/silent-server.ts';
 import { Worker } from '../../src/worker/worker.ts';
 import { testKafka, withAdmin } from '../helpers/kafka.ts';
 import { testTopics, workerEnv } from '../helpers/worker.ts';
@@ -23,6 +25,32 @@ describe('worker lifecycle', () => {
     await new Promise((r) => setTimeout(r, 3_000));
     const members = await withAdmin(testKafka(), async (admin) => (await admin.describeGroups([topics.group])).groups[0]?.members.length ?? 0);
     expect(members).toBe(0);
+  });
+
+  it('a start that waits says so at warn, naming its step (a broker that accepts connections and never answers)', async () => {
+    const silent = await SilentServer.start();
+    const logs: { level: number; msg: string; step?: string }[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void logs.push(JSON.parse(line) as { level: number; msg: string; step?: string }) });
+    const config = loadConfig(workerEnv(testTopics(), sandbox.url, { KAFKA_BROKERS: `127.0.0.1:${silent.port}` }));
+    const worker = new Worker({ config, logger, http: false, startWarnIntervalMs: 100 });
+    const starting = worker.start().catch((error: unknown) => error);
+    try {
+      await silent.connected();
+      await new Promise((r) => setTimeout(r, 500));
+      const waiting = logs.filter((line) => line.msg === 'still starting');
+      expect(waiting.length).toBeGreaterThanOrEqual(2);
+      expect(waiting[0]).toMatchObject({ level: 40, step: expect.stringMatching(/^connecting to Kafka/) as unknown as string });
+    } finally {
+      // The stop releases what the start built; closing the server ends the requests it waits on.
+      const stopping = worker.stop();
+      await silent.close();
+      await stopping;
+      await starting;
+    }
+    // Once the start has ended, the warnings stop.
+    const count = logs.filter((line) => line.msg === 'still starting').length;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(logs.filter((line) => line.msg === 'still starting').length).toBe(count);
   });
 
   it('is disposable with `await using`', async () => {
