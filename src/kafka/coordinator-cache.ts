@@ -55,9 +55,9 @@ export function coordinatorKey(groupId: string, coordinatorType: number): string
 
 /**
  * One cluster's remembered coordinators: key → broker node id. Bounded by the transactional ids
- * and groups one cluster uses (kafkajs makes a cluster per producer: one of each). `forget` drops an entry only if it
- * still names the node that failed, so a late failure from an old coordinator does not undo a
- * newer lookup.
+ * and groups one cluster uses (kafkajs makes a cluster per producer: one of each). `forget` drops
+ * an entry only if it still names the node that failed, so a late failure from an old coordinator
+ * does not undo a newer lookup.
  */
 export class CoordinatorMemory {
   readonly #nodes = new Map<string, number>();

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createKafka, plaintextKafkaSettings } from '../../src/kafka/client.ts';
 import { transactionalKafka, transactionalProducer } from '../../src/kafka/transactional-producers.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { createTopics, testBrokers, testKafka, uniqueName } from '../helpers/kafka.ts';
+import { createTopics, testBrokers, testKafka, uniqueName, withAdmin } from '../helpers/kafka.ts';
 import { proxiedSocketFactory, TcpProxy } from '../helpers/tcp-proxy.ts';
 
 /** Counts the producer's requests by API name (kafkajs's own instrumentation events). */
@@ -43,54 +43,46 @@ async function committedValues(kafka: Kafka, topic: string, count: number): Prom
   return values;
 }
 
+/**
+ * Ten result-like transactions of `producer` on a fresh topic, for one group: the requests it sent,
+ * by API name, with the topic and group.
+ */
+async function tenResultTransactions(producer: Producer, topicPrefix: string): Promise<{ counts: Map<string, number>; topic: string; group: string }> {
+  const topic = uniqueName(topicPrefix);
+  await createTopics(testKafka(), [{ topic }]);
+  const counts = countRequests(producer);
+  const group = uniqueName('group');
+  await producer.connect();
+  try {
+    for (let offset = 1; offset <= 10; offset++) await resultTransaction(producer, topic, group, offset);
+  } finally {
+    await producer.disconnect();
+  }
+  return { counts, topic, group };
+}
+
 describe('coordinators remembered by kafkajs clusters (src/kafka/kafkajs.ts)', () => {
   it("a plain client's transactional producer finds its transaction coordinator once, not before every request; its group's coordinator as kafkajs does", async () => {
-    const kafka = testKafka();
-    const topic = uniqueName('coordinators');
-    await createTopics(kafka, [{ topic }]);
-    const producer = kafka.producer({ transactionalId: uniqueName('tx'), idempotent: true, maxInFlightRequests: 1 });
-    const counts = countRequests(producer);
-    await producer.connect();
-    try {
-      const group = uniqueName('group');
-      for (let offset = 1; offset <= 10; offset++) await resultTransaction(producer, topic, group, offset);
-      expect(counts.get('EndTxn')).toBe(10);
-      expect(counts.get('TxnOffsetCommit')).toBe(10);
-      // kafkajs alone: one before InitProducerId, then four per transaction (AddPartitionsToTxn,
-      // AddOffsetsToTxn, the group's for TxnOffsetCommit, EndTxn): 41. With the transaction
-      // coordinator remembered: it once, and the group's once per TxnOffsetCommit: 11.
-      // (kafkajs names the FindCoordinator request by its old name, GroupCoordinator.)
-      expect(counts.get('GroupCoordinator')).toBe(11);
-    } finally {
-      await producer.disconnect();
-    }
+    const producer = testKafka().producer({ transactionalId: uniqueName('tx'), idempotent: true, maxInFlightRequests: 1 });
+    const { counts } = await tenResultTransactions(producer, 'coordinators');
+    expect(counts.get('EndTxn')).toBe(10);
+    expect(counts.get('TxnOffsetCommit')).toBe(10);
+    // kafkajs alone: one before InitProducerId, then four per transaction (AddPartitionsToTxn,
+    // AddOffsetsToTxn, the group's for TxnOffsetCommit, EndTxn): 41. With the transaction
+    // coordinator remembered: it once, and the group's once per TxnOffsetCommit: 11.
+    // (kafkajs names the FindCoordinator request by its old name, GroupCoordinator.)
+    expect(counts.get('GroupCoordinator')).toBe(11);
   });
 
   it("the worker's transactional producers find their group's coordinator once too, not before every TxnOffsetCommit", async () => {
     const kafka = transactionalKafka(plaintextKafkaSettings(testBrokers(), uniqueName('tx-client')), createLogger('silent'));
-    const topic = uniqueName('coordinators-tx');
-    await createTopics(testKafka(), [{ topic }]);
-    const producer = transactionalProducer(kafka, uniqueName('tx'));
-    const counts = countRequests(producer);
-    await producer.connect();
-    try {
-      const group = uniqueName('group');
-      for (let offset = 1; offset <= 10; offset++) await resultTransaction(producer, topic, group, offset);
-      expect(counts.get('TxnOffsetCommit')).toBe(10);
-      // The transaction coordinator once, the group's once: 2 (11 for a plain client, above).
-      expect(counts.get('GroupCoordinator')).toBe(2);
-      expect(await committedValues(testKafka(), topic, 10)).toHaveLength(10);
-      const admin = testKafka().admin();
-      await admin.connect();
-      try {
-        const [committed] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
-        expect(committed?.partitions.find((p) => p.partition === 0)?.offset).toBe('10');
-      } finally {
-        await admin.disconnect();
-      }
-    } finally {
-      await producer.disconnect();
-    }
+    const { counts, topic, group } = await tenResultTransactions(transactionalProducer(kafka, uniqueName('tx')), 'coordinators-tx');
+    expect(counts.get('TxnOffsetCommit')).toBe(10);
+    // The transaction coordinator once, the group's once: 2 (11 for a plain client, above).
+    expect(counts.get('GroupCoordinator')).toBe(2);
+    expect(await committedValues(testKafka(), topic, 10)).toHaveLength(10);
+    const committed = await withAdmin(testKafka(), (admin) => admin.fetchOffsets({ groupId: group, topics: [topic] }));
+    expect(committed[0]?.partitions.find((p) => p.partition === 0)?.offset).toBe('10');
   });
 
   it('after its connections are cut, the producer reaches the remembered coordinator again and its transactions commit', async () => {
