@@ -2,14 +2,16 @@
  * The one place that loads kafkajs at run time. Import kafkajs values from here, never from
  * 'kafkajs' directly (types may come from 'kafkajs'): this module first replaces kafkajs's
  * aborted-transaction filter with a correct one (see aborted-transactions.ts), which only works
- * if it happens before kafkajs loads its consumer, and makes its clusters remember transaction
+ * if it happens before kafkajs loads its consumer, makes its clusters remember transaction
  * coordinators, and the transactional producers' clusters their group's coordinator too (see
- * coordinator-cache.ts).
+ * coordinator-cache.ts), and lets a consumer restart after a coordinator lookup no broker answered
+ * (see coordinator-loss.ts).
  */
 import { createRequire } from 'node:module';
 import type * as KafkaJs from 'kafkajs';
 import { filterAbortedRecords, type AbortedTransaction, type FetchedRecord } from './aborted-transactions.ts';
 import { coordinatorKey, CoordinatorMemory, forgetsCoordinator, GROUP_COORDINATOR, TRANSACTION_COORDINATOR } from './coordinator-cache.ts';
+import { LookupRefusals, markCoordinatorNotFoundRetriable } from './coordinator-loss.ts';
 
 const require = createRequire(import.meta.url);
 const filterModule = require.resolve('kafkajs/src/consumer/filterAbortedMessages.js');
@@ -31,8 +33,36 @@ interface InternalCluster {
 }
 
 const clusterModule = require('kafkajs/src/cluster/index.js') as { prototype: InternalCluster };
-const findCoordinatorAfresh = clusterModule.prototype.findGroupCoordinator;
-if (typeof findCoordinatorAfresh !== 'function') throw new Error('kafkajs: cannot patch Cluster.findGroupCoordinator');
+const kafkajsLookup = clusterModule.prototype.findGroupCoordinator;
+if (typeof kafkajsLookup !== 'function') throw new Error('kafkajs: cannot patch Cluster.findGroupCoordinator');
+
+/** Brokers' refusals of coordinator lookups, kept until their lookup ends (coordinator-loss.ts). */
+const refusals = new LookupRefusals();
+const brokerModule = require('kafkajs/src/broker/index.js') as { prototype: { findGroupCoordinator(query: CoordinatorQuery): Promise<unknown> } };
+const kafkajsBrokerLookup = brokerModule.prototype.findGroupCoordinator;
+if (typeof kafkajsBrokerLookup !== 'function') throw new Error('kafkajs: cannot patch Broker.findGroupCoordinator');
+brokerModule.prototype.findGroupCoordinator = async function findGroupCoordinator(this: unknown, query: CoordinatorQuery): Promise<unknown> {
+  const key = coordinatorKey(query.groupId, query.coordinatorType ?? GROUP_COORDINATOR);
+  try {
+    const answer = await kafkajsBrokerLookup.call(this, query);
+    refusals.answered(key);
+    return answer;
+  } catch (error) {
+    refusals.failed(key, error);
+    throw error;
+  }
+};
+
+/** kafkajs's lookup, its "no broker answered" made retriable for the consumer's restart (coordinator-loss.ts). */
+async function findCoordinatorAfresh(this: InternalCluster, query: CoordinatorQuery): Promise<InternalBroker> {
+  try {
+    return await kafkajsLookup.call(this, query);
+  } catch (error) {
+    markCoordinatorNotFoundRetriable(error, refusals.take(coordinatorKey(query.groupId, query.coordinatorType ?? GROUP_COORDINATOR)));
+    throw error;
+  }
+}
+
 const memories = new WeakMap<InternalCluster, CoordinatorMemory>();
 /** Clusters that remember their consumer groups' coordinators too: the transactional producers' (transactionalClusters). */
 const groupRemembering = new WeakSet<object>();
@@ -76,6 +106,37 @@ function watched(memory: CoordinatorMemory, key: string, broker: InternalBroker)
     },
   });
 }
+
+/**
+ * A consumer whose rejoin failed crashes instead of fetching on in a generation it has left.
+ * kafkajs 2.2.4's runner rejoins from inside its fetch loop's retrier (runner.js,
+ * scheduleFetchManager): when the join fails with a retriable error (the coordinator lookup or a
+ * connection refused while a broker restarts), the retrier runs the loop body again, which starts
+ * the fetchers without a join. Measured with a single broker restarted twice: the member, no
+ * longer in the group, fetched about 3,000 times a second, never heartbeated or rejoined, and
+ * logged nothing above debug; the worker looked ready and live and sent nothing (the integration
+ * test test/worker/broker-restart.int.test.ts). Made non-retriable, the failure ends the loop as a
+ * crash, and kafkajs restarts the consumer (a fresh member joining) when the failure's original
+ * cause is retriable: the same way it recovers from any other retriable crash. A failure that is
+ * non-retriable already (retries used up, or a lookup no broker answered) is left as it is.
+ */
+interface InternalConsumerGroup {
+  joinAndSync(): Promise<void>;
+}
+const consumerGroupModule = require('kafkajs/src/consumer/consumerGroup.js') as { prototype: InternalConsumerGroup };
+const kafkajsJoin = consumerGroupModule.prototype.joinAndSync;
+if (typeof kafkajsJoin !== 'function') throw new Error('kafkajs: cannot patch ConsumerGroup.joinAndSync');
+const { KafkaJSNonRetriableError } = require('kafkajs/src/errors.js') as {
+  KafkaJSNonRetriableError: new (error: unknown, options: { cause: unknown }) => Error;
+};
+consumerGroupModule.prototype.joinAndSync = async function joinAndSync(this: InternalConsumerGroup): Promise<void> {
+  try {
+    await kafkajsJoin.call(this);
+  } catch (error) {
+    if ((error as { retriable?: unknown } | null)?.retriable === false) throw error;
+    throw new KafkaJSNonRetriableError(error, { cause: error });
+  }
+};
 
 const kafkajs = require('kafkajs') as typeof KafkaJs;
 

@@ -11,6 +11,7 @@ type Kafka = ReturnType<typeof createKafka>;
 type Admin = ReturnType<Kafka['admin']>;
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
+import { CoordinatorOutage } from './coordinator-outage.ts';
 import { FetchPauses } from './fetch-pauses.ts';
 import { GroupMembership } from './group-membership.ts';
 import { GuardedSender, type GuardedSenderOptions } from './guarded-sender.ts';
@@ -84,6 +85,7 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
   // Keeping partitions where they are across rebalances (sticky-assigner.ts): each member reports
   // what it holds; continuity of membership decides whether a claim may be kept.
   const membership = new GroupMembership();
+  const outage = new CoordinatorOutage();
   const ownershipRef: { current: PartitionOwnership | undefined } = { current: undefined };
   // Busiest first (calls under way, from the lanes once the worker has them): a member over its
   // share gives up its idlest partitions, whose new owner has the least to wait for.
@@ -111,8 +113,17 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
     maxBytesPerPartition: c.fetch.maxBytesPerPartition,
     maxBytes: c.fetch.maxBytes,
     readUncommitted: false,
-    retry: { retries: 10 },
+    retry: {
+      retries: 10,
+      // A coordinator lookup no broker answered restarts the consumer too, for a while (coordinator-outage.ts).
+      restartOnFailure: (error) => {
+        const restart = outage.mayRestart(error);
+        if (!restart) log.error({ topic, outageMs: outage.outageMs }, "no broker has answered this group's coordinator lookup for too long; the worker exits");
+        return Promise.resolve(restart);
+      },
+    },
   });
+  consumer.onGroupJoin(() => outage.joined());
   const fetchPauses = new FetchPauses(consumer, topic);
   // The key of this group's checkpoints in the source's own ledger (config: one ledger per topic).
   const ledgerKey = checkpointKey(consumerGroup, topic);
