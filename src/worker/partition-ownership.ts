@@ -100,6 +100,8 @@ export class PartitionOwnership {
   #rebalancing = false;
   #stopped = false;
   #left = false;
+  /** The consumer crashed and restarts in place: out of the group until its next join (outOfGroup). */
+  #outOfGroup = false;
   /** When the lease was last found lapsed (a claim made before it is never kept). */
   #lapsedAt = Number.NEGATIVE_INFINITY;
   /** When each claim was made. */
@@ -136,6 +138,17 @@ export class PartitionOwnership {
   }
 
   /**
+   * The consumer crashed and kafkajs restarts it in place: it has left the group (its LeaveGroup
+   * went out before the crash was reported) or will be dropped at its session's end, and joins
+   * again as a new member. Until that join, as after leaving(): no claim is current (no send
+   * starts, no producer is started again, which could fence the member the partition went to),
+   * and no claim fences. The join ends it; nothing is kept across it (a new member id).
+   */
+  outOfGroup(): void {
+    this.#outOfGroup = true;
+  }
+
+  /**
    * A new group generation. `holding`: claims whose lanes hold (rebalancing) and could go on;
    * `next`: this is the very next generation for this member (group-membership.ts). A claim is
    * kept — carried into the new generation without fencing or reading again — when its partition
@@ -149,6 +162,7 @@ export class PartitionOwnership {
     // Windows read ahead that no claim took in time are not kept (up to DEDUP_WINDOW ids each).
     for (const [key, ahead] of this.#windowsAhead) if (this.#now() - ahead.readAt > WINDOW_AHEAD_TTL_MS) this.#windowsAhead.delete(key);
     this.#rebalancing = false;
+    this.#outOfGroup = false;
     this.confirm();
     const kept = new Set<PartitionClaim>();
     for (const claim of holding) {
@@ -197,7 +211,7 @@ export class PartitionOwnership {
    */
   heartbeat(): void {
     this.confirm();
-    if (this.#rebalancing || this.#left || this.#stopped) return;
+    if (this.#rebalancing || this.#left || this.#outOfGroup || this.#stopped) return;
     for (const [key, lost] of [...this.#lost]) {
       lost.confirmations += 1;
       const reclaims = this.#reclaims.get(key) ?? 0;
@@ -249,7 +263,7 @@ export class PartitionOwnership {
    * once it modelled that retry). With the ledger off the lanes finish as members, and may.
    */
   isCurrent(claim: PartitionClaim): boolean {
-    return !this.#left && claim.generation === this.#generation && !this.isLost(claim.topic, claim.partition);
+    return !this.#left && !this.#outOfGroup && claim.generation === this.#generation && !this.isLost(claim.topic, claim.partition);
   }
 
   isLost(topic: string, partition: number): boolean {
@@ -329,7 +343,7 @@ export class PartitionOwnership {
         stepMs[step] = this.#now() - stepStarted;
         continue;
       }
-      if (generation !== this.#generation || this.#rebalancing || this.#stopped)
+      if (generation !== this.#generation || this.#rebalancing || this.#outOfGroup || this.#stopped)
         throw new SmsWorkerError(
           'CLAIM_STALE',
           `not claiming ${topic}[${partition}]: the group is rebalancing, a newer generation started meanwhile, or this worker is stopping`,

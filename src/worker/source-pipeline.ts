@@ -142,8 +142,11 @@ export class SourcePipeline {
     consumer.onCrash((payload) => {
       this.#joined = false;
       log.error({ err: payload.error, restart: payload.restart, topic }, 'consumer crashed');
+      // Restarting in place, the member has left its group (or is being dropped): nothing of it is
+      // current until it joins again (PartitionOwnership.outOfGroup).
+      if (payload.restart) ownership.outOfGroup();
       // Also while starting: the worker then gives up its start rather than run without this source.
-      if (!payload.restart) this.#o.onFatal(payload.error);
+      else this.#o.onFatal(payload.error);
     });
   }
 

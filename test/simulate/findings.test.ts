@@ -17,7 +17,15 @@ import { testClaim } from '../helpers/claims.ts';
  * made the simulation find it finds nothing in a fixed budget (it is on in simulation.test.ts too),
  * and a few direct calls into the machine show the rule.
  */
-const BASE: RunOptions = { variant: 'correct', ledger: 'both', leaseLapses: false, lateFences: false, crashesAfterFailure: false, repeatKeys: 'same' };
+const BASE: RunOptions = {
+  variant: 'correct',
+  ledger: 'both',
+  leaseLapses: false,
+  lateFences: false,
+  consumerRestarts: false,
+  crashesAfterFailure: false,
+  repeatKeys: 'same',
+};
 
 /** Schedules within which the known-bad handler that forgets an ambiguous call is caught. */
 const FORGETFUL_BUDGET = 3_000;

@@ -4,8 +4,8 @@ import type { LedgerMode, RunOptions, ViolationKind } from '../../tools/simulate
 import { runSchedule } from '../../tools/simulate/runner.ts';
 
 /** The first seed (from 1) at which each kind of violation shows, within `budget` schedules. */
-function firstSeeds(variant: Variant, ledger: LedgerMode, budget: number, lateFences = false): Map<ViolationKind, number> {
-  const options: RunOptions = { variant, ledger, leaseLapses: false, lateFences, crashesAfterFailure: false, repeatKeys: 'same' };
+function firstSeeds(variant: Variant, ledger: LedgerMode, budget: number, lateFences = false, consumerRestarts = false): Map<ViolationKind, number> {
+  const options: RunOptions = { variant, ledger, leaseLapses: false, lateFences, consumerRestarts, crashesAfterFailure: false, repeatKeys: 'same' };
   const first = new Map<ViolationKind, number>();
   for (let seed = 1; seed <= budget; seed++) {
     const { violation } = runSchedule(seed, options);
@@ -105,6 +105,12 @@ describe('known-bad variants are caught', { timeout: SIMULATION_TIMEOUT_MS }, ()
   it('lost-until-next-generation: a partition fenced by a former member’s late fence stays lost when no rebalance follows (its fencer died), and its records never get a result', () => {
     const first = firstSeeds('lost-until-next-generation', 'both', LATE_FENCE_BUDGET, true);
     expect(first.has('nothing-lost')).toBe(true);
+    expect(first.has('machine-threw') || first.has('model-error')).toBe(false);
+  });
+
+  it('current-out-of-group: a process whose consumer crashed (and left its group) goes on sending while the group gives its partitions to another member, which sends them too', () => {
+    const first = firstSeeds('current-out-of-group', 'both', 1_000, false, true);
+    expect(first.has('at-most-one-send')).toBe(true);
     expect(first.has('machine-threw') || first.has('model-error')).toBe(false);
   });
 });

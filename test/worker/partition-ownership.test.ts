@@ -483,6 +483,33 @@ describe('PartitionOwnership: keeping a claim across a rebalance', () => {
   });
 });
 
+describe('PartitionOwnership: a consumer restarting in place (out of the group until it joins again)', () => {
+  it('no claim is current and none fences until the next join, which keeps nothing and claims afresh', async () => {
+    // Each claim's handover step (waiting for an earlier owner) resolves when the test says so.
+    const waiting: ((local: boolean) => void)[] = [];
+    const { ownership, recorded } = ownershipWith({ handover: () => new Promise<boolean>((resolve) => waiting.push(resolve)) });
+    ownership.joined(TOPIC, [0]);
+    waiting.shift()?.(false);
+    const claim = await ownership.claim(TOPIC, 0);
+    const pending = ownership.claim(TOPIC, 1);
+    expect(ownership.isCurrent(claim)).toBe(true);
+    ownership.outOfGroup();
+    expect(ownership.isCurrent(claim)).toBe(false);
+    // A claim that was waiting for an earlier owner does not fence once the member is out.
+    waiting.shift()?.(false);
+    await expect(pending).rejects.toThrow(/rebalancing|newer generation/);
+    expect(recorded.fenced).toEqual([`${TOPIC}:0`]);
+    // Joined again as a new member (not the very next generation for it): nothing kept, fenced afresh.
+    const kept = ownership.joined(TOPIC, [0], false, [claim]);
+    expect(kept.size).toBe(0);
+    waiting.shift()?.(false);
+    const again = await ownership.claim(TOPIC, 0);
+    expect(again).not.toBe(claim);
+    expect(ownership.isCurrent(again)).toBe(true);
+    expect(recorded.fenced).toEqual([`${TOPIC}:0`, `${TOPIC}:0`]);
+  });
+});
+
 describe('PartitionOwnership: stopping', () => {
   it('a claim still under way when the worker stops (it left the group while its lanes finish) never fences', async () => {
     let handOver: (local: boolean) => void = () => undefined;

@@ -35,6 +35,8 @@ function fault(world: World, group: Group, procs: readonly Proc[]): void {
     freeze: 2,
     rebalance: 2,
     restart: dead.length > 0 ? 1.5 : 0,
+    // Last, and weighed 0 when off, so the other draws of every seed stay as they were.
+    consumerRestart: world.settings.consumerRestarts ? 1 : 0,
   });
   if (kind === 'restart') return restart(world, group, prng.pick(dead));
   if (kind === 'rebalance') {
@@ -51,6 +53,7 @@ function fault(world: World, group: Group, procs: readonly Proc[]): void {
     return;
   }
   if (proc.frozen || proc.leaving) return;
+  if (kind === 'consumerRestart') return consumerRestart(world, group, proc);
   if (kind === 'shutdown') {
     const forced = prng.chance(0.5);
     if (world.tracing) world.trace(`fault: P${proc.id} shuts down${forced ? ' (sends held)' : ''}`);
@@ -128,6 +131,32 @@ function lateFence(world: World, group: Group, procs: readonly Proc[], proc: Pro
     proc.resume();
     world.clock.at(prng.int(30, 100), proc, () => group.heartbeat(proc));
   });
+}
+
+/**
+ * kafkajs's consumer of a live process crashes and restarts in place (a broker restarting under
+ * it): its LeaveGroup went out before the worker heard of the crash (half the time; else the broker
+ * was down and the member is dropped at its session's end), and a moment later it joins again as a
+ * new member, once its old membership is gone (the broker's rebalance waits for the old member
+ * meanwhile). Its lanes go on meanwhile, none of them current (PartitionOwnership.outOfGroup).
+ */
+function consumerRestart(world: World, group: Group, proc: Proc): void {
+  const { prng } = world;
+  if (proc.consumerDown || proc.hasLeft) return;
+  const leaves = prng.chance(0.5) && group.members.has(proc);
+  if (world.tracing) world.trace(`fault: P${proc.id}'s consumer crashes and restarts in place${leaves ? ', leaving its group' : ''}`);
+  proc.consumerCrashed();
+  if (leaves) group.leave(proc);
+  else group.expireLater(proc);
+  const { incarnation } = proc;
+  const rejoin = (): void => {
+    if (proc.incarnation !== incarnation || !proc.alive || proc.leaving || !proc.consumerDown) return;
+    if (group.members.has(proc)) return void world.clock.at(50, proc, rejoin);
+    if (world.tracing) world.trace(`P${proc.id}'s consumer joins again`);
+    proc.consumerDown = false;
+    group.join(proc);
+  };
+  world.clock.at(prng.int(200, 1_500), proc, rejoin);
 }
 
 function restart(world: World, group: Group, proc: Proc): void {

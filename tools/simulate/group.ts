@@ -26,7 +26,7 @@ export class Group {
   rebalance(): void {
     const world = this.#world;
     for (const member of this.members)
-      if (!member.alive || member.frozen) {
+      if (!member.alive || member.frozen || member.consumerDown) {
         this.#pending = true;
         return;
       }
@@ -57,7 +57,8 @@ export class Group {
     const generation = this.generation;
     for (const [member, partitions] of assignment)
       world.clock.at(world.prng.int(0, 30), member, () => {
-        if (this.generation === generation) member.rebalanced(generation, partitions);
+        // A consumer that crashed meanwhile hears of no assignment (its session runs out, expireLater).
+        if (this.generation === generation && !member.consumerDown) member.rebalanced(generation, partitions);
       });
   }
 
@@ -81,7 +82,7 @@ export class Group {
    */
   heartbeat(proc: Proc): void {
     // A member shutting down has left (or will leave) the group: kafkajs heartbeats no more after that.
-    if (!proc.alive || proc.frozen || proc.leaving) return;
+    if (!proc.alive || proc.frozen || proc.leaving || proc.consumerDown) return;
     if (!this.members.has(proc)) return this.join(proc);
     if (this.#current.has(proc)) proc.confirm();
     if (this.#pending) this.rebalance();
@@ -89,7 +90,15 @@ export class Group {
 
   /** Whether a heartbeat of `proc` succeeds now: the group is stable in the generation it was assigned (kafkajs's Heartbeat). */
   confirms(proc: Proc): boolean {
-    return proc.alive && !proc.frozen && this.members.has(proc) && this.#current.has(proc) && !this.#pending && proc.generation === this.generation;
+    return (
+      proc.alive &&
+      !proc.frozen &&
+      !proc.consumerDown &&
+      this.members.has(proc) &&
+      this.#current.has(proc) &&
+      !this.#pending &&
+      proc.generation === this.generation
+    );
   }
 
   /** The member's session expires `sessionMs` after its last heartbeat, unless it spoke again (same incarnation and freeze). */
@@ -99,7 +108,7 @@ export class Group {
     const at = proc.confirmedAt + TIMING.sessionMs;
     world.clock.at(Math.max(0, at - world.now), undefined, () => {
       if (proc.incarnation !== incarnation || proc.freezes !== freezes || !this.members.has(proc)) return;
-      if (proc.alive && !proc.frozen) return;
+      if (proc.alive && !proc.frozen && !proc.consumerDown) return;
       if (world.tracing) world.trace(`P${proc.id}'s session expired`);
       this.members.delete(proc);
       this.#current.delete(proc);

@@ -21,6 +21,8 @@ export interface LaneHost {
   readonly generation: number;
   /** Left its group while its lanes finish: none of them starts a producer again. */
   readonly hasLeft: boolean;
+  /** Its consumer crashed and restarts in place: out of the group until it joins again (PartitionOwnership.outOfGroup). */
+  readonly outOfGroup: boolean;
   /** Between REBALANCING and the new assignment: no producer is initialised. */
   readonly isRebalancing: boolean;
   leaseHolds(): boolean;
@@ -122,11 +124,13 @@ export class Lane implements HandlerLane {
 
   /**
    * Sends (and starts a producer) only while the process's lease holds, in its current generation,
-   * for a partition it has not lost, and not once it has left its group (PartitionOwnership.isCurrent).
+   * for a partition it has not lost, and not once it has left its group or while its consumer
+   * restarts (PartitionOwnership.isCurrent).
    */
   leaseHolds(): boolean {
     const host = this.#host;
-    return host.leaseHolds() && !host.hasLeft && host.generation === this.generation && !host.isLost(this.partition);
+    const outOfGroup = host.outOfGroup && this.world.variant !== 'current-out-of-group';
+    return host.leaseHolds() && !host.hasLeft && !outOfGroup && host.generation === this.generation && !host.isLost(this.partition);
   }
 
   /** One call into the machine, then its effects. A refused move is a violation. */

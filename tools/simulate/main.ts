@@ -30,6 +30,7 @@ const VARIANTS: readonly Variant[] = [
   'handover-withdraws-calls',
   'handover-by-offset',
   'lost-until-next-generation',
+  'current-out-of-group',
 ];
 const TRACE_TAIL = 30;
 
@@ -52,6 +53,7 @@ function replayCommand(seed: number, options: RunOptions): string {
   if (options.ledger !== 'both') flags.push(`--ledger ${options.ledger}`);
   if (options.leaseLapses === false) flags.push('--lease-lapses off');
   if (options.lateFences === false) flags.push('--late-fences off');
+  if (options.consumerRestarts === false) flags.push('--consumer-restarts off');
   if (options.crashesAfterFailure === false) flags.push('--crashes-after-failure off');
   if (options.repeatKeys === 'same') flags.push('--repeat-keys same');
   if (options.handler === 'forgetful') flags.push('--handler forgetful');
@@ -83,6 +85,7 @@ function main(): number {
       trace: { type: 'boolean', default: false },
       'lease-lapses': { type: 'string' },
       'late-fences': { type: 'string' },
+      'consumer-restarts': { type: 'string' },
       'crashes-after-failure': { type: 'string' },
       'repeat-keys': { type: 'string' },
       handler: { type: 'string' },
@@ -94,7 +97,7 @@ function main(): number {
   if (values.help) {
     console.log(
       'npm run simulate -- [--schedules N] [--seed S] [--variant V] [--ledger on|off|both] [--trace]\n' +
-        '  [--lease-lapses on|off] [--late-fences on|off] [--crashes-after-failure on|off] [--repeat-keys same|any] [--handler careful|forgetful]\n' +
+        '  [--lease-lapses on|off] [--late-fences on|off] [--consumer-restarts on|off] [--crashes-after-failure on|off] [--repeat-keys same|any] [--handler careful|forgetful]\n' +
         '  [--stale-offsets ledger|always|never]\n' +
         `  variants: ${VARIANTS.join(', ')}`,
     );
@@ -108,6 +111,7 @@ function main(): number {
     ledger: choice<LedgerMode>('ledger', values.ledger, ['on', 'off', 'both'], 'both'),
     leaseLapses: choice('lease-lapses', values['lease-lapses'], ['on', 'off'], 'on') === 'on',
     lateFences: choice('late-fences', values['late-fences'], ['on', 'off'], 'on') === 'on',
+    consumerRestarts: choice('consumer-restarts', values['consumer-restarts'], ['on', 'off'], 'on') === 'on',
     crashesAfterFailure: choice('crashes-after-failure', values['crashes-after-failure'], ['on', 'off'], 'on') === 'on',
     repeatKeys: choice('repeat-keys', values['repeat-keys'], ['same', 'any'], 'any'),
     handler: choice('handler', values.handler, ['careful', 'forgetful'], 'careful'),

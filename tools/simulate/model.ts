@@ -60,6 +60,13 @@ export interface RunOptions {
    * partition to another member — which it fences. Half the time the process dies right after.
    */
   readonly lateFences?: boolean;
+  /**
+   * Consumers that crash and restart in place (default on): kafkajs's consumer of a live process
+   * crashes (a broker restarting under it), leaves its group or is dropped at its session's end,
+   * and joins again as a new member while the process and its lanes go on
+   * (PartitionOwnership.outOfGroup).
+   */
+  readonly consumerRestarts?: boolean;
   /** A repeated commandId comes with its first record's key (`same`) or, now and then, another key of the partition (`any`, the default; see the report). */
   readonly repeatKeys?: 'same' | 'any';
   /** A handler may throw after its claim failed (default on; see the report). */
@@ -93,6 +100,7 @@ export interface Settings {
   readonly staleOffsets: boolean;
   readonly leaseLapses: boolean;
   readonly lateFences: boolean;
+  readonly consumerRestarts: boolean;
   /** Virtual time at which faults stop (the heal). */
   readonly faultsUntil: number;
 }

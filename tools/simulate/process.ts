@@ -51,6 +51,10 @@ export class Proc implements Owner, LaneHost {
   leaving = false;
   /** Left its group while its lanes finish (a graceful stop with the ledger on). */
   hasLeft = false;
+  /** Its consumer crashed (restarting in place): no claim of it is current or fences until its next assignment (PartitionOwnership.outOfGroup). */
+  outOfGroup = false;
+  /** Its consumer is down (crashed, not yet started again): it heartbeats no more and is given no assignment. */
+  consumerDown = false;
   onStopped: (() => void) | undefined;
   /** Set by the faults: stalls this process past its session right after it sent a fence, which lands (`land`) when it resumes. */
   lateFence: ((land: () => void) => void) | undefined;
@@ -123,8 +127,10 @@ export class Proc implements Owner, LaneHost {
   rebalanced(generation: number, partitions: readonly number[]): void {
     const world = this.#world;
     if (this.leaving) partitions = [];
-    const next = generation === this.generation + 1;
+    // A consumer that restarted in place joined as a new member: never the very next generation (group-membership.ts).
+    const next = generation === this.generation + 1 && !this.outOfGroup;
     this.#rebalancing = false;
+    this.outOfGroup = false;
     this.confirm();
     const kept: Lane[] = [];
     for (const lane of [...this.lanes]) {
@@ -158,7 +164,7 @@ export class Proc implements Owner, LaneHost {
 
   startClaim(partition: number): void {
     const world = this.#world;
-    if (this.#rebalancing) return;
+    if (this.#rebalancing || this.#outOfGroupHolds()) return;
     const attempt: Attempt = {
       partition,
       generation: this.generation,
@@ -198,7 +204,7 @@ export class Proc implements Owner, LaneHost {
           return;
         }
     } else if (step === 'fence') {
-      if (this.#rebalancing) return void this.#attempts.delete(partition);
+      if (this.#rebalancing || this.#outOfGroupHolds()) return void this.#attempts.delete(partition);
       if (!this.leaseHolds()) {
         this.#attempts.delete(partition);
         this.#claimsAwaitingLease.add(partition);
@@ -339,6 +345,25 @@ export class Proc implements Owner, LaneHost {
     this.confirmedAt = this.#world.now;
   }
 
+  /**
+   * kafkajs's consumer crashed and restarts in place (the process goes on): its heartbeats stopped
+   * a moment ago, and until its next assignment no claim of it is current (no send starts, no
+   * producer starts again) and no claim fences (PartitionOwnership.outOfGroup).
+   */
+  consumerCrashed(): void {
+    this.outOfGroup = true;
+    this.consumerDown = true;
+    if (this.#live) this.confirmedAt = this.#world.now - this.#world.prng.int(0, 100);
+    this.#live = false;
+    this.#attempts = new Map();
+    this.#claimsAwaitingLease = new Set();
+  }
+
+  /** Out of the group holds its claims (the known-bad 'current-out-of-group' lets them go on, as before 2026-11-28). */
+  #outOfGroupHolds(): boolean {
+    return this.outOfGroup && this.#world.variant !== 'current-out-of-group';
+  }
+
   /** SIGSTOP: nothing runs until `resume`; the last heartbeat (if they were flowing) was a moment ago. */
   freeze(): void {
     this.frozen = true;
@@ -373,6 +398,8 @@ export class Proc implements Owner, LaneHost {
     this.#rebalancing = false;
     this.leaving = false;
     this.hasLeft = false;
+    this.outOfGroup = false;
+    this.consumerDown = false;
     this.incarnation += 1;
     this.generation = 0;
     this.assigned = new Set();

@@ -18,7 +18,8 @@ export type Variant =
   | 'resend-when-unread'
   | 'handover-withdraws-calls'
   | 'handover-by-offset'
-  | 'lost-until-next-generation';
+  | 'lost-until-next-generation'
+  | 'current-out-of-group';
 
 /** One transaction of a partition: the marks it commits, the done prefix, the checkpoint and the offset. */
 export interface TransactionPlan<O> {
