@@ -1,4 +1,5 @@
 import type { Consumer, ConsumerConfig, EachBatchPayload, Kafka } from 'kafkajs';
+import { onConsumerCrashing } from './kafkajs.ts';
 import type { CommandConsumer, FetchedBatch } from './ports.ts';
 
 /** The worker's view of one kafkajs batch: its records and the consumer's controls for it. */
@@ -44,10 +45,13 @@ function topicPartitions(topic: string, partitions: readonly number[] | undefine
  */
 export class KafkaCommandConsumer implements CommandConsumer {
   readonly #consumer: Consumer;
+  readonly #groupId: string;
+  readonly #unsubscribes: (() => void)[] = [];
   #disconnected: Promise<void> | undefined;
 
   constructor(kafka: Kafka, config: ConsumerConfig) {
     this.#consumer = kafka.consumer(config);
+    this.#groupId = config.groupId;
   }
 
   connect(): Promise<void> {
@@ -82,7 +86,9 @@ export class KafkaCommandConsumer implements CommandConsumer {
 
   /** Leaves the group and closes; once (the worker may leave early on a graceful stop, then release). */
   disconnect(): Promise<void> {
-    this.#disconnected ??= this.#consumer.disconnect();
+    this.#disconnected ??= this.#consumer.disconnect().finally(() => {
+      for (const unsubscribe of this.#unsubscribes.splice(0)) unsubscribe();
+    });
     return this.#disconnected;
   }
 
@@ -100,6 +106,10 @@ export class KafkaCommandConsumer implements CommandConsumer {
 
   onStop(listener: () => void): void {
     this.#consumer.on(this.#consumer.events.STOP, () => listener());
+  }
+
+  onCrashing(listener: () => void): void {
+    this.#unsubscribes.push(onConsumerCrashing(this.#groupId, () => listener()));
   }
 
   onCrash(listener: (event: { error: Error; restart: boolean }) => void): void {

@@ -5,18 +5,16 @@
  * broker's restart, or a whole cluster down for a moment, looks like: the broker closes its
  * connections as it shuts down and kafkajs gives up the lookup at once. The worker then had to
  * exit and be restarted by Kubernetes (a fresh process, its calls under way `UNKNOWN` to the next
- * owner, and the kubelet's crash back-off after a few). Marked retriable here (kafkajs.ts, for
- * every lookup), the consumer restarts itself and rejoins once a broker answers; the worker bounds
- * how long it lets that go on (source-wiring.ts, coordinator-outage.ts).
+ * owner, and the kubelet's crash back-off after a few). kafkajs.ts shows the consumer's crash
+ * decision (and nothing else: the admin and the producers see the error as kafkajs made it) a
+ * restartable error instead, so the consumer restarts itself and rejoins once a broker answers;
+ * the worker bounds how long it lets that go on (source-wiring.ts, coordinator-outage.ts).
  *
- * kafkajs ends the lookup the same way when a broker did answer, with a refusal that retrying will
- * not change (GROUP_AUTHORIZATION_FAILED: the group is missing from the ACLs). That one stays
- * non-retriable, so the worker exits at once naming it, as before: the last answer of each lookup
- * is kept (LookupRefusals, fed from kafkajs's Broker.findGroupCoordinator) to tell them apart.
- *
- * Only the original error is marked: kafkajs's retriers wrap it in a KafkaJSNonRetriableError
- * (bail), which stays as it is, so an admin's or a producer's request fails exactly as before. The
- * consumer alone looks at the original cause to decide on its restart.
+ * kafkajs ends the lookup the same way when a broker did answer, refusing it
+ * (GROUP_AUTHORIZATION_FAILED: the group is missing from the ACLs). Retrying will not change that,
+ * so the crash stays final and names the refusal: the worker exits at once, as before. The brokers'
+ * refusals are kept per lookup key (LookupRefusals, fed from kafkajs's Broker.findGroupCoordinator)
+ * until a broker answers that key.
  */
 
 const NOT_FOUND = 'KafkaJSGroupCoordinatorNotFound';
@@ -38,47 +36,53 @@ export function isCoordinatorNotFound(error: unknown): boolean {
 }
 
 /**
- * Marks the lookup's own error (not its wrappers) retriable, so a consumer restarts after it;
- * unless a broker refused the lookup (`refusal`, from LookupRefusals.take).
+ * A broker's answer to a lookup that retrying will not change: an authorization failure (kafkajs
+ * names protocol errors by their Kafka code: GROUP_AUTHORIZATION_FAILED,
+ * TRANSACTIONAL_ID_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED). Pure.
  */
-export function markCoordinatorNotFoundRetriable(error: unknown, refusal?: unknown): void {
-  if (refusal !== undefined) return;
-  for (const e of causes(error)) if ((e as { name?: unknown }).name === NOT_FOUND) (e as { retriable?: unknown }).retriable = true;
-}
-
-/** A broker's answer that retrying will not change: kafkajs marks its protocol errors per code (pure). */
 export function isRefusal(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { retriable?: unknown }).retriable === false;
+  const type = typeof error === 'object' && error !== null ? (error as { type?: unknown }).type : undefined;
+  return typeof type === 'string' && type.endsWith('_AUTHORIZATION_FAILED');
 }
 
-/** Lookups whose refusals are kept at once; past it the oldest is dropped (at worst a refusal then reads as an outage). */
+/**
+ * What a consumer's crash is, for its restart: `restart` (a lookup no broker answered: restart in
+ * place), `refused` (a broker refused the lookup: final, naming the refusal), or `as-is` (kafkajs
+ * decides, as it always did). Pure.
+ */
+export function crashVerdict(error: unknown, refusal: unknown): 'restart' | 'refused' | 'as-is' {
+  if (!isCoordinatorNotFound(error)) return 'as-is';
+  return refusal === undefined ? 'restart' : 'refused';
+}
+
+/** Lookup keys whose refusals are kept at once; past it the oldest is dropped (at worst a refusal then reads as an outage). */
 const MAX_REFUSALS = 1_000;
 
 /**
  * The last refusal a broker answered to the coordinator lookup of each key (coordinator type and
- * group or transactional id), until that lookup ends: bounded, and emptied by every answer that is
- * not a refusal.
+ * group or transactional id), until a broker answers a lookup of that key. Failures that are not
+ * refusals (a connection refused, a coordinator not available yet) leave it: with several brokers,
+ * one refusing and another unreachable is still a refusal. Bounded.
  */
 export class LookupRefusals {
   readonly #byKey = new Map<string, unknown>();
 
   /** A broker's answer to a lookup failed with `error`. */
   failed(key: string, error: unknown): void {
-    this.#byKey.delete(key);
     if (!isRefusal(error)) return;
+    this.#byKey.delete(key);
     this.#byKey.set(key, error);
     if (this.#byKey.size > MAX_REFUSALS) this.#byKey.delete(this.#byKey.keys().next().value as string);
   }
 
+  /** A broker answered a lookup of `key`: whatever refused it before does no more. */
   answered(key: string): void {
     this.#byKey.delete(key);
   }
 
-  /** The refusal that ended the lookup of `key`, if a broker refused it; forgets it. */
-  take(key: string): unknown {
-    const refusal = this.#byKey.get(key);
-    this.#byKey.delete(key);
-    return refusal;
+  /** The refusal of the lookups of `key` since a broker last answered one, if any. */
+  refusal(key: string): unknown {
+    return this.#byKey.get(key);
   }
 
   get size(): number {

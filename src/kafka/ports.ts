@@ -125,6 +125,8 @@ export interface ConsumerEvents {
   onStop(listener: () => void): void;
   /** The consumer crashed; `restart`: it restarts itself, else it is gone for good. */
   onCrash(listener: (event: { error: Error; restart: boolean }) => void): void;
+  /** The consumer crashed, told before it leaves its group and before onCrash: the member is out of its group from now on. */
+  onCrashing(listener: () => void): void;
 }
 
 /**

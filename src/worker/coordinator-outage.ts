@@ -4,9 +4,10 @@ import { isCoordinatorNotFound } from '../kafka/coordinator-loss.ts';
  * How long a consumer may go on restarting after coordinator lookups no broker answered, counted
  * from the first such crash since it last joined its group: past it the worker exits (code 1) as it
  * did before it restarted in place, and Kubernetes restarts the pod. Long enough for a single
- * broker's restart or a short cluster outage; a lookup that never succeeds (a group the worker may
- * not describe, brokers that are not Kafka) ends in a crash-looping pod rather than in one that
- * stays unready forever.
+ * broker's restart or a short cluster outage; a lookup that never gets an answer (brokers gone for
+ * good, an address that is not Kafka) ends in a crash-looping pod rather than in one that stays
+ * unready forever. A lookup a broker refuses (a group missing from the ACLs) is not restarted at
+ * all (coordinator-loss.ts).
  */
 export const COORDINATOR_OUTAGE_LIMIT_MS = 5 * 60_000;
 

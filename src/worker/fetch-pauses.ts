@@ -38,6 +38,8 @@ export class FetchPauses {
   /** Who holds each partition (a lane, or `lost`); a holder releases only its own hold. */
   readonly #holders = new Map<number, Set<unknown>>();
   readonly #paused = new Set<number>();
+  /** The consumer's group is gone (crashed or stopped; kafkajs then refuses pause and resume): until the next assignment. */
+  #consumerDown = false;
 
   constructor(consumer: PausableConsumer, topic: string) {
     this.#consumer = consumer;
@@ -46,9 +48,25 @@ export class FetchPauses {
 
   /** A new group generation: its assignment, and no holds (lanes and losses belong to a generation). */
   assign(partitions: readonly number[]): void {
+    if (this.#consumerDown) {
+      // A consumer restarted in place joined with a fresh group: nothing of it is paused.
+      this.#consumerDown = false;
+      this.#paused.clear();
+    }
     this.#assigned = [...partitions];
     this.#holders.clear();
     this.#apply();
+  }
+
+  /**
+   * The consumer stopped (a crash, restarting or not, or the shutdown): kafkajs dropped its group
+   * with every pause, and refuses pause and resume until it has a new one. Holds and the gate are
+   * kept as they come; the next assignment applies them afresh.
+   */
+  consumerStopped(): void {
+    this.#consumerDown = true;
+    this.#assigned = [];
+    this.#paused.clear();
   }
 
   /** Shutdown: nothing is fetched any more. */
@@ -78,6 +96,7 @@ export class FetchPauses {
   }
 
   #apply(): void {
+    if (this.#consumerDown) return;
     const plan = pausePlan(this.#assigned, this.#gateClosed || this.#stopped, new Set(this.#holders.keys()), this.#paused);
     if (plan.pause.length > 0) {
       this.#consumer.pause(this.#topic, plan.pause);

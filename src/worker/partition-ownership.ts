@@ -157,6 +157,8 @@ export class PartitionOwnership {
    * before its next batch. Returns the kept claims.
    */
   joined(topic: string, partitions: readonly number[], next = false, holding: readonly PartitionClaim[] = []): Set<PartitionClaim> {
+    // Out of the group since the last assignment (a crashed consumer joins as a new member): nothing is kept.
+    next &&= !this.#outOfGroup;
     const previous = this.#generation;
     this.#generation += 1;
     // Windows read ahead that no claim took in time are not kept (up to DEDUP_WINDOW ids each).

@@ -138,15 +138,19 @@ export class SourcePipeline {
       if (!this.#warm) this.#warmWhenClaimed(assigned);
     });
     consumer.onHeartbeat(() => ownership.heartbeat());
-    consumer.onStop(() => (this.#joined = false));
+    consumer.onStop(() => {
+      this.#joined = false;
+      // The consumer's group is gone (a crash or the stop): nothing is paused any more until the next join.
+      parts.fetchPauses.consumerStopped();
+    });
+    // Before kafkajs leaves the group: the member is out of it, and nothing of it is current until
+    // it joins again (PartitionOwnership.outOfGroup), whether the consumer restarts or not.
+    consumer.onCrashing(() => ownership.outOfGroup());
     consumer.onCrash((payload) => {
       this.#joined = false;
       log.error({ err: payload.error, restart: payload.restart, topic }, 'consumer crashed');
-      // Restarting in place, the member has left its group (or is being dropped): nothing of it is
-      // current until it joins again (PartitionOwnership.outOfGroup).
-      if (payload.restart) ownership.outOfGroup();
       // Also while starting: the worker then gives up its start rather than run without this source.
-      else this.#o.onFatal(payload.error);
+      if (!payload.restart) this.#o.onFatal(payload.error);
     });
   }
 

@@ -1,76 +1,65 @@
 import { describe, expect, it } from 'vitest';
-import { isCoordinatorNotFound, isRefusal, LookupRefusals, markCoordinatorNotFoundRetriable } from '../../src/kafka/coordinator-loss.ts';
+import { crashVerdict, isCoordinatorNotFound, isRefusal, LookupRefusals } from '../../src/kafka/coordinator-loss.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
 
-// kafkajs's own error classes, as its cluster and retrier make them.
-const errors = kafkajs as unknown as Record<string, new (message: unknown, options?: { cause?: unknown }) => Error & { retriable: boolean }>;
-const notFound = (): Error & { retriable: boolean } =>
-  new (errors['KafkaJSGroupCoordinatorNotFound'] as (typeof errors)[string])('Failed to find group coordinator');
-const nonRetriable = (cause: unknown): Error & { retriable: boolean } => new (errors['KafkaJSNonRetriableError'] as (typeof errors)[string])(cause, { cause });
+// kafkajs's own error classes, as its cluster, retrier and runner make them.
+type ErrorClass = new (message: unknown, options?: { cause?: unknown }) => Error & { retriable: boolean };
+const errors = kafkajs as unknown as Record<string, ErrorClass>;
+const notFound = (): Error => new (errors['KafkaJSGroupCoordinatorNotFound'] as ErrorClass)('Failed to find group coordinator');
+const nonRetriable = (cause: unknown): Error => new (errors['KafkaJSNonRetriableError'] as ErrorClass)(cause, { cause });
+const refused = { type: 'GROUP_AUTHORIZATION_FAILED', retriable: false, message: 'Not authorized to access group: Group authorization failed' };
+const unavailable = { type: 'GROUP_COORDINATOR_NOT_AVAILABLE', retriable: true };
 
 describe('a coordinator lookup no broker answered', () => {
-  it('is recognised as itself and under the wrappers kafkajs puts around it', () => {
+  it('is recognised as itself and under the wrappers kafkajs puts around it (retrier, runner)', () => {
     expect(isCoordinatorNotFound(notFound())).toBe(true);
     expect(isCoordinatorNotFound(nonRetriable(nonRetriable(notFound())))).toBe(true);
-    expect(isCoordinatorNotFound(new (errors['KafkaJSConnectionError'] as (typeof errors)[string])('Connection error'))).toBe(false);
+    expect(isCoordinatorNotFound(new (errors['KafkaJSConnectionError'] as ErrorClass)('Connection error'))).toBe(false);
     expect(isCoordinatorNotFound(undefined)).toBe(false);
     expect(isCoordinatorNotFound('Failed to find group coordinator')).toBe(false);
   });
 
-  it('is marked retriable at its origin only: its wrappers stay non-retriable, so other callers fail as before', () => {
-    const lookup = notFound();
-    const wrapped = nonRetriable(lookup);
-    expect(lookup.retriable).toBe(false);
-    markCoordinatorNotFoundRetriable(wrapped);
-    expect(lookup.retriable).toBe(true);
-    expect(wrapped.retriable).toBe(false);
-  });
-
-  it('stays non-retriable when a broker refused the lookup (a group missing from the ACLs): the worker exits naming it', () => {
-    const lookup = notFound();
-    markCoordinatorNotFoundRetriable(nonRetriable(lookup), { type: 'GROUP_AUTHORIZATION_FAILED', retriable: false });
-    expect(lookup.retriable).toBe(false);
+  it('restarts the consumer unless a broker refused the lookup; any other crash is kafkajs’s to decide', () => {
+    expect(crashVerdict(nonRetriable(notFound()), undefined)).toBe('restart');
+    expect(crashVerdict(nonRetriable(notFound()), refused)).toBe('refused');
+    expect(crashVerdict(new (errors['KafkaJSConnectionError'] as ErrorClass)('Connection error'), undefined)).toBe('as-is');
+    expect(crashVerdict(new (errors['KafkaJSConnectionError'] as ErrorClass)('Connection error'), refused)).toBe('as-is');
   });
 
   it('ends at a cycle of causes rather than looping', () => {
     const a: { name: string; cause?: unknown } = { name: 'A' };
     a.cause = a;
     expect(isCoordinatorNotFound(a)).toBe(false);
-    markCoordinatorNotFoundRetriable(a);
   });
 });
 
-describe('LookupRefusals: the last refusal of each lookup, until it ends', () => {
-  const refused = { type: 'GROUP_AUTHORIZATION_FAILED', retriable: false };
-  const unavailable = { type: 'GROUP_COORDINATOR_NOT_AVAILABLE', retriable: true };
-
-  it('keeps a refusal until it is taken, and only refusals', () => {
+describe('LookupRefusals: the brokers’ refusals of each lookup key, until a broker answers it', () => {
+  it('a refusal is an authorization failure, nothing else', () => {
     expect(isRefusal(refused)).toBe(true);
+    expect(isRefusal({ type: 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED', retriable: false })).toBe(true);
     expect(isRefusal(unavailable)).toBe(false);
+    // Non-retriable, but no refusal: kafkajs's UNKNOWN (-1), a broker's own trouble.
+    expect(isRefusal({ type: 'UNKNOWN', retriable: false })).toBe(false);
     expect(isRefusal(new Error('socket hang up'))).toBe(false);
-    const refusals = new LookupRefusals();
-    refusals.failed('0:g', refused);
-    expect(refusals.take('0:g')).toBe(refused);
-    expect(refusals.take('0:g')).toBeUndefined();
-    refusals.failed('0:g', unavailable);
-    expect(refusals.take('0:g')).toBeUndefined();
   });
 
-  it('an answer, or a later failure that is not a refusal, clears it', () => {
+  it('keeps a refusal through failures that are not refusals (one broker refusing, another unreachable), until an answer', () => {
     const refusals = new LookupRefusals();
-    refusals.failed('0:g', refused);
-    refusals.answered('0:g');
-    expect(refusals.take('0:g')).toBeUndefined();
+    refusals.failed('0:g', unavailable);
+    expect(refusals.refusal('0:g')).toBeUndefined();
     refusals.failed('0:g', refused);
     refusals.failed('0:g', unavailable);
-    expect(refusals.take('0:g')).toBeUndefined();
+    expect(refusals.refusal('0:g')).toBe(refused);
+    expect(refusals.refusal('1:g')).toBeUndefined();
+    refusals.answered('0:g');
+    expect(refusals.refusal('0:g')).toBeUndefined();
   });
 
   it('is bounded: past 1,000 keys the oldest is dropped', () => {
     const refusals = new LookupRefusals();
     for (let i = 0; i < 1_500; i += 1) refusals.failed(`0:g${i}`, refused);
     expect(refusals.size).toBe(1_000);
-    expect(refusals.take('0:g0')).toBeUndefined();
-    expect(refusals.take('0:g1499')).toBe(refused);
+    expect(refusals.refusal('0:g0')).toBeUndefined();
+    expect(refusals.refusal('0:g1499')).toBe(refused);
   });
 });

@@ -58,6 +58,36 @@ describe('FetchPauses', () => {
     expect(calls).toEqual(['pause t 0,1']);
   });
 
+  it('while the consumer is down (crashed, restarting) nothing is asked of it; the next join pauses afresh what the gate still closes', () => {
+    const calls: string[] = [];
+    let down = false;
+    // kafkajs refuses pause and resume while its consumer has no group (between a crash and its restart's join).
+    const consumer = {
+      pause: (topic: string, partitions: readonly number[]) => {
+        if (down) throw new Error('Consumer group was not initialized, consumer#run must be called first');
+        calls.push(`pause ${topic} ${partitions.join(',')}`);
+      },
+      resume: (topic: string, partitions: readonly number[]) => {
+        if (down) throw new Error('Consumer group was not initialized, consumer#run must be called first');
+        calls.push(`resume ${topic} ${partitions.join(',')}`);
+      },
+    };
+    const pauses = new FetchPauses(consumer, 't');
+    pauses.assign([0, 1]);
+    pauses.setGateClosed(true);
+    expect(calls).toEqual(['pause t 0,1']);
+    down = true;
+    pauses.consumerStopped();
+    pauses.setGateClosed(false);
+    pauses.hold(1, 'lane');
+    pauses.release(1, 'lane');
+    pauses.setGateClosed(true);
+    // The restarted consumer's fresh group has nothing paused: the join pauses what the closed gate holds.
+    down = false;
+    pauses.assign([0, 1, 2]);
+    expect(calls).toEqual(['pause t 0,1', 'pause t 0,1,2']);
+  });
+
   it('a new generation drops every hold', () => {
     const { calls, consumer } = recorder();
     const pauses = new FetchPauses(consumer, 't');
