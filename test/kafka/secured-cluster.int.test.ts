@@ -195,6 +195,9 @@ describe('a secured cluster: SASL_SSL (SCRAM-SHA-512) with the StandardAuthorize
       const exit = await worker.stopped(90_000);
       expect(exit.code, worker.output.slice(-3000)).toBe(1);
       expect(worker.output).toMatch(/not authorized to access group/i);
+      // The lookup the broker refused ends the consumer for good (no restart in place), its crash naming the refusal.
+      expect(worker.output).toMatch(/"restart":false/);
+      expect(worker.output).toMatch(/a broker refused the lookup: Not authorized to access group/);
       expect(worker.output).not.toContain('"msg":"worker started"');
       expectNoSecret(worker.output);
     } finally {
