@@ -1,5 +1,5 @@
 import type { Consumer, ConsumerConfig, EachBatchPayload, Kafka } from 'kafkajs';
-import { onConsumerCrashing } from './kafkajs.ts';
+import { onConsumerCrashing } from './consumer-crashes.ts';
 import type { CommandConsumer, FetchedBatch } from './ports.ts';
 
 /** The worker's view of one kafkajs batch: its records and the consumer's controls for it. */

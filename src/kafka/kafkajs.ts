@@ -4,15 +4,13 @@
  * aborted-transaction filter with a correct one (see aborted-transactions.ts), which only works
  * if it happens before kafkajs loads its consumer, makes its clusters remember transaction
  * coordinators, and the transactional producers' clusters their group's coordinator too (see
- * coordinator-cache.ts), lets a consumer restart after a coordinator lookup no broker answered
- * (see coordinator-loss.ts) or a rejoin that failed, and tells the worker of a consumer's crash
- * before kafkajs leaves the group (onConsumerCrashing).
+ * coordinator-cache.ts), and installs the consumer's crash handling (see consumer-crashes.ts).
  */
 import { createRequire } from 'node:module';
 import type * as KafkaJs from 'kafkajs';
 import { filterAbortedRecords, type AbortedTransaction, type FetchedRecord } from './aborted-transactions.ts';
 import { coordinatorKey, CoordinatorMemory, forgetsCoordinator, GROUP_COORDINATOR, TRANSACTION_COORDINATOR } from './coordinator-cache.ts';
-import { crashVerdict, LookupRefusals } from './coordinator-loss.ts';
+import { installConsumerCrashHandling } from './consumer-crashes.ts';
 
 const require = createRequire(import.meta.url);
 const filterModule = require.resolve('kafkajs/src/consumer/filterAbortedMessages.js');
@@ -36,23 +34,6 @@ interface InternalCluster {
 const clusterModule = require('kafkajs/src/cluster/index.js') as { prototype: InternalCluster };
 const findCoordinatorAfresh = clusterModule.prototype.findGroupCoordinator;
 if (typeof findCoordinatorAfresh !== 'function') throw new Error('kafkajs: cannot patch Cluster.findGroupCoordinator');
-
-/** Brokers' refusals of coordinator lookups, kept until a broker answers the same key (coordinator-loss.ts). */
-const refusals = new LookupRefusals();
-const brokerModule = require('kafkajs/src/broker/index.js') as { prototype: { findGroupCoordinator(query: CoordinatorQuery): Promise<unknown> } };
-const kafkajsBrokerLookup = brokerModule.prototype.findGroupCoordinator;
-if (typeof kafkajsBrokerLookup !== 'function') throw new Error('kafkajs: cannot patch Broker.findGroupCoordinator');
-brokerModule.prototype.findGroupCoordinator = async function findGroupCoordinator(this: unknown, query: CoordinatorQuery): Promise<unknown> {
-  const key = coordinatorKey(query.groupId, query.coordinatorType ?? GROUP_COORDINATOR);
-  try {
-    const answer = await kafkajsBrokerLookup.call(this, query);
-    refusals.answered(key);
-    return answer;
-  } catch (error) {
-    refusals.failed(key, error);
-    throw error;
-  }
-};
 
 const memories = new WeakMap<InternalCluster, CoordinatorMemory>();
 /** Clusters that remember their consumer groups' coordinators too: the transactional producers' (transactionalClusters). */
@@ -98,107 +79,7 @@ function watched(memory: CoordinatorMemory, key: string, broker: InternalBroker)
   });
 }
 
-/**
- * A consumer whose rejoin failed crashes instead of fetching on in a generation it has left.
- * kafkajs 2.2.4's runner rejoins from inside its fetch loop's retrier (runner.js,
- * scheduleFetchManager): when the join fails with a retriable error (the coordinator lookup or a
- * connection refused while a broker restarts), the retrier runs the loop body again, which starts
- * the fetchers without a join. Measured with a single broker restarted twice: the member, no
- * longer in the group, fetched about 3,000 times a second, never heartbeated or rejoined, and
- * logged nothing above debug; the worker looked ready and live and sent nothing (the integration
- * test test/worker/broker-restart.int.test.ts). Made non-retriable, the failure ends the loop as a
- * crash, and kafkajs restarts the consumer (a fresh member joining) when the failure's original
- * cause is retriable: the same way it recovers from any other retriable crash. A failure that is
- * non-retriable already (retries used up, or a lookup that failed: see the runner's patch below)
- * is left as it is.
- */
-interface InternalConsumerGroup {
-  joinAndSync(): Promise<void>;
-}
-const consumerGroupModule = require('kafkajs/src/consumer/consumerGroup.js') as { prototype: InternalConsumerGroup };
-const kafkajsJoin = consumerGroupModule.prototype.joinAndSync;
-if (typeof kafkajsJoin !== 'function') throw new Error('kafkajs: cannot patch ConsumerGroup.joinAndSync');
-const { KafkaJSNonRetriableError, KafkaJSGroupCoordinatorNotFound } = require('kafkajs/src/errors.js') as {
-  KafkaJSNonRetriableError: new (error: unknown, options: { cause: unknown }) => Error;
-  KafkaJSGroupCoordinatorNotFound: new (message: string) => Error & { retriable: boolean };
-};
-consumerGroupModule.prototype.joinAndSync = async function joinAndSync(this: InternalConsumerGroup): Promise<void> {
-  try {
-    await kafkajsJoin.call(this);
-  } catch (error) {
-    if ((error as { retriable?: unknown } | null)?.retriable === false) throw error;
-    throw new KafkaJSNonRetriableError(error, { cause: error });
-  }
-};
-
-/** Listeners of each consumer group told of a crash of its consumer before kafkajs acts on it (onConsumerCrashing). */
-const crashing = new Map<string, Set<(error: unknown) => void>>();
-
-/**
- * Calls `listener` when the consumer of `groupId` in this process crashes, before kafkajs leaves
- * the group and decides on a restart (its CRASH event comes only after both): from that moment the
- * process is out of its group, whatever follows. Returns the unsubscribe.
- */
-export function onConsumerCrashing(groupId: string, listener: (error: unknown) => void): () => void {
-  let listeners = crashing.get(groupId);
-  if (listeners === undefined) crashing.set(groupId, (listeners = new Set()));
-  const own = listeners;
-  own.add(listener);
-  return () => {
-    own.delete(listener);
-    if (own.size === 0 && crashing.get(groupId) === own) crashing.delete(groupId);
-  };
-}
-
-/**
- * kafkajs's consumer runner, at its first start, gets a crash handler (its `onCrash`, called where
- * the runner gives up: a join that failed, or its fetch loop's last retry) that first tells the
- * group's crash listeners, then shows kafkajs's own handler the crash as coordinator-loss.ts
- * decides: a lookup no broker answered becomes a restartable error (a new one: the error kafkajs
- * made stays as it is for everyone else), a refused one a final error naming the refusal.
- */
-interface InternalRunner {
-  onCrash: (error: unknown) => unknown;
-  readonly consumerGroup: { readonly groupId: string };
-  start(): Promise<unknown>;
-}
-const runnerModule = require('kafkajs/src/consumer/runner.js') as { prototype: InternalRunner };
-const kafkajsRunnerStart = runnerModule.prototype.start;
-if (typeof kafkajsRunnerStart !== 'function') throw new Error('kafkajs: cannot patch Runner.start');
-const crashHandled = new WeakSet<InternalRunner>();
-runnerModule.prototype.start = function start(this: InternalRunner): Promise<unknown> {
-  if (!crashHandled.has(this)) {
-    crashHandled.add(this);
-    const kafkajsOnCrash = this.onCrash;
-    const { groupId } = this.consumerGroup;
-    this.onCrash = (error: unknown): unknown => {
-      for (const listener of [...(crashing.get(groupId) ?? [])]) {
-        try {
-          listener(error);
-        } catch {
-          // A listener's failure must not keep kafkajs from handling its crash.
-        }
-      }
-      return kafkajsOnCrash(crashAsDecided(error, groupId));
-    };
-  }
-  return kafkajsRunnerStart.call(this);
-};
-
-function crashAsDecided(error: unknown, groupId: string): unknown {
-  const refusal = refusals.refusal(coordinatorKey(groupId, GROUP_COORDINATOR));
-  const verdict = crashVerdict(error, refusal);
-  if (verdict === 'as-is') return error;
-  const message = error instanceof Error ? error.message : String(error);
-  if (verdict === 'refused') {
-    const reason = refusal instanceof Error ? refusal.message : String(refusal);
-    return new KafkaJSNonRetriableError(`${message}: a broker refused the lookup: ${reason}`, { cause: refusal });
-  }
-  // No cause: kafkajs decides on the restart by the original cause's `retriable`.
-  const restartable = new KafkaJSGroupCoordinatorNotFound(message);
-  restartable.retriable = true;
-  return restartable;
-}
+installConsumerCrashHandling(require);
 
 const kafkajs = require('kafkajs') as typeof KafkaJs;
 
