@@ -48,11 +48,8 @@ export class FetchPauses {
 
   /** A new group generation: its assignment, and no holds (lanes and losses belong to a generation). */
   assign(partitions: readonly number[]): void {
-    if (this.#consumerDown) {
-      // A consumer restarted in place joined with a fresh group: nothing of it is paused.
-      this.#consumerDown = false;
-      this.#paused.clear();
-    }
+    // A consumer restarted in place joins with a fresh group, nothing of it paused (consumerStopped emptied #paused).
+    this.#consumerDown = false;
     this.#assigned = [...partitions];
     this.#holders.clear();
     this.#apply();
@@ -65,7 +62,6 @@ export class FetchPauses {
    */
   consumerStopped(): void {
     this.#consumerDown = true;
-    this.#assigned = [];
     this.#paused.clear();
   }
 
