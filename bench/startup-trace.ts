@@ -3,7 +3,7 @@
  * started under the open loop's load, its log's start-up steps with their times from the process's
  * start, and the time to send per second after /readyz. Not part of `npm run bench`.
  *
- *   SMS_WORKER_STACK=local node bench/startup-trace.ts [--rate 300] [--seconds 20] [--prepublish] [--restart]
+ *   SMS_WORKER_STACK=local node bench/startup-trace.ts [--rate 300] [--seconds 20] [--prepublish] [--restart] [--worker-env KEY=value,…]
  *
  * With --prepublish the load starts before the worker (a pod joining a group under traffic);
  * without it, at /readyz (as the start-up section). With --restart an earlier worker works on the
@@ -29,6 +29,8 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '20' },
     prepublish: { type: 'boolean', default: false },
     restart: { type: 'boolean', default: false },
+    // Settings of the measured worker only (e.g. NODE_OPTIONS for a V8 flag), on top of its defaults.
+    'worker-env': { type: 'string', default: '' },
   },
 });
 
@@ -87,7 +89,13 @@ async function main(): Promise<number> {
   }
   if (args.prepublish) publishing = publish();
   const startedAt = Date.now();
-  const worker = startWorker(workerEnv(workerSettings, { LEDGER_TOPIC: `${output}.ledger`, HTTP_PORT: String(port), LOG_LEVEL: 'debug' }));
+  const measuredEnv = Object.fromEntries(
+    args['worker-env']
+      .split(',')
+      .filter((kv) => kv.includes('='))
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+  const worker = startWorker(workerEnv(workerSettings, { LEDGER_TOPIC: `${output}.ledger`, HTTP_PORT: String(port), LOG_LEVEL: 'debug', ...measuredEnv }));
   try {
     await waitReady(port, worker, 120_000);
     const readyAt = Date.now();

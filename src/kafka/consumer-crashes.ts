@@ -2,8 +2,18 @@
  * How kafkajs 2.2.4's consumer crashes, made fit for the worker (installed by kafkajs.ts, with its
  * `require`, once kafkajs's consumer may load):
  *
- * - A rejoin that failed crashes instead of fetching on in a generation the member has left.
- *   kafkajs's runner rejoins from inside its fetch loop's retrier (runner.js,
+ * - A rejoin that failed is tried again in place, a few times (JOIN_RETRY), when the failure is
+ *   what a broker restarting or a coordinator moving looks like (coordinator-loss.ts,
+ *   mayRetryJoin): kafkajs retries a join itself only while the group rebalances. Without it the
+ *   consumer crashed (below), and a crash costs more than the wait: kafkajs sends LeaveGroup, so
+ *   the process's partitions go to the other members (each fenced and recovered there) and come
+ *   back when it joins again as a new member (fenced and recovered once more). Retried in place, the
+ *   member stays in its group: the group waits for it (its session) and nothing moves. Its lanes
+ *   hold meanwhile, as in any rejoin (kafkajs's REBALANCING came first), and whether its claims are
+ *   kept is decided at the join as always (group-membership.ts: a JoinGroup sent by a failed
+ *   attempt already counts as a missed generation). A stopping consumer's retry ends at once.
+ * - A rejoin that failed for good crashes instead of fetching on in a generation the member has
+ *   left. kafkajs's runner rejoins from inside its fetch loop's retrier (runner.js,
  *   scheduleFetchManager): when the join fails with a retriable error (the coordinator lookup or a
  *   connection refused while a broker restarts), the retrier runs the loop body again, which starts
  *   the fetchers without a join. Measured with a single broker restarted twice: the member, no
@@ -19,8 +29,20 @@
  *   made stays as it is for the admin and the producers, which share it), a refused one a final
  *   error naming the refusal. The brokers' refusals are recorded from Broker.findGroupCoordinator.
  */
+import { retry, RetryAborted, type RetryOptions } from '../retry.ts';
 import { coordinatorKey, GROUP_COORDINATOR } from './coordinator-cache.ts';
-import { crashVerdict, LookupRefusals } from './coordinator-loss.ts';
+import { crashVerdict, LookupRefusals, mayRetryJoin } from './coordinator-loss.ts';
+
+/**
+ * A failed rejoin's tries in place before the consumer crashes: 6 attempts, 5 waits of 250 ms
+ * doubling to 2 s, at least half of each (about 3–6 s in all, besides the attempts themselves,
+ * which fail fast: a lookup no broker answers, a coordinator's error answer). Long enough for a
+ * single broker's restart here (the broker-restart test) or a coordinator's move; well inside the
+ * default session (30 s), so the group waits for the member rather than dropping it, and inside a
+ * handover's grace (PROVIDER_RESPONSE_TIMEOUT_MS + 2 s, 12 s by default), so a partition the group
+ * gave away meanwhile is handed over by its lanes (they hold while the member rejoins) in time.
+ */
+export const JOIN_RETRY: Pick<RetryOptions, 'attempts' | 'backoff'> = { attempts: 6, backoff: { initialMs: 250, maxMs: 2_000, jitter: 0.5 } };
 
 interface CoordinatorQuery {
   readonly groupId: string;
@@ -30,12 +52,15 @@ interface InternalBroker {
   findGroupCoordinator(query: CoordinatorQuery): Promise<unknown>;
 }
 interface InternalConsumerGroup {
+  readonly groupId: string;
+  readonly logger: { warn(message: string, extra?: Record<string, unknown>): void };
   joinAndSync(): Promise<void>;
 }
 interface InternalRunner {
   onCrash: (error: unknown) => unknown;
-  readonly consumerGroup: { readonly groupId: string };
+  readonly consumerGroup: InternalConsumerGroup;
   start(): Promise<unknown>;
+  stop(): Promise<unknown>;
 }
 interface KafkaJsErrors {
   readonly KafkaJSNonRetriableError: new (error: unknown, options: { cause: unknown }) => Error;
@@ -94,9 +119,28 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
   const group = patchable<InternalConsumerGroup>(require, 'kafkajs/src/consumer/consumerGroup.js', 'joinAndSync');
   const kafkajsJoin = group.prototype.joinAndSync;
   group.prototype.joinAndSync = async function joinAndSync(this: InternalConsumerGroup): Promise<void> {
+    const { signal } = stopping(this);
+    const key = coordinatorKey(this.groupId, GROUP_COORDINATOR);
     try {
-      await kafkajsJoin.call(this);
-    } catch (error) {
+      await retry(() => kafkajsJoin.call(this), {
+        ...JOIN_RETRY,
+        signal,
+        retryable: (error) => !signal.aborted && mayRetryJoin(error, refusals.refusal(key)),
+        onRetry: (error, retryNumber, delayMs) =>
+          this.logger.warn('rejoining the group failed; trying again in place', {
+            groupId: this.groupId,
+            error: error instanceof Error ? error.message : String(error),
+            retry: retryNumber,
+            delayMs,
+          }),
+      });
+    } catch (thrown) {
+      const error = thrown instanceof RetryAborted ? thrown.cause : thrown;
+      // Stopping: a final crash without a cause, or kafkajs would start the consumer again after its stop.
+      if (signal.aborted)
+        throw new errors.KafkaJSNonRetriableError(`${error instanceof Error ? error.message : String(error)}; not tried again: the consumer is stopping`, {
+          cause: undefined,
+        });
       if ((error as { retriable?: unknown } | null)?.retriable === false) throw error;
       throw new errors.KafkaJSNonRetriableError(error, { cause: error });
     }
@@ -123,6 +167,21 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
     }
     return kafkajsStart.call(this);
   };
+  const kafkajsStop = runner.prototype.stop;
+  runner.prototype.stop = function stop(this: InternalRunner): Promise<unknown> {
+    // A rejoin retried in place (above) would hold the stop (kafkajs waits for its fetch loop) for seconds.
+    stopping(this.consumerGroup).abort();
+    return kafkajsStop.call(this);
+  };
+}
+
+/** Each consumer group object's stop signal (kafkajs makes a new one for every run and restart). */
+const stops = new WeakMap<InternalConsumerGroup, AbortController>();
+
+function stopping(group: InternalConsumerGroup): AbortController {
+  let stop = stops.get(group);
+  if (stop === undefined) stops.set(group, (stop = new AbortController()));
+  return stop;
 }
 
 function crashAsDecided(errors: KafkaJsErrors, error: unknown, groupId: string): unknown {

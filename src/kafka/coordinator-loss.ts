@@ -55,6 +55,32 @@ export function crashVerdict(error: unknown, refusal: unknown): 'restart' | 'ref
   return refusal === undefined ? 'restart' : 'refused';
 }
 
+/** A coordinator's answers that it cannot serve the group yet or here (kafkajs names protocol errors by their Kafka code). */
+const COORDINATOR_NOT_READY = new Set([
+  'COORDINATOR_LOAD_IN_PROGRESS',
+  'GROUP_LOAD_IN_PROGRESS',
+  'COORDINATOR_NOT_AVAILABLE',
+  'GROUP_COORDINATOR_NOT_AVAILABLE',
+  'NOT_COORDINATOR',
+  'NOT_COORDINATOR_FOR_GROUP',
+]);
+
+/**
+ * Whether a failed rejoin (kafkajs's joinAndSync: the coordinator lookup, JoinGroup, SyncGroup) is
+ * tried again in place rather than crashing the consumer (pure). Yes for what a broker restarting
+ * or a coordinator moving looks like, where the failed request changed nothing in the group: a
+ * lookup no broker answered (unless a broker refused it), and a coordinator's answer that it is
+ * loading, not available or not the coordinator. No for anything else, a connection error or a
+ * timeout included (the JoinGroup may have landed, and the group may go on with this member in it
+ * while it waits): those crash as before, and the crash ends the process's claims at once.
+ */
+export function mayRetryJoin(error: unknown, refusal: unknown): boolean {
+  if (refusal !== undefined || causes(error).some(isRefusal)) return false;
+  if (isCoordinatorNotFound(error)) return true;
+  const type = typeof error === 'object' && error !== null ? (error as { type?: unknown }).type : undefined;
+  return typeof type === 'string' && COORDINATOR_NOT_READY.has(type);
+}
+
 /** Lookup keys whose refusals are kept at once; past it the oldest is dropped (at worst a refusal then reads as an outage). */
 const MAX_REFUSALS = 1_000;
 

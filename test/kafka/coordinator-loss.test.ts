@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { crashVerdict, isCoordinatorNotFound, isRefusal, LookupRefusals } from '../../src/kafka/coordinator-loss.ts';
+import { crashVerdict, isCoordinatorNotFound, isRefusal, LookupRefusals, mayRetryJoin } from '../../src/kafka/coordinator-loss.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
 
 // kafkajs's own error classes, as its cluster, retrier and runner make them.
@@ -30,6 +30,34 @@ describe('a coordinator lookup no broker answered', () => {
     const a: { name: string; cause?: unknown } = { name: 'A' };
     a.cause = a;
     expect(isCoordinatorNotFound(a)).toBe(false);
+  });
+});
+
+describe('mayRetryJoin: a failed rejoin tried again in place, or a crash', () => {
+  const connection = (): Error => new (errors['KafkaJSConnectionError'] as ErrorClass)('Connection error: connect ECONNREFUSED 127.0.0.1:9092');
+  const loading = { type: 'COORDINATOR_LOAD_IN_PROGRESS', retriable: true, message: 'The coordinator is loading and hence can’t process requests' };
+
+  it('tries again what a broker restarting or a coordinator moving looks like', () => {
+    expect(mayRetryJoin(notFound(), undefined)).toBe(true);
+    expect(mayRetryJoin(loading, undefined)).toBe(true);
+    expect(mayRetryJoin(unavailable, undefined)).toBe(true);
+    expect(mayRetryJoin({ type: 'NOT_COORDINATOR', retriable: true }, undefined)).toBe(true);
+  });
+
+  it('crashes on a connection error or a timeout: the JoinGroup may have landed', () => {
+    expect(mayRetryJoin(connection(), undefined)).toBe(false);
+    expect(mayRetryJoin(new (errors['KafkaJSRequestTimeoutError'] as ErrorClass)('Request JoinGroup(key: 11, version: 5) timed out'), undefined)).toBe(false);
+  });
+
+  it('crashes on a refusal, recorded for the lookup or in the chain, and on any other non-retriable error', () => {
+    expect(mayRetryJoin(notFound(), refused)).toBe(false);
+    expect(mayRetryJoin(loading, refused)).toBe(false);
+    expect(mayRetryJoin(refused, undefined)).toBe(false);
+    expect(mayRetryJoin(nonRetriable(refused), undefined)).toBe(false);
+    expect(mayRetryJoin(nonRetriable(connection()), undefined)).toBe(false);
+    expect(mayRetryJoin({ type: 'INCONSISTENT_GROUP_PROTOCOL', retriable: false }, undefined)).toBe(false);
+    expect(mayRetryJoin(undefined, undefined)).toBe(false);
+    expect(mayRetryJoin('Connection error', undefined)).toBe(false);
   });
 });
 

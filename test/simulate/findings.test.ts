@@ -23,6 +23,7 @@ const BASE: RunOptions = {
   leaseLapses: false,
   lateFences: false,
   consumerRestarts: false,
+  rejoinStalls: false,
   crashesAfterFailure: false,
   repeatKeys: 'same',
 };

@@ -5,7 +5,16 @@ import { runSchedule } from '../../tools/simulate/runner.ts';
 
 /** The first seed (from 1) at which each kind of violation shows, within `budget` schedules. */
 function firstSeeds(variant: Variant, ledger: LedgerMode, budget: number, lateFences = false, consumerRestarts = false): Map<ViolationKind, number> {
-  const options: RunOptions = { variant, ledger, leaseLapses: false, lateFences, consumerRestarts, crashesAfterFailure: false, repeatKeys: 'same' };
+  const options: RunOptions = {
+    variant,
+    ledger,
+    leaseLapses: false,
+    lateFences,
+    consumerRestarts,
+    rejoinStalls: false,
+    crashesAfterFailure: false,
+    repeatKeys: 'same',
+  };
   const first = new Map<ViolationKind, number>();
   for (let seed = 1; seed <= budget; seed++) {
     const { violation } = runSchedule(seed, options);

@@ -37,6 +37,7 @@ function fault(world: World, group: Group, procs: readonly Proc[]): void {
     restart: dead.length > 0 ? 1.5 : 0,
     // Last, and weighed 0 when off, so the other draws of every seed stay as they were.
     consumerRestart: world.settings.consumerRestarts ? 1 : 0,
+    rejoinStall: world.settings.rejoinStalls ? 1 : 0,
   });
   if (kind === 'restart') return restart(world, group, prng.pick(dead));
   if (kind === 'rebalance') {
@@ -54,6 +55,7 @@ function fault(world: World, group: Group, procs: readonly Proc[]): void {
   }
   if (proc.frozen || proc.leaving) return;
   if (kind === 'consumerRestart') return consumerRestart(world, group, proc);
+  if (kind === 'rejoinStall') return rejoinStall(world, group, proc);
   if (kind === 'shutdown') {
     const forced = prng.chance(0.5);
     if (world.tracing) world.trace(`fault: P${proc.id} shuts down${forced ? ' (sends held)' : ''}`);
@@ -157,6 +159,43 @@ function consumerRestart(world: World, group: Group, proc: Proc): void {
     group.join(proc);
   };
   world.clock.at(prng.int(200, 1_500), proc, rejoin);
+}
+
+/**
+ * kafkajs's consumer of a live process hears of a rebalance and its rejoin fails for a while, tried
+ * again in place (consumer-crashes.ts, JOIN_RETRY): no LeaveGroup, no crash. Its lanes hold, it
+ * heartbeats no more, and the group waits for it until its session runs out. Now and then one of
+ * its JoinGroups lands and the group completes a generation with it, whose answer it never sees
+ * (its SyncGroup fails, and its next JoinGroup starts another rebalance). Then its join goes
+ * through, within a handover's grace (JOIN_RETRY: longer tries end in a crash, which
+ * consumerRestart models).
+ */
+function rejoinStall(world: World, group: Group, proc: Proc): void {
+  const { prng } = world;
+  // A consumer restarted in place joins as a new member already (consumerRestart); its own stall adds nothing.
+  if (proc.consumerDown || proc.outOfGroup || proc.hasLeft || !group.members.has(proc)) return;
+  if (world.tracing) world.trace(`fault: P${proc.id}'s rejoin fails and is tried again in place`);
+  proc.joinStalled();
+  group.expireLater(proc);
+  group.rebalance();
+  const { incarnation } = proc;
+  const stalled = (): boolean => proc.incarnation === incarnation && proc.alive && !proc.leaving && proc.consumerDown;
+  // The worker's tries in place end well within a handover's grace (JOIN_RETRY), then it crashes (consumerRestart's fault).
+  const lasts = prng.int(20, Math.floor(TIMING.handoverGraceMs * 0.7));
+  if (prng.chance(0.3))
+    world.clock.at(prng.int(0, lasts), proc, () => {
+      if (!stalled() || !group.members.has(proc)) return;
+      if (world.tracing) world.trace(`P${proc.id}'s JoinGroup lands; its answer is lost`);
+      proc.consumerDown = false;
+      group.rebalance();
+      proc.consumerDown = true;
+    });
+  world.clock.at(lasts, proc, () => {
+    if (!stalled()) return;
+    if (world.tracing) world.trace(`P${proc.id}'s rejoin goes through${group.members.has(proc) ? '' : ' as a new member'}`);
+    proc.consumerDown = false;
+    group.join(proc);
+  });
 }
 
 function restart(world: World, group: Group, proc: Proc): void {

@@ -67,6 +67,14 @@ export interface RunOptions {
    * (PartitionOwnership.outOfGroup).
    */
   readonly consumerRestarts?: boolean;
+  /**
+   * Rejoins that fail and are tried again in place (default on; consumer-crashes.ts, JOIN_RETRY): a
+   * live process's consumer hears of a rebalance and cannot join for a while (a broker restarting,
+   * a coordinator moving). Meanwhile its lanes hold and the group hears nothing of it; now and then
+   * one of its JoinGroups lands and the group completes a generation with it whose answer it never
+   * sees. Its join goes through later, within a handover's grace.
+   */
+  readonly rejoinStalls?: boolean;
   /** A repeated commandId comes with its first record's key (`same`) or, now and then, another key of the partition (`any`, the default; see the report). */
   readonly repeatKeys?: 'same' | 'any';
   /** A handler may throw after its claim failed (default on; see the report). */
@@ -101,6 +109,7 @@ export interface Settings {
   readonly leaseLapses: boolean;
   readonly lateFences: boolean;
   readonly consumerRestarts: boolean;
+  readonly rejoinStalls: boolean;
   /** Virtual time at which faults stop (the heal). */
   readonly faultsUntil: number;
 }

@@ -359,6 +359,19 @@ export class Proc implements Owner, LaneHost {
     this.#claimsAwaitingLease = new Set();
   }
 
+  /**
+   * Its consumer's rejoin fails and is tried again in place (faults.ts, rejoinStall): it heard of
+   * the rebalance (its lanes hold, no claim fences), it heartbeats no more, and it hears no
+   * assignment until its join goes through. Nothing else changes: no LeaveGroup went out, so its
+   * claims are its own until the group gives them away, and the next assignment decides what is kept.
+   */
+  joinStalled(): void {
+    this.rebalancing();
+    this.consumerDown = true;
+    if (this.#live) this.confirmedAt = this.#world.now - this.#world.prng.int(0, 100);
+    this.#live = false;
+  }
+
   /** Out of the group holds its claims (the known-bad 'current-out-of-group' lets them go on, as before 2026-11-28). */
   #outOfGroupHolds(): boolean {
     return this.outOfGroup && this.#world.variant !== 'current-out-of-group';

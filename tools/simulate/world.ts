@@ -88,6 +88,7 @@ function drawSettings(prng: Prng, options: RunOptions): Settings {
     leaseLapses: options.leaseLapses ?? true,
     lateFences: options.lateFences ?? true,
     consumerRestarts: options.consumerRestarts ?? true,
+    rejoinStalls: options.rejoinStalls ?? true,
     faultsUntil: prng.int(0, 3_000),
   };
   // From faultsUntil rather than a draw of its own, so adding it left every other draw of every
