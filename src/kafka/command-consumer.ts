@@ -1,5 +1,5 @@
 import type { Consumer, ConsumerConfig, EachBatchPayload, Kafka } from 'kafkajs';
-import { onConsumerCrashing } from './consumer-crashes.ts';
+import { onConsumerCrashing, onRejoinRetrying } from './consumer-crashes.ts';
 import type { CommandConsumer, FetchedBatch } from './ports.ts';
 
 /** The worker's view of one kafkajs batch: its records and the consumer's controls for it. */
@@ -110,6 +110,10 @@ export class KafkaCommandConsumer implements CommandConsumer {
 
   onCrashing(listener: () => void): void {
     this.#unsubscribes.push(onConsumerCrashing(this.#groupId, () => listener()));
+  }
+
+  onRejoinRetrying(listener: () => void): void {
+    this.#unsubscribes.push(onRejoinRetrying(this.#groupId, () => listener()));
   }
 
   onCrash(listener: (event: { error: Error; restart: boolean }) => void): void {

@@ -9,9 +9,10 @@
  *   the process's partitions go to the other members (each fenced and recovered there) and come
  *   back when it joins again as a new member (fenced and recovered once more). Retried in place, the
  *   member stays in its group: the group waits for it (its session) and nothing moves. Its lanes
- *   hold meanwhile, as in any rejoin (kafkajs's REBALANCING came first), and whether its claims are
- *   kept is decided at the join as always (group-membership.ts: a JoinGroup sent by a failed
- *   attempt already counts as a missed generation). A stopping consumer's retry ends at once.
+ *   hold meanwhile (onRejoinRetrying: kafkajs's REBALANCING comes before some rejoins only), and
+ *   whether its claims are kept is decided at the join as always (group-membership.ts: a JoinGroup
+ *   sent by a failed attempt already counts as a missed generation). A stop ends the tries at
+ *   their next wait or attempt, with a final crash.
  * - A rejoin that failed for good crashes instead of fetching on in a generation the member has
  *   left. kafkajs's runner rejoins from inside its fetch loop's retrier (runner.js,
  *   scheduleFetchManager): when the join fails with a retriable error (the coordinator lookup or a
@@ -34,15 +35,18 @@ import { coordinatorKey, GROUP_COORDINATOR } from './coordinator-cache.ts';
 import { crashVerdict, LookupRefusals, mayRetryJoin } from './coordinator-loss.ts';
 
 /**
- * A failed rejoin's tries in place before the consumer crashes: 6 attempts, 5 waits of 250 ms
- * doubling to 2 s, at least half of each (about 3–6 s in all, besides the attempts themselves,
- * which fail fast: a lookup no broker answers, a coordinator's error answer). Long enough for a
- * single broker's restart here (the broker-restart test) or a coordinator's move; well inside the
- * default session (30 s), so the group waits for the member rather than dropping it, and inside a
- * handover's grace (PROVIDER_RESPONSE_TIMEOUT_MS + 2 s, 12 s by default), so a partition the group
- * gave away meanwhile is handed over by its lanes (they hold while the member rejoins) in time.
+ * A failed rejoin's tries in place before the consumer crashes: up to 6 attempts, 5 waits of 250 ms
+ * doubling to 2 s, at least half of each (about 3–6 s of waits), and no attempt begun after
+ * JOIN_RETRY_WINDOW_MS from the rejoin's start. Long enough for a single broker's restart here
+ * (the broker-restart test) or a coordinator's move. An attempt itself is kafkajs's join and is not
+ * cut short (a coordinator lookup kafkajs retries itself can take tens of seconds): the window only
+ * keeps a slow attempt from being followed by more. The process's lanes hold meanwhile
+ * (onRejoinRetrying); well inside the default session (30 s) the group waits for the member rather
+ * than dropping it, and inside a handover's grace (PROVIDER_RESPONSE_TIMEOUT_MS + 2 s, 12 s by
+ * default) a partition the group gave away meanwhile is still handed over by its lanes in time.
  */
 export const JOIN_RETRY: Pick<RetryOptions, 'attempts' | 'backoff'> = { attempts: 6, backoff: { initialMs: 250, maxMs: 2_000, jitter: 0.5 } };
+export const JOIN_RETRY_WINDOW_MS = 8_000;
 
 interface CoordinatorQuery {
   readonly groupId: string;
@@ -53,6 +57,8 @@ interface InternalBroker {
 }
 interface InternalConsumerGroup {
   readonly groupId: string;
+  /** Set by a JoinGroup that succeeded. */
+  readonly generationId?: number;
   readonly logger: { warn(message: string, extra?: Record<string, unknown>): void };
   joinAndSync(): Promise<void>;
 }
@@ -70,8 +76,35 @@ interface KafkaJsErrors {
 /** Brokers' refusals of coordinator lookups, kept until a broker answers the same key. */
 const refusals = new LookupRefusals();
 
-/** Listeners of each consumer group told of a crash of its consumer before kafkajs acts on it. */
-const crashing = new Map<string, Set<(error: unknown) => void>>();
+/** Listeners per consumer group of this process, each set dropped with its last listener. */
+class GroupListeners {
+  readonly #byGroup = new Map<string, Set<(error: unknown) => void>>();
+
+  add(groupId: string, listener: (error: unknown) => void): () => void {
+    let listeners = this.#byGroup.get(groupId);
+    if (listeners === undefined) this.#byGroup.set(groupId, (listeners = new Set()));
+    const own = listeners;
+    own.add(listener);
+    return () => {
+      own.delete(listener);
+      if (own.size === 0 && this.#byGroup.get(groupId) === own) this.#byGroup.delete(groupId);
+    };
+  }
+
+  /** Tells every listener of `groupId`; one that throws keeps neither the others nor kafkajs from going on. */
+  tell(groupId: string, error: unknown): void {
+    for (const listener of [...(this.#byGroup.get(groupId) ?? [])]) {
+      try {
+        listener(error);
+      } catch {
+        // kafkajs must go on handling its join or crash.
+      }
+    }
+  }
+}
+
+const crashing = new GroupListeners();
+const rejoinRetrying = new GroupListeners();
 
 /**
  * Calls `listener` when the consumer of `groupId` in this process crashes, before kafkajs leaves
@@ -79,14 +112,18 @@ const crashing = new Map<string, Set<(error: unknown) => void>>();
  * process is out of its group, whatever follows. Returns the unsubscribe.
  */
 export function onConsumerCrashing(groupId: string, listener: (error: unknown) => void): () => void {
-  let listeners = crashing.get(groupId);
-  if (listeners === undefined) crashing.set(groupId, (listeners = new Set()));
-  const own = listeners;
-  own.add(listener);
-  return () => {
-    own.delete(listener);
-    if (own.size === 0 && crashing.get(groupId) === own) crashing.delete(groupId);
-  };
+  return crashing.add(groupId, listener);
+}
+
+/**
+ * Calls `listener` when a failed rejoin of the consumer of `groupId` is about to be tried again in
+ * place (once per rejoin, before its first wait). kafkajs reports REBALANCING before only one of
+ * the ways it rejoins (a member it dropped, a fetch's leader gone and a first join come without),
+ * so the process holds its lanes here: the group may go on without this member's answer meanwhile.
+ * Returns the unsubscribe.
+ */
+export function onRejoinRetrying(groupId: string, listener: (error: unknown) => void): () => void {
+  return rejoinRetrying.add(groupId, listener);
 }
 
 function patchable<T>(require: NodeJS.Require, path: string, method: string): { prototype: T } {
@@ -121,19 +158,38 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
   group.prototype.joinAndSync = async function joinAndSync(this: InternalConsumerGroup): Promise<void> {
     const { signal } = stopping(this);
     const key = coordinatorKey(this.groupId, GROUP_COORDINATOR);
+    const startedAt = Date.now();
+    let generationBefore = this.generationId;
     try {
-      await retry(() => kafkajsJoin.call(this), {
-        ...JOIN_RETRY,
-        signal,
-        retryable: (error) => !signal.aborted && mayRetryJoin(error, refusals.refusal(key)),
-        onRetry: (error, retryNumber, delayMs) =>
-          this.logger.warn('rejoining the group failed; trying again in place', {
-            groupId: this.groupId,
-            error: error instanceof Error ? error.message : String(error),
-            retry: retryNumber,
-            delayMs,
-          }),
-      });
+      await retry(
+        () => {
+          // A join asked for after the stop (kafkajs's stop and a fetch's recovery can cross) is not sent.
+          if (signal.aborted) return Promise.reject(new Error('the consumer is stopping'));
+          generationBefore = this.generationId;
+          return kafkajsJoin.call(this);
+        },
+        {
+          ...JOIN_RETRY,
+          signal,
+          // Not after a JoinGroup that succeeded (its SyncGroup failed): the group has a generation with
+          // this member in it whose assignment it never heard, and may go on without it; a crash ends
+          // the process's claims at once instead.
+          retryable: (error) =>
+            !signal.aborted &&
+            this.generationId === generationBefore &&
+            Date.now() - startedAt < JOIN_RETRY_WINDOW_MS &&
+            mayRetryJoin(error, refusals.refusal(key)),
+          onRetry: (error, retryNumber, delayMs) => {
+            if (retryNumber === 1) rejoinRetrying.tell(this.groupId, error);
+            this.logger.warn('rejoining the group failed; trying again in place', {
+              groupId: this.groupId,
+              error: error instanceof Error ? error.message : String(error),
+              retry: retryNumber,
+              delayMs,
+            });
+          },
+        },
+      );
     } catch (thrown) {
       const error = thrown instanceof RetryAborted ? thrown.cause : thrown;
       // Stopping: a final crash without a cause, or kafkajs would start the consumer again after its stop.
@@ -155,13 +211,7 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
       const kafkajsOnCrash = this.onCrash;
       const { groupId } = this.consumerGroup;
       this.onCrash = (error: unknown): unknown => {
-        for (const listener of [...(crashing.get(groupId) ?? [])]) {
-          try {
-            listener(error);
-          } catch {
-            // A listener's failure must not keep kafkajs from handling its crash.
-          }
-        }
+        crashing.tell(groupId, error);
         return kafkajsOnCrash(crashAsDecided(errors, error, groupId));
       };
     }

@@ -55,24 +55,22 @@ export function crashVerdict(error: unknown, refusal: unknown): 'restart' | 'ref
   return refusal === undefined ? 'restart' : 'refused';
 }
 
-/** A coordinator's answers that it cannot serve the group yet or here (kafkajs names protocol errors by their Kafka code). */
-const COORDINATOR_NOT_READY = new Set([
-  'COORDINATOR_LOAD_IN_PROGRESS',
-  'GROUP_LOAD_IN_PROGRESS',
-  'COORDINATOR_NOT_AVAILABLE',
-  'GROUP_COORDINATOR_NOT_AVAILABLE',
-  'NOT_COORDINATOR',
-  'NOT_COORDINATOR_FOR_GROUP',
-]);
+/**
+ * A coordinator's answers that it cannot serve the group yet (kafkajs 2.2.4's names of Kafka's
+ * error codes 14 and 15). NOT_COORDINATOR_FOR_GROUP (16) kafkajs takes for a rebalance and
+ * retries itself; once those retries run out it crashes as it did.
+ */
+const COORDINATOR_NOT_READY = new Set(['GROUP_LOAD_IN_PROGRESS', 'GROUP_COORDINATOR_NOT_AVAILABLE']);
 
 /**
  * Whether a failed rejoin (kafkajs's joinAndSync: the coordinator lookup, JoinGroup, SyncGroup) is
  * tried again in place rather than crashing the consumer (pure). Yes for what a broker restarting
  * or a coordinator moving looks like, where the failed request changed nothing in the group: a
- * lookup no broker answered (unless a broker refused it), and a coordinator's answer that it is
- * loading, not available or not the coordinator. No for anything else, a connection error or a
- * timeout included (the JoinGroup may have landed, and the group may go on with this member in it
- * while it waits): those crash as before, and the crash ends the process's claims at once.
+ * lookup no broker answered (unless a broker refused it; kafkajs ends it so also when every broker
+ * timed out), and a coordinator's answer that it is loading or not available. No for anything
+ * else, a connection error or a timeout of the JoinGroup included (it may have landed, and the
+ * group may go on with this member in it while it waits): those crash as before, and the crash
+ * ends the process's claims at once.
  */
 export function mayRetryJoin(error: unknown, refusal: unknown): boolean {
   if (refusal !== undefined || causes(error).some(isRefusal)) return false;

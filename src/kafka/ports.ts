@@ -127,6 +127,8 @@ export interface ConsumerEvents {
   onCrash(listener: (event: { error: Error; restart: boolean }) => void): void;
   /** The consumer crashed, told before it leaves its group and before onCrash: the member is out of its group from now on. */
   onCrashing(listener: () => void): void;
+  /** A failed rejoin is about to be tried again in place (kafkajs's REBALANCING does not come before every rejoin): the member's lanes hold. */
+  onRejoinRetrying(listener: () => void): void;
 }
 
 /**

@@ -171,6 +171,17 @@ export class LaneRouter {
     }
   }
 
+  /**
+   * The consumer crashed (PartitionOwnership.outOfGroup): nothing is kept at its rejoin (a new
+   * member), and kafkajs's LeaveGroup may give every partition to another member at once. Every
+   * lane retires now, as moved, rather than at the rejoin: a lane holding for a rebalance gives its
+   * marked, unsent commands up and hands them over, so their next owner does not wait a handover's
+   * grace for them and report them UNKNOWN (the simulation found it: a crash while holding).
+   */
+  afterCrash(reason: unknown): void {
+    for (const lane of this.#lanes.values()) this.#retire(lane, reason, true);
+  }
+
   /** Shutdown: every lane takes no more records and ends once its calls under way have committed. */
   retireAll(reason: unknown): void {
     for (const lane of this.#lanes.values()) this.#retire(lane, reason);

@@ -117,6 +117,14 @@ export class SourcePipeline {
       ownership.rebalancing();
       lanes.holdAll();
     });
+    // A rejoin tried again in place: hold as above (kafkajs reports REBALANCING before some rejoins
+    // only), but the membership's count of JoinGroups stays: one sent by a failed attempt means this
+    // member can have missed a generation, and nothing is kept at the join.
+    consumer.onRejoinRetrying(() => {
+      ownership.rebalancing();
+      lanes.holdAll();
+      log.info({ topic }, 'rejoin tried again in place: no call starts until the join');
+    });
     consumer.onGroupJoin((payload) => {
       this.#joined = true;
       const previous = ownership.assigned;
@@ -145,7 +153,10 @@ export class SourcePipeline {
     });
     // Before kafkajs leaves the group: the member is out of it, and nothing of it is current until
     // it joins again (PartitionOwnership.outOfGroup), whether the consumer restarts or not.
-    consumer.onCrashing(() => ownership.outOfGroup());
+    consumer.onCrashing(() => {
+      ownership.outOfGroup();
+      lanes.afterCrash(new Error('the consumer crashed'));
+    });
     consumer.onCrash((payload) => {
       this.#joined = false;
       log.error({ err: payload.error, restart: payload.restart, topic }, 'consumer crashed');

@@ -162,6 +162,27 @@ describe('LaneRouter', () => {
     expect([...service.sent].sort()).toEqual(['c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8', 'c9']);
   });
 
+  it('a crash of the consumer retires every lane at once, one holding for a rebalance included, rather than at the rejoin', async () => {
+    const { lanes, ownership, service, slots } = harness();
+    ownership.joined(TOPIC, [PARTITION]);
+    // Nothing can send yet: the test holds the only in-flight slot.
+    await slots.acquire();
+    await lanes.accept(batchOf(range(0, 3)));
+    await tick(20);
+    ownership.rebalancing();
+    lanes.holdAll();
+    expect(lanes.holding()).toHaveLength(1);
+
+    // kafkajs's crash: the member is out of its group, and its partitions may be another's at once.
+    ownership.outOfGroup();
+    lanes.afterCrash(new Error('the consumer crashed'));
+    expect(lanes.holding()).toEqual([]);
+    slots.release();
+    await tick(50);
+    // The commands waiting for a slot were given up unsent; the next owner (or this process's next claim) sends them.
+    expect(service.sent).toEqual([]);
+  });
+
   it('a batch waiting for its claim keeps the member heartbeating (kafkajs heartbeats only between batches) and leaves as soon as a heartbeat finds the group rebalancing', async () => {
     let finishHandover = (): void => undefined;
     const { lanes, ownership, service } = harness(new Promise<void>((resolve) => (finishHandover = resolve)));

@@ -70,9 +70,9 @@ export interface RunOptions {
   /**
    * Rejoins that fail and are tried again in place (default on; consumer-crashes.ts, JOIN_RETRY): a
    * live process's consumer hears of a rebalance and cannot join for a while (a broker restarting,
-   * a coordinator moving). Meanwhile its lanes hold and the group hears nothing of it; now and then
-   * one of its JoinGroups lands and the group completes a generation with it whose answer it never
-   * sees. Its join goes through later, within a handover's grace.
+   * a coordinator moving). Meanwhile its lanes hold and the group hears nothing of it. Its join
+   * goes through later, mostly within a handover's grace, now and then past it or past the session
+   * (then counted like a freeze for the UNKNOWN it may leave).
    */
   readonly rejoinStalls?: boolean;
   /** A repeated commandId comes with its first record's key (`same`) or, now and then, another key of the partition (`any`, the default; see the report). */

@@ -357,6 +357,10 @@ export class Proc implements Owner, LaneHost {
     this.#live = false;
     this.#attempts = new Map();
     this.#claimsAwaitingLease = new Set();
+    // Nothing is kept at the rejoin (a new member): every lane retires now rather than then, as if
+    // moved (the LeaveGroup may give its partition to another member at once), so a lane holding for
+    // a rebalance hands its marked, unsent commands over at once (LaneRouter.afterCrash).
+    for (const lane of [...this.lanes]) if (!lane.ended) lane.act('retire', -1, (m) => m.retire(true, this.#world.now));
   }
 
   /**
