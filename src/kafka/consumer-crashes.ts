@@ -36,8 +36,8 @@ import { crashVerdict, LookupRefusals, mayRetryJoin } from './coordinator-loss.t
 
 /**
  * A failed rejoin's tries in place before the consumer crashes: up to 6 attempts, 5 waits of 250 ms
- * doubling to 2 s, at least half of each (about 3–6 s of waits), and no attempt begun after
- * JOIN_RETRY_WINDOW_MS from the rejoin's start. Long enough for a single broker's restart here
+ * doubling to 2 s, at least half of each (about 3–6 s of waits), and no wait begun after
+ * JOIN_RETRY_WINDOW_MS from the rejoin's start (so no attempt begins later than 2 s after it). Long enough for a single broker's restart here
  * (the broker-restart test) or a coordinator's move. An attempt itself is kafkajs's join and is not
  * cut short (a coordinator lookup kafkajs retries itself can take tens of seconds): the window only
  * keeps a slow attempt from being followed by more. The process's lanes hold meanwhile
@@ -164,7 +164,7 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
       await retry(
         () => {
           // A join asked for after the stop (kafkajs's stop and a fetch's recovery can cross) is not sent.
-          if (signal.aborted) return Promise.reject(new Error('the consumer is stopping'));
+          if (signal.aborted) return Promise.reject(STOPPING);
           generationBefore = this.generationId;
           return kafkajsJoin.call(this);
         },
@@ -194,9 +194,12 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
       const error = thrown instanceof RetryAborted ? thrown.cause : thrown;
       // Stopping: a final crash without a cause, or kafkajs would start the consumer again after its stop.
       if (signal.aborted)
-        throw new errors.KafkaJSNonRetriableError(`${error instanceof Error ? error.message : String(error)}; not tried again: the consumer is stopping`, {
-          cause: undefined,
-        });
+        throw new errors.KafkaJSNonRetriableError(
+          error === STOPPING
+            ? 'the consumer stopped before it rejoined its group'
+            : `${error instanceof Error ? error.message : String(error)}; not tried again: the consumer is stopping`,
+          { cause: undefined },
+        );
       if ((error as { retriable?: unknown } | null)?.retriable === false) throw error;
       throw new errors.KafkaJSNonRetriableError(error, { cause: error });
     }
@@ -224,6 +227,8 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
     return kafkajsStop.call(this);
   };
 }
+
+const STOPPING = new Error('the consumer is stopping');
 
 /** Each consumer group object's stop signal (kafkajs makes a new one for every run and restart). */
 const stops = new WeakMap<InternalConsumerGroup, AbortController>();

@@ -249,8 +249,13 @@ export class PartitionOwnership {
 
   /** Whether a send may start now (see the class comment). */
   leaseHolds(): boolean {
+    return this.leaseLeftMs() > 0;
+  }
+
+  /** Until the lease lapses unless the group confirms this member again, ms (≤ 0: lapsed). */
+  leaseLeftMs(): number {
     const margin = Math.min(2_000, this.#o.sessionTimeoutMs / 4);
-    return this.#now() - this.#lastConfirmed < this.#o.sessionTimeoutMs - margin;
+    return this.#o.sessionTimeoutMs - margin - (this.#now() - this.#lastConfirmed);
   }
 
   get assigned(): readonly number[] {

@@ -33,6 +33,8 @@ export class SourcePipeline {
   #warm = false;
   #running = false;
   readonly #startedAt = Date.now();
+  /** While the lanes hold for a rebalance: when the lease would lapse (see #watchHold). */
+  #holdWatch: NodeJS.Timeout | undefined;
 
   constructor(options: SourcePipelineOptions) {
     this.#o = options;
@@ -116,6 +118,7 @@ export class SourcePipeline {
       parts.membership.rebalancing();
       ownership.rebalancing();
       lanes.holdAll();
+      this.#watchHold();
     });
     // A rejoin tried again in place: hold as above (kafkajs reports REBALANCING before some rejoins
     // only), but the membership's count of JoinGroups stays: one sent by a failed attempt means this
@@ -123,6 +126,7 @@ export class SourcePipeline {
     consumer.onRejoinRetrying(() => {
       ownership.rebalancing();
       lanes.holdAll();
+      this.#watchHold();
       log.info({ topic }, 'rejoin tried again in place: no call starts until the join');
     });
     consumer.onGroupJoin((payload) => {
@@ -155,11 +159,17 @@ export class SourcePipeline {
     // it joins again (PartitionOwnership.outOfGroup), whether the consumer restarts or not.
     consumer.onCrashing(() => {
       ownership.outOfGroup();
-      lanes.afterCrash(new Error('the consumer crashed'));
+      // Inside kafkajs's crash handling: a throw here would be swallowed.
+      try {
+        lanes.retireUnkeepable(new Error('the consumer crashed'));
+      } catch (error) {
+        log.error({ err: error, topic }, 'retiring the lanes after a consumer crash failed');
+      }
     });
     consumer.onCrash((payload) => {
       this.#joined = false;
-      log.error({ err: payload.error, restart: payload.restart, topic }, 'consumer crashed');
+      // A stop ends a rejoin tried again in place with a final crash: expected then, not an error.
+      log[ownership.isStopping ? 'info' : 'error']({ err: payload.error, restart: payload.restart, topic }, 'consumer crashed');
       // Also while starting: the worker then gives up its start rather than run without this source.
       if (!payload.restart) this.#o.onFatal(payload.error);
     });
@@ -172,6 +182,30 @@ export class SourcePipeline {
    * started (claim() returns them); a failed one is retried at its partition's first batch, so it
    * does not hold readiness. A newer generation before they settle waits again, with its own.
    */
+  /**
+   * While the lanes hold for a rebalance, no heartbeat confirms the member (kafkajs does not
+   * heartbeat while it joins). Should the lease lapse before the join (a join the broker holds
+   * long, a rejoin tried again in place whose attempt kafkajs holds long), nothing held can be kept
+   * at the join: the lanes retire then (retireUnkeepable) and hand their marked, unsent commands
+   * over before the member's session ends and the group gives the partitions away (the simulation
+   * found a stall past the session without it: unknown-is-bounded at seeds 12341 and 17641).
+   */
+  #watchHold(): void {
+    clearTimeout(this.#holdWatch);
+    const { ownership } = this.parts;
+    const check = (): void => {
+      if (!ownership.isRebalancing || ownership.isStopping) return;
+      const left = ownership.leaseLeftMs();
+      if (left > 0) {
+        this.#holdWatch = setTimeout(check, left + 1).unref();
+        return;
+      }
+      this.#o.log.warn({ topic: this.topic }, 'the lease lapsed while the group rebalanced: the lanes retire, handing over what they held');
+      this.lanes.retireUnkeepable(new Error('the lease lapsed while the group rebalanced'));
+    };
+    this.#holdWatch = setTimeout(check, ownership.leaseLeftMs() + 1).unref();
+  }
+
   #warmWhenClaimed(partitions: readonly number[]): void {
     const { ownership } = this.parts;
     const generation = ownership.generation;

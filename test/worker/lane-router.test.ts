@@ -175,7 +175,7 @@ describe('LaneRouter', () => {
 
     // kafkajs's crash: the member is out of its group, and its partitions may be another's at once.
     ownership.outOfGroup();
-    lanes.afterCrash(new Error('the consumer crashed'));
+    lanes.retireUnkeepable(new Error('the consumer crashed'));
     expect(lanes.holding()).toEqual([]);
     slots.release();
     await tick(50);

@@ -182,12 +182,9 @@ function rejoinStall(world: World, group: Group, proc: Proc): void {
   const stalled = (): boolean => proc.incarnation === incarnation && proc.alive && !proc.leaving && proc.consumerDown;
   // The worker begins no try after JOIN_RETRY_WINDOW_MS, well within a handover's grace, but one
   // under way is kafkajs's and can take longer (a lookup it retries itself): now and then past the
-  // grace, or the session (the group then gives its partitions away). Its held lanes cannot hand
-  // over meanwhile, as a frozen process's cannot: counted as such for the UNKNOWN it may leave (a
-  // marked command never called, which the next owner waited a grace for).
-  const long = prng.chance(0.2);
-  const lasts = long ? prng.int(TIMING.handoverGraceMs, TIMING.sessionMs + 400) : prng.int(20, Math.floor(TIMING.handoverGraceMs * 0.7));
-  if (long) world.ownerDied(`P${proc.id} stalled its rejoin past a handover's grace at t=${world.now}`);
+  // grace, the lease (its held lanes then retire: joinStalled) or the session (the group then gives
+  // its partitions away).
+  const lasts = prng.chance(0.2) ? prng.int(TIMING.handoverGraceMs, TIMING.sessionMs + 400) : prng.int(20, Math.floor(TIMING.handoverGraceMs * 0.7));
   world.clock.at(lasts, proc, () => {
     if (!stalled()) return;
     if (world.tracing) world.trace(`P${proc.id}'s rejoin goes through${group.members.has(proc) ? '' : ' as a new member'}`);

@@ -71,8 +71,8 @@ export interface RunOptions {
    * Rejoins that fail and are tried again in place (default on; consumer-crashes.ts, JOIN_RETRY): a
    * live process's consumer hears of a rebalance and cannot join for a while (a broker restarting,
    * a coordinator moving). Meanwhile its lanes hold and the group hears nothing of it. Its join
-   * goes through later, mostly within a handover's grace, now and then past it or past the session
-   * (then counted like a freeze for the UNKNOWN it may leave).
+   * goes through later, mostly within a handover's grace, now and then past it, the lease (its held
+   * lanes then retire) or the session.
    */
   readonly rejoinStalls?: boolean;
   /** A repeated commandId comes with its first record's key (`same`) or, now and then, another key of the partition (`any`, the default; see the report). */

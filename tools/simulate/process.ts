@@ -357,9 +357,13 @@ export class Proc implements Owner, LaneHost {
     this.#live = false;
     this.#attempts = new Map();
     this.#claimsAwaitingLease = new Set();
-    // Nothing is kept at the rejoin (a new member): every lane retires now rather than then, as if
-    // moved (the LeaveGroup may give its partition to another member at once), so a lane holding for
-    // a rebalance hands its marked, unsent commands over at once (LaneRouter.afterCrash).
+    // Nothing is kept at the rejoin (a new member): every lane retires now rather than then, so a lane
+    // holding for a rebalance hands its marked, unsent commands over at once (LaneRouter.retireUnkeepable).
+    this.#retireUnkeepable();
+  }
+
+  /** LaneRouter.retireUnkeepable: every lane not retiring yet retires, as moved (it hands over what is done). */
+  #retireUnkeepable(): void {
     for (const lane of [...this.lanes]) if (!lane.ended) lane.act('retire', -1, (m) => m.retire(true, this.#world.now));
   }
 
@@ -374,6 +378,15 @@ export class Proc implements Owner, LaneHost {
     this.consumerDown = true;
     if (this.#live) this.confirmedAt = this.#world.now - this.#world.prng.int(0, 100);
     this.#live = false;
+    // SourcePipeline's watch: a lease that lapses while the lanes hold retires them (a frozen
+    // process's timer fires when it resumes, as this event waits for it).
+    const { incarnation } = this;
+    const world = this.#world;
+    world.clock.at(Math.max(0, this.confirmedAt + TIMING.leaseMs - world.now + 1), this, () => {
+      if (this.incarnation !== incarnation || !this.alive || !this.#rebalancing || this.leaseHolds()) return;
+      if (world.tracing) world.trace(`P${this.id}'s lease lapsed while its lanes held: they retire`);
+      this.#retireUnkeepable();
+    });
   }
 
   /** Out of the group holds its claims (the known-bad 'current-out-of-group' lets them go on, as before 2026-11-28). */
