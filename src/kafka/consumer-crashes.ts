@@ -37,7 +37,8 @@ import { crashVerdict, LookupRefusals, mayRetryJoin } from './coordinator-loss.t
 /**
  * A failed rejoin's tries in place before the consumer crashes: up to 6 attempts, 5 waits of 250 ms
  * doubling to 2 s, at least half of each (about 3–6 s of waits), and no wait begun after
- * JOIN_RETRY_WINDOW_MS from the rejoin's start (so no attempt begins later than 2 s after it). Long enough for a single broker's restart here
+ * JOIN_RETRY_WINDOW_MS from the rejoin's start (the last attempt then begins at most one wait,
+ * 2 s, later). Long enough for a single broker's restart here
  * (the broker-restart test) or a coordinator's move. An attempt itself is kafkajs's join and is not
  * cut short (a coordinator lookup kafkajs retries itself can take tens of seconds): the window only
  * keeps a slow attempt from being followed by more. The process's lanes hold meanwhile
@@ -193,13 +194,16 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
     } catch (thrown) {
       const error = thrown instanceof RetryAborted ? thrown.cause : thrown;
       // Stopping: a final crash without a cause, or kafkajs would start the consumer again after its stop.
-      if (signal.aborted)
-        throw new errors.KafkaJSNonRetriableError(
+      if (signal.aborted) {
+        const final = new errors.KafkaJSNonRetriableError(
           error === STOPPING
             ? 'the consumer stopped before it rejoined its group'
             : `${error instanceof Error ? error.message : String(error)}; not tried again: the consumer is stopping`,
           { cause: undefined },
         );
+        stopCrashes.add(final);
+        throw final;
+      }
       if ((error as { retriable?: unknown } | null)?.retriable === false) throw error;
       throw new errors.KafkaJSNonRetriableError(error, { cause: error });
     }
@@ -229,6 +233,20 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
 }
 
 const STOPPING = new Error('the consumer is stopping');
+
+/** The final crashes that a stop made of a rejoin tried again in place. */
+const stopCrashes = new WeakSet<object>();
+
+/** Whether a consumer's crash is a stop ending its rejoin's tries (expected then, not an error). */
+export function isStopDuringRejoin(error: unknown): boolean {
+  // kafkajs's retrier may wrap it (its cause); a few levels, and a cycle ends.
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth += 1) {
+    if (stopCrashes.has(current)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
 
 /** Each consumer group object's stop signal (kafkajs makes a new one for every run and restart). */
 const stops = new WeakMap<InternalConsumerGroup, AbortController>();

@@ -184,8 +184,14 @@ export class LaneRouter {
    * found a command left without a result that way (seed 9405 with the ledger on: a repeat answered
    * as the duplicate of an in-doubt mark the crash then withdrew); left for a closer look.
    */
-  retireUnkeepable(reason: unknown): void {
-    for (const lane of this.#lanes.values()) this.#retire(lane, reason, true);
+  retireUnkeepable(reason: unknown): number {
+    let retired = 0;
+    for (const lane of this.#lanes.values()) {
+      if (!lane.current) continue;
+      this.#retire(lane, reason, true);
+      retired += 1;
+    }
+    return retired;
   }
 
   /** Shutdown: every lane takes no more records and ends once its calls under way have committed. */

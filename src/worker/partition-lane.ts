@@ -166,6 +166,11 @@ export class PartitionLane {
     return this.#machine.state === 'holding';
   }
 
+  /** Taking records or holding for a rebalance: not retiring, closing or over yet. */
+  get current(): boolean {
+    return this.#machine.state === 'active' || this.#machine.state === 'holding';
+  }
+
   /** The new generation keeps this claim: held records call, and fetching goes on. */
   keep(leaseHolds: boolean): void {
     this.#apply(() => this.#machine.keep(leaseHolds, performance.now()));

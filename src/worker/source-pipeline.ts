@@ -1,3 +1,4 @@
+import { isStopDuringRejoin } from '../kafka/consumer-crashes.ts';
 import type { WorkerConfig } from '../config/index.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -86,6 +87,7 @@ export class SourcePipeline {
     const { ownership, consumer } = this.parts;
     this.#running = false;
     ownership.stop();
+    this.#endHoldWatch();
     const drained = this.lanes.drain();
     if (this.#o.config.ledger.enabled) {
       await this.lanes.retireCommitted(LEAVE_AFTER_COMMITS_MAX_MS);
@@ -130,6 +132,7 @@ export class SourcePipeline {
       log.info({ topic }, 'rejoin tried again in place: no call starts until the join');
     });
     consumer.onGroupJoin((payload) => {
+      this.#endHoldWatch();
       this.#joined = true;
       const previous = ownership.assigned;
       const assigned = [...(payload.memberAssignment[topic] ?? [])];
@@ -158,6 +161,7 @@ export class SourcePipeline {
     // Before kafkajs leaves the group: the member is out of it, and nothing of it is current until
     // it joins again (PartitionOwnership.outOfGroup), whether the consumer restarts or not.
     consumer.onCrashing(() => {
+      this.#endHoldWatch();
       ownership.outOfGroup();
       // Inside kafkajs's crash handling: a throw here would be swallowed.
       try {
@@ -169,19 +173,12 @@ export class SourcePipeline {
     consumer.onCrash((payload) => {
       this.#joined = false;
       // A stop ends a rejoin tried again in place with a final crash: expected then, not an error.
-      log[ownership.isStopping ? 'info' : 'error']({ err: payload.error, restart: payload.restart, topic }, 'consumer crashed');
+      log[isStopDuringRejoin(payload.error) ? 'info' : 'error']({ err: payload.error, restart: payload.restart, topic }, 'consumer crashed');
       // Also while starting: the worker then gives up its start rather than run without this source.
       if (!payload.restart) this.#o.onFatal(payload.error);
     });
   }
 
-  /**
-   * Ready only once the first generation's partitions are claimed (fenced, ledger and dedup window
-   * read): a join alone left a fresh pod's first records waiting for those reads after /readyz,
-   * and a rolling update SIGTERMing the next old pod meanwhile. The claims are the ones joined()
-   * started (claim() returns them); a failed one is retried at its partition's first batch, so it
-   * does not hold readiness. A newer generation before they settle waits again, with its own.
-   */
   /**
    * While the lanes hold for a rebalance, no heartbeat confirms the member (kafkajs does not
    * heartbeat while it joins). Should the lease lapse before the join (a join the broker holds
@@ -200,12 +197,26 @@ export class SourcePipeline {
         this.#holdWatch = setTimeout(check, left + 1).unref();
         return;
       }
-      this.#o.log.warn({ topic: this.topic }, 'the lease lapsed while the group rebalanced: the lanes retire, handing over what they held');
-      this.lanes.retireUnkeepable(new Error('the lease lapsed while the group rebalanced'));
+      const retired = this.lanes.retireUnkeepable(new Error('the lease lapsed while the group rebalanced'));
+      if (retired > 0)
+        this.#o.log.warn({ topic: this.topic, lanes: retired }, 'the lease lapsed while the group rebalanced: the lanes retire, handing over what they held');
     };
-    this.#holdWatch = setTimeout(check, ownership.leaseLeftMs() + 1).unref();
+    this.#holdWatch = setTimeout(check, Math.max(0, ownership.leaseLeftMs()) + 1).unref();
   }
 
+  /** The hold ended (a join), or nothing is left to watch (a crash retired the lanes, the release). */
+  #endHoldWatch(): void {
+    clearTimeout(this.#holdWatch);
+    this.#holdWatch = undefined;
+  }
+
+  /**
+   * Ready only once the first generation's partitions are claimed (fenced, ledger and dedup window
+   * read): a join alone left a fresh pod's first records waiting for those reads after /readyz,
+   * and a rolling update SIGTERMing the next old pod meanwhile. The claims are the ones joined()
+   * started (claim() returns them); a failed one is retried at its partition's first batch, so it
+   * does not hold readiness. A newer generation before they settle waits again, with its own.
+   */
   #warmWhenClaimed(partitions: readonly number[]): void {
     const { ownership } = this.parts;
     const generation = ownership.generation;

@@ -383,7 +383,7 @@ export class Proc implements Owner, LaneHost {
     const { incarnation } = this;
     const world = this.#world;
     world.clock.at(Math.max(0, this.confirmedAt + TIMING.leaseMs - world.now + 1), this, () => {
-      if (this.incarnation !== incarnation || !this.alive || !this.#rebalancing || this.leaseHolds()) return;
+      if (this.incarnation !== incarnation || !this.alive || this.leaving || !this.#rebalancing || this.leaseHolds()) return;
       if (world.tracing) world.trace(`P${this.id}'s lease lapsed while its lanes held: they retire`);
       this.#retireUnkeepable();
     });
