@@ -31,6 +31,25 @@ interface LogLine {
   readonly retry?: number;
 }
 
+/** A worker on the private broker (topics of its own, a 6 s session), its log lines kept. */
+async function startWorker(): Promise<{ topics: ReturnType<typeof testTopics>; kafka: ReturnType<PrivateKafka['client']>; logs: LogLine[]; worker: Worker }> {
+  const topics = testTopics();
+  const kafka = broker.client();
+  await createTopics(kafka, [
+    { topic: topics.commands, partitions: 3 },
+    { topic: topics.results },
+    { topic: topics.deadLetter },
+    { topic: topics.ledger, partitions: 3 },
+  ]);
+  const logs: LogLine[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
+  const config = loadConfig(workerEnv(topics, sandbox.url, { KAFKA_BROKERS: broker.bootstrap, KAFKA_SESSION_TIMEOUT_MS: '6000' }));
+  const worker = new Worker({ config, logger, http: false });
+  await within(45_000, 'starting the worker', worker.start());
+  cleanups.add(() => worker.stop());
+  return { topics, kafka, logs, worker };
+}
+
 describe('a single broker restarting', () => {
   // A broker that shuts down closes its connections while the consumer rejoins: kafkajs then gave
   // up its coordinator lookup with a non-retriable error (in 5 of 7 restarts measured the worker
@@ -40,20 +59,7 @@ describe('a single broker restarting', () => {
   // tried again in place first. The broker restarts at least three times, and until one restart
   // was ridden out in place; a command is answered before and after each.
   it('the worker stays up and works on through restarts; a failed rejoin is tried again in place, without a crash', async () => {
-    const topics = testTopics();
-    const kafka = broker.client();
-    await createTopics(kafka, [
-      { topic: topics.commands, partitions: 3 },
-      { topic: topics.results },
-      { topic: topics.deadLetter },
-      { topic: topics.ledger, partitions: 3 },
-    ]);
-    const logs: LogLine[] = [];
-    const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
-    const config = loadConfig(workerEnv(topics, sandbox.url, { KAFKA_BROKERS: broker.bootstrap, KAFKA_SESSION_TIMEOUT_MS: '6000' }));
-    const worker = new Worker({ config, logger, http: false });
-    await within(45_000, 'starting the worker', worker.start());
-    cleanups.add(() => worker.stop());
+    const { topics, kafka, logs, worker } = await startWorker();
     let died: unknown;
     worker.done.catch((error: unknown) => (died = error));
     const registry = createRegistry(inject('schemaRegistryUrl'));
@@ -113,20 +119,7 @@ describe('a single broker restarting', () => {
   // Without the stop's signal, the tries went on through the stop, and the crash that ended them
   // was restartable: kafkajs started the consumer again after the worker had stopped it.
   it('a stop while a rejoin is tried again in place ends the tries, and kafkajs does not start the consumer again', async () => {
-    const topics = testTopics();
-    const kafka = broker.client();
-    await createTopics(kafka, [
-      { topic: topics.commands, partitions: 3 },
-      { topic: topics.results },
-      { topic: topics.deadLetter },
-      { topic: topics.ledger, partitions: 3 },
-    ]);
-    const logs: LogLine[] = [];
-    const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
-    const config = loadConfig(workerEnv(topics, sandbox.url, { KAFKA_BROKERS: broker.bootstrap, KAFKA_SESSION_TIMEOUT_MS: '6000' }));
-    const worker = new Worker({ config, logger, http: false });
-    await within(45_000, 'starting the worker', worker.start());
-    cleanups.add(() => worker.stop());
+    const { topics, kafka, logs, worker } = await startWorker();
     const publisher = new CommandPublisher(kafka, createRegistry(inject('schemaRegistryUrl')), topics.commands);
     await within(45_000, 'connecting the publisher', publisher.connect());
     await within(60_000, 'publishing a command', publisher.publish([{ command: textCommand() }]));
