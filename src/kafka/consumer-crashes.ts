@@ -32,14 +32,14 @@
  */
 import { retry, RetryAborted, type RetryOptions } from '../retry.ts';
 import { coordinatorKey, GROUP_COORDINATOR } from './coordinator-cache.ts';
-import { crashVerdict, LookupRefusals, mayRetryJoin } from './coordinator-loss.ts';
+import { crashVerdict, errorChain, LookupRefusals, mayRetryJoin } from './coordinator-loss.ts';
 
 /**
  * A failed rejoin's tries in place before the consumer crashes: up to 6 attempts, 5 waits of 250 ms
  * doubling to 2 s, at least half of each (about 3–6 s of waits), and no wait begun after
  * JOIN_RETRY_WINDOW_MS from the rejoin's start (the last attempt then begins at most one wait,
- * 2 s, later). Long enough for a single broker's restart here
- * (the broker-restart test) or a coordinator's move. An attempt itself is kafkajs's join and is not
+ * 2 s, later). Long enough for a single broker's restart here (the broker-restart test) or a
+ * coordinator's move. An attempt itself is kafkajs's join and is not
  * cut short (a coordinator lookup kafkajs retries itself can take tens of seconds): the window only
  * keeps a slow attempt from being followed by more. The process's lanes hold meanwhile
  * (onRejoinRetrying); well inside the default session (30 s) the group waits for the member rather
@@ -160,7 +160,8 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
     const { signal } = stopping(this);
     const key = coordinatorKey(this.groupId, GROUP_COORDINATOR);
     const startedAt = Date.now();
-    let generationBefore = this.generationId;
+    // Each attempt's generation before it: retryable reads it once the attempt failed.
+    let generationBefore: number | undefined;
     try {
       await retry(
         () => {
@@ -239,13 +240,8 @@ const stopCrashes = new WeakSet<object>();
 
 /** Whether a consumer's crash is a stop ending its rejoin's tries (expected then, not an error). */
 export function isStopDuringRejoin(error: unknown): boolean {
-  // kafkajs's retrier may wrap it (its cause); a few levels, and a cycle ends.
-  let current: unknown = error;
-  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth += 1) {
-    if (stopCrashes.has(current)) return true;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return false;
+  // kafkajs's retrier may wrap it (its cause).
+  return errorChain(error).some((e) => stopCrashes.has(e));
 }
 
 /** Each consumer group object's stop signal (kafkajs makes a new one for every run and restart). */

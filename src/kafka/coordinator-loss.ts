@@ -19,7 +19,8 @@
 
 const NOT_FOUND = 'KafkaJSGroupCoordinatorNotFound';
 
-function causes(error: unknown): object[] {
+/** `error` and its causes, outermost first (pure). */
+export function errorChain(error: unknown): object[] {
   const chain: object[] = [];
   let current: unknown = error;
   // kafkajs nests a cause or two (retrier → runner); 8 is far beyond, and ends a cycle.
@@ -32,7 +33,7 @@ function causes(error: unknown): object[] {
 
 /** Whether `error`, or a cause of it, is kafkajs's "no broker answered the coordinator lookup" (pure). */
 export function isCoordinatorNotFound(error: unknown): boolean {
-  return causes(error).some((e) => (e as { name?: unknown }).name === NOT_FOUND);
+  return errorChain(error).some((e) => (e as { name?: unknown }).name === NOT_FOUND);
 }
 
 /**
@@ -41,8 +42,13 @@ export function isCoordinatorNotFound(error: unknown): boolean {
  * TRANSACTIONAL_ID_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED). Pure.
  */
 export function isRefusal(error: unknown): boolean {
+  return kafkaErrorType(error)?.endsWith('_AUTHORIZATION_FAILED') === true;
+}
+
+/** The Kafka error code's name kafkajs gives a protocol error (`type`), if `error` is one. */
+function kafkaErrorType(error: unknown): string | undefined {
   const type = typeof error === 'object' && error !== null ? (error as { type?: unknown }).type : undefined;
-  return typeof type === 'string' && type.endsWith('_AUTHORIZATION_FAILED');
+  return typeof type === 'string' ? type : undefined;
 }
 
 /**
@@ -73,10 +79,9 @@ const COORDINATOR_NOT_READY = new Set(['GROUP_LOAD_IN_PROGRESS', 'GROUP_COORDINA
  * ends the process's claims at once.
  */
 export function mayRetryJoin(error: unknown, refusal: unknown): boolean {
-  if (refusal !== undefined || causes(error).some(isRefusal)) return false;
+  if (refusal !== undefined || errorChain(error).some(isRefusal)) return false;
   if (isCoordinatorNotFound(error)) return true;
-  const type = typeof error === 'object' && error !== null ? (error as { type?: unknown }).type : undefined;
-  return typeof type === 'string' && COORDINATOR_NOT_READY.has(type);
+  return COORDINATOR_NOT_READY.has(kafkaErrorType(error) ?? '');
 }
 
 /** Lookup keys whose refusals are kept at once; past it the oldest is dropped (at worst a refusal then reads as an outage). */

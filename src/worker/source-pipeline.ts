@@ -118,17 +118,13 @@ export class SourcePipeline {
     // fences; marks and calls under way go on (partition-protocol.md, "Keeping a partition").
     consumer.onRebalancing(() => {
       parts.membership.rebalancing();
-      ownership.rebalancing();
-      lanes.holdAll();
-      this.#watchHold();
+      this.#hold();
     });
     // A rejoin tried again in place: hold as above (kafkajs reports REBALANCING before some rejoins
     // only), but the membership's count of JoinGroups stays: one sent by a failed attempt means this
     // member can have missed a generation, and nothing is kept at the join.
     consumer.onRejoinRetrying(() => {
-      ownership.rebalancing();
-      lanes.holdAll();
-      this.#watchHold();
+      this.#hold();
       log.info({ topic }, 'rejoin tried again in place: no call starts until the join');
     });
     consumer.onGroupJoin((payload) => {
@@ -177,6 +173,13 @@ export class SourcePipeline {
       // Also while starting: the worker then gives up its start rather than run without this source.
       if (!payload.restart) this.#o.onFatal(payload.error);
     });
+  }
+
+  /** Until the new assignment: no claim fences, no call starts, and the lease is watched. */
+  #hold(): void {
+    this.parts.ownership.rebalancing();
+    this.lanes.holdAll();
+    this.#watchHold();
   }
 
   /**

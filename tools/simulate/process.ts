@@ -353,13 +353,18 @@ export class Proc implements Owner, LaneHost {
   consumerCrashed(): void {
     this.outOfGroup = true;
     this.consumerDown = true;
-    if (this.#live) this.confirmedAt = this.#world.now - this.#world.prng.int(0, 100);
-    this.#live = false;
+    this.#heartbeatsStop();
     this.#attempts = new Map();
     this.#claimsAwaitingLease = new Set();
     // Nothing is kept at the rejoin (a new member): every lane retires now rather than then, so a lane
     // holding for a rebalance hands its marked, unsent commands over at once (LaneRouter.retireUnkeepable).
     this.#retireUnkeepable();
+  }
+
+  /** Heartbeats stop (if they were flowing, the last was a moment ago): the lease runs from then. */
+  #heartbeatsStop(): void {
+    if (this.#live) this.confirmedAt = this.#world.now - this.#world.prng.int(0, 100);
+    this.#live = false;
   }
 
   /** LaneRouter.retireUnkeepable: every lane not retiring yet retires, as moved (it hands over what is done). */
@@ -376,8 +381,7 @@ export class Proc implements Owner, LaneHost {
   joinStalled(): void {
     this.rebalancing();
     this.consumerDown = true;
-    if (this.#live) this.confirmedAt = this.#world.now - this.#world.prng.int(0, 100);
-    this.#live = false;
+    this.#heartbeatsStop();
     // SourcePipeline's watch: a lease that lapses while the lanes hold retires them (a frozen
     // process's timer fires when it resumes, as this event waits for it).
     const { incarnation } = this;
@@ -398,8 +402,7 @@ export class Proc implements Owner, LaneHost {
   freeze(): void {
     this.frozen = true;
     this.freezes += 1;
-    if (this.#live) this.confirmedAt = this.#world.now - this.#world.prng.int(0, 100);
-    this.#live = false;
+    this.#heartbeatsStop();
   }
 
   resume(): void {
