@@ -180,9 +180,8 @@ export class LaneRouter {
    * grace for them and report them UNKNOWN (the simulation found it: a crash while holding). As
    * moved: the partition may be another member's at once, which fences it; what is done is handed
    * over (a handover that cannot be written, the broker being down, leaves those commands UNKNOWN
-   * to their next claim). Retired as not moved, a lane also commits for itself, and the simulation
-   * found a command left without a result that way (seed 9405 with the ledger on: a repeat answered
-   * as the duplicate of an in-doubt mark the crash then withdrew); left for a closer look.
+   * to their next claim). Retired as not moved, a lane would also commit for itself, but its
+   * LeaveGroup already went out: the next owner's fence aborts that transaction and waits for it.
    */
   retireUnkeepable(reason: unknown): number {
     let retired = 0;

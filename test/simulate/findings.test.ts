@@ -190,3 +190,56 @@ describe('finding: an outcome in a transaction under way when the claim stopped 
     expect(firstViolation({ ...BASE, ledger: 'on' }, 2_000)).toBeUndefined();
   });
 });
+
+describe('finding: a repeat before an earlier owner’s mark in doubt after it (another key)', () => {
+  /** An earlier owner marked offset 3 (commandId X, another key) before it identified offset 0, X too, and died. */
+  function inherited(): PartitionClaim {
+    const base = claim();
+    const mark = { offset: 3n, commandId: 'X', at: 1 };
+    base.inDoubt.set(3n, mark);
+    base.open.set(3n, mark);
+    base.dedup.remember('X', 3n); // as buildClaim carries a mark in doubt into the window
+    return base;
+  }
+
+  it('is no longer found by the simulation (it was: repeat-after-result, seed 485 with the ledger on and repeats under other keys)', () => {
+    expect(firstViolation({ ...BASE, ledger: 'on', repeatKeys: 'any' }, 3_000)).toBeUndefined();
+  });
+
+  it('answers the repeat, but the offset passes it only with the marked record’s result', () => {
+    const m = machine(true, inherited());
+    m.take(0n, 'a');
+    m.take(1n, 'b');
+    expect(m.identify(0n, 'X')).toEqual({ kind: 'duplicate', firstOffset: 3n });
+    m.finished(0n, 'repeat', 0);
+    m.identify(1n, 'c1');
+    m.finished(1n, 'REJECTED', 0);
+    m.commitDue(10);
+    // Before the fix the offset moved to 2 here: offset 3's mark could then be withdrawn (its
+    // handover, a refused call), and the next claim's window would hold offset 0 as X's original
+    // and answer offset 3 as its repeat: X without any result.
+    const first = m.drain().find((e) => e.type === 'transaction');
+    expect(first).toMatchObject({ plan: { commitOffset: undefined, ahead: [1n] } });
+    m.transactionCommitted(11, true);
+    m.take(3n, 'b');
+    expect(m.identify(3n, 'X').kind).toBe('in-doubt');
+    m.finished(3n, 'UNKNOWN', 20);
+    m.commitDue(30);
+    expect(m.drain().find((e) => e.type === 'transaction')).toMatchObject({ plan: { offsets: [0n, 1n, 3n], commitOffset: 4n } });
+  });
+
+  it('takes records up to that mark past the run-ahead bound (a MAX_RUN_AHEAD lower than the earlier owner’s would wedge the partition: nothing-lost in the simulation without it)', () => {
+    const m = new PartitionMachine<string>({ claim: inherited(), ledger: true, markPermits: true, maxRunAhead: 2, commitIntervalMs: 0 });
+    m.take(0n, 'a');
+    m.take(1n, 'b');
+    expect(m.offer(2n, true, 0)).toBe('full');
+    expect(m.drain()).toContainEqual({ type: 'hold-fetching', held: true });
+    m.identify(0n, 'X'); // a repeat of offset 3, which only a take can bring in
+    expect(m.drain()).toContainEqual({ type: 'hold-fetching', held: false });
+    expect(m.offer(2n, true, 0)).toBe('take');
+    m.take(2n, 'c');
+    expect(m.offer(3n, true, 0)).toBe('take');
+    m.take(3n, 'b');
+    expect(m.offer(4n, true, 0)).toBe('full');
+  });
+});

@@ -4,7 +4,14 @@ import type { LedgerMode, RunOptions, ViolationKind } from '../../tools/simulate
 import { runSchedule } from '../../tools/simulate/runner.ts';
 
 /** The first seed (from 1) at which each kind of violation shows, within `budget` schedules. */
-function firstSeeds(variant: Variant, ledger: LedgerMode, budget: number, lateFences = false, consumerRestarts = false): Map<ViolationKind, number> {
+function firstSeeds(
+  variant: Variant,
+  ledger: LedgerMode,
+  budget: number,
+  lateFences = false,
+  consumerRestarts = false,
+  repeatKeys: RunOptions['repeatKeys'] = 'same',
+): Map<ViolationKind, number> {
   const options: RunOptions = {
     variant,
     ledger,
@@ -13,7 +20,7 @@ function firstSeeds(variant: Variant, ledger: LedgerMode, budget: number, lateFe
     consumerRestarts,
     rejoinStalls: false,
     crashesAfterFailure: false,
-    repeatKeys: 'same',
+    repeatKeys,
   };
   const first = new Map<ViolationKind, number>();
   for (let seed = 1; seed <= budget; seed++) {
@@ -121,5 +128,11 @@ describe('known-bad variants are caught', { timeout: SIMULATION_TIMEOUT_MS }, ()
     const first = firstSeeds('current-out-of-group', 'both', 1_000, false, true);
     expect(first.has('at-most-one-send')).toBe(true);
     expect(first.has('machine-threw') || first.has('model-error')).toBe(false);
+  });
+
+  it('repeat-before-untaken-carrier: the offset passes a repeat whose command’s record (an earlier owner’s mark in doubt, after it) has no result yet', () => {
+    // Repeats under other keys only: under the same key the earlier owner cannot mark the later record first.
+    const first = firstSeeds('repeat-before-untaken-carrier', 'on', 1_500, false, false, 'any');
+    expect([...first.keys()]).toEqual(['repeat-after-result']);
   });
 });

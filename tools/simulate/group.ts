@@ -101,13 +101,19 @@ export class Group {
     );
   }
 
-  /** The member's session expires `sessionMs` after its last heartbeat, unless it spoke again (same incarnation and freeze). */
+  /**
+   * The member's session expires `sessionMs` after its last heartbeat, unless it spoke again (same
+   * incarnation and freeze, and no heartbeat since: `confirmedAt` moves with each). Without the last
+   * check, the timer of a stall long over fired in a later one, ending a session the member had
+   * renewed (seed 1105359: the group gave the partition away before the stalled member's lease
+   * lapsed, so its held lanes had not handed over yet).
+   */
   expireLater(proc: Proc): void {
     const world = this.#world;
-    const { incarnation, freezes } = proc;
-    const at = proc.confirmedAt + TIMING.sessionMs;
+    const { incarnation, freezes, confirmedAt } = proc;
+    const at = confirmedAt + TIMING.sessionMs;
     world.clock.at(Math.max(0, at - world.now), undefined, () => {
-      if (proc.incarnation !== incarnation || proc.freezes !== freezes || !this.members.has(proc)) return;
+      if (proc.incarnation !== incarnation || proc.freezes !== freezes || proc.confirmedAt !== confirmedAt || !this.members.has(proc)) return;
       if (proc.alive && !proc.frozen && !proc.consumerDown) return;
       if (world.tracing) world.trace(`P${proc.id}'s session expired`);
       this.members.delete(proc);

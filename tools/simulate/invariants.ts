@@ -29,6 +29,8 @@ export class Checks {
   /** Per key: the highest offset requested so far, and every offset requested. */
   readonly #keys = new Map<string, { max: RequestInfo; offsets: Set<number> }>();
   readonly #results = new Map<string, number>();
+  /** Per partition, the repeats answered whose offset the group has not passed yet. */
+  readonly #repeats = new Map<number, SimOutcome[]>();
   /** UNKNOWN results of commands no request of which may have reached the service (marked, never called). */
   #unknownUnrequested = 0;
   /** What the deaths so far allow of those: each adds what one owner can hold marked and not yet called. */
@@ -89,6 +91,33 @@ export class Checks {
     if (!marked)
       throw new Violation('unknown-is-honest', `${outcome.commandId} (p${partition}@${outcome.offset}) reported UNKNOWN with no committed mark and no request`);
     this.#unknownUnrequested += 1;
+  }
+
+  /** A repeat's answer committed: the group offset must not pass it before its command has a result (`offsetCommitted`). */
+  repeat(partition: number, outcome: SimOutcome): void {
+    const waiting = this.#repeats.get(partition) ?? [];
+    waiting.push(outcome);
+    this.#repeats.set(partition, waiting);
+  }
+
+  /**
+   * The partition's group offset moved to `next` (after the transaction's outcomes): every answered
+   * repeat below it must have its command's result committed by now, or a later claim's window
+   * takes the repeat for the original and answers the command's own record as its repeat.
+   */
+  offsetCommitted(partition: number, next: number): void {
+    const waiting = this.#repeats.get(partition);
+    if (waiting === undefined) return;
+    for (const outcome of waiting.filter((o) => o.offset < next))
+      if (!this.#results.has(outcome.commandId))
+        throw new Violation(
+          'repeat-after-result',
+          `${outcome.commandId}: the offset of p${partition} passed its repeat at ${outcome.offset} (to ${next}) before the command had a result`,
+        );
+    this.#repeats.set(
+      partition,
+      waiting.filter((o) => o.offset >= next),
+    );
   }
 
   /**

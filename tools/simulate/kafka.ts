@@ -128,11 +128,15 @@ export class Kafka {
     this.#checks.applied(txn.partition, txn.epoch, part.epoch);
     const { plan } = txn;
     for (const outcome of plan.outcomes) this.#checks.result(txn.partition, outcome, part.marked.has(outcome.offset));
+    for (const outcome of plan.outcomes) if (outcome.kind === 'duplicate') this.#checks.repeat(txn.partition, outcome);
     if (plan.checkpoint !== undefined) {
       part.checkpoint = plan.checkpoint;
       for (const mark of plan.checkpoint.open) part.marked.add(Number(mark.offset));
     }
-    if (plan.commitOffset !== undefined) part.offsets.push(Number(plan.commitOffset));
+    if (plan.commitOffset !== undefined) {
+      part.offsets.push(Number(plan.commitOffset));
+      this.#checks.offsetCommitted(txn.partition, Number(plan.commitOffset));
+    }
   }
 
   #part(partition: number): PartitionState {

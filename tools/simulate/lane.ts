@@ -51,6 +51,7 @@ const MACHINE_VARIANTS: ReadonlySet<Variant> = new Set([
   'commit-past-unfinished',
   'mark-without-permit',
   'handover-withdraws-calls',
+  'repeat-before-untaken-carrier',
 ]);
 
 /**
@@ -110,7 +111,7 @@ export class Lane implements HandlerLane {
       claim,
       ledger: settings.ledger,
       markPermits: settings.markPermits,
-      maxRunAhead: settings.maxRunAhead,
+      maxRunAhead: settings.lowRunAheadProcess === host.id ? 1 : settings.maxRunAhead,
       commitIntervalMs: settings.commitIntervalMs,
       markLingerMs: settings.markLingerMs,
       handovers: settings.ledger,

@@ -31,6 +31,7 @@ const VARIANTS: readonly Variant[] = [
   'handover-by-offset',
   'lost-until-next-generation',
   'current-out-of-group',
+  'repeat-before-untaken-carrier',
 ];
 const TRACE_TAIL = 30;
 

@@ -99,6 +99,8 @@ export interface Settings {
   readonly permits: number;
   readonly slots: number;
   readonly maxRunAhead: number;
+  /** The process that runs with MAX_RUN_AHEAD 1 instead (a setting lowered in a rolling update), if any. */
+  readonly lowRunAheadProcess: number | undefined;
   readonly commitIntervalMs: number;
   /** MARK_LINGER_MS: a busy partition's marks wait up to this long after its last transaction, to share the next one. */
   readonly markLingerMs: number;

@@ -64,7 +64,7 @@ export function describeSettings(s: Settings): string {
     `${s.partitions} partition(s)`,
     `slots ${s.slots}`,
     s.markPermits ? `permits ${s.permits}` : 'no permits',
-    `run-ahead ${s.maxRunAhead}`,
+    `run-ahead ${s.maxRunAhead}${s.lowRunAheadProcess === undefined ? '' : ` (1 in P${s.lowRunAheadProcess})`}`,
     `commit interval ${s.commitIntervalMs}`,
     `mark linger ${s.markLingerMs}`,
     s.retryAmbiguous ? 'ambiguous retried' : 'ambiguous final',

@@ -93,7 +93,11 @@ function drawSettings(prng: Prng, options: RunOptions): Settings {
   };
   // From faultsUntil rather than a draw of its own, so adding it left every other draw of every
   // seed as it was (the variants' and findings' seeds still name the same schedules' draws).
-  return { ...drawn, markLingerMs: MARK_LINGERS[drawn.faultsUntil % MARK_LINGERS.length] ?? 0 };
+  // The same for a lowered run-ahead: in a fifth of the schedules, the last process runs with
+  // MAX_RUN_AHEAD 1 (an operator lowered it and a rolling update is half way), so a claim may inherit
+  // marks further ahead than it may run (record-book.ts, untakenCarrier).
+  const lowRunAhead = Math.floor(drawn.faultsUntil / MARK_LINGERS.length) % 5 === 0 ? drawn.processes : undefined;
+  return { ...drawn, markLingerMs: MARK_LINGERS[drawn.faultsUntil % MARK_LINGERS.length] ?? 0, lowRunAheadProcess: lowRunAhead };
 }
 
 /** Marks' linger (MARK_LINGER_MS) of a schedule: half without, half with one shorter or longer than the commit interval. */

@@ -19,7 +19,8 @@ export type Variant =
   | 'handover-withdraws-calls'
   | 'handover-by-offset'
   | 'lost-until-next-generation'
-  | 'current-out-of-group';
+  | 'current-out-of-group'
+  | 'repeat-before-untaken-carrier';
 
 /** One transaction of a partition: the marks it commits, the done prefix, the checkpoint and the offset. */
 export interface TransactionPlan<O> {

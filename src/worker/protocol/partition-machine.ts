@@ -40,7 +40,7 @@ export class PartitionMachine<O> {
   readonly claim: PartitionClaim;
   readonly #o: MachineOptions;
   readonly #variant: Variant;
-  readonly #book = new RecordBook<O>();
+  readonly #book: RecordBook<O>;
   #effects: Effect<O>[] = [];
   #state: ClaimState = 'active';
   #failure: unknown;
@@ -68,6 +68,7 @@ export class PartitionMachine<O> {
     this.#o = options;
     this.claim = options.claim;
     this.#variant = options.variant ?? 'correct';
+    this.#book = new RecordBook<O>((offset) => options.claim.answered?.has(offset) === true, this.#variant);
     this.#commitClock = new CommitClock(options.commitIntervalMs, options.markLingerMs);
     this.#send = new SendPath<O>({
       book: this.#book,
@@ -114,7 +115,7 @@ export class PartitionMachine<O> {
     const { claim } = this;
     if (offset < claim.start || offset < claim.position.committed || offset <= this.#lastTaken || claim.answered?.has(offset) === true) return 'skip';
     if (!this.accepting || !leaseHolds) return 'closed';
-    if (this.#book.pending >= this.#o.maxRunAhead) {
+    if (this.#book.pending >= this.#o.maxRunAhead && !this.#takesForCarrier(offset)) {
       this.#holds.set('run-ahead', true, this.accepting);
       this.#scheduleCommit(false, clock);
       return 'full';
@@ -125,6 +126,14 @@ export class PartitionMachine<O> {
   /** The process holds as many record bytes as it may (`true`): stop fetching until they are freed (`false`). */
   bytesHeld(held: boolean): void {
     this.#holds.set('bytes', held, this.accepting);
+  }
+
+  /**
+   * Past the run-ahead bound, a record is still taken while a repeat waits for a carrier at or after
+   * it not taken yet (record-book.ts, untakenCarrier): bounded by that carrier's offset.
+   */
+  #takesForCarrier(offset: bigint): boolean {
+    return this.#variant !== 'repeat-before-untaken-carrier' && offset <= this.#book.untakenCarrier();
   }
 
   /** The fetch loop took the record (after `offer` said `take` and its bytes were had). */
@@ -142,7 +151,12 @@ export class PartitionMachine<O> {
     entry.commandId = commandId;
     const identity = identifyCommand(this.claim, offset, commandId);
     entry.repeat = identity.kind === 'duplicate';
-    if (identity.kind === 'duplicate' && identity.firstOffset > offset) entry.repeatOf = identity.firstOffset;
+    if (identity.kind === 'duplicate' && identity.firstOffset > offset) {
+      entry.repeatOf = identity.firstOffset;
+      // Fetching stopped at the run-ahead bound before this repeat was known: its carrier is not
+      // taken yet, and no commit can bring the count down until it is.
+      if (this.#holds.has('run-ahead') && this.#takesForCarrier(this.#lastTaken + 1n)) this.#holds.set('run-ahead', false, this.accepting);
+    }
     return identity;
   }
 

@@ -1,3 +1,4 @@
+import type { Variant } from './effects.ts';
 import type { RecordState } from './table.ts';
 
 /** What the machine knows of one record it took. */
@@ -34,6 +35,18 @@ const IN_HAND: ReadonlySet<RecordState> = new Set(['queued', 'handling', 'awaiti
  * prefix (pure bookkeeping, no decisions).
  */
 export class RecordBook<O> {
+  /**
+   * Whether a record this claim has not taken has its outcome committed: an earlier owner answered
+   * it ahead (the checkpoint listed it). A repeat's carrier outside the book is either that, or a
+   * record not taken yet (an inherited mark in doubt), whose result is still to come.
+   */
+  readonly #answeredEarlier: (offset: bigint) => boolean;
+  /** Known-bad variants (the simulation's own test): the old rules this book replaced. */
+  readonly #variant: Variant;
+  constructor(answeredEarlier: (offset: bigint) => boolean = () => false, variant: Variant = 'correct') {
+    this.#answeredEarlier = answeredEarlier;
+    this.#variant = variant;
+  }
   /** Insertion order is offset order (records are taken in offset order). */
   readonly #records = new Map<bigint, RecordEntry<O>>();
   /** Per key, the offsets of its records not yet ended, oldest first. */
@@ -118,24 +131,41 @@ export class RecordBook<O> {
    * the offset passes the repeat: already published, or done and published in the same transaction
    * (ahead of the offset when the ledger is on; else within the same prefix, up to `last`).
    */
-  #carrierSettles(carrierOffset: bigint, last: bigint, aheadPublished: boolean): boolean {
+  #carrierSettles(carrierOffset: bigint, last: bigint, aheadPublished: boolean, publishedOnly = false): boolean {
     const carrier = this.#records.get(carrierOffset);
-    if (carrier === undefined || carrier.state === 'published') return true;
-    if (carrier.state !== 'done') return false;
+    // Not in the book: answered by an earlier owner, or not taken yet (an inherited mark in doubt,
+    // whose outcome is still to come). Taken for settled, the offset passed the repeat; the carrier's
+    // mark could then be withdrawn, and a later claim's window would take the repeat for the
+    // original and answer the carrier as its repeat: no result at all (the simulation, seed 9405).
+    if (carrier === undefined) return this.#variant === 'repeat-before-untaken-carrier' || this.#answeredEarlier(carrierOffset);
+    if (carrier.state === 'published') return true;
+    if (carrier.state !== 'done' || publishedOnly) return false;
     return aheadPublished || carrierOffset <= last;
   }
 
   /**
    * Records done (not yet published) that wait behind an unfinished one, in offset order; a repeat
    * only once its carrier's result is committed (listed as answered, it would let a later owner pass
-   * it while the carrier has no result).
+   * it while the carrier has no result). A repeat is listed without its commandId (transaction-plan.ts),
+   * so a later owner never takes it for its command's original.
    */
   doneAhead(): RecordEntry<O>[] {
-    return this.inState('done').filter((entry) => {
-      if (entry.repeatOf === undefined) return true;
-      const carrier = this.#records.get(entry.repeatOf);
-      return carrier === undefined || carrier.state === 'published';
-    });
+    return this.inState('done').filter((entry) => entry.repeatOf === undefined || this.#carrierSettles(entry.repeatOf, -1n, false, true));
+  }
+
+  /**
+   * The highest offset of a repeat's carrier not taken yet (an inherited mark in doubt after the
+   * repeat), or -1: the offset cannot pass the repeat before that record is taken and answered, so
+   * the claim takes records up to it even past the run-ahead bound (else a bound lower than the
+   * earlier owner's would wedge the partition).
+   */
+  untakenCarrier(): bigint {
+    let highest = -1n;
+    for (const entry of this.#records.values()) {
+      const carrier = entry.repeatOf;
+      if (carrier !== undefined && carrier > highest && !this.#records.has(carrier) && !this.#answeredEarlier(carrier)) highest = carrier;
+    }
+    return highest;
   }
 
   /** Records taken and not yet committed (in hand, done or given up): the run-ahead count. */

@@ -139,6 +139,8 @@ export const CLAIM_TRANSITIONS: readonly Transition<ClaimState, ClaimEvent>[] = 
 export const INVARIANTS = {
   'at-most-one-send': 'a command has at most one request that may have reached the service, across every owner',
   'exactly-one-result': 'every record of the log ends with exactly one committed result or dead letter (or, a repeated commandId, none)',
+  'repeat-after-result':
+    'the offset passes a record answered as a repeat only once its command has a committed result (else a later claim’s window takes the repeat for the original, and the command gets no result)',
   'key-order': 'the requests of commands with the same key start in offset order',
   'unknown-is-honest': 'UNKNOWN only for a command with a mark or a request that may have reached the service',
   'unknown-is-bounded':
