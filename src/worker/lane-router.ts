@@ -180,8 +180,9 @@ export class LaneRouter {
    * grace for them and report them UNKNOWN (the simulation found it: a crash while holding). As
    * moved: the partition may be another member's at once, which fences it; what is done is handed
    * over (a handover that cannot be written, the broker being down, leaves those commands UNKNOWN
-   * to their next claim). Retired as not moved, a lane would also commit for itself, but its
-   * LeaveGroup already went out: the next owner's fence aborts that transaction and waits for it.
+   * to their next claim). Not as not moved, which would also commit for itself: the group may
+   * have given the partition to another member already (a crash's LeaveGroup, or a session that
+   * ran out while the lease lapsed), whose fence would abort that transaction and wait for it.
    */
   retireUnkeepable(reason: unknown): number {
     let retired = 0;

@@ -334,7 +334,8 @@ export class PartitionLane {
   }
 
   readonly #recordLane: RecordLane = {
-    identify: (offset, commandId) => this.#machine.identify(offset, commandId),
+    // Through #apply: a repeat identified may release a fetch hold (a carrier not taken yet).
+    identify: (offset, commandId) => this.#apply(() => this.#machine.identify(offset, commandId)),
     handoverOf: async (mark, signal) => {
       // Without a handover: UNKNOWN, or under IN_DOUBT_POLICY=resend sent again (record-handler.ts).
       const none = this.#ctx.deps.inDoubtPolicy === 'resend' ? 'resent' : 'reported';

@@ -93,6 +93,9 @@ export class Lane implements HandlerLane {
    * finds the mark open and reports a command this owner had answered UNKNOWN.
    */
   readonly #owed = new Set<number>();
+  /** Handover writes sent and not landed (or lost) yet; the lane's end waits for them, as PartitionLane's does. */
+  #handoversUnderWay = 0;
+  #endWaiting: (() => void) | undefined;
 
   constructor(world: World, host: LaneHost, claim: PartitionClaim, epoch: number, fetchFrom: number) {
     this.world = world;
@@ -117,6 +120,14 @@ export class Lane implements HandlerLane {
       handovers: settings.ledger,
       variant: MACHINE_VARIANTS.has(world.variant) ? world.variant : 'correct',
     });
+  }
+
+  #handoverLanded(): void {
+    this.#handoversUnderWay -= 1;
+    if (this.#handoversUnderWay > 0 || this.#endWaiting === undefined) return;
+    const end = this.#endWaiting;
+    this.#endWaiting = undefined;
+    end();
   }
 
   big(offset: number): bigint {
@@ -252,10 +263,12 @@ export class Lane implements HandlerLane {
         if (by === undefined) throw new Violation('model-error', `P${this.process} p${this.partition}@${effect.offset}: a mark without a name was handed over`);
         if (effect.outcome !== undefined) this.#owed.delete(Number(effect.offset));
         const handover = { offset: Number(effect.offset), by, outcome: effect.outcome ?? ('withdrawn' as const) };
+        this.#handoversUnderWay += 1;
         world.clock.at(
           world.prng.int(1, 15),
           this.owner,
           () => {
+            this.#handoverLanded();
             if (world.faulty && world.prng.chance(0.1)) {
               if (world.tracing) world.trace(`P${this.process} p${this.partition}@${handover.offset} handover lost`);
               // A handover that never arrives leaves a mark the next owner reports UNKNOWN, of a
@@ -286,6 +299,12 @@ export class Lane implements HandlerLane {
           world.trace(
             `P${this.process} p${this.partition} gen ${this.generation} lane ended${effect.failure === undefined ? '' : ` (${String(effect.failure)})`}`,
           );
+        // PartitionLane: the lane's end waits for its handover writes under way (a process shutting
+        // down would otherwise stop before they land, and its marks come back UNKNOWN: seed 8002706).
+        if (this.#handoversUnderWay > 0) {
+          this.#endWaiting = () => host.laneEnded(this, effect.failure);
+          return;
+        }
         return host.laneEnded(this, effect.failure);
       default:
         return;
