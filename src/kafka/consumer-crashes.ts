@@ -60,12 +60,18 @@ interface InternalConsumerGroup {
   readonly groupId: string;
   /** Set by a JoinGroup that succeeded. */
   readonly generationId?: number;
+  /** KAFKA_SESSION_TIMEOUT_MS: how long the group keeps a silent member. */
+  readonly sessionTimeout?: number;
   readonly logger: { warn(message: string, extra?: Record<string, unknown>): void };
   joinAndSync(): Promise<void>;
 }
+interface InternalFetchManager {
+  start(): Promise<void>;
+}
 interface InternalRunner {
   onCrash: (error: unknown) => unknown;
-  readonly consumerGroup: InternalConsumerGroup;
+  readonly consumerGroup: InternalConsumerGroup & { readonly cluster: { refreshMetadata(): Promise<void> } };
+  readonly fetchManager: InternalFetchManager;
   start(): Promise<unknown>;
   stop(): Promise<unknown>;
 }
@@ -222,6 +228,7 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
         crashing.tell(groupId, error);
         return kafkajsOnCrash(crashAsDecided(errors, error, groupId));
       };
+      waitForBrokers(this);
     }
     return kafkajsStart.call(this);
   };
@@ -230,6 +237,55 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
     // A rejoin retried in place (above) would hold the stop (kafkajs waits for its fetch loop) for seconds.
     stopping(this.consumerGroup).abort();
     return kafkajsStop.call(this);
+  };
+}
+
+/**
+ * A fetch loop that found no broker to fetch from waits for one a few seconds before it crashes.
+ * kafkajs takes a broker out of its pool when a fetch's connection closes under it; a single broker
+ * killed, or every broker at once, empties the pool, and kafkajs's runner ended its fetch loop at
+ * once with `No broker available`: a crash, so a LeaveGroup, every partition of the process moved
+ * away and back (test/worker/broker-restart.int.test.ts: 2 of 3 kills). Here the loop asks the
+ * seed brokers for metadata (which fills the pool again once one answers) and starts again, with
+ * the waits of a rejoin tried again in place (JOIN_RETRY's backoff), none begun after the session
+ * timeout from the first failure (the group keeps a silent member that long; a broker killed takes
+ * seconds to start again) or JOIN_RETRY_WINDOW_MS if longer; past that it crashes as before. No heartbeat goes
+ * out meanwhile, so the lease lapses as in any outage and no call starts. A stop ends the wait: the
+ * loop then returns, and kafkajs's runner sees it stopped.
+ */
+function waitForBrokers(runner: InternalRunner): void {
+  const { fetchManager, consumerGroup } = runner;
+  const kafkajsFetchLoop = fetchManager.start.bind(fetchManager);
+  fetchManager.start = async (): Promise<void> => {
+    const { signal } = stopping(consumerGroup);
+    let waitingSince: number | undefined;
+    try {
+      await retry(
+        async (attempt) => {
+          if (attempt > 1) await consumerGroup.cluster.refreshMetadata().catch(() => undefined);
+          if (signal.aborted) return;
+          await kafkajsFetchLoop();
+        },
+        {
+          attempts: Number.POSITIVE_INFINITY,
+          backoff: JOIN_RETRY.backoff,
+          signal,
+          retryable: (error) => {
+            if ((error as { name?: unknown } | null)?.name !== 'KafkaJSNoBrokerAvailableError' || signal.aborted) return false;
+            waitingSince ??= Date.now();
+            return Date.now() - waitingSince < Math.max(JOIN_RETRY_WINDOW_MS, consumerGroup.sessionTimeout ?? 0);
+          },
+          onRetry: (_error, retryNumber, delayMs) => {
+            if (retryNumber === 1)
+              consumerGroup.logger.warn('no broker to fetch from (their connections closed); waiting for one', { groupId: consumerGroup.groupId, delayMs });
+          },
+        },
+      );
+    } catch (error) {
+      // Stopped during a wait: nothing more to fetch. Anything else is kafkajs's to handle, as before.
+      if (error instanceof RetryAborted || signal.aborted) return;
+      throw error;
+    }
   };
 }
 

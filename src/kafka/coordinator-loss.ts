@@ -70,18 +70,25 @@ const COORDINATOR_NOT_READY = new Set(['GROUP_LOAD_IN_PROGRESS', 'GROUP_COORDINA
 
 /**
  * Whether a failed rejoin (kafkajs's joinAndSync: the coordinator lookup, JoinGroup, SyncGroup) is
- * tried again in place rather than crashing the consumer (pure). Yes for what a broker restarting
- * or a coordinator moving looks like, where the failed request changed nothing in the group: a
- * lookup no broker answered (unless a broker refused it; kafkajs ends it so also when every broker
- * timed out), and a coordinator's answer that it is loading or not available. No for anything
- * else, a connection error or a timeout of the JoinGroup included (it may have landed, and the
- * group may go on with this member in it while it waits): those crash as before, and the crash
- * ends the process's claims at once.
+ * tried again in place rather than crashing the consumer (pure). Yes for what a broker restarting,
+ * killed or a coordinator moving looks like, where the failed request changed nothing in the
+ * group: a lookup no broker answered (unless a broker refused it; kafkajs ends it so also when
+ * every broker timed out), a coordinator's answer that it is loading or not available, and a
+ * connection refused (ECONNREFUSED: nothing was written on it, so no JoinGroup went out; a broker
+ * killed refuses connections until it is back). No for anything else, a connection lost under a
+ * request or a timeout of the JoinGroup included (it may have landed, and the group may go on
+ * with this member in it while it waits): those crash as before, and the crash ends the process's
+ * claims at once.
  */
 export function mayRetryJoin(error: unknown, refusal: unknown): boolean {
   if (refusal !== undefined || errorChain(error).some(isRefusal)) return false;
-  if (isCoordinatorNotFound(error)) return true;
+  if (isCoordinatorNotFound(error) || isConnectionRefused(error)) return true;
   return COORDINATOR_NOT_READY.has(kafkaErrorType(error) ?? '');
+}
+
+/** Whether `error` is (or was caused by) a connection kafkajs could not open because the broker refused it (pure). */
+export function isConnectionRefused(error: unknown): boolean {
+  return errorChain(error).some((e) => (e as { name?: unknown }).name === 'KafkaJSConnectionError' && (e as { code?: unknown }).code === 'ECONNREFUSED');
 }
 
 /** Lookup keys whose refusals are kept at once; past it the oldest is dropped (at worst a refusal then reads as an outage). */

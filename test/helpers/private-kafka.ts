@@ -13,7 +13,7 @@ import { createKafka, plaintextKafkaSettings } from '../../src/kafka/client.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { findJavaRuntimes, pickJava } from '../../tools/stack/java.ts';
 import { ensureKafkaJars, launchLocalKafka, startLocalKafka, type LocalKafkaOptions } from '../../tools/stack/kafka-local.ts';
-import { freePort, stopPid } from '../../tools/stack/processes.ts';
+import { freePort, isAlive, stopPid } from '../../tools/stack/processes.ts';
 import { eventually, PollAbort } from '../../tools/poll.ts';
 import { uniqueName } from './kafka.ts';
 
@@ -23,6 +23,8 @@ export interface PrivateKafka {
   client(clientId?: string): Kafka;
   /** SIGTERM (a controlled shutdown, as a rolling restart does) and wait until the process is gone. */
   stop(): Promise<void>;
+  /** SIGKILL (a node lost, an OOM kill): every connection drops at once, nothing is handed over. */
+  kill(): Promise<void>;
   /** Start it again on the same port and data, and wait until it answers. */
   start(): Promise<void>;
   logTail(): string;
@@ -69,6 +71,13 @@ export async function startPrivateKafka(log: (line: string) => void = () => unde
     await stopPid(pid, 60_000);
     pid = undefined;
   };
+  const kill = async (): Promise<void> => {
+    if (pid === undefined) return;
+    const killed = pid;
+    process.kill(killed, 'SIGKILL');
+    await eventually(() => !isAlive(killed), 60_000, `the private broker (${killed}) to exit after SIGKILL`);
+    pid = undefined;
+  };
   const dispose = async (): Promise<void> => {
     await stop();
     rmSync(workDir, { recursive: true, force: true });
@@ -84,6 +93,7 @@ export async function startPrivateKafka(log: (line: string) => void = () => unde
     bootstrap,
     client,
     stop,
+    kill,
     start: async () => {
       if (pid === undefined) pid = launchLocalKafka(options).pid;
       await answering();

@@ -43,7 +43,21 @@ describe('mayRetryJoin: a failed rejoin tried again in place, or a crash', () =>
     expect(mayRetryJoin(unavailable, undefined)).toBe(true);
   });
 
-  it('crashes on a connection error or a timeout: the JoinGroup may have landed', () => {
+  it('tries again a connection the broker refused (nothing was written on it: a broker killed, until it is back)', () => {
+    const refusedConnection = new (errors['KafkaJSConnectionError'] as unknown as new (m: string, o: { code: string }) => Error)(
+      'Connection error: connect ECONNREFUSED 127.0.0.1:9092',
+      { code: 'ECONNREFUSED' },
+    );
+    expect(mayRetryJoin(refusedConnection, undefined)).toBe(true);
+    expect(mayRetryJoin(nonRetriable(refusedConnection), undefined)).toBe(true);
+    expect(mayRetryJoin(refusedConnection, refused)).toBe(false);
+  });
+
+  it('crashes on a connection lost under a request or a timeout: the JoinGroup may have landed', () => {
+    const reset = new (errors['KafkaJSConnectionError'] as unknown as new (m: string, o: { code: string }) => Error)('Connection error: read ECONNRESET', {
+      code: 'ECONNRESET',
+    });
+    expect(mayRetryJoin(reset, undefined)).toBe(false);
     expect(mayRetryJoin(connection(), undefined)).toBe(false);
     expect(mayRetryJoin(new (errors['KafkaJSRequestTimeoutError'] as ErrorClass)('Request JoinGroup(key: 11, version: 5) timed out'), undefined)).toBe(false);
   });

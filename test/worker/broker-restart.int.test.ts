@@ -1,7 +1,6 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
-import type { CommandResult } from '../../src/contracts/result.ts';
 import { CommandPublisher } from '../../src/kafka/command-publisher.ts';
 import { ResultReader } from '../../src/kafka/result-reader.ts';
 import { createRegistry } from '../../src/schema/codec.ts';
@@ -31,8 +30,10 @@ interface LogLine {
   readonly retry?: number;
 }
 
-/** A worker on the private broker (topics of its own, a 6 s session), its log lines kept. */
-async function startWorker(): Promise<{ topics: ReturnType<typeof testTopics>; kafka: ReturnType<PrivateKafka['client']>; logs: LogLine[]; worker: Worker }> {
+/** A worker on the private broker (topics of its own, a 6 s session unless said), its log lines kept. */
+async function startWorker(
+  sessionTimeoutMs = 6_000,
+): Promise<{ topics: ReturnType<typeof testTopics>; kafka: ReturnType<PrivateKafka['client']>; logs: LogLine[]; worker: Worker }> {
   const topics = testTopics();
   const kafka = broker.client();
   await createTopics(kafka, [
@@ -43,11 +44,50 @@ async function startWorker(): Promise<{ topics: ReturnType<typeof testTopics>; k
   ]);
   const logs: LogLine[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
-  const config = loadConfig(workerEnv(topics, sandbox.url, { KAFKA_BROKERS: broker.bootstrap, KAFKA_SESSION_TIMEOUT_MS: '6000' }));
+  const config = loadConfig(workerEnv(topics, sandbox.url, { KAFKA_BROKERS: broker.bootstrap, KAFKA_SESSION_TIMEOUT_MS: String(sessionTimeoutMs) }));
   const worker = new Worker({ config, logger, http: false });
   await within(45_000, 'starting the worker', worker.start());
   cleanups.add(() => worker.stop());
   return { topics, kafka, logs, worker };
+}
+
+type StartedWorker = Awaited<ReturnType<typeof startWorker>>;
+
+/** Commands published one at a time, each awaited until the worker answered it; at the end, each must have exactly one result. */
+async function commandRounds({ topics, kafka, worker }: StartedWorker) {
+  let died: unknown;
+  worker.done.catch((error: unknown) => (died = error));
+  const registry = createRegistry(inject('schemaRegistryUrl'));
+  const publisher = new CommandPublisher(kafka, registry, topics.commands);
+  await within(45_000, 'connecting the publisher', publisher.connect());
+  cleanups.add(() => publisher.disconnect());
+  const published: string[] = [];
+  const answered = async (): Promise<true | undefined> => ((await metricTotal(worker, 'results')) >= published.length || died !== undefined ? true : undefined);
+  return {
+    died: (): unknown => died,
+    /** Publishes one command and waits until the worker has answered every command so far. */
+    async answerOne(what: string): Promise<void> {
+      const command = textCommand();
+      published.push(command.commandId);
+      await within(60_000, `publishing ${what}`, publisher.publish([{ command }]));
+      await eventually(answered, 120_000, () => `the result of ${what}`);
+    },
+    /** The worker is up, and the result topic holds exactly one result for each command published. */
+    async expectEachAnsweredOnce(): Promise<void> {
+      const results = new Map<string, number>();
+      const reader = new ResultReader(broker.client(), registry, topics.results);
+      await within(
+        45_000,
+        'starting the result reader',
+        reader.start(({ result }) => void results.set(result.commandId, (results.get(result.commandId) ?? 0) + 1), { fromBeginning: true }),
+      );
+      cleanups.add(() => reader.stop());
+      const last = published.at(-1);
+      await eventually(() => (last === undefined || results.has(last) ? true : undefined), 90_000, 'the last command’s result');
+      expect(died).toBeUndefined();
+      for (const commandId of published) expect(results.get(commandId), commandId).toBe(1);
+    },
+  };
 }
 
 describe('a single broker restarting', () => {
@@ -59,39 +99,25 @@ describe('a single broker restarting', () => {
   // tried again in place first. The broker restarts at least three times, and until one restart
   // was ridden out in place; a command is answered before and after each.
   it('the worker stays up and works on through restarts; a failed rejoin is tried again in place, without a crash', async () => {
-    const { topics, kafka, logs, worker } = await startWorker();
-    let died: unknown;
-    worker.done.catch((error: unknown) => (died = error));
-    const registry = createRegistry(inject('schemaRegistryUrl'));
-
-    // Each round: a command published (and answered) before the broker stops, so the worker is at work.
-    const publisher = new CommandPublisher(kafka, registry, topics.commands);
-    await within(45_000, 'connecting the publisher', publisher.connect());
-    cleanups.add(() => publisher.disconnect());
-    const published: string[] = [];
-    const answered = async (): Promise<true | undefined> =>
-      (await metricTotal(worker, 'results')) >= published.length || died !== undefined ? true : undefined;
+    const started = await startWorker();
+    const { logs } = started;
+    const rounds = await commandRounds(started);
     const crashes = (): LogLine[] => logs.filter((line) => line.msg === 'consumer crashed');
     const rejoinRetries = (): LogLine[] => logs.filter((line) => line.msg === 'rejoining the group failed; trying again in place');
     // A restart ridden out in place: the rejoin failed at least once and was tried again, and the consumer did not crash.
     let inPlace = 0;
-    for (let restart = 0; restart < 8 && (restart < 3 || inPlace === 0) && died === undefined; restart += 1) {
-      const command = textCommand();
-      published.push(command.commandId);
-      await within(60_000, 'publishing a command', publisher.publish([{ command }]));
-      await eventually(answered, 90_000, () => `the result of command ${published.length} (round ${restart + 1})`);
+    for (let restart = 1; restart <= 8 && (restart <= 3 || inPlace === 0) && rounds.died() === undefined; restart += 1) {
+      // Each round: a command answered before the broker stops, so the worker is at work.
+      await rounds.answerOne(`a command before restart ${restart}`);
       const [crashesBefore, retriesBefore] = [crashes().length, rejoinRetries().length];
       await broker.stop();
       await new Promise((r) => setTimeout(r, 1_000));
       await broker.start();
-      // The next round's command is answered only after the rejoin: its crashes and retries are this restart's.
-      const next = textCommand();
-      published.push(next.commandId);
-      await within(60_000, 'publishing a command after the restart', publisher.publish([{ command: next }]));
-      await eventually(answered, 90_000, () => `the result of command ${published.length} (after restart ${restart + 1})`);
+      // Answered only after the rejoin: the crashes and retries so far are this restart's.
+      await rounds.answerOne(`a command after restart ${restart}`);
       if (rejoinRetries().length > retriesBefore && crashes().length === crashesBefore) inPlace += 1;
     }
-    expect(died).toBeUndefined();
+    expect(rounds.died()).toBeUndefined();
     expect(inPlace, `crashes: ${JSON.stringify(crashes().map((line) => line.err?.message))}`).toBeGreaterThan(0);
     // kafkajs reports REBALANCING before some rejoins only: the worker holds its lanes itself before the first try again.
     const holds = logs.filter((line) => line.msg === 'rejoin tried again in place: no call starts until the join').length;
@@ -99,21 +125,35 @@ describe('a single broker restarting', () => {
     expect(holds).toBe(rejoinRetries().filter((line) => line.retry === 1).length);
     // A rejoin that failed for good still restarts the consumer in place (its crash is not final).
     expect(crashes().every((line) => line.restart === true)).toBe(true);
+    await rounds.expectEachAnsweredOnce();
+  }, 600_000);
 
-    const after = textCommand();
-    published.push(after.commandId);
-    await within(60_000, 'publishing after the restarts', publisher.publish([{ command: after }]));
-    const results = new Map<string, CommandResult[]>();
-    const reader = new ResultReader(broker.client(), registry, topics.results);
-    await within(
-      45_000,
-      'starting the result reader',
-      reader.start(({ result }) => void results.set(result.commandId, [...(results.get(result.commandId) ?? []), result]), { fromBeginning: true }),
-    );
-    cleanups.add(() => reader.stop());
-    await eventually(() => (results.has(after.commandId) ? true : undefined), 90_000, 'the result of the command published after the restart');
-    expect(died).toBeUndefined();
-    for (const commandId of published) expect(results.get(commandId)).toHaveLength(1);
+  // A broker killed (not shut down) drops every connection at once, the fetch's too: kafkajs then
+  // takes the broker out of its pool, finds no broker to fetch from, and ended its fetch loop with
+  // `No broker available`, a crash (a LeaveGroup, every partition moved away and back). Now the
+  // loop asks for metadata again and waits for a broker. Killed under a fetching worker, restarted
+  // 2 s later, a few times: no such crash, and every command answered once.
+  it('a broker killed under a fetching worker: the fetch loop waits for it to come back, without a crash', async () => {
+    // The default session: the loop waits for a broker up to it, and a killed broker takes seconds to start.
+    const started = await startWorker(30_000);
+    const { logs } = started;
+    const rounds = await commandRounds(started);
+    const noBroker = (): LogLine[] =>
+      logs.filter((line) => line.msg === 'consumer crashed' && (line.err?.message ?? line.error ?? '').includes('No broker available'));
+    const waits = (): LogLine[] => logs.filter((line) => line.msg === 'no broker to fetch from (their connections closed); waiting for one');
+    // At least three kills, and until one found the fetch loop without a broker (2 of 3 kills did before the change).
+    for (let kill = 1; kill <= 6 && (kill <= 3 || waits().length === 0) && rounds.died() === undefined; kill += 1) {
+      await rounds.answerOne(`a command before kill ${kill}`);
+      // Idle now: the consumer's fetch waits at the broker when it dies.
+      await new Promise((r) => setTimeout(r, 500));
+      await broker.kill();
+      await new Promise((r) => setTimeout(r, 2_000));
+      await broker.start();
+    }
+    await rounds.answerOne('a command after the kills');
+    expect(noBroker(), JSON.stringify(noBroker())).toEqual([]);
+    expect(waits().length).toBeGreaterThan(0);
+    await rounds.expectEachAnsweredOnce();
   }, 600_000);
 
   // Without the stop's signal, the tries went on through the stop, and the crash that ended them
