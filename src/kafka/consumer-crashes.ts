@@ -30,6 +30,7 @@
  *   made stays as it is for the admin and the producers, which share it), a refused one a final
  *   error naming the refusal. The brokers' refusals are recorded from Broker.findGroupCoordinator.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { retry, RetryAborted, type RetryOptions } from '../retry.ts';
 import { coordinatorKey, GROUP_COORDINATOR } from './coordinator-cache.ts';
 import { crashVerdict, errorChain, LookupRefusals, mayRetryJoin } from './coordinator-loss.ts';
@@ -72,6 +73,7 @@ interface InternalRunner {
   onCrash: (error: unknown) => unknown;
   readonly consumerGroup: InternalConsumerGroup & { readonly cluster: { refreshMetadata(): Promise<void> } };
   readonly fetchManager: InternalFetchManager;
+  readonly running: boolean;
   start(): Promise<unknown>;
   stop(): Promise<unknown>;
 }
@@ -228,7 +230,7 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
         crashing.tell(groupId, error);
         return kafkajsOnCrash(crashAsDecided(errors, error, groupId));
       };
-      waitForBrokers(this);
+      waitForBrokers(this, errors);
     }
     return kafkajsStart.call(this);
   };
@@ -240,30 +242,52 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
   };
 }
 
+/** The longest a fetch loop without a broker awaits one metadata refresh before it tries again (kafkajs's own connect retries run on meanwhile). */
+const REFRESH_WAIT_MS = 2_000;
+
 /**
- * A fetch loop that found no broker to fetch from waits for one a few seconds before it crashes.
- * kafkajs takes a broker out of its pool when a fetch's connection closes under it; a single broker
- * killed, or every broker at once, empties the pool, and kafkajs's runner ended its fetch loop at
- * once with `No broker available`: a crash, so a LeaveGroup, every partition of the process moved
- * away and back (test/worker/broker-restart.int.test.ts: 2 of 3 kills). Here the loop asks the
- * seed brokers for metadata (which fills the pool again once one answers) and starts again, with
- * the waits of a rejoin tried again in place (JOIN_RETRY's backoff), none begun after the session
- * timeout from the first failure (the group keeps a silent member that long; a broker killed takes
- * seconds to start again) or JOIN_RETRY_WINDOW_MS if longer; past that it crashes as before. No heartbeat goes
- * out meanwhile, so the lease lapses as in any outage and no call starts. A stop ends the wait: the
- * loop then returns, and kafkajs's runner sees it stopped.
+ * A fetch loop that found no broker to fetch from waits for one, up to the session, before it
+ * crashes. kafkajs takes a broker out of its pool when a fetch's connection closes under it; a
+ * single broker killed, or every broker at once, empties the pool, and kafkajs's runner ended its
+ * fetch loop at once with `No broker available`: a crash, so a LeaveGroup, every partition of the
+ * process moved away and back (test/worker/broker-restart.int.test.ts: 2 of 3 kills). Here the
+ * loop asks the seed brokers for metadata (which fills the pool again once one answers; one refresh
+ * at a time, awaited up to REFRESH_WAIT_MS) and starts again, with the waits of a rejoin tried
+ * again in place (JOIN_RETRY's backoff), none begun after the session timeout from the first
+ * failure (the group keeps a silent member that long; a broker killed takes seconds to start
+ * again) or JOIN_RETRY_WINDOW_MS if longer; past that it crashes as before. A loop that ran before
+ * it lost its brokers starts a new wait. No heartbeat goes out meanwhile, so the lease lapses as in
+ * any outage and no call starts. A stop ends the wait: the loop then returns once kafkajs's runner
+ * is no longer running. (Returning at once on a stop, a first version spun: a review found that a
+ * runner whose stop came during its join runs on, and its fetch loop would have returned forever.)
  */
-function waitForBrokers(runner: InternalRunner): void {
+function waitForBrokers(runner: InternalRunner, errors: KafkaJsErrors): void {
   const { fetchManager, consumerGroup } = runner;
   const kafkajsFetchLoop = fetchManager.start.bind(fetchManager);
+  let refreshing: Promise<void> | undefined;
+  const refresh = async (signal: AbortSignal): Promise<void> => {
+    refreshing ??= consumerGroup.cluster
+      .refreshMetadata()
+      .catch(() => undefined)
+      .finally(() => (refreshing = undefined));
+    await Promise.race([refreshing, sleep(REFRESH_WAIT_MS, undefined, { signal }).catch(() => undefined)]);
+  };
   fetchManager.start = async (): Promise<void> => {
     const { signal } = stopping(consumerGroup);
+    // Stopped while it joined (kafkajs's stop returns at once while the runner is not running yet),
+    // then the join went through: end the runner rather than fetch after the stop.
+    if (signal.aborted && runner.running) {
+      const final = new errors.KafkaJSNonRetriableError('the consumer stopped while it joined its group', { cause: undefined });
+      stopCrashes.add(final);
+      throw final;
+    }
     let waitingSince: number | undefined;
+    let loopStartedAt = 0;
     try {
       await retry(
         async (attempt) => {
-          if (attempt > 1) await consumerGroup.cluster.refreshMetadata().catch(() => undefined);
-          if (signal.aborted) return;
+          if (attempt > 1) await refresh(signal);
+          loopStartedAt = Date.now();
           await kafkajsFetchLoop();
         },
         {
@@ -272,7 +296,8 @@ function waitForBrokers(runner: InternalRunner): void {
           signal,
           retryable: (error) => {
             if ((error as { name?: unknown } | null)?.name !== 'KafkaJSNoBrokerAvailableError' || signal.aborted) return false;
-            waitingSince ??= Date.now();
+            // kafkajs finds its pool empty as the loop starts; later, the loop found brokers and ran.
+            if (waitingSince === undefined || Date.now() - loopStartedAt > 1_000) waitingSince = loopStartedAt;
             return Date.now() - waitingSince < Math.max(JOIN_RETRY_WINDOW_MS, consumerGroup.sessionTimeout ?? 0);
           },
           onRetry: (_error, retryNumber, delayMs) => {
@@ -281,10 +306,11 @@ function waitForBrokers(runner: InternalRunner): void {
           },
         },
       );
-    } catch (error) {
-      // Stopped during a wait: nothing more to fetch. Anything else is kafkajs's to handle, as before.
-      if (error instanceof RetryAborted || signal.aborted) return;
-      throw error;
+    } catch (thrown) {
+      // Stopped during a wait, and kafkajs's runner with it: nothing more to fetch. Anything else is
+      // kafkajs's to handle, as before.
+      if (signal.aborted && !runner.running) return;
+      throw thrown instanceof RetryAborted ? thrown.cause : thrown;
     }
   };
 }
