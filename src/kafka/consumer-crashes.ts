@@ -203,16 +203,13 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
     } catch (thrown) {
       const error = thrown instanceof RetryAborted ? thrown.cause : thrown;
       // Stopping: a final crash without a cause, or kafkajs would start the consumer again after its stop.
-      if (signal.aborted) {
-        const final = new errors.KafkaJSNonRetriableError(
+      if (signal.aborted)
+        throw stopCrash(
+          errors,
           error === STOPPING
             ? 'the consumer stopped before it rejoined its group'
             : `${error instanceof Error ? error.message : String(error)}; not tried again: the consumer is stopping`,
-          { cause: undefined },
         );
-        stopCrashes.add(final);
-        throw final;
-      }
       if ((error as { retriable?: unknown } | null)?.retriable === false) throw error;
       throw new errors.KafkaJSNonRetriableError(error, { cause: error });
     }
@@ -276,11 +273,7 @@ function waitForBrokers(runner: InternalRunner, errors: KafkaJsErrors): void {
     const { signal } = stopping(consumerGroup);
     // Stopped while it joined (kafkajs's stop returns at once while the runner is not running yet),
     // then the join went through: end the runner rather than fetch after the stop.
-    if (signal.aborted && runner.running) {
-      const final = new errors.KafkaJSNonRetriableError('the consumer stopped while it joined its group', { cause: undefined });
-      stopCrashes.add(final);
-      throw final;
-    }
+    if (signal.aborted && runner.running) throw stopCrash(errors, 'the consumer stopped while it joined its group');
     let waitingSince: number | undefined;
     let loopStartedAt = 0;
     try {
@@ -317,8 +310,15 @@ function waitForBrokers(runner: InternalRunner, errors: KafkaJsErrors): void {
 
 const STOPPING = new Error('the consumer is stopping');
 
-/** The final crashes that a stop made of a rejoin tried again in place. */
+/** The final crashes that a stop made of a rejoin tried again in place, or of a join it overtook. */
 const stopCrashes = new WeakSet<object>();
+
+/** A stop's final crash: no cause, so kafkajs does not start the consumer again; logged at info (isStopDuringRejoin). */
+function stopCrash(errors: KafkaJsErrors, message: string): Error {
+  const final = new errors.KafkaJSNonRetriableError(message, { cause: undefined });
+  stopCrashes.add(final);
+  return final;
+}
 
 /** Whether a consumer's crash is a stop ending its rejoin's tries (expected then, not an error). */
 export function isStopDuringRejoin(error: unknown): boolean {

@@ -128,19 +128,25 @@ export class RecordBook<O> {
 
   /**
    * Whether the record carrying a repeat's result (at a later offset) has it committed by the time
-   * the offset passes the repeat: already published, or done and published in the same transaction
+   * the offset passes the repeat: committed already, or done and published in the same transaction
    * (ahead of the offset when the ledger is on; else within the same prefix, up to `last`).
    */
-  #carrierSettles(carrierOffset: bigint, last: bigint, aheadPublished: boolean, publishedOnly = false): boolean {
+  #carrierSettles(carrierOffset: bigint, last: bigint, aheadPublished: boolean): boolean {
+    if (this.#carrierCommitted(carrierOffset)) return true;
+    return this.#records.get(carrierOffset)?.state === 'done' && (aheadPublished || carrierOffset <= last);
+  }
+
+  /**
+   * Whether a repeat's carrier has its result committed already: published ahead, or answered by an
+   * earlier owner. Outside the book it may also be a record not taken yet (an inherited mark in
+   * doubt, whose outcome is still to come). Taken for settled, the offset passed the repeat; the
+   * carrier's mark could then be withdrawn, and a later claim's window would take the repeat for
+   * the original and answer the carrier as its repeat: no result at all (the simulation, seed 9405).
+   */
+  #carrierCommitted(carrierOffset: bigint): boolean {
     const carrier = this.#records.get(carrierOffset);
-    // Not in the book: answered by an earlier owner, or not taken yet (an inherited mark in doubt,
-    // whose outcome is still to come). Taken for settled, the offset passed the repeat; the carrier's
-    // mark could then be withdrawn, and a later claim's window would take the repeat for the
-    // original and answer the carrier as its repeat: no result at all (the simulation, seed 9405).
     if (carrier === undefined) return this.#variant === 'repeat-before-untaken-carrier' || this.#answeredEarlier(carrierOffset);
-    if (carrier.state === 'published') return true;
-    if (carrier.state !== 'done' || publishedOnly) return false;
-    return aheadPublished || carrierOffset <= last;
+    return carrier.state === 'published';
   }
 
   /**
@@ -150,7 +156,7 @@ export class RecordBook<O> {
    * so a later owner never takes it for its command's original.
    */
   doneAhead(): RecordEntry<O>[] {
-    return this.inState('done').filter((entry) => entry.repeatOf === undefined || this.#carrierSettles(entry.repeatOf, -1n, false, true));
+    return this.inState('done').filter((entry) => entry.repeatOf === undefined || this.#carrierCommitted(entry.repeatOf));
   }
 
   /**
