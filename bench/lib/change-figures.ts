@@ -4,6 +4,7 @@
  * unit-tested. A phase is a window of publish times: a command belongs to the phase it was
  * published in, whenever it was sent.
  */
+import { machineNote, type MachineLoad } from './machine-cpu.ts';
 import { fmt, ms } from './markdown.ts';
 import { longestGap, percentile, sortedNumbers } from './stats.ts';
 
@@ -41,6 +42,8 @@ export interface PhaseFigures {
   readonly unknown: number;
   readonly sentTwice: number;
   readonly lost: number;
+  /** How busy the whole machine was over the phase (machine-cpu.ts), when it was sampled. */
+  readonly machine?: MachineLoad;
 }
 
 /** The figures of the commands published in [from, to). */
@@ -120,7 +123,7 @@ export function changeTargetsMet(p: PhaseFigures, rate?: RateFigures): boolean {
 
 /** One line of a phase's figures. */
 export function phaseLine(name: string, p: PhaseFigures): string {
-  return `- ${name} (${fmt((p.to - p.from) / 1000, 1)} s, ${fmt(p.published)} published, ${fmt(p.sent)} reached the service): time to send p50 ${ms(p.timeToSendP50Ms)}, p99 ${ms(p.timeToSendP99Ms)}, max ${ms(p.timeToSendMaxMs)}; longest silence ${ms(p.longestSilenceMs)}; UNKNOWN ${p.unknown}, sent twice ${p.sentTwice}, lost ${p.lost}`;
+  return `- ${name} (${fmt((p.to - p.from) / 1000, 1)} s, ${fmt(p.published)} published, ${fmt(p.sent)} reached the service): time to send p50 ${ms(p.timeToSendP50Ms)}, p99 ${ms(p.timeToSendP99Ms)}, max ${ms(p.timeToSendMaxMs)}; longest silence ${ms(p.longestSilenceMs)}; UNKNOWN ${p.unknown}, sent twice ${p.sentTwice}, lost ${p.lost}${machineNote(p.machine)}`;
 }
 
 /** The change phase's verdict per target. */

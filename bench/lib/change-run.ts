@@ -30,6 +30,7 @@ import {
 } from './change-figures.ts';
 import { createTopics } from './kafka.ts';
 import { fmt, ms } from './markdown.ts';
+import { MachineCpuSampler } from './machine-cpu.ts';
 import { publishAtRate } from './open-loop.ts';
 import { sleep } from './proc.ts';
 import { RequestLogCollector } from './request-log.ts';
@@ -108,6 +109,7 @@ export async function runChange(ctx: ScaleOutContext, options: ChangeRunOptions)
   mkdirSync(logDir, { recursive: true });
   const pool = poolFor({ ...ctx, logDir }, t, options.label, { ...options.pod.env, ...options.env });
   const log = new RequestLogCollector(ctx.sandbox, { intervalMs: 500 });
+  const cpu = new MachineCpuSampler();
   let stopPublishing = false;
   try {
     const initial = await Promise.all(Array.from({ length: options.initialProcesses }, () => startReady(pool, options.pod, 'initial')));
@@ -151,6 +153,8 @@ export async function runChange(ctx: ScaleOutContext, options: ChangeRunOptions)
     stopPublishing = true;
     const { publishedAt } = await publishing;
     const publishEnd = Date.now();
+    cpu.stop();
+    const withMachine = (p: PhaseFigures): PhaseFigures => ({ ...p, machine: { busyShare: cpu.busyShare(p.from, p.to), cores: cpu.cores } });
     const limit = options.env['RATE_LIMIT_PER_SECOND'];
     // A binding limit leaves a queue to drain at the limit: give it that long on top, so a command
     // still queued is not counted lost.
@@ -189,9 +193,9 @@ export async function runChange(ctx: ScaleOutContext, options: ChangeRunOptions)
       ratePerSecond: options.ratePerSecond,
       latency: options.latency,
       env: options.env,
-      steady: phaseFigures(o, publishStart + LEAD_IN_MS, changeStart),
-      change: phaseFigures(o, changeStart, changeEnd),
-      after: phaseFigures(o, changeEnd, publishEnd),
+      steady: withMachine(phaseFigures(o, publishStart + LEAD_IN_MS, changeStart)),
+      change: withMachine(phaseFigures(o, changeStart, changeEnd)),
+      after: withMachine(phaseFigures(o, changeEnd, publishEnd)),
       rate: limit === undefined ? undefined : rateFigures(o.requestTimes, changeStart, publishEnd, Number(limit)),
       events,
       unplannedExits: [...pool.unplannedExits],
@@ -199,6 +203,7 @@ export async function runChange(ctx: ScaleOutContext, options: ChangeRunOptions)
     };
   } finally {
     stopPublishing = true;
+    cpu.stop();
     await log.stop().catch(() => undefined);
     await pool.stopAll(options.pod.terminationGraceMs);
     await watcher.stop();

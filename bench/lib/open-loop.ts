@@ -29,6 +29,7 @@ import type { SendCommand } from '../../src/contracts/command.ts';
 import { createTopics, PRODUCED_AT_HEADER } from './kafka.ts';
 import { fmt, ms } from './markdown.ts';
 import { cpuMicros, peakRssBytes, sleep, stopChild } from './proc.ts';
+import { MachineCpuSampler, machineNote } from './machine-cpu.ts';
 import { RequestLogCollector, type LoggedRequest } from './request-log.ts';
 import { ResultWatcher } from './results.ts';
 import type { SandboxProcess } from './sandbox.ts';
@@ -152,8 +153,18 @@ export interface OpenLoopFigures {
   readonly e2eMaxMs: number;
   readonly peakRssBytes: number;
   readonly logGaps: number;
+  /** The whole machine's load over the measured window (every process, not only the worker's). */
+  readonly machine: { readonly busyShare: number; readonly cores: number };
   /** The warm-up's own figures (commands published in its first `warmupSeconds`). */
-  readonly warmup: { readonly published: number; readonly timeToSendP99Ms: number; readonly timeToSendMaxMs: number; readonly e2eP99Ms: number } | undefined;
+  readonly warmup:
+    | {
+        readonly published: number;
+        readonly timeToSendP99Ms: number;
+        readonly timeToSendMaxMs: number;
+        readonly e2eP99Ms: number;
+        readonly machineBusyShare: number;
+      }
+    | undefined;
 }
 
 export interface OpenLoopContext {
@@ -206,14 +217,19 @@ export interface OpenLoopObservations extends PublishedCommands {
   /**
    * The worker's load over the measured window (the warm-up's end → publishing's end): Kafka
    * transactions committed per second (its /metrics) and its CPU (user + system, /proc) as a
-   * share of one core. NaN when either read failed.
+   * share of one core, beside the whole machine's (machine-cpu.ts). NaN when a read failed.
    */
   readonly workerLoad: WorkerLoad;
+  /** The whole machine's busy share over the warm-up (publishing's start → the measured window). */
+  readonly warmupMachineBusyShare: number;
 }
 
 export interface WorkerLoad {
   readonly transactionsPerSecond: number;
   readonly cpuShare: number;
+  /** Every process's CPU, not only the worker's: the share of all cores' time that was busy. */
+  readonly machineBusyShare: number;
+  readonly cores: number;
 }
 
 /** A point to measure the worker's load from: its committed transactions, its CPU time and the clock. */
@@ -349,6 +365,7 @@ export async function observeOpenLoop(
     }),
   });
   const log = new RequestLogCollector(ctx.sandbox, { intervalMs: 500 });
+  const cpu = new MachineCpuSampler();
   try {
     await waitReady(httpPort, worker, 120_000);
     log.start();
@@ -358,6 +375,7 @@ export async function observeOpenLoop(
     );
     let exited = false;
     void worker.exited.then(() => (exited = true));
+    const publishBegan = Date.now();
     const windowStart = sleep(options.warmupSeconds * 1000).then(() => loadPoint(worker.pid, httpPort));
     const published = await publishAtRate({
       kafka: ctx.kafka,
@@ -373,8 +391,14 @@ export async function observeOpenLoop(
     });
     const { publishedAt } = published;
     const [from, to] = [await windowStart, await loadPoint(worker.pid, httpPort)];
+    cpu.stop();
     const seconds = (to.at - from.at) / 1000;
-    const workerLoad = { transactionsPerSecond: (to.transactions - from.transactions) / seconds, cpuShare: (to.cpuMicros - from.cpuMicros) / 1e6 / seconds };
+    const workerLoad: WorkerLoad = {
+      transactionsPerSecond: (to.transactions - from.transactions) / seconds,
+      cpuShare: (to.cpuMicros - from.cpuMicros) / 1e6 / seconds,
+      machineBusyShare: cpu.busyShare(from.at, to.at),
+      cores: cpu.cores,
+    };
     // By id: with a preloaded backlog the results topic has other commands' results too.
     const answered = (): number => {
       let n = 0;
@@ -417,8 +441,10 @@ export async function observeOpenLoop(
       peakRssBytes: peakRss,
       logGaps: log.abandonedGaps,
       workerLoad,
+      warmupMachineBusyShare: cpu.busyShare(publishBegan, from.at),
     };
   } finally {
+    cpu.stop();
     await log.stop().catch(() => undefined);
     await stopChild(worker);
     await watcher.stop();
@@ -486,6 +512,7 @@ export function openLoopFigures(o: OpenLoopObservations, options: OpenLoopOption
     e2eMaxMs: end.at(-1) ?? Number.NaN,
     peakRssBytes: o.peakRssBytes,
     logGaps: o.logGaps,
+    machine: { busyShare: o.workerLoad.machineBusyShare, cores: o.workerLoad.cores },
     warmup:
       options.warmupSeconds > 0
         ? {
@@ -493,6 +520,7 @@ export function openLoopFigures(o: OpenLoopObservations, options: OpenLoopOption
             timeToSendP99Ms: percentile(warmSend, 99),
             timeToSendMaxMs: warmSend.at(-1) ?? Number.NaN,
             e2eP99Ms: percentile(warm.e2e, 99),
+            machineBusyShare: o.warmupMachineBusyShare,
           }
         : undefined,
   };
@@ -506,13 +534,13 @@ export function openLoopLines(f: OpenLoopFigures): string[] {
       : JSON.stringify(f.latency);
   const verdict = (value: number, target: number): string => (value <= target ? 'MET' : 'NOT MET');
   return [
-    `Open loop, intent ledger ${f.ledger ? 'on (as shipped)' : 'off (LEDGER_ENABLED=false, for comparison)'}: ${fmt(f.ratePerSecond)} cmd/s for ${f.seconds} s = ${fmt((100 * f.ratePerSecond) / f.capacityPerSecond)}% of the in-flight capacity ${fmt(f.capacityPerSecond)} cmd/s (MAX_IN_FLIGHT ${f.inFlight} ÷ mean latency ${fmt(f.meanLatencyMs, 1)} ms); upstream ${spec}; ${fmt(f.published)} published in the measured ${f.seconds} s, ${fmt(f.sent)} of them reached the service; ${fmt(f.results)} results in all; worker peak RSS ${fmt(f.peakRssBytes / 1024 ** 2)} MiB.`,
+    `Open loop, intent ledger ${f.ledger ? 'on (as shipped)' : 'off (LEDGER_ENABLED=false, for comparison)'}: ${fmt(f.ratePerSecond)} cmd/s for ${f.seconds} s = ${fmt((100 * f.ratePerSecond) / f.capacityPerSecond)}% of the in-flight capacity ${fmt(f.capacityPerSecond)} cmd/s (MAX_IN_FLIGHT ${f.inFlight} ÷ mean latency ${fmt(f.meanLatencyMs, 1)} ms); upstream ${spec}; ${fmt(f.published)} published in the measured ${f.seconds} s, ${fmt(f.sent)} of them reached the service; ${fmt(f.results)} results in all; worker peak RSS ${fmt(f.peakRssBytes / 1024 ** 2)} MiB${machineNote(f.machine)}.`,
     `- time to send (published → request received by the service) p50 ${ms(f.timeToSendP50Ms)}, p99 ${ms(f.timeToSendP99Ms)}, max ${ms(f.timeToSendMaxMs)} (target p99 ≤ ${TIME_TO_SEND_P99_TARGET_MS} ms): ${verdict(f.timeToSendP99Ms, TIME_TO_SEND_P99_TARGET_MS)}`,
     `- end to end (published → result visible read_committed) p50 ${ms(f.e2eP50Ms)}, p99 ${ms(f.e2eP99Ms)}, max ${ms(f.e2eMaxMs)} (target p99 ≤ ${E2E_P99_TARGET_MS} ms): ${verdict(f.e2eP99Ms, E2E_P99_TARGET_MS)}`,
     ...(f.warmup === undefined
       ? []
       : [
-          `- warm-up, not counted above: the first ${f.warmupSeconds} s of publishing at the same rate right after the worker was ready (${fmt(f.warmup.published)} commands): time to send p99 ${ms(f.warmup.timeToSendP99Ms)}, max ${ms(f.warmup.timeToSendMaxMs)}; end to end p99 ${ms(f.warmup.e2eP99Ms)}`,
+          `- warm-up, not counted above: the first ${f.warmupSeconds} s of publishing at the same rate right after the worker was ready (${fmt(f.warmup.published)} commands): time to send p99 ${ms(f.warmup.timeToSendP99Ms)}, max ${ms(f.warmup.timeToSendMaxMs)}; end to end p99 ${ms(f.warmup.e2eP99Ms)}${machineNote({ busyShare: f.warmup.machineBusyShare, cores: f.machine.cores })}`,
         ]),
     ...(f.logGaps > 0
       ? [

@@ -15,10 +15,11 @@ import type { LatencySpec } from '../../src/sandbox/faults.ts';
 import { verificationCode } from './commands.ts';
 import { loadBacklog } from './kafka.ts';
 import { fmt, ms } from './markdown.ts';
+import { machineNote } from './machine-cpu.ts';
 import { observeOpenLoop, TIME_TO_SEND_P99_TARGET_MS, windowTimings, type OpenLoopContext, type WorkerLoad } from './open-loop.ts';
 import type { LoggedRequest } from './request-log.ts';
 import type { SandboxProcess } from './sandbox.ts';
-import { percentile } from './stats.ts';
+import { p99BySecond, percentile } from './stats.ts';
 
 /** The targets: codes' p99 under a full backlog ≤ FACTOR × without it, and ≤ 100 ms (the open loop's); bulk ≥ SHARE of what the codes leave. */
 export const CODES_P99_FACTOR = 2;
@@ -53,7 +54,12 @@ export interface PriorityPass {
   readonly timeToSendP99Ms: number;
   readonly timeToSendMaxMs: number;
   readonly e2eP99Ms: number;
-  readonly warmup: { readonly published: number; readonly timeToSendP99Ms: number; readonly timeToSendMaxMs: number };
+  readonly warmup: {
+    readonly published: number;
+    readonly timeToSendP99Ms: number;
+    readonly timeToSendMaxMs: number;
+    readonly p99BySecondMs: readonly number[];
+  };
   /** Requests per second at the service in the measured window: bulk, and the codes beside it. */
   readonly bulkPerSecond: number;
   readonly codesPerSecond: number;
@@ -198,7 +204,12 @@ async function runPass(
     timeToSendP99Ms: percentile(measured.toSend, 99),
     timeToSendMaxMs: measured.toSend.at(-1) ?? Number.NaN,
     e2eP99Ms: percentile(measured.e2e, 99),
-    warmup: { published: warm.published, timeToSendP99Ms: percentile(warm.toSend, 99), timeToSendMaxMs: warm.toSend.at(-1) ?? Number.NaN },
+    warmup: {
+      published: warm.published,
+      timeToSendP99Ms: percentile(warm.toSend, 99),
+      timeToSendMaxMs: warm.toSend.at(-1) ?? Number.NaN,
+      p99BySecondMs: p99BySecond(o.publishedAt, o.firstRequest, o.measureFrom - s.warmupSeconds * 1000, s.warmupSeconds),
+    },
     bulkPerSecond: rates.bulkPerSecond,
     codesPerSecond: rates.otherPerSecond,
     bulkLeftAtEnd: leftAt(bulk.keys(), end, o.firstRequest, o.firstVisible),
@@ -251,9 +262,9 @@ export function priorityLines(f: PriorityFigures): string[] {
   const { settings: s, baseline: b, loaded: l, sameLoad: same, targets: t } = f;
   const spec = s.latency.kind === 'lognormal' ? `log-normal p50 ${s.latency.medianMs} ms / p99 ${s.latency.p99Ms} ms` : JSON.stringify(s.latency);
   const codes = (p: PriorityPass): string =>
-    `${fmt(p.codesPublished)} codes published in the measured ${s.seconds} s, ${fmt(p.codesSent)} reached the service: time to send p50 ${ms(p.timeToSendP50Ms)}, p99 ${ms(p.timeToSendP99Ms)}, max ${ms(p.timeToSendMaxMs)}; end to end p99 ${ms(p.e2eP99Ms)}; the worker meanwhile ${fmt(p.workerLoad.transactionsPerSecond)} transactions/s, CPU ${fmt(100 * p.workerLoad.cpuShare)}% of a core`;
+    `${fmt(p.codesPublished)} codes published in the measured ${s.seconds} s, ${fmt(p.codesSent)} reached the service: time to send p50 ${ms(p.timeToSendP50Ms)}, p99 ${ms(p.timeToSendP99Ms)}, max ${ms(p.timeToSendMaxMs)}; end to end p99 ${ms(p.e2eP99Ms)}; the worker meanwhile ${fmt(p.workerLoad.transactionsPerSecond)} transactions/s, CPU ${fmt(100 * p.workerLoad.cpuShare)}% of a core${machineNote({ busyShare: p.workerLoad.machineBusyShare, cores: p.workerLoad.cores })}`;
   const warm = (p: PriorityPass, name: string): string =>
-    `${name} ${fmt(p.warmup.published)}: time to send p99 ${ms(p.warmup.timeToSendP99Ms)}, max ${ms(p.warmup.timeToSendMaxMs)}`;
+    `${name} ${fmt(p.warmup.published)}: time to send p99 ${ms(p.warmup.timeToSendP99Ms)}, max ${ms(p.warmup.timeToSendMaxMs)} (p99 by second: ${p.warmup.p99BySecondMs.map((v) => fmt(v)).join(', ')} ms)`;
   const share = l.bulkPerSecond / s.rateLimit;
   const extra = Object.entries(s.workerEnv ?? {});
   const env = extra.length === 0 ? '' : ` Worker environment added for this run: ${extra.map(([k, v]) => `${k}=${v}`).join(', ')}.`;

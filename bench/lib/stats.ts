@@ -59,3 +59,19 @@ export function longestGap(times: readonly number[], from: number, to: number): 
   }
   return Math.max(gap, to - last);
 }
+
+/**
+ * Time to send p99 per whole second of publishing from `from`, for `seconds` seconds: where in a
+ * window its slow commands were (a start-up's first second, or all through it). NaN for a second
+ * with no command that reached the service.
+ */
+export function p99BySecond(publishedAt: ReadonlyMap<string, number>, firstRequest: ReadonlyMap<string, number>, from: number, seconds: number): number[] {
+  const buckets: number[][] = Array.from({ length: seconds }, () => []);
+  for (const [id, at] of publishedAt) {
+    const second = Math.floor((at - from) / 1000);
+    const received = firstRequest.get(id);
+    if (second < 0 || second >= seconds || received === undefined) continue;
+    buckets[second]?.push(received - at);
+  }
+  return buckets.map((b) => percentile(sortedNumbers(b), 99));
+}
