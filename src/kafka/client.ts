@@ -24,6 +24,23 @@ export function isConcurrentTransactions(message: string, extra: Record<string, 
   return /CONCURRENT_TRANSACTIONS|another concurrent operation on the same transaction/i.test(lineText(message, extra));
 }
 
+/**
+ * kafkajs's error-level line for one request answered "not the coordinator", "coordinator loading
+ * or not available", "not the leader" or "no leader yet": a broker restarting or a leader election
+ * moved what the request was for (a rolling restart of the brokers logged about 60 of them in
+ * test/worker/broker-rolling-restart.int.test.ts). kafkajs looks the new one up and retries; a
+ * transaction that still fails is retried or reported by the worker (partition-transaction.ts),
+ * and a consumer that gives up is reported as a crash. So the line is a warning, not an error:
+ * a routine restart of the brokers should not page anyone. Only the per-request lines are meant,
+ * not a crash that names such an error.
+ */
+export function isBrokerMove(message: string, extra: Record<string, unknown>): boolean {
+  if (!/^(\[\w+\] )?(Response |Failed to send messages: )/.test(message)) return false;
+  return /not the correct coordinator|coordinator is loading|coordinator is not available|not the leader for that topic-partition|no leader for this topic-partition/i.test(
+    lineText(message, extra),
+  );
+}
+
 function lineText(message: string, extra: Record<string, unknown>): string {
   return `${message} ${typeof extra['error'] === 'string' ? extra['error'] : ''}`;
 }
@@ -45,6 +62,7 @@ export function kafkaLineLevel(level: number, message: string, extra: Record<str
     // A rebalance is routine (pods start, stop, scale): kafkajs logs each heartbeat answered
     // "group is rebalancing" as an error; it is information.
     if (isRoutineRebalance(message, extra)) return 'info';
+    if (isBrokerMove(message, extra)) return 'warn';
     return 'error';
   }
   if (level === logLevel.WARN) return 'warn';

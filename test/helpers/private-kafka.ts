@@ -12,7 +12,7 @@ import type { Kafka } from 'kafkajs';
 import { createKafka, plaintextKafkaSettings } from '../../src/kafka/client.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { findJavaRuntimes, pickJava } from '../../tools/stack/java.ts';
-import { ensureKafkaJars, launchLocalKafka, startLocalKafka, type LocalKafkaOptions } from '../../tools/stack/kafka-local.ts';
+import { ensureKafkaJars, launchLocalKafka, newClusterId, startLocalKafka, type LocalKafkaOptions } from '../../tools/stack/kafka-local.ts';
 import { freePort, isAlive, stopPid } from '../../tools/stack/processes.ts';
 import { eventually, PollAbort } from '../../tools/poll.ts';
 import { uniqueName } from './kafka.ts';
@@ -33,11 +33,57 @@ export interface PrivateKafka {
 }
 
 export async function startPrivateKafka(log: (line: string) => void = () => undefined): Promise<PrivateKafka> {
+  const { java, libDir } = await kafkaRuntime(log);
+  return startNode({
+    java,
+    libDir,
+    workDir: mkdtempSync(join(tmpdir(), 'sms-worker-private-kafka-')),
+    brokerPort: await freePort(),
+    controllerPort: await freePort(),
+    detached: false,
+  });
+}
+
+/**
+ * A plaintext cluster of its own: node 1 the broker and the one controller, the others brokers
+ * only, every topic (the internal ones too) with a replica on each node, so a broker other than
+ * node 1 can restart while the cluster serves on (a rolling restart of the brokers, as a Kafka
+ * upgrade does one node at a time). `nodes[i].bootstrap` is node i + 1's address; `bootstrap`
+ * lists them all, as a client is configured.
+ */
+export async function startPrivateCluster(
+  count = 2,
+  log: (line: string) => void = () => undefined,
+): Promise<{ readonly bootstrap: string; readonly nodes: readonly PrivateKafka[]; dispose(): Promise<void> }> {
+  const { java, libDir } = await kafkaRuntime(log);
+  const clusterId = newClusterId();
+  const controllerPort = await freePort();
+  const nodes: PrivateKafka[] = [];
+  const dispose = async (): Promise<void> => {
+    for (const node of [...nodes].reverse()) await node.dispose();
+  };
+  try {
+    for (let id = 1; id <= count; id += 1) {
+      const workDir = mkdtempSync(join(tmpdir(), `sms-worker-private-kafka-${id}-`));
+      const node = { id, brokerOnly: id > 1, clusterId, replicas: count };
+      nodes.push(await startNode({ java, libDir, workDir, brokerPort: await freePort(), controllerPort, detached: false, node }));
+    }
+  } catch (error) {
+    await dispose();
+    throw error;
+  }
+  const bootstrap = nodes.map((node) => node.bootstrap).join(',');
+  return { bootstrap, nodes, dispose };
+}
+
+async function kafkaRuntime(log: (line: string) => void): Promise<{ java: string; libDir: string }> {
   const java = pickJava(await findJavaRuntimes(), 17);
   if (java === undefined) throw new Error('the private-Kafka test needs Java 17 or newer (none found on PATH, JAVA_HOME or /usr/lib/jvm)');
-  const libDir = await ensureKafkaJars(log);
-  const workDir = mkdtempSync(join(tmpdir(), 'sms-worker-private-kafka-'));
-  const options: LocalKafkaOptions = { java: java.path, libDir, workDir, brokerPort: await freePort(), controllerPort: await freePort(), detached: false };
+  return { java: java.path, libDir: await ensureKafkaJars(log) };
+}
+
+async function startNode(options: LocalKafkaOptions): Promise<PrivateKafka> {
+  const { workDir } = options;
   const bootstrap = `127.0.0.1:${options.brokerPort}`;
   const client = (clientId = uniqueName('private')): Kafka =>
     createKafka(plaintextKafkaSettings(bootstrap, clientId), createLogger('silent'), clientId, { retry: { retries: 2 } });

@@ -42,7 +42,7 @@ export async function ensureKafkaJars(log: (line: string) => void): Promise<stri
 }
 
 /** Kafka's Uuid: 16 random bytes, base64url; ids starting with '-' are avoided as Kafka does. */
-function clusterId(): string {
+export function newClusterId(): string {
   for (;;) {
     const id = randomBytes(16).toString('base64url');
     if (!id.startsWith('-')) return id;
@@ -56,27 +56,39 @@ export interface LocalKafkaOptions {
   readonly brokerPort: number;
   readonly controllerPort: number;
   readonly detached: boolean;
+  /**
+   * A node of a cluster of several (tests of a broker restarting among others): its id, and whether
+   * it is the one combined broker and controller (node 1, the default) or a broker only, which
+   * finds the controller at `controllerPort`. Every node of one cluster is formatted with the same
+   * `clusterId`, and `replicas` (default 1) is the internal topics' and new topics' replication.
+   */
+  readonly node?: { readonly id: number; readonly brokerOnly: boolean; readonly clusterId: string; readonly replicas: number };
 }
 
 function serverProperties(options: LocalKafkaOptions, dataDir: string): string {
+  const brokerOnly = options.node?.brokerOnly === true;
+  const replicas = options.node?.replicas ?? 1;
   const lines = [
-    'process.roles=broker,controller',
-    'node.id=1',
+    brokerOnly ? 'process.roles=broker' : 'process.roles=broker,controller',
+    `node.id=${options.node?.id ?? 1}`,
     `controller.quorum.bootstrap.servers=127.0.0.1:${options.controllerPort}`,
-    `listeners=PLAINTEXT://127.0.0.1:${options.brokerPort},CONTROLLER://127.0.0.1:${options.controllerPort}`,
+    brokerOnly
+      ? `listeners=PLAINTEXT://127.0.0.1:${options.brokerPort}`
+      : `listeners=PLAINTEXT://127.0.0.1:${options.brokerPort},CONTROLLER://127.0.0.1:${options.controllerPort}`,
     `advertised.listeners=PLAINTEXT://127.0.0.1:${options.brokerPort}`,
     'inter.broker.listener.name=PLAINTEXT',
     'controller.listener.names=CONTROLLER',
     'listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
     `log.dirs=${dataDir}`,
     'num.partitions=1',
-    // A single broker: every internal topic has one replica.
-    'offsets.topic.replication.factor=1',
+    // A single broker: every internal topic has one replica (a cluster's tests: one per node).
+    `default.replication.factor=${replicas}`,
+    `offsets.topic.replication.factor=${replicas}`,
     'offsets.topic.num.partitions=4',
-    'transaction.state.log.replication.factor=1',
+    `transaction.state.log.replication.factor=${replicas}`,
     'transaction.state.log.min.isr=1',
     'transaction.state.log.num.partitions=4',
-    'share.coordinator.state.topic.replication.factor=1',
+    `share.coordinator.state.topic.replication.factor=${replicas}`,
     'share.coordinator.state.topic.min.isr=1',
     // Tests and the demo join groups constantly; the default 3 s delay would dominate them.
     'group.initial.rebalance.delay.ms=0',
@@ -123,7 +135,7 @@ const log4j2 = (logFile: string): string =>
     ...requestLog(logFile),
   ].join('\n') + '\n';
 
-/** Formats fresh KRaft storage and starts a single combined broker+controller. */
+/** Formats fresh KRaft storage and starts a single combined broker+controller (or one node of a cluster: `node`). */
 export async function startLocalKafka(options: LocalKafkaOptions): Promise<{ pid: number; logFile: string }> {
   const dataDir = join(options.workDir, 'kafka-data');
   rmSync(dataDir, { recursive: true, force: true });
@@ -142,9 +154,10 @@ export async function startLocalKafka(options: LocalKafkaOptions): Promise<{ pid
     jvmLogging,
     'kafka.tools.StorageTool',
     'format',
-    '--standalone',
+    // The controller of a one-controller quorum; a broker-only node joins it.
+    ...(options.node?.brokerOnly === true ? [] : ['--standalone']),
     '-t',
-    clusterId(),
+    options.node?.clusterId ?? newClusterId(),
     '-c',
     propsFile,
   ]);
