@@ -178,7 +178,16 @@ export async function commitTransaction(
           await transaction.commit();
           return counts;
         } catch (error) {
-          await transaction?.abort().catch(() => undefined);
+          // An abort that fails (its coordinator moved too) leaves the transaction open until the
+          // partition's producer is initialised again: say so, since what happens next depends on it.
+          await transaction
+            ?.abort()
+            .catch((abortError: unknown) =>
+              log.warn(
+                { err: abortError, topic: target.topic, partition: target.partition, failure: error instanceof Error ? error.message : String(error) },
+                'aborting the failed transaction failed: it stays open until the partition’s producer is initialised again',
+              ),
+            );
           await producers.discard(target.topic, target.partition, target.generation);
           dropped = true;
           // The protocol's rule (protocol/claim.ts): a fenced transaction is never retried.

@@ -38,6 +38,8 @@ export class FakeProducers implements PartitionProducers {
   sessions = 0;
   /** Decides each commit's fate; `ok` by default. */
   fate: (transaction: RecordedTransaction) => CommitFate = () => 'ok';
+  /** Whether an abort's EndTxn fails (the coordinator moved meanwhile): the transaction stays open. */
+  abortFails: (transaction: RecordedTransaction) => boolean = () => false;
   /** Sends larger than this (key + value bytes) are refused as the broker refuses them. */
   maxSendBytes = Number.POSITIVE_INFINITY;
   /** Called as each transaction commits (after its effects are visible). */
@@ -88,6 +90,7 @@ export class FakeProducers implements PartitionProducers {
             if (fate === 'lost-answer') throw new Error('Request EndTxn timed out');
           },
           abort: async () => {
+            if (this.abortFails(tx)) throw new Error('This is not the correct coordinator for this group');
             if (tx.state === 'open') tx.state = 'aborted';
           },
         };

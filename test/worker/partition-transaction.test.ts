@@ -1,3 +1,4 @@
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { FencedError } from '../../src/kafka/ports.ts';
 import { createLogger } from '../../src/observability/logger.ts';
@@ -75,6 +76,24 @@ describe('commitTransaction', () => {
     expect(producers.transactions.map((t) => t.state)).toEqual(['aborted', 'committed']);
     expect(producers.committedKeys('res')).toEqual(['a', 'b']);
     expect(producers.groupOffset('cmds', 3)).toBe(12n);
+  });
+
+  it('says so when the failed transaction could not be aborted either (it stays open until the next initialisation)', async () => {
+    const producers = new FakeProducers();
+    producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
+    producers.abortFails = (tx) => tx.id === 0;
+    const lines: { msg: string; partition?: number; failure?: string; err?: { message?: string } }[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line) as (typeof lines)[number]) });
+    await commitTransaction(producers, target, outcomes, '12', undefined, logger, async () => producers.groupOffset('cmds', 3));
+    const abortFailed = lines.filter((line) => line.msg.startsWith('aborting the failed transaction failed'));
+    expect(abortFailed).toHaveLength(1);
+    expect(abortFailed[0]).toMatchObject({
+      partition: 3,
+      failure: 'The coordinator is not available',
+      err: { message: 'This is not the correct coordinator for this group' },
+    });
+    // The open transaction is left as it was; the retry, after initialising again, commits.
+    expect(producers.transactions.map((t) => t.state)).toEqual(['open', 'committed']);
   });
 
   it('does not resend while the committed offset cannot be read: it asks again at the next attempt', async () => {
