@@ -178,14 +178,16 @@ export async function commitTransaction(
           await transaction.commit();
           return counts;
         } catch (error) {
-          // An abort that fails (its coordinator moved too) leaves the transaction open until the
-          // partition's producer is initialised again: say so, since what happens next depends on it.
+          // An abort that fails leaves the transaction to the coordinator until the partition's
+          // producer is initialised again: open (its coordinator moved too), or, after a commit
+          // whose answer was lost, committed or not (kafkajs then refuses the abort: "Cannot
+          // continue to use transaction once ended"). Said, since what happens next depends on it.
           await transaction
             ?.abort()
             .catch((abortError: unknown) =>
               log.warn(
                 { err: abortError, topic: target.topic, partition: target.partition, failure: error instanceof Error ? error.message : String(error) },
-                'aborting the failed transaction failed: it stays open until the partition’s producer is initialised again',
+                'aborting the failed transaction failed: the coordinator decides it when the partition’s producer is initialised again',
               ),
             );
           await producers.discard(target.topic, target.partition, target.generation);
