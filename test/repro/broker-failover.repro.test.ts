@@ -32,9 +32,10 @@ interface LogLine {
 }
 
 // A REPRODUCTION OF AN OPEN BUG, not part of `npm test` (vitest.config.ts runs it only with
-// SMS_WORKER_REPRO=1: `SMS_WORKER_REPRO=1 npx vitest run --project repro`). It failed in about
-// one run of five on 2 cores (2026-11-29): a command's result written twice (sent once), or a sent
-// command's result missing while the offset moved past it. docs/guarantees.md, "Known problems".
+// SMS_WORKER_REPRO=1: `SMS_WORKER_REPRO=1 npx vitest run --project repro`). It failed in 9 of 51
+// runs on 2 cores (2026-11-29): a command's result written twice (sent once), or a sent command's
+// result missing while the offset moved past it. docs/guarantees.md, "Known problem: a broker of a
+// multi-broker cluster restarting".
 // On failure it prints what the next person needs: the commands, their partition, whether the
 // service got them, and the worker's log for that partition (debug level).
 //
