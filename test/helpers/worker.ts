@@ -1,4 +1,5 @@
 import type { Kafka } from 'kafkajs';
+import { pino } from 'pino';
 import { loadConfig, type WorkerConfig } from '../../src/config/index.ts';
 import type { SendCommand } from '../../src/contracts/command.ts';
 import type { CommandResult } from '../../src/contracts/result.ts';
@@ -85,6 +86,24 @@ export async function startTestWorker(env: Record<string, string>): Promise<{ wo
   const worker = new Worker({ config, logger: createLogger(config.logLevel), lagRefreshMs: 300 });
   await within(45_000, `starting the worker for ${config.topics.commands}`, worker.start());
   return { worker, config };
+}
+
+/**
+ * A worker without its HTTP server whose log lines at `level` and above are kept, parsed, for the
+ * test to read (what it logged is what the test asserts); stopped by `cleanups`.
+ */
+export async function startLoggedWorker<Line>(
+  env: Record<string, string>,
+  cleanups: { add(cleanup: () => unknown): void },
+  level = 'info',
+  startMs = 45_000,
+): Promise<{ worker: Worker; logs: Line[] }> {
+  const logs: Line[] = [];
+  const logger = pino({ level }, { write: (line: string) => void logs.push(JSON.parse(line) as Line) });
+  const worker = new Worker({ config: loadConfig(env), logger, http: false });
+  await within(startMs, 'starting the worker', worker.start());
+  cleanups.add(() => worker.stop());
+  return { worker, logs };
 }
 
 export async function publisherFor(kafka: Kafka, topic: string): Promise<CommandPublisher> {

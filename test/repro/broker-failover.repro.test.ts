@@ -1,17 +1,13 @@
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.ts';
 import { createKafka, plaintextKafkaSettings } from '../../src/kafka/client.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
-import { CommandPublisher } from '../../src/kafka/command-publisher.ts';
 import { ResultReader } from '../../src/kafka/result-reader.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createRegistry } from '../../src/schema/codec.ts';
-import { Worker } from '../../src/worker/worker.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { createTopics, eventually, uniqueName, withAdmin } from '../helpers/kafka.ts';
 import { startPrivateCluster } from '../helpers/private-kafka.ts';
-import { testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
+import { publisherFor, startLoggedWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
 
 const { Partitioners } = kafkajs;
 const sandbox = useSandbox();
@@ -55,18 +51,17 @@ describe('a broker of a two-broker cluster restarting under load', () => {
       { topic: topics.deadLetter },
       { topic: topics.ledger, partitions: 6 },
     ]);
-    const logs: LogLine[] = [];
-    const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
-    const config = loadConfig(workerEnv(topics, sandbox.url, { KAFKA_BROKERS: cluster.bootstrap, KAFKA_SESSION_TIMEOUT_MS: '10000' }));
-    const worker = new Worker({ config, logger, http: false });
-    await within(60_000, 'starting the worker', worker.start());
-    cleanups.add(() => worker.stop());
+    const { worker, logs } = await startLoggedWorker<LogLine>(
+      workerEnv(topics, sandbox.url, { KAFKA_BROKERS: cluster.bootstrap, KAFKA_SESSION_TIMEOUT_MS: '10000' }),
+      cleanups,
+      'debug',
+      60_000,
+    );
     let died: unknown;
     worker.done.catch((error: unknown) => (died = error));
 
     const registry = createRegistry(inject('schemaRegistryUrl'));
-    const publisher = new CommandPublisher(kafka, registry, topics.commands);
-    await within(45_000, 'connecting the publisher', publisher.connect());
+    const publisher = await publisherFor(kafka, topics.commands);
     cleanups.add(() => publisher.disconnect());
     // Published and acknowledged: a publish that failed (its broker going away under it) may or may
     // not have been written, so only acknowledged commands are counted, and it is not retried.
@@ -143,7 +138,7 @@ describe('a broker of a two-broker cluster restarting under load', () => {
       }));
       const partitions = new Set(where.map((w) => w.partition));
       const offsets = await withAdmin(kafka, async (admin) => ({
-        committed: await admin.fetchOffsets({ groupId: config.consumerGroup, topics: [topics.commands] }),
+        committed: await admin.fetchOffsets({ groupId: topics.group, topics: [topics.commands] }),
         ends: await admin.fetchTopicOffsets(topics.commands),
       })).catch((e: unknown) => String(e));
       const lines = logs

@@ -1,14 +1,11 @@
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.ts';
-import { CommandPublisher } from '../../src/kafka/command-publisher.ts';
 import { ResultReader } from '../../src/kafka/result-reader.ts';
 import { createRegistry } from '../../src/schema/codec.ts';
-import { Worker } from '../../src/worker/worker.ts';
+import type { Worker } from '../../src/worker/worker.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { createTopics, eventually } from '../helpers/kafka.ts';
 import { startPrivateKafka, type PrivateKafka } from '../helpers/private-kafka.ts';
-import { metricTotal, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
+import { metricTotal, publisherFor, startLoggedWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
 
 const sandbox = useSandbox();
 const cleanups = useCleanups();
@@ -42,12 +39,10 @@ async function startWorker(
     { topic: topics.deadLetter },
     { topic: topics.ledger, partitions: 3 },
   ]);
-  const logs: LogLine[] = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) });
-  const config = loadConfig(workerEnv(topics, sandbox.url, { KAFKA_BROKERS: broker.bootstrap, KAFKA_SESSION_TIMEOUT_MS: String(sessionTimeoutMs) }));
-  const worker = new Worker({ config, logger, http: false });
-  await within(45_000, 'starting the worker', worker.start());
-  cleanups.add(() => worker.stop());
+  const { worker, logs } = await startLoggedWorker<LogLine>(
+    workerEnv(topics, sandbox.url, { KAFKA_BROKERS: broker.bootstrap, KAFKA_SESSION_TIMEOUT_MS: String(sessionTimeoutMs) }),
+    cleanups,
+  );
   return { topics, kafka, logs, worker };
 }
 
@@ -58,8 +53,7 @@ async function commandRounds({ topics, kafka, worker }: StartedWorker) {
   let died: unknown;
   worker.done.catch((error: unknown) => (died = error));
   const registry = createRegistry(inject('schemaRegistryUrl'));
-  const publisher = new CommandPublisher(kafka, registry, topics.commands);
-  await within(45_000, 'connecting the publisher', publisher.connect());
+  const publisher = await publisherFor(kafka, topics.commands);
   cleanups.add(() => publisher.disconnect());
   const published: string[] = [];
   const answered = async (): Promise<true | undefined> => ((await metricTotal(worker, 'results')) >= published.length || died !== undefined ? true : undefined);
@@ -162,8 +156,7 @@ describe('a single broker restarting', () => {
   // was restartable: kafkajs started the consumer again after the worker had stopped it.
   it('a stop while a rejoin is tried again in place ends the tries, and kafkajs does not start the consumer again', async () => {
     const { topics, kafka, logs, worker } = await startWorker();
-    const publisher = new CommandPublisher(kafka, createRegistry(inject('schemaRegistryUrl')), topics.commands);
-    await within(45_000, 'connecting the publisher', publisher.connect());
+    const publisher = await publisherFor(kafka, topics.commands);
     await within(60_000, 'publishing a command', publisher.publish([{ command: textCommand() }]));
     await publisher.disconnect();
     await eventually(async () => ((await metricTotal(worker, 'results')) >= 1 ? true : undefined), 90_000, 'the command’s result');
