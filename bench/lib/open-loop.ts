@@ -29,7 +29,7 @@ import type { SendCommand } from '../../src/contracts/command.ts';
 import { createTopics, PRODUCED_AT_HEADER } from './kafka.ts';
 import { fmt, ms } from './markdown.ts';
 import { cpuMicros, peakRssBytes, sleep, stopChild } from './proc.ts';
-import { MachineCpuSampler, machineNote } from './machine-cpu.ts';
+import { MachineCpuSampler, machineNote, type MachineLoad } from './machine-cpu.ts';
 import { RequestLogCollector, type LoggedRequest } from './request-log.ts';
 import { ResultWatcher } from './results.ts';
 import type { SandboxProcess } from './sandbox.ts';
@@ -154,7 +154,7 @@ export interface OpenLoopFigures {
   readonly peakRssBytes: number;
   readonly logGaps: number;
   /** The whole machine's load over the measured window (every process, not only the worker's). */
-  readonly machine: { readonly busyShare: number; readonly cores: number };
+  readonly machine: MachineLoad;
   /** The warm-up's own figures (commands published in its first `warmupSeconds`). */
   readonly warmup:
     | {
@@ -162,7 +162,7 @@ export interface OpenLoopFigures {
         readonly timeToSendP99Ms: number;
         readonly timeToSendMaxMs: number;
         readonly e2eP99Ms: number;
-        readonly machineBusyShare: number;
+        readonly machine: MachineLoad;
       }
     | undefined;
 }
@@ -220,16 +220,15 @@ export interface OpenLoopObservations extends PublishedCommands {
    * share of one core, beside the whole machine's (machine-cpu.ts). NaN when a read failed.
    */
   readonly workerLoad: WorkerLoad;
-  /** The whole machine's busy share over the warm-up (publishing's start → the measured window). */
-  readonly warmupMachineBusyShare: number;
+  /** The whole machine's load over the warm-up (publishing's start → the measured window). */
+  readonly warmupMachine: MachineLoad;
 }
 
 export interface WorkerLoad {
   readonly transactionsPerSecond: number;
   readonly cpuShare: number;
   /** Every process's CPU, not only the worker's: the share of all cores' time that was busy. */
-  readonly machineBusyShare: number;
-  readonly cores: number;
+  readonly machine: MachineLoad;
 }
 
 /** A point to measure the worker's load from: its committed transactions, its CPU time and the clock. */
@@ -396,8 +395,7 @@ export async function observeOpenLoop(
     const workerLoad: WorkerLoad = {
       transactionsPerSecond: (to.transactions - from.transactions) / seconds,
       cpuShare: (to.cpuMicros - from.cpuMicros) / 1e6 / seconds,
-      machineBusyShare: cpu.busyShare(from.at, to.at),
-      cores: cpu.cores,
+      machine: { busyShare: cpu.busyShare(from.at, to.at), cores: cpu.cores },
     };
     // By id: with a preloaded backlog the results topic has other commands' results too.
     const answered = (): number => {
@@ -441,7 +439,7 @@ export async function observeOpenLoop(
       peakRssBytes: peakRss,
       logGaps: log.abandonedGaps,
       workerLoad,
-      warmupMachineBusyShare: cpu.busyShare(publishBegan, from.at),
+      warmupMachine: { busyShare: cpu.busyShare(publishBegan, from.at), cores: cpu.cores },
     };
   } finally {
     cpu.stop();
@@ -512,7 +510,7 @@ export function openLoopFigures(o: OpenLoopObservations, options: OpenLoopOption
     e2eMaxMs: end.at(-1) ?? Number.NaN,
     peakRssBytes: o.peakRssBytes,
     logGaps: o.logGaps,
-    machine: { busyShare: o.workerLoad.machineBusyShare, cores: o.workerLoad.cores },
+    machine: o.workerLoad.machine,
     warmup:
       options.warmupSeconds > 0
         ? {
@@ -520,7 +518,7 @@ export function openLoopFigures(o: OpenLoopObservations, options: OpenLoopOption
             timeToSendP99Ms: percentile(warmSend, 99),
             timeToSendMaxMs: warmSend.at(-1) ?? Number.NaN,
             e2eP99Ms: percentile(warm.e2e, 99),
-            machineBusyShare: o.warmupMachineBusyShare,
+            machine: o.warmupMachine,
           }
         : undefined,
   };
@@ -540,7 +538,7 @@ export function openLoopLines(f: OpenLoopFigures): string[] {
     ...(f.warmup === undefined
       ? []
       : [
-          `- warm-up, not counted above: the first ${f.warmupSeconds} s of publishing at the same rate right after the worker was ready (${fmt(f.warmup.published)} commands): time to send p99 ${ms(f.warmup.timeToSendP99Ms)}, max ${ms(f.warmup.timeToSendMaxMs)}; end to end p99 ${ms(f.warmup.e2eP99Ms)}${machineNote({ busyShare: f.warmup.machineBusyShare, cores: f.machine.cores })}`,
+          `- warm-up, not counted above: the first ${f.warmupSeconds} s of publishing at the same rate right after the worker was ready (${fmt(f.warmup.published)} commands): time to send p99 ${ms(f.warmup.timeToSendP99Ms)}, max ${ms(f.warmup.timeToSendMaxMs)}; end to end p99 ${ms(f.warmup.e2eP99Ms)}${machineNote(f.warmup.machine)}`,
         ]),
     ...(f.logGaps > 0
       ? [

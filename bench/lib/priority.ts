@@ -262,7 +262,7 @@ export function priorityLines(f: PriorityFigures): string[] {
   const { settings: s, baseline: b, loaded: l, sameLoad: same, targets: t } = f;
   const spec = s.latency.kind === 'lognormal' ? `log-normal p50 ${s.latency.medianMs} ms / p99 ${s.latency.p99Ms} ms` : JSON.stringify(s.latency);
   const codes = (p: PriorityPass): string =>
-    `${fmt(p.codesPublished)} codes published in the measured ${s.seconds} s, ${fmt(p.codesSent)} reached the service: time to send p50 ${ms(p.timeToSendP50Ms)}, p99 ${ms(p.timeToSendP99Ms)}, max ${ms(p.timeToSendMaxMs)}; end to end p99 ${ms(p.e2eP99Ms)}; the worker meanwhile ${fmt(p.workerLoad.transactionsPerSecond)} transactions/s, CPU ${fmt(100 * p.workerLoad.cpuShare)}% of a core${machineNote({ busyShare: p.workerLoad.machineBusyShare, cores: p.workerLoad.cores })}`;
+    `${fmt(p.codesPublished)} codes published in the measured ${s.seconds} s, ${fmt(p.codesSent)} reached the service: time to send p50 ${ms(p.timeToSendP50Ms)}, p99 ${ms(p.timeToSendP99Ms)}, max ${ms(p.timeToSendMaxMs)}; end to end p99 ${ms(p.e2eP99Ms)}; the worker meanwhile ${fmt(p.workerLoad.transactionsPerSecond)} transactions/s, CPU ${fmt(100 * p.workerLoad.cpuShare)}% of a core${machineNote(p.workerLoad.machine)}`;
   const warm = (p: PriorityPass, name: string): string =>
     `${name} ${fmt(p.warmup.published)}: time to send p99 ${ms(p.warmup.timeToSendP99Ms)}, max ${ms(p.warmup.timeToSendMaxMs)} (p99 by second: ${p.warmup.p99BySecondMs.map((v) => fmt(v)).join(', ')} ms)`;
   const share = l.bulkPerSecond / s.rateLimit;
