@@ -13,8 +13,9 @@
  * (transactionalClusters in kafkajs.ts), for `sendOffsets`: one FindCoordinator round trip less in
  * every transaction that commits offsets, about a third of the worker's transactions (75 lookups a
  * second at 500 commands a second; bench/README.md). If that coordinator moved, the TxnOffsetCommit
- * fails (kafkajs 2.2.4 does not retry NOT_COORDINATOR_FOR_GROUP there), the transaction is aborted
- * and redone as after any failure, and the redo looks the coordinator up afresh. Elsewhere a group's
+ * fails: kafkajs 2.2.4 does not retry NOT_COORDINATOR_FOR_GROUP there (its list names types it
+ * never uses), so the worker calls `sendOffsets` again itself (groupCoordinatorMoving), which looks
+ * the coordinator up afresh, within the same transaction. Elsewhere a group's
  * coordinator is looked up as kafkajs does, every time: the admin's offset reads decide whether a
  * transaction that failed to answer committed after all (partition-transaction.ts), and a
  * remembered coordinator that moved would fail the first such read after the move, which reads as
@@ -28,6 +29,24 @@
 
 /** kafkajs 2.2.4's names (protocol/error.js, codes 15 and 16) for "this broker is not the coordinator (any more)". */
 const MOVED = new Set(['NOT_COORDINATOR_FOR_GROUP', 'GROUP_COORDINATOR_NOT_AVAILABLE']);
+
+/** kafkajs 2.2.4's name (code 14) for a group coordinator still loading the group, as one is just after it moved. */
+const LOADING = 'GROUP_LOAD_IN_PROGRESS';
+
+/**
+ * Whether a failed `sendOffsets` is worth calling again in the same transaction (pure; errors are
+ * kafkajs's): the group's coordinator moved or is loading, as while a broker restarts. kafkajs
+ * gives up on these at once: its TxnOffsetCommit retry lists `NOT_COORDINATOR`,
+ * `COORDINATOR_NOT_AVAILABLE` and `COORDINATOR_LOAD_IN_PROGRESS`, names its own errors never carry
+ * (src/producer/eosManager/index.js). Without this a broker restart failed the results
+ * transaction of every partition whose group coordinator it hosted, and while the group
+ * rebalanced (it does when its coordinator moves) their claims ended.
+ */
+export function groupCoordinatorMoving(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { type } = error as { type?: unknown };
+  return typeof type === 'string' && (MOVED.has(type) || type === LOADING);
+}
 
 /** Connection failures: the remembered broker may be gone. */
 const CONNECTION = new Set(['KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSRequestTimeoutError']);

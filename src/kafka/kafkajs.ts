@@ -4,13 +4,16 @@
  * aborted-transaction filter with a correct one (see aborted-transactions.ts), which only works
  * if it happens before kafkajs loads its consumer, makes its clusters remember transaction
  * coordinators, and the transactional producers' clusters their group's coordinator too (see
- * coordinator-cache.ts), and installs the consumer's crash handling (see consumer-crashes.ts).
+ * coordinator-cache.ts), replaces its producer's send with one whose retry neither drops nor
+ * doubles records when a partition's leader moves (see send-messages.ts), and installs the
+ * consumer's crash handling (see consumer-crashes.ts).
  */
 import { createRequire } from 'node:module';
 import type * as KafkaJs from 'kafkajs';
 import { filterAbortedRecords, type AbortedTransaction, type FetchedRecord } from './aborted-transactions.ts';
 import { coordinatorKey, CoordinatorMemory, forgetsCoordinator, GROUP_COORDINATOR, TRANSACTION_COORDINATOR } from './coordinator-cache.ts';
 import { installConsumerCrashHandling } from './consumer-crashes.ts';
+import { createSendMessages, type KafkaJsErrors } from './send-messages.ts';
 
 const require = createRequire(import.meta.url);
 const filterModule = require.resolve('kafkajs/src/consumer/filterAbortedMessages.js');
@@ -19,6 +22,18 @@ const cached = require.cache[filterModule];
 if (cached === undefined) throw new Error('kafkajs: cannot patch filterAbortedMessages');
 cached.exports = ({ messages, abortedTransactions }: { messages: FetchedRecord[]; abortedTransactions?: AbortedTransaction[] }) =>
   filterAbortedRecords(messages, abortedTransactions);
+
+const sendModule = require.resolve('kafkajs/src/producer/sendMessages.js');
+// The producer takes the send when it loads: it must not have loaded yet.
+if (require.cache[require.resolve('kafkajs/src/producer/messageProducer.js')] !== undefined)
+  throw new Error('kafkajs: its producer loaded before src/kafka/kafkajs.ts could replace its send');
+require(sendModule);
+const cachedSend = require.cache[sendModule];
+if (cachedSend === undefined) throw new Error('kafkajs: cannot patch the producer send');
+cachedSend.exports = createSendMessages({
+  KafkaJSMetadataNotLoaded: (require('kafkajs/src/errors.js') as Pick<KafkaJsErrors, 'KafkaJSMetadataNotLoaded'>).KafkaJSMetadataNotLoaded,
+  staleMetadata: (require('kafkajs/src/protocol/error.js') as Pick<KafkaJsErrors, 'staleMetadata'>).staleMetadata,
+});
 
 interface CoordinatorQuery {
   readonly groupId: string;

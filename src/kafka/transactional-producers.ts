@@ -1,7 +1,9 @@
 import type { Kafka, Producer, Transaction as KafkaTransaction } from 'kafkajs';
 import type { KafkaSettings } from '../config/index.ts';
 import type { Logger } from '../observability/logger.ts';
+import { retry } from '../retry.ts';
 import { createKafka } from './client.ts';
+import { groupCoordinatorMoving } from './coordinator-cache.ts';
 import { transactionalClusters } from './kafkajs.ts';
 import { BatchTooLargeError, FencedError, type PartitionProducers, type Transaction, type TransactionalSession } from './ports.ts';
 
@@ -47,15 +49,28 @@ function wrapTransaction(transaction: KafkaTransaction): Transaction {
       classified(() => transaction.sendBatch({ topicMessages: batches.map((b) => ({ topic: b.topic, messages: b.messages.map((m) => ({ ...m })) })) })),
     sendOffsets: (offsets) =>
       classified(() =>
-        transaction.sendOffsets({
-          consumerGroupId: offsets.consumerGroupId,
-          topics: offsets.topics.map((t) => ({ topic: t.topic, partitions: t.partitions.map((p) => ({ ...p })) })),
-        }),
+        // Again in the same transaction while the group's coordinator moves (groupCoordinatorMoving):
+        // AddOffsetsToTxn and TxnOffsetCommit of the same offsets are idempotent.
+        retry(
+          () =>
+            transaction.sendOffsets({
+              consumerGroupId: offsets.consumerGroupId,
+              topics: offsets.topics.map((t) => ({ topic: t.topic, partitions: t.partitions.map((p) => ({ ...p })) })),
+            }),
+          { ...SEND_OFFSETS_RETRY, retryable: groupCoordinatorMoving },
+        ),
       ),
     commit: () => classified(() => transaction.commit()),
     abort: () => classified(() => transaction.abort()),
   };
 }
+
+/**
+ * How `sendOffsets` is tried again while the group's coordinator moves: 50 ms doubling to 1 s, 8
+ * attempts (about 3.5 s in all, well within the 60 s transaction timeout). A coordinator that
+ * moved answers at the next lookup; one that is loading the group takes tens of ms to seconds.
+ */
+const SEND_OFFSETS_RETRY = { attempts: 8, backoff: { initialMs: 50, maxMs: 1_000, jitter: 0.5 } } as const;
 
 /**
  * Request retries of the transactional producers. A transaction started right after the previous

@@ -28,6 +28,8 @@ export interface PrivateKafka {
   /** Start it again on the same port and data, and wait until it answers. */
   start(): Promise<void>;
   logTail(): string;
+  /** Its directory: configuration, log and data (`kafka-data`), deleted by dispose. */
+  readonly workDir: string;
   /** Stop it for good and delete its data. */
   dispose(): Promise<void>;
 }
@@ -54,6 +56,8 @@ export async function startPrivateKafka(log: (line: string) => void = () => unde
 export async function startPrivateCluster(
   count = 2,
   log: (line: string) => void = () => undefined,
+  /** Every topic's and the transaction log's `min.insync.replicas`. */
+  minInSync = 1,
 ): Promise<{ readonly bootstrap: string; readonly nodes: readonly PrivateKafka[]; dispose(): Promise<void> }> {
   const { java, libDir } = await kafkaRuntime(log);
   const clusterId = newClusterId();
@@ -65,7 +69,7 @@ export async function startPrivateCluster(
   try {
     for (let id = 1; id <= count; id += 1) {
       const workDir = mkdtempSync(join(tmpdir(), `sms-worker-private-kafka-${id}-`));
-      const node = { id, brokerOnly: id > 1, clusterId, replicas: count };
+      const node = { id, brokerOnly: id > 1, clusterId, replicas: count, minInSync };
       nodes.push(await startNode({ java, libDir, workDir, brokerPort: await freePort(), controllerPort, detached: false, node }));
     }
   } catch (error) {
@@ -145,6 +149,7 @@ async function startNode(options: LocalKafkaOptions): Promise<PrivateKafka> {
       await answering();
     },
     logTail,
+    workDir,
     dispose,
   };
 }

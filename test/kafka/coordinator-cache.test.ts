@@ -1,5 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { coordinatorKey, CoordinatorMemory, forgetsCoordinator } from '../../src/kafka/coordinator-cache.ts';
+import { coordinatorKey, CoordinatorMemory, forgetsCoordinator, groupCoordinatorMoving } from '../../src/kafka/coordinator-cache.ts';
+
+describe('groupCoordinatorMoving', () => {
+  it("calls sendOffsets again for a group coordinator that moved, is not available or is loading (kafkajs 2.2.4's names, codes 16, 15, 14)", () => {
+    for (const type of ['NOT_COORDINATOR_FOR_GROUP', 'GROUP_COORDINATOR_NOT_AVAILABLE', 'GROUP_LOAD_IN_PROGRESS'])
+      expect(groupCoordinatorMoving({ name: 'KafkaJSProtocolError', type })).toBe(true);
+  });
+
+  it('not for anything else: fenced, a rebalance, a connection error (kafkajs retries those itself), not an error', () => {
+    for (const type of ['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED', 'REBALANCE_IN_PROGRESS', 'UNKNOWN_MEMBER_ID', 'ILLEGAL_GENERATION'])
+      expect(groupCoordinatorMoving({ name: 'KafkaJSProtocolError', type })).toBe(false);
+    expect(groupCoordinatorMoving({ name: 'KafkaJSConnectionError' })).toBe(false);
+    expect(groupCoordinatorMoving('not an error')).toBe(false);
+    expect(groupCoordinatorMoving(null)).toBe(false);
+  });
+});
 
 describe('forgetsCoordinator', () => {
   it('reads "not the coordinator" and "coordinator not available" (kafkajs 2.2.4\'s names, codes 16 and 15) as a coordinator to forget', () => {

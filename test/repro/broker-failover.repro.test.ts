@@ -1,4 +1,6 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it, onTestFailed } from 'vitest';
 import { createKafka, plaintextKafkaSettings } from '../../src/kafka/client.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
 import { ResultReader } from '../../src/kafka/result-reader.ts';
@@ -13,11 +15,29 @@ const { Partitioners } = kafkajs;
 const sandbox = useSandbox();
 const cleanups = useCleanups();
 let cluster: Awaited<ReturnType<typeof startPrivateCluster>>;
+// SMS_WORKER_REPRO_BROKERS (default 2): the cluster's size; from 3 on, every topic and the
+// transaction log have min.insync.replicas 2, as production clusters do.
+const brokers = Number(process.env['SMS_WORKER_REPRO_BROKERS'] ?? '2');
+// SMS_WORKER_REPRO_KEEP=<dir>: a failed run keeps the brokers' directories (data, logs) and the
+// worker's log there, for Kafka's DumpLogSegments (which producer id and epoch wrote each record,
+// and which marker ended it).
+const keepDir = process.env['SMS_WORKER_REPRO_KEEP'];
+let failed: { readonly logs: readonly unknown[] } | undefined;
 
 beforeAll(async () => {
-  cluster = await startPrivateCluster(2);
+  cluster = await startPrivateCluster(brokers, undefined, brokers >= 3 ? 2 : 1);
 }, 240_000);
 afterAll(async () => {
+  if (failed !== undefined && keepDir !== undefined && cluster !== undefined) {
+    const dir = join(keepDir, new Date().toISOString().replace(/[:.]/g, '-'));
+    mkdirSync(dir, { recursive: true });
+    for (const [i, node] of cluster.nodes.entries()) {
+      await node.stop();
+      cpSync(node.workDir, join(dir, `node-${i + 1}`), { recursive: true });
+    }
+    writeFileSync(join(dir, 'worker.log'), failed.logs.map((line) => JSON.stringify(line)).join('\n') + '\n');
+    console.error(`kept the failed run's brokers and worker log in ${dir}`);
+  }
   await cluster?.dispose();
 });
 
@@ -57,6 +77,7 @@ describe('a broker of a two-broker cluster restarting under load', () => {
       'debug',
       60_000,
     );
+    onTestFailed(() => void (failed = { logs }));
     let died: unknown;
     worker.done.catch((error: unknown) => (died = error));
 

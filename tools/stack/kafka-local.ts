@@ -60,14 +60,16 @@ export interface LocalKafkaOptions {
    * A node of a cluster of several (tests of a broker restarting among others): its id, and whether
    * it is the one combined broker and controller (node 1, the default) or a broker only, which
    * finds the controller at `controllerPort`. Every node of one cluster is formatted with the same
-   * `clusterId`, and `replicas` (default 1) is the internal topics' and new topics' replication.
+   * `clusterId`, and `replicas` (default 1) is the internal topics' and new topics' replication;
+   * `minInSync` (default 1) their `min.insync.replicas`, the transaction log's too.
    */
-  readonly node?: { readonly id: number; readonly brokerOnly: boolean; readonly clusterId: string; readonly replicas: number };
+  readonly node?: { readonly id: number; readonly brokerOnly: boolean; readonly clusterId: string; readonly replicas: number; readonly minInSync?: number };
 }
 
 function serverProperties(options: LocalKafkaOptions, dataDir: string): string {
   const brokerOnly = options.node?.brokerOnly === true;
   const replicas = options.node?.replicas ?? 1;
+  const minInSync = options.node?.minInSync ?? 1;
   const lines = [
     brokerOnly ? 'process.roles=broker' : 'process.roles=broker,controller',
     `node.id=${options.node?.id ?? 1}`,
@@ -86,7 +88,8 @@ function serverProperties(options: LocalKafkaOptions, dataDir: string): string {
     `offsets.topic.replication.factor=${replicas}`,
     'offsets.topic.num.partitions=4',
     `transaction.state.log.replication.factor=${replicas}`,
-    'transaction.state.log.min.isr=1',
+    `transaction.state.log.min.isr=${minInSync}`,
+    `min.insync.replicas=${minInSync}`,
     'transaction.state.log.num.partitions=4',
     `share.coordinator.state.topic.replication.factor=${replicas}`,
     'share.coordinator.state.topic.min.isr=1',
