@@ -4,8 +4,10 @@
  * of its retry fixed (produce-progress.ts says which): each partition's records are sent until that
  * partition is answered, whichever broker leads it by then, and an attempt's requests all settle
  * before the next attempt starts. Sequence numbers are handled as kafkajs does: taken under the
- * broker's lock, given back when the request fails (the broker then deduplicates a retry of
- * records it did write).
+ * broker's lock, given back when the request fails, so a retry within the same send carries the
+ * same ones and the broker deduplicates records it did write. A send that gives up after the broker
+ * wrote some of its records leaves the producer's numbers behind the broker's, as in kafkajs: the
+ * worker's transactional producers are dropped after a failed transaction and initialised afresh.
  */
 import { ProduceProgress, type PartitionAnswer } from './produce-progress.ts';
 
@@ -77,6 +79,26 @@ interface ErrorFields {
   readonly message?: string;
 }
 
+/** Errors that make the next attempt look the leaders up again (the retry below refreshes the metadata). */
+const REFRESHING = new Set(['KafkaJSMetadataNotLoaded', 'KafkaJSConnectionError', 'KafkaJSConnectionClosedError']);
+
+/**
+ * Which of an attempt's failures decides what happens next (pure): one that cannot succeed on a
+ * retry (kafkajs's `retriable: false`, e.g. a batch too large, which the caller splits), else one
+ * that calls for fresh metadata (a leader that moved), else the first. With every request of an
+ * attempt settled, several can fail; the first to settle is not the one that says most.
+ */
+export function decisiveFailure(reasons: readonly unknown[], staleMetadata: (error: unknown) => boolean): unknown {
+  const fields = (reason: unknown): ErrorFields => (typeof reason === 'object' && reason !== null ? (reason as ErrorFields) : {});
+  return (
+    reasons.find((r) => fields(r).retriable === false) ??
+    reasons.find(
+      (r) => staleMetadata(r) || REFRESHING.has(fields(r).name ?? '') || (fields(r).name === 'KafkaJSProtocolError' && fields(r).retriable === true),
+    ) ??
+    reasons[0]
+  );
+}
+
 export function createSendMessages(errors: KafkaJsErrors) {
   return ({ logger, cluster, partitioner, eosManager, retrier }: SendMessagesDeps) =>
     async ({
@@ -111,7 +133,7 @@ export function createSendMessages(errors: KafkaJsErrors) {
           const partitionMetadata = cluster.findTopicPartitionMetadata(topic);
           for (const { partition, messages } of pending) {
             const leader = partitionMetadata.find((p) => p.partitionId === partition)?.leader;
-            // kafkajs skips a partition it has no leader for, and the send resolves without it.
+            // kafkajs skips a partition missing from its metadata, and the send resolves without it.
             if (leader === null || leader === undefined) throw new errors.KafkaJSMetadataNotLoaded(`no leader known for ${topic}[${partition}]`);
             let topics = perBroker.get(leader);
             if (topics === undefined) perBroker.set(leader, (topics = []));
@@ -159,8 +181,15 @@ export function createSendMessages(errors: KafkaJsErrors) {
         // Every request settles before the attempt ends: one still under way would otherwise be
         // sent again by the next attempt, and written twice if it then succeeded.
         const settled = await Promise.allSettled(requests);
-        const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-        if (failed !== undefined) throw failed.reason;
+        const reasons = settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected').map((s) => s.reason as unknown);
+        if (reasons.length > 0) {
+          // Every broker whose connection closed is dropped, not only the one whose error decides.
+          for (const reason of reasons.slice(1)) {
+            const e = (reason ?? {}) as ErrorFields;
+            if (e.name === 'KafkaJSConnectionClosedError') cluster.removeBroker({ host: e.host, port: e.port });
+          }
+          throw decisiveFailure(reasons, errors.staleMetadata);
+        }
         if (!progress.done) throw new errors.KafkaJSMetadataNotLoaded('the broker did not answer for every partition sent');
       };
 
@@ -168,7 +197,8 @@ export function createSendMessages(errors: KafkaJsErrors) {
         await cluster.addMultipleTargetTopics(topicMessages.map(({ topic }) => topic));
         try {
           await sendPending();
-          return progress.answers();
+          // kafkajs answers an acks-0 send with no partitions.
+          return acks === 0 ? [] : progress.answers();
         } catch (caught) {
           const e = (caught ?? {}) as ErrorFields;
           if (e.name === 'KafkaJSConnectionClosedError') cluster.removeBroker({ host: e.host, port: e.port });
