@@ -1,10 +1,27 @@
 import type { Kafka, Producer } from 'kafkajs';
 import type { KeyedRecord, KeyedRecordProducer } from './ports.ts';
 
-/** The kafkajs adapter of `KeyedRecordProducer`. */
+/**
+ * The kafkajs adapter of `KeyedRecordProducer`.
+ *
+ * A send that fails is followed by a fresh producer (a new producer id). kafkajs gives back the
+ * sequence numbers of every partition of a failed request, also of those the broker did write (an
+ * answer whose other partition was refused, a timeout after the write). When the send gives up
+ * there, that producer's next send to such a partition carries the written batch's numbers again:
+ * the broker answers it as a duplicate without writing it (same record count), or refuses it and
+ * every later one as out of order. Kafka's Java producer bumps its epoch for the same reason.
+ */
 export class KafkaKeyedProducer implements KeyedRecordProducer {
-  readonly #producer: Producer;
+  readonly #kafka: Kafka;
+  readonly #sendTimeoutMs: number;
+  #producer: Producer;
   #connected = false;
+  /** The fresh producer's connection under way after a failed send (never rejects): the next send waits for it. */
+  #connecting: Promise<void> | undefined;
+  /** A fresh producer whose connection failed: the next send connects it first. */
+  #unconnected: Producer | undefined;
+  /** Producers replaced after a failed send, disconnected once their sends had time to end. */
+  readonly #retired = new Set<Producer>();
 
   /**
    * `sendTimeoutMs`: how long the caller waits for a send. A few quick retries inside kafkajs,
@@ -13,13 +30,24 @@ export class KafkaKeyedProducer implements KeyedRecordProducer {
    * published twice when Kafka comes back.
    */
   constructor(kafka: Kafka, options: { sendTimeoutMs: number }) {
-    this.#producer = kafka.producer({
+    this.#kafka = kafka;
+    this.#sendTimeoutMs = options.sendTimeoutMs;
+    this.#producer = this.#create();
+  }
+
+  #create(): Producer {
+    const producer = this.#kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
-      retry: { retries: 3, initialRetryTime: 100, maxRetryTime: Math.max(200, Math.floor(options.sendTimeoutMs / 8)) },
+      retry: { retries: 3, initialRetryTime: 100, maxRetryTime: Math.max(200, Math.floor(this.#sendTimeoutMs / 8)) },
     });
-    this.#producer.on(this.#producer.events.CONNECT, () => (this.#connected = true));
-    this.#producer.on(this.#producer.events.DISCONNECT, () => (this.#connected = false));
+    producer.on(producer.events.CONNECT, () => {
+      if (this.#producer === producer) this.#connected = true;
+    });
+    producer.on(producer.events.DISCONNECT, () => {
+      if (this.#producer === producer) this.#connected = false;
+    });
+    return producer;
   }
 
   get connected(): boolean {
@@ -31,10 +59,53 @@ export class KafkaKeyedProducer implements KeyedRecordProducer {
   }
 
   async send(topic: string, records: readonly KeyedRecord[]): Promise<void> {
-    await this.#producer.send({ topic, acks: -1, messages: [...records] });
+    await this.#connecting;
+    const producer = this.#producer;
+    try {
+      if (this.#unconnected === producer) {
+        await producer.connect();
+        if (this.#unconnected === producer) this.#unconnected = undefined;
+      }
+      await producer.send({ topic, acks: -1, messages: [...records] });
+    } catch (error) {
+      if (this.#producer === producer) this.#renew(producer);
+      throw error;
+    }
+  }
+
+  /**
+   * Replaces `failed` with a fresh producer, connected now (readiness keeps the last producer's
+   * state meanwhile); `failed` is disconnected after a send's time, so sends still under way on it
+   * can end.
+   */
+  #renew(failed: Producer): void {
+    const fresh = this.#create();
+    this.#producer = fresh;
+    this.#unconnected = fresh;
+    const connecting: Promise<void> = fresh
+      .connect()
+      .then(
+        () => {
+          if (this.#unconnected === fresh) this.#unconnected = undefined;
+        },
+        // Connected by the next send instead, whose failure renews again: one producer per failed send.
+        () => undefined,
+      )
+      .finally(() => {
+        if (this.#connecting === connecting) this.#connecting = undefined;
+      });
+    this.#connecting = connecting;
+    this.#retired.add(failed);
+    setTimeout(() => void this.#retire(failed), this.#sendTimeoutMs).unref();
+  }
+
+  async #retire(producer: Producer): Promise<void> {
+    if (!this.#retired.delete(producer)) return;
+    await producer.disconnect().catch(() => undefined);
   }
 
   async disconnect(): Promise<void> {
+    await Promise.all([...this.#retired].map((producer) => this.#retire(producer)));
     await this.#producer.disconnect();
   }
 }

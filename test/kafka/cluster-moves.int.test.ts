@@ -146,7 +146,9 @@ describe('sendOffsets while the group’s coordinator moves to the other broker'
     // The remembered coordinator answers NOT_COORDINATOR_FOR_GROUP (then the new one may answer
     // GROUP_LOAD_IN_PROGRESS): kafkajs gave up there and the transaction failed.
     await commit('after', '2');
-    const committed = await admin.fetchOffsets({ groupId: group, topics: [topic] });
-    expect(committed[0]?.partitions[0]?.offset).toBe('2');
+    // The offsets show once the coordinator has written the commit's markers, just after it answered.
+    const committedOffset = async (): Promise<string | undefined> => (await admin.fetchOffsets({ groupId: group, topics: [topic] }))[0]?.partitions[0]?.offset;
+    await eventually(async () => ((await committedOffset()) === '2' ? true : undefined), 10_000, 'the committed offset 2').catch(() => undefined);
+    expect(await committedOffset()).toBe('2');
   });
 });
