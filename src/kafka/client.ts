@@ -27,8 +27,8 @@ export function isConcurrentTransactions(message: string, extra: Record<string, 
 /**
  * kafkajs's error-level line for one request answered "not the coordinator", "coordinator loading
  * or not available", "not the leader" or "no leader yet": a broker restarting or a leader election
- * moved what the request was for (a rolling restart of the brokers logged about 60 of them in
- * test/worker/broker-rolling-restart.int.test.ts). kafkajs looks the new one up and retries; a
+ * moved what the request was for (a broker of two restarted under a worker logged about 60 of them in
+ * test/repro/broker-failover.repro.test.ts). kafkajs looks the new one up and retries; a
  * transaction that still fails is retried or reported by the worker (partition-transaction.ts),
  * and a consumer that gives up is reported as a crash. So the line is a warning, not an error:
  * a routine restart of the brokers should not page anyone. Only the per-request lines are meant,

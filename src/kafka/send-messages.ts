@@ -118,16 +118,15 @@ export function createSendMessages(errors: KafkaJsErrors) {
         await cluster.refreshMetadataIfNecessary();
         const perBroker = new Map<number, TopicData[]>();
         for (const { topic, messages } of topicMessages) {
+          if (progress.isPlanned(topic)) continue;
           const partitionMetadata = cluster.findTopicPartitionMetadata(topic);
-          if (!progress.isPlanned(topic)) {
-            if (partitionMetadata.length === 0) {
-              logger.debug('Producing to topic without metadata', { topic });
-              throw new errors.KafkaJSMetadataNotLoaded('Producing to topic without metadata');
-            }
-            const perPartition: Record<string, unknown[]> = {};
-            for (const message of messages) (perPartition[partitioner({ topic, partitionMetadata, message })] ??= []).push(message);
-            progress.plan(topic, perPartition);
+          if (partitionMetadata.length === 0) {
+            logger.debug('Producing to topic without metadata', { topic });
+            throw new errors.KafkaJSMetadataNotLoaded('Producing to topic without metadata');
           }
+          const perPartition: Record<string, unknown[]> = {};
+          for (const message of messages) (perPartition[partitioner({ topic, partitionMetadata, message })] ??= []).push(message);
+          progress.plan(topic, perPartition);
         }
         for (const [topic, pending] of progress.pending()) {
           const partitionMetadata = cluster.findTopicPartitionMetadata(topic);
@@ -183,12 +182,13 @@ export function createSendMessages(errors: KafkaJsErrors) {
         const settled = await Promise.allSettled(requests);
         const reasons = settled.filter((s): s is PromiseRejectedResult => s.status === 'rejected').map((s) => s.reason as unknown);
         if (reasons.length > 0) {
-          // Every broker whose connection closed is dropped, not only the one whose error decides.
-          for (const reason of reasons.slice(1)) {
+          const decisive = decisiveFailure(reasons, errors.staleMetadata);
+          // Every broker whose connection closed is dropped, not only the decisive one's (the retry drops that).
+          for (const reason of reasons) {
             const e = (reason ?? {}) as ErrorFields;
-            if (e.name === 'KafkaJSConnectionClosedError') cluster.removeBroker({ host: e.host, port: e.port });
+            if (reason !== decisive && e.name === 'KafkaJSConnectionClosedError') cluster.removeBroker({ host: e.host, port: e.port });
           }
-          throw decisiveFailure(reasons, errors.staleMetadata);
+          throw decisive;
         }
         if (!progress.done) throw new errors.KafkaJSMetadataNotLoaded('the broker did not answer for every partition sent');
       };

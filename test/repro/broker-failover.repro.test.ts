@@ -44,6 +44,8 @@ afterAll(async () => {
 interface LogLine {
   readonly level?: number;
   readonly msg: string;
+  readonly component?: string;
+  readonly partition?: number;
   readonly err?: { readonly message?: string };
 }
 
@@ -121,6 +123,13 @@ describe('a broker of a two-broker cluster restarting under load', () => {
       await stream;
     }
 
+    // A command's partition, as the publisher's default partitioner chose it.
+    const partitionOf = (id: string): number =>
+      Partitioners.DefaultPartitioner()({
+        topic: topics.commands,
+        partitionMetadata: Array.from({ length: 6 }, (_, partitionId) => ({ partitionId, leader: 1, replicas: [1, 2], isr: [1, 2], partitionErrorCode: 0 })),
+        message: { key: id, value: null },
+      });
     const results = new Map<string, string[]>();
     const reader = new ResultReader(
       createKafka(plaintextKafkaSettings(cluster.bootstrap, uniqueName('reader')), createLogger('silent')),
@@ -144,17 +153,9 @@ describe('a broker of a two-broker cluster restarting under load', () => {
       );
     } catch (error) {
       const missing = published.filter((id) => !results.has(id));
-      const partitioner = Partitioners.DefaultPartitioner();
-      const partitionMetadata = Array.from({ length: 6 }, (_, partitionId) => ({
-        partitionId,
-        leader: 1,
-        replicas: [1, 2],
-        isr: [1, 2],
-        partitionErrorCode: 0,
-      }));
       const where = missing.map((id) => ({
         id,
-        partition: partitioner({ topic: topics.commands, partitionMetadata, message: { key: id, value: null } }),
+        partition: partitionOf(id),
         sends: sandbox.state.acceptedSends(id),
       }));
       const partitions = new Set(where.map((w) => w.partition));
@@ -166,9 +167,8 @@ describe('a broker of a two-broker cluster restarting under load', () => {
         .filter(
           (line) =>
             missing.some((id) => JSON.stringify(line).includes(id)) ||
-            ((line as unknown as { component?: string }).component !== 'kafkajs' &&
-              partitions.has((line as unknown as { partition?: number }).partition ?? -1)) ||
-            ((line.level ?? 0) >= 40 && (line as unknown as { component?: string }).component !== 'kafkajs'),
+            (line.component !== 'kafkajs' && partitions.has(line.partition ?? -1)) ||
+            ((line.level ?? 0) >= 40 && line.component !== 'kafkajs'),
         )
         .map((line) => JSON.stringify(line).slice(0, 600));
       // The results topic read_uncommitted: a result there but not read_committed was aborted (or is still open).
@@ -193,26 +193,15 @@ describe('a broker of a two-broker cluster restarting under load', () => {
 
     // What the restarts cost, for the notes: the worker's own warnings and errors, by message.
     const warned = new Map<string, number>();
-    for (const line of logs)
-      if ((line.level ?? 0) >= 40 && (line as unknown as { component?: string }).component !== 'kafkajs') warned.set(line.msg, (warned.get(line.msg) ?? 0) + 1);
+    for (const line of logs) if ((line.level ?? 0) >= 40 && line.component !== 'kafkajs') warned.set(line.msg, (warned.get(line.msg) ?? 0) + 1);
     console.log(`worker warnings and errors by message: ${JSON.stringify(Object.fromEntries(warned))}`);
     expect(died).toBeUndefined();
     expect(published.length).toBeGreaterThan(100);
     const notOnce = published.filter((id) => results.get(id)?.length !== 1);
-    const partitionOf = (id: string): number =>
-      Partitioners.DefaultPartitioner()({
-        topic: topics.commands,
-        partitionMetadata: Array.from({ length: 6 }, (_, partitionId) => ({ partitionId, leader: 1, replicas: [1, 2], isr: [1, 2], partitionErrorCode: 0 })),
-        message: { key: id, value: null },
-      });
     const about = (id: string): string => {
       const partition = partitionOf(id);
       const lines = logs
-        .filter(
-          (line) =>
-            (line as unknown as { component?: string }).component !== 'kafkajs' &&
-            ((line as unknown as { partition?: number }).partition === partition || !('partition' in line) || JSON.stringify(line).includes(id)),
-        )
+        .filter((line) => line.component !== 'kafkajs' && (line.partition === partition || !('partition' in line) || JSON.stringify(line).includes(id)))
         .map((line) => {
           const { err, ...rest } = line as unknown as Record<string, unknown>;
           return JSON.stringify({ ...rest, ...(err !== undefined && { err: (err as { message?: string }).message }) })
