@@ -1,7 +1,15 @@
 import { SchemaType, type SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import type { Kafka, Producer } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
 import { commandSchema } from '../contracts/avro.ts';
 import { commandToAvro, type SendCommand } from '../contracts/command.ts';
+import { KafkaKeyedProducer } from './keyed-producer.ts';
+
+/**
+ * How long one publish may take. kafkajs's retries end well within it (see KafkaKeyedProducer);
+ * a publish that fails or times out is followed by a fresh producer, so a caller that goes on
+ * after it (the chaos run publishes again) cannot have its next records taken for duplicates.
+ */
+const PUBLISH_TIMEOUT_MS = 30_000;
 
 /**
  * Publishes commands the way an upstream producer does: Avro, Confluent framing, the command
@@ -9,13 +17,13 @@ import { commandToAvro, type SendCommand } from '../contracts/command.ts';
  * tests and benchmarks.
  */
 export class CommandPublisher {
-  readonly #producer: Producer;
+  readonly #producer: KafkaKeyedProducer;
   readonly #registry: SchemaRegistry;
   readonly #topic: string;
   #schemaId: number | undefined;
 
   constructor(kafka: Kafka, registry: SchemaRegistry, topic: string) {
-    this.#producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    this.#producer = new KafkaKeyedProducer(kafka, { sendTimeoutMs: PUBLISH_TIMEOUT_MS });
     this.#registry = registry;
     this.#topic = topic;
   }
@@ -37,10 +45,10 @@ export class CommandPublisher {
   /** Sends already-encoded values (or raw bytes, for poison-record tests) in one request. */
   async publishRaw(records: readonly { key: string | Buffer | null; value: Buffer | null; headers?: Record<string, string> }[]): Promise<void> {
     if (records.length === 0) return;
-    await this.#producer.send({
-      topic: this.#topic,
-      messages: records.map((r) => ({ key: r.key, value: r.value, ...(r.headers !== undefined && { headers: r.headers }) })),
-    });
+    await this.#producer.send(
+      this.#topic,
+      records.map((r) => ({ key: r.key, value: r.value, ...(r.headers !== undefined && { headers: r.headers }) })),
+    );
   }
 
   async publish(commands: readonly { command: SendCommand; key?: string }[]): Promise<void> {

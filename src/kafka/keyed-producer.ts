@@ -1,8 +1,10 @@
-import type { Kafka, Producer } from 'kafkajs';
-import type { KeyedRecord, KeyedRecordProducer } from './ports.ts';
+import type { Kafka, Message, Producer } from 'kafkajs';
+import { SmsWorkerError } from '../errors.ts';
+import type { KeyedRecordProducer } from './ports.ts';
 
 /**
- * The kafkajs adapter of `KeyedRecordProducer`.
+ * The kafkajs adapter of `KeyedRecordProducer`, and the producer the command publisher (`produce`,
+ * the demo, the bench) sends with.
  *
  * A send that fails is followed by a fresh producer (a new producer id). kafkajs gives back the
  * sequence numbers of every partition of a failed request, also of those the broker did write (an
@@ -10,6 +12,10 @@ import type { KeyedRecord, KeyedRecordProducer } from './ports.ts';
  * there, that producer's next send to such a partition carries the written batch's numbers again:
  * the broker answers it as a duplicate without writing it (same record count), or refuses it and
  * every later one as out of order. Kafka's Java producer bumps its epoch for the same reason.
+ *
+ * A send that takes longer than `sendTimeoutMs` is given up, and its producer replaced too. Its
+ * request may still be answered, or fail and give its sequence numbers back, after the caller's
+ * next sends on that producer took the following ones: the same hazard as above, later.
  */
 export class KafkaKeyedProducer implements KeyedRecordProducer {
   readonly #kafka: Kafka;
@@ -24,8 +30,8 @@ export class KafkaKeyedProducer implements KeyedRecordProducer {
   readonly #retired = new Set<Producer>();
 
   /**
-   * `sendTimeoutMs`: how long the caller waits for a send. A few quick retries inside kafkajs,
-   * all well within it: a send that gives up on its own, rather than one still retrying after the
+   * `sendTimeoutMs`: how long a send may take before it is given up. A few quick retries inside
+   * kafkajs, all well within it: a send that gives up on its own, rather than one still retrying after the
    * caller gave up (the receiver answered 503), is what keeps a retried report from being
    * published twice when Kafka comes back.
    */
@@ -58,18 +64,43 @@ export class KafkaKeyedProducer implements KeyedRecordProducer {
     await this.#producer.connect();
   }
 
-  async send(topic: string, records: readonly KeyedRecord[]): Promise<void> {
-    await this.#connecting;
-    const producer = this.#producer;
-    try {
+  /**
+   * Resolves once the cluster acknowledged every record (`records`: keyed records, or any
+   * kafkajs messages, as the command publisher sends); rejects with `KAFKA_SEND_TIMEOUT` after
+   * `sendTimeoutMs`. A send given up never starts later: if it was still waiting for a fresh
+   * producer's connection, it does not send at all.
+   */
+  async send(topic: string, records: readonly Message[]): Promise<void> {
+    let producer: Producer | undefined;
+    let givenUp = false;
+    const sending = (async () => {
+      await this.#connecting;
+      if (givenUp) return;
+      producer = this.#producer;
       if (this.#unconnected === producer) {
         await producer.connect();
         if (this.#unconnected === producer) this.#unconnected = undefined;
       }
+      if (givenUp) return;
       await producer.send({ topic, acks: -1, messages: [...records] });
+    })();
+    sending.catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        givenUp = true;
+        reject(new SmsWorkerError('KAFKA_SEND_TIMEOUT', `a send to ${topic} took longer than ${this.#sendTimeoutMs} ms`, { retryable: true }));
+      }, this.#sendTimeoutMs);
+    });
+    try {
+      await Promise.race([sending, timedOut]);
     } catch (error) {
-      if (this.#producer === producer) this.#renew(producer);
+      // Only the producer that may have sent is replaced; a send given up while a fresh producer
+      // connected sent nothing on it.
+      if (producer !== undefined && this.#producer === producer) this.#renew(producer);
       throw error;
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -158,13 +158,17 @@ export interface KeyedRecord {
 
 /**
  * An idempotent producer that sends keyed records with acks=all (an acknowledged record is on
- * every in-sync replica), outside any transaction: what the receipts receiver publishes with.
+ * every in-sync replica), outside any transaction: what the receipts receiver and the handovers
+ * publish with.
  */
 export interface KeyedRecordProducer {
   /** Connected to the cluster now (it may drop and come back). */
   readonly connected: boolean;
   connect(): Promise<void>;
-  /** Resolves once the cluster acknowledged every record. */
+  /**
+   * Resolves once the cluster acknowledged every record; rejects when it was not acknowledged
+   * within the producer's send timeout (a bounded wait: the handovers' next batch waits for it).
+   */
   send(topic: string, records: readonly KeyedRecord[]): Promise<void>;
   disconnect(): Promise<void>;
 }

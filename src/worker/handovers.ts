@@ -26,25 +26,14 @@ export interface LedgerHandoversOptions {
   readonly maxRecordBytes: number;
   readonly graceMs: number;
   readonly pollMs: number;
-  /** How long one send of handovers may take before the next goes (default HANDOVER_SEND_TIMEOUT_MS). */
-  readonly sendTimeoutMs?: number;
   readonly log: Logger;
 }
 
-/** How long one send of handovers may take before it counts as failed. */
+/**
+ * How long one send of handovers may take before it counts as failed: the handovers' producer
+ * (`KafkaKeyedProducer`) gives it up then and sends the next batch on a fresh producer.
+ */
 export const HANDOVER_SEND_TIMEOUT_MS = 5_000;
-
-function boundedSend(sending: Promise<void>, timeoutMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new SmsWorkerError('HANDOVER_SEND_TIMEOUT', `a send of handovers took longer than ${timeoutMs} ms`, { retryable: true })),
-      timeoutMs,
-    );
-  });
-  sending.catch(() => undefined);
-  return Promise.race([sending, timedOut]).finally(() => clearTimeout(timer));
-}
 
 /** Handovers per Kafka send, at most. */
 const HANDOVERS_PER_SEND = 500;
@@ -61,10 +50,11 @@ export function ledgerHandovers(o: LedgerHandoversOptions): Handovers {
   // they reuse sequence numbers, and the broker acknowledges them as duplicates). Seen here as a
   // handover that never arrived, in a scale run where one process handed 8 partitions over at once.
   const batcher = new SendBatcher<KeyedRecord>({
-    // Bounded: a send that hangs (a broker that stopped answering) would hold back every later
-    // handover of the source; past the timeout its handovers count as not written (the next owner
-    // reports those commands UNKNOWN, unless the send lands after all) and the next batch goes.
-    send: (records) => boundedSend(o.producer.send(o.ledgerTopic, records), o.sendTimeoutMs ?? HANDOVER_SEND_TIMEOUT_MS),
+    // Bounded by the producer's send timeout: a send that hangs (a broker that stopped answering)
+    // would hold back every later handover of the source; past the timeout its handovers count as
+    // not written (the next owner reports those commands UNKNOWN, unless the send lands after all)
+    // and the next batch goes, on a fresh producer.
+    send: (records) => o.producer.send(o.ledgerTopic, records),
     maxRecords: HANDOVERS_PER_SEND,
     maxQueued: HANDOVERS_QUEUED,
   });

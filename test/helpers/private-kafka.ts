@@ -25,6 +25,10 @@ export interface PrivateKafka {
   stop(): Promise<void>;
   /** SIGKILL (a node lost, an OOM kill): every connection drops at once, nothing is handed over. */
   kill(): Promise<void>;
+  /** SIGSTOP: the process stays, its connections stay open, nothing is answered (a hung node). */
+  pause(): void;
+  /** SIGCONT after pause(). */
+  resume(): void;
   /** Start it again on the same port and data, and wait until it answers. */
   start(): Promise<void>;
   logTail(): string;
@@ -118,6 +122,8 @@ async function startNode(options: LocalKafkaOptions): Promise<PrivateKafka> {
   };
   const stop = async (): Promise<void> => {
     if (pid === undefined) return;
+    // A paused broker would not act on SIGTERM.
+    if (isAlive(pid)) process.kill(pid, 'SIGCONT');
     await stopPid(pid, 60_000);
     pid = undefined;
   };
@@ -139,11 +145,17 @@ async function startNode(options: LocalKafkaOptions): Promise<PrivateKafka> {
     await dispose();
     throw error;
   }
+  const signal = (name: 'SIGSTOP' | 'SIGCONT'): void => {
+    if (pid === undefined) throw new Error(`the private broker is not running (${name})`);
+    process.kill(pid, name);
+  };
   return {
     bootstrap,
     client,
     stop,
     kill,
+    pause: () => signal('SIGSTOP'),
+    resume: () => signal('SIGCONT'),
     start: async () => {
       if (pid === undefined) pid = launchLocalKafka(options).pid;
       await answering();

@@ -1,7 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KafkaKeyedProducer } from '../../src/kafka/keyed-producer.ts';
 import { PartitionReader } from '../../src/kafka/partition-reader.ts';
 import { createTopics, testKafka, uniqueName } from '../helpers/kafka.ts';
+import { startPrivateKafka, type PrivateKafka } from '../helpers/private-kafka.ts';
 
 describe('KafkaKeyedProducer against a real broker', () => {
   it(
@@ -32,6 +33,49 @@ describe('KafkaKeyedProducer against a real broker', () => {
       const reader = new PartitionReader(kafka);
       const { records } = await reader.readAvailable(topic, 0, 0n);
       expect(records.map((r) => r.value?.toString())).toEqual(['first', 'second']);
+    },
+  );
+});
+
+describe('KafkaKeyedProducer against a broker that stops answering', () => {
+  let broker: PrivateKafka;
+  beforeAll(async () => {
+    broker = await startPrivateKafka();
+  }, 180_000);
+  afterAll(async () => {
+    await broker?.dispose();
+  });
+
+  it(
+    'gives a send up at its timeout, and the next send to that partition, made while the first is still in the broker, is written',
+    { timeout: 90_000 },
+    async () => {
+      const kafka = broker.client();
+      const topic = uniqueName('keyed-timeout');
+      await createTopics(kafka, [{ topic, partitions: 1 }]);
+      const producer = new KafkaKeyedProducer(kafka, { sendTimeoutMs: 3_000 });
+      await producer.connect();
+      try {
+        await producer.send(topic, [{ key: 'a', value: Buffer.from('zero'), partition: 0 }]);
+        broker.pause();
+        try {
+          // Without the bound, this waits for kafkajs's request timeout (30 s) and its retries: the
+          // handovers' next batch, or a receipt's 503, waited with it.
+          await expect(producer.send(topic, [{ key: 'a', value: Buffer.from('first'), partition: 0 }])).rejects.toMatchObject({
+            code: 'KAFKA_SEND_TIMEOUT',
+          });
+        } finally {
+          broker.resume();
+        }
+        // `first` is still in the broker's socket and may land once the broker answers again.
+        await producer.send(topic, [{ key: 'a', value: Buffer.from('second'), partition: 0 }]);
+      } finally {
+        await producer.disconnect();
+      }
+      const reader = new PartitionReader(kafka);
+      const values = (await reader.readAvailable(topic, 0, 0n)).records.map((r) => r.value?.toString());
+      expect(values[0]).toBe('zero');
+      expect(values.filter((v) => v === 'second')).toHaveLength(1);
     },
   );
 });

@@ -1,24 +1,27 @@
 import { describe, expect, it } from 'vitest';
+import { SmsWorkerError } from '../../src/errors.ts';
 import type { PartitionReader } from '../../src/kafka/partition-reader.ts';
 import type { KeyedRecord, KeyedRecordProducer } from '../../src/kafka/ports.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { ledgerHandovers } from '../../src/worker/handovers.ts';
 
-/** The producer port: its first send never answers (a broker that stopped answering), later ones do. */
-class FirstSendHangs implements KeyedRecordProducer {
+/** The producer port: its first send fails (past its send timeout, as a broker that stopped answering makes it), later ones succeed. */
+class FirstSendFails implements KeyedRecordProducer {
   readonly sent: KeyedRecord[][] = [];
   connected = true;
   async connect(): Promise<void> {}
   async disconnect(): Promise<void> {}
   send(_topic: string, records: readonly KeyedRecord[]): Promise<void> {
     this.sent.push([...records]);
-    return this.sent.length === 1 ? new Promise<void>(() => undefined) : Promise.resolve();
+    return this.sent.length === 1
+      ? Promise.reject(new SmsWorkerError('KAFKA_SEND_TIMEOUT', 'a send to ledger took longer than 5000 ms', { retryable: true }))
+      : Promise.resolve();
   }
 }
 
 describe('ledgerHandovers', () => {
-  it('a send that hangs fails its handovers after the send timeout, and the handovers queued behind it go out', async () => {
-    const producer = new FirstSendHangs();
+  it('a send that fails (timed out) fails its handovers, and the handovers queued behind it go out in the next send', async () => {
+    const producer = new FirstSendFails();
     const handovers = ledgerHandovers({
       ledgerTopic: 'ledger',
       key: 'handover/g/t',
@@ -28,13 +31,12 @@ describe('ledgerHandovers', () => {
       maxRecordBytes: 1_000_000,
       graceMs: 10_000,
       pollMs: 50,
-      sendTimeoutMs: 50,
       log: createLogger('silent'),
     });
     const mark = (n: number) => ({ offset: BigInt(n), commandId: `c${n}`, at: Date.now(), by: `claim.${n}` });
     const first = handovers.write(0, 0n, mark(0), { kind: 'withdrawn' });
     const second = handovers.write(0, 1n, mark(1), { kind: 'withdrawn' });
-    await expect(first).rejects.toMatchObject({ code: 'HANDOVER_SEND_TIMEOUT' });
+    await expect(first).rejects.toMatchObject({ code: 'KAFKA_SEND_TIMEOUT' });
     await expect(second).resolves.toBeUndefined();
     expect(producer.sent.map((batch) => batch.length)).toEqual([1, 1]);
   });
