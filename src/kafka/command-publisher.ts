@@ -5,11 +5,15 @@ import { commandToAvro, type SendCommand } from '../contracts/command.ts';
 import { KafkaKeyedProducer } from './keyed-producer.ts';
 
 /**
- * How long one publish may take. kafkajs's retries end well within it (see KafkaKeyedProducer);
- * a publish that fails or times out is followed by a fresh producer, so a caller that goes on
- * after it (the chaos run publishes again) cannot have its next records taken for duplicates.
+ * How long one publish may take. kafkajs's retries end well within it: its default five, from
+ * 300 ms apart and doubling (about 8 s, each wait capped at an eighth of the timeout), so a
+ * publish rides out a leader election as it did with kafkajs's own producer. A publish that fails
+ * or times out is followed by a fresh producer, so a caller that goes on after it (the chaos run
+ * publishes again) cannot have its next records taken for duplicates.
  */
 const PUBLISH_TIMEOUT_MS = 30_000;
+const PUBLISH_RETRIES = 5;
+const PUBLISH_INITIAL_RETRY_MS = 300;
 
 /**
  * Publishes commands the way an upstream producer does: Avro, Confluent framing, the command
@@ -23,7 +27,11 @@ export class CommandPublisher {
   #schemaId: number | undefined;
 
   constructor(kafka: Kafka, registry: SchemaRegistry, topic: string) {
-    this.#producer = new KafkaKeyedProducer(kafka, { sendTimeoutMs: PUBLISH_TIMEOUT_MS });
+    this.#producer = new KafkaKeyedProducer(kafka, {
+      sendTimeoutMs: PUBLISH_TIMEOUT_MS,
+      retries: PUBLISH_RETRIES,
+      initialRetryMs: PUBLISH_INITIAL_RETRY_MS,
+    });
     this.#registry = registry;
     this.#topic = topic;
   }

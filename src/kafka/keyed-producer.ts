@@ -20,6 +20,7 @@ import type { KeyedRecordProducer } from './ports.ts';
 export class KafkaKeyedProducer implements KeyedRecordProducer {
   readonly #kafka: Kafka;
   readonly #sendTimeoutMs: number;
+  readonly #retry: { retries: number; initialRetryTime: number; maxRetryTime: number };
   #producer: Producer;
   #connected = false;
   /** The fresh producer's connection under way after a failed send (never rejects): the next send waits for it. */
@@ -33,11 +34,17 @@ export class KafkaKeyedProducer implements KeyedRecordProducer {
    * `sendTimeoutMs`: how long a send may take before it is given up. A few quick retries inside
    * kafkajs, all well within it: a send that gives up on its own, rather than one still retrying after the
    * caller gave up (the receiver answered 503), is what keeps a retried report from being
-   * published twice when Kafka comes back.
+   * published twice when Kafka comes back. `retries` (default 3, from 100 ms apart, doubling):
+   * kafkajs's own tries of a send; the command publisher rides out a leader election with more.
    */
-  constructor(kafka: Kafka, options: { sendTimeoutMs: number }) {
+  constructor(kafka: Kafka, options: { sendTimeoutMs: number; retries?: number; initialRetryMs?: number }) {
     this.#kafka = kafka;
     this.#sendTimeoutMs = options.sendTimeoutMs;
+    this.#retry = {
+      retries: options.retries ?? 3,
+      initialRetryTime: options.initialRetryMs ?? 100,
+      maxRetryTime: Math.max(200, Math.floor(options.sendTimeoutMs / 8)),
+    };
     this.#producer = this.#create();
   }
 
@@ -45,7 +52,7 @@ export class KafkaKeyedProducer implements KeyedRecordProducer {
     const producer = this.#kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
-      retry: { retries: 3, initialRetryTime: 100, maxRetryTime: Math.max(200, Math.floor(this.#sendTimeoutMs / 8)) },
+      retry: this.#retry,
     });
     producer.on(producer.events.CONNECT, () => {
       if (this.#producer === producer) this.#connected = true;
