@@ -82,6 +82,14 @@ interface ErrorFields {
 /** Errors that make the next attempt look the leaders up again (the retry below refreshes the metadata). */
 const REFRESHING = new Set(['KafkaJSMetadataNotLoaded', 'KafkaJSConnectionError', 'KafkaJSConnectionClosedError']);
 
+const fieldsOf = (reason: unknown): ErrorFields => (typeof reason === 'object' && reason !== null ? (reason as ErrorFields) : {});
+
+/** Whether a failure calls for fresh metadata before the next attempt (a leader that moved, a broker gone), as kafkajs's send decides. */
+function needsFreshMetadata(reason: unknown, staleMetadata: (error: unknown) => boolean): boolean {
+  const { name, retriable } = fieldsOf(reason);
+  return staleMetadata(reason) || REFRESHING.has(name ?? '') || (name === 'KafkaJSProtocolError' && retriable === true);
+}
+
 /**
  * Which of an attempt's failures decides what happens next (pure): one that cannot succeed on a
  * retry (kafkajs's `retriable: false`, e.g. a batch too large, which the caller splits), else one
@@ -89,14 +97,7 @@ const REFRESHING = new Set(['KafkaJSMetadataNotLoaded', 'KafkaJSConnectionError'
  * attempt settled, several can fail; the first to settle is not the one that says most.
  */
 export function decisiveFailure(reasons: readonly unknown[], staleMetadata: (error: unknown) => boolean): unknown {
-  const fields = (reason: unknown): ErrorFields => (typeof reason === 'object' && reason !== null ? (reason as ErrorFields) : {});
-  return (
-    reasons.find((r) => fields(r).retriable === false) ??
-    reasons.find(
-      (r) => staleMetadata(r) || REFRESHING.has(fields(r).name ?? '') || (fields(r).name === 'KafkaJSProtocolError' && fields(r).retriable === true),
-    ) ??
-    reasons[0]
-  );
+  return reasons.find((r) => fieldsOf(r).retriable === false) ?? reasons.find((r) => needsFreshMetadata(r, staleMetadata)) ?? reasons[0];
 }
 
 export function createSendMessages(errors: KafkaJsErrors) {
@@ -185,7 +186,7 @@ export function createSendMessages(errors: KafkaJsErrors) {
           const decisive = decisiveFailure(reasons, errors.staleMetadata);
           // Every broker whose connection closed is dropped, not only the decisive one's (the retry drops that).
           for (const reason of reasons) {
-            const e = (reason ?? {}) as ErrorFields;
+            const e = fieldsOf(reason);
             if (reason !== decisive && e.name === 'KafkaJSConnectionClosedError') cluster.removeBroker({ host: e.host, port: e.port });
           }
           throw decisive;
@@ -200,7 +201,7 @@ export function createSendMessages(errors: KafkaJsErrors) {
           // kafkajs answers an acks-0 send with no partitions.
           return acks === 0 ? [] : progress.answers();
         } catch (caught) {
-          const e = (caught ?? {}) as ErrorFields;
+          const e = fieldsOf(caught);
           if (e.name === 'KafkaJSConnectionClosedError') cluster.removeBroker({ host: e.host, port: e.port });
           if (!cluster.isConnected()) {
             logger.debug(`Cluster has disconnected, reconnecting: ${e.message ?? ''}`, { retryCount, retryTime });
@@ -208,13 +209,7 @@ export function createSendMessages(errors: KafkaJsErrors) {
             await cluster.refreshMetadata();
             throw caught;
           }
-          if (
-            errors.staleMetadata(caught) ||
-            e.name === 'KafkaJSMetadataNotLoaded' ||
-            e.name === 'KafkaJSConnectionError' ||
-            e.name === 'KafkaJSConnectionClosedError' ||
-            (e.name === 'KafkaJSProtocolError' && e.retriable === true)
-          ) {
+          if (needsFreshMetadata(caught, errors.staleMetadata)) {
             logger.error(`Failed to send messages: ${e.message ?? ''}`, { retryCount, retryTime });
             await cluster.refreshMetadata();
             throw caught;

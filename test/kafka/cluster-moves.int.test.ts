@@ -1,3 +1,4 @@
+import type { Admin, Kafka } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafka, plaintextKafkaSettings } from '../../src/kafka/client.ts';
 import { TransactionalProducers, transactionalKafka } from '../../src/kafka/transactional-producers.ts';
@@ -20,6 +21,20 @@ afterAll(async () => {
   await cluster?.dispose();
 });
 
+/** A client of the cluster (kafkajs's retries at 5) and its admin, connected, disconnected after the test. */
+async function clusterClient(name: string): Promise<{ kafka: Kafka; admin: Admin }> {
+  const kafka = createKafka(plaintextKafkaSettings(cluster.bootstrap, uniqueName(name)), createLogger('silent'), undefined, { retry: { retries: 5 } });
+  const admin = kafka.admin();
+  await admin.connect();
+  cleanups.add(() => admin.disconnect());
+  return { kafka, admin };
+}
+
+/** The leader of topic[partition] as the cluster's metadata names it now. */
+async function leaderOf(admin: Admin, topic: string, partition: number): Promise<number | undefined> {
+  return (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0]?.partitions.find((p) => p.partitionId === partition)?.leader;
+}
+
 // The worker's results transaction writes the results and the ledger checkpoint in one send; on a
 // cluster their partitions often have different leaders. kafkajs 2.2.4 remembered a send's answers
 // per broker: when the results' leader moved to the broker that had already answered for the
@@ -27,10 +42,7 @@ afterAll(async () => {
 // (found by test/repro/broker-failover.repro.test.ts: a result missing after a broker restart).
 describe('a transactional send to two topics whose leaders differ, one of which moves before the send', () => {
   it('writes the records of both, the moved partition’s to its new leader', { timeout: 120_000 }, async () => {
-    const kafka = createKafka(plaintextKafkaSettings(cluster.bootstrap, uniqueName('send')), createLogger('silent'), undefined, { retry: { retries: 5 } });
-    const admin = kafka.admin();
-    await admin.connect();
-    cleanups.add(() => admin.disconnect());
+    const { kafka, admin } = await clusterClient('send');
     const moving = uniqueName('moving');
     const staying = uniqueName('staying');
     await admin.createTopics({
@@ -40,9 +52,11 @@ describe('a transactional send to two topics whose leaders differ, one of which 
         { topic: staying, replicaAssignment: [{ partition: 0, replicas: [1] }] },
       ],
     });
-    const leaderOf = async (topic: string): Promise<number | undefined> =>
-      (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0]?.partitions.find((p) => p.partitionId === 0)?.leader;
-    await eventually(async () => ((await leaderOf(moving)) === 2 && (await leaderOf(staying)) === 1 ? true : undefined), 30_000, 'the leaders as assigned');
+    await eventually(
+      async () => ((await leaderOf(admin, moving, 0)) === 2 && (await leaderOf(admin, staying, 0)) === 1 ? true : undefined),
+      30_000,
+      'the leaders as assigned',
+    );
 
     const producer = kafka.producer({ transactionalId: uniqueName('tx'), idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
@@ -70,7 +84,8 @@ describe('a transactional send to two topics whose leaders differ, one of which 
     await admin.alterPartitionReassignments({ topics: [{ topic: moving, partitionAssignment: [{ partition: 0, replicas: [1] }] }] });
     await eventually(
       async () =>
-        (await admin.listPartitionReassignments({ topics: [{ topic: moving, partitions: [0] }] })).topics.length === 0 && (await leaderOf(moving)) === 1
+        (await admin.listPartitionReassignments({ topics: [{ topic: moving, partitions: [0] }] })).topics.length === 0 &&
+        (await leaderOf(admin, moving, 0)) === 1
           ? true
           : undefined,
       60_000,
@@ -107,10 +122,7 @@ function offsetsPartitionOf(group: string, partitions: number): number {
 
 describe('sendOffsets while the group’s coordinator moves to the other broker', () => {
   it('commits the transaction with its offsets: the offsets are sent again to the new coordinator within it', { timeout: 120_000 }, async () => {
-    const kafka = createKafka(plaintextKafkaSettings(cluster.bootstrap, uniqueName('offsets')), createLogger('silent'), undefined, { retry: { retries: 5 } });
-    const admin = kafka.admin();
-    await admin.connect();
-    cleanups.add(() => admin.disconnect());
+    const { admin } = await clusterClient('offsets');
     const topic = uniqueName('moves');
     const group = uniqueName('moves-group');
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, replicationFactor: 2 }] });
@@ -134,8 +146,7 @@ describe('sendOffsets while the group’s coordinator moves to the other broker'
     await commit('before', '1');
 
     const offsetsPartition = offsetsPartitionOf(group, 4);
-    const leaderOfOffsets = async (): Promise<number | undefined> =>
-      (await admin.fetchTopicMetadata({ topics: ['__consumer_offsets'] })).topics[0]?.partitions.find((p) => p.partitionId === offsetsPartition)?.leader;
+    const leaderOfOffsets = (): Promise<number | undefined> => leaderOf(admin, '__consumer_offsets', offsetsPartition);
     const coordinator = await leaderOfOffsets();
     const other = coordinator === 1 ? 2 : 1;
     await admin.alterPartitionReassignments({
