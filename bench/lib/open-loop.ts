@@ -34,6 +34,9 @@ import { RequestLogCollector, type LoggedRequest } from './request-log.ts';
 import { ResultWatcher } from './results.ts';
 import type { SandboxProcess } from './sandbox.ts';
 import { percentile, sortedNumbers } from './stats.ts';
+import type { Priority } from '../../src/worker/priority/priority.ts';
+import type { SendStage } from '../../src/worker/time-to-send.ts';
+import { parseSendStages, stagesOver, type StageFigure, type StageScrape } from './send-stages.ts';
 import { freePort, scrapeWorker, startWorker, waitReady, workerEnv } from '../pipelines/worker.ts';
 
 /** The issue's targets for the open-loop run. */
@@ -227,14 +230,25 @@ export interface OpenLoopObservations extends PublishedCommands {
 export interface WorkerLoad {
   readonly transactionsPerSecond: number;
   readonly cpuShare: number;
+  /** Where the published commands' time to send went (sms_worker_send_stage_seconds of their priority). */
+  readonly stages: Partial<Record<SendStage, StageFigure>>;
   /** Every process's CPU, not only the worker's: the share of all cores' time that was busy. */
   readonly machine: MachineLoad;
 }
 
 /** A point to measure the worker's load from: its committed transactions, its CPU time and the clock. */
-async function loadPoint(pid: number, httpPort: number): Promise<{ transactions: number; cpuMicros: number; at: number }> {
+async function loadPoint(
+  pid: number,
+  httpPort: number,
+  priority: Priority,
+): Promise<{ transactions: number; cpuMicros: number; at: number; stages: StageScrape }> {
   const counters = await scrapeWorker(httpPort);
-  return { transactions: counters?.transactions ?? Number.NaN, cpuMicros: cpuMicros(pid) ?? Number.NaN, at: Date.now() };
+  return {
+    transactions: counters?.transactions ?? Number.NaN,
+    cpuMicros: cpuMicros(pid) ?? Number.NaN,
+    at: Date.now(),
+    stages: counters === undefined ? {} : parseSendStages(counters.text, priority),
+  };
 }
 
 /**
@@ -375,7 +389,8 @@ export async function observeOpenLoop(
     let exited = false;
     void worker.exited.then(() => (exited = true));
     const publishBegan = Date.now();
-    const windowStart = sleep(options.warmupSeconds * 1000).then(() => loadPoint(worker.pid, httpPort));
+    const priority: Priority = priorityInput === undefined ? 'normal' : 'high';
+    const windowStart = sleep(options.warmupSeconds * 1000).then(() => loadPoint(worker.pid, httpPort, priority));
     const published = await publishAtRate({
       kafka: ctx.kafka,
       registry: ctx.registry,
@@ -389,12 +404,13 @@ export async function observeOpenLoop(
       shouldStop: () => exited,
     });
     const { publishedAt } = published;
-    const [from, to] = [await windowStart, await loadPoint(worker.pid, httpPort)];
+    const [from, to] = [await windowStart, await loadPoint(worker.pid, httpPort, priority)];
     cpu.stop();
     const seconds = (to.at - from.at) / 1000;
     const workerLoad: WorkerLoad = {
       transactionsPerSecond: (to.transactions - from.transactions) / seconds,
       cpuShare: (to.cpuMicros - from.cpuMicros) / 1e6 / seconds,
+      stages: stagesOver(from.stages, to.stages),
       machine: { busyShare: cpu.busyShare(from.at, to.at), cores: cpu.cores },
     };
     // By id: with a preloaded backlog the results topic has other commands' results too.

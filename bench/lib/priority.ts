@@ -16,6 +16,7 @@ import { verificationCode } from './commands.ts';
 import { loadBacklog } from './kafka.ts';
 import { fmt, ms } from './markdown.ts';
 import { machineNote } from './machine-cpu.ts';
+import { stagesText } from './send-stages.ts';
 import { observeOpenLoop, TIME_TO_SEND_P99_TARGET_MS, windowTimings, type OpenLoopContext, type WorkerLoad } from './open-loop.ts';
 import type { LoggedRequest } from './request-log.ts';
 import type { SandboxProcess } from './sandbox.ts';
@@ -262,7 +263,7 @@ export function priorityLines(f: PriorityFigures): string[] {
   const { settings: s, baseline: b, loaded: l, sameLoad: same, targets: t } = f;
   const spec = s.latency.kind === 'lognormal' ? `log-normal p50 ${s.latency.medianMs} ms / p99 ${s.latency.p99Ms} ms` : JSON.stringify(s.latency);
   const codes = (p: PriorityPass): string =>
-    `${fmt(p.codesPublished)} codes published in the measured ${s.seconds} s, ${fmt(p.codesSent)} reached the service: time to send p50 ${ms(p.timeToSendP50Ms)}, p99 ${ms(p.timeToSendP99Ms)}, max ${ms(p.timeToSendMaxMs)}; end to end p99 ${ms(p.e2eP99Ms)}; the worker meanwhile ${fmt(p.workerLoad.transactionsPerSecond)} transactions/s, CPU ${fmt(100 * p.workerLoad.cpuShare)}% of a core${machineNote(p.workerLoad.machine)}`;
+    `${fmt(p.codesPublished)} codes published in the measured ${s.seconds} s, ${fmt(p.codesSent)} reached the service: time to send p50 ${ms(p.timeToSendP50Ms)}, p99 ${ms(p.timeToSendP99Ms)}, max ${ms(p.timeToSendMaxMs)}; end to end p99 ${ms(p.e2eP99Ms)}; the worker meanwhile ${fmt(p.workerLoad.transactionsPerSecond)} transactions/s, CPU ${fmt(100 * p.workerLoad.cpuShare)}% of a core${machineNote(p.workerLoad.machine)}; the codes' time to send by stage (sms_worker_send_stage_seconds, mean and the bucket of the p99): ${stagesText(p.workerLoad.stages)}`;
   const warm = (p: PriorityPass, name: string): string =>
     `${name} ${fmt(p.warmup.published)}: time to send p99 ${ms(p.warmup.timeToSendP99Ms)}, max ${ms(p.warmup.timeToSendMaxMs)} (p99 by second: ${p.warmup.p99BySecondMs.map((v) => fmt(v)).join(', ')} ms)`;
   const share = l.bulkPerSecond / s.rateLimit;

@@ -113,6 +113,8 @@ export interface WorkerCounters {
   readonly commitSeconds: number;
   /** Commands marked "attempting" in the ledger (0 with the ledger off). */
   readonly ledgerMarks: number;
+  /** The whole /metrics text, for figures read from it elsewhere (send-stages.ts). */
+  readonly text: string;
 }
 
 /** Reads the worker's counters from its /metrics (Prometheus text); undefined if it does not answer. */
@@ -129,6 +131,7 @@ export async function scrapeWorker(port: number): Promise<WorkerCounters | undef
       transactions: value(/^sms_worker_transactions_total\{outcome="committed"\} (\S+)$/m),
       commitSeconds: value(/^sms_worker_commit_duration_seconds_sum(?:\{\})? (\S+)$/m),
       ledgerMarks: value(/^sms_worker_ledger_marks_total(?:\{\})? (\S+)$/m),
+      text,
     };
   } catch {
     return undefined;

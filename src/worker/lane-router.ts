@@ -9,6 +9,7 @@ import { groupOffset } from '../kafka/offsets.ts';
 import { reportGeoRefusals } from './geo-report.ts';
 import { afterFailure } from './protocol/claim.ts';
 import type { WorkerParts } from './parts.ts';
+import { SEND_STAGES, type SendStage } from './time-to-send.ts';
 
 /** How often a batch waiting for a claim checks whether a heartbeat is due (it is sent only every heartbeat interval). */
 const HEARTBEAT_CHECK_MS = 100;
@@ -60,9 +61,14 @@ export class LaneRouter {
   /** Claims whose lane was retired: no new lane for them (see the class comment). */
   readonly #retiredClaims = new WeakSet<PartitionLane['claim']>();
   #wrappingUp = false;
+  /** Observes sms_worker_send_stage_seconds for this router's priority (labelled once, not per command). */
+  readonly #sendStages: (stage: SendStage, seconds: number) => void;
 
   constructor(options: LaneRouterOptions) {
     this.#o = options;
+    const priority = options.parts.source.priority;
+    const byStage = new Map(SEND_STAGES.map((stage) => [stage, options.metrics.sendStages.labels({ priority, stage })]));
+    this.#sendStages = (stage, seconds) => byStage.get(stage)?.observe(seconds);
   }
 
   /**
@@ -255,6 +261,7 @@ export class LaneRouter {
         onRegistryRetry: (error) => this.#o.log.warn({ err: error }, 'schema registry unavailable; retrying'),
         tracer: parts.tracer,
         timeToSend: this.#o.metrics.timeToSend.labels({ priority: parts.source.priority }),
+        sendStages: this.#sendStages,
         onGeoRefusals: (refusals, command, source) => reportGeoRefusals(this.#o.metrics, this.#o.log, c.validation.geo.mode, refusals, command, source),
       },
       producers: parts.producers,

@@ -23,7 +23,7 @@ import type { GuardedSender, SendHooks, SendOutcome } from './guarded-sender.ts'
 import type { Identity } from './protocol/partition-machine.ts';
 import type { HandoverSettlement } from './handover-record.ts';
 import type { OpenMark } from './ledger-checkpoint.ts';
-import { firstCallOnly, timeToSendSeconds } from './time-to-send.ts';
+import { firstCallOnly, SendStageClock, timeToSendSeconds, type SendStage } from './time-to-send.ts';
 import { screenHolding } from './guard/velocity-hold.ts';
 
 export type { CommandRecord, RecordCodec, RecordOutcome } from './record-outcomes.ts';
@@ -45,6 +45,8 @@ export interface RecordHandlerDeps {
   readonly tracer?: CommandTracer | undefined;
   /** Seconds from the record's publication to the start of its first call to the service. */
   readonly timeToSend?: { observe(seconds: number): void };
+  /** The same time split into its stages (time-to-send.ts: SEND_STAGES), once per sent command. */
+  readonly sendStages?: (stage: SendStage, seconds: number) => void;
   /**
    * Told of the recipients outside the geo permissions of each validated command, before anything
    * is sent (refused under GEO_MODE=enforce, sent anyway under monitor): counted and logged.
@@ -119,6 +121,7 @@ async function handle(
   span: CommandSpan | undefined,
 ): Promise<RecordOutcome> {
   const now = deps.now ?? Date.now;
+  const stages = deps.sendStages === undefined ? undefined : new SendStageClock(message.timestamp, now());
   const offset = BigInt(source.offset);
   const size = checkCommandRecordSize(message, deps.maxCommandBytes);
   if (!size.ok) return encodedDeadLetter(message, source, { code: size.code, message: size.message }, deps, now());
@@ -194,6 +197,7 @@ async function handle(
   const hooks: SendHooks = {
     ...(before !== undefined && {
       beforeSend: async (s: AbortSignal) => {
+        stages?.marking(now());
         const go = await before(s);
         if (go) attemptedAt ??= now();
         return go;
@@ -201,13 +205,17 @@ async function handle(
     }),
     ...(ledger?.notSent !== undefined && { notSent: ledger.notSent }),
     ...(span !== undefined && { onAttempt: span.onAttempt }),
-    ...(deps.timeToSend !== undefined && {
+    ...((deps.timeToSend !== undefined || stages !== undefined) && {
       callStarting: firstCallOnly(() => {
-        const seconds = timeToSendSeconds(message.timestamp, now());
+        const at = now();
+        const seconds = timeToSendSeconds(message.timestamp, at);
         if (seconds !== undefined) deps.timeToSend?.observe(seconds);
+        const split = stages?.calling(at);
+        if (split !== undefined) for (const [stage, value] of Object.entries(split) as [SendStage, number][]) deps.sendStages?.(stage, value);
       }),
     }),
   };
+  stages?.admitting(now());
   const outcome: SendOutcome = await deps.sender.send(send.request, command.commandId, signal, command.expiresAt, hooks, send.footprint);
   if (outcome.kind === 'abandoned') return { kind: 'abandoned', maybeSent: outcome.maybeSent === true };
   const ctx: ResultContext = { command, source, completedAt: now() };

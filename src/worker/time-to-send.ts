@@ -20,3 +20,60 @@ export function firstCallOnly(onFirst: () => void): () => void {
     onFirst();
   };
 }
+
+/**
+ * The stages of a command's time to send, in order; they add up to it. `delivery`: from its
+ * publication to the worker taking the record (the broker, the fetch, and waiting behind the
+ * partition's run-ahead bound or bytes in hand). `preparation`: decoding, validation, the repeat
+ * window and the destination screen. `admission`: the account-wide pauses, route and cost holds,
+ * the spend cap and the rate limit's token. `mark`: the ledger mark's transaction, its permit and
+ * the in-flight slot (with the ledger off, the slot alone).
+ */
+export const SEND_STAGES = ['delivery', 'preparation', 'admission', 'mark'] as const;
+export type SendStage = (typeof SEND_STAGES)[number];
+
+/**
+ * Where one command's time to send went (sms_worker_send_stage_seconds), from the times its
+ * handling reached each stage; epoch ms. Only the way to the first call counts, as for the time to
+ * send itself: a stage reached again for a retry after a call changes nothing. Without a usable
+ * record timestamp there is no delivery stage; the others are still told.
+ */
+export class SendStageClock {
+  readonly #publishedAt: number | undefined;
+  readonly #handledAt: number;
+  #admittingAt: number | undefined;
+  #markingAt: number | undefined;
+  #called = false;
+
+  constructor(timestamp: string | undefined, handledAt: number) {
+    const seconds = timeToSendSeconds(timestamp, handledAt);
+    this.#publishedAt = seconds === undefined ? undefined : handledAt - seconds * 1000;
+    this.#handledAt = handledAt;
+  }
+
+  /** The command asks to be admitted (the gate, holds, spend cap, rate limit). */
+  admitting(at: number): void {
+    if (!this.#called && this.#admittingAt === undefined) this.#admittingAt = at;
+  }
+
+  /** Admitted: it waits for its mark and slot. The last time before the first call counts. */
+  marking(at: number): void {
+    if (!this.#called) this.#markingAt = at;
+  }
+
+  /** The first call starts: each stage's seconds (once; undefined afterwards). */
+  calling(at: number): Partial<Record<SendStage, number>> | undefined {
+    if (this.#called) return undefined;
+    this.#called = true;
+    const admitting = this.#admittingAt ?? this.#handledAt;
+    // No mark or slot to wait for (a lane without send hooks): the way from admission is admission's.
+    const marking = this.#markingAt ?? at;
+    const span = (from: number, to: number): number => Math.max(0, to - from) / 1000;
+    return {
+      ...(this.#publishedAt !== undefined && { delivery: span(this.#publishedAt, this.#handledAt) }),
+      preparation: span(this.#handledAt, admitting),
+      admission: span(admitting, marking),
+      mark: span(marking, at),
+    };
+  }
+}

@@ -154,6 +154,18 @@ describe('Grafana dashboard helm/sms-worker/dashboards/sms-worker.json', () => {
     for (const panel of inRow) expect((panel.gridPos?.y ?? 0) + (panel.gridPos?.h ?? 0), panel.title).toBeLessThanOrEqual(nextRowY);
   });
 
+  it('shows the p99 of each stage of the time to send, by priority, in the time-to-send row', () => {
+    const rowIndex = dashboard.panels.findIndex((p) => p.type === 'row' && p.title === 'Time to send and provider latency');
+    const next = dashboard.panels.slice(rowIndex + 1).findIndex((p) => p.type === 'row');
+    const inRow = dashboard.panels.slice(rowIndex + 1, next === -1 ? undefined : rowIndex + 1 + next);
+    const stages = inRow.find((p) => p.title === 'Time to send by stage p99 (where the wait was)');
+    expect((stages?.targets ?? []).map((t) => t.expr)).toEqual([
+      expect.stringMatching(/^histogram_quantile\(0\.99, sum by \(le, priority, stage\) \(rate\(sms_worker_send_stage_seconds_bucket\{/),
+    ]);
+    const nextRowY = next === -1 ? Infinity : (dashboard.panels[rowIndex + 1 + next]?.gridPos?.y ?? Infinity);
+    expect((stages?.gridPos?.y ?? 0) + (stages?.gridPos?.h ?? 0)).toBeLessThanOrEqual(nextRowY);
+  });
+
   it('has a "Delivery receipts" row: receipts by status and region, delivery time percentiles, rejected posts by reason, publish latency', () => {
     const rowIndex = dashboard.panels.findIndex((p) => p.type === 'row' && p.title === 'Delivery receipts');
     expect(rowIndex).toBeGreaterThan(-1);

@@ -1,8 +1,9 @@
 /**
  * sms_worker_time_to_send_seconds: from a command record's Kafka timestamp to the start of the
- * first call to the service for it. The pure arithmetic, the once-per-command hook, and
- * handleRecord observing it on the worker's registry, with a scripted service client and the real
- * Avro encoding behind a codec double (no broker, no registry).
+ * first call to the service for it, and sms_worker_send_stage_seconds, the same time in its
+ * stages. The pure arithmetic, the once-per-command hook, and handleRecord observing both on the
+ * worker's registry, with a scripted service client and the real Avro encoding behind a codec
+ * double (no broker, no registry).
  */
 import { describe, expect, it } from 'vitest';
 import { commandType } from '../../src/contracts/avro.ts';
@@ -14,7 +15,9 @@ import { GuardedSender } from '../../src/worker/guarded-sender.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 import { handleRecord, type CommandRecord } from '../../src/worker/record-handler.ts';
 import { OutageCounter, ServiceGate } from '../../src/worker/service-gate.ts';
-import { firstCallOnly, timeToSendSeconds } from '../../src/worker/time-to-send.ts';
+import { firstCallOnly, SendStageClock, timeToSendSeconds } from '../../src/worker/time-to-send.ts';
+import type { RecordLane } from '../../src/worker/record-handler.ts';
+import type { TokenSource } from '../../src/worker/rate-limiter.ts';
 import { bareRecordLane, codec, framed, providerSuccess } from '../helpers/command-records.ts';
 import { useCleanups } from '../helpers/fixtures.ts';
 
@@ -42,6 +45,38 @@ describe('firstCallOnly', () => {
     callStarting();
     callStarting();
     expect(first).toBe(1);
+  });
+});
+
+describe('SendStageClock', () => {
+  it('splits the time to send into stages that add up to it', () => {
+    const stages = new SendStageClock('1800000000000', 1_800_000_000_120);
+    stages.admitting(1_800_000_000_125);
+    stages.marking(1_800_000_000_132);
+    expect(stages.calling(1_800_000_000_162)).toEqual({ delivery: 0.12, preparation: 0.005, admission: 0.007, mark: 0.03 });
+  });
+
+  it('counts the last admission before the first call, and only the first call', () => {
+    const stages = new SendStageClock('1800000000000', 1_800_000_000_000);
+    stages.admitting(1_800_000_000_000);
+    // Should the sender pass admission again before its first call, the wait between is admission's.
+    stages.marking(1_800_000_000_010);
+    stages.admitting(1_800_000_000_020);
+    stages.marking(1_800_000_000_050);
+    expect(stages.calling(1_800_000_000_060)).toEqual({ delivery: 0, preparation: 0, admission: 0.05, mark: 0.01 });
+    stages.marking(1_800_000_000_900);
+    expect(stages.calling(1_800_000_001_000)).toBeUndefined();
+  });
+
+  it('has no delivery stage without a usable timestamp, and no mark stage without a mark to wait for', () => {
+    const stages = new SendStageClock(undefined, 1_800_000_000_000);
+    stages.admitting(1_800_000_000_004);
+    expect(stages.calling(1_800_000_000_010)).toEqual({ preparation: 0.004, admission: 0.006, mark: 0 });
+  });
+
+  it('gives a publisher clock ahead of ours a delivery of 0, never a negative one', () => {
+    const stages = new SendStageClock('1800000005000', 1_800_000_000_000);
+    expect(stages.calling(1_800_000_000_010)?.delivery).toBe(0);
   });
 });
 
@@ -75,30 +110,71 @@ function record(to: string, timestamp: string | undefined): CommandRecord {
 
 const cleanups = useCleanups();
 
-async function handle(message: CommandRecord): Promise<{ observed: { count: number; sum: number }; calls: number; outcome: string }> {
-  const metrics = createMetrics();
+/**
+ * handleRecord on the test clock, with the scripted service, observing both metrics on `metrics`;
+ * the codec, the rate limit's tokens and the lane's mark wait as given.
+ */
+async function handleScripted(
+  message: CommandRecord,
+  o: { readonly metrics: ReturnType<typeof createMetrics>; readonly codec?: typeof codec; readonly tokens?: TokenSource; readonly lane?: RecordLane },
+): Promise<{ outcome: string; calls: number }> {
   const service = new SlowService();
   const gate = new ServiceGate({
     backoff: { insufficient_funds: { initialMs: 600_000, maxMs: 600_000 }, circuit_open: { initialMs: 600_000, maxMs: 600_000 } },
   });
   cleanups.add(() => gate.close());
-  const sender = new GuardedSender({ client: service, gate, outages: new OutageCounter(5), rateLimiter: new RateLimiter(0), fundsPolicy: 'pause' });
+  const rateLimiter = o.tokens ?? new RateLimiter(0);
+  const sender = new GuardedSender({ client: service, gate, outages: new OutageCounter(5), rateLimiter, fundsPolicy: 'pause' });
   const deps = {
-    codec,
+    codec: o.codec ?? codec,
     sender,
     policy: DEFAULT_VALIDATION_POLICY,
     inDoubtPolicy: 'report' as const,
     maxRecordBytes: 1_000_000,
     maxCommandBytes: 1_000_000,
     now: () => clock,
-    timeToSend: metrics.timeToSend,
+    timeToSend: o.metrics.timeToSend,
+    sendStages: (stage: string, seconds: number) => o.metrics.sendStages.observe({ priority: 'normal', stage }, seconds),
   };
-  const outcome = await handleRecord(message, { topic: 'cmds', partition: 0, offset: '7' }, deps, new AbortController().signal, lane);
+  const outcome = await handleRecord(message, { topic: 'cmds', partition: 0, offset: '7' }, deps, new AbortController().signal, o.lane ?? lane);
+  return { outcome: outcome.kind === 'result' ? outcome.result.outcome : outcome.kind, calls: service.calls };
+}
+
+async function handle(message: CommandRecord): Promise<{ observed: { count: number; sum: number }; calls: number; outcome: string }> {
+  const metrics = createMetrics();
+  const { outcome, calls } = await handleScripted(message, { metrics });
   const values = (await metrics.timeToSend.get()).values;
   const count = values.find((v) => v.metricName === 'sms_worker_time_to_send_seconds_count')?.value ?? 0;
   const sum = values.find((v) => v.metricName === 'sms_worker_time_to_send_seconds_sum')?.value ?? 0;
-  return { observed: { count, sum }, calls: service.calls, outcome: outcome.kind === 'result' ? outcome.result.outcome : outcome.kind };
+  return { observed: { count, sum }, calls, outcome };
 }
+
+describe('handleRecord observes sms_worker_send_stage_seconds', () => {
+  it('once per sent command, each stage where its wait was, adding up to the time to send', async () => {
+    clock = PUBLISHED_AT + 120;
+    const metrics = createMetrics();
+    // Each stage's wait, scripted on the test clock: decoding 5 ms, the rate limit's token 7 ms,
+    // the mark (and slot) 30 ms.
+    const { outcome, calls } = await handleScripted(record('+8613800138000', String(PUBLISHED_AT)), {
+      metrics,
+      codec: { ...codec, decode: async (value: Buffer | null) => ((clock += 5), codec.decode(value)) },
+      tokens: { take: async () => void (clock += 7) },
+      lane: { ...bareRecordLane, sendHooks: () => ({ beforeSend: async () => ((clock += 30), true) }) },
+    });
+    expect(outcome).toBe('SENT');
+    expect(calls).toBe(1);
+
+    const values = (await metrics.sendStages.get()).values;
+    const sums = Object.fromEntries(
+      values.filter((v) => v.metricName === 'sms_worker_send_stage_seconds_sum').map((v) => [v.labels['stage'], Math.round(v.value * 1000)]),
+    );
+    const counts = values.filter((v) => v.metricName === 'sms_worker_send_stage_seconds_count').map((v) => v.value);
+    expect(sums).toEqual({ delivery: 120, preparation: 5, admission: 7, mark: 30 });
+    expect(counts).toEqual([1, 1, 1, 1]);
+    const timeToSend = (await metrics.timeToSend.get()).values.find((v) => v.metricName === 'sms_worker_time_to_send_seconds_sum')?.value;
+    expect(timeToSend).toBeCloseTo(0.162, 6);
+  });
+});
 
 describe('handleRecord observes sms_worker_time_to_send_seconds', () => {
   it('once per sent command: from the record timestamp to the start of the call, not its end', async () => {
