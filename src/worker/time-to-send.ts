@@ -25,7 +25,8 @@ export function firstCallOnly(onFirst: () => void): () => void {
  * The stages of a command's time to send, in order; they add up to it. `delivery`: from its
  * publication to the worker taking the record (the broker, the fetch, and waiting behind the
  * partition's run-ahead bound or bytes in hand). `preparation`: decoding, validation, the repeat
- * window and the destination screen. `admission`: the account-wide pauses, route and cost holds,
+ * window, the destination screen, and for a command an earlier owner marked, waiting for its
+ * handover (a moved partition's first records). `admission`: the account-wide pauses, route and cost holds,
  * the spend cap and the rate limit's token. `mark`: the ledger mark's transaction, its permit and
  * the in-flight slot (with the ledger off, the slot alone).
  */
