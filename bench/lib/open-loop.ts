@@ -241,13 +241,14 @@ async function loadPoint(
   pid: number,
   httpPort: number,
   priority: Priority,
-): Promise<{ transactions: number; cpuMicros: number; at: number; stages: StageScrape }> {
+): Promise<{ transactions: number; cpuMicros: number; at: number; stages: StageScrape | undefined }> {
   const counters = await scrapeWorker(httpPort);
   return {
     transactions: counters?.transactions ?? Number.NaN,
     cpuMicros: cpuMicros(pid) ?? Number.NaN,
     at: Date.now(),
-    stages: counters === undefined ? {} : parseSendStages(counters.text, priority),
+    // A scrape that failed is no zero: the window's stages are then not read at all.
+    stages: counters === undefined ? undefined : parseSendStages(counters.text, priority),
   };
 }
 
@@ -410,7 +411,7 @@ export async function observeOpenLoop(
     const workerLoad: WorkerLoad = {
       transactionsPerSecond: (to.transactions - from.transactions) / seconds,
       cpuShare: (to.cpuMicros - from.cpuMicros) / 1e6 / seconds,
-      stages: stagesOver(from.stages, to.stages),
+      stages: from.stages === undefined || to.stages === undefined ? {} : stagesOver(from.stages, to.stages),
       machine: { busyShare: cpu.busyShare(from.at, to.at), cores: cpu.cores },
     };
     // By id: with a preloaded backlog the results topic has other commands' results too.

@@ -112,7 +112,7 @@ export function createMetrics(registry: Registry = new Registry()) {
     }),
     sendStages: new Histogram({
       name: `${prefix}send_stage_seconds`,
-      help: 'Time to send split into its stages, once per sent command, by priority and stage: delivery (publication to the worker taking the record), preparation (decoding, validation, repeats, an earlier owner’s handover of an in-doubt command), admission (pauses, holds, spend cap, rate limit), mark (the ledger mark, its permit and the in-flight slot).',
+      help: 'Time to send split into its stages, once per command whose first call started, by priority and stage: delivery (publication to handling: the fetch, run-ahead, an earlier record of the same key), preparation (decoding, validation, repeats, the destination screen, an earlier owner’s handover of an in-doubt command), admission (pauses, holds, spend cap, rate limit), mark (the ledger mark, its permit and the in-flight slot).',
       labelNames: ['priority', 'stage'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers: [registry],

@@ -23,8 +23,9 @@ export function firstCallOnly(onFirst: () => void): () => void {
 
 /**
  * The stages of a command's time to send, in order; they add up to it. `delivery`: from its
- * publication to the worker taking the record (the broker, the fetch, and waiting behind the
- * partition's run-ahead bound or bytes in hand). `preparation`: decoding, validation, the repeat
+ * publication to the worker starting to handle the record (the broker, the fetch, waiting behind
+ * the partition's run-ahead bound or bytes in hand, and behind an earlier record of the same key,
+ * whose whole send comes first). `preparation`: decoding, validation, the repeat
  * window, the destination screen, and for a command an earlier owner marked, waiting for its
  * handover (a moved partition's first records). `admission`: the account-wide pauses, route and cost holds,
  * the spend cap and the rate limit's token. `mark`: the ledger mark's transaction, its permit and
@@ -35,9 +36,11 @@ export type SendStage = (typeof SEND_STAGES)[number];
 
 /**
  * Where one command's time to send went (sms_worker_send_stage_seconds), from the times its
- * handling reached each stage; epoch ms. Only the way to the first call counts, as for the time to
- * send itself: a stage reached again for a retry after a call changes nothing. Without a usable
- * record timestamp there is no delivery stage; the others are still told.
+ * handling reached each stage; epoch ms. Told once, when its first call starts, as the time to send
+ * is (a retry after a call changes nothing). They add up to the time to send, except: without a
+ * usable record timestamp there is no delivery stage (and no time to send) while the others are
+ * still told; a publisher clock ahead of ours gives a delivery of 0 and a time to send shorter
+ * than the other stages' sum.
  */
 export class SendStageClock {
   readonly #publishedAt: number | undefined;
@@ -47,19 +50,18 @@ export class SendStageClock {
   #called = false;
 
   constructor(timestamp: string | undefined, handledAt: number) {
-    const seconds = timeToSendSeconds(timestamp, handledAt);
-    this.#publishedAt = seconds === undefined ? undefined : handledAt - seconds * 1000;
+    this.#publishedAt = timeToSendSeconds(timestamp, handledAt) === undefined ? undefined : Number(timestamp);
     this.#handledAt = handledAt;
   }
 
   /** The command asks to be admitted (the gate, holds, spend cap, rate limit). */
   admitting(at: number): void {
-    if (!this.#called && this.#admittingAt === undefined) this.#admittingAt = at;
+    this.#admittingAt ??= at;
   }
 
-  /** Admitted: it waits for its mark and slot. The last time before the first call counts. */
+  /** Admitted: it waits for its mark and slot. */
   marking(at: number): void {
-    if (!this.#called) this.#markingAt = at;
+    this.#markingAt ??= at;
   }
 
   /** The first call starts: each stage's seconds (once; undefined afterwards). */

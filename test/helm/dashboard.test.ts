@@ -158,7 +158,7 @@ describe('Grafana dashboard helm/sms-worker/dashboards/sms-worker.json', () => {
     const rowIndex = dashboard.panels.findIndex((p) => p.type === 'row' && p.title === 'Time to send and provider latency');
     const next = dashboard.panels.slice(rowIndex + 1).findIndex((p) => p.type === 'row');
     const inRow = dashboard.panels.slice(rowIndex + 1, next === -1 ? undefined : rowIndex + 1 + next);
-    const stages = inRow.find((p) => p.title === 'Time to send by stage p99 (where the wait was)');
+    const stages = inRow.find((p) => p.title === 'Time to send by stage, p99 of each');
     expect((stages?.targets ?? []).map((t) => t.expr)).toEqual([
       expect.stringMatching(/^histogram_quantile\(0\.99, sum by \(le, priority, stage\) \(rate\(sms_worker_send_stage_seconds_bucket\{/),
     ]);

@@ -56,14 +56,12 @@ describe('SendStageClock', () => {
     expect(stages.calling(1_800_000_000_162)).toEqual({ delivery: 0.12, preparation: 0.005, admission: 0.007, mark: 0.03 });
   });
 
-  it('counts the last admission before the first call, and only the first call', () => {
+  it('tells the stages once, at the first call: a retry after it changes nothing', () => {
     const stages = new SendStageClock('1800000000000', 1_800_000_000_000);
     stages.admitting(1_800_000_000_000);
-    // Should the sender pass admission again before its first call, the wait between is admission's.
     stages.marking(1_800_000_000_010);
-    stages.admitting(1_800_000_000_020);
-    stages.marking(1_800_000_000_050);
-    expect(stages.calling(1_800_000_000_060)).toEqual({ delivery: 0, preparation: 0, admission: 0.05, mark: 0.01 });
+    expect(stages.calling(1_800_000_000_060)).toEqual({ delivery: 0, preparation: 0, admission: 0.01, mark: 0.05 });
+    stages.admitting(1_800_000_000_500);
     stages.marking(1_800_000_000_900);
     expect(stages.calling(1_800_000_001_000)).toBeUndefined();
   });
@@ -74,9 +72,11 @@ describe('SendStageClock', () => {
     expect(stages.calling(1_800_000_000_010)).toEqual({ preparation: 0.004, admission: 0.006, mark: 0 });
   });
 
-  it('gives a publisher clock ahead of ours a delivery of 0, never a negative one', () => {
+  it('gives a publisher clock ahead of ours a delivery of 0, never a negative one (the stages then add up to more than the time to send)', () => {
     const stages = new SendStageClock('1800000005000', 1_800_000_000_000);
-    expect(stages.calling(1_800_000_000_010)?.delivery).toBe(0);
+    stages.admitting(1_800_000_000_010);
+    expect(stages.calling(1_800_000_000_030)).toEqual({ delivery: 0, preparation: 0.01, admission: 0.02, mark: 0 });
+    expect(timeToSendSeconds('1800000005000', 1_800_000_000_030)).toBe(0);
   });
 });
 
@@ -173,6 +173,21 @@ describe('handleRecord observes sms_worker_send_stage_seconds', () => {
     expect(counts).toEqual([1, 1, 1, 1]);
     const timeToSend = (await metrics.timeToSend.get()).values.find((v) => v.metricName === 'sms_worker_time_to_send_seconds_sum')?.value;
     expect(timeToSend).toBeCloseTo(0.162, 6);
+  });
+});
+
+describe('handleRecord does not observe sms_worker_send_stage_seconds', () => {
+  it('for a command whose mark or slot is refused (never sent)', async () => {
+    clock = PUBLISHED_AT + 120;
+    const metrics = createMetrics();
+    const { outcome, calls } = await handleScripted(record('+8613800138000', String(PUBLISHED_AT)), {
+      metrics,
+      lane: { ...bareRecordLane, sendHooks: () => ({ beforeSend: async () => false }) },
+    });
+    expect(outcome).toBe('abandoned');
+    expect(calls).toBe(0);
+    const counts = (await metrics.sendStages.get()).values.filter((v) => v.metricName === 'sms_worker_send_stage_seconds_count');
+    expect(counts).toEqual([]);
   });
 });
 
