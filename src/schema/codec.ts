@@ -21,8 +21,32 @@ interface StatusError {
   readonly status?: unknown;
 }
 
-export function createRegistry(url: string, auth?: { username: string; password: string }): SchemaRegistry {
-  return new SchemaRegistry({ host: url, ...(auth !== undefined && { auth }), clientId: 'sms-worker' }, { [SchemaType.AVRO]: { ...AVRO_PARSE_OPTIONS } });
+export function createRegistry(url: string, auth?: { username: string; password: string }, requestTimeoutMs = REGISTRY_REQUEST_TIMEOUT_MS): SchemaRegistry {
+  return new SchemaRegistry(
+    { host: url, ...(auth !== undefined && { auth }), clientId: 'sms-worker', middlewares: [requestTimeout(requestTimeoutMs)] },
+    { [SchemaType.AVRO]: { ...AVRO_PARSE_OPTIONS } },
+  );
+}
+
+/**
+ * How long one request to the schema registry may take. The registry client sets no timeout of
+ * its own, so a registry that accepts a connection and never answers held whatever asked: the
+ * worker's start (registering the result schemas, before any log line says so), or a record's
+ * first decoding with a new schema id. Past it the request fails like an unreachable registry:
+ * the start fails with the registry named, a record's decoding is retried.
+ */
+export const REGISTRY_REQUEST_TIMEOUT_MS = 10_000;
+
+type RegistryMiddleware = NonNullable<ConstructorParameters<typeof SchemaRegistry>[0]['middlewares']>[number];
+
+/** Gives every registry request `timeoutMs` unless it carries a timeout of its own (mappersmith's request timeout). */
+function requestTimeout(timeoutMs: number): RegistryMiddleware {
+  return () => ({
+    async prepareRequest(next) {
+      const request = await next();
+      return request.timeout() !== undefined ? request : request.enhance({ timeout: timeoutMs });
+    },
+  });
 }
 
 /**
