@@ -45,7 +45,7 @@ export interface RecordHandlerDeps {
   readonly tracer?: CommandTracer | undefined;
   /** Seconds from the record's publication to the start of its first call to the service. */
   readonly timeToSend?: { observe(seconds: number): void };
-  /** The same time split into its stages (time-to-send.ts: SEND_STAGES), once per sent command. */
+  /** The same time split into its stages (time-to-send.ts: SEND_STAGES), once per command whose first call started. */
   readonly sendStages?: (stage: SendStage, seconds: number) => void;
   /**
    * Told of the recipients outside the geo permissions of each validated command, before anything

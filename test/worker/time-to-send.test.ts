@@ -149,6 +149,14 @@ async function handle(message: CommandRecord): Promise<{ observed: { count: numb
   return { observed: { count, sum }, calls, outcome };
 }
 
+/** The series of sms_worker_send_stage_seconds with this suffix (one per stage observed). */
+async function stageSeries(
+  metrics: ReturnType<typeof createMetrics>,
+  suffix: 'sum' | 'count',
+): Promise<{ labels: Record<string, string | number>; value: number }[]> {
+  return (await metrics.sendStages.get()).values.filter((v) => v.metricName === `sms_worker_send_stage_seconds_${suffix}`);
+}
+
 describe('handleRecord observes sms_worker_send_stage_seconds', () => {
   it('once per sent command, each stage where its wait was, adding up to the time to send', async () => {
     clock = PUBLISHED_AT + 120;
@@ -164,11 +172,8 @@ describe('handleRecord observes sms_worker_send_stage_seconds', () => {
     expect(outcome).toBe('SENT');
     expect(calls).toBe(1);
 
-    const values = (await metrics.sendStages.get()).values;
-    const sums = Object.fromEntries(
-      values.filter((v) => v.metricName === 'sms_worker_send_stage_seconds_sum').map((v) => [v.labels['stage'], Math.round(v.value * 1000)]),
-    );
-    const counts = values.filter((v) => v.metricName === 'sms_worker_send_stage_seconds_count').map((v) => v.value);
+    const sums = Object.fromEntries((await stageSeries(metrics, 'sum')).map((v) => [v.labels['stage'], Math.round(v.value * 1000)]));
+    const counts = (await stageSeries(metrics, 'count')).map((v) => v.value);
     expect(sums).toEqual({ delivery: 120, preparation: 5, admission: 7, mark: 30 });
     expect(counts).toEqual([1, 1, 1, 1]);
     const timeToSend = (await metrics.timeToSend.get()).values.find((v) => v.metricName === 'sms_worker_time_to_send_seconds_sum')?.value;
@@ -186,8 +191,7 @@ describe('handleRecord does not observe sms_worker_send_stage_seconds', () => {
     });
     expect(outcome).toBe('abandoned');
     expect(calls).toBe(0);
-    const counts = (await metrics.sendStages.get()).values.filter((v) => v.metricName === 'sms_worker_send_stage_seconds_count');
-    expect(counts).toEqual([]);
+    expect(await stageSeries(metrics, 'count')).toEqual([]);
   });
 });
 
