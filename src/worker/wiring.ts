@@ -1,6 +1,7 @@
 import type { WorkerConfig } from '../config/index.ts';
 import { createKafka } from '../kafka/client.ts';
 import { checkBrokerCertificate } from '../kafka/tls-check.ts';
+import { START_STEPS } from './start-steps.ts';
 import { PartitionReader } from '../kafka/partition-reader.ts';
 import { ensureTopics, maxMessageBytes } from '../kafka/topics.ts';
 
@@ -55,6 +56,8 @@ export interface WiringHooks {
   readonly adopt: (release: () => Promise<unknown>, name: string) => void;
   /** Waits for this process's earlier lane of a partition to end before it is claimed again (see LaneRouter). */
   readonly handover: (topic: string, partition: number) => Promise<boolean>;
+  /** Names the step the start waits on from now (the `still starting` warning says it). */
+  readonly step?: (step: string) => void;
 }
 
 /** Checks or creates the topics (each command topic's ledger with its partition count) and reads the record size limit. */
@@ -100,9 +103,12 @@ async function setUpTopics(admin: TopicAdmin, c: WorkerConfig, log: Logger): Pro
  */
 export async function connectWorker(config: WorkerConfig, log: Logger, metrics: WorkerMetrics, hooks: WiringHooks): Promise<WorkerParts[]> {
   const c = config;
+  const step = hooks.step ?? ((): void => undefined);
   // A broker certificate the client refuses fails start-up now, not after kafkajs's retries.
+  if (c.kafka.ssl !== false) step(START_STEPS.certificate);
   await checkBrokerCertificate(c.kafka);
   // Adopted first, so released last: the spans of the final commits are exported at shutdown.
+  if (c.tracing.enabled) step(START_STEPS.tracing);
   const tracing = await startTracing(c.tracing, log, 'sms-worker');
   if (tracing !== undefined) hooks.adopt(() => tracing.shutdown(), 'tracing');
   const tracer =
@@ -117,7 +123,9 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   const kafka = createKafka(c.kafka, log);
   const admin = kafka.admin();
   hooks.adopt(() => admin.disconnect(), 'admin');
+  step(START_STEPS.admin);
   await admin.connect();
+  step(START_STEPS.topics);
   // Replicas start together: a topic another replica just created may not be in every broker's
   // metadata yet ("This server does not host this topic-partition"). Those steps are retried.
   const { partitions, maxRecordBytes } = await retry(() => setUpTopics(admin, c, log), {
@@ -127,10 +135,12 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     onRetry: (error) => log.warn({ err: error }, 'topic set-up failed; retrying'),
   });
 
+  step(START_STEPS.schemas);
   const codec = await Codec.create(createRegistry(c.registry.url, c.registry.auth), { results: c.topics.results, deadLetter: c.topics.deadLetter });
   log.info({ resultSchemaId: codec.resultSchemaId, deadLetterSchemaId: codec.deadLetterSchemaId }, 'registered result and dead-letter schemas');
   // Before the group is joined (Worker.start joins after this returns): the first records must not wait for the registry.
   for (const { topic } of c.sources) {
+    step(START_STEPS.commandSchema(topic));
     const warm = await warmSchemas(codec, topic);
     log.info({ topic, commandSchemaId: warm.commandSchemaId, ms: warm.ms }, 'warmed up: schemas resolved');
   }
@@ -178,6 +188,7 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   // Connected now: a retiring claim's handovers are written while its partition's next owner waits.
   const handoverProducer = c.ledger.enabled ? new KafkaKeyedProducer(kafka, { sendTimeoutMs: HANDOVER_SEND_TIMEOUT_MS }) : undefined;
   if (handoverProducer !== undefined) {
+    step(START_STEPS.handoverProducer);
     await handoverProducer.connect();
     hooks.adopt(() => handoverProducer.disconnect(), 'handover producer');
   }
@@ -188,7 +199,10 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   );
   for (const parts of sources) hooks.adopt(() => parts.consumer.disconnect(), `consumer of ${parts.source.topic}`);
   // Before the group is joined, like the schemas: a claim's reads walked once, their clients connected.
-  for (const parts of sources) log.info({ topic: parts.source.topic, stepMs: await parts.warmClaimReads() }, 'warmed up: claim reads');
+  for (const parts of sources) {
+    step(START_STEPS.claimReads(parts.source.topic));
+    log.info({ topic: parts.source.topic, stepMs: await parts.warmClaimReads() }, 'warmed up: claim reads');
+  }
   pausesRef.current = sources.map((parts) => parts.fetchPauses);
   shareLimits(c, sources, { rateLimiter, destinations, spend }, metrics, log);
   return sources;

@@ -127,8 +127,9 @@ export class Worker {
         this.#releases.push({ name: 'http', release: () => http.close() });
       }
       this.#stillStarting();
-      this.#startStep = 'connecting to Kafka and the schema registry, topics, schemas and warm-up';
+      // connectWorker names each step it waits on (start-steps.ts), the first before it yields.
       const sources = await connectWorker(c, this.#log, this.metrics, {
+        step: (step) => (this.#startStep = step),
         onGateChange: (reason) => this.#onGateChange(reason),
         onHoldsChange: (snapshot) => this.#refusals.holdsChanged(snapshot),
         onRefusal: (code, scope, footprint) => this.#refusals.refusal(code, scope, footprint),
