@@ -57,7 +57,7 @@ export interface WiringHooks {
   /** Waits for this process's earlier lane of a partition to end before it is claimed again (see LaneRouter). */
   readonly handover: (topic: string, partition: number) => Promise<boolean>;
   /** Names the step the start waits on from now (the `still starting` warning says it). */
-  readonly step?: (step: string) => void;
+  readonly step: (step: string) => void;
 }
 
 /** Checks or creates the topics (each command topic's ledger with its partition count) and reads the record size limit. */
@@ -103,12 +103,13 @@ async function setUpTopics(admin: TopicAdmin, c: WorkerConfig, log: Logger): Pro
  */
 export async function connectWorker(config: WorkerConfig, log: Logger, metrics: WorkerMetrics, hooks: WiringHooks): Promise<WorkerParts[]> {
   const c = config;
-  const step = hooks.step ?? ((): void => undefined);
+  const { step } = hooks;
   // A broker certificate the client refuses fails start-up now, not after kafkajs's retries.
-  if (c.kafka.ssl !== false) step(START_STEPS.certificate);
+  // (Without TLS it returns at once, as tracing does when off: their steps are never told then.)
+  step(START_STEPS.certificate);
   await checkBrokerCertificate(c.kafka);
   // Adopted first, so released last: the spans of the final commits are exported at shutdown.
-  if (c.tracing.enabled) step(START_STEPS.tracing);
+  step(START_STEPS.tracing);
   const tracing = await startTracing(c.tracing, log, 'sms-worker');
   if (tracing !== undefined) hooks.adopt(() => tracing.shutdown(), 'tracing');
   const tracer =
