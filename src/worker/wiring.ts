@@ -105,7 +105,7 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   const c = config;
   const { step } = hooks;
   // A broker certificate the client refuses fails start-up now, not after kafkajs's retries.
-  // (Without TLS it returns at once, as tracing does when off: their steps are never told then.)
+  // (Without TLS it returns at once, as tracing does when off: no warning can name their steps then.)
   step(START_STEPS.certificate);
   await checkBrokerCertificate(c.kafka);
   // Adopted first, so released last: the spans of the final commits are exported at shutdown.
