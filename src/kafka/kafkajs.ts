@@ -5,14 +5,16 @@
  * if it happens before kafkajs loads its consumer, makes its clusters remember transaction
  * coordinators, and the transactional producers' clusters their group's coordinator too (see
  * coordinator-cache.ts), replaces its producer's send with one whose retry neither drops nor
- * doubles records when a partition's leader moves (see send-messages.ts), and installs the
- * consumer's crash handling (see consumer-crashes.ts).
+ * doubles records when a partition's leader moves (see send-messages.ts), installs the
+ * consumer's crash handling (see consumer-crashes.ts), and stops each connection's request queue
+ * from checking its (empty) queue every millisecond (see request-queue.ts).
  */
 import { createRequire } from 'node:module';
 import type * as KafkaJs from 'kafkajs';
 import { filterAbortedRecords, type AbortedTransaction, type FetchedRecord } from './aborted-transactions.ts';
 import { coordinatorKey, CoordinatorMemory, forgetsCoordinator, GROUP_COORDINATOR, TRANSACTION_COORDINATOR } from './coordinator-cache.ts';
 import { installConsumerCrashHandling } from './consumer-crashes.ts';
+import { installRequestQueueCheck } from './request-queue.ts';
 import { createSendMessages, type KafkaJsErrors } from './send-messages.ts';
 
 const require = createRequire(import.meta.url);
@@ -95,6 +97,7 @@ function watched(memory: CoordinatorMemory, key: string, broker: InternalBroker)
 }
 
 installConsumerCrashHandling(require);
+installRequestQueueCheck(require);
 
 const kafkajs = require('kafkajs') as typeof KafkaJs;
 
