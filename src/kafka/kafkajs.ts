@@ -136,8 +136,28 @@ export function transactionalClusters(kafka: KafkaJs.Kafka, retry: KafkaJs.Retry
     const cluster = Reflect.apply(create, this, args) as Record<string, unknown>;
     cluster['retry'] = retry;
     groupRemembering.add(cluster);
+    lastCreated = cluster as unknown as PrimableCluster;
     return cluster;
   };
+}
+
+/** The little of kafkajs's internal Cluster that priming uses (cluster/index.js). */
+export interface PrimableCluster {
+  addMultipleTargetTopics(topics: string[]): Promise<void>;
+  findGroupCoordinator(query: CoordinatorQuery): Promise<unknown>;
+}
+
+let lastCreated: PrimableCluster | undefined;
+
+/**
+ * The cluster a transactional client (transactionalClusters) created last, once: `kafka.producer()`
+ * creates its producer's cluster synchronously, so taken right after it, it is that producer's
+ * (kafkajs does not expose a producer's cluster otherwise).
+ */
+export function takeCreatedCluster(): PrimableCluster | undefined {
+  const cluster = lastCreated;
+  lastCreated = undefined;
+  return cluster;
 }
 
 export default kafkajs;

@@ -3,8 +3,8 @@ import type { KafkaSettings } from '../config/index.ts';
 import type { Logger } from '../observability/logger.ts';
 import { retry } from '../retry.ts';
 import { createKafka } from './client.ts';
-import { groupCoordinatorMoving } from './coordinator-cache.ts';
-import { transactionalClusters } from './kafkajs.ts';
+import { groupCoordinatorMoving, TRANSACTION_COORDINATOR } from './coordinator-cache.ts';
+import { takeCreatedCluster, transactionalClusters } from './kafkajs.ts';
 import { BatchTooLargeError, FencedError, type PartitionProducers, type Transaction, type TransactionalSession } from './ports.ts';
 
 /** kafkajs's error types for "another producer took over this transactional id". */
@@ -105,6 +105,12 @@ export function transactionalProducer(kafka: Kafka, transactionalId: string): Pr
   return kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1, transactionTimeout: 60_000, retry: TRANSACTION_REQUEST_RETRY });
 }
 
+/** What each producer's cluster learns when it connects: the topics its transactions write, the groups whose offsets they commit. */
+export interface ProducerPriming {
+  readonly topics: readonly string[];
+  readonly groupIds: readonly string[];
+}
+
 /** Where a producer's initialisation writes its aborted record: see TransactionalProducers's constructor. */
 export type SettledPartition = (topic: string, partition: number) => { readonly topic: string; readonly partition: number } | undefined;
 
@@ -133,11 +139,14 @@ export class TransactionalProducers implements PartitionProducers {
    * `settled`: the partition whose end a claim reads after fencing (the intent ledger's partition
    * of a command partition), undefined for none: `settle` ends a hanging transaction there.
    */
-  constructor(kafka: Kafka, prefix: string, settled?: SettledPartition) {
+  constructor(kafka: Kafka, prefix: string, settled?: SettledPartition, prime?: ProducerPriming) {
     this.#kafka = kafka;
     this.#prefix = prefix;
     this.#settled = settled;
+    this.#prime = prime;
   }
+
+  readonly #prime: ProducerPriming | undefined;
 
   /** closeAll ran: nothing more is connected ahead. */
   #closed = false;
@@ -243,10 +252,27 @@ export class TransactionalProducers implements PartitionProducers {
     await Promise.allSettled(this.#prepared.values());
   }
 
-  /** A producer with the partition's transactional id, connected but not yet initialised with it. */
+  /**
+   * A producer with the partition's transactional id, connected but not yet initialised with it,
+   * and primed (`prime`): its cluster already knows its transaction coordinator, the metadata of
+   * the topics its transactions write and its groups' coordinators. Each producer has a cluster of its own, and kafkajs fetches
+   * a topic's metadata at the first send to it, the transaction coordinator at the fence and the
+   * group's coordinator at the first sendOffsets: a moved partition's fence and first transaction
+   * paid those round trips while its commands waited.
+   */
   async #connected(id: string): Promise<Producer> {
     const producer = transactionalProducer(this.#kafka, id);
+    const cluster = takeCreatedCluster();
     await producer.connect();
+    const prime = this.#prime;
+    if (cluster !== undefined && prime !== undefined) {
+      // Best effort: the fence and the transactions look up whatever priming did not.
+      await Promise.all([
+        prime.topics.length > 0 ? cluster.addMultipleTargetTopics([...prime.topics]) : undefined,
+        cluster.findGroupCoordinator({ groupId: id, coordinatorType: TRANSACTION_COORDINATOR }),
+        ...prime.groupIds.map((groupId) => cluster.findGroupCoordinator({ groupId })),
+      ]).catch(() => undefined);
+    }
     return producer;
   }
 

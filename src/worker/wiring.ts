@@ -179,10 +179,16 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   };
   // Each command partition's ledger partition (ledger on): a claim reads it to its end after fencing.
   const ledgerOf = new Map(c.ledger.enabled ? c.sources.map((s) => [s.topic, s.ledgerTopic] as const) : []);
-  const producers = new TransactionalProducers(transactionalKafka(c.kafka, log), c.transactionalIdPrefix, (topic, partition) => {
-    const ledger = ledgerOf.get(topic);
-    return ledger === undefined ? undefined : { topic: ledger, partition };
-  });
+  const producers = new TransactionalProducers(
+    transactionalKafka(c.kafka, log),
+    c.transactionalIdPrefix,
+    (topic, partition) => {
+      const ledger = ledgerOf.get(topic);
+      return ledger === undefined ? undefined : { topic: ledger, partition };
+    },
+    // What every partition's transactions write, and whose offsets they commit: each producer connected ahead learns it then.
+    { topics: [...ledgerOf.values(), c.topics.results, c.topics.deadLetter], groupIds: c.sources.map((s) => s.consumerGroup) },
+  );
   hooks.adopt(() => producers.closeAll(), 'producers');
   const reader = new PartitionReader(kafka);
   hooks.adopt(() => reader.close(), 'partition reader');

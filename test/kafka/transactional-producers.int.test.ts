@@ -3,7 +3,14 @@ import { FencedError, type Transaction } from '../../src/kafka/ports.ts';
 import { PartitionReader } from '../../src/kafka/partition-reader.ts';
 import type { Kafka } from 'kafkajs';
 import { plaintextKafkaSettings } from '../../src/kafka/client.ts';
-import { TransactionalProducers, transactionalKafka, transactionalProducer } from '../../src/kafka/transactional-producers.ts';
+import { Kafka as KafkaClient, logLevel, transactionalClusters } from '../../src/kafka/kafkajs.ts';
+import {
+  TRANSACTION_REQUEST_RETRY,
+  TransactionalProducers,
+  transactionalKafka,
+  transactionalProducer,
+  type ProducerPriming,
+} from '../../src/kafka/transactional-producers.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { createTopics, eventually, testBrokers, testKafka, uniqueName } from '../helpers/kafka.ts';
 
@@ -45,7 +52,57 @@ async function openWith(owner: TransactionalProducers, topic: string, value: str
   return transaction;
 }
 
+/**
+ * The requests a partition's producer sends to fence (forPartition) and in its first transaction
+ * (a mark and a result, and the offset), once `prepare` connected it ahead: read from kafkajs's
+ * own debug log of every request, on a client made as transactionalKafka makes it.
+ */
+async function requestsOfAClaim(
+  prime: (topics: { ledger: string; results: string; group: string }) => ProducerPriming | undefined,
+): Promise<Record<'fence' | 'firstTransaction', string[]>> {
+  const seen: string[] = [];
+  const kafka = new KafkaClient({
+    clientId: uniqueName('priming'),
+    brokers: testBrokers(),
+    logLevel: logLevel.DEBUG,
+    logCreator: () => (entry) => {
+      const request = /^Request (\w+)\(/.exec(entry.log.message);
+      if (request?.[1] !== undefined) seen.push(request[1]);
+    },
+  });
+  transactionalClusters(kafka, TRANSACTION_REQUEST_RETRY);
+  const [commands, ledger, results] = [uniqueName('commands'), uniqueName('ledger'), uniqueName('results')];
+  await createTopics(testKafka(), [{ topic: commands }, { topic: ledger }, { topic: results }]);
+  const group = uniqueName('group');
+  const producers = new TransactionalProducers(kafka, uniqueName('priming-tx'), undefined, prime({ ledger, results, group }));
+  try {
+    await producers.prepareAhead(commands, 1, 64);
+    seen.length = 0;
+    const session = await producers.forPartition(commands, 0, 1);
+    const fence = seen.splice(0);
+    const transaction = await session.transaction();
+    await transaction.send([
+      { topic: ledger, messages: [{ key: 'mark', value: Buffer.from('m') }] },
+      { topic: results, messages: [{ key: 'result', value: Buffer.from('r') }] },
+    ]);
+    await transaction.sendOffsets({ consumerGroupId: group, topics: [{ topic: commands, partitions: [{ partition: 0, offset: '1' }] }] });
+    await transaction.commit();
+    return { fence, firstTransaction: seen.splice(0) };
+  } finally {
+    await producers.closeAll();
+  }
+}
+
 describe('TransactionalProducers against a real broker', () => {
+  it('a producer connected ahead is primed: its fence is one InitProducerId, and its first transaction looks up neither metadata nor a coordinator (unprimed, both paid those round trips while the moved partition’s commands waited)', async () => {
+    const primed = await requestsOfAClaim(({ ledger, results, group }) => ({ topics: [ledger, results], groupIds: [group] }));
+    expect(primed.fence).toEqual(['InitProducerId']);
+    expect(primed.firstTransaction).toEqual(['AddPartitionsToTxn', 'Produce', 'AddOffsetsToTxn', 'TxnOffsetCommit', 'EndTxn']);
+    const unprimed = await requestsOfAClaim(() => undefined);
+    expect(unprimed.fence).toEqual(['GroupCoordinator', 'InitProducerId']);
+    expect(unprimed.firstTransaction).toEqual(expect.arrayContaining(['Metadata', 'GroupCoordinator']));
+  });
+
   it('retries a fence that finds the previous owner’s transaction open after milliseconds, not after kafkajs’s default wait (its transaction manager ignores the client’s and the producer’s retry)', async () => {
     const kafka = testKafka();
     const topic = uniqueName('fence-retry');
