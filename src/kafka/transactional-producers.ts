@@ -261,6 +261,8 @@ export class TransactionalProducers implements PartitionProducers {
    * paid those round trips while its commands waited.
    */
   async #connected(id: string): Promise<Producer> {
+    // Taken just before and just after: a client not made by transactionalKafka leaves none.
+    takeCreatedCluster();
     const producer = transactionalProducer(this.#kafka, id);
     const cluster = takeCreatedCluster();
     await producer.connect();
