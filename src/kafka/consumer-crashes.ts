@@ -24,6 +24,8 @@
  *   crash, and kafkajs restarts the consumer (a fresh member joining) when the failure's original
  *   cause is retriable, as it recovers from any other retriable crash. A failure that is
  *   non-retriable already (retries used up, or a coordinator lookup: below) is left as it is.
+ * - A stop leaves the group first, then stops fetching (kafkajs leaves after its fetch loop has
+ *   ended), so the process's partitions move without waiting for its last fetch.
  * - The runner's crash handler first tells the group's crash listeners (onConsumerCrashing), before
  *   kafkajs leaves the group, then shows kafkajs's own handler the crash as coordinator-loss.ts
  *   decides: a lookup no broker answered becomes a restartable error (a new one: the error kafkajs
@@ -65,6 +67,7 @@ interface InternalConsumerGroup {
   readonly sessionTimeout?: number;
   readonly logger: { warn(message: string, extra?: Record<string, unknown>): void };
   joinAndSync(): Promise<void>;
+  leave(): Promise<void>;
 }
 interface InternalFetchManager {
   start(): Promise<void>;
@@ -232,9 +235,15 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
     return kafkajsStart.call(this);
   };
   const kafkajsStop = runner.prototype.stop;
-  runner.prototype.stop = function stop(this: InternalRunner): Promise<unknown> {
+  runner.prototype.stop = async function stop(this: InternalRunner): Promise<unknown> {
     // A rejoin retried in place (above) would hold the stop (kafkajs waits for its fetch loop) for seconds.
     stopping(this.consumerGroup).abort();
+    // Leave first, then stop fetching: kafkajs leaves last, after its fetch loop has ended (up to a
+    // fetch wait, 100 ms, later), and every partition of the process waits for the leave to move.
+    // Measured in the rolling-update bench: the group heard of a SIGTERMed worker's leave 73–170 ms
+    // after its lanes had committed, 34–77 ms leaving first. Batches fetched meanwhile are not taken
+    // (the worker is wrapping up), and kafkajs's own leave afterwards finds no member id and sends nothing.
+    if (this.running) await this.consumerGroup.leave().catch(() => undefined);
     return kafkajsStop.call(this);
   };
 }

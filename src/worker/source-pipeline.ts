@@ -90,9 +90,16 @@ export class SourcePipeline {
     this.#endHoldWatch();
     const drained = this.lanes.drain();
     if (this.#o.config.ledger.enabled) {
+      // Each step's time is logged: until the group is left, the partitions' next owners wait.
+      const started = Date.now();
       await this.lanes.retireCommitted(LEAVE_AFTER_COMMITS_MAX_MS);
+      const retiredMs = Date.now() - started;
       ownership.leaving();
       await consumer.disconnect().catch((error: unknown) => this.#o.log.warn({ err: error }, 'leaving the group failed'));
+      this.#o.log.info(
+        { topic: this.topic, retiredMs, leaveMs: Date.now() - started - retiredMs },
+        'left the group: lanes retired and committed, the rest handed over',
+      );
     }
     await drained;
   }

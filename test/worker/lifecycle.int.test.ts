@@ -88,4 +88,20 @@ describe('worker lifecycle', () => {
     await expect(disposed.done).resolves.toBeUndefined();
     expect(disposed.health().ready().detail).toMatch(/stopped/);
   });
+
+  it('a graceful stop logs how long its lanes took to retire and commit, and then to leave the group (what the partitions’ next owners wait for)', async () => {
+    const topics = testTopics();
+    const logs: { msg: string; topic?: string; retiredMs?: unknown; leaveMs?: unknown }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as { msg: string }) });
+    const worker = new Worker({ config: loadConfig(workerEnv(topics, sandbox.url)), logger, http: false });
+    await worker.start();
+    await worker.stop();
+    const left = logs.filter((line) => line.msg.startsWith('left the group'));
+    expect(left).toHaveLength(1);
+    expect(left[0]?.topic).toBe(topics.commands);
+    for (const step of [left[0]?.retiredMs, left[0]?.leaveMs]) {
+      expect(typeof step).toBe('number');
+      expect(step).toBeGreaterThanOrEqual(0);
+    }
+  });
 });
