@@ -12,10 +12,13 @@ const ConsumerGroup = require('kafkajs/src/consumer/consumerGroup.js') as { prot
 /** A running runner whose fetch loop takes `fetchStopMs` to end, and what happened, in order. */
 function runnerWith(fetchStopMs: number): { stop(): Promise<void>; events: string[] } {
   const events: string[] = [];
-  const consumerGroup = Object.assign(Object.create(ConsumerGroup.prototype) as object, {
+  const consumerGroup: { memberId: string | null } = Object.assign(Object.create(ConsumerGroup.prototype) as object, {
     groupId: 'group',
     memberId: 'member-1',
-    coordinator: { leaveGroup: async ({ memberId }: { memberId: string }) => void events.push(`LeaveGroup ${memberId}`) },
+    coordinator: {
+      // What kafkajs's heartbeat would send with meanwhile: it heartbeats only while the group has a member id.
+      leaveGroup: async ({ memberId }: { memberId: string }) => void events.push(`LeaveGroup ${memberId}, heartbeats with ${String(consumerGroup.memberId)}`),
+    },
   });
   const runner = Object.assign(Object.create(Runner.prototype) as { stop(): Promise<void> }, {
     running: true,
@@ -33,16 +36,16 @@ function runnerWith(fetchStopMs: number): { stop(): Promise<void>; events: strin
 }
 
 describe('a consumer’s stop', () => {
-  it('leaves the group before its fetch loop ends, and once (kafkajs left last, up to a fetch wait later, while the partitions waited)', async () => {
+  it('leaves the group before its fetch loop ends (kafkajs left last, up to a fetch wait later, while the partitions waited), its member id dropped first so no heartbeat goes out with it after the LeaveGroup', async () => {
     const { stop, events } = runnerWith(50);
     await stop();
-    expect(events).toEqual(['LeaveGroup member-1', 'fetch loop ended']);
+    expect(events).toEqual(['LeaveGroup member-1, heartbeats with null', 'fetch loop ended']);
   });
 
   it('leaves once: a second stop sends nothing, and kafkajs’s own leave after the first finds no member id', async () => {
     const { stop, events } = runnerWith(0);
     await stop();
     await stop();
-    expect(events).toEqual(['LeaveGroup member-1', 'fetch loop ended']);
+    expect(events).toEqual(['LeaveGroup member-1, heartbeats with null', 'fetch loop ended']);
   });
 });
