@@ -244,8 +244,9 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
     // Leave first, then stop fetching: kafkajs leaves last, after its fetch loop has ended (up to a
     // fetch wait, 100 ms, later), and every partition of the process waits for the leave to move.
     // Measured in the rolling-update bench: the group heard of a SIGTERMed worker's leave 73–170 ms
-    // (mean 103, 6 leaves) after its lanes had committed, 27–97 ms (mean 61, 9 leaves) leaving first. Batches fetched meanwhile are not taken
-    // (the worker is wrapping up), and kafkajs's own leave afterwards finds no member id and sends nothing.
+    // (mean 103, 6 leaves) after its lanes had committed, 27–97 ms (mean 61, 9 leaves) leaving
+    // first. Batches fetched meanwhile are not taken (the worker is wrapping up), and kafkajs's own
+    // leave afterwards finds no member id and sends nothing.
     //
     // The member id is dropped before the LeaveGroup goes out, as kafkajs's own leave drops it after
     // the answer: a heartbeat sent between the two (the fetch loop still runs) was answered

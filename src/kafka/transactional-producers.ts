@@ -255,10 +255,10 @@ export class TransactionalProducers implements PartitionProducers {
   /**
    * A producer with the partition's transactional id, connected but not yet initialised with it,
    * and primed (`prime`): its cluster already knows its transaction coordinator, the metadata of
-   * the topics its transactions write and its groups' coordinators. Each producer has a cluster of its own, and kafkajs fetches
-   * a topic's metadata at the first send to it, the transaction coordinator at the fence and the
-   * group's coordinator at the first sendOffsets: a moved partition's fence and first transaction
-   * paid those round trips while its commands waited.
+   * the topics its transactions write and its groups' coordinators. Each producer has a cluster of
+   * its own, and kafkajs fetches a topic's metadata at the first send to it, the transaction
+   * coordinator at the fence and the group's coordinator at the first sendOffsets: a moved
+   * partition's fence and first transaction paid those round trips while its commands waited.
    */
   async #connected(id: string): Promise<Producer> {
     // Taken just before and just after: a client not made by transactionalKafka leaves none.

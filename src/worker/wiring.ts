@@ -186,7 +186,8 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
       const ledger = ledgerOf.get(topic);
       return ledger === undefined ? undefined : { topic: ledger, partition };
     },
-    // What every partition's transactions write, and whose offsets they commit: each producer connected ahead learns it then.
+    // What every partition's transactions write, and whose offsets they commit: each producer
+    // connected ahead learns where they are when it connects.
     { topics: [...ledgerOf.values(), c.topics.results, c.topics.deadLetter], groupIds: c.sources.map((s) => s.consumerGroup) },
   );
   hooks.adopt(() => producers.closeAll(), 'producers');
