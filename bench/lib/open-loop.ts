@@ -33,7 +33,7 @@ import { MachineCpuSampler, machineNote, type MachineLoad } from './machine-cpu.
 import { RequestLogCollector, type LoggedRequest } from './request-log.ts';
 import { ResultWatcher } from './results.ts';
 import type { SandboxProcess } from './sandbox.ts';
-import { percentile, sortedNumbers } from './stats.ts';
+import { p99BySecond, percentile, sortedNumbers } from './stats.ts';
 import type { Priority } from '../../src/worker/priority/priority.ts';
 import type { SendStage } from '../../src/worker/time-to-send.ts';
 import { parseSendStages, stagesOver, type StageFigure, type StageScrape } from './send-stages.ts';
@@ -166,6 +166,8 @@ export interface OpenLoopFigures {
         readonly timeToSendMaxMs: number;
         readonly e2eP99Ms: number;
         readonly machine: MachineLoad;
+        /** Time to send p99 of the commands published in each second of the warm-up (where its tail came from). */
+        readonly p99BySecondMs: readonly number[];
       }
     | undefined;
 }
@@ -536,6 +538,7 @@ export function openLoopFigures(o: OpenLoopObservations, options: OpenLoopOption
             timeToSendMaxMs: warmSend.at(-1) ?? Number.NaN,
             e2eP99Ms: percentile(warm.e2e, 99),
             machine: o.warmupMachine,
+            p99BySecondMs: p99BySecond(o.publishedAt, o.firstRequest, o.measureFrom - options.warmupSeconds * 1000, options.warmupSeconds),
           }
         : undefined,
   };
