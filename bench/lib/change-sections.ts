@@ -16,6 +16,7 @@ import { machineNote } from './machine-cpu.ts';
 import { changeRunLines, rollingUpdate, runChange, scaleUpAndDown, type ChangeRunFigures } from './change-run.ts';
 import { fmt, ms } from './markdown.ts';
 import { runOpenLoop, type OpenLoopFigures } from './open-loop.ts';
+import { stagesText } from './send-stages.ts';
 import type { SandboxProcess } from './sandbox.ts';
 import type { ScaleOutContext } from './scale-out.ts';
 
@@ -132,7 +133,7 @@ function startUpLines(f: OpenLoopFigures): string[] {
   const first = f.warmup;
   if (first === undefined) return [];
   return [
-    `Start-up: a single worker (defaults, ledger on) of a running deployment (an earlier one worked ${START_UP_EARLIER_SECONDS} s on the same topics, group and transactional ids, and stopped), ${fmt(f.ratePerSecond)} cmd/s published from the moment its /readyz answered 200; the first ${START_UP_FIRST_SECONDS} s (${fmt(first.published)} commands: time to send p99 ${ms(first.timeToSendP99Ms)}, max ${ms(first.timeToSendMaxMs)}, p99 by second ${first.p99BySecondMs.map((v) => fmt(v)).join(', ')} ms${machineNote(first.machine)}) against the next ${f.seconds} s (${fmt(f.published)} commands: p50 ${ms(f.timeToSendP50Ms)}, p99 ${ms(f.timeToSendP99Ms)}, max ${ms(f.timeToSendMaxMs)}${machineNote(f.machine)}):`,
+    `Start-up: a single worker (defaults, ledger on) of a running deployment (an earlier one worked ${START_UP_EARLIER_SECONDS} s on the same topics, group and transactional ids, and stopped), ${fmt(f.ratePerSecond)} cmd/s published from the moment its /readyz answered 200; the first ${START_UP_FIRST_SECONDS} s (${fmt(first.published)} commands: time to send p99 ${ms(first.timeToSendP99Ms)}, max ${ms(first.timeToSendMaxMs)}, p99 by second ${first.p99BySecondMs.map((v) => fmt(v)).join(', ')} ms; by stage: ${stagesText(first.stages)}${machineNote(first.machine)}) against the next ${f.seconds} s (${fmt(f.published)} commands: p50 ${ms(f.timeToSendP50Ms)}, p99 ${ms(f.timeToSendP99Ms)}, max ${ms(f.timeToSendMaxMs)}; by stage: ${stagesText(f.stages)}${machineNote(f.machine)}):`,
     startUpLine(first.timeToSendP99Ms, f.timeToSendP99Ms, START_UP_FIRST_SECONDS),
   ];
 }

@@ -158,6 +158,8 @@ export interface OpenLoopFigures {
   readonly logGaps: number;
   /** The whole machine's load over the measured window (every process, not only the worker's). */
   readonly machine: MachineLoad;
+  /** Where the measured window's time to send went (the worker's stages; empty when a scrape failed). */
+  readonly stages: Partial<Record<SendStage, StageFigure>>;
   /** The warm-up's own figures (commands published in its first `warmupSeconds`). */
   readonly warmup:
     | {
@@ -168,6 +170,7 @@ export interface OpenLoopFigures {
         readonly machine: MachineLoad;
         /** Time to send p99 of the commands published in each second of the warm-up (where its tail came from). */
         readonly p99BySecondMs: readonly number[];
+        readonly stages: Partial<Record<SendStage, StageFigure>>;
       }
     | undefined;
 }
@@ -227,6 +230,8 @@ export interface OpenLoopObservations extends PublishedCommands {
   readonly workerLoad: WorkerLoad;
   /** The whole machine's load over the warm-up (publishing's start → the measured window). */
   readonly warmupMachine: MachineLoad;
+  /** Where the warm-up's time to send went (the worker's stages between the same two points; empty when a scrape failed). */
+  readonly warmupStages: Partial<Record<SendStage, StageFigure>>;
 }
 
 export interface WorkerLoad {
@@ -391,8 +396,10 @@ export async function observeOpenLoop(
     );
     let exited = false;
     void worker.exited.then(() => (exited = true));
-    const publishBegan = Date.now();
     const priority: Priority = priorityInput === undefined ? 'normal' : 'high';
+    // The warm-up's stages: what the worker observed between publishing's start and the measured window.
+    const began = await loadPoint(worker.pid, httpPort, priority);
+    const publishBegan = Date.now();
     const windowStart = sleep(options.warmupSeconds * 1000).then(() => loadPoint(worker.pid, httpPort, priority));
     const published = await publishAtRate({
       kafka: ctx.kafka,
@@ -459,6 +466,7 @@ export async function observeOpenLoop(
       logGaps: log.abandonedGaps,
       workerLoad,
       warmupMachine: { busyShare: cpu.busyShare(publishBegan, from.at), cores: cpu.cores },
+      warmupStages: began.stages === undefined || from.stages === undefined ? {} : stagesOver(began.stages, from.stages),
     };
   } finally {
     cpu.stop();
@@ -530,6 +538,7 @@ export function openLoopFigures(o: OpenLoopObservations, options: OpenLoopOption
     peakRssBytes: o.peakRssBytes,
     logGaps: o.logGaps,
     machine: o.workerLoad.machine,
+    stages: o.workerLoad.stages,
     warmup:
       options.warmupSeconds > 0
         ? {
@@ -539,6 +548,7 @@ export function openLoopFigures(o: OpenLoopObservations, options: OpenLoopOption
             e2eP99Ms: percentile(warm.e2e, 99),
             machine: o.warmupMachine,
             p99BySecondMs: p99BySecond(o.publishedAt, o.firstRequest, o.measureFrom - options.warmupSeconds * 1000, options.warmupSeconds),
+            stages: o.warmupStages,
           }
         : undefined,
   };

@@ -28,13 +28,14 @@ function observations(commands: readonly (readonly [string, number, number])[]):
     missingResults: 0,
     peakRssBytes: 0,
     logGaps: 0,
-    workerLoad: { transactionsPerSecond: 0, cpuShare: 0, stages: {}, machine },
+    workerLoad: { transactionsPerSecond: 0, cpuShare: 0, stages: { mark: { count: 2, meanMs: 10, p99AtMostMs: 25 } }, machine },
     warmupMachine: machine,
+    warmupStages: { mark: { count: 3, meanMs: 40, p99AtMostMs: 100 } },
   };
 }
 
 describe('openLoopFigures', () => {
-  it("splits the warm-up's time to send by the second each command was published in", () => {
+  it("splits the warm-up's time to send by the second each command was published in, and keeps each window's stages", () => {
     const figures = openLoopFigures(
       observations([
         ['w1', 10_000, 140],
@@ -47,6 +48,8 @@ describe('openLoopFigures', () => {
     );
     expect(figures.warmup?.p99BySecondMs).toEqual([140, 30]);
     expect(figures.warmup?.timeToSendP99Ms).toBe(140);
+    expect(figures.warmup?.stages).toEqual({ mark: { count: 3, meanMs: 40, p99AtMostMs: 100 } });
     expect(figures.timeToSendP99Ms).toBe(12);
+    expect(figures.stages).toEqual({ mark: { count: 2, meanMs: 10, p99AtMostMs: 25 } });
   });
 });
