@@ -129,6 +129,8 @@ export class TransactionalProducers implements PartitionProducers {
   readonly #kafka: Kafka;
   readonly #prefix: string;
   readonly #settled: SettledPartition | undefined;
+  /** What each producer connected ahead learns when it connects (#connected); undefined: nothing. */
+  readonly #prime: ProducerPriming | undefined;
   readonly #producers = new Map<string, { generation: number; readonly producer: Promise<Producer> }>();
   /** The newest generation that used each transactional id: older ones are zombies. */
   readonly #latest = new Map<string, number>();
@@ -145,8 +147,6 @@ export class TransactionalProducers implements PartitionProducers {
     this.#settled = settled;
     this.#prime = prime;
   }
-
-  readonly #prime: ProducerPriming | undefined;
 
   /** closeAll ran: nothing more is connected ahead. */
   #closed = false;
