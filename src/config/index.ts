@@ -88,6 +88,8 @@ export interface WorkerConfig {
     };
   };
   readonly maxInFlight: number;
+  /** Ledger marks ahead of the free slots: paced (`auto`), or that many. */
+  readonly marksAhead: 'auto' | number;
   /** Bytes of command records dispatched and not yet done, process-wide (a partition over it is not fetched). */
   readonly maxBytesInHand: number;
   /** Deployment-wide calls per second (0 = none); each process applies its partitions' share. */
@@ -97,7 +99,7 @@ export interface WorkerConfig {
   readonly validation: ValidationPolicy;
   /** Largest command record (key + value + header bytes) the worker decodes; larger ones are dead-lettered as RECORD_TOO_LARGE. */
   readonly maxCommandBytes: number;
-  readonly funds: { readonly policy: 'pause' | 'fail'; readonly probeInitialMs: number; readonly probeMaxMs: number };
+  readonly funds: { readonly policy: 'pause' | 'fail'; readonly probeInitialMs: number; readonly probeMaxMs: number; readonly pauseMaxMs: number };
   /** How far a refusal reaches: route pauses, the cost ceiling, a held command's wait (src/worker/refusal-scopes.ts). */
   readonly refusals: RefusalScopeSettings;
   /** The guards in front of the service (docs/guards.md): velocity limits per destination and spend caps; off by default. */
@@ -128,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   if (e.FUNDS_PROBE_MAX_MS < e.FUNDS_PROBE_INITIAL_MS) problems.push('FUNDS_PROBE_MAX_MS: must be at least FUNDS_PROBE_INITIAL_MS');
   if (e.BREAKER_PROBE_MAX_MS < e.BREAKER_PROBE_INITIAL_MS) problems.push('BREAKER_PROBE_MAX_MS: must be at least BREAKER_PROBE_INITIAL_MS');
   if (e.ROUTE_PROBE_MAX_MS < e.ROUTE_PROBE_INITIAL_MS) problems.push('ROUTE_PROBE_MAX_MS: must be at least ROUTE_PROBE_INITIAL_MS');
+  if (e.MARKS_AHEAD !== 'auto' && e.MARKS_AHEAD > 2 * e.MAX_IN_FLIGHT) problems.push(`MARKS_AHEAD: at most 2 × MAX_IN_FLIGHT (${2 * e.MAX_IN_FLIGHT})`);
   if (new Set([e.COMMAND_TOPIC, e.RESULT_TOPIC, e.DEAD_LETTER_TOPIC, e.LEDGER_TOPIC]).size !== 4)
     problems.push('COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC, LEDGER_TOPIC: must be four different topics');
   const sources = commandSources(e, problems);
@@ -170,6 +173,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
       },
     },
     maxInFlight: e.MAX_IN_FLIGHT,
+    marksAhead: e.MARKS_AHEAD,
     maxBytesInHand: e.MAX_BYTES_IN_HAND,
     rateLimitPerSecond: e.RATE_LIMIT_PER_SECOND,
     commitIntervalMs: e.COMMIT_INTERVAL_MS,
@@ -189,7 +193,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     },
     maxCommandBytes: e.MAX_COMMAND_BYTES,
     guard,
-    funds: { policy: e.FUNDS_POLICY, probeInitialMs: e.FUNDS_PROBE_INITIAL_MS, probeMaxMs: e.FUNDS_PROBE_MAX_MS },
+    funds: { policy: e.FUNDS_POLICY, probeInitialMs: e.FUNDS_PROBE_INITIAL_MS, probeMaxMs: e.FUNDS_PROBE_MAX_MS, pauseMaxMs: e.FUNDS_PAUSE_MAX_MS },
     refusals: {
       maxWaitMs: e.ROUTE_PAUSE_MAX_MS,
       routeProbe: { initialMs: e.ROUTE_PROBE_INITIAL_MS, maxMs: e.ROUTE_PROBE_MAX_MS },

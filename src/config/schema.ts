@@ -211,6 +211,14 @@ export const envSchema = z.object({
   PROVIDER_RETRY_AMBIGUOUS: bool(PROVIDER_DEFAULTS.retryAmbiguous),
   PROVIDER_MAX_RESPONSE_BYTES: int(PROVIDER_DEFAULTS.maxResponseBytes, 1_024, 104_857_600),
   MAX_IN_FLIGHT: int(64, 1, 10_000),
+  /**
+   * Ledger marks kept ahead of the free in-flight slots (src/worker/priority/mark-pacing.ts): `auto`
+   * paces them to what the slots need (1 to 2 × MAX_IN_FLIGHT); a number fixes them there, e.g.
+   * 2 × MAX_IN_FLIGHT for the most throughput whatever a crash leaves UNKNOWN.
+   */
+  MARKS_AHEAD: z
+    .union([z.literal('auto'), z.coerce.number().int().min(1).max(20_000)], { error: 'must be auto or an integer from 1 to 20000' })
+    .default('auto'),
   MAX_BYTES_IN_HAND: int(16_777_216, 1_048_576, 4_294_967_296),
   /** The deployment-wide limit: each process takes its owned partitions' share (src/worker/rate-share.ts). */
   RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(0),
@@ -263,6 +271,8 @@ export const envSchema = z.object({
   FUNDS_POLICY: z.enum(['pause', 'fail']).default('pause'),
   FUNDS_PROBE_INITIAL_MS: int(REFUSAL_DEFAULTS.fundsProbe.initialMs, 1),
   FUNDS_PROBE_MAX_MS: int(REFUSAL_DEFAULTS.fundsProbe.maxMs, 1),
+  // How long a command may wait while the account has no funds (0: until funds return, the promise of FUNDS_POLICY=pause).
+  FUNDS_PAUSE_MAX_MS: int(0, 0, 604_800_000),
   // How far a refusal reaches (src/worker/refusal-scopes.ts): a route's pause, a command's wait, when it is the account.
   ROUTE_PAUSE_MAX_MS: int(REFUSAL_DEFAULTS.maxWaitMs, 0, 3_600_000),
   ROUTE_PROBE_INITIAL_MS: int(REFUSAL_DEFAULTS.routeProbe.initialMs, 1),

@@ -124,6 +124,11 @@ export function createMetrics(registry: Registry = new Registry()) {
       registers: [registry],
     }),
     inFlight: new Gauge({ name: `${prefix}in_flight_sends`, help: 'Sends currently waiting for the messaging service.', registers: [registry] }),
+    marksAhead: new Gauge({
+      name: `${prefix}marks_ahead`,
+      help: 'Ledger marks this process may keep open or committed beyond its free in-flight slots (MARKS_AHEAD; paced to what the slots need when auto).',
+      registers: [registry],
+    }),
     rateLimitShare: new Gauge({
       name: `${prefix}rate_limit_per_second`,
       help: "This process's share of the deployment-wide RATE_LIMIT_PER_SECOND (by owned command partitions); 0 without a limit.",

@@ -7,7 +7,7 @@ import type { TokenSource } from './rate-limiter.ts';
 import { RefusalHolds } from './refusal-holds.ts';
 import { DEFAULT_REFUSAL_SCOPE_SETTINGS, type HoldTicket, type RefusalScope } from './refusal-scopes.ts';
 import type { OutageCounter, Passage, PauseReason, ServiceGate } from './service-gate.ts';
-import { heldBackError, refusedAgainError } from './refusal-errors.ts';
+import { fundsPauseError, heldBackError, refusedAgainError } from './refusal-errors.ts';
 import type { SendHooks, SendOutcome } from './send-outcome.ts';
 import type { DestinationGuard } from './guard/destination-guard.ts';
 import { SpendTicket, type SpendHolds } from './guard/spend-holds.ts';
@@ -31,6 +31,12 @@ export interface GuardedSenderOptions {
   readonly spend?: SpendHolds | undefined;
   /** `pause`: hold every send until funds return; `fail`: a FAILED result at once. */
   readonly fundsPolicy: 'pause' | 'fail';
+  /**
+   * FUNDS_PAUSE_MAX_MS: the longest a command waits while the account has no funds (from its first
+   * refusal for the account's funds, or its first wait at the funds pause), then FAILED 105400,
+   * retryable; 0 or undefined: until funds return.
+   */
+  readonly fundsPauseMaxMs?: number | undefined;
   readonly onFailureClass?: (failureClass: FailureClass) => void;
   /**
    * Called when this sender pauses sending for a reason the gate did not have yet, with why in
@@ -42,17 +48,29 @@ export interface GuardedSenderOptions {
   readonly now?: () => number;
 }
 
+/** How a command leaves the gate: through it, or out of the pause at its expiry or FUNDS_PAUSE_MAX_MS. */
+type GateExit = Passage | 'expired' | 'funds-pause-over';
+
 /** What becomes of a failed send: held and sent again later, or given up. */
 type Verdict = 'keep' | 'give-up';
 
-/** Refusals a command may get before it is given up: the refusal and one probe (issue 20). */
+/**
+ * Refusals of its own a command may get before it is given up: the refusal and one probe (issue
+ * 20). Only refusals about the command or its route count; a refusal of the account (its funds,
+ * its key) never fails a command (issue 50).
+ */
 const MAX_REFUSALS = 2;
 
 /** One command's send as the sender follows it through the loop. */
 interface SendState {
   readonly ticket: HoldTicket;
   readonly footprint: SendFootprint;
+  /** Refusals about this command or its route (101301, 105400 for its cost): the second gives it up. */
   refusals: number;
+  /** Refusals of the account (105400 with nothing cheaper to blame, 401/403/404/407): counted only to rotate the probes. */
+  accountRefusals: number;
+  /** When the account's funds pause first held it (FUNDS_PAUSE_MAX_MS counts from here). */
+  fundsPausedSince: number | undefined;
   readonly spend: SpendTicket;
   /**
    * The last failed call that was kept although it may have reached the service (an ambiguous
@@ -72,9 +90,12 @@ interface SendState {
  * - the scoped holds (RefusalHolds): a route the service has no upstream for (101301) and the cost
  *   ceiling after a per-command 105400 hold back only the commands they are about, for at most
  *   ROUTE_PAUSE_MAX_MS, before any mark or slot is taken.
- * A command refused twice (the refusal and one probe) is given up, whatever the scope. Only an
- * AbortSignal (shutdown, rebalance) makes a waiting command give up unsent, so that it is consumed
- * again later; a call aborted by the client's close() (shutdown) is given up the same way.
+ * A command refused twice about itself or its route (the refusal and one probe) is given up; a
+ * refusal of the account (its funds, its key) keeps it waiting, however often its probes are
+ * refused, until its expiry (EXPIRED) or FUNDS_PAUSE_MAX_MS. A command waiting for another try
+ * holds no in-flight slot, and no ledger mark unless an earlier call may have reached the service.
+ * Only an AbortSignal (shutdown, rebalance) makes a waiting command give up unsent, so that it is
+ * consumed again later; a call aborted by the client's close() (shutdown) is given up the same way.
  */
 export class GuardedSender {
   readonly #o: GuardedSenderOptions & { readonly holds: RefusalHolds };
@@ -107,6 +128,8 @@ export class GuardedSender {
       ticket: this.#o.holds.ticket(footprint),
       footprint,
       refusals: 0,
+      accountRefusals: 0,
+      fundsPausedSince: undefined,
       spend: new SpendTicket(this.#o.spend),
       mayHaveReached: undefined,
     };
@@ -131,11 +154,17 @@ export class GuardedSender {
     const now = this.#o.now ?? Date.now;
     let attempts = 0;
     for (;;) {
-      let passage: Passage | undefined;
+      let passage: GateExit;
       try {
-        passage = await gate.pass(signal, state.footprint.costUnits, state.refusals);
+        passage = await this.#passGate(signal, expiresAt, state);
       } catch {
         return abandoned(attempts, state);
+      }
+      // Left the pause without a call: its expiry came, or FUNDS_PAUSE_MAX_MS.
+      if (passage === 'expired' && expiresAt !== null) return expired(expiresAt, attempts, state);
+      if (passage === 'funds-pause-over') {
+        if (state.mayHaveReached !== undefined) return { kind: 'failed', error: state.mayHaveReached, attempts };
+        return { kind: 'failed', error: fundsPauseError(request.operation, this.#o.fundsPauseMaxMs ?? 0, attempts), attempts };
       }
       const wasProbe = passage === 'probe';
       /** Gives back whatever this pass took: the gate's probe, the holds' probes. */
@@ -186,6 +215,14 @@ export class GuardedSender {
         release();
         return abandoned(attempts, state);
       }
+      if (!wasProbe && gate.reason !== undefined) {
+        // The gate closed while it waited for its mark and slot (a pause began: funds, the circuit):
+        // no call. Back to the gate, holding neither, so a pause costs the service one probe at a
+        // time, not every command that was already past the gate.
+        holds.release(state.ticket);
+        hooks?.kept?.(false);
+        continue;
+      }
       try {
         hooks?.callStarting?.();
       } catch {
@@ -214,12 +251,12 @@ export class GuardedSender {
         }
         this.#o.onFailureClass?.(error.failureClass);
         if (this.#judge(error, wasProbe, state) === 'keep') {
-          // Held for later: if the service surely did not send it (it never got it, or it
-          // refused it: 105400, 101301), its ledger mark is withdrawn, unless an earlier call of
-          // it may have reached the service (kept after an ambiguous answer).
-          if (error.surelyNotSent || error.refused) {
-            if (state.mayHaveReached === undefined) hooks?.notSent?.();
-          } else state.mayHaveReached = error;
+          // Held for later, holding no slot meanwhile: if the service surely did not send it (it
+          // never got it, or refused it: 105400, 101301), its ledger mark is withdrawn too, unless
+          // an earlier call of it may have reached the service (kept after an ambiguous answer).
+          const reached = !(error.surelyNotSent || error.refused);
+          if (reached) state.mayHaveReached = error;
+          hooks?.kept?.(reached);
           continue;
         }
         holds.release(state.ticket);
@@ -244,6 +281,28 @@ export class GuardedSender {
     }
   }
 
+  /**
+   * Waits at the gate (ServiceGate.pass): `left` when the command's expiry comes first, or, while
+   * the account has no funds, FUNDS_PAUSE_MAX_MS since that pause first held it. The probe is the
+   * cheapest command waiting, then the one refused fewest times, so probes rotate.
+   */
+  async #passGate(signal: AbortSignal, expiresAt: number | null, state: SendState): Promise<GateExit> {
+    const { gate } = this.#o;
+    const now = this.#o.now ?? Date.now;
+    const maxMs = this.#o.fundsPauseMaxMs ?? 0;
+    for (;;) {
+      const funds = gate.reason === 'insufficient_funds';
+      if (funds) state.fundsPausedSince ??= now();
+      const fundsDeadline = funds && maxMs > 0 && state.fundsPausedSince !== undefined ? state.fundsPausedSince + maxMs : Infinity;
+      const byExpiry = expiresAt !== null && expiresAt <= fundsDeadline;
+      const passage = await gate.pass(signal, state.footprint.costUnits, state.refusals + state.accountRefusals, byExpiry ? expiresAt : fundsDeadline);
+      if (passage !== 'timeout') return passage;
+      if (byExpiry) return 'expired';
+      // FUNDS_PAUSE_MAX_MS bounds only the funds pause: another reason now, wait on (for its expiry only).
+      if (gate.reason === 'insufficient_funds') return 'funds-pause-over';
+    }
+  }
+
   /** Updates the gate, the holds and the breaker for one failed call, and says whether its command is kept. */
   #judge(error: ProviderError, wasProbe: boolean, state: SendState): Verdict {
     const { gate, outages, holds } = this.#o;
@@ -257,13 +316,22 @@ export class GuardedSender {
       // The service answered, so it is up, but refused: 105400 for the cost of this command or
       // the account's funds, 101301 for its route unless several routes get it with nothing
       // going through, 401/403/404/407 for this client (every command would get the same).
-      // RefusalScopes says which; only the account pauses all sending. The command is kept once
-      // (it waits for a probe); a command refused twice is given up, so no single command can
-      // hold the worker.
+      // RefusalScopes says which; only the account pauses all sending.
       outages.success();
-      state.refusals += 1;
-      const scope = holds.refused(state.ticket, error.code);
+      const scope = this.#scopeOf(error, state);
       this.#refusal(error, scope, state);
+      if (scope === 'account' && error.code !== NO_UPSTREAM_CODE) {
+        // The account's funds or key: the command did nothing wrong. It waits for the pause to
+        // lift (a probe that goes through), its expiry, a rebalance or FUNDS_PAUSE_MAX_MS, and
+        // is never failed for the account; refused as a probe, the next probe is another command.
+        state.accountRefusals += 1;
+        if (refusalPause === 'insufficient_funds') state.fundsPausedSince ??= (this.#o.now ?? Date.now)();
+        this.#block(refusalPause, wasProbe, error);
+        return 'keep';
+      }
+      // About the command or its route (or several routes refused at once): kept once, for a
+      // probe; refused twice it is given up, so no single command can hold the worker.
+      state.refusals += 1;
       if (scope === 'account') this.#block(refusalPause, wasProbe, error);
       else if (wasProbe) this.#answeredProbe();
       return state.refusals >= MAX_REFUSALS ? 'give-up' : 'keep';
@@ -299,6 +367,20 @@ export class GuardedSender {
     const { gate } = this.#o;
     if (gate.reason === 'insufficient_funds') gate.releaseProbe();
     else gate.clear();
+  }
+
+  /**
+   * What a refusal pauses (RefusalScopes), except that a 105400 while the account's funds pause is
+   * on is the account's too, whatever the command's cost: nothing cheaper went through to say the
+   * balance covers others (a cheaper send clears the pause).
+   */
+  #scopeOf(error: ProviderError, state: SendState): RefusalScope {
+    const { gate, holds } = this.#o;
+    if (error.failureClass === 'insufficient-funds' && gate.reason === 'insufficient_funds') {
+      holds.release(state.ticket);
+      return 'account';
+    }
+    return holds.refused(state.ticket, error.code);
   }
 
   #refusal(error: ProviderError, scope: RefusalScope, state: SendState): void {

@@ -365,7 +365,7 @@ export class PartitionLane {
           this.#callAnswers.set(offset, resolve);
           this.#apply(() => this.#machine.wantSend(offset, this.#ctx.leaseHolds(), Date.now(), performance.now()));
         }),
-      notSent: () => this.#apply(() => this.#machine.notSent(offset, performance.now())),
+      kept: (reached) => this.#apply(() => this.#machine.kept(offset, reached, performance.now())),
     }),
   };
 
@@ -380,7 +380,7 @@ export class PartitionLane {
       () => {
         ctx.metrics.transactions.inc({ outcome: 'committed' });
         ctx.metrics.commitLatency.observe((performance.now() - started) / 1000);
-        this.#apply(() => this.#machine.transactionCommitted(performance.now(), ctx.leaseHolds()));
+        this.#apply(() => this.#machine.transactionCommitted(performance.now()));
       },
       (error: unknown) => {
         ctx.metrics.transactions.inc({ outcome: 'failed' });

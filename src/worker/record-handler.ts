@@ -203,7 +203,7 @@ async function handle(
         return go;
       },
     }),
-    ...(ledger?.notSent !== undefined && { notSent: ledger.notSent }),
+    ...(ledger?.kept !== undefined && { kept: ledger.kept }),
     ...(span !== undefined && { onAttempt: span.onAttempt }),
     ...((deps.timeToSend !== undefined || stages !== undefined) && {
       callStarting: firstCallOnly(() => {

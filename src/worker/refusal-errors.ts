@@ -51,3 +51,13 @@ export function refusedAgainError(
     stopReason: error.stopReason,
   });
 }
+
+/** A command given up unsent after waiting FUNDS_PAUSE_MAX_MS for the account's funds: FAILED 105400, retryable. */
+export function fundsPauseError(operation: ProviderRequest['operation'], maxMs: number, attempts: number): ProviderError {
+  return heldBackError(
+    operation,
+    INSUFFICIENT_FUNDS_CODE,
+    `the account had no funds (105400) for the ${maxMs} ms this command may wait (FUNDS_PAUSE_MAX_MS); not sent, retry later`,
+    attempts,
+  );
+}

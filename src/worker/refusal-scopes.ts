@@ -17,8 +17,8 @@
  * `escalationWindowMs`), or `105400` for a command of the smallest cost (one billed unit).
  *
  * A held command waits at most `maxWaitMs` (it holds no in-flight slot and no ledger mark while it
- * waits), then ends FAILED with the service's code, retryable; at once when no probe of its hold
- * is under way or due within that time (only a probe can lift a hold). Each hold lets one command through
+ * waits), then ends FAILED with the service's code, retryable; behind a paused route, at once when
+ * no probe of it is under way or due within that time (only a probe can lift it). Each hold lets one command through
  * as its probe once its probe time is reached (doubling delays, capped); for the cost ceiling the
  * cheapest waiting command, so the probe is one that can tell. Nothing here counts a command's
  * requests: the sender gives a command up at its second refusal, whatever the scope.
@@ -177,9 +177,12 @@ export class RefusalScopes {
       return { kind: 'go' };
     }
     const deadline = ticket.heldSince + this.#s.maxWaitMs;
-    // Only a probe can lift a hold: when none is under way or due before the wait's end, waiting
-    // cannot help, so the command ends now rather than hold its partition's results for nothing.
-    const hopeless = holds.some((hold) => hold.probing === undefined && hold.probeAt > deadline);
+    // Only a probe can lift a route's hold: when none is under way or due before the wait's end,
+    // waiting cannot help, so the command ends now rather than hold its partition's results for
+    // nothing. The cost ceiling is also lifted by evidence that it is the account's (a one-unit
+    // command refused: the account-wide pause takes over, and nobody is failed for the account),
+    // which may come any moment while an empty account refuses the sends in flight.
+    const hopeless = routes.some((hold) => hold.probing === undefined && hold.probeAt > deadline);
     if (now >= deadline || hopeless) {
       this.leave(ticket);
       const waited =

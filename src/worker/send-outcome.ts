@@ -12,14 +12,16 @@ export type SendOutcome =
 
 /**
  * Called around each call to the service, so the caller can keep the intent ledger: `beforeSend`
- * marks the command as being sent and resolves once the mark is committed (false: do not send —
- * the partition is lost or the lease expired); `notSent` says the call surely did not reach the
- * service and the command goes back to waiting. `onAttempt` observes each HTTP attempt (the
- * command's trace). Each is optional: without the ledger only tracing may need them.
+ * marks the command as being sent and resolves once the mark is committed and a slot is held
+ * (false: do not send — the partition is lost or the lease expired); `kept` says the call is over
+ * and the command goes back to waiting (a pause, a hold, a retry): its slot is given back, and its
+ * mark withdrawn unless `reached` (this call may have reached the service) or an earlier call
+ * may have. `onAttempt` observes each HTTP attempt (the command's trace). Each is optional:
+ * without the ledger only tracing may need them.
  */
 export interface SendHooks {
   readonly beforeSend?: (signal: AbortSignal) => Promise<boolean>;
-  readonly notSent?: () => void;
+  readonly kept?: (reached: boolean) => void;
   readonly onAttempt?: (info: AttemptInfo) => void;
   /** Called just before each call to the service starts (after `beforeSend` cleared it): time to send. */
   readonly callStarting?: () => void;

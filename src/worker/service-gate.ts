@@ -1,4 +1,7 @@
-import { deferred } from './waiting.ts';
+import { abortableDelay, deferred } from './waiting.ts';
+
+/** A wait without a deadline still needs a timer for abortableDelay: longer than any pause (setTimeout's own maximum). */
+const NEVER_MS = 2_147_483_647;
 
 /**
  * Why all sending is held back. These are the account-wide pauses: the cause is a property of
@@ -96,15 +99,18 @@ export class ServiceGate {
   }
 
   /**
-   * Waits until the caller may send: `go` when open, `probe` when chosen to test a blocked service.
-   * The probe is the cheapest caller waiting (`costUnits`, billed units expected; then the fewest
-   * `refusals` so far, see ProbeRank): after a 105400
-   * the one most likely to be affordable tells whether funds are back, never the largest forever.
+   * Waits until the caller may send: `go` when open, `probe` when chosen to test a blocked service,
+   * `timeout` when the gate is still blocked at `untilMs` (the caller's expiry, or how long it may
+   * wait for the pause). The probe is the cheapest caller waiting (`costUnits`, billed units
+   * expected; then the fewest `refusals` so far, see ProbeRank): after a 105400 the one most likely
+   * to be affordable tells whether funds are back, never the largest forever, and a probe refused
+   * again lets the next one as cheap go first.
    */
-  async pass(signal: AbortSignal, costUnits = 1, refusals = 0): Promise<Passage> {
+  async pass(signal: AbortSignal, costUnits = 1, refusals = 0, untilMs = Infinity): Promise<Passage | 'timeout'> {
     // The open gate (every send's path) registers nobody.
     signal.throwIfAborted();
     if (this.#blocked === undefined) return 'go';
+    if (this.#now() >= untilMs) return 'timeout';
     const me = Symbol('caller');
     const rank: ProbeRank = { costUnits, refusals };
     this.#callers.set(me, rank);
@@ -119,17 +125,10 @@ export class ServiceGate {
           blocked.probing = true;
           return 'probe';
         }
-        const wake = this.#wake.promise;
+        if (this.#now() >= untilMs) return 'timeout';
         this.#waiting += 1;
         try {
-          await new Promise<void>((resolve, reject) => {
-            const onAbort = (): void => reject(signal.reason);
-            signal.addEventListener('abort', onAbort, { once: true });
-            void wake.then(() => {
-              signal.removeEventListener('abort', onAbort);
-              resolve();
-            });
-          });
+          await abortableDelay(untilMs === Infinity ? NEVER_MS : untilMs - this.#now(), signal, this.#wake.promise);
         } finally {
           this.#waiting -= 1;
         }

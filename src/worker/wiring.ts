@@ -174,6 +174,7 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     destinations,
     spend,
     fundsPolicy: c.funds.policy,
+    fundsPauseMaxMs: c.funds.pauseMaxMs,
     // Why the service made the worker pause (its code, status and message; never a secret).
     onPause: (reason: PauseReason, why: string) => log.warn({ reason, why }, `sending paused (${reason}): ${why}`),
   };

@@ -4,7 +4,7 @@ import { createMetrics, type WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProgressMonitor } from './health.ts';
 import { BytesInHand } from './bytes-in-hand.ts';
-import { PriorityPermits, type PriorityPermitsOptions } from './priority/priority-permits.ts';
+import { SendPermits } from './priority/send-permits.ts';
 import type { Priority } from './priority/priority.ts';
 import { SourcePipeline } from './source-pipeline.ts';
 import { RefusalReport } from './refusal-report.ts';
@@ -140,19 +140,24 @@ export class Worker {
       this.#stillStarting();
       // Shared by the sources, high priority served first (docs/priority.md); the bytes in hand are
       // each source's own, so a bulk backlog never stops the codes from being fetched.
-      const slots = new PriorityPermits(c.maxInFlight, permitSharing(c, c.maxInFlight));
-      // Two waves of marks ahead of the calls: one keeps the pipeline full when transactions are
-      // slow (measured: MAX_IN_FLIGHT alone drained at 79% of the ledger-off rate at 50 ms).
-      const markPermits = new PriorityPermits(2 * c.maxInFlight, permitSharing(c, 2 * c.maxInFlight));
+      // Marks ahead of the free slots are paced to what the slots need (mark-pacing.ts): a crash
+      // leaves few commands marked and never called.
+      const permits = new SendPermits({
+        maxInFlight: c.maxInFlight,
+        priorities: c.sources.length === 1 ? undefined : { normalMinShare: c.normalMinShare },
+        marksAhead: c.marksAhead === 'auto' ? undefined : c.marksAhead,
+        onMarksAhead: (ahead) => this.metrics.marksAhead.set(ahead),
+      });
       for (const parts of sources) {
         const { priority } = parts.source;
+        const pools = permits.for(priority);
         this.#pipelines.push(
           new SourcePipeline({
             parts,
             config: c,
             lanes: {
-              slots: slots.for(priority),
-              markPermits: markPermits.for(priority),
+              slots: pools.slots,
+              markPermits: pools.markPermits,
               bytesInHand: new BytesInHand(bytesInHandOf(c, priority)),
               metrics: this.metrics,
               log: this.#log,
@@ -295,16 +300,4 @@ export class Worker {
 function bytesInHandOf(c: WorkerConfig, priority: Priority): number {
   if (c.sources.length === 1) return c.maxBytesInHand;
   return priority === 'high' ? Math.floor(c.maxBytesInHand / 4) : c.maxBytesInHand - Math.floor(c.maxBytesInHand / 4);
-}
-
-/**
- * With a priority topic, an eighth of the slots and of the mark permits (at least one) are the
- * codes' alone: while the bulk group rebalances, its records about to call are held with their
- * slots and its records waiting for a slot keep their permits (partition-protocol.md), and as its
- * calls finish every freed slot could go to a bulk record that is then held too; a code arriving
- * then would wait out the bulk group's rebalance.
- */
-function permitSharing(c: WorkerConfig, permits: number): PriorityPermitsOptions {
-  if (c.sources.length === 1) return {};
-  return { minShare: c.normalMinShare, reservedForHigh: Math.min(permits - 1, Math.max(1, Math.ceil(permits / 8))) };
 }

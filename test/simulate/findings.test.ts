@@ -220,7 +220,7 @@ describe('finding: a repeat before an earlier owner’s mark in doubt after it (
     // and answer offset 3 as its repeat: X without any result.
     const first = m.drain().find((e) => e.type === 'transaction');
     expect(first).toMatchObject({ plan: { commitOffset: undefined, ahead: [1n] } });
-    m.transactionCommitted(11, true);
+    m.transactionCommitted(11);
     m.take(3n, 'b');
     expect(m.identify(3n, 'X').kind).toBe('in-doubt');
     m.finished(3n, 'UNKNOWN', 20);

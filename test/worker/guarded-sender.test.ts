@@ -53,6 +53,7 @@ function harness(
     responseTimeoutMs?: number;
     baseUrl?: string;
     holds?: Partial<RefusalScopeSettings>;
+    fundsPauseMaxMs?: number;
   } = {},
 ): Harness {
   const client = createProviderClient({
@@ -66,7 +67,11 @@ function harness(
   });
   cleanups.add(() => client.close());
   const changes: (PauseReason | undefined)[] = [];
-  const gate = new ServiceGate({ backoff: options.backoff ?? FAST_PROBES, onChange: (reason) => changes.push(reason) });
+  const gate = new ServiceGate({
+    backoff: options.backoff ?? FAST_PROBES,
+    onChange: (reason) => changes.push(reason),
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
   cleanups.add(() => gate.close());
   const classes: FailureClass[] = [];
   const pauses: [PauseReason, string][] = [];
@@ -80,6 +85,7 @@ function harness(
     outages: new OutageCounter(options.threshold ?? 10),
     rateLimiter: new RateLimiter(0),
     fundsPolicy: options.fundsPolicy ?? 'pause',
+    fundsPauseMaxMs: options.fundsPauseMaxMs,
     holds,
     onFailureClass: (failureClass) => classes.push(failureClass),
     onPause: (reason, why) => pauses.push([reason, why]),
@@ -160,13 +166,32 @@ describe('GuardedSender with the real client and sandbox', () => {
     expect(changes).toEqual(['insufficient_funds', undefined]);
   });
 
-  it('funds policy "pause": a command refused again as the probe ends FAILED 105400 (retryable) after 2 requests; the pause stays', async () => {
-    const { sender, gate } = harness({ fundsPolicy: 'pause' });
+  it('funds policy "pause": a command refused for the account’s funds is never failed for it: it waits through its refused probes and is sent once the balance is back', async () => {
+    const { sender, gate, holds } = harness({ fundsPolicy: 'pause' });
     sandbox.state.setBalance('0.000000');
     const id = correlationId();
+    const sending = track(sender.send(TEXT, id, new AbortController().signal));
+    await until(() => requestsFor(id) >= 3, 'the refusal and two refused probes');
+    expect(sending.outcome).toBeUndefined();
+    expect(gate.reason).toBe('insufficient_funds');
+    // A multi-unit command refused while the pause is on is the account's too: no cost ceiling.
+    expect(holds.snapshot.costCeiling).toBeUndefined();
+    sandbox.state.setBalance('10.000000');
+    await until(() => sending.outcome !== undefined, 'the send');
+    expect(sending.outcome?.kind).toBe('sent');
+    expect(gate.reason).toBeUndefined();
+  });
+
+  it('funds policy "pause" with FUNDS_PAUSE_MAX_MS: a command held that long by the funds pause ends FAILED 105400 (retryable, naming the setting); the pause stays', async () => {
+    const { sender, gate } = harness({ fundsPolicy: 'pause', fundsPauseMaxMs: 300 });
+    sandbox.state.setBalance('0.000000');
+    const id = correlationId();
+    const started = Date.now();
     const error = providerError(await sender.send(TEXT, id, new AbortController().signal));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
     expect(error).toMatchObject({ code: '105400', failureClass: 'insufficient-funds', retryable: true });
-    expect(requestsFor(id)).toBe(2);
+    expect(error.message).toContain('FUNDS_PAUSE_MAX_MS');
+    expect(requestsFor(id)).toBeGreaterThanOrEqual(2);
     expect(gate.reason).toBe('insufficient_funds');
   });
 
@@ -226,6 +251,18 @@ describe('GuardedSender with the real client and sandbox', () => {
     expect(requestsFor(id)).toBe(0);
   });
 
+  it('leaves a pause at its expiry: `expired` at once, without a request, while the gate stays blocked', async () => {
+    const { sender, gate } = harness({ backoff: NO_PROBES });
+    gate.block('insufficient_funds', false);
+    const id = correlationId();
+    const expiresAt = Date.now() + 150;
+    const outcome = await sender.send(TEXT, id, new AbortController().signal, expiresAt);
+    expect(Date.now()).toBeGreaterThanOrEqual(expiresAt);
+    expect(outcome).toEqual({ kind: 'expired', expiresAt, attempts: 0 });
+    expect(requestsFor(id)).toBe(0);
+    expect(gate.reason).toBe('insufficient_funds');
+  });
+
   it('sends a command that has not expired yet when it passes the gate', async () => {
     const t = 1_000_000;
     const { sender } = harness({ now: () => t });
@@ -274,6 +311,36 @@ const AU_TEXT: ProviderRequest = { operation: 'sms.message.send', body: { to: ['
 const AU_FOOTPRINT: SendFootprint = { operation: 'sms.message.send', regions: ['AU'], costUnits: 1 };
 const CN_FOOTPRINT: SendFootprint = { operation: 'sms.message.send', regions: ['CN'], costUnits: 1 };
 
+describe('GuardedSender: a pause that begins while a command waits for its mark and slot', () => {
+  it('the command does not call once cleared: it goes back to the gate (slot and mark given back), and calls when the pause lifts', async () => {
+    const { sender, gate } = harness({ backoff: NO_PROBES });
+    const id = correlationId();
+    const kept: boolean[] = [];
+    let clearMark: (go: boolean) => void = () => undefined;
+    let asked = 0;
+    const hooks = {
+      beforeSend: () => {
+        asked += 1;
+        return asked === 1 ? new Promise<boolean>((resolve) => (clearMark = resolve)) : Promise.resolve(true);
+      },
+      kept: (reached: boolean) => kept.push(reached),
+    };
+    const sending = track(sender.send(TEXT, id, new AbortController().signal, null, hooks));
+    await until(() => asked === 1, 'the first beforeSend');
+    // Another command's refusal closes the gate while this one waits for its mark's commit.
+    gate.block('insufficient_funds', false);
+    clearMark(true);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(requestsFor(id)).toBe(0);
+    expect(kept).toEqual([false]);
+    expect(sending.outcome).toBeUndefined();
+    gate.clear();
+    await until(() => sending.outcome !== undefined, 'the send');
+    expect(sending.outcome?.kind).toBe('sent');
+    expect([asked, requestsFor(id)]).toEqual([2, 1]);
+  });
+});
+
 describe('GuardedSender: the callStarting hook (time to send starts at the first)', () => {
   it('is called before each call to the service, the re-sends of a held command included, and never when none is made', async () => {
     const { sender, gate } = harness({ fundsPolicy: 'pause', backoff: { ...FAST_PROBES, insufficient_funds: { initialMs: 300, maxMs: 300 } } });
@@ -282,7 +349,7 @@ describe('GuardedSender: the callStarting hook (time to send starts at the first
     const seen: string[] = [];
     const hooks = {
       beforeSend: async () => true,
-      notSent: () => undefined,
+      kept: () => undefined,
       callStarting: () => seen.push(`call starts after ${String(requestsFor(id))} requests`),
     };
     const sending = track(sender.send(TEXT, id, new AbortController().signal, null, hooks));
@@ -294,7 +361,7 @@ describe('GuardedSender: the callStarting hook (time to send starts at the first
     expect(seen).toEqual(['call starts after 0 requests', 'call starts after 1 requests']);
 
     const refused: string[] = [];
-    const notCleared = { beforeSend: async () => false, notSent: () => undefined, callStarting: () => refused.push('call') };
+    const notCleared = { beforeSend: async () => false, kept: () => undefined, callStarting: () => refused.push('call') };
     expect((await sender.send(TEXT, correlationId(), new AbortController().signal, null, notCleared)).kind).toBe('abandoned');
     expect(refused).toEqual([]);
   });
@@ -304,7 +371,7 @@ describe('GuardedSender: the callStarting hook (time to send starts at the first
     const id = correlationId();
     const hooks = {
       beforeSend: async () => true,
-      notSent: () => undefined,
+      kept: () => undefined,
       callStarting: () => {
         throw new Error('observer bug');
       },
@@ -482,16 +549,22 @@ describe('GuardedSender: the service refuses this client or account', () => {
     }
   });
 
-  it('401 without an envelope (a revoked key) pauses sending and says why, without the key', async () => {
-    const service = await refusingService();
+  it('401 without an envelope (a revoked key) pauses sending and says why, without the key; the command is never failed for the key and is sent once the key is taken again', async () => {
+    const service = await refusingService(sandbox.url);
     try {
       const { sender, gate, pauses } = harness({ baseUrl: service.url });
-      const outcome = await sender.send(TEXT, correlationId(), new AbortController().signal);
-      expect(providerError(outcome)).toMatchObject({ code: 'PROVIDER_HTTP_401', failureClass: 'configuration' });
-      expect(service.requests()).toBe(2);
+      const id = correlationId();
+      const sending = track(sender.send(TEXT, id, new AbortController().signal));
+      await until(() => service.requests() >= 3, 'the refusal and two refused probes');
+      expect(sending.outcome).toBeUndefined();
       expect(gate.reason).toBe('provider_rejecting');
       expect(pauses).toEqual([['provider_rejecting', 'PROVIDER_HTTP_401 (HTTP 401)']]);
       expect(JSON.stringify(pauses)).not.toContain('guarded-sender-test');
+      service.accept();
+      await until(() => sending.outcome !== undefined, 'the send');
+      expect(sending.outcome?.kind).toBe('sent');
+      expect(requestsFor(id)).toBe(1);
+      expect(gate.reason).toBeUndefined();
     } finally {
       await service.close();
     }
@@ -580,15 +653,15 @@ describe('GuardedSender: a refusal for funds decided per command (105400)', () =
     await until(() => refused.outcome !== undefined && fresh.outcome !== undefined, 'the abandoned sends');
   });
 
-  it('an empty account pauses everything: a refused one-unit command closes the gate for all', async () => {
+  it('an empty account pauses everything: a refused one-unit command closes the gate for all, and a larger command refused just before waits with them instead of failing', async () => {
     const { sender, gate, pauses } = harness({ backoff: NO_PROBES });
     sandbox.state.setBalance('0.000000');
     const big = bulkText(300);
     const bigId = correlationId();
-    const large = track(sender.send(big.request, bigId, new AbortController().signal, null, undefined, big.footprint));
+    const controller = new AbortController();
+    const large = track(sender.send(big.request, bigId, controller.signal, null, undefined, big.footprint));
     await until(() => requestsFor(bigId) === 1, 'the large refusal');
     expect(gate.reason).toBeUndefined();
-    const controller = new AbortController();
     const single = track(sender.send(TEXT, correlationId(), controller.signal, null, undefined, CN_FOOTPRINT));
     await until(() => gate.reason === 'insufficient_funds', 'the account-wide pause');
     expect(pauses.map(([reason]) => reason)).toEqual(['insufficient_funds']);
@@ -596,11 +669,12 @@ describe('GuardedSender: a refusal for funds decided per command (105400)', () =
     const waiting = track(sender.send(TEXT, later, controller.signal, null, undefined, CN_FOOTPRINT));
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(requestsFor(later)).toBe(0);
-    expect([single.outcome, waiting.outcome]).toEqual([undefined, undefined]);
+    expect([single.outcome, waiting.outcome, large.outcome]).toEqual([undefined, undefined, undefined]);
+    expect(requestsFor(bigId)).toBe(1);
     controller.abort();
-    await until(() => waiting.outcome !== undefined && single.outcome !== undefined, 'the abandoned sends');
-    // The large command was refused before: with no ceiling probe due within its wait, it ended at once.
-    expect(providerError(large.outcome as SendOutcome)).toMatchObject({ code: '105400', retryable: true, attempts: 1 });
+    await until(() => waiting.outcome !== undefined && single.outcome !== undefined && large.outcome !== undefined, 'the abandoned sends');
+    // The large command, refused before the pause, waited with the others: given up unsent (a rebalance), not FAILED.
+    expect([single.outcome?.kind, waiting.outcome?.kind, large.outcome?.kind]).toEqual(['abandoned', 'abandoned', 'abandoned']);
     gate.close();
   });
 });
@@ -658,14 +732,15 @@ describe('GuardedSender: a command kept after an ambiguous answer (PROVIDER_RETR
     sandbox.state.faults.enqueue('hang-after');
     const id = correlationId();
     const controller = new AbortController();
-    const notSent: string[] = [];
-    const hooks = { beforeSend: async () => true, notSent: () => notSent.push(id) };
+    const kept: boolean[] = [];
+    const hooks = { beforeSend: async () => true, kept: (reached: boolean) => kept.push(reached) };
     const sending = track(sender.send(TEXT, id, controller.signal, null, hooks));
     await until(() => gate.reason === 'circuit_open', 'the breaker');
     controller.abort(new Error('the partition moved'));
     await until(() => sending.outcome !== undefined, 'the outcome');
     expect(sending.outcome).toEqual({ kind: 'abandoned', attempts: 1, maybeSent: true });
-    expect(notSent).toEqual([]);
+    // Kept once, reported as maybe reached: its slot goes back, its mark stays.
+    expect(kept).toEqual([true]);
     expect(sandbox.state.acceptedSends(id)).toBe(1);
   });
 
@@ -674,11 +749,13 @@ describe('GuardedSender: a command kept after an ambiguous answer (PROVIDER_RETR
     sandbox.state.faults.enqueue('hang-after');
     sandbox.state.faults.enqueue('http503');
     const id = correlationId();
-    const notSent: string[] = [];
-    const hooks = { beforeSend: async () => true, notSent: () => notSent.push(id) };
+    const kept: boolean[] = [];
+    const hooks = { beforeSend: async () => true, kept: (reached: boolean) => kept.push(reached) };
     const outcome = await sender.send(TEXT, id, new AbortController().signal, null, hooks);
     expect(outcome).toMatchObject({ kind: 'sent', attempts: 3 });
-    expect(notSent).toEqual([]);
+    // The first call may have reached the service: kept as such (its mark stays, in the machine's
+    // record of it, whatever a later call says); the 503 surely did not.
+    expect(kept).toEqual([true, false]);
     // The operator's trade: the ambiguous call had been processed, so the service sent it twice.
     expect(sandbox.state.acceptedSends(id)).toBe(2);
   });

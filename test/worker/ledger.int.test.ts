@@ -179,8 +179,8 @@ describe('intent ledger: sends at most once', () => {
     const topics = testTopics();
     const kafka = testKafka();
     await createWorkerTopics(topics, 2);
-    // Each command is refused once, then held for the probe; a probe refused again would fail its
-    // command (at most 2 refused requests each), so the first probe comes after the rebalance.
+    // Each command is refused once, then held for the probe; the first probe comes after the
+    // rebalance, so the held commands are what the rebalance finds.
     const env = { TOPICS_PARTITIONS: '2', FUNDS_PROBE_INITIAL_MS: '15000', FUNDS_PROBE_MAX_MS: '15000' };
     const { worker: first } = await startTestWorker(workerEnv(topics, sandbox.url, env));
     cleanups.add(() => first.stop());

@@ -104,22 +104,90 @@ describe('worker: a refusal stops only what it is about', () => {
     expect(metrics).toMatch(/^sms_worker_refusals_total\{code="105400",scope="command"\} 1$/m);
   });
 
-  it('a refusal of this client (401 without an envelope) still pauses all sending, with at most 2 requests per command', async () => {
-    const service = await refusingService();
+  it('a refusal of this client (401 without an envelope) pauses all sending; its commands wait however often their probes are refused, and are each sent once when the key is taken again', async () => {
+    const service = await refusingService(sandbox.url);
     cleanups.add(() => service.close());
     const { worker, results, publish } = await setup(service.url, {
       BREAKER_PROBE_INITIAL_MS: '300',
       BREAKER_PROBE_MAX_MS: '300',
     });
     const commands = Array.from({ length: 4 }, () => textCommand({ to: [ROUTABLE[1] as string] }));
+    const ids = commands.map((c) => c.commandId);
     await publish(commands);
     await eventually(() => (worker.pauseReason === 'provider_rejecting' ? true : undefined), 30_000, 'the account-wide pause');
-    const got = await results.waitFor(
-      commands.map((c) => c.commandId),
-      30_000,
-    );
-    for (const c of commands) expect(got.get(c.commandId)?.error?.code).toBe('PROVIDER_HTTP_401');
-    expect(service.requests()).toBeLessThanOrEqual(2 * commands.length);
-    expect(worker.pauseReason).toBe('provider_rejecting');
+    // Probes every 300 ms, each refused: well past 2 refused requests per command, none failed.
+    await eventually(() => (service.requests() >= 3 * commands.length ? true : undefined), 30_000, 'the refused probes');
+    expect(results.byCommand.size).toBe(0);
+    service.accept();
+    const got = await results.waitFor(ids, 30_000);
+    for (const id of ids) {
+      expect(got.get(id)?.outcome, id).toBe('SENT');
+      expect(sandbox.state.acceptedSends(id), id).toBe(1);
+    }
+    await eventually(() => (worker.pauseReason === undefined ? true : undefined), 10_000, 'the pause lifted');
   });
+});
+
+describe('worker: an empty account holds its commands until the top-up (issue 50)', () => {
+  it('three commands to an empty account, topped up after 5 s: each refused probe goes back to waiting, no result comes before the top-up, and all three are SENT, each accepted once', async () => {
+    // Probes every 500 ms-1 s: several are refused before the top-up (the default 5 s would leave one).
+    const { worker, results, publish } = await setup(sandbox.url, { FUNDS_PROBE_INITIAL_MS: '500', FUNDS_PROBE_MAX_MS: '1000' });
+    sandbox.state.setBalance('0.000000');
+    const commands = Array.from({ length: 3 }, () => textCommand());
+    const ids = commands.map((c) => c.commandId);
+    await publish(commands);
+    await eventually(() => (worker.pauseReason === 'insufficient_funds' ? true : undefined), 30_000, 'the funds pause');
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    const refused = ids.reduce((sum, id) => sum + requestsFor(id), 0);
+    // The first refusals, then one probe at a time: more refused requests than 2 per command would allow... none failed.
+    expect(refused).toBeGreaterThan(3);
+    expect(results.byCommand.size).toBe(0);
+    sandbox.state.setBalance('100.000000');
+    const got = await results.waitFor(ids, 30_000);
+    for (const id of ids) {
+      expect(got.get(id)?.outcome, id).toBe('SENT');
+      expect(sandbox.state.acceptedSends(id), id).toBe(1);
+    }
+    sandbox.state.setBalance('1000000.000000');
+  });
+
+  it(
+    'an empty account for 60 s with 1,000 commands waiting: none FAILED, the service sees the first refusals and then one probe at a time, and all are SENT once after the top-up',
+    { timeout: 240_000 },
+    async () => {
+      const maxInFlight = 16;
+      const probeInitialMs = 500;
+      const probeMaxMs = 2_000;
+      const { worker, results, publish } = await setup(sandbox.url, {
+        MAX_IN_FLIGHT: String(maxInFlight),
+        FUNDS_PROBE_INITIAL_MS: String(probeInitialMs),
+        FUNDS_PROBE_MAX_MS: String(probeMaxMs),
+      });
+      sandbox.state.setBalance('0.000000');
+      const commands = Array.from({ length: 1_000 }, () => textCommand());
+      const ids = commands.map((c) => c.commandId);
+      const idSet = new Set(ids);
+      const requested = (): number => sandbox.state.requestSummaries().filter((entry) => idSet.has(entry.correlationId ?? '')).length;
+      await publish(commands);
+      await eventually(() => (worker.pauseReason === 'insufficient_funds' ? true : undefined), 30_000, 'the funds pause');
+      const pausedAt = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, 60_000));
+      const refused = requested();
+      const windowMs = Date.now() - pausedAt;
+      // The probe schedule: delays doubling from FUNDS_PROBE_INITIAL_MS to FUNDS_PROBE_MAX_MS, one probe
+      // each; before the pause closed the gate, at most MAX_IN_FLIGHT calls were under way.
+      let probes = 0;
+      for (let t = 0, delay = probeInitialMs; t <= windowMs; delay = Math.min(probeMaxMs, delay * 2)) {
+        t += delay;
+        probes += 1;
+      }
+      expect(refused).toBeLessThanOrEqual(maxInFlight + probes);
+      expect(refused).toBeGreaterThan(maxInFlight / 2);
+      expect([...results.byCommand.values()].flat().filter((r) => r.outcome === 'FAILED')).toEqual([]);
+      sandbox.state.setBalance('1000000.000000');
+      const got = await results.waitFor(ids, 120_000);
+      expect(ids.filter((id) => got.get(id)?.outcome !== 'SENT')).toEqual([]);
+      expect(ids.filter((id) => sandbox.state.acceptedSends(id) !== 1)).toEqual([]);
+    },
+  );
 });

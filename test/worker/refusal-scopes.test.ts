@@ -225,7 +225,7 @@ describe('RefusalScopes: 105400 for one command', () => {
     expect(large.probeOf).toEqual({ routes: [], funds: true });
   });
 
-  it('gives a command held by the ceiling up after maxWaitMs with code 105400 (another command probing), or at once when no probe is due within it', () => {
+  it('gives a command held by the ceiling up after maxWaitMs with code 105400 (another command probing), also when no probe is due within it: evidence that the account is empty may still come', () => {
     const s = scopes();
     s.refused(s.ticket(text(['CN'], 100)), '105400', 0);
     const t = s.ticket(text(['CN'], 100));
@@ -234,7 +234,15 @@ describe('RefusalScopes: 105400 for one command', () => {
     expect(s.admit(t, 2_010)).toMatchObject({ kind: 'give-up', code: '105400' });
     const far = scopes({ fundsProbe: { initialMs: 60_000, maxMs: 60_000 } });
     far.refused(far.ticket(text(['CN'], 100)), '105400', 0);
-    expect(far.admit(far.ticket(text(['CN'], 200)), 1)).toMatchObject({ kind: 'give-up', code: '105400' });
+    const held = far.ticket(text(['CN'], 200));
+    expect(far.admit(held, 1)).toEqual({ kind: 'wait', untilMs: 2_001 });
+    // The account-wide pause takes over (a one-unit command refused): the ceiling no longer holds it.
+    far.clearCostCeiling();
+    expect(far.admit(held, 500)).toEqual({ kind: 'go' });
+    far.refused(far.ticket(text(['CN'], 100)), '105400', 600);
+    const late = far.ticket(text(['CN'], 200));
+    expect(far.admit(late, 601)).toEqual({ kind: 'wait', untilMs: 2_601 });
+    expect(far.admit(late, 2_601)).toMatchObject({ kind: 'give-up', code: '105400' });
   });
 });
 

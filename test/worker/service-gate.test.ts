@@ -15,11 +15,11 @@ const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve
 
 interface Tracked {
   settled: boolean;
-  value?: Passage;
+  value?: Passage | 'timeout';
   error?: unknown;
 }
 
-function track(promise: Promise<Passage>): Tracked {
+function track(promise: Promise<Passage | 'timeout'>): Tracked {
   const state: Tracked = { settled: false };
   promise.then(
     (value) => Object.assign(state, { settled: true, value }),
@@ -44,7 +44,7 @@ function caller(gate: ServiceGate): Tracked {
 }
 
 /** What a caller arriving now would get at once: its passage, or 'wait'. */
-async function arriving(gate: ServiceGate): Promise<Passage | 'wait'> {
+async function arriving(gate: ServiceGate): Promise<Passage | 'timeout' | 'wait'> {
   const controller = new AbortController();
   const state = track(gate.pass(controller.signal));
   await flush();
@@ -200,6 +200,43 @@ describe('ServiceGate', () => {
     expect(waiters.filter((w) => w.value === 'probe')).toHaveLength(1);
     expect(waiters.filter((w) => !w.settled)).toHaveLength(1);
     expect(gate.reason).toBe('insufficient_funds');
+  });
+
+  it('a waiter with a deadline (its expiry, FUNDS_PAUSE_MAX_MS) leaves with `timeout` at it while the gate stays blocked; one without keeps waiting', async () => {
+    const gate = newGate({ insufficient_funds: { initialMs: 10_000, maxMs: 10_000 }, circuit_open: { initialMs: 10_000, maxMs: 10_000 } });
+    gate.block('insufficient_funds', false);
+    const bounded = track(gate.pass(new AbortController().signal, 1, 0, t + 500));
+    const unbounded = caller(gate);
+    await flush();
+    t += 499;
+    await vi.advanceTimersByTimeAsync(499);
+    expect(bounded.settled).toBe(false);
+    t += 1;
+    await vi.advanceTimersByTimeAsync(1);
+    expect(bounded.value).toBe('timeout');
+    expect(unbounded.settled).toBe(false);
+    // A deadline already past: at once.
+    expect(await gate.pass(new AbortController().signal, 1, 0, t)).toBe('timeout');
+    // An open gate lets the caller go whatever its deadline.
+    gate.clear();
+    expect(await gate.pass(new AbortController().signal, 1, 0, t - 1)).toBe('go');
+  });
+
+  it('probes rotate among equally cheap waiters: a probe refused again (its count up) lets the one refused fewer times go next', async () => {
+    const gate = newGate();
+    gate.block('insufficient_funds', false);
+    const a = track(gate.pass(new AbortController().signal, 1, 1));
+    const b = track(gate.pass(new AbortController().signal, 1, 0));
+    await flush();
+    t += 30;
+    await vi.advanceTimersByTimeAsync(30);
+    expect([a.settled, b.value]).toEqual([false, 'probe']);
+    // b's probe refused again: it comes back with one more refusal, and a (fewer) probes next.
+    gate.block('insufficient_funds', true);
+    const bAgain = track(gate.pass(new AbortController().signal, 1, 2));
+    t += 60;
+    await vi.advanceTimersByTimeAsync(60);
+    expect([a.value, bAgain.settled]).toEqual(['probe', false]);
   });
 });
 

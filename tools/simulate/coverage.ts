@@ -17,7 +17,7 @@ export type Method =
   | 'permitGranted'
   | 'slotGranted'
   | 'waitCut'
-  | 'notSent'
+  | 'kept'
   | 'finished'
   | 'abandoned'
   | 'crashed'
@@ -97,7 +97,6 @@ function recordEvent(
     if (target && method === 'handedOver' && from === 'handling') return 'handed-over';
     if (!target || method !== 'wantSend') return undefined;
     if (from === 'handling' && fx.refused) return 'stop';
-    if (from === 'calling' && fx.called) return 'want-send';
     return undefined;
   }
   if (to === 'removed') return 'committed';
@@ -107,7 +106,7 @@ function recordEvent(
   if (to === 'done') return 'finished';
   if (from === 'held') return to === 'calling' ? 'claim-kept' : 'stop';
   if (to === 'handling') {
-    if (from === 'calling') return method === 'notSent' ? 'not-sent' : 'stop';
+    if (from === 'calling') return method === 'kept' ? 'kept' : 'stop';
     if (from === 'marking' && method === 'transactionCommitted') return 'mark-committed';
     if (from === 'awaiting-slot' && method === 'slotGranted' && target) return 'slot-granted';
     return 'stop';

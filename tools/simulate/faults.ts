@@ -48,8 +48,8 @@ function fault(world: World, group: Group, procs: readonly Proc[]): void {
   const proc = prng.pick(alive);
   if (kind === 'crash') {
     if (world.tracing) world.trace(`fault: P${proc.id} crashes`);
+    world.ownerDied(`P${proc.id} crashed at t=${world.now}`, proc.death());
     proc.crash();
-    world.ownerDied(`P${proc.id} crashed at t=${world.now}`);
     group.expireLater(proc);
     return;
   }
@@ -73,8 +73,8 @@ function fault(world: World, group: Group, procs: readonly Proc[]): void {
     proc.leftGroup();
     return group.leave(proc);
   }
+  world.ownerDied(`P${proc.id} froze at t=${world.now}`, proc.death());
   proc.freeze();
-  world.ownerDied(`P${proc.id} froze at t=${world.now}`);
   // The lease runs from the last confirmed heartbeat: a short freeze resumes (and heartbeats,
   // within 100 ms) before it ends; a lapse after it ends but before the session does; a long one
   // after the session (the group gives the partitions away).
@@ -110,8 +110,8 @@ function fault(world: World, group: Group, procs: readonly Proc[]): void {
  */
 function lateFence(world: World, group: Group, procs: readonly Proc[], proc: Proc, land: () => void): void {
   const { prng } = world;
+  world.ownerDied(`P${proc.id} stalled with a fence under way at t=${world.now}`, proc.death());
   proc.freeze();
-  world.ownerDied(`P${proc.id} stalled with a fence under way at t=${world.now}`);
   group.expireLater(proc);
   const dies = prng.chance(0.5);
   const resumeIn = Math.max(1, proc.confirmedAt + TIMING.sessionMs - world.now + prng.int(50, 1_500));
@@ -121,8 +121,8 @@ function lateFence(world: World, group: Group, procs: readonly Proc[], proc: Pro
     land();
     if (!dies) return;
     if (world.tracing) world.trace(`P${proc.id} dies right after its late fence`);
+    world.ownerDied(`P${proc.id} crashed at t=${world.now}`, proc.death());
     proc.crash();
-    world.ownerDied(`P${proc.id} crashed at t=${world.now}`);
     group.expireLater(proc);
     // Healed with nobody left up: it comes back (someone must finish the work).
     if (!world.faulty && procs.every((p) => !p.alive || p.leaving)) restart(world, group, proc);
@@ -185,6 +185,9 @@ function rejoinStall(world: World, group: Group, proc: Proc): void {
   // grace, the lease (its held lanes then retire: joinStalled) or the session (the group then gives
   // its partitions away).
   const lasts = prng.chance(0.2) ? prng.int(TIMING.handoverGraceMs, TIMING.sessionMs + 400) : prng.int(20, Math.floor(TIMING.handoverGraceMs * 0.7));
+  // Past the grace its lanes' handovers may come too late: to its partitions' next owners it is as
+  // good as dead, and what it holds marked and not calling may come back UNKNOWN (unknown-is-bounded).
+  if (lasts >= TIMING.handoverGraceMs) world.ownerDied(`P${proc.id} stalled its rejoin past the handover grace at t=${world.now}`, proc.death());
   world.clock.at(lasts, proc, () => {
     if (!stalled()) return;
     if (world.tracing) world.trace(`P${proc.id}'s rejoin goes through${group.members.has(proc) ? '' : ' as a new member'}`);

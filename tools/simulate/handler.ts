@@ -40,8 +40,8 @@ interface Rec {
 /**
  * The record handler of one lane, per `handle` effect: identify → an UNKNOWN result (in doubt), a
  * `duplicate` outcome, a dead letter (undecodable), an immediate REJECTED, or a send: wantSend, and
- * on `call` a request to the service whose answer finishes the record (or keeps it: notSent, ask
- * again later; or, ambiguous with retries allowed, ask again at once).
+ * on `call` a request to the service whose answer finishes the record (or keeps it: `kept`, ask
+ * again later; ambiguous with retries allowed, its mark stays).
  */
 export class Handler {
   readonly #lane: HandlerLane;
@@ -209,13 +209,14 @@ export class Handler {
         return this.#finish(rec, rec.retry ? 'UNKNOWN' : 'FAILED');
       case 'timeout': {
         if (!world.settings.retryAmbiguous || !world.prng.chance(0.5)) return this.#finish(rec, 'UNKNOWN');
-        // Kept: it asks again once past the gate, the holds and the rate limiter (as
-        // guarded-sender.ts does), still `calling` for the machine meanwhile. Sending may stop
-        // before then: the record gives up, maybe sent.
+        // Kept: it gives its slot back (its mark stays: this call may have reached the service)
+        // and asks again once past the gate, the holds and the rate limiter, as guarded-sender.ts
+        // does. Sending may stop before then: the record gives up, maybe sent.
         rec.retry = true;
         rec.step = 'kept';
         rec.calls += 1;
         const n = rec.calls;
+        lane.act('kept', offset, (m) => m.kept(lane.big(offset), true, lane.world.now));
         world.clock.at(world.prng.int(0, 30), lane.owner, () => {
           if (!rec.ending && rec.calls === n && this.#recs.get(offset) === rec) this.#want(rec);
         });
@@ -229,15 +230,15 @@ export class Handler {
           if (world.prng.chance(0.3)) return this.#finish(rec, 'UNKNOWN');
         }
         if (world.prng.chance(0.3)) return this.#finish(rec, rec.retry ? 'UNKNOWN' : 'FAILED');
-        // Kept. This call surely did not arrive, but after an ambiguous answer an earlier one may
-        // have: then the mark stays (ask again from `calling`); guarded-sender.ts never calls
-        // notSent then, and the known-bad `forgetful` handler does (the machine keeps the mark of a
-        // record asked again after a call).
-        const withdraw = !rec.retry || world.options.handler === 'forgetful';
-        rec.step = withdraw ? 'kept' : 'calling';
+        // Kept: it gives its slot back. This call surely did not arrive, but an earlier attempt
+        // within it was ambiguous (`rec.retry` just set): then it may have reached the service and
+        // the mark stays, as guarded-sender.ts reports it; the known-bad `forgetful` handler says
+        // it did not (the machine still keeps the mark of a call kept earlier as maybe reached).
+        const reached = call.earlierAmbiguous && world.options.handler !== 'forgetful';
+        rec.step = 'kept';
         rec.calls += 1;
         const n = rec.calls;
-        if (withdraw) lane.act('notSent', offset, (m) => m.notSent(lane.big(offset), lane.world.now));
+        lane.act('kept', offset, (m) => m.kept(lane.big(offset), reached, lane.world.now));
         world.clock.at(world.prng.int(5, 40), lane.owner, () => {
           if (!rec.ending && rec.calls === n && this.#recs.get(offset) === rec) this.#want(rec);
         });

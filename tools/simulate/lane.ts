@@ -6,8 +6,8 @@ import type { ClaimState } from '../../src/worker/protocol/table.ts';
 import type { Coverage, Method, Observed } from './coverage.ts';
 import { Handler, type HandlerLane } from './handler.ts';
 import type { Txn, TxnOutcome } from './kafka.ts';
-import { TIMING, Violation, type SimOutcome } from './model.ts';
-import type { Pool } from './resources.ts';
+import { TIMING, Violation, type SimOutcome, type SimVariant } from './model.ts';
+import type { SendPools } from './resources.ts';
 import type { Owner } from './scheduler.ts';
 import type { World } from './world.ts';
 
@@ -15,8 +15,7 @@ import type { World } from './world.ts';
 export interface LaneHost {
   readonly id: number;
   readonly owner: Owner;
-  readonly slots: Pool;
-  readonly permits: Pool;
+  readonly pools: SendPools;
   /** The group generation the process is in. */
   readonly generation: number;
   /** Left its group while its lanes finish: none of them starts a producer again. */
@@ -53,6 +52,9 @@ const MACHINE_VARIANTS: ReadonlySet<Variant> = new Set([
   'handover-withdraws-calls',
   'repeat-before-untaken-carrier',
 ]);
+function isMachineVariant(variant: SimVariant): variant is Variant {
+  return (MACHINE_VARIANTS as ReadonlySet<string>).has(variant);
+}
 
 /**
  * The driver of one PartitionMachine (one claim of one partition by one process): it feeds the
@@ -118,7 +120,7 @@ export class Lane implements HandlerLane {
       commitIntervalMs: settings.commitIntervalMs,
       markLingerMs: settings.markLingerMs,
       handovers: settings.ledger,
-      variant: MACHINE_VARIANTS.has(world.variant) ? world.variant : 'correct',
+      variant: isMachineVariant(world.variant) ? world.variant : 'correct',
     });
   }
 
@@ -220,13 +222,13 @@ export class Lane implements HandlerLane {
       case 'handle':
         return this.#handler.handle(Number(effect.offset));
       case 'acquire-permit':
-        return this.#acquire(host.permits, 'permitGranted', Number(effect.offset));
+        return this.#acquire('permitGranted', Number(effect.offset));
       case 'acquire-slot':
-        return this.#acquire(host.slots, 'slotGranted', Number(effect.offset));
+        return this.#acquire('slotGranted', Number(effect.offset));
       case 'release-permit':
       case 'release-slot':
         if (world.tracing) world.trace(`P${this.process} p${this.partition} ${effect.type}`);
-        return (effect.type === 'release-slot' ? host.slots : host.permits).release();
+        return effect.type === 'release-slot' ? host.pools.releaseSlot() : host.pools.releasePermit();
       case 'call':
         return this.#handler.call(Number(effect.offset));
       case 'refuse-call':
@@ -250,7 +252,7 @@ export class Lane implements HandlerLane {
       case 'stop-waits':
         this.#handler.stopWaits();
         // The driver cuts its pending acquisitions; the machine hears of each (a no-op for those it refused already).
-        for (const offset of [...host.permits.cancel(this), ...host.slots.cancel(this)])
+        for (const offset of [...host.pools.permits.cancel(this), ...host.pools.slots.cancel(this)])
           world.clock.at(world.prng.int(0, 2), this.owner, () => this.act('waitCut', offset, (m) => m.waitCut(this.big(offset))));
         return;
       case 'abort-all':
@@ -312,9 +314,11 @@ export class Lane implements HandlerLane {
   }
 
   /** A grant comes soon, now and then late (the wait may have been cut meanwhile: the machine gives it back). */
-  #acquire(pool: Pool, method: 'permitGranted' | 'slotGranted', offset: number): void {
+  #acquire(method: 'permitGranted' | 'slotGranted', offset: number): void {
     const { world } = this;
-    pool.acquire(this, offset, () => {
+    const pools = this.#host.pools;
+    const acquire = method === 'permitGranted' ? pools.acquirePermit.bind(pools) : pools.acquireSlot.bind(pools);
+    acquire(this, offset, () => {
       const delay = world.prng.chance(0.1) ? world.prng.int(10, 60) : world.prng.int(0, 2);
       world.clock.at(delay, this.owner, () => {
         if (world.tracing) world.trace(`P${this.process} p${this.partition}@${offset} ${method}`);
@@ -344,8 +348,8 @@ export class Lane implements HandlerLane {
     this.#txn = undefined;
     // Applied at the broker (an ambiguous one too): its outcomes are committed, whatever the claim hears.
     if (outcome === 'committed' || outcome === 'ambiguous') this.#paid(txn.plan);
-    if (outcome === 'committed') return this.act('transactionCommitted', -1, (m) => m.transactionCommitted(world.now, this.leaseHolds()));
-    if (outcome === 'fenced' && !fencedIsFinal(world.variant) && this.#refences < 3) {
+    if (outcome === 'committed') return this.act('transactionCommitted', -1, (m) => m.transactionCommitted(world.now));
+    if (outcome === 'fenced' && !fencedIsFinal(world.protocolVariant) && this.#refences < 3) {
       // The known-bad variant: take the producer back and send the same transaction again.
       this.#refences += 1;
       this.epoch = world.kafka.fence(this.partition);
@@ -388,7 +392,7 @@ export class Lane implements HandlerLane {
         );
       this.epoch = world.kafka.fence(this.partition);
       const { plan } = txn;
-      const readBack = readBackFor(plan.commitOffset, plan.outcomes.some(publishesRecord), plan.checkpoint, world.variant);
+      const readBack = readBackFor(plan.commitOffset, plan.outcomes.some(publishesRecord), plan.checkpoint, world.protocolVariant);
       // The read itself can fail (a leader moving, the coordinator loading): unknown is not "not
       // committed". The attempt fails and the next one asks again; the known-bad variant sends again.
       if (readBack.by !== 'nothing' && world.faulty && world.prng.chance(0.2) && world.variant !== 'resend-when-unread') {
@@ -411,7 +415,7 @@ export class Lane implements HandlerLane {
         world.trace(
           `P${this.process} p${this.partition} txn#${txn.id} retried (epoch ${this.epoch}): read back by ${readBack.by}: ${committed ? 'committed' : 'send again'}`,
         );
-      if (committed) return this.act('transactionCommitted', -1, (m) => m.transactionCommitted(world.now, this.leaseHolds()));
+      if (committed) return this.act('transactionCommitted', -1, (m) => m.transactionCommitted(world.now));
       this.#begin(plan, true);
     });
   }

@@ -11,11 +11,10 @@
  * tools/simulate/model.ts).
  */
 import { parseArgs } from 'node:util';
-import type { Variant } from '../../src/worker/protocol/effects.ts';
-import type { LedgerMode, RunOptions } from './model.ts';
+import type { LedgerMode, RunOptions, SimVariant } from './model.ts';
 import { describeSettings, runMany, runSchedule, type ScheduleResult } from './runner.ts';
 
-const VARIANTS: readonly Variant[] = [
+const VARIANTS: readonly SimVariant[] = [
   'correct',
   'send-before-mark-commits',
   'commit-past-unfinished',
@@ -32,6 +31,7 @@ const VARIANTS: readonly Variant[] = [
   'lost-until-next-generation',
   'current-out-of-group',
   'repeat-before-untaken-carrier',
+  'marks-ahead-fixed',
 ];
 const TRACE_TAIL = 30;
 

@@ -1,4 +1,11 @@
 import type { Variant } from '../../src/worker/protocol/effects.ts';
+
+/**
+ * The protocol's known-bad variants, and the simulation's own, made outside src/ by wrapping what
+ * the shipped code is given: `marks-ahead-fixed`, the mark permits a fixed pool of twice the slots
+ * (the design before issue 50), whatever the slots need.
+ */
+export type SimVariant = Variant | 'marks-ahead-fixed';
 import type { INVARIANTS } from '../../src/worker/protocol/table.ts';
 
 /**
@@ -41,7 +48,7 @@ export type LedgerMode = 'on' | 'off' | 'both';
 
 /** How a run is asked for (CLI and tests). */
 export interface RunOptions {
-  readonly variant: Variant;
+  readonly variant: SimVariant;
   readonly ledger: LedgerMode;
   /** Collect a trace of every event (slower; for replays). */
   readonly trace?: boolean;
@@ -84,8 +91,9 @@ export interface RunOptions {
    * src/worker/guarded-sender.ts does) counts the command maybe sent from then on: given up or
    * refused, it says `maybeSent`, and a retry that surely did not arrive withdraws nothing.
    * `forgetful` is known-bad (guarded-sender.ts and the client before 2026-11-27): it reports no
-   * `maybeSent` and calls `notSent`, also when an attempt within the call was ambiguous and only
-   * the last one was refused a connection, so a mark whose command may have been sent is withdrawn.
+   * `maybeSent` and reports a kept call as not reached (`kept`), also when an attempt within the
+   * call was ambiguous and only the last one was refused a connection, so a mark whose command may
+   * have been sent is withdrawn.
    */
   readonly handler?: 'careful' | 'forgetful';
 }

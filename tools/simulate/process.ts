@@ -3,9 +3,9 @@ import { afterFailure, buildClaim, claimSteps, LOST_RECLAIM_CONFIRMATIONS, mayRe
 import type { ClaimStep } from '../../src/worker/protocol/table.ts';
 import { Lane, TxnError, type LaneHost } from './lane.ts';
 import { TIMING } from './model.ts';
-import { Pool } from './resources.ts';
+import { SendPools } from './resources.ts';
 import type { Owner, SimEvent } from './scheduler.ts';
-import type { World } from './world.ts';
+import type { OwnerDeath, World } from './world.ts';
 
 /** A claim of one partition under way: its steps (claimSteps order) and what it read. */
 interface Attempt {
@@ -44,8 +44,7 @@ export class Proc implements Owner, LaneHost {
   #lapsedAt = Number.NEGATIVE_INFINITY;
   /** Between `rebalancing` and `rebalanced`: no claim starts or fences. */
   #rebalancing = false;
-  slots: Pool;
-  permits: Pool;
+  pools: SendPools;
   lanes = new Set<Lane>();
   /** Shutting down: takes no partitions; once its lanes have ended it leaves the group (`onStopped`). */
   leaving = false;
@@ -69,12 +68,22 @@ export class Proc implements Owner, LaneHost {
   constructor(world: World, id: number) {
     this.#world = world;
     this.id = id;
-    this.slots = new Pool('slot', world.settings.slots);
-    this.permits = new Pool('permit', world.settings.permits);
+    this.pools = sendPools(world);
   }
 
   get owner(): Owner {
     return this;
+  }
+
+  /** What this process holds marked and not calling now, and what it may, for unknown-is-bounded if it dies now. */
+  death(): OwnerDeath {
+    let calling = 0;
+    let markedWaiting = 0;
+    for (const lane of this.lanes) {
+      calling += lane.machine.calling;
+      markedWaiting += lane.machine.markedWaiting;
+    }
+    return { markedWaiting, mayWait: this.pools.allowance(calling), allowance: this.pools.pacing.ahead + this.pools.slots.capacity };
   }
 
   /** Between REBALANCING and the new assignment (PartitionOwnership.isRebalancing). */
@@ -168,7 +177,7 @@ export class Proc implements Owner, LaneHost {
     const attempt: Attempt = {
       partition,
       generation: this.generation,
-      steps: claimSteps(world.variant),
+      steps: claimSteps(world.protocolVariant),
       next: 0,
       waiting: false,
       epoch: -1,
@@ -294,7 +303,7 @@ export class Proc implements Owner, LaneHost {
   laneEnded(lane: Lane, failure: unknown): void {
     const { partition } = lane;
     this.lanes.delete(lane);
-    if (failure !== undefined) this.#world.ownerDied(`P${this.id} p${partition} gen ${lane.generation} failed at t=${this.#world.now}`);
+    if (failure !== undefined) this.#world.ownerDied(`P${this.id} p${partition} gen ${lane.generation} failed at t=${this.#world.now}`, this.death());
     if (this.leaving) return this.#maybeStopped();
     this.#awaitingLease.delete(lane);
     const waiting = this.#attempts.get(partition);
@@ -325,7 +334,7 @@ export class Proc implements Owner, LaneHost {
       if (!this.alive || this.incarnation !== incarnation || this.generation !== generation || !this.lost.has(partition)) return;
       if (!this.#rebalancing && !this.leaving && this.leaseHolds() && this.groupConfirms?.() === true) confirmations += 1;
       const reclaims = this.#reclaims.get(partition) ?? 0;
-      if (mayReclaimLost(confirmations, reclaims, world.variant)) {
+      if (mayReclaimLost(confirmations, reclaims, world.protocolVariant)) {
         this.lost.delete(partition);
         this.#reclaims.set(partition, reclaims + 1);
         if (world.tracing) world.trace(`P${this.id} claims lost p${partition} again: the group confirmed generation ${generation} ${confirmations} times`);
@@ -426,7 +435,6 @@ export class Proc implements Owner, LaneHost {
   }
 
   restart(): void {
-    const { settings } = this.#world;
     this.alive = true;
     this.#rebalancing = false;
     this.leaving = false;
@@ -438,10 +446,15 @@ export class Proc implements Owner, LaneHost {
     this.assigned = new Set();
     this.lost = new Set();
     this.#reclaims = new Map();
-    this.slots = new Pool('slot', settings.slots);
-    this.permits = new Pool('permit', settings.permits);
+    this.pools = sendPools(this.#world);
     // No lease until the group confirms it (its join).
     this.#live = false;
     this.confirmedAt = Number.NEGATIVE_INFINITY;
   }
+}
+
+/** A process's slots and mark permits as the schedule drew them (`permits`: the marks ahead at the start). */
+function sendPools(world: World): SendPools {
+  const { slots, permits } = world.settings;
+  return new SendPools(slots, permits, world.variant === 'marks-ahead-fixed');
 }

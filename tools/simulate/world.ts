@@ -2,7 +2,7 @@ import type { Variant } from '../../src/worker/protocol/effects.ts';
 import { Coverage } from './coverage.ts';
 import { Checks } from './invariants.ts';
 import { Kafka } from './kafka.ts';
-import type { CommandRecord, RunOptions, Settings } from './model.ts';
+import { Violation, type CommandRecord, type RunOptions, type Settings, type SimVariant } from './model.ts';
 import { Prng } from './prng.ts';
 import { Scheduler } from './scheduler.ts';
 import { Service } from './service.ts';
@@ -13,7 +13,9 @@ import { Service } from './service.ts';
  */
 export class World {
   readonly seed: number;
-  readonly variant: Variant;
+  readonly variant: SimVariant;
+  /** The variant the shipped protocol code is given: the simulation's own variants run it as it is. */
+  readonly protocolVariant: Variant;
   readonly options: RunOptions;
   readonly prng: Prng;
   readonly settings: Settings;
@@ -32,6 +34,7 @@ export class World {
   constructor(seed: number, options: RunOptions) {
     this.seed = seed;
     this.variant = options.variant;
+    this.protocolVariant = options.variant === 'marks-ahead-fixed' ? 'correct' : options.variant;
     this.options = options;
     this.prng = new Prng(seed);
     this.settings = drawSettings(this.prng, options);
@@ -48,13 +51,20 @@ export class World {
   }
 
   /**
-   * An owner died without handing over (unknown-is-bounded): what it may have held marked and not
-   * yet called. With mark permits, a record is marked only holding a permit or a slot (both
-   * process-wide pools); without them, only the run-ahead bounds it, per partition.
+   * An owner died without handing over (unknown-is-bounded). With mark permits, its commands marked
+   * and not calling at the death must be within what its free slots and the marks ahead allow (the
+   * pacing's bound, docs/guarantees.md step 5), and what may come back UNKNOWN, never requested, is
+   * at most the marks ahead plus the slots (those and the calls under way, which may not have
+   * reached the service); without mark permits, only the run-ahead bounds it, per partition.
    */
-  ownerDied(who: string): void {
-    const { markPermits, permits, slots, maxRunAhead, partitions } = this.settings;
-    this.checks.died(markPermits ? permits + slots : maxRunAhead * partitions, who);
+  ownerDied(who: string, death: OwnerDeath | undefined): void {
+    const { markPermits, maxRunAhead, partitions } = this.settings;
+    if (markPermits && death !== undefined && death.markedWaiting > death.mayWait)
+      throw new Violation(
+        'unknown-is-bounded',
+        `${who} with ${death.markedWaiting} commands marked and not calling, more than the ${death.mayWait} its free slots and the marks ahead allow`,
+      );
+    this.checks.died(markPermits && death !== undefined ? death.allowance : maxRunAhead * partitions, who);
   }
 
   /** A number no other claim of the schedule has (the claim's mark names start with it). */
@@ -142,4 +152,14 @@ function crossKeyCommands(logs: readonly (readonly CommandRecord[])[]): Set<stri
     }
   }
   return out;
+}
+
+/** What a process held when it died, for unknown-is-bounded (Proc.death). */
+export interface OwnerDeath {
+  /** Its records marked and not calling (PartitionMachine.markedWaiting, over its lanes). */
+  readonly markedWaiting: number;
+  /** What its free slots and the marks ahead allow of those: the marks ahead plus the slots less the calls under way. */
+  readonly mayWait: number;
+  /** What may come back UNKNOWN, never requested: the marks ahead plus the slots. */
+  readonly allowance: number;
 }

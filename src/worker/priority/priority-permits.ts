@@ -33,19 +33,41 @@ interface Waiter {
  * (nothing reserved) this is a plain FIFO semaphore. Waiters give up through an AbortSignal.
  */
 export class PriorityPermits {
+  #permits: number;
   #available: number;
-  readonly #normalCap: number;
+  #normalCap: number;
   readonly #held: Record<Priority, number> = { high: 0, normal: 0 };
   readonly #queues: Record<Priority, Waiter[]> = { high: [], normal: [] };
   readonly #scheduler: ShareScheduler;
 
   constructor(permits: number, options: PriorityPermitsOptions = {}) {
     const reserved = options.reservedForHigh ?? 0;
-    if (!(Number.isInteger(reserved) && reserved >= 0 && reserved < permits))
-      throw new RangeError(`reservedForHigh must be an integer in [0, ${permits}) (got ${reserved})`);
+    checkReserved(reserved, permits);
+    this.#permits = permits;
     this.#available = permits;
     this.#normalCap = permits - reserved;
     this.#scheduler = new ShareScheduler(options.minShare ?? 0);
+  }
+
+  /**
+   * Changes how many permits there are (the mark permits follow the free slots and the pacing:
+   * send-permits.ts). Fewer than are held: nobody is granted one until enough are given back.
+   */
+  resize(permits: number, reservedForHigh = 0): void {
+    checkReserved(reservedForHigh, permits);
+    this.#available += permits - this.#permits;
+    this.#permits = permits;
+    this.#normalCap = permits - reservedForHigh;
+    this.#grant();
+  }
+
+  get permits(): number {
+    return this.#permits;
+  }
+
+  /** Callers of either priority waiting for a permit. */
+  get waiting(): number {
+    return this.#queues.high.length + this.#queues.normal.length;
   }
 
   /** The permits as one priority takes them. */
@@ -112,4 +134,9 @@ export class PriorityPermits {
       next.resolve();
     }
   }
+}
+
+function checkReserved(reserved: number, permits: number): void {
+  if (!(Number.isInteger(reserved) && reserved >= 0 && reserved < permits))
+    throw new RangeError(`reservedForHigh must be an integer in [0, ${permits}) (got ${reserved})`);
 }

@@ -108,6 +108,15 @@ export class PartitionMachine<O> {
   get calling(): number {
     return this.#book.inState('calling').length;
   }
+  /**
+   * Records marked (ledger on) and not calling: their mark committing or committed, waiting for a
+   * slot or held for a rebalance. If the process died now, these would come back UNKNOWN although
+   * never sent (docs/guarantees.md, the intent ledger, step 5).
+   */
+  get markedWaiting(): number {
+    if (!this.#o.ledger) return 0;
+    return this.#book.inState('marking', 'awaiting-slot', 'held').filter((entry) => !entry.mayHaveReached).length;
+  }
   readonly recordState = (offset: bigint): RecordState | undefined => this.#book.stateOf(offset);
 
   /** Whether a fetched record may be taken: `skip` (answered or taken already), `closed`, `full` (run-ahead bound), `take`. */
@@ -178,9 +187,13 @@ export class PartitionMachine<O> {
   stopSending(): void {
     if (!this.#send.stopped) this.#send.stop();
   }
-  /** The call surely did not reach the service (or was refused) and the command is kept: withdraw its mark. */
-  notSent(offset: bigint, clock?: number): void {
-    this.#send.notSent(offset);
+  /**
+   * The call is over and the command is kept for later (send-path.ts `kept`): its slot goes back;
+   * its mark is withdrawn unless `reached` (this call may have reached the service) or an earlier
+   * call may have.
+   */
+  kept(offset: bigint, reached: boolean, clock?: number): void {
+    this.#send.kept(offset, reached);
     // Committed at once (`clock` given): a command refused and held (a funds or route pause) may
     // wait long, and its stale mark would make a new owner wait for it, then report it UNKNOWN.
     if (this.#send.withdrawalWaiting && clock !== undefined) this.#scheduleCommit(true, clock);
@@ -251,14 +264,14 @@ export class PartitionMachine<O> {
     this.#begin(plan);
   }
 
-  transactionCommitted(clock: number, leaseHolds: boolean): void {
+  transactionCommitted(clock: number): void {
     const plan = this.#committing;
     if (plan === undefined) return;
     this.#committing = undefined;
     this.#committingDone = [];
     if (this.#retireCommit === 'under-way') this.#retireCommit = 'none';
     this.#commitClock.ended(clock);
-    this.#send.marksCommitted(plan.marks, leaseHolds);
+    this.#send.marksCommitted(plan.marks);
     this.#send.withdrawalsCommitted();
     settleCommitted(this.claim, plan, (offset) => moveRecord(this.#book.get(offset), this.#variant, 'committed-ahead', 'published'));
     if (plan.commitOffset !== undefined || plan.outcomes.length > 0)

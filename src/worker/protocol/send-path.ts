@@ -38,7 +38,7 @@ export interface SendPathContext<O> {
  * One record's way to the service, in order: want → (permit) → mark → mark committed → slot →
  * call, each step refused when the claim stops, sending stops or the lease no longer holds. With
  * the ledger off the mark steps are skipped. A record kept after a call (not sent, or an answer
- * that may be retried) asks again from the top, keeping its slot.
+ * that may be retried) gives its slot back and asks again from the top.
  */
 export class SendPath<O> {
   readonly #c: SendPathContext<O>;
@@ -61,16 +61,15 @@ export class SendPath<O> {
 
   want(offset: bigint, leaseHolds: boolean, at: number, clock: number): void {
     const entry = this.#c.book.get(offset);
-    // Asked again after a call (kept after an ambiguous answer): that call may have reached the service.
-    if (entry.state === 'calling') entry.mayHaveReached = true;
+    // A record asks from `handling` only, holding no slot: a call kept for later gave its slot back (`kept`).
+    if (entry.slotHeld) throw new Error(`partition protocol: record ${offset} asks to send while it holds a slot`);
     if (!this.#maySend(leaseHolds)) return this.#refuseFor(entry, 'stop', leaseHolds);
     if (!this.#c.ledger) {
-      if (entry.slotHeld) return this.#call(entry, 'want-send');
       this.#move(entry, 'want-send', 'awaiting-slot');
       return this.#c.emit({ type: 'acquire-slot', offset });
     }
     // The known-bad variant marks every record it is given, however far ahead of a free slot.
-    if (!entry.slotHeld && this.#c.markPermits && this.#c.variant !== 'mark-without-permit') {
+    if (this.#c.markPermits && this.#c.variant !== 'mark-without-permit') {
       this.#move(entry, 'want-send', 'awaiting-permit');
       return this.#c.emit({ type: 'acquire-permit', offset });
     }
@@ -94,19 +93,14 @@ export class SendPath<O> {
     this.#refuseFor(entry, 'slot-granted', leaseHolds);
   }
 
-  /** The transaction carrying these marks committed: their records go on to a slot (or call, holding one). */
-  marksCommitted(offsets: readonly bigint[], leaseHolds: boolean): void {
+  /** The transaction carrying these marks committed: their records go on to a slot. */
+  marksCommitted(offsets: readonly bigint[]): void {
     for (const offset of offsets) {
       const entry = this.#entry(offset);
       if (entry?.state !== 'marking') continue;
-      if (!entry.slotHeld) {
-        this.#move(entry, 'mark-committed', 'awaiting-slot');
-        this.#c.emit({ type: 'acquire-slot', offset });
-        continue;
-      }
-      this.#givePermitBack(entry);
-      if (this.#maySend(leaseHolds)) this.#call(entry, 'mark-committed');
-      else this.#refuseFor(entry, 'mark-committed', leaseHolds);
+      if (entry.slotHeld) throw new Error(`partition protocol: record ${offset} holds a slot while its mark commits`);
+      this.#move(entry, 'mark-committed', 'awaiting-slot');
+      this.#c.emit({ type: 'acquire-slot', offset });
     }
   }
 
@@ -115,10 +109,20 @@ export class SendPath<O> {
     if (entry?.state === 'awaiting-permit' || entry?.state === 'awaiting-slot') this.#refuse(entry, 'stop', 'handling');
   }
 
-  notSent(offset: bigint): void {
+  /**
+   * The call is over and the command goes back to waiting (not sent, refused, or an ambiguous
+   * answer the operator lets it retry): it gives its slot back, so a command held by a pause holds
+   * none. Its mark is withdrawn unless this call (`reached`) or an earlier one may have reached
+   * the service; then it stays, and a new owner reports the command UNKNOWN.
+   */
+  kept(offset: bigint, reached: boolean): void {
     const entry = this.#c.book.get(offset);
-    this.#move(entry, 'not-sent', 'handling');
-    // This call surely did not reach the service; an earlier one may have: then the mark stays.
+    this.#move(entry, 'kept', 'handling');
+    if (reached) entry.mayHaveReached = true;
+    if (entry.slotHeld) {
+      entry.slotHeld = false;
+      this.#c.emit({ type: 'release-slot' });
+    }
     if (!entry.mayHaveReached) this.withdraw(offset);
   }
 
@@ -218,7 +222,6 @@ export class SendPath<O> {
     this.#c.commitSoon(clock);
     if (this.#c.variant === 'send-before-mark-commits') {
       // Known bad (the simulation's own test): the call does not wait for the mark's transaction.
-      if (entry.slotHeld) return this.#call(entry, event);
       entry.state = 'awaiting-slot';
       return this.#c.emit({ type: 'acquire-slot', offset: entry.offset });
     }
@@ -239,7 +242,6 @@ export class SendPath<O> {
   }
 
   #refuse(entry: RecordEntry<O>, event: RecordEvent, to: RecordState): void {
-    if (entry.state === 'calling') entry.mayHaveReached = true;
     this.#move(entry, event, to);
     this.#givePermitBack(entry);
     this.#marksWaiting.delete(entry.offset);

@@ -40,7 +40,7 @@ function markedAwaitingSlot(m: PartitionMachine<string>): void {
   m.wantSend(0n, true, 1, 0);
   m.permitGranted(0n, 1, 0);
   m.commitDue(0);
-  m.transactionCommitted(1, true);
+  m.transactionCommitted(1);
   m.drain();
 }
 
@@ -52,7 +52,7 @@ function oneCallingOneAwaitingSlot(m: PartitionMachine<string>): void {
     m.permitGranted(offset, 1, 0);
   }
   m.commitDue(0);
-  m.transactionCommitted(1, true);
+  m.transactionCommitted(1);
   m.slotGranted(0n, true);
   m.drain();
 }
@@ -70,7 +70,7 @@ describe('PartitionMachine: a send', () => {
     const [transaction] = m.drain();
     expect(transaction).toMatchObject({ type: 'transaction', plan: { marks: [0n], commitOffset: undefined, checkpoint: { next: 0n } } });
     expect(m.recordState(0n)).toBe('marking');
-    m.transactionCommitted(1, true);
+    m.transactionCommitted(1);
     expect(types(m.drain())).toContain('acquire-slot:0');
     m.slotGranted(0n, true);
     expect(types(m.drain())).toEqual(['release-permit', 'call:0']);
@@ -103,9 +103,26 @@ describe('PartitionMachine: a send', () => {
     m.claim.open.set(0n, { offset: 0n, commandId: 'c0', at: 1 });
     m.wantSend(0n, true, 1, 0);
     m.slotGranted(0n, true);
-    m.wantSend(0n, true, 1, 0); // kept after an ambiguous answer: called again
-    m.notSent(0n); // this call surely did not reach the service; the first may have
+    m.kept(0n, true); // kept after an ambiguous answer: this call may have reached the service
+    m.wantSend(0n, true, 1, 0);
+    m.slotGranted(0n, true);
+    m.kept(0n, false); // this call surely did not reach the service; the first may have
     expect(m.claim.open.has(0n)).toBe(true);
+    m.abandoned(0n, false);
+    expect(m.claim.open.has(0n)).toBe(true);
+  });
+
+  it('a call kept for later gives its slot back at once (a command held by a pause holds no slot), and asks for one again', () => {
+    const m = machine({ ledger: false });
+    takeAll(m, ['a']);
+    m.wantSend(0n, true, 1, 0);
+    m.slotGranted(0n, true);
+    m.drain();
+    m.kept(0n, false);
+    expect(types(m.drain())).toEqual(['release-slot']);
+    expect(m.recordState(0n)).toBe('handling');
+    m.wantSend(0n, true, 1, 0);
+    expect(types(m.drain())).toEqual(['acquire-slot:0']);
   });
 
   it('a record waits for the previous record with its key; other keys go at once', () => {
@@ -148,7 +165,7 @@ describe('PartitionMachine: transactions', () => {
     expect(ahead).toMatchObject({
       plan: { outcomes: ['r1'], ahead: [1n], commitOffset: undefined, checkpoint: { next: 0n, done: [{ offset: 1n, commandId: 'c1' }] } },
     });
-    m.transactionCommitted(101, true);
+    m.transactionCommitted(101);
     expect(m.recordState(1n)).toBe('published');
     m.drain();
     // Offset 0 is sent and answered: the prefix 0–1 commits; r1 is not published a second time.
@@ -201,7 +218,7 @@ describe('PartitionMachine: transactions', () => {
     m.retire();
     const [transaction] = m.drain().filter((e) => e.type === 'transaction');
     expect(transaction).toMatchObject({ plan: { closing: true, commitOffset: 1n } });
-    m.transactionCommitted(1, true);
+    m.transactionCommitted(1);
     expect(m.drain().at(-1)).toEqual({ type: 'ended' });
     expect(m.state).toBe('ended');
   });
@@ -217,7 +234,7 @@ describe('PartitionMachine: taking records', () => {
     m.finished(1n, 'r1', 0);
     m.commitDue(100);
     m.drain();
-    m.transactionCommitted(101, true);
+    m.transactionCommitted(101);
     expect(m.drain()).toContainEqual({ type: 'hold-fetching', held: false });
   });
 
@@ -234,7 +251,7 @@ describe('PartitionMachine: taking records', () => {
   it('refuses a move its table does not list', () => {
     const m = machine();
     takeAll(m, ['a']);
-    expect(() => m.notSent(0n)).toThrow(/cannot go from handling to handling on not-sent/);
+    expect(() => m.kept(0n, false)).toThrow(/cannot go from handling to handling on kept/);
   });
 });
 
@@ -303,7 +320,7 @@ describe('PartitionMachine: a refused call withdraws its mark at once', () => {
     markedAwaitingSlot(m);
     m.slotGranted(0n, true);
     m.drain();
-    m.notSent(0n, 5);
+    m.kept(0n, false, 5);
     expect(m.drain()).toContainEqual({ type: 'arm-commit', delayMs: 0 });
     m.commitDue(5);
     const [transaction] = m.drain();
@@ -405,7 +422,7 @@ describe('PartitionMachine: handing over when the claim stops working the partit
   it('a mark withdrawn while the claim worked, its drop not yet committed, is handed over as withdrawn when the claim retires', () => {
     const m = machine();
     calling(m);
-    m.notSent(0n, 5);
+    m.kept(0n, false, 5);
     m.drain();
     m.retire();
     expect(handovers(m.drain())).toEqual([{ offset: 0n, by: 'test.1', outcome: undefined }]);
@@ -414,9 +431,9 @@ describe('PartitionMachine: handing over when the claim stops working the partit
   it('a withdrawal a committed checkpoint dropped is not handed over again', () => {
     const m = machine();
     calling(m);
-    m.notSent(0n, 5);
+    m.kept(0n, false, 5);
     m.commitDue(5);
-    m.transactionCommitted(6, true);
+    m.transactionCommitted(6);
     m.drain();
     m.retire();
     expect(handovers(m.drain())).toEqual([]);
@@ -489,7 +506,7 @@ describe('PartitionMachine: retiring for shutdown', () => {
     m.commitDue(3);
     expect(m.drain()).toContainEqual(expect.objectContaining({ type: 'transaction', plan: expect.objectContaining({ outcomes: ['REJECTED'] }) }));
     expect(m.retireCommitted).toBe(false);
-    m.transactionCommitted(4, true);
+    m.transactionCommitted(4);
     // The call under way goes on; the process need not wait for it to leave.
     expect(m.retireCommitted).toBe(true);
     expect(m.recordState(0n)).toBe('calling');
