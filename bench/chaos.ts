@@ -639,14 +639,21 @@ async function main(): Promise<number> {
     // own), each charged to the first signal at or after its mark that hit a worker holding its
     // partition: what that signal left UNKNOWN, to compare with the sends in flight at it.
     const inDoubtByBlow = new Map<number, number>();
+    // Of those, the ones the service never sent (no accepted request): marked, never called.
+    const neverSentByBlow = new Map<number, number>();
     for (const id of commandIds)
       for (const r of results.get(id) ?? []) {
         const markedAt = r.attemptedAt;
         if (r.outcome !== 'UNKNOWN' || r.attempts !== 0 || typeof markedAt !== 'number') continue;
         const partition = partitionOf.get(id) ?? -1;
         const i = blows.findIndex((b) => b.at >= markedAt && (b.partitions?.includes(partition) ?? false));
-        if (i >= 0) inDoubtByBlow.set(i, (inDoubtByBlow.get(i) ?? 0) + 1);
+        if (i < 0) continue;
+        inDoubtByBlow.set(i, (inDoubtByBlow.get(i) ?? 0) + 1);
+        if ((sends.get(id)?.accepted ?? 0) === 0) neverSentByBlow.set(i, (neverSentByBlow.get(i) ?? 0) + 1);
       }
+    const ratio = (n: number, of: number | undefined): string => (of === undefined || of === 0 ? '–' : `${(n / of).toFixed(2)}×`);
+    // FAILED 105400: the account's refusal never fails a command (the empty-account window holds them).
+    const failedForFunds = commandIds.filter((id) => (results.get(id) ?? []).some((r) => r.outcome === 'FAILED' && r.error?.code === '105400'));
     const blowRows = blows.map((b, i) => {
       const inVictim = b.partitions === undefined ? undefined : commandIds.filter((id) => b.partitions?.includes(partitionOf.get(id) ?? -1));
       const flying = inVictim === undefined ? undefined : inFlightAt(b.at, inVictim, sends, firstVisible);
@@ -665,7 +672,9 @@ async function main(): Promise<number> {
           fmt(twiceAmong),
           fmt(flyingAll.length),
           fmt(inDoubtByBlow.get(i) ?? 0),
-          flying === undefined || flying.length === 0 ? '–' : `${((inDoubtByBlow.get(i) ?? 0) / flying.length).toFixed(2)}×`,
+          ratio(inDoubtByBlow.get(i) ?? 0, flying?.length),
+          fmt(neverSentByBlow.get(i) ?? 0),
+          ratio(neverSentByBlow.get(i) ?? 0, flying?.length),
         ],
         json: {
           ...b,
@@ -675,6 +684,7 @@ async function main(): Promise<number> {
           fates: Object.fromEntries(fates),
           sentTwiceAmongThem: twiceAmong,
           unknownChargedToIt: inDoubtByBlow.get(i) ?? 0,
+          neverSentUnknownChargedToIt: neverSentByBlow.get(i) ?? 0,
         },
       };
     });
@@ -723,6 +733,7 @@ async function main(): Promise<number> {
     // Any other id the service accepted twice (canaries, the hostile pass's commands), or the sandbox's own count saying more.
     if (sentTwice.length > streamsSentTwice || sandboxTwice > streamsSentTwice)
       failures.push(`${Math.max(sentTwice.length, sandboxTwice)} correlation ids sent more than once in all (the sandbox's own count ${sandboxTwice})`);
+    if (failedForFunds.length > 0) failures.push(`${failedForFunds.length} commands FAILED 105400 while the account was empty`);
     if (fuzzLost > 0) failures.push(`${fuzzLost} fuzz records lost`);
     failures.push(...hostileFailures(hostile));
     if (fuzzTwice > 0) failures.push(`${fuzzTwice} fuzz records handled twice`);
@@ -810,6 +821,12 @@ async function main(): Promise<number> {
           ],
           ["… extra sends in total / the sandbox's own count of such ids", `${fmt(extraSends)} / ${fmt(sandboxTwice)}`, '0 / 0', ''],
           ['commands with more than one request (503s, 105400s and retries before a send included)', fmt(requestedTwice), 'any', ''],
+          [
+            'commands FAILED 105400 (the empty account holds its commands: a refusal of the account never fails one)',
+            fmt(failedForFunds.length),
+            '0',
+            passFail(failedForFunds.length === 0),
+          ],
           ['worker processes started / SIGKILLs', `${pool.workers.length} / ${kills}`, '', ''],
           ['worker exits we did not cause', fmt(pool.unplannedExits.length), '0', ''],
           ['result records that do not decode', fmt(undecodableResults), '0', ''],
@@ -821,7 +838,7 @@ async function main(): Promise<number> {
     );
     lines.push('');
     lines.push(
-      "**Sends in flight** at a SIGKILL or SIGSTOP: commands of the partitions the victim held (the group coordinator's assignment, read just before the signal) whose first request had reached the sandbox at or before the signal and whose result our live `read_committed` reader had not yet seen then. It over-counts rather than under-counts: the reader lags a commit (by ≈ 0.1 s, more on a loaded machine), and the coordinator's assignment can lag a rebalance, so some of these were answered by the victim just before the signal or belonged to another worker already (the `SENT` among their results). The rest are what a new owner must report `UNKNOWN` instead of sending again. **UNKNOWN it left**: the `UNKNOWN` results a new owner reported for a mark (no attempt of its own), each charged to the first signal at or after the mark that hit a worker holding its partition; the target is at most 1.5× the sends in flight. These look at the normal topic's commands only (the victim's partitions are those of the normal group).",
+      "**Sends in flight** at a SIGKILL or SIGSTOP: commands of the partitions the victim held (the group coordinator's assignment, read just before the signal) whose first request had reached the sandbox at or before the signal and whose result our live `read_committed` reader had not yet seen then. It over-counts rather than under-counts: the reader lags a commit (by ≈ 0.1 s, more on a loaded machine), and the coordinator's assignment can lag a rebalance, so some of these were answered by the victim just before the signal or belonged to another worker already (the `SENT` among their results). The rest are what a new owner must report `UNKNOWN` instead of sending again. **UNKNOWN it left**: the `UNKNOWN` results a new owner reported for a mark (no attempt of its own), each charged to the first signal at or after the mark that hit a worker holding its partition; the target is at most 1.2× the sends in flight. **Never sent**: those of them the service never accepted (no accepted request in its log): commands marked and waiting for a slot when the signal came; the target is at most 0.25× the sends in flight (the marks ahead of the slots are paced to what the slots need). These look at the normal topic's commands only (the victim's partitions are those of the normal group).",
     );
     lines.push('');
     lines.push(
@@ -837,9 +854,11 @@ async function main(): Promise<number> {
           'in flight, all workers',
           'UNKNOWN it left',
           'UNKNOWN ÷ in flight',
+          'of them never sent',
+          'never sent ÷ in flight',
         ],
         blowRows.map((b) => b.row),
-        ['l', 'r', 'l', 'l', 'r', 'l', 'r', 'r', 'r', 'r'],
+        ['l', 'r', 'l', 'l', 'r', 'l', 'r', 'r', 'r', 'r', 'r', 'r'],
       ),
     );
     lines.push('');
