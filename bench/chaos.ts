@@ -639,7 +639,7 @@ async function main(): Promise<number> {
     // own), each charged to the first signal at or after its mark that hit a worker holding its
     // partition: what that signal left UNKNOWN, to compare with the sends in flight at it.
     const inDoubtByBlow = new Map<number, number>();
-    // Of those, the ones the service never sent (no accepted request): marked, never called.
+    // Of those, the ones never sent: no request of theirs reached the service (marked, never called).
     const neverSentByBlow = new Map<number, number>();
     for (const id of commandIds)
       for (const r of results.get(id) ?? []) {
@@ -649,7 +649,7 @@ async function main(): Promise<number> {
         const i = blows.findIndex((b) => b.at >= markedAt && (b.partitions?.includes(partition) ?? false));
         if (i < 0) continue;
         inDoubtByBlow.set(i, (inDoubtByBlow.get(i) ?? 0) + 1);
-        if ((sends.get(id)?.accepted ?? 0) === 0) neverSentByBlow.set(i, (neverSentByBlow.get(i) ?? 0) + 1);
+        if (sends.get(id) === undefined) neverSentByBlow.set(i, (neverSentByBlow.get(i) ?? 0) + 1);
       }
     const ratio = (n: number, of: number | undefined): string => (of === undefined || of === 0 ? '–' : `${(n / of).toFixed(2)}×`);
     // FAILED 105400: the account's refusal never fails a command (the empty-account window holds them).
@@ -838,7 +838,7 @@ async function main(): Promise<number> {
     );
     lines.push('');
     lines.push(
-      "**Sends in flight** at a SIGKILL or SIGSTOP: commands of the partitions the victim held (the group coordinator's assignment, read just before the signal) whose first request had reached the sandbox at or before the signal and whose result our live `read_committed` reader had not yet seen then. It over-counts rather than under-counts: the reader lags a commit (by ≈ 0.1 s, more on a loaded machine), and the coordinator's assignment can lag a rebalance, so some of these were answered by the victim just before the signal or belonged to another worker already (the `SENT` among their results). The rest are what a new owner must report `UNKNOWN` instead of sending again. **UNKNOWN it left**: the `UNKNOWN` results a new owner reported for a mark (no attempt of its own), each charged to the first signal at or after the mark that hit a worker holding its partition; the target is at most 1.2× the sends in flight. **Never sent**: those of them the service never accepted (no accepted request in its log): commands marked and waiting for a slot when the signal came; the target is at most 0.25× the sends in flight (the marks ahead of the slots are paced to what the slots need). These look at the normal topic's commands only (the victim's partitions are those of the normal group).",
+      "**Sends in flight** at a SIGKILL or SIGSTOP: commands of the partitions the victim held (the group coordinator's assignment, read just before the signal) whose first request had reached the sandbox at or before the signal and whose result our live `read_committed` reader had not yet seen then. It over-counts rather than under-counts: the reader lags a commit (by ≈ 0.1 s, more on a loaded machine), and the coordinator's assignment can lag a rebalance, so some of these were answered by the victim just before the signal or belonged to another worker already (the `SENT` among their results). The rest are what a new owner must report `UNKNOWN` instead of sending again. **UNKNOWN it left**: the `UNKNOWN` results a new owner reported for a mark (no attempt of its own), each charged to the first signal at or after the mark that hit a worker holding its partition; the target is at most 1.2× the sends in flight. **Never sent**: those of them of which no request reached the service (none in its log): commands marked and not yet called when the signal came (a command whose calls the service answered 503 or 105400 was called: its call under way at the signal may have been accepted); the target is at most 0.25× the sends in flight (the marks ahead of the slots are paced to what the slots need). These look at the normal topic's commands only (the victim's partitions are those of the normal group).",
     );
     lines.push('');
     lines.push(
