@@ -6,11 +6,12 @@
  *   worker            sms-worker as shipped (`node src/cli/main.ts run`, default settings: ledger on)
  *   worker-no-ledger  the same with LEDGER_ENABLED=false: what the intent ledger costs
  *   worker-guards     the worker with every guard on (geo, velocity, spend caps) at limits the run never reaches: what the checks cost
+ *   worker-marks-fixed  the worker with MARKS_AHEAD=128 (the mark permits before they were paced), only when listed in --pipelines
  * per sandbox latency, in interleaved order (ABCD, DCBA, …). Prints a Markdown report and writes
  * the raw figures as JSON. See bench/README.md for what every column means.
  *
  *   node bench/run.ts [--commands 50000] [--latencies 0,50] [--rounds 2] [--floor-commands 300]
- *                     [--pipelines ceiling,floor,worker,worker-no-ledger,worker-guards] [--only ledger]
+ *                     [--pipelines ceiling,floor,worker,worker-no-ledger,worker-guards,worker-marks-fixed] [--only ledger]
  *                     [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7]
  *                     [--worker-node-options "--max-old-space-size=…"]   (NODE_OPTIONS of the worker only)
  *                     [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N]   (issue 20)
@@ -51,7 +52,9 @@ import { parseWorkerEnv, priorityLines, runPriority, type PriorityFigures } from
 
 quietKnownWarnings();
 
-const ALL_PIPELINES = ['ceiling', 'floor', 'worker', 'worker-no-ledger', 'worker-guards'] as const;
+const ALL_PIPELINES = ['ceiling', 'floor', 'worker', 'worker-no-ledger', 'worker-guards', 'worker-marks-fixed'] as const;
+/** Run unless asked for (`--pipelines`): a comparison with an earlier design, not a figure of the worker as shipped. */
+const ON_REQUEST: readonly Pipeline[] = ['worker-marks-fixed'];
 
 /**
  * Every guard on, at limits this run never reaches: the geo check (a denied region the commands
@@ -72,7 +75,14 @@ const GUARDS_ON: Record<string, string> = {
 type Pipeline = (typeof ALL_PIPELINES)[number];
 const isPipeline = (name: string): name is Pipeline => (ALL_PIPELINES as readonly string[]).includes(name);
 /** The sms-worker CLI, with the intent ledger on (as shipped) or off (LEDGER_ENABLED=false). */
-const isWorker = (pipeline: Pipeline): boolean => pipeline === 'worker' || pipeline === 'worker-no-ledger' || pipeline === 'worker-guards';
+const isWorker = (pipeline: Pipeline): boolean => pipeline.startsWith('worker');
+/**
+ * `worker-marks-fixed`: the marks ahead of the free slots fixed at 2 × MAX_IN_FLIGHT, as many mark
+ * permits as the worker had before they were paced (with every slot busy, the same number); the
+ * pair with `worker` shows what pacing the marks costs in throughput.
+ */
+// 64: the worker's MAX_IN_FLIGHT, which the bench leaves at its default (WORKER_IN_FLIGHT).
+const MARKS_FIXED: Record<string, string> = { MARKS_AHEAD: String(2 * 64) };
 /** The issue's target for the ledger: at this latency, throughput with it ≥ 90% of without. */
 const LEDGER_TARGET_LATENCY_MS = 50;
 const PARTITIONS = 12;
@@ -130,7 +140,7 @@ const { values: args } = parseArgs({
 });
 if (args.help === true) {
   console.log(
-    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger,worker-guards] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--open-loop-latency lognormal:50:500 | fixed:50] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)] [--funds-refusal-commands 60 (0: skip)] [--rolling-update-seconds 15 (0: skip)] [--scale-seconds 15 (0: skip)] [--scale-rate-limit N (default --rate-limit; 0: skip that pass)] [--start-up-seconds 30 (0: skip)] [--change-rate 300] [--priority-seconds 30 (0: skip)] [--priority-rate-limit 500] [--priority-bulk-commands 100000] [--priority-load 0.4] [--priority-worker-env KEY=value,…]',
+    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger,worker-guards,worker-marks-fixed] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--open-loop-latency lognormal:50:500 | fixed:50] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)] [--funds-refusal-commands 60 (0: skip)] [--rolling-update-seconds 15 (0: skip)] [--scale-seconds 15 (0: skip)] [--scale-rate-limit N (default --rate-limit; 0: skip that pass)] [--start-up-seconds 30 (0: skip)] [--change-rate 300] [--priority-seconds 30 (0: skip)] [--priority-rate-limit 500] [--priority-bulk-commands 100000] [--priority-load 0.4] [--priority-worker-env KEY=value,…]',
   );
   process.exit(0);
 }
@@ -154,7 +164,7 @@ const LATENCIES = latencyList.split(',').map((v) => {
   if (v.trim() === '' || !Number.isFinite(n) || n < 0) throw new Error(`--latencies must be a comma-separated list of milliseconds (got ${latencyList})`);
   return n;
 });
-const pipelineList = args.pipelines ?? (ONLY_LEDGER ? 'worker,worker-no-ledger' : ALL_PIPELINES.join(','));
+const pipelineList = args.pipelines ?? (ONLY_LEDGER ? 'worker,worker-no-ledger' : ALL_PIPELINES.filter((p) => !ON_REQUEST.includes(p)).join(','));
 /** The selected pipelines, in the canonical order (the interleaving alternates it round by round). */
 const ORDER: readonly Pipeline[] = (() => {
   const names = pipelineList.split(',').map((n) => n.trim());
@@ -283,6 +293,7 @@ function startPipeline(
     const overrides: Record<string, string> = { LEDGER_TOPIC: `${output}.ledger`, HTTP_PORT: String(httpPort) };
     if (pipeline === 'worker-no-ledger') overrides['LEDGER_ENABLED'] = 'false';
     if (pipeline === 'worker-guards') Object.assign(overrides, GUARDS_ON);
+    if (pipeline === 'worker-marks-fixed') Object.assign(overrides, MARKS_FIXED);
     if (nodeOptions !== undefined) overrides['NODE_OPTIONS'] = nodeOptions;
     Object.assign(overrides, extraEnv);
     return startWorker(
@@ -562,6 +573,18 @@ function report(
     const w = agg(plain, (r) => r.perSecond);
     lines.push(
       `- guards on ÷ off at ${latencyMs} ms = ${fmt((100 * g) / w)}% (target ≥ 95%): ${g >= 0.95 * w ? 'MET' : 'NOT MET'}; ${fmt(g)} vs ${fmt(w)} cmd/s, per round ${fmt(100 * ps.min)}–${fmt(100 * ps.max)}%`,
+    );
+  }
+  for (const latencyMs of LATENCIES) {
+    const paced = find('worker', latencyMs);
+    const fixed = find('worker-marks-fixed', latencyMs);
+    if (paced === undefined || fixed === undefined) continue;
+    const paired = paced.runs.map((r) => r.perSecond / (fixed.runs.find((o) => o.round === r.round)?.perSecond ?? Number.NaN));
+    const ps = spread(paired);
+    const p = agg(paced, (r) => r.perSecond);
+    const f = agg(fixed, (r) => r.perSecond);
+    lines.push(
+      `- marks paced ÷ fixed at 2 × MAX_IN_FLIGHT at ${latencyMs} ms = ${fmt((100 * p) / f)}% (target ≥ 95%): ${p >= 0.95 * f ? 'MET' : 'NOT MET'}; ${fmt(p)} vs ${fmt(f)} cmd/s, per round ${fmt(100 * ps.min)}–${fmt(100 * ps.max)}%`,
     );
   }
   for (const latencyMs of LATENCIES) {
