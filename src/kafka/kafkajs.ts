@@ -7,7 +7,9 @@
  * coordinator-cache.ts), replaces its producer's send with one whose retry neither drops nor
  * doubles records when a partition's leader moves (see send-messages.ts), installs the
  * consumer's crash handling (see consumer-crashes.ts), and stops each connection's request queue
- * from checking its (empty) queue every millisecond (see request-queue.ts).
+ * from checking its (empty) queue every millisecond (see request-queue.ts). Every patch is written
+ * for one kafkajs release and listed in docs/kafka-client.md; loading another release is refused
+ * before any patch is made (kafkajs-version.ts).
  */
 import { createRequire } from 'node:module';
 import type * as KafkaJs from 'kafkajs';
@@ -16,8 +18,10 @@ import { coordinatorKey, CoordinatorMemory, forgetsCoordinator, GROUP_COORDINATO
 import { installConsumerCrashHandling } from './consumer-crashes.ts';
 import { installRequestQueueCheck } from './request-queue.ts';
 import { createSendMessages, type KafkaJsErrors } from './send-messages.ts';
+import { assertKafkajsVersion } from './kafkajs-version.ts';
 
 const require = createRequire(import.meta.url);
+assertKafkajsVersion((require('kafkajs/package.json') as { version?: unknown }).version);
 const filterModule = require.resolve('kafkajs/src/consumer/filterAbortedMessages.js');
 require(filterModule);
 const cached = require.cache[filterModule];

@@ -456,5 +456,5 @@ export class Proc implements Owner, LaneHost {
 /** A process's slots and mark permits as the schedule drew them (`permits`: the marks ahead at the start). */
 function sendPools(world: World): SendPools {
   const { slots, permits } = world.settings;
-  return new SendPools(slots, permits, world.variant === 'marks-ahead-fixed');
+  return new SendPools(slots, permits, world.variant === 'marks-ahead-fixed', () => world.now);
 }

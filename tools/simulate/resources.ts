@@ -93,21 +93,25 @@ export class SendPools {
   readonly pacing: MarkPacing;
   readonly #fixed: boolean;
 
-  constructor(slots: number, ahead: number, fixed: boolean) {
-    this.pacing = new MarkPacing({ initial: Math.min(ahead, 2 * slots), min: 1, max: 2 * slots, buffer: 1 });
+  readonly #now: () => number;
+
+  constructor(slots: number, ahead: number, fixed: boolean, now: () => number) {
+    this.pacing = new MarkPacing({ initial: Math.min(ahead, 2 * slots), min: 1, max: 2 * slots, buffer: 1, shrinkAfterMs: 20 });
+    this.#now = now;
     this.slots = new Pool('slot', slots);
     this.#fixed = fixed;
     this.permits = new Pool('permit', fixed ? 2 * slots : this.pacing.markPermits(slots));
   }
 
   acquireSlot(holder: object, offset: number, deliver: () => void): void {
-    if (this.slots.free <= 0) this.pacing.queued(this.slots.waiting);
     this.slots.acquire(holder, offset, deliver);
+    this.pacing.slotQueue(this.slots.waiting, this.#now());
     this.#fit();
   }
 
   releaseSlot(): void {
     this.slots.release();
+    this.pacing.slotQueue(this.slots.waiting, this.#now());
     this.#fit();
     if (this.pacing.check(this.slots.free, this.permits.waiting)) this.#fit();
   }

@@ -9,10 +9,11 @@
  * within the free slots plus `ahead`, and `ahead` follows what the slots need:
  * - one more when a slot is free while commands wait for a mark permit (the marks are too few to
  *   keep the slots busy);
- * - one fewer when a committed mark has to queue for a slot behind `buffer` or more others (the
- *   marks run ahead of the slots).
- * It settles where marks just keep up, a few ready when a slot frees: about the calls that finish
- * during one mark's transaction, plus `buffer`. Bounds: at least `min`, at most `max`, which is
+ * - one fewer for every `shrinkAfterMs` that `buffer` or more committed marks stayed queued for a
+ *   slot (the marks run ahead of the slots). Only an excess that lasts counts: each partition's
+ *   marks commit in batches, and a batch that queues for a moment is what keeps the slots fed.
+ * It settles where marks just keep up: about the calls that finish during one mark's transaction,
+ * and now and then a few ready when a slot frees. Bounds: at least `min`, at most `max`, which is
  * twice the slots (the fixed number of marks ahead before the pacing).
  */
 export interface MarkPacingBounds {
@@ -22,17 +23,18 @@ export interface MarkPacingBounds {
   readonly max: number;
   /** Committed marks that may wait for a slot before `ahead` shrinks. */
   readonly buffer: number;
+  /** How long `buffer` or more must stay queued for each shrink. */
+  readonly shrinkAfterMs: number;
 }
+
+/** How long an excess of committed marks must last for each step down: a few mark transactions. */
+const SHRINK_AFTER_MS = 100;
 
 /** The bounds for MAX_IN_FLIGHT slots; `fixed` (MARKS_AHEAD set to a number) pins `ahead` there. */
 export function markPacingBounds(maxInFlight: number, fixed?: number): MarkPacingBounds {
-  if (fixed !== undefined) return { initial: fixed, min: fixed, max: fixed, buffer: Math.max(1, Math.ceil(maxInFlight / 16)) };
-  return {
-    initial: Math.max(1, Math.ceil(maxInFlight / 4)),
-    min: 1,
-    max: 2 * maxInFlight,
-    buffer: Math.max(1, Math.ceil(maxInFlight / 16)),
-  };
+  const buffer = Math.max(1, Math.ceil(maxInFlight / 16));
+  if (fixed !== undefined) return { initial: fixed, min: fixed, max: fixed, buffer, shrinkAfterMs: SHRINK_AFTER_MS };
+  return { initial: Math.max(1, Math.ceil(maxInFlight / 4)), min: 1, max: 2 * maxInFlight, buffer, shrinkAfterMs: SHRINK_AFTER_MS };
 }
 
 export class MarkPacing {
@@ -40,6 +42,8 @@ export class MarkPacing {
   #ahead: number;
   /** Shrinks asked for and not yet made: each waits until a mark permit comes back (never below what is held). */
   #shrinks = 0;
+  /** Since when `buffer` or more committed marks have been queued for a slot, as last seen. */
+  #queuedSince: number | undefined;
 
   constructor(bounds: MarkPacingBounds) {
     if (!(bounds.min >= 1 && bounds.min <= bounds.initial && bounds.initial <= bounds.max))
@@ -71,12 +75,23 @@ export class MarkPacing {
   }
 
   /**
-   * A record with a committed mark found every slot taken and queues behind `waiting` others: the
-   * marks run ahead of the slots, so one fewer is wanted. It is made as soon as that leaves every
-   * permit held within the permits there are (`settle`, `giveBack`): a permit is never taken back.
+   * The records queued for a slot now (with the ledger on, each holds a committed mark), seen at
+   * every slot taken or given back, at `now` (ms). For every `shrinkAfterMs` that `buffer` or more
+   * stayed queued, one fewer mark ahead is wanted; it is made as soon as that leaves every permit
+   * held within the permits there are (`settle`, `giveBack`): a permit is never taken back.
    */
-  queued(waiting: number): void {
-    if (waiting >= this.bounds.buffer && this.#ahead - this.#shrinks > this.bounds.min) this.#shrinks += 1;
+  slotQueue(waiting: number, now: number): void {
+    if (waiting < this.bounds.buffer) {
+      this.#queuedSince = undefined;
+      return;
+    }
+    if (this.#queuedSince === undefined) {
+      this.#queuedSince = now;
+      return;
+    }
+    if (now - this.#queuedSince < this.bounds.shrinkAfterMs) return;
+    this.#queuedSince = now;
+    if (this.#ahead - this.#shrinks > this.bounds.min) this.#shrinks += 1;
   }
 
   /** Makes the shrinks that fit now: `held` permits held, `freeSlots` free. Returns whether `ahead` changed. */

@@ -11,6 +11,8 @@ export interface SendPermitsOptions {
   readonly marksAhead?: number | undefined;
   /** Told whenever the marks ahead change (the `sms_worker_marks_ahead` gauge). */
   readonly onMarksAhead?: (ahead: number) => void;
+  /** A monotonic clock in ms (the pacing's windows); performance.now by default. */
+  readonly now?: () => number;
 }
 
 /** One priority's view: its in-flight slots and its ledger mark permits. */
@@ -32,9 +34,11 @@ export class SendPermits {
   readonly #marks: PriorityPermits;
   readonly #pacing: MarkPacing;
   readonly #o: SendPermitsOptions;
+  readonly #now: () => number;
 
   constructor(options: SendPermitsOptions) {
     this.#o = options;
+    this.#now = options.now ?? (() => performance.now());
     this.#pacing = new MarkPacing(markPacingBounds(options.maxInFlight, options.marksAhead));
     this.#slots = new PriorityPermits(options.maxInFlight, this.#sharing(options.maxInFlight));
     const marks = options.maxInFlight + this.#pacing.ahead;
@@ -60,13 +64,14 @@ export class SendPermits {
         acquire: (signal) => {
           // A record that finds every slot taken queues; with the ledger on it holds a committed
           // mark meanwhile, and behind enough others the marks are running ahead of the slots.
-          if (this.#slots.available <= 0) this.#pacing.queued(this.#slots.waiting);
           const granted = slots.acquire(signal);
+          this.#pacing.slotQueue(this.#slots.waiting, this.#now());
           this.#fit();
           return granted;
         },
         release: () => {
           slots.release();
+          this.#pacing.slotQueue(this.#slots.waiting, this.#now());
           this.#fit();
           this.#checkStarved();
         },

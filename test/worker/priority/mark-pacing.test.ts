@@ -3,8 +3,8 @@ import { MarkPacing, markPacingBounds } from '../../../src/worker/priority/mark-
 
 describe('markPacingBounds', () => {
   it('paced: starts at a quarter of the slots, between 1 and twice the slots, a sixteenth of them as the buffer', () => {
-    expect(markPacingBounds(64)).toEqual({ initial: 16, min: 1, max: 128, buffer: 4 });
-    expect(markPacingBounds(1)).toEqual({ initial: 1, min: 1, max: 2, buffer: 1 });
+    expect(markPacingBounds(64)).toEqual({ initial: 16, min: 1, max: 128, buffer: 4, shrinkAfterMs: 100 });
+    expect(markPacingBounds(1)).toEqual({ initial: 1, min: 1, max: 2, buffer: 1, shrinkAfterMs: 100 });
   });
 
   it('MARKS_AHEAD as a number pins it', () => {
@@ -32,12 +32,17 @@ describe('MarkPacing', () => {
     expect(pacing.check(1, 3)).toBe(false);
   });
 
-  it('wants one fewer when a committed mark queues for a slot behind the buffer or more, made once it leaves every permit held within the permits', () => {
-    const pacing = new MarkPacing({ initial: 5, min: 1, max: 10, buffer: 2 });
-    pacing.queued(1); // fewer than the buffer wait: nothing wanted
+  it('wants one fewer for every window the buffer or more stayed queued for a slot, made once it leaves every permit held within the permits', () => {
+    const pacing = new MarkPacing({ initial: 5, min: 1, max: 10, buffer: 2, shrinkAfterMs: 100 });
+    pacing.slotQueue(3, 0);
+    pacing.slotQueue(3, 99);
+    expect(pacing.settle(0, 0)).toBe(false); // not a whole window yet
+    pacing.slotQueue(1, 120); // the queue drained below the buffer: the window starts again
+    pacing.slotQueue(2, 130);
+    pacing.slotQueue(2, 229);
     expect(pacing.settle(0, 0)).toBe(false);
-    pacing.queued(2);
-    pacing.queued(3);
+    pacing.slotQueue(2, 230); // a window of excess: one fewer wanted
+    pacing.slotQueue(2, 330); // another
     // 5 permits held, none free beyond them: no shrink fits yet.
     expect(pacing.settle(5, 0)).toBe(false);
     expect(pacing.ahead).toBe(5);
@@ -50,25 +55,34 @@ describe('MarkPacing', () => {
     expect(pacing.settle(0, 0)).toBe(false);
   });
 
+  it('a batch of marks queued for a moment shrinks nothing', () => {
+    const pacing = new MarkPacing({ initial: 5, min: 1, max: 10, buffer: 2, shrinkAfterMs: 100 });
+    for (let t = 0; t < 1_000; t += 50) {
+      pacing.slotQueue(6, t); // a partition's batch commits
+      pacing.slotQueue(0, t + 40); // and is called
+    }
+    expect(pacing.settle(0, 0)).toBe(false);
+    expect(pacing.ahead).toBe(5);
+  });
+
   it('never wants fewer than its minimum, and a starved slot drops the shrinks asked for', () => {
-    const low = new MarkPacing({ initial: 2, min: 1, max: 10, buffer: 1 });
-    low.queued(5);
-    low.queued(5);
+    const low = new MarkPacing({ initial: 2, min: 1, max: 10, buffer: 1, shrinkAfterMs: 10 });
+    for (let t = 0; t <= 100; t += 10) low.slotQueue(5, t);
     expect(low.settle(0, 0)).toBe(true);
     expect(low.ahead).toBe(1);
-    const pacing = new MarkPacing({ initial: 4, min: 1, max: 10, buffer: 1 });
-    pacing.queued(3);
-    pacing.queued(3);
+    const pacing = new MarkPacing({ initial: 4, min: 1, max: 10, buffer: 1, shrinkAfterMs: 10 });
+    for (let t = 0; t <= 20; t += 10) pacing.slotQueue(3, t);
     expect(pacing.check(1, 1)).toBe(true);
     expect(pacing.settle(0, 0)).toBe(false);
     expect(pacing.ahead).toBe(5);
   });
 
-  it('settles where the marks keep up: alternating starved slots and queued marks hold it within a step', () => {
+  it('settles where the marks keep up: alternating starved slots and lasting queues hold it within a step', () => {
     const pacing = new MarkPacing(markPacingBounds(16));
-    for (let i = 0; i < 100; i += 1) {
+    for (let t = 0; t < 10_000; t += 100) {
       pacing.check(1, 2);
-      pacing.queued(1);
+      pacing.slotQueue(4, t);
+      pacing.slotQueue(4, t + 100);
       pacing.settle(0, 0);
     }
     const settled = pacing.ahead;
@@ -77,7 +91,7 @@ describe('MarkPacing', () => {
   });
 
   it('refuses bounds that make no sense', () => {
-    expect(() => new MarkPacing({ initial: 0, min: 1, max: 2, buffer: 1 })).toThrow(RangeError);
-    expect(() => new MarkPacing({ initial: 3, min: 1, max: 2, buffer: 1 })).toThrow(RangeError);
+    expect(() => new MarkPacing({ initial: 0, min: 1, max: 2, buffer: 1, shrinkAfterMs: 1 })).toThrow(RangeError);
+    expect(() => new MarkPacing({ initial: 3, min: 1, max: 2, buffer: 1, shrinkAfterMs: 1 })).toThrow(RangeError);
   });
 });

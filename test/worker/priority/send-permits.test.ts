@@ -38,18 +38,21 @@ describe('SendPermits', () => {
     expect(ahead).toEqual([1, 2]);
   });
 
-  it('marks queueing for a slot shrink the marks ahead as their permits come back, and never take a permit back', async () => {
+  it('marks that stay queued for a slot shrink the marks ahead as their permits come back, and never take a permit back', async () => {
     const ahead: number[] = [];
+    let now = 0;
     // MAX_IN_FLIGHT 16: 4 marks ahead at first, a buffer of 1.
-    const permits = new SendPermits({ maxInFlight: 16, onMarksAhead: (n) => ahead.push(n) });
+    const permits = new SendPermits({ maxInFlight: 16, onMarksAhead: (n) => ahead.push(n), now: () => now });
     const { slots, markPermits } = permits.for('normal');
     for (let i = 0; i < 16; i += 1) await slots.acquire();
     for (let i = 0; i < 4; i += 1) await markPermits.acquire();
-    // Their marks commit and they queue for a slot, one behind the other: one fewer wanted each.
-    const queued = [0, 1, 2, 3].map(() => slots.acquire());
+    // Their marks commit and they queue for a slot, and stay queued past the window.
+    const queued = [slots.acquire(), slots.acquire()];
+    now = 150;
+    queued.push(slots.acquire(), slots.acquire());
     await flush();
     expect(permits.marksAhead).toBe(4); // every permit is held: none is taken back
-    // A slot frees: the first queued record takes it and gives its permit back, which a shrink takes.
+    // A slot frees: the first queued record takes it and gives its permit back, which the shrink takes.
     slots.release();
     await queued[0];
     markPermits.release();
