@@ -10,6 +10,14 @@ export function sortedNumbers(values: Iterable<number>): number[] {
   return [...values].sort((a, b) => a - b);
 }
 
+/** The middle value (the mean of the two middle ones for an even count); NaN for none. */
+export function median(values: Iterable<number>): number {
+  const sorted = sortedNumbers(values);
+  if (sorted.length === 0) return Number.NaN;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
 export interface SteadyWindow {
   /** Epoch ms of the first and last result inside the window. */
   readonly from: number;

@@ -2,6 +2,7 @@ import { ConfigError, coerceError } from '../errors.ts';
 import { createLogger } from '../observability/logger.ts';
 import { loadReceiverConfig } from '../receipts/config.ts';
 import { startReceiver } from '../receipts/receiver.ts';
+import { warnUnknownSettings } from './unknown-settings.ts';
 
 export const RECEIPTS_HELP = `sms-worker receipts — receive the messaging service's delivery reports, publish them to Kafka
 
@@ -38,6 +39,7 @@ export async function runReceipts(argv: readonly string[], env: NodeJS.ProcessEn
     throw error;
   }
   const logger = createLogger(config.logLevel, { component: 'receipts' });
+  warnUnknownSettings(env, logger, 'receipts receiver');
   let receiver;
   try {
     receiver = await startReceiver(config, { logger });

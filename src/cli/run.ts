@@ -3,6 +3,7 @@ import { ConfigError } from '../errors.ts';
 import { createLogger } from '../observability/logger.ts';
 import { Worker } from '../worker/worker.ts';
 import { applyHeapGrowingPercent } from './heap-growing.ts';
+import { warnUnknownSettings } from './unknown-settings.ts';
 
 export const RUN_HELP = `sms-worker run — consume send commands, send them, publish one result per command
 
@@ -31,6 +32,7 @@ export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<n
   }
   const logger = createLogger(config.logLevel);
   logger.info({ config: describeConfig(config) }, 'configuration loaded');
+  warnUnknownSettings(env, logger, 'worker');
   const worker = new Worker({ config, logger });
 
   let forced = false;

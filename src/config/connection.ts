@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { z } from 'zod';
 import { ConfigError } from '../errors.ts';
 import { envSchema, SECRET_VARIABLES } from './schema.ts';
+import { withSecretFiles } from './secret-files.ts';
 
 /**
  * How to reach Kafka and the schema registry: the part of the configuration the worker shares with
@@ -91,11 +92,15 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[]): string[] {
   });
 }
 
+/** The connection's secrets: each may come from a file (`<NAME>_FILE`, secret-files.ts). */
+export const CONNECTION_SECRET_VARIABLES = ['KAFKA_SASL_PASSWORD', 'SCHEMA_REGISTRY_PASSWORD'] as const;
+
 /** Only the connection variables, for the commands that talk to Kafka but send nothing (produce, tail). */
-export function loadConnectionConfig(env: NodeJS.ProcessEnv = process.env): ConnectionSettings {
-  const parsed = connectionSchema.safeParse(env);
-  if (!parsed.success) throw new ConfigError(describeIssues(parsed.error.issues));
+export function loadConnectionConfig(given: NodeJS.ProcessEnv = process.env): ConnectionSettings {
   const problems: string[] = [];
+  const env = withSecretFiles(given, CONNECTION_SECRET_VARIABLES, problems);
+  const parsed = connectionSchema.safeParse(env);
+  if (!parsed.success) throw new ConfigError([...describeIssues(parsed.error.issues), ...problems]);
   const settings = connectionSettings(parsed.data, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return settings;

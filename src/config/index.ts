@@ -7,7 +7,9 @@ import { connectionSettings, describeIssues, type KafkaSettings, type RegistrySe
 import type { RefusalScopeSettings } from '../worker/refusal-scopes.ts';
 import { velocityEnabled, type VelocitySettings } from '../worker/guard/velocity.ts';
 import type { SpendCapSettings } from '../worker/guard/spend-cap.ts';
-import { BULK_MARK_LINGER_MS, envSchema, REFUSAL_DEFAULTS, type Env } from './schema.ts';
+import { BULK_MARK_LINGER_MS, envSchema, REFUSAL_DEFAULTS, SECRET_VARIABLES, type Env } from './schema.ts';
+import { withSecretFiles } from './secret-files.ts';
+import { unknownVariables, type UnknownVariable } from './unknown-variables.ts';
 import type { Priority } from '../worker/priority/priority.ts';
 import { tracingSettings, type TracingSettings } from './tracing.ts';
 
@@ -119,9 +121,11 @@ export interface WorkerConfig {
  * Parses and validates the environment once, at start-up. Throws a ConfigError listing every
  * problem (never only the first); messages name the variable but never echo a secret's value.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
-  const parsed = envSchema.safeParse(env);
+export function loadConfig(given: NodeJS.ProcessEnv = process.env): WorkerConfig {
   const problems: string[] = [];
+  // Each secret may come from a file (`<NAME>_FILE`) instead: read before anything checks it.
+  const env = withSecretFiles(given, SECRET_VARIABLES, problems);
+  const parsed = envSchema.safeParse(env);
   const tracing = tracingSettings(env, problems);
   if (!parsed.success) throw new ConfigError([...describeIssues(parsed.error.issues), ...problems]);
   const e = parsed.data;
@@ -338,4 +342,30 @@ function commandSources(e: Env, problems: string[]): CommandSource[] {
   // One group per topic: a rebalance of the bulk topic never holds the codes (docs/priority.md).
   if (high.consumerGroup === e.CONSUMER_GROUP) problems.push('PRIORITY_CONSUMER_GROUP: must differ from CONSUMER_GROUP (one group per command topic)');
   return [high, normal];
+}
+
+/** The OpenTelemetry variables the worker reads (tracing.ts), besides its own. */
+const TRACING_VARIABLES = [
+  'OTEL_SDK_DISABLED',
+  'OTEL_TRACES_EXPORTER',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_PROTOCOL',
+  'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
+  'OTEL_TRACES_SAMPLER',
+  'OTEL_TRACES_SAMPLER_ARG',
+  'OTEL_SERVICE_NAME',
+  'OTEL_RESOURCE_ATTRIBUTES',
+];
+
+/**
+ * Variables of `env` that look like settings of the worker but are none (`SMS_WORKER_*`, or a
+ * misspelt name: `MAX_INFLIGHT`), for a warning at start-up: such a variable is otherwise silently
+ * ignored. `also`: other names that are fine (the receiver's own).
+ */
+export function unknownSettings(env: NodeJS.ProcessEnv = process.env, also: readonly string[] = []): UnknownVariable[] {
+  const known = [...Object.keys(envSchema.shape), ...SECRET_VARIABLES.map((name) => `${name}_FILE`), ...TRACING_VARIABLES, ...also];
+  return unknownVariables(env, known);
 }

@@ -1,3 +1,4 @@
+import { isIPv6 } from 'node:net';
 import { z } from 'zod';
 import { GEO_MODES, KNOWN_REGIONS, MAX_GEO_REGIONS } from '../contracts/geo.ts';
 import { DEFAULT_VELOCITY_SETTINGS, MAX_PREFIX_DIGITS, VELOCITY_MODES } from '../worker/guard/velocity.ts';
@@ -130,6 +131,14 @@ const spendCap = z
     return text;
   });
 
+/** `host:port`, the host a name or an IPv4 address, or an IPv6 address in brackets (`[::1]:9092`). */
+export function isBrokerAddress(address: string): boolean {
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:\s[\]]+)):(\d{1,5})$/.exec(address);
+  if (match === null) return false;
+  const port = Number(match[3]);
+  return port >= 1 && port <= 65_535 && (match[1] === undefined || isIPv6(match[1]));
+}
+
 const topicName = (fallback: string) =>
   z
     .string()
@@ -146,14 +155,21 @@ export const envSchema = z.object({
         .map((b) => b.trim())
         .filter((b) => b !== ''),
     )
-    .refine((list) => list.length > 0 && list.every((b) => /^[^:\s]+:\d{1,5}$/.test(b)), 'must be a comma-separated list of host:port'),
+    .refine(
+      (list) => list.length > 0 && list.every(isBrokerAddress),
+      'must be a comma-separated list of host:port (an IPv6 address in brackets: [::1]:9092; ports 1–65535)',
+    ),
   KAFKA_CLIENT_ID: z.string().min(1).default('sms-worker'),
   KAFKA_SSL: bool(false),
   KAFKA_SSL_CA_FILE: optionalText,
   KAFKA_SSL_CERT_FILE: optionalText,
   KAFKA_SSL_KEY_FILE: optionalText,
   KAFKA_SSL_REJECT_UNAUTHORIZED: bool(true),
-  KAFKA_SASL_MECHANISM: z.enum(['none', 'plain', 'scram-sha-256', 'scram-sha-512']).default('none'),
+  // Kafka's own spelling (PLAIN, SCRAM-SHA-512) or kafkajs's (plain, scram-sha-512): case does not matter.
+  KAFKA_SASL_MECHANISM: z.preprocess(
+    (v) => (typeof v === 'string' ? v.trim().toLowerCase() : v),
+    z.enum(['none', 'plain', 'scram-sha-256', 'scram-sha-512'], { error: 'must be PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or none (any case)' }).default('none'),
+  ),
   KAFKA_SASL_USERNAME: optionalText,
   KAFKA_SASL_PASSWORD: optionalText,
   SCHEMA_REGISTRY_URL: z.url({ error: 'is required: the registry base URL (for Apicurio: …/apis/ccompat/v7)' }),

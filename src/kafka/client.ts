@@ -1,4 +1,5 @@
 import type { ISocketFactory, Kafka, KafkaConfig, logCreator, RetryOptions, SASLOptions } from 'kafkajs';
+import { seedBrokers } from './seed-brokers.ts';
 import kafkajs from './kafkajs.ts';
 import type { KafkaSettings } from '../config/index.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -95,15 +96,17 @@ export interface KafkaClientOptions {
  * honours KAFKA_SSL* and KAFKA_SASL_*; kafkajs's log goes to `logger` (a silent one quiets it).
  */
 export function createKafka(settings: KafkaSettings, logger: Logger, clientId = settings.clientId, options: KafkaClientOptions = {}): Kafka {
+  // IPv6 seed brokers ([::1]:9092) reach kafkajs under stand-in names (seed-brokers.ts).
+  const seeds = seedBrokers(settings.brokers, options.socketFactory);
   const config: KafkaConfig = {
     clientId,
-    brokers: [...settings.brokers],
+    brokers: seeds.brokers,
     logLevel: logLevel.WARN,
     logCreator: kafkaLogCreator(logger),
     retry: options.retry ?? { retries: 8, initialRetryTime: 200, maxRetryTime: 10_000 },
     connectionTimeout: options.connectionTimeout ?? 5_000,
     requestTimeout: 30_000,
-    ...(options.socketFactory !== undefined && { socketFactory: options.socketFactory }),
+    ...(seeds.socketFactory !== undefined && { socketFactory: seeds.socketFactory }),
   };
   if (settings.ssl !== false) config.ssl = { ...settings.ssl };
   if (settings.sasl !== undefined) config.sasl = { ...settings.sasl } as SASLOptions;

@@ -4,7 +4,8 @@
  * RECEIPTS_* variables below. Throws one ConfigError listing every problem; never echoes a secret.
  */
 import { z } from 'zod';
-import { connectionSchema, connectionSettings, type KafkaSettings, type RegistrySettings } from '../config/connection.ts';
+import { CONNECTION_SECRET_VARIABLES, connectionSchema, connectionSettings, type KafkaSettings, type RegistrySettings } from '../config/connection.ts';
+import { withSecretFiles } from '../config/secret-files.ts';
 import { envSchema, SECRET_VARIABLES } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import type { ReceiverCredentials } from './auth.ts';
@@ -69,19 +70,22 @@ export interface ReceiverConfig {
 
 const SECRETS: readonly string[] = [...SECRET_VARIABLES, ...RECEIPTS_SECRET_VARIABLES];
 
-export function loadReceiverConfig(env: NodeJS.ProcessEnv = process.env): ReceiverConfig {
+export function loadReceiverConfig(given: NodeJS.ProcessEnv = process.env): ReceiverConfig {
+  const problems: string[] = [];
+  // Each secret may come from a file (`<NAME>_FILE`) instead: read before anything checks it.
+  const env = withSecretFiles(given, [...CONNECTION_SECRET_VARIABLES, ...RECEIPTS_SECRET_VARIABLES], problems);
   const parsed = fullSchema.safeParse(env);
   if (!parsed.success) {
-    throw new ConfigError(
-      parsed.error.issues.map((issue) => {
+    throw new ConfigError([
+      ...parsed.error.issues.map((issue) => {
         const variable = issue.path.join('.');
         // A secret's rule may be named, never its value (zod messages here do not echo values).
         return `${variable}: ${SECRETS.includes(variable) && issue.code === 'invalid_type' ? 'is required' : issue.message}`;
       }),
-    );
+      ...problems,
+    ]);
   }
   const e = parsed.data;
-  const problems: string[] = [];
   const connection = connectionSettings(e, problems);
   const hasUser = e.RECEIPTS_BASIC_USERNAME !== undefined;
   const hasPassword = e.RECEIPTS_BASIC_PASSWORD !== undefined;

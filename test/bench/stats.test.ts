@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { p99BySecond } from '../../bench/lib/stats.ts';
+import { median, p99BySecond } from '../../bench/lib/stats.ts';
+
+describe('median', () => {
+  it('is the middle value, the mean of the two middle ones for an even count, NaN for none', () => {
+    expect(median([3, 1, 2])).toBe(2);
+    expect(median([4, 1, 3, 2])).toBe(2.5);
+    expect(median([])).toBeNaN();
+  });
+});
 
 describe('p99BySecond', () => {
   it('buckets commands by the second of their publish time and gives each second its p99 time to send', () => {

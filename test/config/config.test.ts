@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { describeConfig, loadConfig } from '../../src/config/index.ts';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describeConfig, loadConfig, unknownSettings } from '../../src/config/index.ts';
 import { BULK_MARK_LINGER_MS } from '../../src/config/schema.ts';
 import { DEFAULT_VALIDATION_POLICY, KNOWN_REGIONS, MAX_GEO_REGIONS } from '../../src/contracts/index.ts';
 import { DEFAULT_VELOCITY_SETTINGS, velocityEnabled } from '../../src/worker/guard/velocity.ts';
@@ -349,5 +352,96 @@ describe('loadConfig: the priority topic', () => {
     ]);
     expect(problemsOf({ ...minimal, PRIORITY_NORMAL_MIN_SHARE: '0.6' }).join('\n')).toMatch(/^PRIORITY_NORMAL_MIN_SHARE: /);
     expect(problemsOf({ ...minimal, PRIORITY_COMMAND_TOPIC: 'bad topic!' }).join('\n')).toMatch(/^PRIORITY_COMMAND_TOPIC: a Kafka topic name/);
+  });
+});
+
+describe('settings in the ecosystem’s spelling', () => {
+  it('takes a SASL mechanism in Kafka’s spelling or kafkajs’s, any case', () => {
+    for (const [given, mechanism] of [
+      ['SCRAM-SHA-512', 'scram-sha-512'],
+      ['Scram-Sha-256', 'scram-sha-256'],
+      ['PLAIN', 'plain'],
+      ['plain', 'plain'],
+    ] as const) {
+      const config = loadConfig({ ...minimal, KAFKA_SASL_MECHANISM: given, KAFKA_SASL_USERNAME: 'svc', KAFKA_SASL_PASSWORD: 'pw' });
+      expect(config.kafka.sasl?.mechanism, given).toBe(mechanism);
+    }
+    expect(loadConfig({ ...minimal, KAFKA_SASL_MECHANISM: 'NONE' }).kafka.sasl).toBeUndefined();
+    expect(problemsOf({ ...minimal, KAFKA_SASL_MECHANISM: 'GSSAPI' }).join('\n')).toMatch(
+      /KAFKA_SASL_MECHANISM: must be PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or none/,
+    );
+  });
+
+  it('takes IPv6 broker addresses in brackets beside names and IPv4 addresses, and refuses an unbracketed one or a port out of range', () => {
+    const config = loadConfig({ ...minimal, KAFKA_BROKERS: '[::1]:9092, [2001:db8::7]:9093,broker-1.example:9094,10.0.0.5:9092' });
+    expect(config.kafka.brokers).toEqual(['[::1]:9092', '[2001:db8::7]:9093', 'broker-1.example:9094', '10.0.0.5:9092']);
+    for (const bad of ['::1:9092', '[::1]', '[not-an-address]:9092', 'broker:0', 'broker:70000']) {
+      expect(problemsOf({ ...minimal, KAFKA_BROKERS: bad }).join('\n'), bad).toMatch(/KAFKA_BROKERS: must be a comma-separated list of host:port/);
+    }
+  });
+});
+
+describe('secrets from files (<NAME>_FILE)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sms-worker-secrets-'));
+  const file = (name: string, content: string): string => {
+    const path = join(dir, name);
+    writeFileSync(path, content);
+    return path;
+  };
+
+  it('reads every secret from its file, one trailing line break dropped, as the chart mounts them', () => {
+    const env: NodeJS.ProcessEnv = {
+      KAFKA_BROKERS: 'localhost:9092',
+      SCHEMA_REGISTRY_URL: 'http://localhost:8081',
+      PROVIDER_BASE_URL: 'https://uni.example.test',
+      PROVIDER_ACCESS_KEY_ID_FILE: file('id', 'AKID-FROM-FILE\n'),
+      PROVIDER_ACCESS_KEY_SECRET_FILE: file('secret', 'SECRET-FROM-FILE\r\n'),
+      KAFKA_SASL_MECHANISM: 'SCRAM-SHA-512',
+      KAFKA_SASL_USERNAME: 'svc',
+      KAFKA_SASL_PASSWORD_FILE: file('sasl', 'SASL-FROM-FILE'),
+      SCHEMA_REGISTRY_USERNAME: 'reg',
+      SCHEMA_REGISTRY_PASSWORD_FILE: file('registry', 'REGISTRY-FROM-FILE\n'),
+    };
+    const config = loadConfig(env);
+    expect(config.provider.accessKeyId).toBe('AKID-FROM-FILE');
+    expect(config.provider.accessKeySecret).toBe('SECRET-FROM-FILE');
+    expect(config.kafka.sasl?.password).toBe('SASL-FROM-FILE');
+    expect(config.registry.auth?.password).toBe('REGISTRY-FROM-FILE');
+  });
+
+  it('lists a file that cannot be read, an empty one, and a secret given both ways, naming the variable and path, never the value', () => {
+    const problems = problemsOf({
+      ...minimal,
+      PROVIDER_ACCESS_KEY_ID_FILE: file('both', 'AKID-OTHER'),
+      PROVIDER_ACCESS_KEY_SECRET_FILE: join(dir, 'missing'),
+      KAFKA_SASL_PASSWORD_FILE: file('empty', '\n'),
+    });
+    const text = problems.join('\n');
+    expect(text).toContain('PROVIDER_ACCESS_KEY_ID and PROVIDER_ACCESS_KEY_ID_FILE: give one, not both');
+    expect(text).toContain(`PROVIDER_ACCESS_KEY_SECRET_FILE: cannot read ${join(dir, 'missing')} (ENOENT)`);
+    expect(text).toContain(`KAFKA_SASL_PASSWORD_FILE: ${join(dir, 'empty')} is empty`);
+    expect(text).not.toMatch(/AKID-SECRET-VALUE|AKID-OTHER/);
+  });
+});
+
+describe('unknown settings', () => {
+  it('names a variable in our prefix and a misspelt setting with the one it is closest to, and leaves everything else alone', () => {
+    const found = unknownSettings({
+      ...minimal,
+      MAX_INFLIGHT: '32',
+      kafka_brokers: 'x:1',
+      SMS_WORKER_LEDGER: 'on',
+      FUNDS_PAUSE_MAX_MS: '0',
+      PROVIDER_ACCESS_KEY_ID_FILE: '/run/secrets/id',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+      HOME: '/root',
+      KUBERNETES_SERVICE_HOST: '10.0.0.1',
+      NODE_OPTIONS: '--max-old-space-size=460',
+    });
+    expect(found).toEqual([
+      { name: 'MAX_INFLIGHT', didYouMean: 'MAX_IN_FLIGHT' },
+      { name: 'SMS_WORKER_LEDGER' },
+      { name: 'kafka_brokers', didYouMean: 'KAFKA_BROKERS' },
+    ]);
   });
 });

@@ -16,6 +16,7 @@ import {
   renderNotes,
   run,
   templateArgs,
+  minimalValues,
 } from './helm.ts';
 
 const fullname = `${releaseName}-sms-worker`;
@@ -43,6 +44,8 @@ interface Container {
   envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
   livenessProbe?: Probe;
   readinessProbe?: Probe;
+  startupProbe?: Probe;
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext?: Record<string, unknown>;
 }
@@ -57,7 +60,7 @@ interface Deployment extends K8sObject {
         securityContext: Record<string, unknown>;
         containers: Container[];
         serviceAccountName: string;
-        volumes?: { name: string; secret?: { secretName: string } }[];
+        volumes?: { name: string; secret?: { secretName: string; defaultMode?: number; items?: { key: string; path: string }[] } }[];
       };
     };
   };
@@ -151,7 +154,7 @@ const secretEnvNames = [
 describe('helm chart sms-worker', { timeout: 60_000 }, () => {
   describe('lint', () => {
     it('passes helm lint --strict with default values', () => {
-      const result = helmRun(['lint', '--strict', chartDir]);
+      const result = helmRun(['lint', '--strict', chartDir, '-f', minimalValues]);
       expect(result.status, result.stdout + result.stderr).toBe(0);
     });
 
@@ -164,10 +167,11 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
   describe('defaults', () => {
     it('render the expected set of objects, all with the standard labels', () => {
       const objects = render();
+      // The Pod is `helm test`'s hook (created by `helm test` only); its labels are its own (tested below).
       expect(objects.map((o) => o.kind).sort()).toEqual(
-        ['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Secret', 'Service', 'ServiceAccount'].sort(),
+        ['ConfigMap', 'Deployment', 'Pod', 'PodDisruptionBudget', 'Secret', 'Service', 'ServiceAccount'].sort(),
       );
-      for (const o of objects) {
+      for (const o of objects.filter((p) => p.metadata.annotations?.['helm.sh/hook'] === undefined)) {
         expect(o.metadata.namespace, `${o.kind} namespace`).toBe(namespace);
         expect(o.metadata.labels).toMatchObject({
           'app.kubernetes.io/name': 'sms-worker',
@@ -684,9 +688,23 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
         expect.objectContaining({ name: 'kafka-tls', secret: expect.objectContaining({ secretName: 'sms-worker-kafka-tls' }) }),
       );
       const container = workerContainer(deployment);
+      // The existing Secret as files (secretsAsFiles): every key it names, under the variable's name.
+      expect(deployment.spec.template.spec.volumes?.find((v) => v.name === 'secrets')?.secret).toMatchObject({
+        secretName: 'sms-worker-credentials',
+        items: [
+          { key: 'kafka-password', path: 'KAFKA_SASL_PASSWORD' },
+          { key: 'access-key-id', path: 'PROVIDER_ACCESS_KEY_ID' },
+          { key: 'access-key-secret', path: 'PROVIDER_ACCESS_KEY_SECRET' },
+          { key: 'registry-password', path: 'SCHEMA_REGISTRY_PASSWORD' },
+        ],
+      });
       for (const name of secretEnvNames) {
-        expect(envVar(container, name)?.valueFrom?.secretKeyRef?.name).toBe('sms-worker-credentials');
+        expect(envVar(container, name), name).toBeUndefined();
+        expect(envVar(container, `${name}_FILE`)?.value).toBe(`/etc/sms-worker/secrets/${name}`);
       }
+      // The same values without secretsAsFiles: each from the existing Secret by reference.
+      const byEnv = workerContainer(single<Deployment>(render('-f', everythingOnValues, '--set', 'secretsAsFiles=false').filter((o) => !isReceipts(o)), 'Deployment'));
+      for (const name of secretEnvNames) expect(envVar(byEnv, name)?.valueFrom?.secretKeyRef?.name).toBe('sms-worker-credentials');
       const service = single<K8sObject & { spec: { ports: { name: string }[] } }>(objects, 'Service');
       const monitor = single<K8sObject & { spec: { endpoints: { port: string; path: string }[] } }>(
         objects,
@@ -742,6 +760,71 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
     });
   });
 
+  describe('day two: the provider secret required, probes, secrets as files, NetworkPolicy, helm test', () => {
+    it('refuses to render without the provider access key id unless existingSecret.name is set', () => {
+      const stderr = renderFails('--set', 'secrets.providerAccessKeyId=');
+      expect(stderr).toMatch(/secrets\.providerAccessKeyId is required \(or set existingSecret\.name/);
+      const withExisting = single<Deployment>(render('--set', 'secrets.providerAccessKeyId=,existingSecret.name=my-creds'), 'Deployment');
+      expect(workerContainer(withExisting).env?.find((e) => e.name === 'PROVIDER_ACCESS_KEY_ID')).toBeDefined();
+    });
+
+    it('a startup probe on /readyz holds liveness until the first ready, for five minutes at most', () => {
+      const container = workerContainer(single<Deployment>(render(), 'Deployment'));
+      expect(container.startupProbe).toEqual({ httpGet: { path: '/readyz', port: 'http' }, periodSeconds: 5, timeoutSeconds: 3, failureThreshold: 60 });
+    });
+
+    it('secretsAsFiles: the Secret as a read-only volume, one file per secret given, and <NAME>_FILE variables instead of the values', () => {
+      const deployment = single<Deployment>(render('--set', 'secretsAsFiles=true,secrets.kafkaSaslPassword=PW'), 'Deployment');
+      const container = workerContainer(deployment);
+      expect(container.env?.filter((e) => e.name.endsWith('_FILE'))).toEqual([
+        { name: 'KAFKA_SASL_PASSWORD_FILE', value: '/etc/sms-worker/secrets/KAFKA_SASL_PASSWORD' },
+        { name: 'PROVIDER_ACCESS_KEY_ID_FILE', value: '/etc/sms-worker/secrets/PROVIDER_ACCESS_KEY_ID' },
+      ]);
+      for (const name of secretEnvNames) expect(envVar(container, name), name).toBeUndefined();
+      expect(container.volumeMounts).toContainEqual({ name: 'secrets', mountPath: '/etc/sms-worker/secrets', readOnly: true });
+      // (defaultMode 0440 is octal to Kubernetes' YAML 1.1; this test's YAML 1.2 parser reads the digits as decimal.)
+      expect(deployment.spec.template.spec.volumes?.find((v) => v.name === 'secrets')?.secret).toMatchObject({
+        secretName: fullname,
+        items: [
+          { key: 'KAFKA_SASL_PASSWORD', path: 'KAFKA_SASL_PASSWORD' },
+          { key: 'PROVIDER_ACCESS_KEY_ID', path: 'PROVIDER_ACCESS_KEY_ID' },
+        ],
+      });
+    });
+
+    it('a NetworkPolicy for the worker only when asked: metrics in, DNS and the Kafka, registry and service ports out', () => {
+      expect(ofKind(render(), 'NetworkPolicy')).toEqual([]);
+      const policy = single<K8sObject & { spec: Record<string, unknown> }>(
+        render(
+          '--set',
+          'networkPolicy.enabled=true,kafka.brokers={kafka-0:9093,kafka-1:9093,[fd00::5]:9094},schemaRegistry.url=https://registry.kafka:8443,provider.baseUrl=https://sms.example.com',
+        ).filter((o) => !isReceipts(o)),
+        'NetworkPolicy',
+      );
+      expect(policy.spec['podSelector']).toEqual({ matchLabels: { 'app.kubernetes.io/name': 'sms-worker', 'app.kubernetes.io/instance': releaseName } });
+      expect(policy.spec['policyTypes']).toEqual(['Ingress', 'Egress']);
+      expect(policy.spec['ingress']).toEqual([{ ports: [{ port: 'http', protocol: 'TCP' }], from: [{ namespaceSelector: {} }] }]);
+      const egress = policy.spec['egress'] as { ports: { port: number; protocol: string }[] }[];
+      expect(egress.map((rule) => rule.ports.map((p) => `${p.port}/${p.protocol}`).join(','))).toEqual(['53/UDP,53/TCP', '9093/TCP,9094/TCP', '8443/TCP', '443/TCP']);
+    });
+
+    it('helm test: a Pod of the worker’s image that asks the Service for /readyz and /metrics, and that no worker selector picks', () => {
+      const objects = render();
+      const pod = single<K8sObject & { spec: { containers: Container[]; restartPolicy: string } }>(objects, 'Pod');
+      expect(pod.metadata.annotations?.['helm.sh/hook']).toBe('test');
+      expect(pod.spec.restartPolicy).toBe('Never');
+      const [container] = pod.spec.containers;
+      expect(container?.image).toBe(workerContainer(single<Deployment>(objects, 'Deployment')).image);
+      const script = (container as Container & { command: string[] }).command.join(' ');
+      expect(script).toContain(`http://${fullname}.${namespace}.svc:9464`);
+      expect(script).toContain("check('/readyz', 'ready')");
+      expect(script).toContain("check('/metrics', 'sms_worker_')");
+      const selector = single<K8sObject & { spec: { selector: Record<string, string> } }>(objects, 'Service').spec.selector;
+      expect(Object.entries(selector).every(([k, v]) => pod.metadata.labels?.[k] === v)).toBe(false);
+      expect(ofKind(render('--set', 'tests.enabled=false'), 'Pod')).toEqual([]);
+    });
+  });
+
   describe('NOTES.txt', () => {
     it('tells the operator how to see it work', () => {
       const notes = renderNotes(helm, []);
@@ -749,7 +832,7 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
       expect(notes).toContain('curl -s localhost:9464/metrics');
       expect(notes).toContain('/readyz');
       expect(notes).toMatch(new RegExp(`exec -it deployment/${fullname} -- node dist/cli/main\\.js tail`));
-      expect(notes).toContain('WARNING: secrets.providerAccessKeyId is still the placeholder');
+      expect(notes).not.toContain('replace-me');
     });
 
     it('drops the placeholder warnings and mentions scaling and alerts when configured', () => {

@@ -11,7 +11,7 @@ import { stringify } from 'yaml';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { createReceiverMetrics } from '../../src/receipts/metrics.ts';
 import { allPanels, asSent, dashboard, queries, queryPanels } from './dashboard.ts';
-import { chartDir, ensureHelm, parseManifests, run, templateArgs, type K8sObject } from './helm.ts';
+import { chartDir, ensureHelm, minimalValues, parseManifests, run, templateArgs, type K8sObject } from './helm.ts';
 import { metricNames } from './promql.ts';
 import { ensureBuiltTool, TOOL_BUILD_TIMEOUT_MS } from './tools.ts';
 
@@ -204,7 +204,7 @@ describe('chart: grafanaDashboard', { timeout: 60_000 }, () => {
   });
 
   it('lints with --strict when on, and goes to another namespace when asked', () => {
-    const lint = run(helm, ['lint', '--strict', chartDir, '--set', 'grafanaDashboard.enabled=true']);
+    const lint = run(helm, ['lint', '--strict', chartDir, '-f', minimalValues, '--set', 'grafanaDashboard.enabled=true']);
     expect(lint.status, lint.stdout + lint.stderr).toBe(0);
     const [configMap] = render('--set', 'grafanaDashboard.enabled=true', '--set', 'grafanaDashboard.namespace=monitoring').filter((o) =>
       o.metadata.name.endsWith('-dashboard'),

@@ -9,6 +9,8 @@ import { parseAllDocuments } from 'yaml';
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const chartDir = path.join(repoRoot, 'helm', 'sms-worker');
 export const everythingOnValues = path.join(chartDir, 'ci', 'everything-on-values.yaml');
+/** The least a release needs (the provider's access key id, required unless existingSecret.name is set): "the defaults" of the tests. */
+export const minimalValues = path.join(chartDir, 'ci', 'minimal-values.yaml');
 
 export interface K8sObject {
   apiVersion: string;
@@ -49,9 +51,9 @@ export function run(helmPath: string, args: readonly string[]): RunResult {
 export const releaseName = 'rel';
 export const namespace = 'messaging';
 
-/** `helm template` arguments for this chart with extra flags (e.g. --set, -f). */
+/** `helm template` arguments for this chart with extra flags (e.g. --set, -f), on top of the required values (ci/minimal-values.yaml). */
 export function templateArgs(extra: readonly string[]): string[] {
-  return ['template', releaseName, chartDir, '--namespace', namespace, ...extra];
+  return ['template', releaseName, chartDir, '--namespace', namespace, '-f', minimalValues, ...extra];
 }
 
 export function parseManifests(text: string): K8sObject[] {
@@ -82,7 +84,7 @@ export function renderNotes(helmPath: string, extra: readonly string[]): string 
       path.join(chart, 'templates', 'notes-under-test.yaml'),
       'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes-under-test\ndata:\n  notes: {{ include "notes-under-test" . | quote }}\n',
     );
-    const args = ['template', releaseName, chart, '--namespace', namespace, ...extra];
+    const args = ['template', releaseName, chart, '--namespace', namespace, '-f', minimalValues, ...extra];
     const result = run(helmPath, [...args, '--show-only', 'templates/notes-under-test.yaml']);
     if (result.status !== 0) throw new Error(`rendering NOTES.txt failed:\n${result.stderr}`);
     const [configMap] = parseManifests(result.stdout) as (K8sObject & { data: { notes: string } })[];

@@ -2,7 +2,7 @@
 // (scripts/ensure-helm4.sh, built from helm.sh/helm/v4 on the Go module proxy and cached). Both
 // lint it strictly and render the same objects from the same values; both refuse the same mistakes.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { chartDir, ensureHelm, everythingOnValues, parseManifests, run, templateArgs } from './helm.ts';
+import { chartDir, ensureHelm, everythingOnValues, minimalValues, parseManifests, run, templateArgs } from './helm.ts';
 import { ensureBuiltTool, TOOL_BUILD_TIMEOUT_MS } from './tools.ts';
 
 let helm3 = '';
@@ -14,7 +14,7 @@ beforeAll(() => {
 }, 2 * TOOL_BUILD_TIMEOUT_MS + 10_000);
 
 const valueSets: Record<string, string[]> = {
-  defaults: [],
+  defaults: ['-f', minimalValues],
   'everything on': ['-f', everythingOnValues],
   'everything on, with the Grafana dashboard': ['-f', everythingOnValues, '--set', 'grafanaDashboard.enabled=true'],
 };

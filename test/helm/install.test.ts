@@ -14,13 +14,14 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ControlPlane, CONTROL_PLANE_BUILD_TIMEOUT_MS, ensureFromScript, type KubeResponse } from '../helpers/kube-control-plane.ts';
-import { chartDir, ensureHelm, everythingOnValues, type K8sObject, parseManifests, releaseName, type RunResult } from './helm.ts';
+import { chartDir, ensureHelm, everythingOnValues, minimalValues, type K8sObject, parseManifests, releaseName, type RunResult } from './helm.ts';
 import { ensureBuiltTool, TOOL_BUILD_TIMEOUT_MS } from './tools.ts';
 
 const brokenFieldValues = path.join(import.meta.dirname, 'fixtures', 'broken-field-values.yaml');
 const FIELD_MANAGER = 'sms-worker-install-test';
 
-const defaults: readonly string[] = [];
+// The least a release needs: the provider's access key id (required unless existingSecret.name is set).
+const defaults: readonly string[] = ['-f', minimalValues];
 // Everything the chart can switch on together, the Grafana dashboard ConfigMap included.
 const everythingOn: readonly string[] = ['-f', everythingOnValues, '--set', 'grafanaDashboard.enabled=true'];
 
@@ -72,6 +73,11 @@ function expectHelmOk(result: RunResult, what: string): void {
 }
 
 /** What the release creates: `helm template` with the same release name, namespace and values. */
+/** The objects `helm install` creates: those rendered, less the hooks (the `helm test` Pod is created only by `helm test`). */
+function createdByInstall(objects: readonly K8sObject[]): K8sObject[] {
+  return objects.filter((o) => o.metadata.annotations?.['helm.sh/hook'] === undefined);
+}
+
 function render(namespace: string, values: readonly string[]): K8sObject[] {
   const result = spawnSync(helm4, ['template', releaseName, chartDir, '--namespace', namespace, ...values], { encoding: 'utf8', timeout: 60_000 });
   expect(result.status, result.stderr).toBe(0);
@@ -136,6 +142,14 @@ async function remainingObjects(namespace: string): Promise<string[]> {
     }
   }
   return found;
+}
+
+/** Creates the namespace's `default` ServiceAccount unless it exists (what the service-account controller does). */
+async function ensureDefaultServiceAccount(namespace: string): Promise<void> {
+  const response = await cluster().api('POST', `/api/v1/namespaces/${namespace}/serviceaccounts`, {
+    body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace } },
+  });
+  expect([201, 409], response.text).toContain(response.status);
 }
 
 /** Creates the namespace unless it exists. */
@@ -230,12 +244,15 @@ describe('the chart on a real Kubernetes API server (Helm 4)', { timeout: 300_00
     it(`${name}: every rendered object passes the API server's strict server-side dry run, without warnings`, async () => {
       const namespace = `dry-run-${slug}`;
       await ensureNamespace(namespace);
+      // A Pod (the `helm test` hook) is admitted only with its service account there: a real cluster's
+      // service-account controller makes `default` in every namespace; this control plane runs no controllers.
+      await ensureDefaultServiceAccount(namespace);
       for (const o of render(namespace, values)) {
         const response = await dryRunCreate(o, namespace, 'Strict');
         expect(response.status, `${key(o)}: ${response.text}`).toBe(201);
         expect(response.warnings, key(o)).toEqual([]);
       }
-      expect(await remainingObjects(namespace)).toEqual([]);
+      expect(await remainingObjects(namespace)).toEqual(['ServiceAccount/default']);
     });
 
     it(`${name}: helm install into a fresh namespace succeeds; every rendered object exists with its kind; helm uninstall leaves nothing`, async () => {
@@ -243,7 +260,7 @@ describe('the chart on a real Kubernetes API server (Helm 4)', { timeout: 300_00
       const installed = install(namespace, values);
       expectHelmOk(installed, 'helm install');
       expect(installed.stderr).not.toMatch(/warning/i);
-      const objects = render(namespace, values);
+      const objects = createdByInstall(render(namespace, values));
       await expectAllExist(objects, namespace);
       await expectExactly(objects, namespace, 1);
 
@@ -255,8 +272,8 @@ describe('the chart on a real Kubernetes API server (Helm 4)', { timeout: 300_00
 
   it('helm upgrade from the defaults to everything on and back succeeds; each time exactly the rendered objects exist', async () => {
     const namespace = 'upgrade';
-    const base = render(namespace, defaults);
-    const full = render(namespace, everythingOn);
+    const base = createdByInstall(render(namespace, defaults));
+    const full = createdByInstall(render(namespace, everythingOn));
     const onlyIn = (a: readonly K8sObject[], b: readonly K8sObject[]): K8sObject[] => a.filter((o) => !b.some((p) => key(p) === key(o)));
     // The two sets differ both ways (e.g. the ScaledObject only with everything on, the chart's own Secret only without).
     expect(onlyIn(full, base).length).toBeGreaterThan(0);
@@ -272,7 +289,7 @@ describe('the chart on a real Kubernetes API server (Helm 4)', { timeout: 300_00
     await expectExactly(full, namespace, 2);
 
     // --reset-values: without values, `helm upgrade` would reuse the last release's (everything on).
-    expectHelmOk(helm(['upgrade', releaseName, chartDir, '--namespace', namespace, '--reset-values']), 'helm upgrade (back to the defaults)');
+    expectHelmOk(helm(['upgrade', releaseName, chartDir, '--namespace', namespace, '--reset-values', ...defaults]), 'helm upgrade (back to the defaults)');
     await expectAllExist(base, namespace);
     await expectAllGone(onlyIn(full, base), namespace);
     await expectExactly(base, namespace, 3);
@@ -295,7 +312,7 @@ describe('the chart on a real Kubernetes API server (Helm 4)', { timeout: 300_00
 
   it('a deliberately misspelled field (test/helm/fixtures/broken-field-values.yaml) is refused by the API server', async () => {
     const namespace = 'broken-field';
-    const values = ['-f', brokenFieldValues];
+    const values = [...defaults, '-f', brokenFieldValues];
     const deployment = render(namespace, values).find((o) => o.kind === 'Deployment');
     if (!deployment) throw new Error('no Deployment rendered');
 
@@ -327,7 +344,7 @@ describe('the chart on a real Kubernetes API server (Helm 4)', { timeout: 300_00
     // Why the install tests use Helm 4 and also ask the API server directly: Helm 3 (v3.22) creates
     // objects without fieldValidation, so the server's default (Warn) applies.
     const namespace = 'broken-field-helm3';
-    const values = ['-f', brokenFieldValues];
+    const values = [...defaults, '-f', brokenFieldValues];
     const installed = install(namespace, values, helm3);
     expectHelmOk(installed, 'helm 3 install');
     expect(installed.stderr).toMatch(/unknown field \\?"spec\.template\.spec\.tolerations\[0\]\.operater\\?"/);

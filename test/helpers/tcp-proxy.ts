@@ -9,18 +9,20 @@ import type { ISocketFactory } from 'kafkajs';
 
 export class TcpProxy {
   readonly #target: { host: string; port: number };
+  readonly #listenHost: string;
   readonly #sockets = new Set<net.Socket>();
   #server: net.Server | undefined;
   #port = 0;
 
-  private constructor(target: { host: string; port: number }) {
+  private constructor(target: { host: string; port: number }, listenHost: string) {
     this.#target = target;
+    this.#listenHost = listenHost;
   }
 
-  /** Starts listening on a free loopback port, forwarding to `target` ("host:port"). */
-  static async start(target: string): Promise<TcpProxy> {
+  /** Starts listening on a free port of `listenHost` (IPv4 loopback, or `::1`), forwarding to `target` ("host:port"). */
+  static async start(target: string, listenHost = '127.0.0.1'): Promise<TcpProxy> {
     const index = target.lastIndexOf(':');
-    const proxy = new TcpProxy({ host: target.slice(0, index), port: Number(target.slice(index + 1)) });
+    const proxy = new TcpProxy({ host: target.slice(0, index), port: Number(target.slice(index + 1)) }, listenHost);
     await proxy.open();
     return proxy;
   }
@@ -47,7 +49,7 @@ export class TcpProxy {
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(this.#port, '127.0.0.1', () => resolve());
+      server.listen(this.#port, this.#listenHost, () => resolve());
     });
     this.#port = (server.address() as net.AddressInfo).port;
     this.#server = server;

@@ -75,6 +75,39 @@ schemaRegistryPassword: SCHEMA_REGISTRY_PASSWORD
 {{- end -}}
 {{- end }}
 
+{{/*
+The secrets the worker reads from files (secretsAsFiles): variable name → key in the Secret. The
+chart's own Secret holds a key only for a value given; an existing Secret, every key named.
+*/}}
+{{- define "sms-worker.secretFiles" -}}
+{{- $keys := include "sms-worker.secretKeys" . | fromYaml -}}
+{{- $given := dict "providerAccessKeyId" true "providerAccessKeySecret" .Values.secrets.providerAccessKeySecret "kafkaSaslPassword" .Values.secrets.kafkaSaslPassword "schemaRegistryPassword" .Values.secrets.schemaRegistryPassword -}}
+{{- $variables := dict "providerAccessKeyId" "PROVIDER_ACCESS_KEY_ID" "providerAccessKeySecret" "PROVIDER_ACCESS_KEY_SECRET" "kafkaSaslPassword" "KAFKA_SASL_PASSWORD" "schemaRegistryPassword" "SCHEMA_REGISTRY_PASSWORD" -}}
+{{- range $name, $variable := $variables -}}
+{{- $key := get $keys $name -}}
+{{- if and $key (or $.Values.existingSecret.name (get $given $name)) }}
+{{ $variable }}: {{ $key }}
+{{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/* The port of `host:port` (an IPv6 host in brackets). */}}
+{{- define "sms-worker.hostPort" -}}
+{{- regexFind "[0-9]+$" . -}}
+{{- end }}
+
+{{/* The port of a URL: given, or its scheme's (443 for https, 80 for http). */}}
+{{- define "sms-worker.urlPort" -}}
+{{- $u := urlParse . -}}
+{{- if regexMatch ":[0-9]+$" $u.host -}}
+{{- regexFind "[0-9]+$" $u.host -}}
+{{- else if eq $u.scheme "https" -}}
+443
+{{- else -}}
+80
+{{- end -}}
+{{- end }}
+
 {{/* terminationGracePeriodSeconds: explicit (validated) or shutdownTimeoutSeconds + 15. */}}
 {{- define "sms-worker.terminationGracePeriodSeconds" -}}
 {{- $shutdown := int .Values.shutdownTimeoutSeconds -}}

@@ -47,8 +47,12 @@ export function spendCapEnabled(settings: SpendCapSettings): boolean {
 
 export type SpendAdmission =
   | { readonly kind: 'go'; readonly estimate: bigint }
-  /** Wait until `untilMs` (a window frees room), or until a send in flight settles (`untilMs` undefined). */
-  | { readonly kind: 'wait'; readonly window: SpendWindowName; readonly untilMs: number | undefined };
+  /**
+   * Wait until `untilMs` (a window frees room), or until a send in flight settles (`untilMs`
+   * undefined). `priceUnknown`: no cap is reached; no price is known yet, and the first sends go one
+   * at a time until an answer tells one (not a pause of sending).
+   */
+  | { readonly kind: 'wait'; readonly window: SpendWindowName; readonly untilMs: number | undefined; readonly priceUnknown?: true };
 
 export class SpendCap {
   /** The caps in micro-units. */
@@ -108,7 +112,7 @@ export class SpendCap {
   admit(footprint: SendFootprint, nowMs: number): SpendAdmission {
     const estimate = this.estimate(footprint);
     // No price known yet: one send at a time until the first answer tells one.
-    if (estimate === undefined && this.#inFlight > 0) return { kind: 'wait', window: this.#firstCapped(), untilMs: undefined };
+    if (estimate === undefined && this.#inFlight > 0) return { kind: 'wait', window: this.#firstCapped(), untilMs: undefined, priceUnknown: true };
     const cost = estimate ?? 0n;
     for (const window of SPEND_WINDOWS) {
       const cap = this.cap(window);

@@ -67,8 +67,11 @@ export class SpendHolds {
         this.#setPaused(undefined);
         return admission.estimate;
       }
+      // Waiting for the first price (one send at a time until an answer tells one) is no pause at a cap:
+      // neither reported nor counted as one (at start-up it read "sending paused (spend_cap): 0.000000 spent").
       const cap = this.#cap.cap(admission.window) ?? 0n;
-      this.#setPaused({ window: admission.window, spent: this.#cap.spent(admission.window, now), cap, untilMs: admission.untilMs });
+      if (admission.priceUnknown !== true)
+        this.#setPaused({ window: admission.window, spent: this.#cap.spent(admission.window, now), cap, untilMs: admission.untilMs });
       const until = Math.min(admission.untilMs ?? now + SETTLE_RECHECK_MS, expiresAt ?? Infinity);
       await this.#wait(until, signal);
     }

@@ -64,7 +64,7 @@ describe('SpendCap (pure)', () => {
     expect(first).toEqual({ kind: 'go', estimate: 0n });
     cap.reserve(0n);
     // No price known yet and one send in flight: the next waits for it to settle.
-    expect(cap.admit(fp(['GB']), 1)).toEqual({ kind: 'wait', window: 'hour', untilMs: undefined });
+    expect(cap.admit(fp(['GB']), 1)).toEqual({ kind: 'wait', window: 'hour', untilMs: undefined, priceUnknown: true });
     cap.settle(0n, [report('GB', '0.300000')], 2);
     // Now GB costs ~0.3: two more reserve 0.6; a third in flight would make 1.2 > 1.
     for (let i = 0; i < 2; i += 1) {

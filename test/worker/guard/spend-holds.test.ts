@@ -40,6 +40,24 @@ describe('SpendHolds', () => {
     expect(pauses).toEqual([expect.objectContaining({ window: 'hour' }), undefined]);
   });
 
+  it('before any price is known the first sends go one at a time, which is no pause at a cap: nothing reported, not paused', async () => {
+    const { h, pauses } = holds();
+    const first = await h.take(fp, new AbortController().signal, null);
+    expect(first).toBe(0n);
+    let secondGone = false;
+    const second = h.take(fp, new AbortController().signal, null).then((estimate) => {
+      secondGone = true;
+      return estimate;
+    });
+    await Promise.resolve();
+    expect(secondGone).toBe(false); // it waits for the first answer's price
+    expect(h.paused).toBe(false);
+    expect(pauses).toEqual([]);
+    h.settle(first as bigint, charged('0.010000'));
+    expect(await second).toBe(10_000n);
+    expect(pauses).toEqual([]);
+  });
+
   it('a waiting send gives up when its command expires or its signal is aborted (consumed again later)', async () => {
     const { h, clock } = holds();
     const first = await h.take(fp, new AbortController().signal, null);
