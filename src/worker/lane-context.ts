@@ -5,6 +5,7 @@ import type { BytesInHand } from './bytes-in-hand.ts';
 import type { PartitionClaim } from './protocol/claim.ts';
 import type { RecordHandlerDeps } from './record-handler.ts';
 import type { Permits } from './priority/priority-permits.ts';
+import type { MarkPermits } from './priority/send-permits.ts';
 import type { Priority } from './priority/priority.ts';
 import type { CommitTarget } from './partition-transaction.ts';
 import type { Handovers } from './handovers.ts';
@@ -19,7 +20,7 @@ export interface LaneContext {
    * MAX_IN_FLIGHT): marks a wave or two ahead of the calls keep the pipeline full, more would only
    * grow what a crash leaves UNKNOWN.
    */
-  readonly markPermits?: Permits;
+  readonly markPermits?: MarkPermits;
   readonly metrics: WorkerMetrics;
   /** The priority of the partition's topic: the `priority` label of its results. */
   readonly priority?: Priority;

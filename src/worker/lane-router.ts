@@ -5,6 +5,7 @@ import type { Logger } from '../observability/logger.ts';
 import { PartitionLane, type LaneEnd } from './partition-lane.ts';
 import type { BytesInHand } from './bytes-in-hand.ts';
 import type { Permits } from './priority/priority-permits.ts';
+import type { MarkPermits } from './priority/send-permits.ts';
 import { groupOffset } from '../kafka/offsets.ts';
 import { reportGeoRefusals } from './geo-report.ts';
 import { afterFailure } from './protocol/claim.ts';
@@ -21,7 +22,7 @@ export interface LaneRouterOptions {
   readonly parts: WorkerParts;
   readonly config: WorkerConfig;
   readonly slots: Permits;
-  readonly markPermits: Permits;
+  readonly markPermits: MarkPermits;
   readonly bytesInHand: BytesInHand;
   readonly metrics: WorkerMetrics;
   readonly log: Logger;

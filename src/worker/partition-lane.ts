@@ -46,6 +46,8 @@ export class PartitionLane {
   readonly #machine: PartitionMachine<RecordOutcome>;
   readonly #target: CommitTarget;
   readonly #records = new Map<bigint, InHand>();
+  /** When each record marking now got its mark permit (performance.now), until its mark commits. */
+  readonly #markedAt = new Map<bigint, number>();
   /** Each record's pending "may I call?" (answered by a `call` or `refuse-call` effect). */
   readonly #callAnswers = new Map<bigint, (go: boolean) => void>();
   /** Aborted when the claim fails: every record's waits (decoding, the gate) give up. */
@@ -206,7 +208,10 @@ export class PartitionLane {
       case 'acquire-permit': {
         const { offset } = effect;
         ctx.markPermits?.acquire(this.#waitSignal).then(
-          () => this.#apply(() => m.permitGranted(offset, Date.now(), performance.now())),
+          () => {
+            this.#markedAt.set(offset, performance.now());
+            this.#apply(() => m.permitGranted(offset, Date.now(), performance.now()));
+          },
           () => this.#apply(() => m.waitCut(offset)),
         );
         return;
@@ -215,6 +220,12 @@ export class PartitionLane {
         return ctx.markPermits?.release();
       case 'acquire-slot': {
         const { offset } = effect;
+        // Its mark has committed (ledger on): how long that took since its permit paces the marks ahead.
+        const markedAt = this.#markedAt.get(offset);
+        if (markedAt !== undefined) {
+          this.#markedAt.delete(offset);
+          ctx.markPermits?.committed?.(performance.now() - markedAt);
+        }
         ctx.slots.acquire(this.#waitSignal).then(
           () => this.#apply(() => m.slotGranted(offset, ctx.leaseHolds())),
           () => this.#apply(() => m.waitCut(offset)),
@@ -225,6 +236,7 @@ export class PartitionLane {
         return ctx.slots.release();
       case 'call':
       case 'refuse-call': {
+        this.#markedAt.delete(effect.offset);
         const answer = this.#callAnswers.get(effect.offset);
         this.#callAnswers.delete(effect.offset);
         return answer?.(effect.type === 'call');

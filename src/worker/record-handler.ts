@@ -28,6 +28,7 @@ import { screenHolding } from './guard/velocity-hold.ts';
 
 export type { CommandRecord, RecordCodec, RecordOutcome } from './record-outcomes.ts';
 import type { CommandEnd, CommandSpan, CommandTracer } from '../observability/command-span.ts';
+import { withLogTrace } from '../observability/log-trace.ts';
 
 export interface RecordHandlerDeps {
   readonly codec: RecordCodec;
@@ -87,7 +88,8 @@ export async function handleRecord(
   const span = deps.tracer.start(message.headers, source, message.value?.length);
   let outcome: RecordOutcome;
   try {
-    outcome = await handle(message, source, deps, signal, lane, span);
+    // Every log line written while it is handled carries the command's trace_id and span_id.
+    outcome = await withLogTrace(span.logTrace, () => handle(message, source, deps, signal, lane, span));
   } catch (error) {
     span.fail(coerceError(error));
     throw error;

@@ -78,6 +78,8 @@ export class Lane implements HandlerLane {
   readonly #host: LaneHost;
   /** The process's incarnation this lane belongs to (a restarted process does not hear of its transactions). */
   readonly #incarnation: number;
+  /** When each record marking now got its mark permit (virtual time), until its mark commits. */
+  readonly #markedAt = new Map<number, number>();
   readonly #handler: Handler;
   #cursor: number;
   #held = false;
@@ -223,8 +225,15 @@ export class Lane implements HandlerLane {
         return this.#handler.handle(Number(effect.offset));
       case 'acquire-permit':
         return this.#acquire('permitGranted', Number(effect.offset));
-      case 'acquire-slot':
+      case 'acquire-slot': {
+        // Its mark has committed (ledger on): as partition-lane.ts, the time since its permit paces the marks ahead.
+        const markedAt = this.#markedAt.get(Number(effect.offset));
+        if (markedAt !== undefined) {
+          this.#markedAt.delete(Number(effect.offset));
+          host.pools.markCommitted(world.now - markedAt);
+        }
         return this.#acquire('slotGranted', Number(effect.offset));
+      }
       case 'release-permit':
       case 'release-slot':
         if (world.tracing) world.trace(`P${this.process} p${this.partition} ${effect.type}`);
@@ -322,8 +331,10 @@ export class Lane implements HandlerLane {
       const delay = world.prng.chance(0.1) ? world.prng.int(10, 60) : world.prng.int(0, 2);
       world.clock.at(delay, this.owner, () => {
         if (world.tracing) world.trace(`P${this.process} p${this.partition}@${offset} ${method}`);
-        if (method === 'permitGranted') this.act(method, offset, (m) => m.permitGranted(this.big(offset), world.now + TIMING.epochMs, world.now));
-        else this.act(method, offset, (m) => m.slotGranted(this.big(offset), this.leaseHolds()));
+        if (method === 'permitGranted') {
+          this.#markedAt.set(offset, world.now);
+          this.act(method, offset, (m) => m.permitGranted(this.big(offset), world.now + TIMING.epochMs, world.now));
+        } else this.act(method, offset, (m) => m.slotGranted(this.big(offset), this.leaseHolds()));
       });
     });
   }

@@ -92,38 +92,40 @@ export class SendPools {
   readonly permits: Pool;
   readonly pacing: MarkPacing;
   readonly #fixed: boolean;
-
   readonly #now: () => number;
 
   constructor(slots: number, ahead: number, fixed: boolean, now: () => number) {
-    this.pacing = new MarkPacing({ initial: Math.min(ahead, 2 * slots), min: 1, max: 2 * slots, buffer: 1, shrinkAfterMs: 20 });
-    this.#now = now;
+    this.pacing = new MarkPacing({ initial: Math.min(ahead, 2 * slots), min: 1, max: 2 * slots, buffer: 1 });
     this.slots = new Pool('slot', slots);
     this.#fixed = fixed;
+    this.#now = now;
     this.permits = new Pool('permit', fixed ? 2 * slots : this.pacing.markPermits(slots));
   }
 
   acquireSlot(holder: object, offset: number, deliver: () => void): void {
     this.slots.acquire(holder, offset, deliver);
-    this.pacing.slotQueue(this.slots.waiting, this.#now());
     this.#fit();
   }
 
   releaseSlot(): void {
     this.slots.release();
-    this.pacing.slotQueue(this.slots.waiting, this.#now());
+    this.pacing.slotReleased(this.#now());
     this.#fit();
-    if (this.pacing.check(this.slots.free, this.permits.waiting)) this.#fit();
   }
 
   acquirePermit(holder: object, offset: number, deliver: () => void): void {
     this.permits.acquire(holder, offset, deliver);
-    if (this.pacing.check(this.slots.free, this.permits.waiting)) this.#fit();
   }
 
   releasePermit(): void {
     if (!this.#fixed && this.pacing.giveBack(this.permits.held, this.slots.free)) this.#fit();
     this.permits.release();
+  }
+
+  /** A mark committed `ms` (virtual) after its permit was granted, as a lane reports it. */
+  markCommitted(ms: number): void {
+    this.pacing.markCommitted(ms);
+    this.#fit();
   }
 
   /**

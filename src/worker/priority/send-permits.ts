@@ -15,10 +15,16 @@ export interface SendPermitsOptions {
   readonly now?: () => number;
 }
 
+/** Ledger mark permits, and where a lane reports how long a mark took to commit (the pacing's measure). */
+export interface MarkPermits extends Permits {
+  /** A mark committed `ms` after its permit was granted (optional: a plain pool of permits has no pacing to tell). */
+  readonly committed?: (ms: number) => void;
+}
+
 /** One priority's view: its in-flight slots and its ledger mark permits. */
 export interface PriorityPools {
   readonly slots: Permits;
-  readonly markPermits: Permits;
+  readonly markPermits: MarkPermits;
 }
 
 /**
@@ -26,8 +32,9 @@ export interface PriorityPools {
  * sources (high priority first: priority-permits.ts). A record holds a mark permit from its mark's
  * opening until it gets a slot, so the permits bound the commands marked and not yet calling: what
  * a process that dies leaves `UNKNOWN` although never sent. There are as many as the free slots
- * plus the marks the pacing keeps ahead (mark-pacing.ts): when the slots are all busy, only
- * `ahead` commands wait marked, about what the slots need to stay busy.
+ * plus the marks the pacing keeps ahead (mark-pacing.ts: the calls that end while a mark commits,
+ * from the slots given back and the marks' commit times the lanes report): when the slots are all
+ * busy, only `ahead` commands wait marked, about what the slots need to stay busy.
  */
 export class SendPermits {
   readonly #slots: PriorityPermits;
@@ -62,43 +69,34 @@ export class SendPermits {
     return {
       slots: {
         acquire: (signal) => {
-          // A record that finds every slot taken queues; with the ledger on it holds a committed
-          // mark meanwhile, and behind enough others the marks are running ahead of the slots.
           const granted = slots.acquire(signal);
-          this.#pacing.slotQueue(this.#slots.waiting, this.#now());
           this.#fit();
           return granted;
         },
         release: () => {
           slots.release();
-          this.#pacing.slotQueue(this.#slots.waiting, this.#now());
+          this.#pacing.slotReleased(this.#now());
           this.#fit();
-          this.#checkStarved();
         },
         get waiting() {
           return slots.waiting;
         },
       },
       markPermits: {
-        acquire: (signal) => {
-          const granted = marks.acquire(signal);
-          this.#checkStarved();
-          return granted;
-        },
+        acquire: (signal) => marks.acquire(signal),
         release: () => {
           if (this.#pacing.giveBack(this.#heldMarks, this.#slots.available)) this.#paced();
           marks.release();
+        },
+        committed: (ms) => {
+          this.#pacing.markCommitted(ms);
+          this.#fit();
         },
         get waiting() {
           return marks.waiting;
         },
       },
     };
-  }
-
-  /** A slot is free while records wait for a mark permit: the marks are too few to keep the slots busy. */
-  #checkStarved(): void {
-    if (this.#pacing.check(this.#slots.available, this.#marks.waiting)) this.#paced();
   }
 
   #paced(): void {
@@ -110,7 +108,7 @@ export class SendPermits {
     return this.#marks.permits - this.#marks.available;
   }
 
-  /** The mark permits: the free slots plus the marks ahead (a shrink asked for is made once it fits). */
+  /** The mark permits: the free slots plus the marks ahead (a step down is made once it fits). */
   #fit(): void {
     if (this.#pacing.settle(this.#heldMarks, this.#slots.available)) this.#o.onMarksAhead?.(this.#pacing.ahead);
     const permits = this.#pacing.markPermits(this.#slots.available);

@@ -3,14 +3,22 @@ import { MarkPacing, markPacingBounds } from '../../../src/worker/priority/mark-
 
 describe('markPacingBounds', () => {
   it('paced: starts at a quarter of the slots, between 1 and twice the slots, a sixteenth of them as the buffer', () => {
-    expect(markPacingBounds(64)).toEqual({ initial: 16, min: 1, max: 128, buffer: 4, shrinkAfterMs: 100 });
-    expect(markPacingBounds(1)).toEqual({ initial: 1, min: 1, max: 2, buffer: 1, shrinkAfterMs: 100 });
+    expect(markPacingBounds(64)).toEqual({ initial: 16, min: 1, max: 128, buffer: 4 });
+    expect(markPacingBounds(1)).toEqual({ initial: 1, min: 1, max: 2, buffer: 1 });
   });
 
   it('MARKS_AHEAD as a number pins it', () => {
     expect(markPacingBounds(64, 128)).toMatchObject({ initial: 128, min: 128, max: 128 });
   });
 });
+
+/** `perSecond` slot releases a second for `seconds`, on the given clock (ms). */
+function releases(pacing: MarkPacing, perSecond: number, seconds: number, from = 0): number {
+  const step = 1_000 / perSecond;
+  let t = from;
+  for (let i = 0; i < perSecond * seconds; i += 1) pacing.slotReleased((t += step));
+  return t;
+}
 
 describe('MarkPacing', () => {
   it('gives as many mark permits as free slots plus the marks ahead (at least one)', () => {
@@ -20,78 +28,66 @@ describe('MarkPacing', () => {
     expect(pacing.markPermits(0)).toBe(8);
   });
 
-  it('grows when a slot is free while records wait for a mark permit, up to twice the slots', () => {
-    const pacing = new MarkPacing(markPacingBounds(2));
-    expect(pacing.check(1, 0)).toBe(false); // nobody waits for a mark
-    expect(pacing.check(0, 3)).toBe(false); // no slot free: the slots are the bottleneck
-    expect(pacing.check(1, 3)).toBe(true);
-    expect(pacing.ahead).toBe(2);
-    expect(pacing.check(1, 3)).toBe(true);
-    expect(pacing.check(1, 3)).toBe(true);
-    expect(pacing.ahead).toBe(4);
-    expect(pacing.check(1, 3)).toBe(false);
+  it("keeps the initial marks ahead until both the release rate and a mark's time are measured", () => {
+    const pacing = new MarkPacing(markPacingBounds(64));
+    releases(pacing, 1_000, 2);
+    expect(pacing.target).toBe(16);
+    pacing.markCommitted(10);
+    expect(pacing.target).not.toBe(16);
   });
 
-  it('wants one fewer for every window the buffer or more stayed queued for a slot, made once it leaves every permit held within the permits', () => {
-    const pacing = new MarkPacing({ initial: 5, min: 1, max: 10, buffer: 2, shrinkAfterMs: 100 });
-    pacing.slotQueue(3, 0);
-    pacing.slotQueue(3, 99);
-    expect(pacing.settle(0, 0)).toBe(false); // not a whole window yet
-    pacing.slotQueue(1, 120); // the queue drained below the buffer: the window starts again
-    pacing.slotQueue(2, 130);
-    pacing.slotQueue(2, 229);
-    expect(pacing.settle(0, 0)).toBe(false);
-    pacing.slotQueue(2, 230); // a window of excess: one fewer wanted
-    pacing.slotQueue(2, 330); // another
-    // 5 permits held, none free beyond them: no shrink fits yet.
-    expect(pacing.settle(5, 0)).toBe(false);
-    expect(pacing.ahead).toBe(5);
-    // A permit coming back is taken by the first shrink instead of the next record waiting.
-    expect(pacing.giveBack(5, 0)).toBe(true);
-    expect(pacing.ahead).toBe(4);
-    // With room to spare, the second one is made at once.
-    expect(pacing.settle(2, 0)).toBe(true);
-    expect(pacing.ahead).toBe(3);
-    expect(pacing.settle(0, 0)).toBe(false);
+  it("asks for the calls that end while a mark commits, twice over, plus the buffer (Little's law)", () => {
+    const pacing = new MarkPacing(markPacingBounds(64));
+    releases(pacing, 1_000, 3); // 1 a millisecond, settled over three seconds
+    for (let i = 0; i < 50; i += 1) pacing.markCommitted(10);
+    // 1/ms × 10 ms × 2 + 4 = 24 (the decayed count's estimate is a little under 1/ms)
+    expect(pacing.target).toBeGreaterThanOrEqual(22);
+    expect(pacing.target).toBeLessThanOrEqual(25);
+    // A slow ledger (a fresh process's first transactions) asks for more at once, up to twice the slots.
+    pacing.markCommitted(2_000);
+    expect(pacing.target).toBe(128);
   });
 
-  it('a batch of marks queued for a moment shrinks nothing', () => {
-    const pacing = new MarkPacing({ initial: 5, min: 1, max: 10, buffer: 2, shrinkAfterMs: 100 });
-    for (let t = 0; t < 1_000; t += 50) {
-      pacing.slotQueue(6, t); // a partition's batch commits
-      pacing.slotQueue(0, t + 40); // and is called
-    }
-    expect(pacing.settle(0, 0)).toBe(false);
-    expect(pacing.ahead).toBe(5);
+  it('goes up at once; comes down only as far as the permits held beyond the free slots allow', () => {
+    const pacing = new MarkPacing(markPacingBounds(64));
+    releases(pacing, 1_000, 3);
+    for (let i = 0; i < 50; i += 1) pacing.markCommitted(20);
+    const high = pacing.target;
+    expect(pacing.settle(0, 0)).toBe(true);
+    expect(pacing.ahead).toBe(high);
+    for (let i = 0; i < 100; i += 1) pacing.markCommitted(2);
+    const low = pacing.target;
+    expect(low).toBeLessThan(high);
+    // Every permit held and no slot free: nothing to come down into yet.
+    expect(pacing.settle(high, 0)).toBe(false);
+    // A permit coming back is taken by the step down, not by the next record waiting.
+    expect(pacing.giveBack(high, 0)).toBe(true);
+    expect(pacing.ahead).toBe(high - 1);
+    // With nothing held, down to what is asked at once.
+    expect(pacing.settle(0, 0)).toBe(true);
+    expect(pacing.ahead).toBe(low);
   });
 
-  it('never wants fewer than its minimum, and a starved slot drops the shrinks asked for', () => {
-    const low = new MarkPacing({ initial: 2, min: 1, max: 10, buffer: 1, shrinkAfterMs: 10 });
-    for (let t = 0; t <= 100; t += 10) low.slotQueue(5, t);
-    expect(low.settle(0, 0)).toBe(true);
-    expect(low.ahead).toBe(1);
-    const pacing = new MarkPacing({ initial: 4, min: 1, max: 10, buffer: 1, shrinkAfterMs: 10 });
-    for (let t = 0; t <= 20; t += 10) pacing.slotQueue(3, t);
-    expect(pacing.check(1, 1)).toBe(true);
-    expect(pacing.settle(0, 0)).toBe(false);
-    expect(pacing.ahead).toBe(5);
+  it('lower traffic asks for fewer: the release rate decays without releases', () => {
+    const pacing = new MarkPacing(markPacingBounds(64));
+    const t = releases(pacing, 1_000, 3);
+    for (let i = 0; i < 50; i += 1) pacing.markCommitted(10);
+    const busy = pacing.target;
+    releases(pacing, 50, 3, t + 1_000);
+    expect(pacing.target).toBeLessThan(busy);
+    expect(pacing.target).toBeGreaterThanOrEqual(pacing.bounds.min);
   });
 
-  it('settles where the marks keep up: alternating starved slots and lasting queues hold it within a step', () => {
-    const pacing = new MarkPacing(markPacingBounds(16));
-    for (let t = 0; t < 10_000; t += 100) {
-      pacing.check(1, 2);
-      pacing.slotQueue(4, t);
-      pacing.slotQueue(4, t + 100);
-      pacing.settle(0, 0);
-    }
-    const settled = pacing.ahead;
-    pacing.check(1, 2);
-    expect(Math.abs(pacing.ahead - settled)).toBeLessThanOrEqual(1);
+  it('ignores a mark time that is not a time', () => {
+    const pacing = new MarkPacing(markPacingBounds(8));
+    releases(pacing, 100, 1);
+    pacing.markCommitted(Number.NaN);
+    pacing.markCommitted(-5);
+    expect(pacing.target).toBe(2);
   });
 
   it('refuses bounds that make no sense', () => {
-    expect(() => new MarkPacing({ initial: 0, min: 1, max: 2, buffer: 1, shrinkAfterMs: 1 })).toThrow(RangeError);
-    expect(() => new MarkPacing({ initial: 3, min: 1, max: 2, buffer: 1, shrinkAfterMs: 1 })).toThrow(RangeError);
+    expect(() => new MarkPacing({ initial: 0, min: 1, max: 2, buffer: 1 })).toThrow(RangeError);
+    expect(() => new MarkPacing({ initial: 3, min: 1, max: 2, buffer: 1 })).toThrow(RangeError);
   });
 });

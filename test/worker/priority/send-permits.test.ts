@@ -20,49 +20,34 @@ describe('SendPermits', () => {
     expect(ahead).toEqual([1]);
   });
 
-  it('a slot freed while records wait for a mark permit grows the marks ahead, and grants the waiter', async () => {
-    const ahead: number[] = [];
-    const permits = new SendPermits({ maxInFlight: 2, onMarksAhead: (n) => ahead.push(n) });
-    const { slots, markPermits } = permits.for('normal');
-    await slots.acquire();
-    await slots.acquire();
-    await markPermits.acquire(); // the one mark ahead
-    let granted = 0;
-    for (let i = 0; i < 3; i += 1) void markPermits.acquire().then(() => (granted += 1));
-    await flush();
-    expect(granted).toBe(0);
-    slots.release(); // a free slot, and marks waiting: too few marks ahead
-    await flush();
-    expect(permits.marksAhead).toBe(2);
-    expect(granted).toBe(2); // one for the free slot, one for the mark ahead added
-    expect(ahead).toEqual([1, 2]);
-  });
-
-  it('marks that stay queued for a slot shrink the marks ahead as their permits come back, and never take a permit back', async () => {
+  it("the marks ahead follow what the lanes measure: the slots' release rate times a mark's commit time; a step down waits for a permit to come back", async () => {
     const ahead: number[] = [];
     let now = 0;
-    // MAX_IN_FLIGHT 16: 4 marks ahead at first, a buffer of 1.
-    const permits = new SendPermits({ maxInFlight: 16, onMarksAhead: (n) => ahead.push(n), now: () => now });
+    const permits = new SendPermits({ maxInFlight: 64, onMarksAhead: (n) => ahead.push(n), now: () => now });
     const { slots, markPermits } = permits.for('normal');
-    for (let i = 0; i < 16; i += 1) await slots.acquire();
-    for (let i = 0; i < 4; i += 1) await markPermits.acquire();
-    // Their marks commit and they queue for a slot, and stay queued past the window.
-    const queued = [slots.acquire(), slots.acquire()];
-    now = 150;
-    queued.push(slots.acquire(), slots.acquire());
-    await flush();
-    expect(permits.marksAhead).toBe(4); // every permit is held: none is taken back
-    // A slot frees: the first queued record takes it and gives its permit back, which the shrink takes.
-    slots.release();
-    await queued[0];
+    // 64 calls under way, a call ending every millisecond for three seconds, each slot taken again.
+    for (let i = 0; i < 64; i += 1) await slots.acquire();
+    for (let i = 0; i < 3_000; i += 1) {
+      now += 1;
+      slots.release();
+      await slots.acquire();
+    }
+    // Marks take 20 ms to commit: 1/ms × 20 × 2 + 4 ≈ 44 marks ahead.
+    for (let i = 0; i < 50; i += 1) markPermits.committed?.(20);
+    expect(permits.marksAhead).toBeGreaterThanOrEqual(40);
+    expect(permits.marksAhead).toBeLessThanOrEqual(45);
+    const high = permits.marksAhead;
+    for (let i = 0; i < high; i += 1) await markPermits.acquire();
+    // Faster marks: fewer needed, but every permit is held: none is taken back.
+    for (let i = 0; i < 100; i += 1) markPermits.committed?.(2);
+    expect(permits.marksAhead).toBe(high);
     markPermits.release();
-    expect(permits.marksAhead).toBe(3);
-    expect(permits.markPermits).toBe(3);
+    expect(permits.marksAhead).toBe(high - 1);
     let granted = false;
     void markPermits.acquire().then(() => (granted = true));
     await flush();
-    expect(granted).toBe(false); // the permit went to the shrink, not to the record waiting
-    expect(ahead).toEqual([4, 3]);
+    expect(granted).toBe(false); // the permit went to the step down, not to the record waiting
+    expect(ahead.at(-1)).toBe(high - 1);
   });
 
   it('MARKS_AHEAD as a number keeps the marks ahead there', async () => {
