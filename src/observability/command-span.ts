@@ -14,7 +14,7 @@
  * recipient, content or code either.
  */
 import { performance } from 'node:perf_hooks';
-import { SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import { isSpanContextValid, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import {
   ATTR_ERROR_TYPE,
   ATTR_HTTP_REQUEST_METHOD,
@@ -29,6 +29,7 @@ import type { RawHeaders } from '../contracts/dead-letter.ts';
 import type { SourcePosition } from '../contracts/result.ts';
 import type { AttemptInfo } from '../provider/options.ts';
 import { REQUEST_ID_HEADER } from '../provider/call-state.ts';
+import type { LogTrace } from './log-trace.ts';
 import { contextFromHeaders, headersFromContext } from './trace-headers.ts';
 
 /**
@@ -160,6 +161,12 @@ export class CommandSpan {
   readonly onAttempt = (info: AttemptInfo): void => {
     this.#tracer.attempt(this.#context, info);
   };
+
+  /** The span's ids for log lines written while the command is processed (withLogTrace); none for an invalid context. */
+  get logTrace(): LogTrace | undefined {
+    const context = this.#span.spanContext();
+    return isSpanContextValid(context) ? { trace_id: context.traceId, span_id: context.spanId } : undefined;
+  }
 
   /** The headers that carry this span's context into the records the command produced. */
   headers(): Readonly<Record<string, string>> {

@@ -1,13 +1,17 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
+import { logTraceFields } from './log-trace.ts';
 
 /**
  * Structured JSON logs. Secrets are never passed to the logger in the first place; these redact
- * paths are a second line of defence for objects that might carry them.
+ * paths are a second line of defence for objects that might carry them. A line written while a
+ * traced command is processed carries its `trace_id` and `span_id` (log-trace.ts), so it joins the
+ * command's trace. `destination`: standard output unless given (tests).
  */
-export function createLogger(level: string, base: Record<string, unknown> = {}): Logger {
-  return pino({
+export function createLogger(level: string, base: Record<string, unknown> = {}, destination?: DestinationStream): Logger {
+  const options = {
     level,
     base: { service: 'sms-worker', ...base },
+    mixin: logTraceFields,
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: {
       paths: [
@@ -23,7 +27,8 @@ export function createLogger(level: string, base: Record<string, unknown> = {}):
       ],
       censor: '[redacted]',
     },
-  });
+  };
+  return destination === undefined ? pino(options) : pino(options, destination);
 }
 
 export type { Logger };
