@@ -59,7 +59,7 @@ RUN groupadd --system --gid 10001 sms-worker \
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-COPY package.json ./
+COPY package.json LICENSE ./
 COPY schemas ./schemas
 
 # V8's compile cache, filled here for the runtime user (Node keys it by version, architecture and

@@ -11,6 +11,9 @@
  * 55 ms of CPU at every start, measured: a pod's start competes with the pods that work).
  */
 import type { Tracer } from '@opentelemetry/api';
+import type * as OtlpHttpExporter from '@opentelemetry/exporter-trace-otlp-http';
+import type * as Resources from '@opentelemetry/resources';
+import type * as SdkTraceBase from '@opentelemetry/sdk-trace-base';
 import { setGlobalErrorHandler } from '@opentelemetry/core';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { TracingSettings } from '../config/tracing.ts';
@@ -29,7 +32,7 @@ export interface Tracing {
 }
 
 /** The SDK's modules, loaded only when tracing starts (and by the image's compile-cache fill, cli/compile-cache.ts). */
-export function loadTracingSdk() {
+export function loadTracingSdk(): Promise<[typeof OtlpHttpExporter, typeof Resources, typeof SdkTraceBase]> {
   return Promise.all([import('@opentelemetry/exporter-trace-otlp-http'), import('@opentelemetry/resources'), import('@opentelemetry/sdk-trace-base')]);
 }
 
