@@ -47,6 +47,11 @@ export const PRODUCT_COMMANDS: readonly CliCommand[] = [
     summary: 'print committed results as JSON lines (or a table with --pretty)',
     run: async (argv) => (await import('./tail.ts')).runTail(argv),
   },
+  {
+    name: 'redrive',
+    summary: 'publish dead-lettered command records again (a dry run unless --execute)',
+    run: async (argv) => (await import('./redrive.ts')).runRedrive(argv),
+  },
 ];
 
 export function cliHelp(commands: readonly CliCommand[]): string {

@@ -99,39 +99,8 @@ export class Codec {
    * record this worker can read. Throws RegistryUnavailableError when the answer depends on a
    * registry that cannot be reached.
    */
-  async decode(value: Buffer | null): Promise<{ ok: true; value: unknown; schemaId: number } | Undecodable> {
-    if (value === null || value.length < 5 || value[0] !== 0) {
-      return {
-        ok: false,
-        code: DEAD_LETTER_CODES.notConfluentFraming,
-        message:
-          value === null
-            ? 'record has no value (tombstone)'
-            : value.length < 5
-              ? `value is ${value.length} bytes, shorter than the 5-byte Confluent header`
-              : `first byte is ${value[0]}, not the Confluent magic byte 0`,
-      };
-    }
-    const schemaId = value.readInt32BE(1);
-    let type;
-    try {
-      type = await this.registry.getSchema(schemaId);
-    } catch (error) {
-      const status = (error as StatusError).status;
-      if (status === 404) return { ok: false, code: DEAD_LETTER_CODES.unknownSchemaId, message: `schema id ${schemaId} is not in the registry` };
-      throw new RegistryUnavailableError(`schema registry lookup of id ${schemaId} failed: ${error instanceof Error ? error.message : String(error)}`);
-    }
-    try {
-      const decoded = await this.registry.decode(value);
-      return { ok: true, value: decoded, schemaId };
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      return {
-        ok: false,
-        code: DEAD_LETTER_CODES.undecodable,
-        message: `bytes do not decode with schema id ${schemaId} (${type === undefined ? 'unknown type' : 'Avro'}): ${reason}`,
-      };
-    }
+  decode(value: Buffer | null): Promise<{ ok: true; value: unknown; schemaId: number } | Undecodable> {
+    return decodeCommandValue(this.registry, value);
   }
 
   encodeResult(value: Record<string, unknown>): Promise<Buffer> {
@@ -140,5 +109,49 @@ export class Codec {
 
   encodeDeadLetter(value: Record<string, unknown>): Promise<Buffer> {
     return this.registry.encode(this.deadLetterSchemaId, value);
+  }
+}
+
+/**
+ * A command record's value decoded as the worker decodes it (Confluent framing, the writer schema
+ * by id from the registry, Avro): the value, or why the bytes are not a record the worker can read
+ * (a dead letter's code and message). Throws RegistryUnavailableError when the answer depends on a
+ * registry that cannot be reached. Shared by the worker's Codec and `sms-worker redrive`.
+ */
+export async function decodeCommandValue(
+  registry: SchemaRegistry,
+  value: Buffer | null,
+): Promise<{ ok: true; value: unknown; schemaId: number } | Undecodable> {
+  if (value === null || value.length < 5 || value[0] !== 0) {
+    return {
+      ok: false,
+      code: DEAD_LETTER_CODES.notConfluentFraming,
+      message:
+        value === null
+          ? 'record has no value (tombstone)'
+          : value.length < 5
+            ? `value is ${value.length} bytes, shorter than the 5-byte Confluent header`
+            : `first byte is ${value[0]}, not the Confluent magic byte 0`,
+    };
+  }
+  const schemaId = value.readInt32BE(1);
+  let type;
+  try {
+    type = await registry.getSchema(schemaId);
+  } catch (error) {
+    const status = (error as StatusError).status;
+    if (status === 404) return { ok: false, code: DEAD_LETTER_CODES.unknownSchemaId, message: `schema id ${schemaId} is not in the registry` };
+    throw new RegistryUnavailableError(`schema registry lookup of id ${schemaId} failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  try {
+    const decoded = await registry.decode(value);
+    return { ok: true, value: decoded, schemaId };
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return {
+      ok: false,
+      code: DEAD_LETTER_CODES.undecodable,
+      message: `bytes do not decode with schema id ${schemaId} (${type === undefined ? 'unknown type' : 'Avro'}): ${reason}`,
+    };
   }
 }

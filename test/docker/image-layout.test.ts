@@ -174,15 +174,30 @@ describe('what `npm run build` puts in dist/ (what the image runs)', () => {
       ?.split('\n\n')[0]
       ?.split('\n')
       .map((line) => line.trim().split(/\s+/)[0] ?? '');
-    expect(commands).toEqual(['run', 'receipts', 'sandbox', 'produce', 'tail']);
+    expect(commands).toEqual(['run', 'receipts', 'sandbox', 'produce', 'tail', 'redrive']);
     for (const command of commands ?? []) {
       const result = entry([command, '--help']);
       expect(result.status, `${command} --help: ${result.stderr}`).toBe(0);
       expect(result.stdout).toContain(`sms-worker ${command}`);
     }
+    // The operator's filters, documented where the operator looks.
+    const redriveHelp = entry(['redrive', '--help']).stdout;
+    for (const flag of [
+      '--execute',
+      '--code',
+      '--since',
+      '--until',
+      '--source-topic',
+      '--source-partition',
+      '--from-offset',
+      '--to-offset',
+      '--max',
+      '--to-topic',
+    ])
+      expect(redriveHelp).toContain(flag);
     const demo = entry(['demo']);
     expect(demo.status).toBe(2);
     expect(demo.stderr).toContain('unknown command: demo');
-    // Seven node processes one after another: well past the 5 s default on a busy machine.
+    // Nine node processes one after another: well past the 5 s default on a busy machine.
   }, 60_000);
 });
