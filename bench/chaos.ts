@@ -97,6 +97,8 @@ const SEED = args.seed === undefined ? Math.floor(Math.random() * 1_000_000) : i
 const PARTITIONS = 12;
 /** The worker's minimum: a frozen worker loses its partitions quickly. */
 const SESSION_TIMEOUT_MS = 6_000;
+/** How long the broker stays dead after its SIGKILL (it then takes seconds more to start: its log recovery). */
+const BROKER_KILL_SEC = 15;
 /** Twice the session timeout: the group has certainly moved on when the frozen worker wakes. */
 const FREEZE_MS = 12_000;
 const WORKERS_AT_START = 3;
@@ -145,7 +147,7 @@ async function main(): Promise<number> {
   // The schedule has its own stream, so it does not depend on how far publishing got.
   const scheduleRandom = prng(SEED + 1);
   say(
-    `seed ${SEED}; ${fmt(COMMANDS)} commands on ${KEYS} keys at ${RATE}/s${PRIORITY_COMMANDS > 0 ? ` and ${fmt(PRIORITY_COMMANDS)} verification codes on ${PRIORITY_KEYS} keys on the priority topic beside them` : ''}; workers ${WORKERS_AT_START} → ${WORKERS_SCALED_UP} → ${WORKERS_SCALED_DOWN}, ${KILLS} SIGKILLs, 1 SIGSTOP for ${FREEZE_MS / 1000} s, 1 broker restart, sandbox 503 for ${OUTAGE_SEC} s, empty account for ${FUNDS_PAUSE_SEC} s, ${FUZZ} fuzz records; logs in ${LOG_DIR}`,
+    `seed ${SEED}; ${fmt(COMMANDS)} commands on ${KEYS} keys at ${RATE}/s${PRIORITY_COMMANDS > 0 ? ` and ${fmt(PRIORITY_COMMANDS)} verification codes on ${PRIORITY_KEYS} keys on the priority topic beside them` : ''}; workers ${WORKERS_AT_START} → ${WORKERS_SCALED_UP} → ${WORKERS_SCALED_DOWN}, ${KILLS} SIGKILLs, 1 SIGSTOP for ${FREEZE_MS / 1000} s, 1 broker restart, 1 broker SIGKILL for ${BROKER_KILL_SEC} s, sandbox 503 for ${OUTAGE_SEC} s, empty account for ${FUNDS_PAUSE_SEC} s, ${FUZZ} fuzz records; logs in ${LOG_DIR}`,
   );
   say('starting a local Kafka + registry of its own (not reused: the broker gets restarted)…');
   const stack = await startStack({ reuse: false, log: say });
@@ -227,6 +229,8 @@ async function main(): Promise<number> {
 
     // Publishing at a steady rate, paused while the broker restarts.
     let paused = false;
+    /** The broker SIGKILL: when it was killed, and when it answered again. */
+    let brokerKill: { readonly killedAt: number; readonly backAt: number } | undefined;
     const productionSec = COMMANDS / RATE;
     /** `count` commands `<idPrefix>-<n>` on `keys` keys `<keyPrefix>-<k>`, `rate` a second in ticks of 250 ms; a failed batch is retried. */
     const publishStream = (s: {
@@ -370,6 +374,23 @@ async function main(): Promise<number> {
           paused = false;
         }
         note(`broker back after ${fmt((Date.now() - t) / 1000, 1)} s`);
+      },
+    });
+    events.push({
+      atSec: within(0.6 * span, 0.68 * span),
+      name: `broker SIGKILL for ${BROKER_KILL_SEC} s`,
+      blocking: true,
+      run: async () => {
+        note(`killing the Kafka broker (SIGKILL: a node lost), starting it again after ${BROKER_KILL_SEC} s on the same ports and data…`);
+        paused = true;
+        const t = Date.now();
+        try {
+          await restartKafka({ kill: true, downMs: BROKER_KILL_SEC * 1000 });
+        } finally {
+          paused = false;
+        }
+        brokerKill = { killedAt: t, backAt: Date.now() };
+        note(`broker back after ${fmt((Date.now() - t) / 1000, 1)} s (answering again ${fmt((Date.now() - t) / 1000 - BROKER_KILL_SEC, 1)} s after its start)`);
       },
     });
     if (OUTAGE_SEC > 0) {
@@ -727,6 +748,8 @@ async function main(): Promise<number> {
     const canariesAnswered = canaryIds.filter((id) => (results.get(id)?.length ?? 0) === 1).length;
     const crashesDuringFuzz = pool.unplannedExits.length - exitsBeforeFuzz;
     const kills = blows.filter((b) => b.what === 'SIGKILL').length;
+    const afterKill = brokerKill === undefined ? [] : requests.filter((r) => r.receivedAt >= (brokerKill?.backAt ?? 0)).map((r) => r.receivedAt);
+    const firstSendAfterKill = brokerKill === undefined || afterKill.length === 0 ? undefined : Math.min(...afterKill) - brokerKill.backAt;
 
     const failures: string[] = [];
     for (const st of streams) failures.push(...st.check.failures.map((f) => `${st.priority} priority: ${f}`));
@@ -826,6 +849,12 @@ async function main(): Promise<number> {
             fmt(failedForFunds.length),
             '0',
             passFail(failedForFunds.length === 0),
+          ],
+          [
+            'first request at the service after the broker SIGKILL, counted from the broker answering again (the members keep their ids: no session to wait out)',
+            firstSendAfterKill === undefined ? '–' : `${fmt(firstSendAfterKill / 1000, 1)} s`,
+            '≤ 5 s',
+            '',
           ],
           ['worker processes started / SIGKILLs', `${pool.workers.length} / ${kills}`, '', ''],
           ['worker exits we did not cause', fmt(pool.unplannedExits.length), '0', ''],

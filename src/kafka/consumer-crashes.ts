@@ -35,7 +35,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { retry, RetryAborted, type RetryOptions } from '../retry.ts';
 import { coordinatorKey, GROUP_COORDINATOR } from './coordinator-cache.ts';
-import { crashVerdict, errorChain, LookupRefusals, mayRetryJoin } from './coordinator-loss.ts';
+import { BROKER_OUTAGE_LIMIT_MS, crashVerdict, errorChain, isBrokerUnreachable, LookupRefusals, mayRetryJoin } from './coordinator-loss.ts';
 
 /**
  * A failed rejoin's tries in place before the consumer crashes: up to 6 attempts, 5 waits of 250 ms
@@ -266,17 +266,26 @@ export function installConsumerCrashHandling(require: NodeJS.Require): void {
 const REFRESH_WAIT_MS = 2_000;
 
 /**
- * A fetch loop that found no broker to fetch from waits for one, up to the session, before it
- * crashes. kafkajs takes a broker out of its pool when a fetch's connection closes under it; a
- * single broker killed, or every broker at once, empties the pool, and kafkajs's runner ended its
- * fetch loop at once with `No broker available`: a crash, so a LeaveGroup, every partition of the
- * process moved away and back (test/worker/broker-restart.int.test.ts: 2 of 3 kills). Here the
- * loop asks the seed brokers for metadata (which fills the pool again once one answers; one refresh
- * at a time, awaited up to REFRESH_WAIT_MS) and starts again, with the waits of a rejoin tried
- * again in place (JOIN_RETRY's backoff), none begun after the session timeout from the first
- * failure (the group keeps a silent member that long; a broker killed takes seconds to start
- * again) or JOIN_RETRY_WINDOW_MS if longer; past that it crashes as before. A loop that ran before
- * it lost its brokers starts a new wait. No heartbeat goes out meanwhile, so the lease lapses as in
+ * A fetch loop that cannot reach a broker waits for one, in place, before it crashes. kafkajs
+ * takes a broker out of its pool when a fetch's connection closes under it; a single broker
+ * killed, or every broker at once, empties the pool, and kafkajs's runner ended its fetch loop at
+ * once with `No broker available`: a crash, so a LeaveGroup, every partition of the process moved
+ * away and back (test/worker/broker-restart.int.test.ts: 2 of 3 kills). A fetch loop whose
+ * metadata refresh, fetch or heartbeat met a connection refused, reset or closed (kafkajs's
+ * retrier gives up on them within about 10 s) crashed the same way a little later. Here the loop
+ * asks the seed brokers for metadata (which fills the pool again once one answers; one refresh at
+ * a time, awaited up to REFRESH_WAIT_MS) and starts again (isBrokerUnreachable), with the waits of
+ * a rejoin tried again in place (JOIN_RETRY's backoff), none begun after BROKER_OUTAGE_LIMIT_MS
+ * (5 min) from the first failure; past that it crashes as before.
+ *
+ * Not the session timeout: a coordinator that restarts loads the group with every member and
+ * starts their sessions afresh, so a member that kept its id heartbeats and fetches on once a
+ * broker answers, while a member that crashed joins as a new one and the group waits a whole
+ * session for the old one to expire (measured with the one broker SIGKILLed for 20 s: sends
+ * stopped until 30.5 s after it answered again; test/worker/broker-crash.int.test.ts). A group
+ * that did expire the member meanwhile (a network cut to this process alone) answers its next
+ * heartbeat UNKNOWN_MEMBER_ID, and kafkajs joins again as a new member. A loop that ran before it
+ * lost its brokers starts a new wait. No heartbeat goes out meanwhile, so the lease lapses as in
  * any outage and no call starts. A stop ends the wait: the loop then returns once kafkajs's runner
  * is no longer running. (Returning at once on a stop, a first version spun: a review found that a
  * runner whose stop came during its join runs on, and its fetch loop would have returned forever.)
@@ -311,14 +320,18 @@ function waitForBrokers(runner: InternalRunner, errors: KafkaJsErrors): void {
           backoff: JOIN_RETRY.backoff,
           signal,
           retryable: (error) => {
-            if ((error as { name?: unknown } | null)?.name !== 'KafkaJSNoBrokerAvailableError' || signal.aborted) return false;
+            if (!isBrokerUnreachable(error) || signal.aborted) return false;
             // kafkajs finds its pool empty as the loop starts; later, the loop found brokers and ran.
             if (waitingSince === undefined || Date.now() - loopStartedAt > 1_000) waitingSince = loopStartedAt;
-            return Date.now() - waitingSince < Math.max(JOIN_RETRY_WINDOW_MS, consumerGroup.sessionTimeout ?? 0);
+            return Date.now() - waitingSince < BROKER_OUTAGE_LIMIT_MS;
           },
-          onRetry: (_error, retryNumber, delayMs) => {
+          onRetry: (error, retryNumber, delayMs) => {
             if (retryNumber === 1)
-              consumerGroup.logger.warn('no broker to fetch from (their connections closed); waiting for one', { groupId: consumerGroup.groupId, delayMs });
+              consumerGroup.logger.warn('no broker to fetch from (their connections closed); waiting for one', {
+                groupId: consumerGroup.groupId,
+                delayMs,
+                error: error instanceof Error ? error.message : String(error),
+              });
           },
         },
       );

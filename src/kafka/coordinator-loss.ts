@@ -19,6 +19,15 @@
 
 const NOT_FOUND = 'KafkaJSGroupCoordinatorNotFound';
 
+/**
+ * How long the consumer rides out an outage of every broker in place before it gives up: its fetch
+ * loop waits for a broker that long (consumer-crashes.ts), and a consumer restarted after coordinator
+ * lookups no broker answered goes on restarting that long (worker/coordinator-outage.ts). Long
+ * enough for a broker's crash and restart (tens of seconds: its log recovery) or a short cluster
+ * outage; brokers gone for good end in a crash-looping pod rather than in one that waits forever.
+ */
+export const BROKER_OUTAGE_LIMIT_MS = 5 * 60_000;
+
 /** `error` and its causes, outermost first (pure). */
 export function errorChain(error: unknown): object[] {
   const chain: object[] = [];
@@ -89,6 +98,18 @@ export function mayRetryJoin(error: unknown, refusal: unknown): boolean {
 /** Whether `error` is (or was caused by) a connection kafkajs could not open because the broker refused it (pure). */
 export function isConnectionRefused(error: unknown): boolean {
   return errorChain(error).some((e) => (e as { name?: unknown }).name === 'KafkaJSConnectionError' && (e as { code?: unknown }).code === 'ECONNREFUSED');
+}
+
+/** kafkajs's errors of a broker that could not be reached or dropped the connection. */
+const UNREACHABLE = new Set(['KafkaJSNoBrokerAvailableError', 'KafkaJSConnectionError', 'KafkaJSConnectionClosedError']);
+
+/**
+ * Whether `error` (or a cause of it) says no broker could be reached: none left in the pool, a
+ * connection refused, reset or timed out, or closed under a request (pure). What a fetch loop meets
+ * while every broker is down, whichever of its requests (metadata, fetch, heartbeat) meets it first.
+ */
+export function isBrokerUnreachable(error: unknown): boolean {
+  return errorChain(error).some((e) => UNREACHABLE.has(String((e as { name?: unknown }).name)));
 }
 
 /** Lookup keys whose refusals are kept at once; past it the oldest is dropped (at worst a refusal then reads as an outage). */

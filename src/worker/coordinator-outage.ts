@@ -1,4 +1,4 @@
-import { isCoordinatorNotFound } from '../kafka/coordinator-loss.ts';
+import { BROKER_OUTAGE_LIMIT_MS, isCoordinatorNotFound } from '../kafka/coordinator-loss.ts';
 
 /**
  * How long a consumer may go on restarting after coordinator lookups no broker answered, counted
@@ -9,7 +9,7 @@ import { isCoordinatorNotFound } from '../kafka/coordinator-loss.ts';
  * unready forever. A lookup a broker refuses (a group missing from the ACLs) is not restarted at
  * all (coordinator-loss.ts).
  */
-export const COORDINATOR_OUTAGE_LIMIT_MS = 5 * 60_000;
+export const COORDINATOR_OUTAGE_LIMIT_MS = BROKER_OUTAGE_LIMIT_MS;
 
 /**
  * Decides whether kafkajs restarts a consumer after a retriable crash (its `restartOnFailure`).

@@ -21,6 +21,8 @@ export interface HandoverLookoutOptions {
    * this claim's fence (the earlier owner had retired by then, or lost its lease).
    */
   readonly graceMs: number;
+  /** What this process itself handed over for a mark (its own earlier claim of the partition), if it did: taken at once. */
+  readonly own?: (mark: OpenMark) => HandoverSettlement | undefined;
   /** When this claim began (epoch ms): the grace counts from here at the earliest. */
   readonly claimedAt?: number;
   /** How often the ledger partition is looked at while a mark waits. */
@@ -74,7 +76,7 @@ export class HandoverLookout {
   settlementOf(mark: OpenMark, signal: AbortSignal): Promise<HandoverSettlement | undefined> {
     const by = mark.by;
     if (by === undefined || this.#marks.get(by)?.offset !== mark.offset || signal.aborted) return Promise.resolve(undefined);
-    const known = this.#found.get(by);
+    const known = this.#found.get(by) ?? this.#o.own?.(mark);
     if (known !== undefined) return Promise.resolve(known);
     return new Promise((resolve) => {
       const waiter: Waiter = {

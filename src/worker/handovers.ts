@@ -43,8 +43,56 @@ const HANDOVERS_PER_SEND = 500;
  */
 const HANDOVERS_QUEUED = 20_000;
 
+/**
+ * This process's own handovers kept in memory, at most this many and this many bytes of their
+ * encoded records (the oldest dropped first): a claim of the same partition by this process (its
+ * lane failed while the broker was away, and the partition came back to it) takes its own
+ * settlements from here at once, whether or not their records could be written.
+ */
+const OWN_HANDOVERS_KEPT = 20_000;
+const OWN_HANDOVER_BYTES_KEPT = 16 * 1024 * 1024;
+
+/** This process's own handovers by mark name (unique to the claim that made the mark): bounded as above. */
+class OwnHandovers {
+  readonly #byMark = new Map<
+    string,
+    { readonly partition: number; readonly offset: bigint; readonly settlement: HandoverSettlement; readonly bytes: number }
+  >();
+  #bytes = 0;
+
+  remember(by: string, partition: number, offset: bigint, settlement: HandoverSettlement, bytes: number): void {
+    this.#forget(by);
+    this.#byMark.set(by, { partition, offset, settlement, bytes });
+    this.#bytes += bytes;
+    while (this.#byMark.size > OWN_HANDOVERS_KEPT || this.#bytes > OWN_HANDOVER_BYTES_KEPT) {
+      const oldest = this.#byMark.keys().next();
+      if (oldest.done === true) break;
+      this.#forget(oldest.value);
+    }
+  }
+
+  /** The settlement this process handed over for the mark named `by` of `partition` at `offset`, if it did. */
+  settlementOf(by: string, partition: number, offset: bigint): HandoverSettlement | undefined {
+    const own = this.#byMark.get(by);
+    return own !== undefined && own.partition === partition && own.offset === offset ? own.settlement : undefined;
+  }
+
+  #forget(by: string): void {
+    const own = this.#byMark.get(by);
+    if (own === undefined) return;
+    this.#byMark.delete(by);
+    this.#bytes -= own.bytes;
+  }
+}
+
 /** Handovers in the source's ledger topic (handover-record.ts says why there). */
 export function ledgerHandovers(o: LedgerHandoversOptions): Handovers {
+  // Before its record is sent: a handover this process wrote is its own to take at a next claim of
+  // the partition, even when the send fails (a broker away: the claim ends, and the partition
+  // comes back to this process when the broker does). Without it the process waited out the grace
+  // for its own handover and reported its own answered sends UNKNOWN
+  // (test/worker/broker-crash.int.test.ts).
+  const own = new OwnHandovers();
   // One send at a time, carrying every handover queued meanwhile: kafkajs's idempotent producer
   // drops records of concurrent sends to one partition without an error (tulios/kafkajs#1005:
   // they reuse sequence numbers, and the broker acknowledges them as duplicates). Seen here as a
@@ -61,7 +109,8 @@ export function ledgerHandovers(o: LedgerHandoversOptions): Handovers {
   return {
     write: async (partition, offset, mark, settlement) => {
       const value = encodeHandover(offset, mark, settlement);
-      if (value === undefined) return;
+      if (value === undefined || mark.by === undefined) return;
+      own.remember(mark.by, partition, offset, settlement, value.length);
       if (value.length > o.maxRecordBytes)
         throw new SmsWorkerError(
           'HANDOVER_TOO_LARGE',
@@ -73,6 +122,7 @@ export function ledgerHandovers(o: LedgerHandoversOptions): Handovers {
       new HandoverLookout({
         marks,
         claimedAt,
+        own: (mark) => (mark.by === undefined ? undefined : own.settlementOf(mark.by, partition, mark.offset)),
         graceMs: o.graceMs,
         pollMs: o.pollMs,
         log: o.log,

@@ -102,6 +102,12 @@ export class LaneRouter {
       lane = this.#lanes.get(key);
     }
     if (lane === undefined) {
+      // A lease that lapsed while no broker answered (no heartbeat goes out then): the group hears
+      // from the member first. Claiming refuses without a lease (a member the group may have
+      // dropped must not fence), and kafkajs heartbeats only between batches that succeed, so a
+      // batch refused for want of a heartbeat never got one: the member sat out its session,
+      // retrying the batch, until the group dropped it (test/worker/broker-crash.int.test.ts).
+      if (!parts.ownership.leaseHolds()) await batch.heartbeat();
       const claim = await this.#heartbeating(batch, parts.ownership.claim(topic, partition), () => parts.ownership.waitingForEarlierOwner(topic, partition));
       if (this.#wrappingUp || !parts.ownership.isCurrent(claim) || this.#retiredClaims.has(claim)) return;
       lane = this.#lanes.get(key);

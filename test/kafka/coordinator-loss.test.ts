@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { crashVerdict, isCoordinatorNotFound, isRefusal, LookupRefusals, mayRetryJoin } from '../../src/kafka/coordinator-loss.ts';
+import { crashVerdict, isBrokerUnreachable, isCoordinatorNotFound, isRefusal, LookupRefusals, mayRetryJoin } from '../../src/kafka/coordinator-loss.ts';
 import kafkajs from '../../src/kafka/kafkajs.ts';
 
 // kafkajs's own error classes, as its cluster, retrier and runner make them.
@@ -105,5 +105,26 @@ describe('LookupRefusals: the brokers’ refusals of each lookup key, until a br
     expect(refusals.size).toBe(1_000);
     expect(refusals.refusal('0:g0')).toBeUndefined();
     expect(refusals.refusal('0:g1499')).toBe(refused);
+  });
+});
+
+describe('isBrokerUnreachable: what a fetch loop waits out in place', () => {
+  const named = (name: string): ErrorClass => errors[name] as ErrorClass;
+
+  it('is a pool without brokers, a connection refused or reset, or one closed under a request, also under kafkajs’s wrappers', () => {
+    const refusedConnection = Object.assign(new (named('KafkaJSConnectionError'))('Connection error: connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    expect(isBrokerUnreachable(new (named('KafkaJSNoBrokerAvailableError'))('No broker available'))).toBe(true);
+    expect(isBrokerUnreachable(refusedConnection)).toBe(true);
+    expect(isBrokerUnreachable(nonRetriable(nonRetriable(refusedConnection)))).toBe(true);
+    expect(isBrokerUnreachable(new (named('KafkaJSNumberOfRetriesExceeded'))(refusedConnection, { cause: refusedConnection }))).toBe(true);
+    expect(isBrokerUnreachable(new (named('KafkaJSConnectionClosedError'))('Closed connection'))).toBe(true);
+  });
+
+  it('is not a broker’s answer, a rebalance or anything else', () => {
+    expect(isBrokerUnreachable({ type: 'REBALANCE_IN_PROGRESS', retriable: false })).toBe(false);
+    expect(isBrokerUnreachable({ type: 'UNKNOWN_MEMBER_ID', retriable: false })).toBe(false);
+    expect(isBrokerUnreachable(nonRetriable(refused))).toBe(false);
+    expect(isBrokerUnreachable(new Error('boom'))).toBe(false);
+    expect(isBrokerUnreachable(undefined)).toBe(false);
   });
 });

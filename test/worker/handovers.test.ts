@@ -40,4 +40,32 @@ describe('ledgerHandovers', () => {
     await expect(second).resolves.toBeUndefined();
     expect(producer.sent.map((batch) => batch.length)).toEqual([1, 1]);
   });
+
+  it('a claim of the same partition by this process takes its own handovers at once, also those whose send failed (the broker away)', async () => {
+    const producer = new FirstSendFails();
+    const handovers = ledgerHandovers({
+      ledgerTopic: 'ledger',
+      key: 'handover/g/t',
+      producer,
+      // Nothing to read: a handover taken from the ledger would need this.
+      reader: {} as PartitionReader,
+      admin: { fetchTopicOffsetsByTimestamp: async () => [] },
+      maxRecordBytes: 1_000_000,
+      graceMs: 60_000,
+      pollMs: 50,
+      log: createLogger('silent'),
+    });
+    const mark = (n: number) => ({ offset: BigInt(n), commandId: `c${n}`, at: Date.now(), by: `claim.${n}` });
+    await expect(handovers.write(3, 7n, mark(7), { kind: 'withdrawn' })).rejects.toMatchObject({ code: 'KAFKA_SEND_TIMEOUT' });
+    const signal = new AbortController().signal;
+    // The next claim of partition 3 by this process: its own settlement, without waiting out the grace (60 s).
+    await expect(handovers.lookout(3, [mark(7)], Date.now()).settlementOf(mark(7), signal)).resolves.toEqual({ kind: 'withdrawn' });
+    // Not for the same mark name elsewhere: another partition, or another offset.
+    const elsewhere = new AbortController();
+    const otherPartition = handovers.lookout(4, [mark(7)], Date.now()).settlementOf(mark(7), elsewhere.signal);
+    const otherOffset = handovers.lookout(3, [{ ...mark(7), offset: 8n }], Date.now()).settlementOf({ ...mark(7), offset: 8n }, elsewhere.signal);
+    setTimeout(() => elsewhere.abort(), 200);
+    await expect(otherPartition).resolves.toBeUndefined();
+    await expect(otherOffset).resolves.toBeUndefined();
+  });
 });

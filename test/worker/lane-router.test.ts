@@ -52,6 +52,7 @@ afterEach(() => {
 function harness(
   handoverDone: Promise<void> = Promise.resolve(),
   fenceDone: Promise<void> = Promise.resolve(),
+  now: () => number = Date.now,
 ): {
   lanes: LaneRouter;
   ownership: PartitionOwnership;
@@ -98,6 +99,7 @@ function harness(
     sessionTimeoutMs: 30_000,
     log,
     metrics,
+    now,
   });
   // Only what LaneRouter touches; the rest of the wiring is not part of this test.
   const parts = {
@@ -130,6 +132,30 @@ function harness(
 }
 
 describe('LaneRouter', () => {
+  it('a batch that must claim while the lease has lapsed (no heartbeat went out while no broker answered) heartbeats first, and the claim goes on', async () => {
+    let clock = 1_000_000;
+    const { lanes, ownership, producers, service } = harness(undefined, undefined, () => clock);
+    ownership.joined(TOPIC, [PARTITION]);
+    // The broker was down for longer than the session: no heartbeat confirmed the member meanwhile.
+    clock += 60_000;
+    expect(ownership.leaseHolds()).toBe(false);
+    let beats = 0;
+    const batch: RecordingBatch = {
+      ...batchOf(range(0, 3)),
+      // kafkajs's heartbeat, answered: its HEARTBEAT event confirms the member (source-pipeline.ts).
+      heartbeat: async () => {
+        beats += 1;
+        ownership.heartbeat();
+      },
+    };
+    // Without the heartbeat first the claim refused (LEASE_EXPIRED), kafkajs retried the batch, and
+    // no heartbeat ever went out: the member sat out its session until the group dropped it.
+    await lanes.accept(batch);
+    expect(beats).toBeGreaterThanOrEqual(1);
+    await eventually(() => producers.groupOffset(TOPIC, PARTITION) === 3n, 5_000, 'the three commands committed');
+    expect([...service.sent].sort()).toEqual(['c0', 'c1', 'c2']);
+  });
+
   it('after a rebalance retired a lane, a batch fetched before the new generation does not open a lane that commits past the records the retired lane gave up', async () => {
     const { lanes, ownership, producers, service, slots } = harness();
     ownership.joined(TOPIC, [PARTITION]);

@@ -30,10 +30,11 @@ export interface RunningStack {
   readonly description: string;
   stop(): Promise<void>;
   /**
-   * Only for mode `local`: stops the broker (SIGTERM, waits for its exit) and starts it again on
-   * the same ports, configuration and data, resolving once a transactional round trip works.
+   * Only for mode `local`: stops the broker (SIGTERM, waits for its exit; or SIGKILL with `kill`, a
+   * node lost) and starts it again on the same ports, configuration and data after `downMs` (0),
+   * resolving once a transactional round trip works.
    */
-  restartKafka?: () => Promise<void>;
+  restartKafka?: (options?: { readonly kill?: boolean; readonly downMs?: number }) => Promise<void>;
 }
 
 interface CliStackState {
@@ -206,9 +207,14 @@ async function startLocalStack(detached: boolean, log: (line: string) => void, w
         process.removeListener('exit', killOnExit);
         await stopAll();
       },
-      restartKafka: async () => {
+      restartKafka: async ({ kill = false, downMs = 0 } = {}) => {
         const index = pids.indexOf(kafka.pid);
-        await stopPid(kafka.pid, 60_000);
+        if (kill) {
+          const killed = kafka.pid;
+          process.kill(killed, 'SIGKILL');
+          await eventually(() => !isAlive(killed), 60_000, `Kafka (${killed}) to exit after SIGKILL`);
+        } else await stopPid(kafka.pid, 60_000);
+        if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));
         const restarted = launchLocalKafka(kafkaOptions);
         kafka.pid = restarted.pid;
         pids[index] = restarted.pid;
