@@ -38,19 +38,28 @@ import { coordinatorKey, GROUP_COORDINATOR } from './coordinator-cache.ts';
 import { BROKER_OUTAGE_LIMIT_MS, crashVerdict, errorChain, isBrokerUnreachable, LookupRefusals, mayRetryJoin } from './coordinator-loss.ts';
 
 /**
- * A failed rejoin's tries in place before the consumer crashes: up to 6 attempts, 5 waits of 250 ms
- * doubling to 2 s, at least half of each (about 3–6 s of waits), and no wait begun after
- * JOIN_RETRY_WINDOW_MS from the rejoin's start (the last attempt then begins at most one wait,
- * 2 s, later). Long enough for a single broker's restart here (the broker-restart test) or a
- * coordinator's move. An attempt itself is kafkajs's join and is not
- * cut short (a coordinator lookup kafkajs retries itself can take tens of seconds): the window only
- * keeps a slow attempt from being followed by more. The process's lanes hold meanwhile
- * (onRejoinRetrying); well inside the default session (30 s) the group waits for the member rather
- * than dropping it, and inside a handover's grace (PROVIDER_RESPONSE_TIMEOUT_MS + 2 s, 12 s by
- * default) a partition the group gave away meanwhile is still handed over by its lanes in time.
+ * A failed rejoin's tries in place before the consumer crashes: waits of 250 ms doubling to 2 s (at
+ * least half of each), and no wait begun after JOIN_RETRY_WINDOW_MS from the rejoin's start. Only
+ * failures that left the group as it was are tried again (mayRetryJoin: no broker answered the
+ * coordinator lookup, the coordinator is loading, a connection refused), so the member keeps its
+ * id and its place in the group. The window is the one a fetch loop waits for a broker
+ * (BROKER_OUTAGE_LIMIT_MS, 5 min), not a few seconds: a broker that shuts down answers the
+ * member's heartbeat "not the coordinator", so it rejoins while the broker is away, and with a
+ * window of 8 s the rejoin of a broker down 8 s (and then seconds starting) ran out, crashed the
+ * consumer, and the new member it came back as waited out the old one's whole session: sends
+ * stopped until 30.7 s after the broker answered again (test/worker/broker-crash.int.test.ts). A
+ * coordinator that restarts loads the group with every member and starts their sessions afresh,
+ * so the member that kept its id rejoins in place once a broker answers. An attempt itself is
+ * kafkajs's join and is not cut short (a coordinator lookup kafkajs retries itself can take tens of
+ * seconds). The process's lanes hold meanwhile (onRejoinRetrying) and retire once the lease lapses
+ * (source-pipeline.ts), handing over what they held, so a partition the group gives away meanwhile
+ * (this member cut off alone) finds its handovers in time.
  */
-export const JOIN_RETRY: Pick<RetryOptions, 'attempts' | 'backoff'> = { attempts: 6, backoff: { initialMs: 250, maxMs: 2_000, jitter: 0.5 } };
-export const JOIN_RETRY_WINDOW_MS = 8_000;
+export const JOIN_RETRY: Pick<RetryOptions, 'attempts' | 'backoff'> = {
+  attempts: Number.POSITIVE_INFINITY,
+  backoff: { initialMs: 250, maxMs: 2_000, jitter: 0.5 },
+};
+export const JOIN_RETRY_WINDOW_MS = BROKER_OUTAGE_LIMIT_MS;
 
 interface CoordinatorQuery {
   readonly groupId: string;

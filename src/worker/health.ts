@@ -47,6 +47,12 @@ export class ProgressMonitor {
     return worst;
   }
 
+  /** Every busy partition and how long it has gone without progress. */
+  waiting(): { lane: string; ms: number }[] {
+    const now = this.#now();
+    return [...this.#busy].map(([lane, at]) => ({ lane, ms: now - at }));
+  }
+
   live(paused: string | undefined): { ok: boolean; detail: string } {
     if (paused !== undefined) return { ok: true, detail: `paused: ${paused}` };
     const stalled = this.stalledFor();

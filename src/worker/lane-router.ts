@@ -158,6 +158,13 @@ export class LaneRouter {
     return true;
   }
 
+  /** What the lane of `key` (`topic:partition`) waits on, or undefined without a lane (none, or a claim still being made). */
+  waitingOn(key: string): (ReturnType<PartitionLane['waitingOn']> & { readonly claimWaitsForEarlierOwner: boolean }) | undefined {
+    const lane = this.#lanes.get(key);
+    if (lane === undefined) return undefined;
+    return { ...lane.waitingOn(), claimWaitsForEarlierOwner: this.#o.parts.ownership.waitingForEarlierOwner(lane.claim.topic, lane.claim.partition) };
+  }
+
   /** The group started rebalancing: every lane holds until the new assignment (see the class comment). */
   holdAll(): void {
     for (const lane of this.#lanes.values()) lane.hold();

@@ -158,6 +158,11 @@ export class PartitionLane {
     this.#apply(() => this.#machine.hold());
   }
 
+  /** What the lane waits on now (a log line's fields: partition waits longer than a second are logged, stall-report.ts). */
+  waitingOn(): ReturnType<PartitionMachine<RecordOutcome>['waitingOn']> {
+    return this.#machine.waitingOn();
+  }
+
   /** Calls under way now (the sticky assignor moves idle partitions first). */
   get callsUnderWay(): number {
     return this.#machine.calling;

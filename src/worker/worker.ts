@@ -3,6 +3,7 @@ import { startHttpServer, type HealthSource } from '../metrics/http-server.ts';
 import { createMetrics, type WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProgressMonitor } from './health.ts';
+import { StallReport } from './stall-report.ts';
 import { BytesInHand } from './bytes-in-hand.ts';
 import { SendPermits } from './priority/send-permits.ts';
 import type { Priority } from './priority/priority.ts';
@@ -25,6 +26,9 @@ export interface WorkerOptions {
 }
 
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped' | 'failed';
+
+/** How often busy partitions are looked at for a wait worth a log line (stall-report.ts). */
+const STALL_CHECK_MS = 250;
 
 /**
  * The worker's lifecycle: consumes commands, sends them, publishes one result per command in the
@@ -50,6 +54,8 @@ export class Worker {
   /** A consumer crashed for good while the worker was still starting (see #stillStarting). */
   #startFailure: Error | undefined;
   #lagTimer: NodeJS.Timeout | undefined;
+  #stallTimer: NodeJS.Timeout | undefined;
+  readonly #stalls = new StallReport();
   readonly #lagRefreshMs: number;
   readonly #startWarnIntervalMs: number;
   /** What the start is doing now (the `still starting` warning names it). */
@@ -181,6 +187,8 @@ export class Worker {
       this.#state = 'running';
       this.#lagTimer = setInterval(() => void this.#refreshLag(), this.#lagRefreshMs);
       this.#lagTimer.unref();
+      this.#stallTimer = setInterval(() => this.#reportStalls(), STALL_CHECK_MS);
+      this.#stallTimer.unref();
       this.#log.info(
         {
           sources: sources.map(({ source, commandPartitions }) => ({ ...source, partitions: commandPartitions })),
@@ -226,6 +234,18 @@ export class Worker {
       this.#log.info('sends succeed again: consumption resumed');
       // Every source's fetching: the gate closed them all (wiring.ts, onBlock).
       for (const pipeline of this.#pipelines) pipeline.parts.fetchPauses.setGateClosed(false);
+    }
+  }
+
+  /** A partition with records in hand and no progress for a second or more: what it waits on (stall-report.ts says how often). */
+  #reportStalls(): void {
+    if (this.#state !== 'running') return;
+    for (const { lane, ms } of this.#stalls.due(this.#progress.waiting())) {
+      const waitingOn = this.#pipelines.map((p) => p.lanes.waitingOn(lane)).find((w) => w !== undefined);
+      this.#log.info(
+        { partition: lane, waitedMs: ms, ...(waitingOn ?? { lane: 'none (its claim is being made)' }) },
+        'a partition has made no progress for a second or more',
+      );
     }
   }
 
@@ -282,6 +302,7 @@ export class Worker {
   /** Releases what was built, newest first (the consumer before the producers it commits with). */
   async #release(): Promise<void> {
     if (this.#lagTimer !== undefined) clearInterval(this.#lagTimer);
+    if (this.#stallTimer !== undefined) clearInterval(this.#stallTimer);
     for (const { name, release } of this.#releases.splice(0).reverse()) {
       try {
         await release();

@@ -38,7 +38,9 @@ function fault(world: World, group: Group, procs: readonly Proc[]): void {
     // Last, and weighed 0 when off, so the other draws of every seed stay as they were.
     consumerRestart: world.settings.consumerRestarts ? 1 : 0,
     rejoinStall: world.settings.rejoinStalls ? 1 : 0,
+    coordinatorRestart: world.settings.coordinatorRestarts ? 0.3 : 0,
   });
+  if (kind === 'coordinatorRestart') return coordinatorRestart(world, group, procs);
   if (kind === 'restart') return restart(world, group, prng.pick(dead));
   if (kind === 'rebalance') {
     if (world.tracing) world.trace('fault: rebalance');
@@ -194,6 +196,41 @@ function rejoinStall(world: World, group: Group, proc: Proc): void {
     proc.consumerDown = false;
     group.join(proc);
   });
+}
+
+/**
+ * The group coordinator restarts (RunOptions.coordinatorRestarts: the broker that hosts it killed or
+ * stopped, and back): every live member stops hearing from the group at once, and its consumer
+ * waits in place, keeping its member id (consumer-crashes.ts: the fetch loop's wait for a broker, a
+ * rejoin tried again in place), so its lanes hold and no heartbeat renews its lease. The group
+ * drops nobody for the outage: the restarted coordinator loads it with every member and starts
+ * their sessions afresh (Group.away). Each member then joins again as itself, most at once, some
+ * later (an attempt kafkajs holds long), now and then past a handover's grace. Only the group is
+ * away here: the simulated brokers keep taking transactions and handovers (what a lost transaction
+ * does is drawn where it happens, and a handover the process could not write it takes from memory:
+ * src/worker/handovers.ts).
+ */
+function coordinatorRestart(world: World, group: Group, procs: readonly Proc[]): void {
+  const { prng } = world;
+  const members = procs.filter((p) => p.alive && !p.frozen && !p.leaving && !p.consumerDown && !p.outOfGroup && !p.hasLeft && group.members.has(p));
+  if (members.length === 0) return;
+  const down = prng.chance(0.2) ? prng.int(TIMING.handoverGraceMs, 2 * TIMING.sessionMs) : prng.int(50, Math.floor(TIMING.handoverGraceMs * 0.7));
+  if (world.tracing) world.trace(`fault: the group coordinator restarts, away for ${down}`);
+  group.away(down);
+  for (const proc of members) {
+    proc.joinStalled();
+    const lasts = down + (prng.chance(0.1) ? prng.int(TIMING.handoverGraceMs, TIMING.sessionMs) : prng.int(0, 300));
+    if (lasts >= TIMING.handoverGraceMs)
+      world.ownerDied(`P${proc.id} stalled past the handover grace in a coordinator restart at t=${world.now}`, proc.death());
+    const { incarnation } = proc;
+    world.clock.at(lasts, proc, () => {
+      if (proc.incarnation !== incarnation || !proc.alive || proc.leaving || !proc.consumerDown) return;
+      if (world.tracing) world.trace(`P${proc.id} rejoins after the coordinator's restart${group.members.has(proc) ? '' : ' as a new member'}`);
+      proc.consumerDown = false;
+      group.join(proc);
+    });
+  }
+  group.rebalance();
 }
 
 function restart(world: World, group: Group, proc: Proc): void {

@@ -109,11 +109,35 @@ export class Group {
    * lapsed, so its held lanes had not handed over yet).
    */
   expireLater(proc: Proc): void {
-    const world = this.#world;
     const { incarnation, freezes, confirmedAt } = proc;
-    const at = confirmedAt + TIMING.sessionMs;
+    this.#expireAt(proc, confirmedAt + TIMING.sessionMs, { incarnation, freezes, confirmedAt });
+  }
+
+  /**
+   * The coordinator is away for `ms` (a restart): nobody's session ends meanwhile, and the one a
+   * member had running starts afresh when it is back (the coordinator loads the group with every
+   * member and schedules their sessions from then).
+   */
+  away(ms: number): void {
+    this.#restartedAt = this.#world.now;
+    this.#awayUntil = Math.max(this.#awayUntil, this.#world.now + ms);
+  }
+
+  /** The coordinator's last restart: when it went away, and when it was back. */
+  #restartedAt = Number.NEGATIVE_INFINITY;
+  #awayUntil = 0;
+
+  #expireAt(proc: Proc, at: number, seen: { readonly incarnation: number; readonly freezes: number; readonly confirmedAt: number }): void {
+    const world = this.#world;
+    const { incarnation, freezes, confirmedAt } = seen;
     world.clock.at(Math.max(0, at - world.now), undefined, () => {
       if (proc.incarnation !== incarnation || proc.freezes !== freezes || proc.confirmedAt !== confirmedAt || !this.members.has(proc)) return;
+      // A session running when the coordinator restarted ends no sooner than a whole session after it was back.
+      const due = this.#restartedAt < at ? Math.max(at, this.#awayUntil + TIMING.sessionMs) : at;
+      if (world.now < due) {
+        this.#expireAt(proc, due, seen);
+        return;
+      }
       if (proc.alive && !proc.frozen && !proc.consumerDown) return;
       if (world.tracing) world.trace(`P${proc.id}'s session expired`);
       this.members.delete(proc);

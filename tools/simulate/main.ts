@@ -56,6 +56,7 @@ function replayCommand(seed: number, options: RunOptions): string {
   if (options.lateFences === false) flags.push('--late-fences off');
   if (options.consumerRestarts === false) flags.push('--consumer-restarts off');
   if (options.rejoinStalls === false) flags.push('--rejoin-stalls off');
+  if (options.coordinatorRestarts === false) flags.push('--coordinator-restarts off');
   if (options.crashesAfterFailure === false) flags.push('--crashes-after-failure off');
   if (options.repeatKeys === 'same') flags.push('--repeat-keys same');
   if (options.handler === 'forgetful') flags.push('--handler forgetful');
@@ -89,6 +90,7 @@ function main(): number {
       'late-fences': { type: 'string' },
       'consumer-restarts': { type: 'string' },
       'rejoin-stalls': { type: 'string' },
+      'coordinator-restarts': { type: 'string' },
       'crashes-after-failure': { type: 'string' },
       'repeat-keys': { type: 'string' },
       handler: { type: 'string' },
@@ -100,7 +102,7 @@ function main(): number {
   if (values.help) {
     console.log(
       'npm run simulate -- [--schedules N] [--seed S] [--variant V] [--ledger on|off|both] [--trace]\n' +
-        '  [--lease-lapses on|off] [--late-fences on|off] [--consumer-restarts on|off] [--rejoin-stalls on|off] [--crashes-after-failure on|off] [--repeat-keys same|any] [--handler careful|forgetful]\n' +
+        '  [--lease-lapses on|off] [--late-fences on|off] [--consumer-restarts on|off] [--rejoin-stalls on|off] [--coordinator-restarts on|off] [--crashes-after-failure on|off] [--repeat-keys same|any] [--handler careful|forgetful]\n' +
         '  [--stale-offsets ledger|always|never]\n' +
         `  variants: ${VARIANTS.join(', ')}`,
     );
@@ -116,6 +118,7 @@ function main(): number {
     lateFences: choice('late-fences', values['late-fences'], ['on', 'off'], 'on') === 'on',
     consumerRestarts: choice('consumer-restarts', values['consumer-restarts'], ['on', 'off'], 'on') === 'on',
     rejoinStalls: choice('rejoin-stalls', values['rejoin-stalls'], ['on', 'off'], 'on') === 'on',
+    coordinatorRestarts: choice('coordinator-restarts', values['coordinator-restarts'], ['on', 'off'], 'on') === 'on',
     crashesAfterFailure: choice('crashes-after-failure', values['crashes-after-failure'], ['on', 'off'], 'on') === 'on',
     repeatKeys: choice('repeat-keys', values['repeat-keys'], ['same', 'any'], 'any'),
     handler: choice('handler', values.handler, ['careful', 'forgetful'], 'careful'),

@@ -82,6 +82,15 @@ export interface RunOptions {
    * lanes then retire) or the session.
    */
   readonly rejoinStalls?: boolean;
+  /**
+   * The group coordinator restarting (default on; a broker SIGKILLed or stopped, and back): every
+   * live member stops hearing from the group at once; its consumer waits for a broker in place and
+   * keeps its member id (consumer-crashes.ts: the fetch loop's wait, a rejoin tried again in place).
+   * The restarted coordinator loads the group with every member and starts their sessions afresh,
+   * so nobody is dropped for the outage itself; each member then rejoins as itself, some late.
+   * Meanwhile lanes hold and leases lapse, as in a rejoin stall.
+   */
+  readonly coordinatorRestarts?: boolean;
   /** A repeated commandId comes with its first record's key (`same`) or, now and then, another key of the partition (`any`, the default; see the report). */
   readonly repeatKeys?: 'same' | 'any';
   /** A handler may throw after its claim failed (default on; see the report). */
@@ -120,6 +129,7 @@ export interface Settings {
   readonly lateFences: boolean;
   readonly consumerRestarts: boolean;
   readonly rejoinStalls: boolean;
+  readonly coordinatorRestarts: boolean;
   /** Virtual time at which faults stop (the heal). */
   readonly faultsUntil: number;
 }

@@ -99,6 +99,7 @@ function drawSettings(prng: Prng, options: RunOptions): Settings {
     lateFences: options.lateFences ?? true,
     consumerRestarts: options.consumerRestarts ?? true,
     rejoinStalls: options.rejoinStalls ?? true,
+    coordinatorRestarts: options.coordinatorRestarts ?? true,
     faultsUntil: prng.int(0, 3_000),
   };
   // From faultsUntil rather than a draw of its own, so adding it left every other draw of every

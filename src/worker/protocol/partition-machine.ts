@@ -4,10 +4,12 @@ import { FetchHolds } from './fetch-holds.ts';
 import { RecordBook, type RecordEntry } from './record-book.ts';
 import { moveRecord, SendPath } from './send-path.ts';
 import { planTransaction, settleCommitted } from './transaction-plan.ts';
-import { moveClaim, type ClaimEvent, type ClaimState, type RecordState } from './table.ts';
+import { moveClaim, RECORD_STATES, type ClaimEvent, type ClaimState, type RecordState } from './table.ts';
 import type { Effect, TransactionPlan, Variant } from './effects.ts';
 
 export type { Effect, TransactionPlan, Variant } from './effects.ts';
+
+const RECORD_STATE_NAMES = Object.keys(RECORD_STATES) as RecordState[];
 export interface MachineOptions {
   readonly claim: PartitionClaim;
   /** The intent ledger is on (a send waits for its mark to commit); marks ahead of the calls take process-wide permits. */
@@ -118,6 +120,13 @@ export class PartitionMachine<O> {
     return this.#book.inState('marking', 'awaiting-slot', 'held').filter((entry) => !entry.mayHaveReached).length;
   }
   readonly recordState = (offset: bigint): RecordState | undefined => this.#book.stateOf(offset);
+
+  /** What the claim waits on now, for a log line: its state, whether a transaction is under way, and its records by state. */
+  waitingOn(): { readonly claim: ClaimState; readonly transaction: boolean; readonly records: Readonly<Partial<Record<RecordState, number>>> } {
+    const records: Partial<Record<RecordState, number>> = {};
+    for (const entry of this.#book.inState(...RECORD_STATE_NAMES)) records[entry.state] = (records[entry.state] ?? 0) + 1;
+    return { claim: this.#state, transaction: this.#committing !== undefined, records };
+  }
 
   /** Whether a fetched record may be taken: `skip` (answered or taken already), `closed`, `full` (run-ahead bound), `take`. */
   offer(offset: bigint, leaseHolds: boolean, clock: number): 'skip' | 'closed' | 'full' | 'take' {
