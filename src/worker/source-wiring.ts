@@ -150,7 +150,17 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
             (key, value) => decodeCheckpoint(key, value, ledgerKey),
             upTo,
             undefined,
-            fencedIn === undefined ? undefined : () => producers.settle(topic, partition, fencedIn),
+            fencedIn === undefined
+              ? undefined
+              : async () => {
+                  const settled = await producers.settle(topic, partition, fencedIn);
+                  if (settled)
+                    log.warn(
+                      { topic, partition, ledgerTopic },
+                      'a transaction was open in the ledger partition after the fence: ended it (a hanging transaction)',
+                    );
+                  return settled;
+                },
           ),
     recentCommandIds: async (t, partition, start, count) => {
       const ends = (await reads.fetchTopicOffsets(t)).find((o) => o.partition === partition);

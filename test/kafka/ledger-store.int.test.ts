@@ -115,4 +115,46 @@ describe('readLatestCheckpoint against a real broker', () => {
       await close();
     }
   });
+
+  it("'end' after fencing waits for a transaction that ends within the bound before ending it as hanging: one whose commit was decided but not yet marked (a restarted coordinator) commits, and is not aborted here", async () => {
+    const { ledger, key, decode, admin, reader, owner, close } = await ledgerWithOwner();
+    const answered = { next: 7n, open: [] };
+    try {
+      // The transaction is open when the read starts, and commits 1 s into it.
+      const deciding = await owner.transaction();
+      await deciding.send({ topic: ledger, messages: [{ key, partition: 0, value: encodeCheckpoint(answered) }] });
+      const committing = new Promise((resolve) => setTimeout(resolve, 1_000)).then(() => deciding.commit());
+      let settled = 0;
+      const read = readLatestCheckpoint(admin, reader, ledger, 0, decode, 'end', undefined, async () => (settled += 1), 5_000);
+      expect(await read).toEqual(answered);
+      await committing;
+      // Without the wait the read ended it at once, aborting it here: the checkpoint of a committed transaction lost.
+      expect(settled).toBe(0);
+
+      // One that does not end within the bound is settled.
+      const hanging = await owner.transaction();
+      await hanging.send({ topic: ledger, messages: [{ key, partition: 0, value: encodeCheckpoint({ next: 8n, open: [] }) }] });
+      const started = Date.now();
+      await expect(
+        readLatestCheckpoint(
+          admin,
+          reader,
+          ledger,
+          0,
+          decode,
+          'end',
+          undefined,
+          async () => {
+            settled += 1;
+            await hanging.abort();
+          },
+          500,
+        ),
+      ).resolves.toEqual(answered);
+      expect(settled).toBe(1);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+    } finally {
+      await close();
+    }
+  });
 });

@@ -6,7 +6,8 @@ import { createRegistry } from '../../src/schema/codec.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { createTopics, eventually } from '../helpers/kafka.ts';
 import { startPrivateKafka, type PrivateKafka } from '../helpers/private-kafka.ts';
-import { publisherFor, startLoggedWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
+import { WorkerProcess } from '../helpers/worker-process.ts';
+import { publisherFor, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
 
 const sandbox = useSandbox();
 const cleanups = useCleanups();
@@ -36,9 +37,9 @@ const PER_TICK = Number(process.env['BROKER_CRASH_PER_TICK'] ?? 5);
  * (published through the outage; a publish the broker did not acknowledge is not counted), the
  * broker taken away (`outage`) and started again on its data; 10 s more of load, then every
  * acknowledged command's result. What each worker logged from the outage on is returned, and
- * written to BROKER_CRASH_DUMP when set (to read when a case fails).
+ * written to BROKER_CRASH_DUMP.<label> when set (to read when a case fails).
  */
-async function underLoadThrough(outage: () => Promise<void>) {
+async function underLoadThrough(label: string, outage: () => Promise<void>) {
   sandbox.setFaults({ down: false, rates: {}, latency: { kind: 'lognormal', medianMs: 50, p99Ms: 500 } });
   cleanups.add(() => sandbox.setFaults({ down: false, rates: {}, latency: { kind: 'none' } }));
   const topics = testTopics();
@@ -49,10 +50,36 @@ async function underLoadThrough(outage: () => Promise<void>) {
     { topic: topics.deadLetter },
     { topic: topics.ledger, partitions: PARTITIONS },
   ]);
-  const env = workerEnv(topics, sandbox.url, { KAFKA_BROKERS: broker.bootstrap, KAFKA_SESSION_TIMEOUT_MS: '30000', LOG_LEVEL: 'info' });
-  const workers = [await startLoggedWorker<LogLine>(env, cleanups, 'info'), await startLoggedWorker<LogLine>(env, cleanups, 'info')];
-  const died: unknown[] = [];
-  for (const { worker } of workers) worker.done.catch((error: unknown) => died.push(error));
+  const env = workerEnv(topics, sandbox.url, { KAFKA_BROKERS: broker.bootstrap, KAFKA_SESSION_TIMEOUT_MS: '30000' });
+  // Each worker a process of its own, as deployed (kafkajs's patches tell a process's consumer
+  // events by group id: two workers of one group in one process would hear each other's).
+  const processes = [new WorkerProcess(env), new WorkerProcess(env)];
+  for (const worker of processes)
+    cleanups.add(async () => {
+      worker.signal('SIGTERM');
+      await worker.stopped(60_000).catch(() => worker.signal('SIGKILL'));
+    });
+  const exits: { code: number | null; signal: NodeJS.Signals | null }[] = [];
+  for (const worker of processes) void worker.exited.then((exit) => exits.push(exit));
+  const workers = processes.map((worker) => ({
+    get logs(): LogLine[] {
+      return worker.output
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .flatMap((line) => {
+          try {
+            return [JSON.parse(line) as LogLine];
+          } catch {
+            return [];
+          }
+        });
+    },
+  }));
+  await eventually(
+    () => (workers.every(({ logs }) => logs.some((l) => l.msg === 'joined consumer group')) ? true : undefined),
+    90_000,
+    'both workers in the group',
+  );
 
   // Each result record once, by its place: the reader's own consumer may read a stretch again after the outage.
   const results = new Map<string, CommandResult[]>();
@@ -98,7 +125,7 @@ async function underLoadThrough(outage: () => Promise<void>) {
   );
   const after = workers.map(({ logs }, i) => logs.slice(linesBefore[i]));
   const dump = process.env['BROKER_CRASH_DUMP'];
-  if (dump !== undefined) writeFileSync(dump, after.map((lines) => lines.map((l) => JSON.stringify(l)).join('\n')).join('\n----\n'));
+  if (dump !== undefined) writeFileSync(`${dump}.${label}`, after.map((lines) => lines.map((l) => JSON.stringify(l)).join('\n')).join('\n----\n'));
 
   // The first request at the service after the broker answered, overall and per partition (from the results: where each command was).
   const partitionOf = new Map([...results].map(([id, list]) => [id, list[0]?.source.partition]));
@@ -108,14 +135,14 @@ async function underLoadThrough(outage: () => Promise<void>) {
     const times = requestsAfter.filter((r) => r.correlationId !== undefined && partitionOf.get(r.correlationId) === p).map((r) => r.receivedAt);
     return times.length === 0 ? undefined : Math.min(...times) - backAt;
   });
-  return { died, results, acknowledged, after, membersBefore, firstSend, firstSendByPartition };
+  return { exits, results, acknowledged, after, membersBefore, firstSend, firstSendByPartition };
 }
 
 type Run = Awaited<ReturnType<typeof underLoadThrough>>;
 
 /** Every acknowledged command answered once, none UNKNOWN, none requested twice; no worker died; no consumer crashed, none joined as a new member. */
 function expectRiddenOut(run: Run): void {
-  expect(run.died).toEqual([]);
+  expect(run.exits).toEqual([]);
   for (const [i, lines] of run.after.entries()) {
     expect(lines.filter((l) => l.msg === 'consumer crashed').map((l) => l.err?.message ?? l.error)).toEqual([]);
     expect(
@@ -125,7 +152,16 @@ function expectRiddenOut(run: Run): void {
         .filter((id) => id !== run.membersBefore[i]),
     ).toEqual([]);
   }
-  expect([...run.results.values()].filter((list) => list.length > 1).map((list) => list.map((r) => `${r.commandId} ${r.outcome}`))).toEqual([]);
+  expect(
+    [...run.results.values()]
+      .filter((list) => list.length > 1)
+      .map((list) =>
+        list.map(
+          (r) =>
+            `${r.commandId} ${r.outcome} from ${r.source.partition}@${r.source.offset} completed ${new Date(r.completedAt).toISOString()} attempts ${r.attempts}`,
+        ),
+      ),
+  ).toEqual([]);
   const unknown = [...run.results.values()].flat().filter((r) => r.outcome === 'UNKNOWN');
   expect(unknown.map((r) => `${r.commandId} ${r.error?.message ?? ''}`)).toEqual([]);
   for (const id of run.acknowledged) expect(sandbox.state.requestSummaries({ correlationId: id }).length, id).toBeLessThanOrEqual(1);
@@ -136,7 +172,7 @@ describe('the one broker going away under load, and back', () => {
   // refused connections), rejoined as new members and waited out the old members' session: the
   // first send came 30.5 s after the broker answered again. Now the members keep their ids.
   it('killed (SIGKILL) for 20 s: two workers keep their group membership, every command answered once, none UNKNOWN', async () => {
-    const run = await underLoadThrough(async () => {
+    const run = await underLoadThrough('kill', async () => {
       await broker.kill();
       await new Promise((r) => setTimeout(r, 20_000));
       await broker.start();
@@ -155,7 +191,7 @@ describe('the one broker going away under load, and back', () => {
   }, 600_000);
 
   it('stopped gracefully (SIGTERM) for 8 s: the same, and every partition sends again', async () => {
-    const run = await underLoadThrough(async () => {
+    const run = await underLoadThrough('stop', async () => {
       await broker.stop();
       await new Promise((r) => setTimeout(r, 8_000));
       await broker.start();
