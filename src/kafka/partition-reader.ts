@@ -53,6 +53,7 @@ interface KafkaJsCluster {
   findBroker(options: { nodeId: string }): Promise<KafkaJsBroker>;
 }
 
+const READ_UNCOMMITTED = 0;
 const READ_COMMITTED = 1;
 
 /** Creates a kafkajs cluster with the client's settings; kafkajs keeps the factory behind a symbol. */
@@ -90,12 +91,12 @@ export class PartitionReader {
     return this.#cluster.findBroker({ nodeId });
   }
 
-  async #fetch(topic: string, partition: number, offset: bigint, maxWaitTime: number): Promise<FetchPartition> {
+  async #fetch(topic: string, partition: number, offset: bigint, maxWaitTime: number, isolationLevel = READ_COMMITTED): Promise<FetchPartition> {
     const broker = await this.#broker(topic, partition);
     const response = await broker
       .fetch({
         replicaId: -1,
-        isolationLevel: READ_COMMITTED,
+        isolationLevel,
         maxWaitTime,
         minBytes: 1,
         maxBytes: this.#maxBytes,
@@ -132,6 +133,44 @@ export class PartitionReader {
   async ends(topic: string, partition: number, from: bigint): Promise<{ high: bigint; stable: bigint }> {
     const found = await this.#fetch(topic, partition, from, 0);
     return { high: BigInt(found.highWatermark), stable: BigInt(found.lastStableOffset) };
+  }
+
+  /**
+   * Whether the record at `offset` is committed: below the last stable offset and seen by a
+   * `read_committed` read (not aborted). False while a transaction there is still open.
+   */
+  async isCommitted(topic: string, partition: number, offset: bigint): Promise<boolean> {
+    const { stable } = await this.ends(topic, partition, offset);
+    if (stable <= offset) return false;
+    let seen = false;
+    await this.forEach(topic, partition, offset, offset + 1n, (record) => {
+      if (record.offset === offset) seen = true;
+    });
+    return seen;
+  }
+
+  /**
+   * The data records of the transaction open at `stable` (the partition's last stable offset, below
+   * `high`): one `read_uncommitted` fetch from there (at most `maxBytes`), the records of the
+   * producer whose transactional batch comes first, up to its next marker or `high`. What a
+   * transaction that never got its markers (a hanging one) wrote, before it is ended.
+   */
+  async openTransaction(topic: string, partition: number, stable: bigint, high: bigint): Promise<ReadRecord[]> {
+    const found = await this.#fetch(topic, partition, stable, 0, READ_UNCOMMITTED);
+    let producer: string | undefined;
+    const out: ReadRecord[] = [];
+    for (const record of found.messages) {
+      const offset = BigInt(record.offset);
+      if (offset < stable) continue;
+      if (offset >= high) break;
+      if (!record.batchContext.inTransaction) continue;
+      const by = String(record.batchContext.producerId);
+      producer ??= by;
+      if (by !== producer) continue;
+      if (record.isControlRecord === true) break;
+      out.push({ offset, key: record.key ?? null, value: record.value ?? null });
+    }
+    return out;
   }
 
   /**

@@ -293,6 +293,10 @@ export class LaneRouter {
         maxBatchBytes: parts.maxRecordBytes,
         // Read back after the producer was initialised again: a transaction open there then is a hanging one.
         latestCheckpoint: () => parts.latestCheckpoint(partition, claim.generation),
+        committedBatches: async (batches) => {
+          for (const batch of batches) if (!(await parts.reader.isCommitted(batch.topic, batch.partition, batch.baseOffset))) return false;
+          return true;
+        },
       },
       commitIntervalMs: c.commitIntervalMs,
       markLingerMs: parts.source.markLingerMs,

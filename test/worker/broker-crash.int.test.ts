@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { CommandResult } from '../../src/contracts/result.ts';
 import { ResultReader } from '../../src/kafka/result-reader.ts';
@@ -118,14 +119,28 @@ async function underLoadThrough(label: string, outage: () => Promise<void>) {
   await new Promise((r) => setTimeout(r, 10_000));
   publishing = false;
   await load;
-  await eventually(
-    () => (acknowledged.every((id) => results.has(id)) ? true : undefined),
-    120_000,
-    () => `a result for each of ${acknowledged.length} commands (${acknowledged.filter((id) => !results.has(id)).length} missing)`,
-  );
-  const after = workers.map(({ logs }, i) => logs.slice(linesBefore[i]));
   const dump = process.env['BROKER_CRASH_DUMP'];
-  if (dump !== undefined) writeFileSync(`${dump}.${label}`, after.map((lines) => lines.map((l) => JSON.stringify(l)).join('\n')).join('\n----\n'));
+  const after = (): LogLine[][] => workers.map(({ logs }, i) => logs.slice(linesBefore[i]));
+  try {
+    await eventually(
+      () => (acknowledged.every((id) => results.has(id)) ? true : undefined),
+      120_000,
+      () => `a result for each of ${acknowledged.length} commands (${acknowledged.filter((id) => !results.has(id)).length} missing)`,
+    );
+  } finally {
+    if (dump !== undefined) {
+      const missing = acknowledged.filter((id) => !results.has(id));
+      writeFileSync(
+        `${dump}.${label}`,
+        [JSON.stringify({ backAt, missing }), ...after().map((lines) => lines.map((l) => JSON.stringify(l)).join('\n'))].join('\n----\n'),
+      );
+      // The broker's own log and its ledger partitions (for kafka-dump-log), deleted with the broker otherwise.
+      cpSync(join(broker.workDir, 'kafka.log'), `${dump}.${label}.kafka.log`);
+      const data = join(broker.workDir, 'kafka-data');
+      for (const dir of readdirSync(data).filter((d) => d.startsWith(`${topics.ledger}-`) || d.startsWith('__transaction_state')))
+        cpSync(join(data, dir), `${dump}.${label}.data/${dir}`, { recursive: true });
+    }
+  }
 
   // The first request at the service after the broker answered, overall and per partition (from the results: where each command was).
   const partitionOf = new Map([...results].map(([id, list]) => [id, list[0]?.source.partition]));
@@ -135,7 +150,7 @@ async function underLoadThrough(label: string, outage: () => Promise<void>) {
     const times = requestsAfter.filter((r) => r.correlationId !== undefined && partitionOf.get(r.correlationId) === p).map((r) => r.receivedAt);
     return times.length === 0 ? undefined : Math.min(...times) - backAt;
   });
-  return { exits, results, acknowledged, after, membersBefore, firstSend, firstSendByPartition };
+  return { exits, results, acknowledged, after: after(), membersBefore, firstSend, firstSendByPartition };
 }
 
 type Run = Awaited<ReturnType<typeof underLoadThrough>>;

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { FencedError } from '../../src/kafka/ports.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { RecordOutcome } from '../../src/worker/record-handler.ts';
-import { chunkBySize, commitTransaction, type CommitTarget } from '../../src/worker/partition-transaction.ts';
+import { chunkBySize, commitTransaction, LedgerRegressedError, type CommitTarget } from '../../src/worker/partition-transaction.ts';
 import { encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { FakeProducers } from '../helpers/fake-producers.ts';
 
@@ -195,6 +195,51 @@ describe('commitTransaction', () => {
     await commitTransaction(producers, withLedger, [resultOutcome('b')], undefined, AHEAD, log, async () => 0n);
     expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'aborted', 'committed']);
     expect(producers.committedKeys('res')).toEqual(['b']);
+  });
+
+  it('ends the claim, sending nothing again, when the ledger lost a commit it had acknowledged (its markers never written, its records ended by the initialisation)', async () => {
+    const producers = new FakeProducers();
+    // What the ledger holds after the initialisation: the checkpoint before the acknowledged one.
+    const before = { next: 4n, open: [{ offset: 5n, commandId: 'a', at: 1 }] };
+    const claimTarget: CommitTarget = { ...target, latestCheckpoint: async () => before };
+    const acknowledged = encodeCheckpoint({ next: 4n, open: [], done: [{ offset: 5n, commandId: 'a' }] });
+    await commitTransaction(producers, claimTarget, [resultOutcome('a')], undefined, acknowledged, log, async () => 0n);
+    producers.fate = (tx) => (tx.id === 1 ? 'fail' : 'ok');
+    const next = encodeCheckpoint({ next: 8n, open: [], done: [] });
+    await expect(commitTransaction(producers, claimTarget, [resultOutcome('b')], '8', next, log, async () => 0n)).rejects.toBeInstanceOf(LedgerRegressedError);
+    // Not retried: going on from memory would leave a's result lost; a fresh claim reports it UNKNOWN.
+    expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'aborted']);
+  });
+
+  it('goes on from memory when the ledger lost a commit but what it published is committed (only the ledger lost its markers)', async () => {
+    const producers = new FakeProducers();
+    const before = { next: 4n, open: [{ offset: 5n, commandId: 'a', at: 1 }] };
+    const asked: unknown[] = [];
+    const claimTarget: CommitTarget = {
+      ...target,
+      latestCheckpoint: async () => before,
+      committedBatches: async (batches) => {
+        asked.push(...batches);
+        return true;
+      },
+    };
+    const acknowledged = encodeCheckpoint({ next: 4n, open: [], done: [{ offset: 5n, commandId: 'a' }] });
+    await commitTransaction(producers, claimTarget, [resultOutcome('a')], undefined, acknowledged, log, async () => 0n);
+    producers.fate = (tx) => (tx.id === 1 ? 'fail' : 'ok');
+    await commitTransaction(producers, claimTarget, [resultOutcome('b')], '8', encodeCheckpoint({ next: 8n, open: [] }), log, async () => 0n);
+    // Asked where a's result went (the fake's first record of 'res'), then retried and committed.
+    expect(asked).toEqual([{ topic: 'res', partition: 0, baseOffset: 0n }]);
+    expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'aborted', 'committed']);
+    expect(producers.committedKeys('res')).toEqual(['a', 'b']);
+  });
+
+  it('goes on as before when the ledger still holds what the claim committed', async () => {
+    const producers = new FakeProducers();
+    const claimTarget = readingLedgerOf(producers);
+    await commitTransaction(producers, claimTarget, [resultOutcome('a')], undefined, AHEAD, log, async () => 0n);
+    producers.fate = (tx) => (tx.id === 1 ? 'fail' : 'ok');
+    await commitTransaction(producers, claimTarget, [resultOutcome('c')], '8', encodeCheckpoint({ next: 8n, open: [] }), log, async () => 0n);
+    expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'aborted', 'committed']);
   });
 
   it('does not resend while the ledger cannot be read back: it asks again at the next attempt', async () => {
