@@ -136,16 +136,28 @@ export class PartitionReader {
   }
 
   /**
-   * Whether the record at `offset` is committed: below the last stable offset and seen by a
-   * `read_committed` read (not aborted). False while a transaction there is still open.
+   * Whether the record at `offset` is committed: seen by a `read_committed` read once every
+   * transaction below it is decided (not aborted). A partition many producers write (the result
+   * topic) has transactions of others open most of the time: this waits up to `waitMs` for its
+   * last stable offset to pass `offset`, and says false when it does not.
    */
-  async isCommitted(topic: string, partition: number, offset: bigint): Promise<boolean> {
-    const { stable } = await this.ends(topic, partition, offset);
-    if (stable <= offset) return false;
+  async isCommitted(topic: string, partition: number, offset: bigint, waitMs = 5_000): Promise<boolean> {
     let seen = false;
-    await this.forEach(topic, partition, offset, offset + 1n, (record) => {
-      if (record.offset === offset) seen = true;
-    });
+    try {
+      await this.forEach(
+        topic,
+        partition,
+        offset,
+        offset + 1n,
+        (record) => {
+          if (record.offset === offset) seen = true;
+        },
+        waitMs,
+      );
+    } catch (error) {
+      if (error instanceof SmsWorkerError && error.code === 'KAFKA_READ_TIMEOUT') return false;
+      throw error;
+    }
     return seen;
   }
 

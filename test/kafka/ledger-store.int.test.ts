@@ -43,7 +43,7 @@ describe('PartitionReader against a real broker', () => {
     }
   });
 
-  it('isCommitted: a committed record is, an aborted one and one of a transaction still open are not; openTransaction returns what the open one wrote', async () => {
+  it('isCommitted: a committed record is, an aborted one and one of a transaction still open (past the wait) are not; openTransaction returns what the open one wrote', async () => {
     const { ledger, reader, owner, close } = await ledgerWithOwner();
     try {
       const committed = await owner.transaction();
@@ -57,7 +57,7 @@ describe('PartitionReader against a real broker', () => {
       // 0 committed, 1 its marker, 2 aborted, 3 its marker, 4 open.
       expect(await reader.isCommitted(ledger, 0, 0n)).toBe(true);
       expect(await reader.isCommitted(ledger, 0, 2n)).toBe(false);
-      expect(await reader.isCommitted(ledger, 0, 4n)).toBe(false);
+      expect(await reader.isCommitted(ledger, 0, 4n, 300)).toBe(false);
       const { stable, high } = await reader.ends(ledger, 0, 0n);
       expect((await reader.openTransaction(ledger, 0, stable, high)).map((r) => [r.offset, r.value?.toString()])).toEqual([[4n, 'open']]);
       await open.abort();
