@@ -10,6 +10,7 @@ import { groupOffset } from '../kafka/offsets.ts';
 import { reportGeoRefusals } from './geo-report.ts';
 import { afterFailure } from './protocol/claim.ts';
 import type { WorkerParts } from './parts.ts';
+import { refetchFrom } from './partition-transaction.ts';
 import { SEND_STAGES, type SendStage } from './time-to-send.ts';
 
 /** How often a batch waiting for a claim checks whether a heartbeat is due (it is sent only every heartbeat interval). */
@@ -333,6 +334,6 @@ export class LaneRouter {
     // again from there under a fresh claim (fence, recover: marks of calls made become UNKNOWN).
     log.warn({ err: end.failure, topic, partition, committed: claim.position.committed.toString() }, 'partition lane failed; claiming the partition afresh');
     parts.ownership.release(topic, partition);
-    if (!this.#wrappingUp) parts.consumer.seek(topic, partition, claim.position.committed);
+    if (!this.#wrappingUp) parts.consumer.seek(topic, partition, refetchFrom(end.failure, claim.position.committed));
   }
 }

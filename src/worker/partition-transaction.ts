@@ -39,12 +39,27 @@ const PUBLISHED_KEPT = 8;
  * not retried here; the claim ends and the partition is claimed afresh from the ledger.
  */
 export class LedgerRegressedError extends SmsWorkerError {
+  /** Where the partition's records must be fetched again from: the ledger's next offset (0 without a checkpoint). */
+  readonly refetchFrom: bigint;
+
   constructor(topic: string, partition: number, before: Checkpoint, latest: Checkpoint | undefined) {
     super(
       'LEDGER_REGRESSED',
       `the ledger of ${topic}[${partition}] no longer holds what this claim committed (next ${before.next}, ${before.done?.length ?? 0} answered ahead; now ${latest === undefined ? 'no checkpoint' : `next ${latest.next}, ${latest.done?.length ?? 0} answered ahead`}): a commit acknowledged without its markers; claiming the partition afresh`,
     );
+    this.refetchFrom = latest?.next ?? 0n;
   }
+}
+
+/**
+ * Where a partition whose lane failed is fetched again from: its committed offset as the lane
+ * knew it, or lower when that was a commit the ledger lost (LedgerRegressedError). The fresh claim
+ * starts at the ledger's next offset, and fetched from the lane's offset it never saw the records
+ * in between (their results lost with the commit: they ended without one, 3 of 1,635 commands in a
+ * graceful broker restart at 150/s). Records below a claim's start are passed over.
+ */
+export function refetchFrom(failure: unknown, committed: bigint): bigint {
+  return failure instanceof LedgerRegressedError && failure.refetchFrom < committed ? failure.refetchFrom : committed;
 }
 
 /** Per-record overhead in a record batch, beyond key and value (varints, headers count, attributes): generous. */

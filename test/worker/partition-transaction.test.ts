@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { FencedError } from '../../src/kafka/ports.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { RecordOutcome } from '../../src/worker/record-handler.ts';
-import { chunkBySize, commitTransaction, LedgerRegressedError, type CommitTarget } from '../../src/worker/partition-transaction.ts';
+import { chunkBySize, commitTransaction, LedgerRegressedError, refetchFrom, type CommitTarget } from '../../src/worker/partition-transaction.ts';
 import { encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { FakeProducers } from '../helpers/fake-producers.ts';
 
@@ -354,5 +354,16 @@ describe('commitTransaction: a worker that no longer owns the partition', () => 
     ).rejects.toBeInstanceOf(FencedError);
     expect(producers.sessions).toBe(0);
     expect(producers.transactions).toEqual([]);
+  });
+});
+
+describe('refetchFrom: where a partition whose lane failed is fetched again from', () => {
+  it('the lane’s committed offset, or the ledger’s next offset when the lane failed on a commit the ledger lost', () => {
+    expect(refetchFrom(new Error('a transaction timed out'), 19n)).toBe(19n);
+    const lost = new LedgerRegressedError('cmds', 1, { next: 19n, open: [] }, { next: 16n, open: [] });
+    // Fetched from 19, the fresh claim (start 16) never saw 16–18: their results were lost with the commit.
+    expect(refetchFrom(lost, 19n)).toBe(16n);
+    expect(refetchFrom(new LedgerRegressedError('cmds', 1, { next: 19n, open: [] }, undefined), 19n)).toBe(0n);
+    expect(refetchFrom(lost, 12n)).toBe(12n);
   });
 });
