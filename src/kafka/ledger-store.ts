@@ -32,23 +32,10 @@ export type LedgerReadEnd = 'end' | 'stable' | 'settled';
  * windows rather than the whole partition.
  */
 /**
- * `hanging` (with `end`): for a caller that knows no transaction should be open in the partition
- * (a claim right after fencing), what to do with one that is when the read starts and has not
- * ended `decidedWaitMs` later (a hanging transaction, see TransactionalProducers.settle).
+ * `settleOpen` (with `end`): called when a transaction is open in the partition when the read
+ * starts and has not ended `decidedWaitMs` later, for a caller that knows none should be (a claim
+ * right after fencing: a hanging transaction, see TransactionalProducers.settle).
  */
-export interface HangingTransaction<Checkpoint> {
-  /** Ends it (the markers it never got: TransactionalProducers.settle). */
-  readonly settle: () => Promise<unknown>;
-  /**
-   * The checkpoint to go on from, given the newest committed one and the newest one the hanging
-   * transaction wrote. Its coordinator may have committed it everywhere but here (Kafka 4.3.1
-   * completed a commit whose marker for this partition was never written, its broker shutting
-   * down): ending it aborts that checkpoint here, so the committed one alone can miss marks of
-   * commands already sent.
-   */
-  readonly reconcile: (committed: Checkpoint | undefined, pending: Checkpoint) => Promise<Checkpoint>;
-}
-
 export async function readLatestCheckpoint<Checkpoint>(
   admin: Admin,
   reader: PartitionReader,
@@ -57,10 +44,10 @@ export async function readLatestCheckpoint<Checkpoint>(
   decode: (key: Buffer | null, value: Buffer | null) => Checkpoint | undefined,
   upTo: LedgerReadEnd = 'end',
   settleMs = 1_000,
-  hanging?: HangingTransaction<Checkpoint>,
+  settleOpen?: () => Promise<unknown>,
   decidedWaitMs = DECIDED_WAIT_MS,
 ): Promise<Checkpoint | undefined> {
-  if (upTo === 'end' && hanging !== undefined) return readToEnd(admin, reader, topic, partition, decode, 'end', undefined, hanging, decidedWaitMs);
+  if (upTo === 'end' && settleOpen !== undefined) return readToEnd(admin, reader, topic, partition, decode, 'end', undefined, settleOpen, decidedWaitMs);
   if (upTo === 'settled') {
     try {
       return await readToEnd(admin, reader, topic, partition, decode, 'end', settleMs);
@@ -72,15 +59,7 @@ export async function readLatestCheckpoint<Checkpoint>(
   return readToEnd(admin, reader, topic, partition, decode, upTo);
 }
 
-/**
- * How long a transaction open in the ledger partition after a fence may take to end before it
- * counts as hanging (readToEnd). After a broker crash its coordinator can still be writing the
- * markers of commits it decided (at 150 commands/s through a broker SIGKILL, ending such a
- * transaction at once, or after 1 s, reported a command's result twice: 2 of 8 runs and 1 of 3;
- * 0 of 8 with this wait). After a graceful restart a transaction can hang for good (its
- * coordinator completed it without this partition's marker): the partition's claim then waits
- * all of this, its sends paused (bench/README.md, issue 51).
- */
+/** How long a transaction open in the ledger partition after a fence may take to end before it counts as hanging (readToEnd). */
 export const DECIDED_WAIT_MS = 10_000;
 /** How often the partition's last stable offset is looked at meanwhile. */
 const DECIDED_POLL_MS = 100;
@@ -104,7 +83,7 @@ async function readToEnd<Checkpoint>(
   decode: (key: Buffer | null, value: Buffer | null) => Checkpoint | undefined,
   upTo: 'end' | 'stable',
   deadlineMs?: number,
-  hanging?: HangingTransaction<Checkpoint>,
+  settleOpen?: () => Promise<unknown>,
   decidedWaitMs = DECIDED_WAIT_MS,
 ): Promise<Checkpoint | undefined> {
   const offsets = await admin.fetchTopicOffsets(topic);
@@ -115,8 +94,6 @@ async function readToEnd<Checkpoint>(
   // transaction below it is decided, so the newest checkpoint cannot be missed. `stable`: the
   // admin's end is the last stable offset, below every open transaction, so nothing waits.
   let high = BigInt(ends.high);
-  // The newest checkpoint of a hanging transaction ended below (whose fate its markers never told).
-  let pending: Checkpoint | undefined;
   if (upTo === 'end') {
     // Fetched from the admin's end (the last stable offset then): the answer carries the partition's
     // ends and at most the records of transactions open there, not the first megabyte of the
@@ -128,32 +105,16 @@ async function readToEnd<Checkpoint>(
       throw error;
     });
     high = now.high;
-    // A transaction open where the reader expects none (`hanging` given: right after fencing)
-    // would hold the read: let the caller end it, once it is still open after DECIDED_WAIT_MS, and
-    // say from what it wrote what to go on from. Ending it aborts it here whatever its coordinator
-    // decided: under 150 commands/s through a graceful broker restart, a transaction committed
-    // everywhere else had no marker in its ledger partition (broker-crash.int.test.ts), and a
-    // claim that went on from the committed checkpoint alone missed the marks it added (commands
-    // possibly sent) and the records it answered (reported UNKNOWN beside their SENT).
-    if (now.stable < now.high && hanging !== undefined && !(await stableReaches(reader, topic, partition, now.high, decidedWaitMs))) {
-      for (const record of await reader.openTransaction(topic, partition, now.stable, now.high)) pending = decode(record.key, record.value) ?? pending;
-      await hanging.settle();
-    }
+    // A transaction open where the reader expects none (`settleOpen` given: right after fencing)
+    // would hold the read: let the caller end it first, but only one still open after
+    // DECIDED_WAIT_MS. A transaction whose commit is decided while its markers are not all written
+    // yet (its coordinator restarted: it writes them once it has loaded its log) looks the same
+    // for a moment, and ending it here aborted it in the ledger partition while it committed in
+    // the result topic: a command's result published, its checkpoint lost, and the next claim
+    // reported the command UNKNOWN beside its SENT (test/worker/broker-crash.int.test.ts, the
+    // broker SIGKILLed under 150 commands/s: 2 of 8 runs before this wait).
+    if (now.stable < now.high && settleOpen !== undefined && !(await stableReaches(reader, topic, partition, now.high, decidedWaitMs))) await settleOpen();
   }
-  const committed = await newestCheckpoint(reader, topic, partition, decode, low, high, deadlineMs);
-  return pending === undefined || hanging === undefined ? committed : hanging.reconcile(committed, pending);
-}
-
-/** The newest checkpoint committed in [low, high), read backwards in growing windows. */
-async function newestCheckpoint<Checkpoint>(
-  reader: PartitionReader,
-  topic: string,
-  partition: number,
-  decode: (key: Buffer | null, value: Buffer | null) => Checkpoint | undefined,
-  low: bigint,
-  high: bigint,
-  deadlineMs: number | undefined,
-): Promise<Checkpoint | undefined> {
   let window = FIRST_WINDOW;
   let to = high;
   while (to > low) {

@@ -53,7 +53,6 @@ interface KafkaJsCluster {
   findBroker(options: { nodeId: string }): Promise<KafkaJsBroker>;
 }
 
-const READ_UNCOMMITTED = 0;
 const READ_COMMITTED = 1;
 
 /** Creates a kafkajs cluster with the client's settings; kafkajs keeps the factory behind a symbol. */
@@ -91,12 +90,12 @@ export class PartitionReader {
     return this.#cluster.findBroker({ nodeId });
   }
 
-  async #fetch(topic: string, partition: number, offset: bigint, maxWaitTime: number, isolationLevel = READ_COMMITTED): Promise<FetchPartition> {
+  async #fetch(topic: string, partition: number, offset: bigint, maxWaitTime: number): Promise<FetchPartition> {
     const broker = await this.#broker(topic, partition);
     const response = await broker
       .fetch({
         replicaId: -1,
-        isolationLevel,
+        isolationLevel: READ_COMMITTED,
         maxWaitTime,
         minBytes: 1,
         maxBytes: this.#maxBytes,
@@ -133,56 +132,6 @@ export class PartitionReader {
   async ends(topic: string, partition: number, from: bigint): Promise<{ high: bigint; stable: bigint }> {
     const found = await this.#fetch(topic, partition, from, 0);
     return { high: BigInt(found.highWatermark), stable: BigInt(found.lastStableOffset) };
-  }
-
-  /**
-   * Whether the record at `offset` is committed: seen by a `read_committed` read once every
-   * transaction below it is decided (not aborted). A partition many producers write (the result
-   * topic) has transactions of others open most of the time: this waits up to `waitMs` for its
-   * last stable offset to pass `offset`, and says false when it does not.
-   */
-  async isCommitted(topic: string, partition: number, offset: bigint, waitMs = 5_000): Promise<boolean> {
-    let seen = false;
-    try {
-      await this.forEach(
-        topic,
-        partition,
-        offset,
-        offset + 1n,
-        (record) => {
-          if (record.offset === offset) seen = true;
-        },
-        waitMs,
-      );
-    } catch (error) {
-      if (error instanceof SmsWorkerError && error.code === 'KAFKA_READ_TIMEOUT') return false;
-      throw error;
-    }
-    return seen;
-  }
-
-  /**
-   * The data records of the transaction open at `stable` (the partition's last stable offset, below
-   * `high`): one `read_uncommitted` fetch from there (at most `maxBytes`), the records of the
-   * producer whose transactional batch comes first, up to its next marker or `high`. What a
-   * transaction that never got its markers (a hanging one) wrote, before it is ended.
-   */
-  async openTransaction(topic: string, partition: number, stable: bigint, high: bigint): Promise<ReadRecord[]> {
-    const found = await this.#fetch(topic, partition, stable, 0, READ_UNCOMMITTED);
-    let producer: string | undefined;
-    const out: ReadRecord[] = [];
-    for (const record of found.messages) {
-      const offset = BigInt(record.offset);
-      if (offset < stable) continue;
-      if (offset >= high) break;
-      if (!record.batchContext.inTransaction) continue;
-      const by = String(record.batchContext.producerId);
-      producer ??= by;
-      if (by !== producer) continue;
-      if (record.isControlRecord === true) break;
-      out.push({ offset, key: record.key ?? null, value: record.value ?? null });
-    }
-    return out;
   }
 
   /**

@@ -28,20 +28,13 @@ export interface TransactionOffsets {
  * One open Kafka transaction. Any method may throw; a fencing error (another instance took over
  * the transactional id) is thrown as a `FencedError`, whatever the client calls it.
  */
-/** Where a send put one topic-partition's records: the offset of the first (the broker's answer). */
-export interface ProducedBatch {
-  readonly topic: string;
-  readonly partition: number;
-  readonly baseOffset: bigint;
-}
-
 export interface Transaction {
   /**
    * Sends records of several topics in one request (one round trip to register the partitions
    * with the transaction, one to produce). Each topic-partition's records become one record
    * batch: keep each below max.message.bytes.
    */
-  send(batches: readonly { readonly topic: string; readonly messages: readonly OutgoingRecord[] }[]): Promise<readonly ProducedBatch[]>;
+  send(batches: readonly { readonly topic: string; readonly messages: readonly OutgoingRecord[] }[]): Promise<unknown>;
   sendOffsets(offsets: TransactionOffsets): Promise<void>;
   commit(): Promise<void>;
   abort(): Promise<void>;

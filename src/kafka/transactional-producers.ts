@@ -45,15 +45,8 @@ function session(producer: Producer): TransactionalSession {
 
 function wrapTransaction(transaction: KafkaTransaction): Transaction {
   return {
-    send: async (batches) => {
-      const metadata = await classified(() =>
-        transaction.sendBatch({ topicMessages: batches.map((b) => ({ topic: b.topic, messages: b.messages.map((m) => ({ ...m })) })) }),
-      );
-      // kafkajs answers each topic-partition's batch with its base offset (a decimal string).
-      return metadata.flatMap((m) =>
-        m.baseOffset === undefined || !/^\d+$/.test(m.baseOffset) ? [] : [{ topic: m.topicName, partition: m.partition, baseOffset: BigInt(m.baseOffset) }],
-      );
-    },
+    send: (batches) =>
+      classified(() => transaction.sendBatch({ topicMessages: batches.map((b) => ({ topic: b.topic, messages: b.messages.map((m) => ({ ...m })) })) })),
     sendOffsets: (offsets) =>
       classified(() =>
         // Again in the same transaction while the group's coordinator moves (groupCoordinatorMoving):

@@ -10,7 +10,6 @@ import { groupOffset } from '../kafka/offsets.ts';
 import { reportGeoRefusals } from './geo-report.ts';
 import { afterFailure } from './protocol/claim.ts';
 import type { WorkerParts } from './parts.ts';
-import { refetchFrom } from './partition-transaction.ts';
 import { SEND_STAGES, type SendStage } from './time-to-send.ts';
 
 /** How often a batch waiting for a claim checks whether a heartbeat is due (it is sent only every heartbeat interval). */
@@ -294,10 +293,6 @@ export class LaneRouter {
         maxBatchBytes: parts.maxRecordBytes,
         // Read back after the producer was initialised again: a transaction open there then is a hanging one.
         latestCheckpoint: () => parts.latestCheckpoint(partition, claim.generation),
-        committedBatches: async (batches) => {
-          for (const batch of batches) if (!(await parts.reader.isCommitted(batch.topic, batch.partition, batch.baseOffset))) return false;
-          return true;
-        },
       },
       commitIntervalMs: c.commitIntervalMs,
       markLingerMs: parts.source.markLingerMs,
@@ -334,6 +329,6 @@ export class LaneRouter {
     // again from there under a fresh claim (fence, recover: marks of calls made become UNKNOWN).
     log.warn({ err: end.failure, topic, partition, committed: claim.position.committed.toString() }, 'partition lane failed; claiming the partition afresh');
     parts.ownership.release(topic, partition);
-    if (!this.#wrappingUp) parts.consumer.seek(topic, partition, refetchFrom(end.failure, claim.position.committed));
+    if (!this.#wrappingUp) parts.consumer.seek(topic, partition, claim.position.committed);
   }
 }

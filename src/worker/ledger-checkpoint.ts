@@ -131,21 +131,3 @@ export function recoveryPlan(
   for (const mark of checkpoint?.open ?? []) if (mark.offset >= start && !answered.has(mark.offset)) inDoubt.set(mark.offset, mark);
   return { start, inDoubt, answered };
 }
-
-/**
- * The checkpoint a claim goes on from when the newest one in its ledger partition was written by a
- * hanging transaction, which the claim ended (so it is aborted there, whatever its coordinator
- * decided; see ledger-store.ts, HangingTransaction):
- * - `pending` itself when the group's committed offset, written in the same transaction, reached
- *   its `next`: the transaction committed everywhere but in the ledger partition;
- * - otherwise the committed checkpoint with the marks `pending` added: such a mark may be of a
- *   command already sent (its commit decided, its marker lost), so it is reported UNKNOWN, never
- *   sent again. At most twice the open marks of one checkpoint (each is bounded by MAX_RUN_AHEAD).
- */
-export function reconcileHanging(committed: Checkpoint | undefined, pending: Checkpoint, groupOffset: bigint | undefined): Checkpoint {
-  const base: Checkpoint = committed ?? { next: 0n, open: [] };
-  if (pending.next > base.next && groupOffset !== undefined && groupOffset >= pending.next) return pending;
-  const known = new Set([...base.open.map((m) => m.offset), ...(base.done ?? []).map((d) => d.offset)]);
-  const added = pending.open.filter((m) => m.offset >= base.next && !known.has(m.offset));
-  return added.length === 0 ? base : { ...base, open: [...base.open, ...added] };
-}

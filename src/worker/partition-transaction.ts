@@ -1,10 +1,9 @@
-import { BatchTooLargeError, FencedError, type OutgoingRecord, type PartitionProducers, type ProducedBatch } from '../kafka/ports.ts';
+import { BatchTooLargeError, FencedError, type OutgoingRecord, type PartitionProducers } from '../kafka/ports.ts';
 import { retry } from '../retry.ts';
 import type { Logger } from '../observability/logger.ts';
 import { checkpointKey, decodeCheckpoint, type Checkpoint } from './ledger-checkpoint.ts';
 import { fencedIsFinal } from './protocol/claim.ts';
-import { SmsWorkerError } from '../errors.ts';
-import { checkpointRegressed, committedPerReadBack, readBackFor, type ReadBack } from './protocol/transaction-plan.ts';
+import { committedPerReadBack, readBackFor } from './protocol/transaction-plan.ts';
 import type { RecordOutcome } from './record-handler.ts';
 
 function rounds<T extends { topic: string }>(sends: readonly T[]): T[][] {
@@ -20,47 +19,6 @@ function rounds<T extends { topic: string }>(sends: readonly T[]): T[][] {
 
 /** Waits between attempts of a failed transaction: half jitter, 200 ms doubling to 5 s. */
 const COMMIT_BACKOFF = { initialMs: 200, maxMs: 5_000, jitter: 0.5 } as const;
-
-/**
- * The checkpoint each claim (its commit target) last committed, to tell after its producer was
- * initialised again whether the ledger still says as much (checkpointRegressed).
- */
-const lastCommitted = new WeakMap<CommitTarget, Checkpoint>();
-
-/**
- * Where the claim's last transactions (at most PUBLISHED_KEPT) put their results and dead letters:
- * when the ledger lost a checkpoint, what tells whether they were lost with it.
- */
-const lastPublished = new WeakMap<CommitTarget, (readonly ProducedBatch[])[]>();
-const PUBLISHED_KEPT = 8;
-
-/**
- * The ledger lost what this claim committed (protocol/transaction-plan.ts, checkpointRegressed):
- * not retried here; the claim ends and the partition is claimed afresh from the ledger.
- */
-export class LedgerRegressedError extends SmsWorkerError {
-  /** Where the partition's records must be fetched again from: the ledger's next offset (0 without a checkpoint). */
-  readonly refetchFrom: bigint;
-
-  constructor(topic: string, partition: number, before: Checkpoint, latest: Checkpoint | undefined) {
-    super(
-      'LEDGER_REGRESSED',
-      `the ledger of ${topic}[${partition}] no longer holds what this claim committed (next ${before.next}, ${before.done?.length ?? 0} answered ahead; now ${latest === undefined ? 'no checkpoint' : `next ${latest.next}, ${latest.done?.length ?? 0} answered ahead`}): a commit acknowledged without its markers; claiming the partition afresh`,
-    );
-    this.refetchFrom = latest?.next ?? 0n;
-  }
-}
-
-/**
- * Where a partition whose lane failed is fetched again from: its committed offset as the lane
- * knew it, or lower when that was a commit the ledger lost (LedgerRegressedError). The fresh claim
- * starts at the ledger's next offset, and fetched from the lane's offset it never saw the records
- * in between (their results lost with the commit: they ended without one, 3 of 1,635 commands in a
- * graceful broker restart at 150/s). Records below a claim's start are passed over.
- */
-export function refetchFrom(failure: unknown, committed: bigint): bigint {
-  return failure instanceof LedgerRegressedError && failure.refetchFrom < committed ? failure.refetchFrom : committed;
-}
 
 /** Per-record overhead in a record batch, beyond key and value (varints, headers count, attributes): generous. */
 const RECORD_OVERHEAD = 64;
@@ -89,8 +47,6 @@ export interface CommitTarget {
   readonly latestCheckpoint?: () => Promise<Checkpoint | undefined>;
   /** Whether a producer may be initialised again after a failed attempt now: false while the group rebalances (see mayInitialiseAgain). */
   readonly mayReinitialise?: () => boolean;
-  /** Whether every record batch listed is committed (read `read_committed` where the broker put it): see checkpointRegressed. */
-  readonly committedBatches?: (batches: readonly ProducedBatch[]) => Promise<boolean>;
 }
 
 /**
@@ -186,7 +142,7 @@ export async function commitTransaction(
       // withdrawals, repeats) is written again: its checkpoint twice is harmless.
       if (attempt > 1) {
         mayInitialiseAgain(target);
-        const readBack = readBackOf(target, commitOffset, committedOffset, results.length + deadLetters.length > 0, ledgerRecord, log);
+        const readBack = readBackOf(target, commitOffset, committedOffset, results.length + deadLetters.length > 0, ledgerRecord);
         if (readBack !== undefined) {
           let committed: boolean;
           try {
@@ -194,13 +150,11 @@ export async function commitTransaction(
           } catch (error) {
             // Unknown: resending could publish the results twice. Ask again at the next attempt;
             // after the last one the claim fails, and the next claim reads what the broker has.
-            // A regressed ledger is not asked again: the claim ends now.
-            transactionFailed = !(error instanceof FencedError) && !(error instanceof LedgerRegressedError);
+            transactionFailed = !(error instanceof FencedError);
             throw error;
           }
           if (committed) {
             log.warn({ topic: target.topic, partition: target.partition, commitOffset }, 'the failed transaction had committed; not resending');
-            noteCommitted(target, ledgerRecord, []);
             return counts;
           }
         }
@@ -215,15 +169,13 @@ export async function commitTransaction(
           transaction = await producer.transaction();
           // One request per round: the i-th size chunk of every topic together (a request may carry
           // several record batches; one topic-partition's records in one request are one batch).
-          const produced: ProducedBatch[] = [];
-          for (const round of rounds(messages)) produced.push(...(await transaction.send(round)));
+          for (const round of rounds(messages)) await transaction.send(round);
           if (commitOffset !== undefined)
             await transaction.sendOffsets({
               consumerGroupId: target.consumerGroup,
               topics: [{ topic: target.topic, partitions: [{ partition: target.partition, offset: commitOffset }] }],
             });
           await transaction.commit();
-          noteCommitted(target, ledgerRecord, produced);
           return counts;
         } catch (error) {
           // An abort that fails leaves the transaction to the coordinator until the partition's
@@ -278,57 +230,16 @@ function readBackOf(
   committedOffset: () => Promise<bigint>,
   publishes: boolean,
   ledgerRecord: Buffer | undefined,
-  log: Logger,
 ): (() => Promise<boolean>) | undefined {
-  const readBack: ReadBack = readBackFor(commitOffset === undefined ? undefined : BigInt(commitOffset), publishes, decodedCheckpoint(target, ledgerRecord));
+  const key = checkpointKey(target.consumerGroup, target.topic);
+  const written = ledgerRecord === undefined ? undefined : decodeCheckpoint(Buffer.from(key), ledgerRecord, key);
+  const readBack = readBackFor(commitOffset === undefined ? undefined : BigInt(commitOffset), publishes, written);
+  if (readBack.by === 'nothing') return undefined;
+  if (readBack.by === 'offset') return async () => committedPerReadBack(readBack, { committedOffset: await committedOffset() });
   const { latestCheckpoint } = target;
-  const before = lastCommitted.get(target);
-  // With the ledger on and a commit of this claim behind it, the ledger is read in any case: the
-  // initialisation that comes first may have ended that commit's records (checkpointRegressed).
-  if (readBack.by === 'nothing' && (before === undefined || latestCheckpoint === undefined)) return undefined;
-  if (readBack.by === 'offset' && (before === undefined || latestCheckpoint === undefined))
-    return async () => committedPerReadBack(readBack, { committedOffset: await committedOffset() });
   if (latestCheckpoint === undefined)
     throw new Error(`cannot tell whether the failed transaction of ${target.topic}[${target.partition}] committed: no ledger reader`);
-  return async () => {
-    const checkpoint = await latestCheckpoint();
-    if (before !== undefined && checkpointRegressed(before, checkpoint)) await regressedLedger(target, before, checkpoint, log);
-    if (readBack.by === 'nothing') return false;
-    if (readBack.by === 'offset') return committedPerReadBack(readBack, { committedOffset: await committedOffset() });
-    return committedPerReadBack(readBack, { checkpoint });
-  };
-}
-
-function decodedCheckpoint(target: CommitTarget, ledgerRecord: Buffer | undefined): Checkpoint | undefined {
-  const key = checkpointKey(target.consumerGroup, target.topic);
-  return ledgerRecord === undefined ? undefined : decodeCheckpoint(Buffer.from(key), ledgerRecord, key);
-}
-
-/** Remembers the checkpoint a claim's transaction committed and where it published (see lastCommitted, lastPublished). */
-function noteCommitted(target: CommitTarget, ledgerRecord: Buffer | undefined, produced: readonly ProducedBatch[]): void {
-  const checkpoint = decodedCheckpoint(target, ledgerRecord);
-  if (checkpoint !== undefined) lastCommitted.set(target, checkpoint);
-  const published = produced.filter((batch) => batch.topic === target.resultTopic || batch.topic === target.deadLetterTopic);
-  if (published.length === 0) return;
-  const kept = [...(lastPublished.get(target) ?? []), published];
-  lastPublished.set(target, kept.slice(-PUBLISHED_KEPT));
-}
-
-/**
- * The ledger lost what this claim committed (checkpointRegressed). When everything its last
- * transactions published is committed where the broker put it, only the ledger's markers were
- * lost: the claim goes on from memory (its next checkpoint writes the same again). Otherwise, or
- * when that cannot be told, results it holds for published are gone: the claim ends, and a fresh
- * one reports those commands UNKNOWN from the ledger's marks rather than leave them without a result.
- */
-async function regressedLedger(target: CommitTarget, before: Checkpoint, latest: Checkpoint | undefined, log: Logger): Promise<void> {
-  const published = (lastPublished.get(target) ?? []).flat();
-  const kept = published.length > 0 && target.committedBatches !== undefined && (await target.committedBatches(published).catch(() => false));
-  if (!kept) throw new LedgerRegressedError(target.topic, target.partition, before, latest);
-  log.warn(
-    { topic: target.topic, partition: target.partition, next: before.next.toString(), ledgerNext: latest?.next.toString() },
-    'the ledger lost a checkpoint this claim committed (its markers never written), while its results are committed: going on',
-  );
+  return async () => committedPerReadBack(readBack, { checkpoint: await latestCheckpoint() });
 }
 
 function staleClaim(target: CommitTarget): FencedError {

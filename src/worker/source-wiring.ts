@@ -15,8 +15,7 @@ import { CoordinatorOutage } from './coordinator-outage.ts';
 import { FetchPauses } from './fetch-pauses.ts';
 import { GroupMembership } from './group-membership.ts';
 import { GuardedSender, type GuardedSenderOptions } from './guarded-sender.ts';
-import { checkpointKey, decodeCheckpoint, reconcileHanging } from './ledger-checkpoint.ts';
-import { SettledHanging } from './settled-hanging.ts';
+import { checkpointKey, decodeCheckpoint } from './ledger-checkpoint.ts';
 import { handoverKey } from './handover-record.ts';
 import { ledgerHandovers } from './handovers.ts';
 import { PartitionOwnership, type OwnershipEffects } from './partition-ownership.ts';
@@ -132,7 +131,6 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
   const { admin } = w;
   // The claims of one join read together: one request per thing read (coalesced-admin.ts).
   const reads = coalescedOffsets(admin, CLAIM_READ_COALESCE_MS);
-  const settledHanging = new SettledHanging();
   const effects: OwnershipEffects = {
     handover: w.handover,
     prepareFence: (t, partition) => producers.prepare(t, partition),
@@ -141,45 +139,29 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
       await producers.forPartition(t, partition, generation);
     },
     groupOffset: (t, partition) => groupOffset(reads, consumerGroup, t, partition),
-    checkpoint: async (partition, upTo, fencedIn) => {
-      if (ledgerTopic === undefined) return undefined;
-      const read = await readLatestCheckpoint(
-        reads,
-        reader,
-        ledgerTopic,
-        partition,
-        (key, value) => decodeCheckpoint(key, value, ledgerKey),
-        upTo,
-        undefined,
-        fencedIn === undefined
-          ? undefined
-          : {
-              settle: async () => {
-                const settled = await producers.settle(topic, partition, fencedIn);
-                if (settled)
-                  log.warn(
-                    { topic, partition, ledgerTopic },
-                    'a transaction was open in the ledger partition after the fence: ended it (a hanging transaction)',
-                  );
-                return settled;
-              },
-              // Its fate, where the group's offset (committed in the same transaction) tells it.
-              reconcile: async (committed, pending) => {
-                const offset = await groupOffset(reads, consumerGroup, topic, partition).catch(() => undefined);
-                const goOn = reconcileHanging(committed, pending, offset);
-                settledHanging.remember(partition, committed, goOn);
-                log.warn(
-                  { topic, partition, committed: goOn === pending, next: goOn.next.toString(), marksAdded: goOn.open.length - (committed?.open.length ?? 0) },
-                  goOn === pending
-                    ? 'the hanging transaction had committed its offset: going on from its checkpoint'
-                    : 'the hanging transaction’s fate is unknown: its marks are kept (UNKNOWN if not answered), its answers are not',
-                );
-                return goOn;
-              },
-            },
-      );
-      return settledHanging.goOnFrom(partition, read);
-    },
+    checkpoint: async (partition, upTo, fencedIn) =>
+      ledgerTopic === undefined
+        ? undefined
+        : readLatestCheckpoint(
+            reads,
+            reader,
+            ledgerTopic,
+            partition,
+            (key, value) => decodeCheckpoint(key, value, ledgerKey),
+            upTo,
+            undefined,
+            fencedIn === undefined
+              ? undefined
+              : async () => {
+                  const settled = await producers.settle(topic, partition, fencedIn);
+                  if (settled)
+                    log.warn(
+                      { topic, partition, ledgerTopic },
+                      'a transaction was open in the ledger partition after the fence: ended it (a hanging transaction)',
+                    );
+                  return settled;
+                },
+          ),
     recentCommandIds: async (t, partition, start, count) => {
       const ends = (await reads.fetchTopicOffsets(t)).find((o) => o.partition === partition);
       const low = BigInt(ends?.low ?? '0');

@@ -61,8 +61,6 @@ export class FakeProducers implements PartitionProducers {
     return true;
   }
 
-  readonly #produced = new Map<string, bigint>();
-
   async forPartition(): Promise<TransactionalSession> {
     this.sessions += 1;
     return {
@@ -77,13 +75,6 @@ export class FakeProducers implements PartitionProducers {
               if (bytes > this.maxSendBytes) throw new BatchTooLargeError(`a send of ${bytes} bytes is over the limit`);
             }
             for (const batch of batches) tx.sends.push({ topic: batch.topic, messages: [...batch.messages] });
-            // Offsets of the fake's own counting: every record sent to a topic-partition takes the next.
-            return batches.map((batch) => {
-              const key = `${batch.topic}:${batch.messages[0]?.partition ?? 0}`;
-              const baseOffset = this.#produced.get(key) ?? 0n;
-              this.#produced.set(key, baseOffset + BigInt(batch.messages.length));
-              return { topic: batch.topic, partition: batch.messages[0]?.partition ?? 0, baseOffset };
-            });
           },
           sendOffsets: async (offsets) => {
             tx.offsets = offsets;

@@ -57,10 +57,7 @@ describe('a hanging transaction in a ledger partition (one its coordinator no lo
       await within(
         20_000,
         'the read after fencing',
-        readLatestCheckpoint(admin, reader, ledger, 0, decodeNothing, 'end', undefined, {
-          settle: () => settled.settle(topic, 0, 1),
-          reconcile: async (committed) => committed,
-        }),
+        readLatestCheckpoint(admin, reader, ledger, 0, decodeNothing, 'end', undefined, () => settled.settle(topic, 0, 1)),
       );
       expect(await readToEnd(0)).toBe('reached');
     } finally {

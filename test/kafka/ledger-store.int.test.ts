@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { readLatestCheckpoint } from '../../src/kafka/ledger-store.ts';
 import { PartitionReader } from '../../src/kafka/partition-reader.ts';
-import { checkpointKey, decodeCheckpoint, encodeCheckpoint, reconcileHanging, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { checkpointKey, decodeCheckpoint, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { createTopics, testKafka, uniqueName } from '../helpers/kafka.ts';
 import { eventually } from '../../tools/poll.ts';
 
@@ -38,29 +38,6 @@ describe('PartitionReader against a real broker', () => {
       await txn.commit();
       await expect(reader.ends(ledger, 0, 1_000n)).rejects.toMatchObject({ code: 'KAFKA_OFFSET_OUT_OF_RANGE' });
       expect((await reader.ends(ledger, 0, 0n)).high).toBe(2n);
-    } finally {
-      await close();
-    }
-  });
-
-  it('isCommitted: a committed record is, an aborted one and one of a transaction still open (past the wait) are not; openTransaction returns what the open one wrote', async () => {
-    const { ledger, reader, owner, close } = await ledgerWithOwner();
-    try {
-      const committed = await owner.transaction();
-      await committed.send({ topic: ledger, messages: [{ key: 'k', partition: 0, value: Buffer.from('committed') }] });
-      await committed.commit();
-      const aborted = await owner.transaction();
-      await aborted.send({ topic: ledger, messages: [{ key: 'k', partition: 0, value: Buffer.from('aborted') }] });
-      await aborted.abort();
-      const open = await owner.transaction();
-      await open.send({ topic: ledger, messages: [{ key: 'k', partition: 0, value: Buffer.from('open') }] });
-      // 0 committed, 1 its marker, 2 aborted, 3 its marker, 4 open.
-      expect(await reader.isCommitted(ledger, 0, 0n)).toBe(true);
-      expect(await reader.isCommitted(ledger, 0, 2n)).toBe(false);
-      expect(await reader.isCommitted(ledger, 0, 4n, 300)).toBe(false);
-      const { stable, high } = await reader.ends(ledger, 0, 0n);
-      expect((await reader.openTransaction(ledger, 0, stable, high)).map((r) => [r.offset, r.value?.toString()])).toEqual([[4n, 'open']]);
-      await open.abort();
     } finally {
       await close();
     }
@@ -148,27 +125,15 @@ describe('readLatestCheckpoint against a real broker', () => {
       await deciding.send({ topic: ledger, messages: [{ key, partition: 0, value: encodeCheckpoint(answered) }] });
       const committing = new Promise((resolve) => setTimeout(resolve, 1_000)).then(() => deciding.commit());
       let settled = 0;
-      const read = readLatestCheckpoint(
-        admin,
-        reader,
-        ledger,
-        0,
-        decode,
-        'end',
-        undefined,
-        { settle: async () => (settled += 1), reconcile: async (committed, pending) => committed ?? pending },
-        5_000,
-      );
+      const read = readLatestCheckpoint(admin, reader, ledger, 0, decode, 'end', undefined, async () => (settled += 1), 5_000);
       expect(await read).toEqual(answered);
       await committing;
       // Without the wait the read ended it at once, aborting it here: the checkpoint of a committed transaction lost.
       expect(settled).toBe(0);
 
-      // One that does not end within the bound is ended (settled), and what it wrote is told to reconcile.
+      // One that does not end within the bound is settled.
       const hanging = await owner.transaction();
-      const pending = { next: 8n, open: [{ offset: 8n, commandId: 'c8', at: 1 }] };
-      await hanging.send({ topic: ledger, messages: [{ key, partition: 0, value: encodeCheckpoint(pending) }] });
-      const told: unknown[] = [];
+      await hanging.send({ topic: ledger, messages: [{ key, partition: 0, value: encodeCheckpoint({ next: 8n, open: [] }) }] });
       const started = Date.now();
       await expect(
         readLatestCheckpoint(
@@ -179,64 +144,15 @@ describe('readLatestCheckpoint against a real broker', () => {
           decode,
           'end',
           undefined,
-          {
-            settle: async () => {
-              settled += 1;
-              await hanging.abort();
-            },
-            reconcile: async (committed, written) => {
-              told.push({ committed, written });
-              return written;
-            },
+          async () => {
+            settled += 1;
+            await hanging.abort();
           },
           500,
         ),
-      ).resolves.toEqual(pending);
+      ).resolves.toEqual(answered);
       expect(settled).toBe(1);
-      expect(told).toEqual([{ committed: answered, written: pending }]);
       expect(Date.now() - started).toBeGreaterThanOrEqual(500);
-    } finally {
-      await close();
-    }
-  });
-
-  it("a hanging transaction's marks survive its end: the claim goes on from the committed checkpoint plus the marks it added (they may be of commands sent), or from its own checkpoint once the group's offset shows it committed", async () => {
-    const { ledger, key, decode, admin, reader, owner, close } = await ledgerWithOwner();
-    const committed = { next: 7n, open: [{ offset: 7n, commandId: 'c7', at: 1 }] };
-    const pending = {
-      next: 7n,
-      open: [
-        { offset: 7n, commandId: 'c7', at: 1 },
-        { offset: 9n, commandId: 'c9', at: 2 },
-      ],
-    };
-    const read = async (checkpoint: Checkpoint, groupOffset: bigint) => {
-      const transaction = await owner.transaction();
-      await transaction.send({ topic: ledger, messages: [{ key, partition: 0, value: encodeCheckpoint(checkpoint) }] });
-      return readLatestCheckpoint(
-        admin,
-        reader,
-        ledger,
-        0,
-        decode,
-        'end',
-        undefined,
-        { settle: () => transaction.abort(), reconcile: async (c, p) => reconcileHanging(c, p, groupOffset) },
-        200,
-      );
-    };
-    try {
-      const first = await owner.transaction();
-      await first.send({ topic: ledger, messages: [{ key, partition: 0, value: encodeCheckpoint(committed) }] });
-      await first.commit();
-      // Marks only (the offset did not move): its fate is unknown, so its mark of c9 is kept.
-      // Ended and forgotten, c9 would have been sent again by the next owner.
-      expect(await read(pending, 7n)).toEqual(pending);
-      // Its offset moved past the group's: unknown again, the marks kept, its answers not taken.
-      const answeredAhead = { next: 10n, open: [{ offset: 11n, commandId: 'c11', at: 3 }] };
-      expect(await read(answeredAhead, 7n)).toEqual({ ...committed, open: [...committed.open, ...answeredAhead.open] });
-      // The group's offset reached it (committed in the same transaction): its checkpoint is the truth.
-      expect(await read(answeredAhead, 10n)).toEqual(answeredAhead);
     } finally {
       await close();
     }

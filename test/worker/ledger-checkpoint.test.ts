@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkpointKey, decodeCheckpoint, encodeCheckpoint, reconcileHanging, recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { checkpointKey, decodeCheckpoint, encodeCheckpoint, recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 
 const key = Buffer.from(checkpointKey('g', 'cmds'));
 
@@ -91,33 +91,5 @@ describe('recoveryPlan', () => {
   it('inherits only the marks at or after the start (those below it have committed results)', () => {
     const plan = recoveryPlan(10n, { next: 8n, open: [mark(8n), mark(10n), mark(11n)] });
     expect([...plan.inDoubt.keys()]).toEqual([10n, 11n]);
-  });
-});
-
-describe('reconcileHanging: what a claim goes on from after ending a hanging transaction', () => {
-  const mark = (offset: bigint, at = 1): Checkpoint['open'][number] => ({ offset, commandId: `c${offset}`, at });
-  const committed: Checkpoint = { next: 10n, open: [mark(10n)], done: [{ offset: 12n, commandId: 'c12' }] };
-
-  it('takes the hanging checkpoint when the group offset, committed in the same transaction, reached it', () => {
-    const pending: Checkpoint = { next: 13n, open: [mark(14n)] };
-    expect(reconcileHanging(committed, pending, 13n)).toBe(pending);
-    expect(reconcileHanging(committed, pending, 20n)).toBe(pending);
-  });
-
-  it('otherwise keeps the committed checkpoint and adds the marks it lacks (possibly sent), not the answers', () => {
-    const pending: Checkpoint = { next: 13n, open: [mark(14n, 2), mark(9n)], done: [{ offset: 15n, commandId: 'c15' }] };
-    // 9 is below the committed next (settled); 14 is new; the answer at 15 is not taken (it may not have committed).
-    expect(reconcileHanging(committed, pending, 10n)).toEqual({ ...committed, open: [mark(10n), mark(14n, 2)] });
-    expect(reconcileHanging(committed, pending, undefined)).toEqual({ ...committed, open: [mark(10n), mark(14n, 2)] });
-  });
-
-  it('a marks-only transaction (the same next) is never taken whole: its fate is unknown whatever the group offset', () => {
-    const pending: Checkpoint = { next: 10n, open: [mark(10n), mark(11n)] };
-    expect(reconcileHanging(committed, pending, 10n)).toEqual({ ...committed, open: [mark(10n), mark(11n)] });
-  });
-
-  it('keeps a mark already known (open or answered) once, and with no committed checkpoint starts from nothing', () => {
-    expect(reconcileHanging(committed, { next: 10n, open: [mark(10n, 5), mark(12n)] }, 10n)).toBe(committed);
-    expect(reconcileHanging(undefined, { next: 4n, open: [mark(4n)] }, 0n)).toEqual({ next: 0n, open: [mark(4n)] });
   });
 });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { FencedError } from '../../src/kafka/ports.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { RecordOutcome } from '../../src/worker/record-handler.ts';
-import { chunkBySize, commitTransaction, LedgerRegressedError, refetchFrom, type CommitTarget } from '../../src/worker/partition-transaction.ts';
+import { chunkBySize, commitTransaction, type CommitTarget } from '../../src/worker/partition-transaction.ts';
 import { encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { FakeProducers } from '../helpers/fake-producers.ts';
 
@@ -197,51 +197,6 @@ describe('commitTransaction', () => {
     expect(producers.committedKeys('res')).toEqual(['b']);
   });
 
-  it('ends the claim, sending nothing again, when the ledger lost a commit it had acknowledged (its markers never written, its records ended by the initialisation)', async () => {
-    const producers = new FakeProducers();
-    // What the ledger holds after the initialisation: the checkpoint before the acknowledged one.
-    const before = { next: 4n, open: [{ offset: 5n, commandId: 'a', at: 1 }] };
-    const claimTarget: CommitTarget = { ...target, latestCheckpoint: async () => before };
-    const acknowledged = encodeCheckpoint({ next: 4n, open: [], done: [{ offset: 5n, commandId: 'a' }] });
-    await commitTransaction(producers, claimTarget, [resultOutcome('a')], undefined, acknowledged, log, async () => 0n);
-    producers.fate = (tx) => (tx.id === 1 ? 'fail' : 'ok');
-    const next = encodeCheckpoint({ next: 8n, open: [], done: [] });
-    await expect(commitTransaction(producers, claimTarget, [resultOutcome('b')], '8', next, log, async () => 0n)).rejects.toBeInstanceOf(LedgerRegressedError);
-    // Not retried: going on from memory would leave a's result lost; a fresh claim reports it UNKNOWN.
-    expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'aborted']);
-  });
-
-  it('goes on from memory when the ledger lost a commit but what it published is committed (only the ledger lost its markers)', async () => {
-    const producers = new FakeProducers();
-    const before = { next: 4n, open: [{ offset: 5n, commandId: 'a', at: 1 }] };
-    const asked: unknown[] = [];
-    const claimTarget: CommitTarget = {
-      ...target,
-      latestCheckpoint: async () => before,
-      committedBatches: async (batches) => {
-        asked.push(...batches);
-        return true;
-      },
-    };
-    const acknowledged = encodeCheckpoint({ next: 4n, open: [], done: [{ offset: 5n, commandId: 'a' }] });
-    await commitTransaction(producers, claimTarget, [resultOutcome('a')], undefined, acknowledged, log, async () => 0n);
-    producers.fate = (tx) => (tx.id === 1 ? 'fail' : 'ok');
-    await commitTransaction(producers, claimTarget, [resultOutcome('b')], '8', encodeCheckpoint({ next: 8n, open: [] }), log, async () => 0n);
-    // Asked where a's result went (the fake's first record of 'res'), then retried and committed.
-    expect(asked).toEqual([{ topic: 'res', partition: 0, baseOffset: 0n }]);
-    expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'aborted', 'committed']);
-    expect(producers.committedKeys('res')).toEqual(['a', 'b']);
-  });
-
-  it('goes on as before when the ledger still holds what the claim committed', async () => {
-    const producers = new FakeProducers();
-    const claimTarget = readingLedgerOf(producers);
-    await commitTransaction(producers, claimTarget, [resultOutcome('a')], undefined, AHEAD, log, async () => 0n);
-    producers.fate = (tx) => (tx.id === 1 ? 'fail' : 'ok');
-    await commitTransaction(producers, claimTarget, [resultOutcome('c')], '8', encodeCheckpoint({ next: 8n, open: [] }), log, async () => 0n);
-    expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'aborted', 'committed']);
-  });
-
   it('does not resend while the ledger cannot be read back: it asks again at the next attempt', async () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
@@ -354,16 +309,5 @@ describe('commitTransaction: a worker that no longer owns the partition', () => 
     ).rejects.toBeInstanceOf(FencedError);
     expect(producers.sessions).toBe(0);
     expect(producers.transactions).toEqual([]);
-  });
-});
-
-describe('refetchFrom: where a partition whose lane failed is fetched again from', () => {
-  it('the lane’s committed offset, or the ledger’s next offset when the lane failed on a commit the ledger lost', () => {
-    expect(refetchFrom(new Error('a transaction timed out'), 19n)).toBe(19n);
-    const lost = new LedgerRegressedError('cmds', 1, { next: 19n, open: [] }, { next: 16n, open: [] });
-    // Fetched from 19, the fresh claim (start 16) never saw 16–18: their results were lost with the commit.
-    expect(refetchFrom(lost, 19n)).toBe(16n);
-    expect(refetchFrom(new LedgerRegressedError('cmds', 1, { next: 19n, open: [] }, undefined), 19n)).toBe(0n);
-    expect(refetchFrom(lost, 12n)).toBe(12n);
   });
 });

@@ -101,21 +101,3 @@ export function committedPerReadBack(
   const answered = new Set((latest.done ?? []).map((d) => d.offset));
   return (readBack.written.done ?? []).every((d) => answered.has(d.offset));
 }
-
-/**
- * Whether the ledger's newest checkpoint, read after a claim initialised its partition's producer
- * again, has lost what the last checkpoint this claim committed (`before`) said: its next offset,
- * or a record it listed as answered. Kafka can acknowledge a commit whose markers it then never
- * writes to some partitions (a broker's controlled shutdown: docs/operations.md), and the abort
- * that initialising again writes for the open transaction then ends that one's records too: its
- * results are gone from the result topic while the claim holds them for published. Such a claim
- * must not go on from memory; a fresh one recovers from the ledger (its marks: UNKNOWN). Marks are
- * not compared: one withdrawn in a later commit leaves the checkpoint legitimately, and the claim
- * writes its open marks again with its next checkpoint.
- */
-export function checkpointRegressed(before: Checkpoint, latest: Checkpoint | undefined): boolean {
-  if (latest === undefined || latest.next < before.next) return true;
-  if (latest.next > before.next) return false;
-  const answered = new Set((latest.done ?? []).map((d) => d.offset));
-  return (before.done ?? []).some((d) => !answered.has(d.offset));
-}
