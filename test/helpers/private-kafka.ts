@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kafka } from 'kafkajs';
+import { afterAll, beforeAll } from 'vitest';
 import { createKafka, plaintextKafkaSettings } from '../../src/kafka/client.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { findJavaRuntimes, pickJava } from '../../tools/stack/java.ts';
@@ -48,6 +49,41 @@ export async function startPrivateKafka(log: (line: string) => void = () => unde
     controllerPort: await freePort(),
     detached: false,
   });
+}
+
+/**
+ * A private broker for the tests of the calling file (or describe block): started before them,
+ * disposed after them. The object stands for it inside tests and hooks.
+ */
+export function usePrivateKafka(): PrivateKafka {
+  let running: PrivateKafka | undefined;
+  const current = (): PrivateKafka => {
+    if (running === undefined) throw new Error('usePrivateKafka(): the broker is only there inside tests and hooks');
+    return running;
+  };
+  beforeAll(async () => {
+    running = await startPrivateKafka();
+  }, 180_000);
+  afterAll(async () => {
+    await running?.dispose();
+    running = undefined;
+  });
+  return {
+    get bootstrap() {
+      return current().bootstrap;
+    },
+    get workDir() {
+      return current().workDir;
+    },
+    client: (clientId) => current().client(clientId),
+    stop: () => current().stop(),
+    kill: () => current().kill(),
+    pause: () => current().pause(),
+    resume: () => current().resume(),
+    start: () => current().start(),
+    logTail: () => current().logTail(),
+    dispose: () => current().dispose(),
+  };
 }
 
 /**

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { KafkaKeyedProducer } from '../../src/kafka/keyed-producer.ts';
 import { PartitionReader } from '../../src/kafka/partition-reader.ts';
 import { createTopics, testKafka, uniqueName } from '../helpers/kafka.ts';
-import { startPrivateKafka, type PrivateKafka } from '../helpers/private-kafka.ts';
+import { usePrivateKafka } from '../helpers/private-kafka.ts';
 
 describe('KafkaKeyedProducer against a real broker', () => {
   it(
@@ -38,13 +38,7 @@ describe('KafkaKeyedProducer against a real broker', () => {
 });
 
 describe('KafkaKeyedProducer against a broker that stops answering', () => {
-  let broker: PrivateKafka;
-  beforeAll(async () => {
-    broker = await startPrivateKafka();
-  }, 180_000);
-  afterAll(async () => {
-    await broker?.dispose();
-  });
+  const broker = usePrivateKafka();
 
   it(
     'gives a send up at its timeout, and the next send to that partition, made while the first is still in the broker, is written',

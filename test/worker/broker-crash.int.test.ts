@@ -1,25 +1,18 @@
 import { cpSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import type { CommandResult } from '../../src/contracts/result.ts';
 import { ResultReader } from '../../src/kafka/result-reader.ts';
 import { createRegistry } from '../../src/schema/codec.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { createTopics, eventually } from '../helpers/kafka.ts';
-import { startPrivateKafka, type PrivateKafka } from '../helpers/private-kafka.ts';
+import { usePrivateKafka } from '../helpers/private-kafka.ts';
 import { WorkerProcess } from '../helpers/worker-process.ts';
 import { publisherFor, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
 
 const sandbox = useSandbox();
 const cleanups = useCleanups();
-let broker: PrivateKafka;
-
-beforeAll(async () => {
-  broker = await startPrivateKafka();
-}, 180_000);
-afterAll(async () => {
-  await broker?.dispose();
-});
+const broker = usePrivateKafka();
 
 interface LogLine {
   readonly level?: number;

@@ -1,22 +1,15 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { ResultReader } from '../../src/kafka/result-reader.ts';
 import { createRegistry } from '../../src/schema/codec.ts';
 import type { Worker } from '../../src/worker/worker.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { createTopics, eventually } from '../helpers/kafka.ts';
-import { startPrivateKafka, type PrivateKafka } from '../helpers/private-kafka.ts';
+import { usePrivateKafka, type PrivateKafka } from '../helpers/private-kafka.ts';
 import { metricTotal, publisherFor, startLoggedWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
 
 const sandbox = useSandbox();
 const cleanups = useCleanups();
-let broker: PrivateKafka;
-
-beforeAll(async () => {
-  broker = await startPrivateKafka();
-}, 180_000);
-afterAll(async () => {
-  await broker?.dispose();
-});
+const broker = usePrivateKafka();
 
 interface LogLine {
   readonly level?: number;

@@ -19,21 +19,27 @@ class FirstSendFails implements KeyedRecordProducer {
   }
 }
 
+/** Handovers written through `producer`; nothing to read (a handover taken from the ledger would need the reader). */
+function handoversOver(producer: FirstSendFails, graceMs: number) {
+  return ledgerHandovers({
+    ledgerTopic: 'ledger',
+    key: 'handover/g/t',
+    producer,
+    reader: {} as PartitionReader,
+    admin: { fetchTopicOffsetsByTimestamp: async () => [] },
+    maxRecordBytes: 1_000_000,
+    graceMs,
+    pollMs: 50,
+    log: createLogger('silent'),
+  });
+}
+
+const mark = (n: number) => ({ offset: BigInt(n), commandId: `c${n}`, at: Date.now(), by: `claim.${n}` });
+
 describe('ledgerHandovers', () => {
   it('a send that fails (timed out) fails its handovers, and the handovers queued behind it go out in the next send', async () => {
     const producer = new FirstSendFails();
-    const handovers = ledgerHandovers({
-      ledgerTopic: 'ledger',
-      key: 'handover/g/t',
-      producer,
-      reader: {} as PartitionReader,
-      admin: { fetchTopicOffsetsByTimestamp: async () => [] },
-      maxRecordBytes: 1_000_000,
-      graceMs: 10_000,
-      pollMs: 50,
-      log: createLogger('silent'),
-    });
-    const mark = (n: number) => ({ offset: BigInt(n), commandId: `c${n}`, at: Date.now(), by: `claim.${n}` });
+    const handovers = handoversOver(producer, 10_000);
     const first = handovers.write(0, 0n, mark(0), { kind: 'withdrawn' });
     const second = handovers.write(0, 1n, mark(1), { kind: 'withdrawn' });
     await expect(first).rejects.toMatchObject({ code: 'KAFKA_SEND_TIMEOUT' });
@@ -43,19 +49,7 @@ describe('ledgerHandovers', () => {
 
   it('a claim of the same partition by this process takes its own handovers at once, also those whose send failed (the broker away)', async () => {
     const producer = new FirstSendFails();
-    const handovers = ledgerHandovers({
-      ledgerTopic: 'ledger',
-      key: 'handover/g/t',
-      producer,
-      // Nothing to read: a handover taken from the ledger would need this.
-      reader: {} as PartitionReader,
-      admin: { fetchTopicOffsetsByTimestamp: async () => [] },
-      maxRecordBytes: 1_000_000,
-      graceMs: 60_000,
-      pollMs: 50,
-      log: createLogger('silent'),
-    });
-    const mark = (n: number) => ({ offset: BigInt(n), commandId: `c${n}`, at: Date.now(), by: `claim.${n}` });
+    const handovers = handoversOver(producer, 60_000);
     await expect(handovers.write(3, 7n, mark(7), { kind: 'withdrawn' })).rejects.toMatchObject({ code: 'KAFKA_SEND_TIMEOUT' });
     const signal = new AbortController().signal;
     // The next claim of partition 3 by this process: its own settlement, without waiting out the grace (60 s).
