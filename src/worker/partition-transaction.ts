@@ -2,7 +2,6 @@ import { BatchTooLargeError, FencedError, type OutgoingRecord, type PartitionPro
 import { retry } from '../retry.ts';
 import type { Logger } from '../observability/logger.ts';
 import { checkpointKey, decodeCheckpoint, type Checkpoint } from './ledger-checkpoint.ts';
-import { fencedIsFinal } from './protocol/claim.ts';
 import { committedPerReadBack, readBackFor } from './protocol/transaction-plan.ts';
 import type { RecordOutcome } from './record-handler.ts';
 
@@ -192,8 +191,10 @@ export async function commitTransaction(
             );
           await producers.discard(target.topic, target.partition, target.generation);
           dropped = true;
-          // The protocol's rule (protocol/claim.ts): a fenced transaction is never retried.
-          if (error instanceof FencedError && fencedIsFinal())
+          // The protocol's rule: a transaction refused because the producer was fenced is final. The
+          // partition belongs to someone else, and initialising the producer again (to retry) would
+          // fence the rightful owner back while this claim's state (marks, offset) is stale.
+          if (error instanceof FencedError)
             throw new FencedError(
               `transactional producer for ${target.topic}[${target.partition}] was fenced: the partition is owned by another instance`,
               error.cause,

@@ -35,6 +35,8 @@ interface Rec {
   retry: boolean;
   /** Giving up is under way: nothing else happens to it. */
   ending: boolean;
+  /** A request sent before the machine said `call` (the known-bad send-before-mark-commits): its answer and when it comes. */
+  early?: { readonly call: Call; readonly answerAt: number };
 }
 
 /**
@@ -66,16 +68,43 @@ export class Handler {
     const { world } = lane;
     const rec = this.#recs.get(offset);
     if (rec === undefined) throw new Error(`the machine let p${lane.partition}@${offset} call, but its handler has no such record`);
-    const { record } = rec;
     rec.step = 'calling';
     rec.calls += 1;
     const n = rec.calls;
+    const { early } = rec;
+    rec.early = undefined;
+    const call = early?.call ?? this.#request(rec);
+    rec.reached = call.reached;
+    world.clock.at(early === undefined ? call.latencyMs : Math.max(0, early.answerAt - world.now), lane.owner, () => this.#answer(rec, n, call));
+  }
+
+  /**
+   * The known-bad send-before-mark-commits (variants.ts), as a lane would have it: the request
+   * leaves as soon as the record's mark opens, before the transaction carrying the mark commits;
+   * the machine's `call` later takes its answer.
+   */
+  callEarly(offset: number): void {
+    const rec = this.#recs.get(offset);
+    if (rec === undefined || rec.early !== undefined) return;
+    const call = this.#request(rec);
+    rec.early = { call, answerAt: this.#lane.world.now + call.latencyMs };
+  }
+
+  /** The offsets of the records this handler has in hand. */
+  offsets(): number[] {
+    return [...this.#recs.keys()];
+  }
+
+  #request(rec: Rec): Call {
+    const lane = this.#lane;
+    const { world } = lane;
+    const { record } = rec;
     if (world.tracing)
-      world.trace(`P${lane.process} p${lane.partition}@${offset} calls ${record.commandId}${rec.retry ? ' again (after an ambiguous answer)' : ''}`);
+      world.trace(`P${lane.process} p${lane.partition}@${record.offset} calls ${record.commandId}${rec.retry ? ' again (after an ambiguous answer)' : ''}`);
     const call = world.service.call(
       {
         partition: lane.partition,
-        offset,
+        offset: record.offset,
         key: record.key,
         commandId: record.commandId,
         process: lane.process,
@@ -84,9 +113,8 @@ export class Handler {
       },
       world.settings.retryAmbiguous,
     );
-    rec.reached = call.reached;
     if (world.tracing) world.trace(`  … the service will answer ${call.answer} in ${call.latencyMs} ms${call.reached ? '' : ' (it never got the request)'}`);
-    world.clock.at(call.latencyMs, lane.owner, () => this.#answer(rec, n, call));
+    return call;
   }
 
   /**

@@ -1,15 +1,15 @@
-import { fencedIsFinal, type PartitionClaim } from '../../src/worker/protocol/claim.ts';
-import { committedPerReadBack, readBackFor } from '../../src/worker/protocol/transaction-plan.ts';
-import type { Variant } from '../../src/worker/protocol/effects.ts';
+import type { PartitionClaim } from '../../src/worker/protocol/claim.ts';
+import { committedPerReadBack } from '../../src/worker/protocol/transaction-plan.ts';
 import { PartitionMachine, type Effect, type TransactionPlan } from '../../src/worker/protocol/partition-machine.ts';
 import type { ClaimState } from '../../src/worker/protocol/table.ts';
 import type { Coverage, Method, Observed } from './coverage.ts';
 import { Handler, type HandlerLane } from './handler.ts';
 import type { Txn, TxnOutcome } from './kafka.ts';
-import { TIMING, Violation, type SimOutcome, type SimVariant } from './model.ts';
+import { TIMING, Violation, type SimOutcome } from './model.ts';
 import type { SendPools } from './resources.ts';
 import type { Owner } from './scheduler.ts';
 import type { World } from './world.ts';
+import { bookFor, fencedIsFinalIn, readBackIn, recordMovesFor } from './variants.ts';
 
 /** What a lane needs of its process. */
 export interface LaneHost {
@@ -45,16 +45,6 @@ export class TxnError {
 }
 
 const BIG: readonly bigint[] = Array.from({ length: 64 }, (_, i) => BigInt(i));
-const MACHINE_VARIANTS: ReadonlySet<Variant> = new Set([
-  'send-before-mark-commits',
-  'commit-past-unfinished',
-  'mark-without-permit',
-  'handover-withdraws-calls',
-  'repeat-before-untaken-carrier',
-]);
-function isMachineVariant(variant: SimVariant): variant is Variant {
-  return (MACHINE_VARIANTS as ReadonlySet<string>).has(variant);
-}
 
 /**
  * The driver of one PartitionMachine (one claim of one partition by one process): it feeds the
@@ -122,7 +112,9 @@ export class Lane implements HandlerLane {
       commitIntervalMs: settings.commitIntervalMs,
       markLingerMs: settings.markLingerMs,
       handovers: settings.ledger,
-      variant: isMachineVariant(world.variant) ? world.variant : 'correct',
+      // Known-bad variants wrap what the machine is given (variants.ts); the shipped defaults otherwise.
+      recordMoves: recordMovesFor(world.variant),
+      book: bookFor<SimOutcome>(world.variant),
     });
   }
 
@@ -169,7 +161,31 @@ export class Lane implements HandlerLane {
     if (marked) this.#owed.add(offset);
     if (coverage !== undefined && before !== undefined) this.#observe(coverage, method, offset, before, claimBefore, effects);
     for (const effect of effects) this.#do(effect);
+    this.#misdrive(method, offset, claimBefore);
     return value;
+  }
+
+  /**
+   * Known-bad variants of the driver (variants.ts), made here around the shipped machine:
+   * `send-before-mark-commits` requests a record's call as soon as its mark opens;
+   * `handover-withdraws-calls` hands over, when the claim stops working the partition, the marks
+   * of the calls under way as withdrawn.
+   */
+  #misdrive(method: Method, offset: number, claimBefore: ClaimState): void {
+    const { variant } = this.world;
+    if (
+      variant === 'send-before-mark-commits' &&
+      (method === 'wantSend' || method === 'permitGranted') &&
+      this.machine.recordState(this.big(offset)) === 'marking'
+    )
+      this.#handler.callEarly(offset);
+    const stopsWorking = (claimBefore === 'active' || claimBefore === 'holding') && (this.machine.state === 'retiring' || this.machine.state === 'failed');
+    if (variant === 'handover-withdraws-calls' && stopsWorking)
+      for (const calling of this.#handler.offsets()) {
+        const mark = this.machine.claim.open.get(this.big(calling));
+        if (mark !== undefined && this.machine.recordState(this.big(calling)) === 'calling')
+          this.#do({ type: 'handover', offset: this.big(calling), mark, outcome: undefined });
+      }
   }
 
   /**
@@ -224,6 +240,8 @@ export class Lane implements HandlerLane {
       case 'handle':
         return this.#handler.handle(Number(effect.offset));
       case 'acquire-permit':
+        // The known-bad mark-without-permit (variants.ts): every permit granted at once, outside the process's pool.
+        if (world.variant === 'mark-without-permit') return this.#grantUnpooled(Number(effect.offset));
         return this.#acquire('permitGranted', Number(effect.offset));
       case 'acquire-slot': {
         // Its mark has committed (ledger on): as partition-lane.ts, the time since its permit paces the marks ahead.
@@ -236,6 +254,7 @@ export class Lane implements HandlerLane {
       }
       case 'release-permit':
       case 'release-slot':
+        if (effect.type === 'release-permit' && world.variant === 'mark-without-permit') return;
         if (world.tracing) world.trace(`P${this.process} p${this.partition} ${effect.type}`);
         return effect.type === 'release-slot' ? host.pools.releaseSlot() : host.pools.releasePermit();
       case 'call':
@@ -322,6 +341,13 @@ export class Lane implements HandlerLane {
     }
   }
 
+  #grantUnpooled(offset: number): void {
+    const { world } = this;
+    world.clock.at(world.prng.int(0, 2), this.owner, () =>
+      this.act('permitGranted', offset, (m) => m.permitGranted(this.big(offset), world.now + TIMING.epochMs, world.now)),
+    );
+  }
+
   /** A grant comes soon, now and then late (the wait may have been cut meanwhile: the machine gives it back). */
   #acquire(method: 'permitGranted' | 'slotGranted', offset: number): void {
     const { world } = this;
@@ -360,7 +386,7 @@ export class Lane implements HandlerLane {
     // Applied at the broker (an ambiguous one too): its outcomes are committed, whatever the claim hears.
     if (outcome === 'committed' || outcome === 'ambiguous') this.#paid(txn.plan);
     if (outcome === 'committed') return this.act('transactionCommitted', -1, (m) => m.transactionCommitted(world.now));
-    if (outcome === 'fenced' && !fencedIsFinal(world.protocolVariant) && this.#refences < 3) {
+    if (outcome === 'fenced' && !fencedIsFinalIn(world.variant) && this.#refences < 3) {
       // The known-bad variant: take the producer back and send the same transaction again.
       this.#refences += 1;
       this.epoch = world.kafka.fence(this.partition);
@@ -403,7 +429,7 @@ export class Lane implements HandlerLane {
         );
       this.epoch = world.kafka.fence(this.partition);
       const { plan } = txn;
-      const readBack = readBackFor(plan.commitOffset, plan.outcomes.some(publishesRecord), plan.checkpoint, world.protocolVariant);
+      const readBack = readBackIn(world.variant, plan.commitOffset, plan.outcomes.some(publishesRecord), plan.checkpoint);
       // The read itself can fail (a leader moving, the coordinator loading): unknown is not "not
       // committed". The attempt fails and the next one asks again; the known-bad variant sends again.
       if (readBack.by !== 'nothing' && world.faulty && world.prng.chance(0.2) && world.variant !== 'resend-when-unread') {

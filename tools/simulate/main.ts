@@ -13,26 +13,9 @@
 import { parseArgs } from 'node:util';
 import type { LedgerMode, RunOptions, SimVariant } from './model.ts';
 import { describeSettings, runMany, runSchedule, type ScheduleResult } from './runner.ts';
+import { SIM_VARIANTS } from './variants.ts';
 
-const VARIANTS: readonly SimVariant[] = [
-  'correct',
-  'send-before-mark-commits',
-  'commit-past-unfinished',
-  'read-ledger-before-fence',
-  'refence-after-fenced',
-  'mark-without-permit',
-  'keep-without-checks',
-  'resend-ahead-unread',
-  'reinitialise-anytime',
-  'read-back-by-offset',
-  'resend-when-unread',
-  'handover-withdraws-calls',
-  'handover-by-offset',
-  'lost-until-next-generation',
-  'current-out-of-group',
-  'repeat-before-untaken-carrier',
-  'marks-ahead-fixed',
-];
+const VARIANTS: readonly SimVariant[] = SIM_VARIANTS;
 const TRACE_TAIL = 30;
 
 function choice<const T extends string>(name: string, value: string | undefined, allowed: readonly T[], fallback: NoInfer<T>): T {

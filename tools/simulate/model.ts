@@ -1,11 +1,6 @@
-import type { Variant } from '../../src/worker/protocol/effects.ts';
+import type { SimVariant } from './variants.ts';
 
-/**
- * The protocol's known-bad variants, and the simulation's own, made outside src/ by wrapping what
- * the shipped code is given: `marks-ahead-fixed`, the mark permits a fixed pool of twice the slots
- * (the design before issue 50), whatever the slots need.
- */
-export type SimVariant = Variant | 'marks-ahead-fixed';
+export type { SimVariant } from './variants.ts';
 import type { INVARIANTS } from '../../src/worker/protocol/table.ts';
 
 /**

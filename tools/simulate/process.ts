@@ -1,11 +1,12 @@
 import { recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
-import { afterFailure, buildClaim, claimSteps, LOST_RECLAIM_CONFIRMATIONS, mayReclaimLost } from '../../src/worker/protocol/claim.ts';
+import { afterFailure, buildClaim, LOST_RECLAIM_CONFIRMATIONS } from '../../src/worker/protocol/claim.ts';
 import type { ClaimStep } from '../../src/worker/protocol/table.ts';
 import { Lane, TxnError, type LaneHost } from './lane.ts';
 import { TIMING } from './model.ts';
 import { SendPools } from './resources.ts';
 import type { Owner, SimEvent } from './scheduler.ts';
 import type { OwnerDeath, World } from './world.ts';
+import { claimStepsIn, mayReclaimLostIn } from './variants.ts';
 
 /** A claim of one partition under way: its steps (claimSteps order) and what it read. */
 interface Attempt {
@@ -177,7 +178,7 @@ export class Proc implements Owner, LaneHost {
     const attempt: Attempt = {
       partition,
       generation: this.generation,
-      steps: claimSteps(world.protocolVariant),
+      steps: claimStepsIn(world.variant),
       next: 0,
       waiting: false,
       epoch: -1,
@@ -334,7 +335,7 @@ export class Proc implements Owner, LaneHost {
       if (!this.alive || this.incarnation !== incarnation || this.generation !== generation || !this.lost.has(partition)) return;
       if (!this.#rebalancing && !this.leaving && this.leaseHolds() && this.groupConfirms?.() === true) confirmations += 1;
       const reclaims = this.#reclaims.get(partition) ?? 0;
-      if (mayReclaimLost(confirmations, reclaims, world.protocolVariant)) {
+      if (mayReclaimLostIn(world.variant, confirmations, reclaims)) {
         this.lost.delete(partition);
         this.#reclaims.set(partition, reclaims + 1);
         if (world.tracing) world.trace(`P${this.id} claims lost p${partition} again: the group confirmed generation ${generation} ${confirmations} times`);

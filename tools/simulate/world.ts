@@ -1,4 +1,3 @@
-import type { Variant } from '../../src/worker/protocol/effects.ts';
 import { Coverage } from './coverage.ts';
 import { Checks } from './invariants.ts';
 import { Kafka } from './kafka.ts';
@@ -14,8 +13,6 @@ import { Service } from './service.ts';
 export class World {
   readonly seed: number;
   readonly variant: SimVariant;
-  /** The variant the shipped protocol code is given: the simulation's own variants run it as it is. */
-  readonly protocolVariant: Variant;
   readonly options: RunOptions;
   readonly prng: Prng;
   readonly settings: Settings;
@@ -34,7 +31,6 @@ export class World {
   constructor(seed: number, options: RunOptions) {
     this.seed = seed;
     this.variant = options.variant;
-    this.protocolVariant = options.variant === 'marks-ahead-fixed' ? 'correct' : options.variant;
     this.options = options;
     this.prng = new Prng(seed);
     this.settings = drawSettings(this.prng, options);

@@ -1,6 +1,5 @@
 import { DedupWindow } from '../dedup-window.ts';
 import { recoveryPlan, type Checkpoint, type OpenMark } from '../ledger-checkpoint.ts';
-import type { Variant } from './effects.ts';
 import { CLAIM_STEPS, type ClaimStep } from './table.ts';
 
 /**
@@ -36,8 +35,8 @@ export interface PartitionClaim {
 }
 
 /** The steps of a claim, in order: fence before reading, so no earlier owner can still write what is read. */
-export function claimSteps(variant: Variant = 'correct'): readonly ClaimStep[] {
-  return variant === 'read-ledger-before-fence' ? ['handover', 'read', 'fence'] : CLAIM_STEPS;
+export function claimSteps(): readonly ClaimStep[] {
+  return CLAIM_STEPS;
 }
 
 /**
@@ -67,18 +66,8 @@ export const LOST_RECLAIMS_PER_GENERATION = 3;
  * Whether a partition lost to fencing may be claimed again now: `confirmations` heartbeats of this
  * generation confirmed since the loss, `reclaims` made of it in this generation so far.
  */
-export function mayReclaimLost(confirmations: number, reclaims: number, variant: Variant = 'correct'): boolean {
-  if (variant === 'lost-until-next-generation') return false;
+export function mayReclaimLost(confirmations: number, reclaims: number): boolean {
   return reclaims < LOST_RECLAIMS_PER_GENERATION && confirmations >= LOST_RECLAIM_CONFIRMATIONS;
-}
-
-/**
- * A transaction refused because the producer was fenced is final: the partition belongs to
- * someone else, and initialising the producer again (to retry) would fence the rightful owner
- * back while this claim's state (marks, offset) is stale.
- */
-export function fencedIsFinal(variant: Variant = 'correct'): boolean {
-  return variant !== 'refence-after-fenced';
 }
 
 /** What the protocol says about a record's commandId. */

@@ -1,27 +1,5 @@
 import type { Checkpoint, OpenMark } from '../ledger-checkpoint.ts';
 
-/**
- * Known-bad variants of the protocol, each a mistake the simulation must catch (its own test).
- * Never set outside that test.
- */
-export type Variant =
-  | 'correct'
-  | 'send-before-mark-commits'
-  | 'commit-past-unfinished'
-  | 'read-ledger-before-fence'
-  | 'refence-after-fenced'
-  | 'mark-without-permit'
-  | 'keep-without-checks'
-  | 'resend-ahead-unread'
-  | 'reinitialise-anytime'
-  | 'read-back-by-offset'
-  | 'resend-when-unread'
-  | 'handover-withdraws-calls'
-  | 'handover-by-offset'
-  | 'lost-until-next-generation'
-  | 'current-out-of-group'
-  | 'repeat-before-untaken-carrier';
-
 /** One transaction of a partition: the marks it commits, the done prefix, the checkpoint and the offset. */
 export interface TransactionPlan<O> {
   /** Marks opened since the last transaction: their sends wait for this one. */

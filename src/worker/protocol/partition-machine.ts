@@ -2,15 +2,15 @@ import { identifyCommand, LeaseLostError, type Identity, type PartitionClaim } f
 import { CommitClock } from './commit-clock.ts';
 import { FetchHolds } from './fetch-holds.ts';
 import { RecordBook, type RecordEntry } from './record-book.ts';
-import { moveRecord, SendPath } from './send-path.ts';
+import { moveRecord, RECORD_MOVES, SendPath, type RecordMoves } from './send-path.ts';
 import { planTransaction, settleCommitted } from './transaction-plan.ts';
 import { moveClaim, RECORD_STATES, type ClaimEvent, type ClaimState, type RecordState } from './table.ts';
-import type { Effect, TransactionPlan, Variant } from './effects.ts';
+import type { Effect, TransactionPlan } from './effects.ts';
 
-export type { Effect, TransactionPlan, Variant } from './effects.ts';
+export type { Effect, TransactionPlan } from './effects.ts';
 
 const RECORD_STATE_NAMES = Object.keys(RECORD_STATES) as RecordState[];
-export interface MachineOptions {
+export interface MachineOptions<O> {
   readonly claim: PartitionClaim;
   /** The intent ledger is on (a send waits for its mark to commit); marks ahead of the calls take process-wide permits. */
   readonly ledger: boolean;
@@ -25,8 +25,13 @@ export interface MachineOptions {
    * partition moved to another member, whose fence would abort it (and wait for it).
    */
   readonly handovers?: boolean;
-  /** A known-bad variant, for the simulation's own test only. */
-  readonly variant?: Variant;
+  /**
+   * The simulation's seams for its known-bad variants (tools/simulate/variants.ts), which wrap
+   * what the machine is given rather than switch inside it: the record moves it checks its own
+   * against (default: table.ts's), and its record book (default: record-book.ts's rules).
+   */
+  readonly recordMoves?: RecordMoves;
+  readonly book?: (answeredEarlier: (offset: bigint) => boolean) => RecordBook<O>;
 }
 
 export type { Identity } from './claim.ts';
@@ -40,8 +45,8 @@ export type { Identity } from './claim.ts';
  */
 export class PartitionMachine<O> {
   readonly claim: PartitionClaim;
-  readonly #o: MachineOptions;
-  readonly #variant: Variant;
+  readonly #o: MachineOptions<O>;
+  readonly #moves: RecordMoves;
   readonly #book: RecordBook<O>;
   #effects: Effect<O>[] = [];
   #state: ClaimState = 'active';
@@ -66,18 +71,19 @@ export class PartitionMachine<O> {
   #retireCommit: 'due' | 'under-way' | 'none' = 'none';
   readonly #holds = new FetchHolds((effect) => this.#emit(effect));
   #busy = false;
-  constructor(options: MachineOptions) {
+  constructor(options: MachineOptions<O>) {
     this.#o = options;
     this.claim = options.claim;
-    this.#variant = options.variant ?? 'correct';
-    this.#book = new RecordBook<O>((offset) => options.claim.answered?.has(offset) === true, this.#variant);
+    this.#moves = options.recordMoves ?? RECORD_MOVES;
+    const answeredEarlier = (offset: bigint): boolean => options.claim.answered?.has(offset) === true;
+    this.#book = options.book?.(answeredEarlier) ?? new RecordBook<O>(answeredEarlier);
     this.#commitClock = new CommitClock(options.commitIntervalMs, options.markLingerMs);
     this.#send = new SendPath<O>({
       book: this.#book,
       claim: options.claim,
       ledger: options.ledger,
       markPermits: options.markPermits,
-      variant: this.#variant,
+      recordMoves: this.#moves,
       emit: (effect) => this.#emit(effect),
       claimActive: () => this.#state === 'active' || this.#state === 'holding',
       claimHeld: () => this.#state === 'holding',
@@ -151,7 +157,7 @@ export class PartitionMachine<O> {
    * it not taken yet (record-book.ts, untakenCarrier): bounded by that carrier's offset.
    */
   #takesForCarrier(offset: bigint): boolean {
-    return this.#variant !== 'repeat-before-untaken-carrier' && offset <= this.#book.untakenCarrier();
+    return offset <= this.#book.untakenCarrier();
   }
 
   /** The fetch loop took the record (after `offer` said `take` and its bytes were had). */
@@ -210,7 +216,7 @@ export class PartitionMachine<O> {
 
   finished(offset: bigint, outcome: O, clock: number): void {
     const entry = this.#book.get(offset);
-    moveRecord(entry, this.#variant, 'finished', 'done');
+    moveRecord(entry, this.#moves, 'finished', 'done');
     entry.outcome = outcome;
     if (!this.#working) this.#handOver(entry);
     this.#ended(entry);
@@ -226,7 +232,7 @@ export class PartitionMachine<O> {
    */
   abandoned(offset: bigint, maybeSent: boolean, clock?: number): void {
     const entry = this.#book.get(offset);
-    moveRecord(entry, this.#variant, 'abandoned', 'given-up');
+    moveRecord(entry, this.#moves, 'abandoned', 'given-up');
     if (entry.commandId !== undefined) this.claim.dedup.forget(entry.commandId, offset);
     const withdraw = !maybeSent && !entry.mayHaveReached && this.claim.open.has(offset);
     if (!maybeSent && !entry.mayHaveReached) this.#send.withdraw(offset);
@@ -242,7 +248,7 @@ export class PartitionMachine<O> {
    */
   handedOver(offset: bigint): void {
     const entry = this.#book.get(offset);
-    moveRecord(entry, this.#variant, 'handed-over', 'handling');
+    moveRecord(entry, this.#moves, 'handed-over', 'handling');
     this.claim.inDoubt.delete(offset);
     if (this.claim.open.delete(offset)) this.#send.markDropped();
   }
@@ -250,7 +256,7 @@ export class PartitionMachine<O> {
   /** A bug in handling (not a record problem): the record is given up and the claim fails. */
   crashed(offset: bigint, error: unknown): void {
     const entry = this.#book.get(offset);
-    moveRecord(entry, this.#variant, 'crashed', 'given-up');
+    moveRecord(entry, this.#moves, 'crashed', 'given-up');
     this.#ended(entry);
     this.fail(error);
   }
@@ -282,7 +288,7 @@ export class PartitionMachine<O> {
     this.#commitClock.ended(clock);
     this.#send.marksCommitted(plan.marks);
     this.#send.withdrawalsCommitted();
-    settleCommitted(this.claim, plan, (offset) => moveRecord(this.#book.get(offset), this.#variant, 'committed-ahead', 'published'));
+    settleCommitted(this.claim, plan, (offset) => moveRecord(this.#book.get(offset), this.#moves, 'committed-ahead', 'published'));
     if (plan.commitOffset !== undefined || plan.outcomes.length > 0)
       this.#emit({ type: 'committed', next: this.claim.position.committed, outcomes: plan.outcomes });
     if (this.#holds.has('run-ahead') && this.#book.pending <= Math.floor(this.#o.maxRunAhead / 2)) this.#holds.set('run-ahead', false, this.accepting);
@@ -397,7 +403,7 @@ export class PartitionMachine<O> {
   }
 
   #handle(entry: RecordEntry<O>): void {
-    moveRecord(entry, this.#variant, 'predecessor-ended', 'handling');
+    moveRecord(entry, this.#moves, 'predecessor-ended', 'handling');
     this.#emit({ type: 'handle', offset: entry.offset });
   }
 
@@ -412,7 +418,7 @@ export class PartitionMachine<O> {
   }
 
   #plan(closing: boolean): TransactionPlan<O> | undefined {
-    const prefix = this.#book.takePrefix(this.#variant === 'commit-past-unfinished', this.#o.ledger);
+    const prefix = this.#book.takePrefix(this.#o.ledger);
     const rest = { ahead: this.#book.doneAhead(), published: this.#book.inState('published') };
     const plan = planTransaction(this.claim, prefix, rest, this.#send.takeMarks(), this.#o.ledger, closing);
     // (Ahead records stay in the book, `done`, until their transaction commits.)

@@ -1,4 +1,3 @@
-import type { Variant } from './effects.ts';
 import type { RecordState } from './table.ts';
 
 /** What the machine knows of one record it took. */
@@ -41,11 +40,8 @@ export class RecordBook<O> {
    * record not taken yet (an inherited mark in doubt), whose result is still to come.
    */
   readonly #answeredEarlier: (offset: bigint) => boolean;
-  /** Known-bad variants (the simulation's own test): the old rules this book replaced. */
-  readonly #variant: Variant;
-  constructor(answeredEarlier: (offset: bigint) => boolean = () => false, variant: Variant = 'correct') {
+  constructor(answeredEarlier: (offset: bigint) => boolean = () => false) {
     this.#answeredEarlier = answeredEarlier;
-    this.#variant = variant;
   }
   /** Insertion order is offset order (records are taken in offset order). */
   readonly #records = new Map<bigint, RecordEntry<O>>();
@@ -98,15 +94,10 @@ export class RecordBook<O> {
 
   /**
    * The finished records (done, or published ahead) from the oldest up to the first unfinished
-   * one, removed. With `skipUnfinished` (a known-bad variant, for the simulation) every finished
-   * record, past unfinished ones too.
+   * one, removed; cut short before a repeat whose carrier's result would not be committed with it.
    */
-  takePrefix(skipUnfinished = false, aheadPublished = false): RecordEntry<O>[] {
-    const candidates: RecordEntry<O>[] = [];
-    for (const entry of this.#records.values()) {
-      if (finished(entry)) candidates.push(entry);
-      else if (!skipUnfinished) break;
-    }
+  takePrefix(aheadPublished = false): RecordEntry<O>[] {
+    const candidates = this.finishedPrefix();
     // A repeat whose carrier's result would not be committed with (or before) it cuts the prefix
     // there; a cut can strand a carrier an earlier repeat counted on, so look again until stable.
     let end = candidates.length;
@@ -126,13 +117,23 @@ export class RecordBook<O> {
     return taken;
   }
 
+  /** The finished records from the oldest up to the first unfinished one. */
+  protected finishedPrefix(): RecordEntry<O>[] {
+    const prefix: RecordEntry<O>[] = [];
+    for (const entry of this.#records.values()) {
+      if (!finished(entry)) break;
+      prefix.push(entry);
+    }
+    return prefix;
+  }
+
   /**
    * Whether the record carrying a repeat's result (at a later offset) has it committed by the time
    * the offset passes the repeat: committed already, or done and published in the same transaction
    * (ahead of the offset when the ledger is on; else within the same prefix, up to `last`).
    */
   #carrierSettles(carrierOffset: bigint, last: bigint, aheadPublished: boolean): boolean {
-    if (this.#carrierCommitted(carrierOffset)) return true;
+    if (this.carrierCommitted(carrierOffset)) return true;
     return this.#records.get(carrierOffset)?.state === 'done' && (aheadPublished || carrierOffset <= last);
   }
 
@@ -143,9 +144,9 @@ export class RecordBook<O> {
    * carrier's mark could then be withdrawn, and a later claim's window would take the repeat for
    * the original and answer the carrier as its repeat: no result at all (the simulation, seed 9405).
    */
-  #carrierCommitted(carrierOffset: bigint): boolean {
+  protected carrierCommitted(carrierOffset: bigint): boolean {
     const carrier = this.#records.get(carrierOffset);
-    if (carrier === undefined) return this.#variant === 'repeat-before-untaken-carrier' || this.#answeredEarlier(carrierOffset);
+    if (carrier === undefined) return this.#answeredEarlier(carrierOffset);
     return carrier.state === 'published';
   }
 
@@ -156,7 +157,7 @@ export class RecordBook<O> {
    * so a later owner never takes it for its command's original.
    */
   doneAhead(): RecordEntry<O>[] {
-    return this.inState('done').filter((entry) => entry.repeatOf === undefined || this.#carrierCommitted(entry.repeatOf));
+    return this.inState('done').filter((entry) => entry.repeatOf === undefined || this.carrierCommitted(entry.repeatOf));
   }
 
   /**

@@ -1,14 +1,20 @@
 import type { OpenMark } from '../ledger-checkpoint.ts';
 import type { PartitionClaim } from './claim.ts';
-import type { Effect, Variant } from './effects.ts';
+import type { Effect } from './effects.ts';
 import { RecordBook, type RecordEntry } from './record-book.ts';
 import { RECORD_TRANSITIONS, transitionKeys, type RecordEvent, type RecordState } from './table.ts';
 
-const RECORD_MOVES = transitionKeys(RECORD_TRANSITIONS);
+/** The record moves table.ts allows, as `state|event|to`: the machine refuses any other. */
+export const RECORD_MOVES: RecordMoves = transitionKeys(RECORD_TRANSITIONS);
 
-/** Moves a record to `to` on `event`, refusing any move the table does not list (unless a known-bad variant is being simulated). */
-export function moveRecord<O>(entry: RecordEntry<O>, variant: Variant, event: RecordEvent, to: RecordState): void {
-  if (variant === 'correct' && !RECORD_MOVES.has(`${entry.state}|${event}|${to}`))
+/** The moves a machine checks its own against (the simulation's known-bad variants wrap it). */
+export interface RecordMoves {
+  has(move: string): boolean;
+}
+
+/** Moves a record to `to` on `event`, refusing any move `moves` does not list. */
+export function moveRecord<O>(entry: RecordEntry<O>, moves: RecordMoves, event: RecordEvent, to: RecordState): void {
+  if (!moves.has(`${entry.state}|${event}|${to}`))
     throw new Error(`partition protocol: record ${entry.offset} cannot go from ${entry.state} to ${to} on ${event}`);
   entry.state = to;
 }
@@ -18,7 +24,7 @@ export interface SendPathContext<O> {
   readonly claim: PartitionClaim;
   readonly ledger: boolean;
   readonly markPermits: boolean;
-  readonly variant: Variant;
+  readonly recordMoves: RecordMoves;
   readonly emit: (effect: Effect<O>) => void;
   /** Whether the claim still lets records call (active, or holding); the lease and a forced stop are this path's. */
   readonly claimActive: () => boolean;
@@ -68,8 +74,7 @@ export class SendPath<O> {
       this.#move(entry, 'want-send', 'awaiting-slot');
       return this.#c.emit({ type: 'acquire-slot', offset });
     }
-    // The known-bad variant marks every record it is given, however far ahead of a free slot.
-    if (this.#c.markPermits && this.#c.variant !== 'mark-without-permit') {
+    if (this.#c.markPermits) {
       this.#move(entry, 'want-send', 'awaiting-permit');
       return this.#c.emit({ type: 'acquire-permit', offset });
     }
@@ -183,18 +188,12 @@ export class SendPath<O> {
 
   /**
    * The claim stopped working the partition (retiring, failed): hand over every withdrawal no
-   * committed checkpoint carries yet. (The known-bad variant also calls a record's mark withdrawn
-   * while its call is under way.)
+   * committed checkpoint carries yet. (A call under way is not withdrawn: it may reach the service.)
    */
   handOverWithdrawals(): void {
     for (const withdrawals of [this.#withdrawals.inTxn, this.#withdrawals.waiting]) {
       for (const [offset, mark] of withdrawals) this.#c.emit({ type: 'handover', offset, mark, outcome: undefined });
       withdrawals.clear();
-    }
-    if (this.#c.variant !== 'handover-withdraws-calls') return;
-    for (const entry of this.#c.book.inState('calling')) {
-      const mark = this.#c.claim.open.get(entry.offset);
-      if (mark !== undefined) this.#c.emit({ type: 'handover', offset: entry.offset, mark, outcome: undefined });
     }
   }
 
@@ -220,11 +219,6 @@ export class SendPath<O> {
     }
     this.#marksWaiting.add(entry.offset);
     this.#c.commitSoon(clock);
-    if (this.#c.variant === 'send-before-mark-commits') {
-      // Known bad (the simulation's own test): the call does not wait for the mark's transaction.
-      entry.state = 'awaiting-slot';
-      return this.#c.emit({ type: 'acquire-slot', offset: entry.offset });
-    }
     this.#move(entry, event, 'marking');
   }
 
@@ -263,6 +257,6 @@ export class SendPath<O> {
   }
 
   #move(entry: RecordEntry<O>, event: RecordEvent, to: RecordState): void {
-    moveRecord(entry, this.#c.variant, event, to);
+    moveRecord(entry, this.#c.recordMoves, event, to);
   }
 }

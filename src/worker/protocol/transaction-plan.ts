@@ -1,6 +1,6 @@
 import type { AnsweredRecord, Checkpoint } from '../ledger-checkpoint.ts';
 import type { PartitionClaim } from './claim.ts';
-import type { TransactionPlan, Variant } from './effects.ts';
+import type { TransactionPlan } from './effects.ts';
 import type { RecordEntry } from './record-book.ts';
 
 /**
@@ -74,9 +74,9 @@ export function settleCommitted<O>(claim: PartitionClaim, plan: TransactionPlan<
 export type ReadBack =
   { readonly by: 'offset'; readonly offset: bigint } | { readonly by: 'checkpoint'; readonly written: Checkpoint } | { readonly by: 'nothing' };
 
-export function readBackFor(commitOffset: bigint | undefined, publishes: boolean, checkpoint: Checkpoint | undefined, variant: Variant = 'correct'): ReadBack {
-  if (commitOffset === undefined && (!publishes || variant === 'resend-ahead-unread')) return { by: 'nothing' };
-  if (checkpoint !== undefined && !(variant === 'read-back-by-offset' && commitOffset !== undefined)) return { by: 'checkpoint', written: checkpoint };
+export function readBackFor(commitOffset: bigint | undefined, publishes: boolean, checkpoint: Checkpoint | undefined): ReadBack {
+  if (commitOffset === undefined && !publishes) return { by: 'nothing' };
+  if (checkpoint !== undefined) return { by: 'checkpoint', written: checkpoint };
   if (commitOffset !== undefined) return { by: 'offset', offset: commitOffset };
   // Results ahead of the offset are only published with the ledger on, in a transaction with its checkpoint.
   throw new Error('results published ahead of the offset without a ledger checkpoint');
