@@ -3,7 +3,8 @@ import { SmsWorkerError } from '../errors.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import { recoveryPlan, type Checkpoint } from './ledger-checkpoint.ts';
-import { buildClaim, claimSteps, mayReclaimLost, type PartitionClaim } from './protocol/claim.ts';
+import { buildClaim, claimSteps, type PartitionClaim } from './protocol/claim.ts';
+import { OwnershipMachine, TimedLease } from './protocol/ownership.ts';
 import { completeWindow, type EarlyWindow, type WindowRecord } from './repeat-window.ts';
 
 /** This generation's hold of one partition (defined with the partition protocol). */
@@ -86,24 +87,14 @@ const WINDOW_AHEAD_TTL_MS = 30_000;
 export class PartitionOwnership {
   readonly #o: OwnershipOptions;
   readonly #now: () => number;
-  #generation = 0;
+  readonly #lease: TimedLease;
+  /** The decisions: membership, generation, lease lapses, keeping, lost partitions (protocol/ownership.ts). */
+  readonly #machine: OwnershipMachine;
+  /** The topic of this source (one ownership per source): lost partitions are of it. */
+  #topic: string | undefined;
   /** Repeat windows read before joining (readWindowsAhead), each for the partition's first claim within WINDOW_AHEAD_TTL_MS. */
   readonly #windowsAhead = new Map<string, { readonly readAt: number; readonly window: Promise<EarlyWindow | undefined> }>();
   #claims = new Map<string, Promise<PartitionClaim>>();
-  /** Partitions lost to fencing in this generation: where their last claim had committed, and the heartbeats confirmed since. */
-  #lost = new Map<string, { readonly topic: string; readonly partition: number; readonly resumeAt: bigint; confirmations: number }>();
-  /** Partitions lost and claimed again in this generation, and how often. */
-  #reclaims = new Map<string, number>();
-  #lastConfirmed = 0;
-  #assigned: { topic: string; partitions: number[] } | undefined;
-  /** Between REBALANCING and the new assignment: no claim fences (the partition may be another member's by then). */
-  #rebalancing = false;
-  #stopped = false;
-  #left = false;
-  /** The consumer crashed and restarts in place: out of the group until its next join (outOfGroup). */
-  #outOfGroup = false;
-  /** When the lease was last found lapsed (a claim made before it is never kept). */
-  #lapsedAt = Number.NEGATIVE_INFINITY;
   /** When each claim was made. */
   readonly #claimedAt = new WeakMap<PartitionClaim, number>();
   /** Claims in their handover step (topic:partition): they have not fenced yet (see waitingForEarlierOwner). */
@@ -112,15 +103,22 @@ export class PartitionOwnership {
   constructor(options: OwnershipOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+    this.#lease = new TimedLease(options.sessionTimeoutMs, this.#now);
+    this.#machine = new OwnershipMachine(this.#lease, this.#now);
   }
 
   get generation(): number {
-    return this.#generation;
+    return this.#machine.generation;
+  }
+
+  /** The membership as the ownership protocol names it (protocol/table.ts MEMBERSHIP_STATES). */
+  get membership(): OwnershipMachine['state'] {
+    return this.#machine.state;
   }
 
   /** The group is rebalancing (kafkajs's REBALANCING): no claim fences until the new assignment. */
   rebalancing(): void {
-    this.#rebalancing = true;
+    this.#machine.rebalance();
   }
 
   /**
@@ -129,12 +127,12 @@ export class PartitionOwnership {
    * otherwise fence a partition the group has given to another member since.
    */
   stop(): void {
-    this.#stopped = true;
+    this.#machine.stop();
   }
 
   /** This process leaves its group now (its lanes may still finish): no claim is current any more. */
   leaving(): void {
-    this.#left = true;
+    this.#machine.leave();
   }
 
   /**
@@ -145,7 +143,7 @@ export class PartitionOwnership {
    * and no claim fences. The join ends it; nothing is kept across it (a new member id).
    */
   outOfGroup(): void {
-    this.#outOfGroup = true;
+    this.#machine.consumerCrashed();
   }
 
   /**
@@ -157,36 +155,26 @@ export class PartitionOwnership {
    * before its next batch. Returns the kept claims.
    */
   joined(topic: string, partitions: readonly number[], next = false, holding: readonly PartitionClaim[] = []): Set<PartitionClaim> {
-    // Out of the group since the last assignment (a crashed consumer joins as a new member): nothing is kept.
-    next &&= !this.#outOfGroup;
-    const previous = this.#generation;
-    this.#generation += 1;
     // Windows read ahead that no claim took in time are not kept (up to DEDUP_WINDOW ids each).
     for (const [key, ahead] of this.#windowsAhead) if (this.#now() - ahead.readAt > WINDOW_AHEAD_TTL_MS) this.#windowsAhead.delete(key);
-    this.#rebalancing = false;
-    this.#outOfGroup = false;
-    this.confirm();
+    this.#topic = topic;
+    const previous = this.#machine.generation;
+    const ofTopic = holding.filter((claim) => claim.topic === topic);
+    const { keepable, lost } = this.#machine.join(
+      partitions,
+      next,
+      ofTopic.map((claim) => ({ partition: claim.partition, generation: claim.generation, claimedAt: this.#claimedAt.get(claim) ?? Number.NEGATIVE_INFINITY })),
+    );
+    const generation = this.#machine.generation;
     const kept = new Set<PartitionClaim>();
-    for (const claim of holding) {
-      const keep =
-        next &&
-        claim.topic === topic &&
-        partitions.includes(claim.partition) &&
-        claim.generation === previous &&
-        !this.isLost(topic, claim.partition) &&
-        (this.#claimedAt.get(claim) ?? Number.NEGATIVE_INFINITY) >= this.#lapsedAt &&
-        this.leaseHolds() &&
-        this.#o.effects.carry(topic, claim.partition, previous, this.#generation);
-      if (!keep) continue;
-      claim.generation = this.#generation;
+    for (const claim of ofTopic) {
+      // The machine's decision, then the producer: kept only if it carries over.
+      if (!keepable.some((k) => k.partition === claim.partition) || !this.#o.effects.carry(topic, claim.partition, previous, generation)) continue;
+      claim.generation = generation;
       kept.add(claim);
     }
     this.#claims = new Map([...kept].map((claim) => [`${topic}:${claim.partition}`, Promise.resolve(claim)]));
-    const lost = [...this.#lost.keys()];
     this.#o.metrics.lostPartitions.dec(lost.length);
-    this.#lost = new Map();
-    this.#reclaims = new Map();
-    this.#assigned = { topic, partitions: [...partitions] };
     if (lost.length > 0) this.#o.effects.resumeAll(topic, partitions);
     if (kept.size > 0) this.#o.metrics.claimsKept.inc(kept.size);
     for (const partition of partitions) if (!this.#claims.has(`${topic}:${partition}`)) this.#claimNow(topic, partition);
@@ -202,8 +190,7 @@ export class PartitionOwnership {
 
   /** The group confirmed this member (a heartbeat or a join succeeded). */
   confirm(): void {
-    if (!this.leaseHolds()) this.#lapsedAt = this.#now();
-    this.#lastConfirmed = this.#now();
+    this.#machine.confirm();
   }
 
   /**
@@ -212,54 +199,48 @@ export class PartitionOwnership {
    * (mayReclaimLost: the fencer was not a member of a later generation).
    */
   heartbeat(): void {
-    this.confirm();
-    if (this.#rebalancing || this.#left || this.#outOfGroup || this.#stopped) return;
-    for (const [key, lost] of [...this.#lost]) {
-      lost.confirmations += 1;
-      const reclaims = this.#reclaims.get(key) ?? 0;
-      if (!mayReclaimLost(lost.confirmations, reclaims)) continue;
-      this.#lost.delete(key);
+    const topic = this.#topic;
+    for (const lost of this.#machine.heartbeat()) {
+      if (topic === undefined) break;
       this.#o.metrics.lostPartitions.dec();
-      this.#reclaims.set(key, reclaims + 1);
       this.#o.log.warn(
-        { topic: lost.topic, partition: lost.partition, generation: this.#generation, confirmations: lost.confirmations, reclaim: reclaims + 1 },
+        { topic, partition: lost.partition, generation: this.#machine.generation, confirmations: lost.confirmations },
         'partition lost to fencing, but the group still confirms this member as its owner: the fence was a former member’s that landed late; claiming the partition afresh',
       );
       // Inside kafkajs's HEARTBEAT event: a throw here would fail the heartbeat.
       try {
-        this.#o.effects.reclaimLost(lost.topic, lost.partition, lost.resumeAt);
+        this.#o.effects.reclaimLost(topic, lost.partition, lost.resumeAt);
       } catch (error) {
-        this.#o.log.warn({ err: error, topic: lost.topic, partition: lost.partition }, 'fetching the reclaimed partition again failed');
+        this.#o.log.warn({ err: error, topic, partition: lost.partition }, 'fetching the reclaimed partition again failed');
       }
       // Fenced and recovered at once, as at a join, not at its next batch: with nothing new to
       // fetch, an open transaction of the late fencer would otherwise hold read_committed readers.
-      this.#claimNow(lost.topic, lost.partition);
+      this.#claimNow(topic, lost.partition);
     }
   }
 
   /** Shutting down (stop): no claim fences any more, and the member asks its group for no partitions. */
   get isStopping(): boolean {
-    return this.#stopped;
+    return this.#machine.isStopping;
   }
 
   /** Between the group's REBALANCING and this member's new assignment: no producer is initialised (claims, retried transactions). */
   get isRebalancing(): boolean {
-    return this.#rebalancing;
+    return this.#machine.isRebalancing;
   }
 
   /** Whether a send may start now (see the class comment). */
   leaseHolds(): boolean {
-    return this.leaseLeftMs() > 0;
+    return this.#machine.leaseHolds();
   }
 
   /** Until the lease lapses unless the group confirms this member again, ms (≤ 0: lapsed). */
   leaseLeftMs(): number {
-    const margin = Math.min(2_000, this.#o.sessionTimeoutMs / 4);
-    return this.#o.sessionTimeoutMs - margin - (this.#now() - this.#lastConfirmed);
+    return this.#lease.leftMs();
   }
 
   get assigned(): readonly number[] {
-    return this.#assigned?.partitions ?? [];
+    return this.#machine.assigned;
   }
 
   /**
@@ -270,23 +251,22 @@ export class PartitionOwnership {
    * once it modelled that retry). With the ledger off the lanes finish as members, and may.
    */
   isCurrent(claim: PartitionClaim): boolean {
-    return !this.#left && !this.#outOfGroup && claim.generation === this.#generation && !this.isLost(claim.topic, claim.partition);
+    return (this.#topic === undefined || claim.topic === this.#topic) && this.#machine.isCurrent(claim.generation, claim.partition);
   }
 
   isLost(topic: string, partition: number): boolean {
-    return this.#lost.has(`${topic}:${partition}`);
+    return topic === this.#topic && this.#machine.isLost(partition);
   }
 
   /** The producer of this partition was fenced: another process owns it now (or a zombie fenced it: see heartbeat). `resumeAt`: where its claim had committed. */
   lose(topic: string, partition: number, resumeAt: bigint): void {
-    const key = `${topic}:${partition}`;
-    if (this.#lost.has(key)) return;
-    this.#lost.set(key, { topic, partition, resumeAt, confirmations: 0 });
+    this.#topic ??= topic;
+    if (topic !== this.#topic || !this.#machine.lose(partition, resumeAt)) return;
     this.#o.metrics.lostPartitions.inc();
-    this.#claims.delete(key);
+    this.#claims.delete(`${topic}:${partition}`);
     this.#o.effects.pauseLost(topic, partition);
     this.#o.log.warn(
-      { topic, partition, generation: this.#generation },
+      { topic, partition, generation: this.#machine.generation },
       'partition lost to another owner (producer fenced): not touching it again until the next rebalance, or until the group confirms this member still owns it',
     );
   }
@@ -310,7 +290,7 @@ export class PartitionOwnership {
     const key = `${topic}:${partition}`;
     let pending = this.#claims.get(key);
     if (pending === undefined) {
-      const generation = this.#generation;
+      const generation = this.#machine.generation;
       pending = this.#recover(topic, partition, generation);
       this.#claims.set(key, pending);
       pending.catch(() => {
@@ -350,7 +330,7 @@ export class PartitionOwnership {
         stepMs[step] = this.#now() - stepStarted;
         continue;
       }
-      if (generation !== this.#generation || this.#rebalancing || this.#outOfGroup || this.#stopped)
+      if (!this.#machine.mayFence(generation))
         throw new SmsWorkerError(
           'CLAIM_STALE',
           `not claiming ${topic}[${partition}]: the group is rebalancing, a newer generation started meanwhile, or this worker is stopping`,

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { END, PAGE, START, withTables } from '../../tools/protocol-doc.ts';
-import { RECORD_TRANSITIONS, CLAIM_TRANSITIONS } from '../../src/worker/protocol/table.ts';
+import { RECORD_TRANSITIONS, CLAIM_TRANSITIONS, MEMBERSHIP_TRANSITIONS } from '../../src/worker/protocol/table.ts';
 
 const page = readFileSync(PAGE, 'utf8');
 
@@ -16,7 +16,13 @@ describe('docs/partition-protocol.md', () => {
 
   it('lists every transition of the machine, one row each', () => {
     const rows = page.split('\n').filter((line) => /^\| `[\w-]+` \| [\w-]+ \| `[\w-]+` \|/.test(line));
-    expect(rows).toHaveLength(RECORD_TRANSITIONS.length + CLAIM_TRANSITIONS.length);
+    expect(rows).toHaveLength(RECORD_TRANSITIONS.length + CLAIM_TRANSITIONS.length + MEMBERSHIP_TRANSITIONS.length);
+  });
+
+  it('fails the comparison when a membership row is changed by hand', () => {
+    const edited = page.replace('| `left` | joined | `left` |', '| `left` | joined | `member` |');
+    expect(edited).not.toBe(page);
+    expect(withTables(edited)).not.toBe(edited);
   });
 
   it('fails the comparison when a row is changed by hand', () => {

@@ -97,7 +97,7 @@ export class Group {
       this.members.has(proc) &&
       this.#current.has(proc) &&
       !this.#pending &&
-      proc.generation === this.generation
+      proc.groupGeneration === this.generation
     );
   }
 

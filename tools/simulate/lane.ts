@@ -18,10 +18,8 @@ export interface LaneHost {
   readonly pools: SendPools;
   /** The group generation the process is in. */
   readonly generation: number;
-  /** Left its group while its lanes finish: none of them starts a producer again. */
-  readonly hasLeft: boolean;
-  /** Its consumer crashed and restarts in place: out of the group until it joins again (PartitionOwnership.outOfGroup). */
-  readonly outOfGroup: boolean;
+  /** PartitionOwnership.isCurrent: not left, not out of the group, this generation, not lost. */
+  isCurrent(generation: number, partition: number): boolean;
   /** Between REBALANCING and the new assignment: no producer is initialised. */
   readonly isRebalancing: boolean;
   leaseHolds(): boolean;
@@ -60,6 +58,8 @@ export class Lane implements HandlerLane {
   generation: number;
   /** Virtual time of the claim (a lease lapse since then means it cannot be kept). */
   readonly claimedAt: number;
+  /** When the claim began, before its steps (PartitionOwnership's claimedAt: the keep decision's). */
+  readonly claimStartedAt: number;
   readonly machine: PartitionMachine<SimOutcome>;
   /** The producer epoch this claim fenced with. */
   epoch: number;
@@ -91,7 +91,7 @@ export class Lane implements HandlerLane {
   #handoversUnderWay = 0;
   #endWaiting: (() => void) | undefined;
 
-  constructor(world: World, host: LaneHost, claim: PartitionClaim, epoch: number, fetchFrom: number) {
+  constructor(world: World, host: LaneHost, claim: PartitionClaim, epoch: number, fetchFrom: number, claimStartedAt: number) {
     this.world = world;
     this.#host = host;
     this.partition = claim.partition;
@@ -100,6 +100,7 @@ export class Lane implements HandlerLane {
     this.#incarnation = host.owner.incarnation;
     this.generation = claim.generation;
     this.claimedAt = world.now;
+    this.claimStartedAt = claimStartedAt;
     this.epoch = epoch;
     this.#cursor = fetchFrom;
     this.#handler = new Handler(this);
@@ -137,8 +138,7 @@ export class Lane implements HandlerLane {
    */
   leaseHolds(): boolean {
     const host = this.#host;
-    const outOfGroup = host.outOfGroup && this.world.variant !== 'current-out-of-group';
-    return host.leaseHolds() && !host.hasLeft && !outOfGroup && host.generation === this.generation && !host.isLost(this.partition);
+    return host.leaseHolds() && host.isCurrent(this.generation, this.partition);
   }
 
   /** One call into the machine, then its effects. A refused move is a violation. */

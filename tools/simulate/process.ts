@@ -1,17 +1,20 @@
 import { recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
-import { afterFailure, buildClaim, LOST_RECLAIM_CONFIRMATIONS } from '../../src/worker/protocol/claim.ts';
+import { afterFailure, buildClaim } from '../../src/worker/protocol/claim.ts';
+import { OwnershipMachine, type HeldClaim, type Lease } from '../../src/worker/protocol/ownership.ts';
 import type { ClaimStep } from '../../src/worker/protocol/table.ts';
 import { Lane, TxnError, type LaneHost } from './lane.ts';
 import { TIMING } from './model.ts';
 import { SendPools } from './resources.ts';
 import type { Owner, SimEvent } from './scheduler.ts';
 import type { OwnerDeath, World } from './world.ts';
-import { claimStepsIn, mayReclaimLostIn } from './variants.ts';
+import { claimStepsIn, isCurrentIn, keptIn, mayFenceIn } from './variants.ts';
 
 /** A claim of one partition under way: its steps (claimSteps order) and what it read. */
 interface Attempt {
   readonly partition: number;
   readonly generation: number;
+  /** When the claim began (PartitionOwnership's claimedAt: a claim made before the lease's last lapse is never kept). */
+  readonly startedAt: number;
   readonly steps: readonly ClaimStep[];
   next: number;
   /** Waits for this process's earlier lane of the partition to end (handover). */
@@ -22,9 +25,38 @@ interface Attempt {
 }
 
 /**
- * A worker process: its group generation and assignment, its lease (the last confirmed
- * heartbeat), its process-wide pools, its lanes (current and retiring) and the claims under way.
- * It can crash (everything in memory gone), freeze (its events wait) and restart.
+ * The world's side of a process's lease: its heartbeats flow (`live`, the lease holds), or stopped
+ * at `confirmedAt` (the lease runs from then: TIMING.leaseMs). The group reads `confirmedAt` for
+ * the member's session. Given to the shipped OwnershipMachine as its Lease.
+ */
+class SimLease implements Lease {
+  readonly #world: World;
+  readonly #proc: { readonly alive: boolean };
+  live = true;
+  confirmedAt = 0;
+  constructor(world: World, proc: { readonly alive: boolean }) {
+    this.#world = world;
+    this.#proc = proc;
+  }
+  holds(): boolean {
+    return this.#proc.alive && (this.live || this.#world.now - this.confirmedAt < TIMING.leaseMs);
+  }
+  confirmed(): void {
+    this.live = true;
+    this.confirmedAt = this.#world.now;
+  }
+  /** Heartbeats stop; the last confirmed one was at `at`. */
+  stop(at: number): void {
+    this.live = false;
+    this.confirmedAt = at;
+  }
+}
+
+/**
+ * A worker process: the shipped OwnershipMachine (membership, generation, lease lapses, keeping,
+ * lost partitions) driven as PartitionOwnership drives it, the group's generation it was assigned
+ * in, its lease, its process-wide pools, its lanes (current and retiring) and the claims under
+ * way. It can crash (everything in memory gone), freeze (its events wait) and restart.
  */
 export class Proc implements Owner, LaneHost {
   readonly id: number;
@@ -35,24 +67,14 @@ export class Proc implements Owner, LaneHost {
   /** Counts freezes, so a resume or an expiry belongs to one of them. */
   freezes = 0;
   readonly deferred: SimEvent[] = [];
-  generation = 0;
+  /** The group's generation this process was last assigned in (the group's heartbeat check; `next` at a join). */
+  groupGeneration = 0;
   assigned = new Set<number>();
-  lost = new Set<number>();
-  /** Heartbeats flow (the lease holds); otherwise the lease runs from `confirmedAt`. */
-  #live = true;
-  confirmedAt = 0;
-  /** When the lease last lapsed (a claim made before it cannot be kept). */
-  #lapsedAt = Number.NEGATIVE_INFINITY;
-  /** Between `rebalancing` and `rebalanced`: no claim starts or fences. */
-  #rebalancing = false;
+  readonly #lease: SimLease;
+  /** The shipped ownership decisions; a new one at each restart (nothing in memory survives). */
+  machine: OwnershipMachine;
   pools: SendPools;
   lanes = new Set<Lane>();
-  /** Shutting down: takes no partitions; once its lanes have ended it leaves the group (`onStopped`). */
-  leaving = false;
-  /** Left its group while its lanes finish (a graceful stop with the ledger on). */
-  hasLeft = false;
-  /** Its consumer crashed (restarting in place): no claim of it is current or fences until its next assignment (PartitionOwnership.outOfGroup). */
-  outOfGroup = false;
   /** Its consumer is down (crashed, not yet started again): it heartbeats no more and is given no assignment. */
   consumerDown = false;
   onStopped: (() => void) | undefined;
@@ -60,8 +82,8 @@ export class Proc implements Owner, LaneHost {
   lateFence: ((land: () => void) => void) | undefined;
   /** Set by the runner: whether a heartbeat of this process succeeds now (the group is stable in its generation). */
   groupConfirms: (() => boolean) | undefined;
-  /** Partitions lost and claimed again in this generation, and how often (PartitionOwnership's #reclaims). */
-  #reclaims = new Map<number, number>();
+  /** A heartbeat loop runs while a partition lost to fencing waits for confirmations (of this incarnation and generation). */
+  #watchingLost: string | undefined;
   #attempts = new Map<number, Attempt>();
   #awaitingLease = new Set<Lane>();
   #claimsAwaitingLease = new Set<number>();
@@ -70,6 +92,28 @@ export class Proc implements Owner, LaneHost {
     this.#world = world;
     this.id = id;
     this.pools = sendPools(world);
+    this.#lease = new SimLease(world, this);
+    this.machine = new OwnershipMachine(this.#lease, () => world.now);
+  }
+
+  /** The ownership machine's generation (claims and lanes carry it). */
+  get generation(): number {
+    return this.machine.generation;
+  }
+  get confirmedAt(): number {
+    return this.#lease.confirmedAt;
+  }
+  /** Shutting down: takes no partitions; once its lanes have ended it leaves the group (`onStopped`). */
+  get leaving(): boolean {
+    return this.machine.isStopping;
+  }
+  /** Left its group while its lanes finish (a graceful stop with the ledger on). */
+  get hasLeft(): boolean {
+    return this.machine.state === 'left';
+  }
+  /** Its consumer crashed (restarting in place): no claim of it is current or fences until its next assignment. */
+  get outOfGroup(): boolean {
+    return this.machine.state === 'out-of-group';
   }
 
   get owner(): Owner {
@@ -89,22 +133,29 @@ export class Proc implements Owner, LaneHost {
 
   /** Between REBALANCING and the new assignment (PartitionOwnership.isRebalancing). */
   get isRebalancing(): boolean {
-    return this.#rebalancing;
+    return this.machine.isRebalancing;
   }
 
   leaseHolds(): boolean {
-    return this.alive && (this.#live || this.#world.now - this.confirmedAt < TIMING.leaseMs);
+    return this.machine.leaseHolds();
   }
 
   isLost(partition: number): boolean {
-    return this.lost.has(partition);
+    return this.machine.isLost(partition);
+  }
+
+  /** PartitionOwnership.isCurrent: a claim of `generation` may send and start a producer. */
+  isCurrent(generation: number, partition: number): boolean {
+    return isCurrentIn(this.#world.variant, this.machine, generation, partition);
   }
 
   /** A heartbeat (or a join) succeeded: the lease holds again; what waited for it goes on. */
   confirm(): void {
-    if (!this.leaseHolds()) this.#lapsedAt = this.#world.now;
-    this.#live = true;
-    this.confirmedAt = this.#world.now;
+    this.machine.confirm();
+    this.#leaseConfirmed();
+  }
+
+  #leaseConfirmed(): void {
     const lanes = [...this.#awaitingLease];
     this.#awaitingLease.clear();
     for (const lane of lanes) lane.fetchSoon();
@@ -122,7 +173,7 @@ export class Proc implements Owner, LaneHost {
     if (!this.alive) return;
     // No claim fences until the new assignment: it may give the partition to another member, which
     // a late fence from here would take back (and lose it for the whole generation).
-    this.#rebalancing = true;
+    this.machine.rebalance();
     this.#attempts = new Map();
     this.#claimsAwaitingLease = new Set();
     for (const lane of this.lanes) if (!lane.ended) lane.act('hold', -1, (m) => m.hold());
@@ -137,47 +188,40 @@ export class Proc implements Owner, LaneHost {
   rebalanced(generation: number, partitions: readonly number[]): void {
     const world = this.#world;
     if (this.leaving) partitions = [];
-    // A consumer that restarted in place joined as a new member: never the very next generation (group-membership.ts).
-    const next = generation === this.generation + 1 && !this.outOfGroup;
-    this.#rebalancing = false;
-    this.outOfGroup = false;
-    this.confirm();
-    const kept: Lane[] = [];
-    for (const lane of [...this.lanes]) {
-      if (lane.ended) continue;
-      const keep =
-        world.variant === 'keep-without-checks'
-          ? partitions.includes(lane.partition) && lane.machine.state === 'holding'
-          : next &&
-            partitions.includes(lane.partition) &&
-            lane.machine.state === 'holding' &&
-            lane.generation === this.generation &&
-            !this.lost.has(lane.partition) &&
-            lane.claimedAt > this.#lapsedAt;
-      if (keep) kept.push(lane);
-      // Moved (another member has it now, and fences it at once), or not kept but assigned here again.
-      else lane.act('retire', -1, (m) => m.retire(!partitions.includes(lane.partition), world.now));
-    }
-    this.generation = generation;
+    // The very next generation of the group for this member (group-membership.ts); a consumer that
+    // restarted in place joined as a new member, which the machine knows (out of the group).
+    const next = generation === this.groupGeneration + 1;
+    this.groupGeneration = generation;
+    const holding = [...this.lanes].filter((lane) => !lane.ended && lane.machine.state === 'holding');
+    const { keepable } = this.machine.join(
+      partitions,
+      next,
+      holding.map((lane): HeldClaim => ({ partition: lane.partition, generation: lane.generation, claimedAt: lane.claimStartedAt })),
+    );
+    const kept = keptIn(world.variant, holding, keepable, partitions);
     this.assigned = new Set(partitions);
-    this.lost = new Set();
-    this.#reclaims = new Map();
     this.#attempts = new Map();
     this.#claimsAwaitingLease = new Set();
+    this.#leaseConfirmed();
+    for (const lane of [...this.lanes]) {
+      // Moved (another member has it now, and fences it at once), or not kept but assigned here again.
+      if (!lane.ended && !kept.includes(lane)) lane.act('retire', -1, (m) => m.retire(!partitions.includes(lane.partition), world.now));
+    }
     if (world.tracing)
       world.trace(
-        `P${this.id} joins generation ${generation} with [${partitions.join(',')}]${kept.length > 0 ? `, keeps [${kept.map((l) => l.partition).join(',')}]` : ''}`,
+        `P${this.id} joins generation ${generation} (its ${this.generation}) with [${partitions.join(',')}]${kept.length > 0 ? `, keeps [${kept.map((l) => l.partition).join(',')}]` : ''}`,
       );
-    for (const lane of kept) lane.kept(generation);
+    for (const lane of kept) lane.kept(this.generation);
     for (const partition of partitions) if (!kept.some((l) => l.partition === partition)) this.startClaim(partition);
   }
 
   startClaim(partition: number): void {
     const world = this.#world;
-    if (this.#rebalancing || this.#outOfGroupHolds()) return;
+    if (!mayFenceIn(world.variant, this.machine, this.generation)) return;
     const attempt: Attempt = {
       partition,
       generation: this.generation,
+      startedAt: world.now,
       steps: claimStepsIn(world.variant),
       next: 0,
       waiting: false,
@@ -203,8 +247,7 @@ export class Proc implements Owner, LaneHost {
   #step(attempt: Attempt): void {
     const world = this.#world;
     const { partition } = attempt;
-    if (this.#attempts.get(partition) !== attempt || attempt.generation !== this.generation || !this.assigned.has(partition) || this.lost.has(partition))
-      return;
+    if (this.#attempts.get(partition) !== attempt || attempt.generation !== this.generation || !this.assigned.has(partition) || this.isLost(partition)) return;
     const step = attempt.steps[attempt.next];
     if (step === undefined) return this.#open(attempt);
     if (step === 'handover') {
@@ -214,7 +257,7 @@ export class Proc implements Owner, LaneHost {
           return;
         }
     } else if (step === 'fence') {
-      if (this.#rebalancing || this.#outOfGroupHolds()) return void this.#attempts.delete(partition);
+      if (!mayFenceIn(world.variant, this.machine, attempt.generation)) return void this.#attempts.delete(partition);
       if (!this.leaseHolds()) {
         this.#attempts.delete(partition);
         this.#claimsAwaitingLease.add(partition);
@@ -278,14 +321,14 @@ export class Proc implements Owner, LaneHost {
       world.trace(
         `P${this.id} claims p${partition} gen ${generation}: start ${start}, in doubt [${[...inDoubt.keys()].join(',')}], answered [${[...answered.keys()].join(',')}]`,
       );
-    const lane = new Lane(world, this, claim, attempt.epoch, attempt.groupOffset);
+    const lane = new Lane(world, this, claim, attempt.epoch, attempt.groupOffset, attempt.startedAt);
     this.lanes.add(lane);
     lane.fetchSoon();
   }
 
   /** Shutdown: no new call starts when `forced` (sends held), every lane retires; the process stops once they ended. */
   shutdown(forced: boolean): void {
-    this.leaving = true;
+    this.machine.stop();
     this.#attempts = new Map();
     for (const lane of [...this.lanes]) {
       if (forced && !lane.ended) lane.act('stopSending', -1, (m) => m.stopSending());
@@ -315,44 +358,45 @@ export class Proc implements Owner, LaneHost {
     if (failure === undefined || lane.generation !== this.generation || !this.assigned.has(partition) || this.#attempts.has(partition)) return;
     const fenced = failure instanceof TxnError && failure.fenced;
     if (afterFailure(fenced, this.leaseHolds()) === 'lose') {
-      this.lost.add(partition);
+      this.machine.lose(partition, 0n);
       if (this.#world.tracing) this.#world.trace(`P${this.id} lost p${partition}`);
-      this.#watchLost(partition);
+      this.#watchLost();
     } else this.startClaim(partition);
   }
 
   /**
-   * A lost partition's heartbeats (PartitionOwnership.heartbeat): each one the group confirms in
-   * this generation counts; once mayReclaimLost allows, the partition is claimed afresh. A new
-   * generation (or a death) ends the watch. Fixed intervals, no draws: schedules without a loss
-   * keep their random stream.
+   * The heartbeats while a partition lost to fencing waits (PartitionOwnership.heartbeat): each
+   * one the group confirms goes to the machine, which says which lost partitions may be claimed
+   * again (mayReclaimLost); they are claimed afresh. A new generation (or a death) ends the loop.
+   * Fixed intervals, no draws: schedules without a loss keep their random stream. The known-bad
+   * `lost-until-next-generation` never heartbeats for them: they stay lost for the generation.
    */
-  #watchLost(partition: number): void {
+  #watchLost(): void {
     const world = this.#world;
+    if (world.variant === 'lost-until-next-generation') return;
     const { generation, incarnation } = this;
-    let confirmations = 0;
+    const key = `${incarnation}/${generation}`;
+    if (this.#watchingLost === key) return;
+    this.#watchingLost = key;
     const beat = (): void => {
-      if (!this.alive || this.incarnation !== incarnation || this.generation !== generation || !this.lost.has(partition)) return;
-      if (!this.#rebalancing && !this.leaving && this.leaseHolds() && this.groupConfirms?.() === true) confirmations += 1;
-      const reclaims = this.#reclaims.get(partition) ?? 0;
-      if (mayReclaimLostIn(world.variant, confirmations, reclaims)) {
-        this.lost.delete(partition);
-        this.#reclaims.set(partition, reclaims + 1);
-        if (world.tracing) world.trace(`P${this.id} claims lost p${partition} again: the group confirmed generation ${generation} ${confirmations} times`);
-        this.startClaim(partition);
-        return;
-      }
-      // Refused with enough confirmations (the per-generation bound, or the known-bad variant): it stays lost until the next generation.
-      if (confirmations <= LOST_RECLAIM_CONFIRMATIONS) world.clock.at(TIMING.heartbeatMs, this, beat);
+      if (!this.alive || this.incarnation !== incarnation || this.generation !== generation) return;
+      if (this.leaseHolds() && this.groupConfirms?.() === true)
+        for (const lost of this.machine.heartbeat()) {
+          if (world.tracing)
+            world.trace(`P${this.id} claims lost p${lost.partition} again: the group confirmed generation ${generation} ${lost.confirmations} times`);
+          this.startClaim(lost.partition);
+        }
+      // Refused with enough confirmations (the per-generation bound): it stays lost until the next generation.
+      if (this.machine.lost.some((lost) => this.machine.awaitsConfirmation(lost.partition))) world.clock.at(TIMING.heartbeatMs, this, beat);
+      else if (this.#watchingLost === key) this.#watchingLost = undefined;
     };
     world.clock.at(TIMING.heartbeatMs, this, beat);
   }
 
   /** Left the group (shutting down): no more heartbeats, so the lease runs out from now; no claim of it is current (PartitionOwnership.leaving). */
   leftGroup(): void {
-    this.hasLeft = true;
-    this.#live = false;
-    this.confirmedAt = this.#world.now;
+    this.machine.leave();
+    this.#lease.stop(this.#world.now);
   }
 
   /**
@@ -361,7 +405,7 @@ export class Proc implements Owner, LaneHost {
    * producer starts again) and no claim fences (PartitionOwnership.outOfGroup).
    */
   consumerCrashed(): void {
-    this.outOfGroup = true;
+    this.machine.consumerCrashed();
     this.consumerDown = true;
     this.#heartbeatsStop();
     this.#attempts = new Map();
@@ -373,8 +417,7 @@ export class Proc implements Owner, LaneHost {
 
   /** Heartbeats stop (if they were flowing, the last was a moment ago): the lease runs from then. */
   #heartbeatsStop(): void {
-    if (this.#live) this.confirmedAt = this.#world.now - this.#world.prng.int(0, 100);
-    this.#live = false;
+    if (this.#lease.live) this.#lease.stop(this.#world.now - this.#world.prng.int(0, 100));
   }
 
   /** LaneRouter.retireUnkeepable: every lane not retiring yet retires, as moved (it hands over what is done). */
@@ -397,15 +440,10 @@ export class Proc implements Owner, LaneHost {
     const { incarnation } = this;
     const world = this.#world;
     world.clock.at(Math.max(0, this.confirmedAt + TIMING.leaseMs - world.now + 1), this, () => {
-      if (this.incarnation !== incarnation || !this.alive || this.leaving || !this.#rebalancing || this.leaseHolds()) return;
+      if (this.incarnation !== incarnation || !this.alive || this.leaving || !this.isRebalancing || this.leaseHolds()) return;
       if (world.tracing) world.trace(`P${this.id}'s lease lapsed while its lanes held: they retire`);
       this.#retireUnkeepable();
     });
-  }
-
-  /** Out of the group holds its claims (the known-bad 'current-out-of-group' lets them go on, as before 2026-11-28). */
-  #outOfGroupHolds(): boolean {
-    return this.outOfGroup && this.#world.variant !== 'current-out-of-group';
   }
 
   /** SIGSTOP: nothing runs until `resume`; the last heartbeat (if they were flowing) was a moment ago. */
@@ -427,8 +465,7 @@ export class Proc implements Owner, LaneHost {
     this.frozen = false;
     this.incarnation += 1;
     this.deferred.length = 0;
-    this.#live = false;
-    this.confirmedAt = this.#world.now;
+    this.#lease.stop(this.#world.now);
     this.lanes = new Set();
     this.#attempts = new Map();
     this.#awaitingLease = new Set();
@@ -437,20 +474,15 @@ export class Proc implements Owner, LaneHost {
 
   restart(): void {
     this.alive = true;
-    this.#rebalancing = false;
-    this.leaving = false;
-    this.hasLeft = false;
-    this.outOfGroup = false;
     this.consumerDown = false;
     this.incarnation += 1;
-    this.generation = 0;
+    this.groupGeneration = 0;
     this.assigned = new Set();
-    this.lost = new Set();
-    this.#reclaims = new Map();
+    this.#watchingLost = undefined;
     this.pools = sendPools(this.#world);
-    // No lease until the group confirms it (its join).
-    this.#live = false;
-    this.confirmedAt = Number.NEGATIVE_INFINITY;
+    // No lease until the group confirms it (its join); a new machine: nothing in memory survived.
+    this.#lease.stop(Number.NEGATIVE_INFINITY);
+    this.machine = new OwnershipMachine(this.#lease, () => this.#world.now);
   }
 }
 

@@ -1,4 +1,4 @@
-import { mayReclaimLost } from '../../src/worker/protocol/claim.ts';
+import type { HeldClaim, OwnershipMachine } from '../../src/worker/protocol/ownership.ts';
 import { RecordBook, type RecordEntry } from '../../src/worker/protocol/record-book.ts';
 import type { RecordMoves } from '../../src/worker/protocol/send-path.ts';
 import { CLAIM_STEPS, type ClaimStep } from '../../src/worker/protocol/table.ts';
@@ -40,9 +40,28 @@ export function claimStepsIn(variant: SimVariant): readonly ClaimStep[] {
   return variant === 'read-ledger-before-fence' ? ['handover', 'read', 'fence'] : CLAIM_STEPS;
 }
 
-/** `lost-until-next-generation`: a partition lost to fencing is never claimed again in its generation. */
-export function mayReclaimLostIn(variant: SimVariant, confirmations: number, reclaims: number): boolean {
-  return variant !== 'lost-until-next-generation' && mayReclaimLost(confirmations, reclaims);
+/**
+ * `keep-without-checks`: a claim whose lane holds is kept whenever its partition is assigned again
+ * (no missed generation, lapse, loss or producer checked); else the shipped machine's keepable.
+ */
+export function keptIn<L extends { readonly partition: number; readonly generation: number }>(
+  variant: SimVariant,
+  holding: readonly L[],
+  keepable: readonly HeldClaim[],
+  partitions: readonly number[],
+): L[] {
+  if (variant === 'keep-without-checks') return holding.filter((lane) => partitions.includes(lane.partition));
+  return holding.filter((lane) => keepable.some((k) => k.partition === lane.partition && k.generation === lane.generation));
+}
+
+/** `current-out-of-group`: a process whose consumer crashed goes on as a member (its claims current, and fencing). */
+export function isCurrentIn(variant: SimVariant, machine: OwnershipMachine, generation: number, partition: number): boolean {
+  if (variant === 'current-out-of-group' && machine.state === 'out-of-group') return generation === machine.generation && !machine.isLost(partition);
+  return machine.isCurrent(generation, partition);
+}
+export function mayFenceIn(variant: SimVariant, machine: OwnershipMachine, generation: number): boolean {
+  if (variant === 'current-out-of-group' && machine.state === 'out-of-group') return generation === machine.generation && !machine.isStopping;
+  return machine.mayFence(generation);
 }
 
 /** `refence-after-fenced`: a fenced transaction takes its producer back and is sent again. */

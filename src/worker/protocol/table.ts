@@ -132,6 +132,68 @@ export const CLAIM_TRANSITIONS: readonly Transition<ClaimState, ClaimEvent>[] = 
   },
 ];
 
+/**
+ * A process's membership of its consumer group, as ownership sees it (protocol/ownership.ts): it
+ * decides which claims may fence, which are current (may send, may start a producer) and which
+ * are kept across a rebalance.
+ */
+export const MEMBERSHIP_STATES = {
+  unjoined: 'started, no assignment yet: nothing is claimed',
+  member: 'in its group, with this generation’s assignment: claims fence and are current while the lease holds',
+  rebalancing: 'the group rebalances (kafkajs’s REBALANCING) until the new assignment: no claim fences and no producer is initialised; lanes hold',
+  'out-of-group':
+    'the consumer crashed and restarts in place: it left its group or will be dropped, and joins again as a new member: no claim is current or fences; nothing is kept at the join',
+  left: 'shutting down, the process left its group while its lanes finish: no claim is current or fences any more, for good',
+} as const;
+
+export type MembershipState = keyof typeof MEMBERSHIP_STATES;
+
+export const MEMBERSHIP_EVENTS = {
+  rebalance: 'the group started rebalancing, or a rejoin is tried again in place',
+  joined: 'the group gave this member a generation and its assignment',
+  'consumer-crashed': 'kafkajs’s consumer crashed and restarts in place',
+  leave: 'the process leaves its group (a graceful stop)',
+} as const;
+
+export type MembershipEvent = keyof typeof MEMBERSHIP_EVENTS;
+
+const TO_REBALANCING = 'no claim fences; lanes hold (no call starts) until the new assignment';
+const TO_MEMBER = 'a new generation: keep what is keepable, claim the rest afresh; partitions lost to fencing are fetched again';
+const TO_OUT = 'every lane retires and hands over at once: nothing is kept at the rejoin';
+const TO_LEFT = 'no claim is current any more: no call starts, no producer is started again';
+
+export const MEMBERSHIP_TRANSITIONS: readonly Transition<MembershipState, MembershipEvent>[] = [
+  { from: 'unjoined', event: 'joined', to: 'member', effect: 'claim the assigned partitions' },
+  { from: 'unjoined', event: 'rebalance', to: 'rebalancing', effect: 'nothing is claimed yet' },
+  { from: 'unjoined', event: 'consumer-crashed', to: 'out-of-group', effect: 'nothing is claimed yet' },
+  { from: 'unjoined', event: 'leave', to: 'left', effect: 'nothing is claimed' },
+  { from: 'member', event: 'rebalance', to: 'rebalancing', effect: TO_REBALANCING },
+  { from: 'member', event: 'joined', to: 'member', effect: TO_MEMBER },
+  { from: 'member', event: 'consumer-crashed', to: 'out-of-group', effect: TO_OUT },
+  { from: 'member', event: 'leave', to: 'left', effect: TO_LEFT },
+  { from: 'rebalancing', event: 'rebalance', to: 'rebalancing', effect: 'nothing new' },
+  { from: 'rebalancing', event: 'joined', to: 'member', effect: TO_MEMBER },
+  { from: 'rebalancing', event: 'consumer-crashed', to: 'out-of-group', effect: TO_OUT },
+  { from: 'rebalancing', event: 'leave', to: 'left', effect: TO_LEFT },
+  { from: 'out-of-group', event: 'rebalance', to: 'out-of-group', effect: 'nothing new: it is a new member at its join' },
+  { from: 'out-of-group', event: 'joined', to: 'member', effect: 'a new member: nothing is kept; claim the assigned partitions afresh' },
+  { from: 'out-of-group', event: 'consumer-crashed', to: 'out-of-group', effect: 'nothing new' },
+  { from: 'out-of-group', event: 'leave', to: 'left', effect: TO_LEFT },
+  { from: 'left', event: 'rebalance', to: 'left', effect: 'nothing: it left' },
+  { from: 'left', event: 'joined', to: 'left', effect: 'nothing: a join that was under way is not current' },
+  { from: 'left', event: 'consumer-crashed', to: 'left', effect: 'nothing: it left' },
+  { from: 'left', event: 'leave', to: 'left', effect: 'nothing new' },
+];
+
+const MEMBERSHIP_MOVES = new Map(MEMBERSHIP_TRANSITIONS.map((t) => [`${t.from}|${t.event}`, t.to]));
+
+/** The membership's next state on `event` (each state has one move per event). */
+export function moveMembership(from: MembershipState, event: MembershipEvent): MembershipState {
+  const to = MEMBERSHIP_MOVES.get(`${from}|${event}`);
+  if (to === undefined || to === 'removed') throw new Error(`ownership protocol: membership has no move from ${from} on ${event}`);
+  return to;
+}
+
 /** What the simulation checks after every schedule (see test/sim and docs/partition-protocol.md). */
 export const INVARIANTS = {
   'at-most-one-send': 'a command has at most one request that may have reached the service, across every owner',
