@@ -112,6 +112,7 @@ export class HandoverLookout {
           else if (lookStarted >= waiter.deadline) waiter.resolve(undefined);
         }
         if (this.#waiters.size === 0) return;
+        // A poll, not an event: a handover is written by another process to the ledger partition, which tells no reader when.
         await new Promise((resolve) => setTimeout(resolve, this.#o.pollMs));
       }
     } finally {

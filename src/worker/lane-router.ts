@@ -12,7 +12,7 @@ import { afterFailure } from './protocol/claim.ts';
 import type { WorkerParts } from './parts.ts';
 import { SEND_STAGES, type SendStage } from './time-to-send.ts';
 
-/** How often a batch waiting for a claim checks whether a heartbeat is due (it is sent only every heartbeat interval). */
+/** How often a batch waiting for a claim checks whether a heartbeat is due (it is sent only every heartbeat interval): a clock, not our own state. */
 const HEARTBEAT_CHECK_MS = 100;
 
 /** How long after a partition's lane moved away and ended its producer is replaced (TransactionalProducers.renew). */
@@ -255,8 +255,10 @@ export class LaneRouter {
    * the next owners' fences would abort it, and wait for that (up to 390 ms measured).
    */
   async retireCommitted(maxMs: number): Promise<void> {
-    const until = Date.now() + maxMs;
-    while (Date.now() < until && [...this.#lanes.values()].some((lane) => !lane.retireCommitted)) await new Promise((r) => setTimeout(r, 5));
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, maxMs)));
+    await Promise.race([Promise.all([...this.#lanes.values()].map((lane) => lane.retireCommittedSoon())), deadline]);
+    clearTimeout(timer);
   }
 
   #open(claim: Awaited<ReturnType<WorkerParts['ownership']['claim']>>): PartitionLane {

@@ -63,6 +63,8 @@ export class PartitionLane {
   #applying = false;
   readonly #ended = deferred<LaneEnd>();
   readonly #bytesFreed = (): void => this.#apply(() => this.#machine.bytesHeld(false));
+  /** Waiters for what was done at the retirement to be committed (retireCommittedSoon): told after each event. */
+  #retireCommitWaiters: (() => void)[] = [];
   /** Handovers being written: the lane ends after them (a shutdown disconnects their producer next). */
   readonly #handoverWrites = new Set<Promise<void>>();
   /** Looks for the handovers of the marks this claim inherited in doubt (ledger on, any inherited). */
@@ -109,6 +111,11 @@ export class PartitionLane {
   /** What the lane had done when it retired is committed (its calls under way may go on). */
   get retireCommitted(): boolean {
     return this.#machine.retireCommitted;
+  }
+  /** Resolves once `retireCommitted` holds (at once if it does): the machine's event that settles it wakes the waiter. */
+  retireCommittedSoon(): Promise<void> {
+    if (this.#machine.retireCommitted) return Promise.resolve();
+    return new Promise((resolve) => this.#retireCommitWaiters.push(resolve));
   }
   /** Records dispatched and not yet done (sending, or waiting to). */
   get working(): number {
@@ -201,6 +208,7 @@ export class PartitionLane {
     } finally {
       this.#applying = false;
     }
+    if (this.#retireCommitWaiters.length > 0 && this.#machine.retireCommitted) for (const wake of this.#retireCommitWaiters.splice(0)) wake();
     return value;
   }
 

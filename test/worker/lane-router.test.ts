@@ -53,6 +53,7 @@ function harness(
   handoverDone: Promise<void> = Promise.resolve(),
   fenceDone: Promise<void> = Promise.resolve(),
   now: () => number = Date.now,
+  commitIntervalMs = 5,
 ): {
   lanes: LaneRouter;
   ownership: PartitionOwnership;
@@ -67,7 +68,7 @@ function harness(
     PROVIDER_ACCESS_KEY_ID: 'test-key',
     COMMAND_TOPIC: TOPIC,
     LEDGER_ENABLED: 'false',
-    COMMIT_INTERVAL_MS: '5',
+    COMMIT_INTERVAL_MS: String(commitIntervalMs),
   });
   const producers = new FakeProducers();
   const service = new RecordingService();
@@ -254,6 +255,26 @@ describe('LaneRouter', () => {
     finishFence();
     await accepted;
     expect(batch.resolved).toEqual(['0', '1', '2']);
+  });
+
+  it('a retirement’s wait for what was done to commit ends with that commit (the lane tells it), well before its bound', async () => {
+    // Results wait a minute for their transaction, unless the claim retires (then they commit at once).
+    const { lanes, ownership, producers, service } = harness(Promise.resolve(), Promise.resolve(), Date.now, 60_000);
+    ownership.joined(TOPIC, [PARTITION]);
+    // The first results commit at once (no transaction before them); the next wait for the interval.
+    await lanes.accept(batchOf(range(0, 3)));
+    await eventually(() => producers.groupOffset(TOPIC, PARTITION) === 3n, 5_000, 'the first three results to commit');
+    await lanes.accept(batchOf(range(3, 6)));
+    await eventually(() => service.sent.length === 6, 5_000, 'the next three commands to be sent');
+    await tick(20);
+    expect(producers.groupOffset(TOPIC, PARTITION)).toBe(3n);
+    lanes.retireAll(new Error('shutting down'));
+    const started = performance.now();
+    await lanes.retireCommitted(60_000);
+    expect(performance.now() - started).toBeLessThan(30_000);
+    expect(producers.groupOffset(TOPIC, PARTITION)).toBe(6n);
+    // Nothing left to wait for: at once.
+    await lanes.retireCommitted(60_000);
   });
 
   it('a batch whose claim completes while it heartbeats is taken as before', async () => {
