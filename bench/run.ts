@@ -18,6 +18,7 @@
  *                     [--funds-refusal-commands 60 (0: skip)]   (issue 20)
  *                     [--rolling-update-seconds 15] [--scale-seconds 15] [--scale-rate-limit N]
  *                     [--start-up-seconds 30] [--change-rate 300]   (issue 23; 0 skips each)
+ *                     [--repeat 1]   (the change sections N times, each target judged on the median: issue 53)
  *                     [--priority-seconds 30 (0: skip)] [--priority-rate-limit 500] [--priority-bulk-commands 100000] [--priority-load 0.4]
  *                     [--priority-worker-env KEY=value,…]   (the priority section's worker, for diagnostics)
  *
@@ -47,6 +48,7 @@ import { runChurn, runScaleOut, scaleOutLines, type ChurnFigures, type ScaleRun 
 import { routeRefusalLines, runRouteRefusal, type RouteRefusalFigures } from './lib/route-refusal.ts';
 import { RebalanceJoiner, type RebalanceFigures } from './lib/rebalance-joiner.ts';
 import { changeSectionLines, runChangeSections, type ChangeSectionFigures } from './lib/change-sections.ts';
+import { repeatedChangeLines } from './lib/repeated.ts';
 import { FUNDS_BALANCE, fundsRefusalLines, runFundsRefusal, type FundsRefusalFigures } from './lib/funds-refusal.ts';
 import { parseWorkerEnv, priorityLines, runPriority, type PriorityFigures } from './lib/priority.ts';
 
@@ -130,6 +132,7 @@ const { values: args } = parseArgs({
     'scale-rate-limit': { type: 'string' },
     'start-up-seconds': { type: 'string', default: '30' },
     'change-rate': { type: 'string', default: '300' },
+    repeat: { type: 'string', default: '1' },
     'priority-seconds': { type: 'string', default: '30' },
     'priority-rate-limit': { type: 'string', default: '500' },
     'priority-bulk-commands': { type: 'string', default: '100000' },
@@ -140,7 +143,7 @@ const { values: args } = parseArgs({
 });
 if (args.help === true) {
   console.log(
-    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger,worker-guards,worker-marks-fixed] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--open-loop-latency lognormal:50:500 | fixed:50] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)] [--funds-refusal-commands 60 (0: skip)] [--rolling-update-seconds 15 (0: skip)] [--scale-seconds 15 (0: skip)] [--scale-rate-limit N (default --rate-limit; 0: skip that pass)] [--start-up-seconds 30 (0: skip)] [--change-rate 300] [--priority-seconds 30 (0: skip)] [--priority-rate-limit 500] [--priority-bulk-commands 100000] [--priority-load 0.4] [--priority-worker-env KEY=value,…]',
+    'node bench/run.ts [--commands N] [--latencies 0,50] [--rounds 2] [--floor-commands 300] [--pipelines ceiling,floor,worker,worker-no-ledger,worker-guards,worker-marks-fixed] [--only ledger] [--rss-commands 100000 | --no-rss-check] [--json FILE] [--seed 7] [--worker-node-options "--max-old-space-size=…"] [--open-loop-seconds 60 (0: skip)] [--open-loop-warmup 10] [--open-loop-load 0.4 | --open-loop-rate N] [--open-loop-latency lognormal:50:500 | fixed:50] [--client-requests 20000 (0: skip)] [--scale-out 1,2,4 (none: skip)] [--scale-out-commands 8000] [--rate-limit 200] [--open-loop-ledger on,off] [--churn-seconds 45 (0: skip)] [--route-refusal-share 0.01 (0: skip)] [--route-refusal-seconds N (default: the open loop\'s, 60 if it is skipped)] [--funds-refusal-commands 60 (0: skip)] [--rolling-update-seconds 15 (0: skip)] [--scale-seconds 15 (0: skip)] [--scale-rate-limit N (default --rate-limit; 0: skip that pass)] [--start-up-seconds 30 (0: skip)] [--change-rate 300] [--repeat 1] [--priority-seconds 30 (0: skip)] [--priority-rate-limit 500] [--priority-bulk-commands 100000] [--priority-load 0.4] [--priority-worker-env KEY=value,…]',
   );
   process.exit(0);
 }
@@ -210,6 +213,8 @@ const SCALE_RATE_LIMIT = nonNegativeInt('scale-rate-limit', args['scale-rate-lim
 const START_UP_SECONDS = nonNegativeInt('start-up-seconds', section('start-up-seconds', args['start-up-seconds']));
 /** The issue's load for them: 300 commands/s (its measurement on main). */
 const CHANGE_RATE = positiveInt('change-rate', args['change-rate']);
+/** Issue 53: the change sections run this many times; each timing target is judged on the median, min and max beside it. */
+const REPEAT = positiveInt('repeat', args.repeat);
 /** Verification codes on the priority topic beside a bulk backlog: measured seconds (0 skips), the worker's rate limit (the capacity), the backlog and the codes' share of the limit. */
 const PRIORITY_SECONDS = nonNegativeInt('priority-seconds', section('priority-seconds', args['priority-seconds']));
 const PRIORITY_RATE_LIMIT = positiveInt('priority-rate-limit', args['priority-rate-limit']);
@@ -484,7 +489,7 @@ function report(
   extra: Issue12Figures,
   routeRefusal: RouteRefusalFigures | undefined,
   fundsRefusal: FundsRefusalFigures | undefined,
-  changes: ChangeSectionFigures | undefined,
+  changes: readonly ChangeSectionFigures[],
   priority: PriorityFigures | undefined,
 ): string {
   const agg = (row: Row, pick: (r: RunFigures) => number): number => mean(row.runs.map(pick));
@@ -660,11 +665,20 @@ function report(
     lines.push('');
     lines.push(...fundsRefusalLines(fundsRefusal));
   }
-  if (changes !== undefined) {
+  if (changes.length > 0) {
     lines.push('');
     lines.push('Rolling update, scaling and start-up under load (issue 23; targets reported, not enforced):');
     lines.push('');
-    lines.push(...changeSectionLines(changes));
+    for (const [i, run] of changes.entries()) {
+      if (changes.length > 1) lines.push(`Run ${i + 1} of ${changes.length}:`);
+      lines.push(...changeSectionLines(run));
+    }
+    const summary = repeatedChangeLines(changes);
+    if (summary.length > 0) {
+      lines.push('');
+      lines.push(`Each target on the median of the ${changes.length} runs (min and max beside it; counts summed over the runs):`);
+      lines.push(...summary);
+    }
   }
   if (priority !== undefined) {
     lines.push('');
@@ -716,7 +730,7 @@ async function main(): Promise<number> {
   /** Issue 20's funds-refusal section (undefined when skipped). */
   let fundsRefusal: FundsRefusalFigures | undefined;
   /** Issue 23's sections (each undefined when skipped). */
-  let changes: ChangeSectionFigures | undefined;
+  const changes: ChangeSectionFigures[] = [];
   /** The priority section (undefined when skipped). */
   let priority: PriorityFigures | undefined;
   try {
@@ -891,22 +905,28 @@ async function main(): Promise<number> {
     }
 
     if (ROLLING_UPDATE_SECONDS > 0 || SCALE_SECONDS > 0 || START_UP_SECONDS > 0) {
-      changes = await runChangeSections(
-        sectionCtx,
-        {
-          latency: OPEN_LOOP_LATENCY,
-          meanLatencyMs,
-          ratePerSecond: CHANGE_RATE,
-          rollingUpdateSeconds: ROLLING_UPDATE_SECONDS,
-          scaleSeconds: SCALE_SECONDS,
-          scaleRateLimit: SCALE_RATE_LIMIT,
-          startUpSeconds: START_UP_SECONDS,
-          inFlight: WORKER_IN_FLIGHT,
-          seed: SEED + 5,
-        },
-        withOwnSandbox,
-        async () => deleteTopics(kafka, ctx.topics.splice(0)),
-      );
+      for (let run = 1; run <= REPEAT; run += 1) {
+        if (REPEAT > 1) say(`change sections: run ${run} of ${REPEAT}`);
+        changes.push(
+          await runChangeSections(
+            sectionCtx,
+            {
+              latency: OPEN_LOOP_LATENCY,
+              meanLatencyMs,
+              ratePerSecond: CHANGE_RATE,
+              rollingUpdateSeconds: ROLLING_UPDATE_SECONDS,
+              scaleSeconds: SCALE_SECONDS,
+              scaleRateLimit: SCALE_RATE_LIMIT,
+              startUpSeconds: START_UP_SECONDS,
+              inFlight: WORKER_IN_FLIGHT,
+              seed: SEED + 5,
+            },
+            withOwnSandbox,
+            async () => deleteTopics(kafka, ctx.topics.splice(0)),
+          ),
+        );
+      }
+      for (const line of repeatedChangeLines(changes)) say(line);
     }
     if (PRIORITY_SECONDS > 0) {
       priority = await runPriority(
@@ -971,6 +991,7 @@ async function main(): Promise<number> {
             scaleRateLimit: SCALE_RATE_LIMIT,
             startUpSeconds: START_UP_SECONDS,
             changeRate: CHANGE_RATE,
+            repeat: REPEAT,
             prioritySeconds: PRIORITY_SECONDS,
             priorityRateLimit: PRIORITY_RATE_LIMIT,
             priorityBulkCommands: PRIORITY_BULK_COMMANDS,
@@ -981,7 +1002,8 @@ async function main(): Promise<number> {
           rssRun: rssRun ?? null,
           issue12: extra,
           issue20: { routeRefusal: routeRefusal ?? null, fundsRefusal: fundsRefusal ?? null },
-          issue23: changes ?? null,
+          issue23: changes[0] ?? null,
+          issue23Runs: changes,
           priority: priority ?? null,
           sandbox: sandboxStats,
           markdown,
