@@ -111,11 +111,6 @@ export class PartitionOwnership {
     return this.#machine.generation;
   }
 
-  /** The membership as the ownership protocol names it (protocol/table.ts MEMBERSHIP_STATES). */
-  get membership(): OwnershipMachine['state'] {
-    return this.#machine.state;
-  }
-
   /** The group is rebalancing (kafkajs's REBALANCING): no claim fences until the new assignment. */
   rebalancing(): void {
     this.#machine.rebalance();
@@ -169,7 +164,8 @@ export class PartitionOwnership {
     const kept = new Set<PartitionClaim>();
     for (const claim of ofTopic) {
       // The machine's decision, then the producer: kept only if it carries over.
-      if (!keepable.some((k) => k.partition === claim.partition) || !this.#o.effects.carry(topic, claim.partition, previous, generation)) continue;
+      const keep = keepable.some((k) => k.partition === claim.partition && k.generation === claim.generation);
+      if (!keep || !this.#o.effects.carry(topic, claim.partition, previous, generation)) continue;
       claim.generation = generation;
       kept.add(claim);
     }
