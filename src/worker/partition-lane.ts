@@ -214,37 +214,15 @@ export class PartitionLane {
 
   #do(effect: Effect<RecordOutcome>): void {
     const ctx = this.#ctx;
-    const m = this.#machine;
     switch (effect.type) {
       case 'handle':
         return this.#handle(effect.offset);
-      case 'acquire-permit': {
-        const { offset } = effect;
-        ctx.markPermits?.acquire(this.#waitSignal).then(
-          () => {
-            this.#markedAt.set(offset, performance.now());
-            this.#apply(() => m.permitGranted(offset, Date.now(), performance.now()));
-          },
-          () => this.#apply(() => m.waitCut(offset)),
-        );
-        return;
-      }
+      case 'acquire-permit':
+        return this.#acquirePermit(effect.offset);
       case 'release-permit':
         return ctx.markPermits?.release();
-      case 'acquire-slot': {
-        const { offset } = effect;
-        // Its mark has committed (ledger on): how long that took since its permit paces the marks ahead.
-        const markedAt = this.#markedAt.get(offset);
-        if (markedAt !== undefined) {
-          this.#markedAt.delete(offset);
-          ctx.markPermits?.committed?.(performance.now() - markedAt);
-        }
-        ctx.slots.acquire(this.#waitSignal).then(
-          () => this.#apply(() => m.slotGranted(offset, ctx.leaseHolds())),
-          () => this.#apply(() => m.waitCut(offset)),
-        );
-        return;
-      }
+      case 'acquire-slot':
+        return this.#acquireSlot(effect.offset);
       case 'release-slot':
         return ctx.slots.release();
       case 'call':
@@ -285,19 +263,46 @@ export class PartitionLane {
         return ctx.bytesInHand.cancel(this.#bytesFreed);
       case 'handover':
         return this.#handOver(effect.offset, effect.mark, effect.outcome);
-      case 'ended': {
-        this.#disarm();
-        const end = effect.failure === undefined ? {} : { failure: effect.failure };
-        if (this.#handoverWrites.size === 0) return this.#ended.resolve(end);
-        // Its last handovers are written first (bounded: their producer's own retries end them).
-        let timer: NodeJS.Timeout | undefined;
-        void Promise.race([Promise.allSettled([...this.#handoverWrites]), new Promise((r) => (timer = setTimeout(r, HANDOVER_WRITE_WAIT_MS)))]).then(() => {
-          clearTimeout(timer);
-          this.#ended.resolve(end);
-        });
-        return;
-      }
+      case 'ended':
+        return this.#end(effect.failure === undefined ? {} : { failure: effect.failure });
     }
+  }
+
+  #acquirePermit(offset: bigint): void {
+    const m = this.#machine;
+    this.#ctx.markPermits?.acquire(this.#waitSignal).then(
+      () => {
+        this.#markedAt.set(offset, performance.now());
+        this.#apply(() => m.permitGranted(offset, Date.now(), performance.now()));
+      },
+      () => this.#apply(() => m.waitCut(offset)),
+    );
+  }
+
+  #acquireSlot(offset: bigint): void {
+    const ctx = this.#ctx;
+    const m = this.#machine;
+    // Its mark has committed (ledger on): how long that took since its permit paces the marks ahead.
+    const markedAt = this.#markedAt.get(offset);
+    if (markedAt !== undefined) {
+      this.#markedAt.delete(offset);
+      ctx.markPermits?.committed?.(performance.now() - markedAt);
+    }
+    ctx.slots.acquire(this.#waitSignal).then(
+      () => this.#apply(() => m.slotGranted(offset, ctx.leaseHolds())),
+      () => this.#apply(() => m.waitCut(offset)),
+    );
+  }
+
+  /** The claim ended: the lane ends once its last handovers are written (bounded: their producer's own retries end them). */
+  #end(end: LaneEnd): void {
+    this.#disarm();
+    if (this.#handoverWrites.size === 0) return this.#ended.resolve(end);
+    let timer: NodeJS.Timeout | undefined;
+    void Promise.race([Promise.allSettled([...this.#handoverWrites]), new Promise((r) => (timer = setTimeout(r, HANDOVER_WRITE_WAIT_MS)))]).then(() => {
+      clearTimeout(timer);
+      this.#ended.resolve(end);
+    });
   }
 
   #handle(offset: bigint): void {

@@ -306,23 +306,37 @@ export class PartitionOwnership {
     // Most of the repeat window is read, and the producer connected, while the claim waits (and fences).
     const early = this.#earlyWindow(topic, partition);
     this.#o.effects.prepareFence?.(topic, partition);
+    const stepMs: Record<string, number> = {};
+    const { groupOffset, checkpoint } = await this.#claimSteps(topic, partition, generation, stepMs);
+    const { start } = recoveryPlan(groupOffset, checkpoint);
+    const windowStarted = this.#now();
+    const recent = await this.#repeatWindow(topic, partition, start, await early);
+    stepMs['window'] = this.#now() - windowStarted;
+    // Names this claim's marks: unique to it, so a handover of one of them settles nothing else.
+    const markOwner = randomBytes(6).toString('base64url');
+    const claim = buildClaim({ topic, partition, generation, markOwner }, groupOffset, checkpoint, recent, this.#o.dedupWindow);
+    this.#claimedAt.set(claim, started);
+    this.#claimed(claim, groupOffset, checkpoint, started, stepMs);
+    return claim;
+  }
+
+  /**
+   * The claim's steps in the protocol's order (claimSteps): wait for this process's earlier lane
+   * (handover), fence, then read the group offset and the ledger, so no earlier owner can still
+   * write what is read. Each step's time goes to `stepMs`.
+   */
+  async #claimSteps(
+    topic: string,
+    partition: number,
+    generation: number,
+    stepMs: Record<string, number>,
+  ): Promise<{ groupOffset: bigint; checkpoint: Checkpoint | undefined }> {
     let groupOffset = 0n;
     let checkpoint: Checkpoint | undefined;
-    const stepMs: Record<string, number> = {};
-    // The order is the protocol's (claimSteps): fence before reading, so no earlier owner can still
-    // write what is read.
     for (const step of claimSteps()) {
       const stepStarted = this.#now();
       if (step === 'handover') {
-        const key = `${topic}:${partition}`;
-        this.#handingOver.add(key);
-        try {
-          // Only this process's own earlier lane is waited for: another process's calls under way
-          // are handed over record by record (handovers.ts), so the partition is fenced at once.
-          await this.#o.effects.handover(topic, partition);
-        } finally {
-          this.#handingOver.delete(key);
-        }
+        await this.#handover(topic, partition);
         stepMs[step] = this.#now() - stepStarted;
         continue;
       }
@@ -330,9 +344,7 @@ export class PartitionOwnership {
         throw new SmsWorkerError(
           'CLAIM_STALE',
           `not claiming ${topic}[${partition}]: the group is rebalancing, a newer generation started meanwhile, or this worker is stopping`,
-          {
-            retryable: true,
-          },
+          { retryable: true },
         );
       // The handover may have waited (or the process frozen) past the lease: fence only while it holds.
       if (step === 'fence' && !this.leaseHolds())
@@ -353,15 +365,23 @@ export class PartitionOwnership {
       }
       stepMs[step] = this.#now() - stepStarted;
     }
-    const { start } = recoveryPlan(groupOffset, checkpoint);
-    const windowStarted = this.#now();
-    const recent = await this.#repeatWindow(topic, partition, start, await early);
-    stepMs['window'] = this.#now() - windowStarted;
-    // Names this claim's marks: unique to it, so a handover of one of them settles nothing else.
-    const markOwner = randomBytes(6).toString('base64url');
-    const claim = buildClaim({ topic, partition, generation, markOwner }, groupOffset, checkpoint, recent, this.#o.dedupWindow);
-    this.#claimedAt.set(claim, started);
-    const { inDoubt, dedup } = claim;
+    return { groupOffset, checkpoint };
+  }
+
+  /** Waits for this process's own earlier lane of the partition; another process's calls under way are handed over record by record (handovers.ts), so the partition is fenced at once. */
+  async #handover(topic: string, partition: number): Promise<void> {
+    const key = `${topic}:${partition}`;
+    this.#handingOver.add(key);
+    try {
+      await this.#o.effects.handover(topic, partition);
+    } finally {
+      this.#handingOver.delete(key);
+    }
+  }
+
+  /** What a new claim says: its start against the group offset, marks in doubt, and its steps' times. */
+  #claimed(claim: PartitionClaim, groupOffset: bigint, checkpoint: Checkpoint | undefined, started: number, stepMs: Record<string, number>): void {
+    const { topic, partition, generation, inDoubt, dedup } = claim;
     if (checkpoint !== undefined && checkpoint.next > groupOffset) {
       this.#o.log.info(
         { topic, partition, groupOffset: groupOffset.toString(), ledgerOffset: checkpoint.next.toString() },
@@ -380,7 +400,6 @@ export class PartitionOwnership {
       { topic, partition, generation, start: claim.start.toString(), inDoubt: inDoubt.size, remembered: dedup.size, ms: this.#now() - started, stepMs },
       'partition claimed',
     );
-    return claim;
   }
 
   /** The repeat window up to the group offset as it stands now (a claim reads it early; the warm-up reads it once before joining). */

@@ -101,127 +101,179 @@ export async function commitTransaction(
   committedOffset: () => Promise<bigint>,
   attempts = 6,
 ): Promise<{ results: number; deadLetters: number }> {
-  const results: OutgoingRecord[] = [];
-  const deadLetters: OutgoingRecord[] = [];
-  for (const outcome of outcomes) {
-    if (outcome.kind !== 'result' && outcome.kind !== 'dead-letter') continue;
-    const record: OutgoingRecord = { key: outcome.key, value: outcome.value, ...(outcome.headers !== undefined && { headers: outcome.headers }) };
-    (outcome.kind === 'result' ? results : deadLetters).push(record);
-  }
-  // Sends chunked below the size limit; a send the broker still refuses as too large is split
-  // finer on the next attempt (a limit lower than the one read at start-up), never redelivered.
-  let maxBatchBytes = target.maxBatchBytes;
-  const plan = (): { topic: string; messages: OutgoingRecord[] }[] => {
-    const sends: { topic: string; messages: OutgoingRecord[] }[] = [];
-    for (const chunk of chunkBySize(results, maxBatchBytes)) sends.push({ topic: target.resultTopic, messages: chunk });
-    for (const chunk of chunkBySize(deadLetters, maxBatchBytes)) sends.push({ topic: target.deadLetterTopic, messages: chunk });
-    if (ledgerRecord !== undefined && target.ledgerTopic !== undefined)
-      sends.push({
-        topic: target.ledgerTopic,
-        messages: [{ key: checkpointKey(target.consumerGroup, target.topic), value: ledgerRecord, partition: target.partition }],
-      });
-    return sends;
-  };
-  let messages = plan();
-
-  const counts = { results: results.length, deadLetters: deadLetters.length };
-  // Set when the transaction itself failed: only that is retried, never a stale claim, a fenced
-  // producer or a producer that could not be had.
-  let transactionFailed = false;
-  // Set once this call dropped the partition's producer: the next one is initialised again.
-  let dropped = false;
+  const sends = new TransactionSends(outcomes, ledgerRecord, target);
+  const counts = { results: sends.results.length, deadLetters: sends.deadLetters.length };
+  const attempt: AttemptState = { transactionFailed: false, dropped: false };
   return retry(
-    async (attempt) => {
-      transactionFailed = false;
+    async (n) => {
+      attempt.transactionFailed = false;
       // A commit can fail on the client and still succeed on the broker (a lost EndTxn answer).
       // Re-initialising the producer completes or aborts that transaction; what it wrote
       // atomically with the results then says which (resending would duplicate them): the
       // ledger's checkpoint (ledger on), else the committed offset (protocol/transaction-plan.ts:
       // readBackFor). A transaction without records to publish or an offset to move (marks,
       // withdrawals, repeats) is written again: its checkpoint twice is harmless.
-      if (attempt > 1) {
-        mayInitialiseAgain(target);
-        const readBack = readBackOf(target, commitOffset, committedOffset, results.length + deadLetters.length > 0, ledgerRecord);
-        if (readBack !== undefined) {
-          let committed: boolean;
-          try {
-            committed = await committedAfterAll(producers, target, readBack);
-          } catch (error) {
-            // Unknown: resending could publish the results twice. Ask again at the next attempt;
-            // after the last one the claim fails, and the next claim reads what the broker has.
-            transactionFailed = !(error instanceof FencedError);
-            throw error;
-          }
-          if (committed) {
-            log.warn({ topic: target.topic, partition: target.partition, commitOffset }, 'the failed transaction had committed; not resending');
-            return counts;
-          }
-        }
+      if (n > 1 && (await committedBefore(producers, target, sends, commitOffset, committedOffset, attempt))) {
+        log.warn({ topic: target.topic, partition: target.partition, commitOffset }, 'the failed transaction had committed; not resending');
+        return counts;
       }
-      for (;;) {
-        // Never (re)initialise a producer without owning the partition: that would fence the owner.
-        if (dropped) mayInitialiseAgain(target);
-        else if (!target.mayFence()) throw staleClaim(target);
-        const producer = await producers.forPartition(target.topic, target.partition, target.generation);
-        let transaction;
-        try {
-          transaction = await producer.transaction();
-          // One request per round: the i-th size chunk of every topic together (a request may carry
-          // several record batches; one topic-partition's records in one request are one batch).
-          for (const round of rounds(messages)) await transaction.send(round);
-          if (commitOffset !== undefined)
-            await transaction.sendOffsets({
-              consumerGroupId: target.consumerGroup,
-              topics: [{ topic: target.topic, partitions: [{ partition: target.partition, offset: commitOffset }] }],
-            });
-          await transaction.commit();
-          return counts;
-        } catch (error) {
-          // An abort that fails leaves the transaction to the coordinator until the partition's
-          // producer is initialised again: open (its coordinator moved too), or, after a commit
-          // whose answer was lost, committed or not (kafkajs then refuses the abort: "Cannot
-          // continue to use transaction once ended"). Said, since what happens next depends on it.
-          await transaction
-            ?.abort()
-            .catch((abortError: unknown) =>
-              log.warn(
-                { err: abortError, topic: target.topic, partition: target.partition, failure: error instanceof Error ? error.message : String(error) },
-                'aborting the failed transaction failed: the coordinator decides it when the partition’s producer is initialised again',
-              ),
-            );
-          await producers.discard(target.topic, target.partition, target.generation);
-          dropped = true;
-          // The protocol's rule: a transaction refused because the producer was fenced is final. The
-          // partition belongs to someone else, and initialising the producer again (to retry) would
-          // fence the rightful owner back while this claim's state (marks, offset) is stale.
-          if (error instanceof FencedError)
-            throw new FencedError(
-              `transactional producer for ${target.topic}[${target.partition}] was fenced: the partition is owned by another instance`,
-              error.cause,
-            );
-          if (error instanceof BatchTooLargeError && maxBatchBytes > 1) {
-            // Not an outage: split finer and go again at once (at most log2(limit) times, so bounded),
-            // without spending an attempt. Nothing was committed: the broker refused the send.
-            maxBatchBytes = Math.floor(maxBatchBytes / 2);
-            messages = plan();
-            continue;
-          }
-          transactionFailed = true;
-          throw error;
-        }
-      }
+      await sendOnce(producers, target, sends, commitOffset, log, attempt);
+      return counts;
     },
     {
       attempts,
       backoff: COMMIT_BACKOFF,
-      retryable: () => transactionFailed,
-      onRetry: (error, attempt) =>
+      retryable: () => attempt.transactionFailed,
+      onRetry: (error, n) =>
         log.warn(
-          { err: error, topic: target.topic, partition: target.partition, attempt, maxBatchBytes },
+          { err: error, topic: target.topic, partition: target.partition, attempt: n, maxBatchBytes: sends.maxBatchBytes },
           'transaction failed; checking whether it committed before retrying',
         ),
     },
   );
+}
+
+/** What one commit's attempts share. */
+interface AttemptState {
+  /** Set when the transaction itself failed: only that is retried, never a stale claim, a fenced producer or a producer that could not be had. */
+  transactionFailed: boolean;
+  /** Set once an attempt dropped the partition's producer: the next one is initialised again. */
+  dropped: boolean;
+}
+
+/**
+ * A transaction's sends: results and dead letters chunked below the size limit, and the ledger
+ * checkpoint. A send the broker still refuses as too large is split finer on the next try (a limit
+ * lower than the one read at start-up), never redelivered.
+ */
+class TransactionSends {
+  readonly results: OutgoingRecord[] = [];
+  readonly deadLetters: OutgoingRecord[] = [];
+  readonly ledgerRecord: Buffer | undefined;
+  readonly #target: CommitTarget;
+  maxBatchBytes: number;
+  messages: { topic: string; messages: OutgoingRecord[] }[];
+
+  constructor(outcomes: readonly RecordOutcome[], ledgerRecord: Buffer | undefined, target: CommitTarget) {
+    for (const outcome of outcomes) {
+      if (outcome.kind !== 'result' && outcome.kind !== 'dead-letter') continue;
+      const record: OutgoingRecord = { key: outcome.key, value: outcome.value, ...(outcome.headers !== undefined && { headers: outcome.headers }) };
+      (outcome.kind === 'result' ? this.results : this.deadLetters).push(record);
+    }
+    this.ledgerRecord = ledgerRecord;
+    this.#target = target;
+    this.maxBatchBytes = target.maxBatchBytes;
+    this.messages = this.#plan();
+  }
+
+  get publishes(): boolean {
+    return this.results.length + this.deadLetters.length > 0;
+  }
+
+  /** Halves the chunk size (false when it cannot get smaller). */
+  splitFiner(): boolean {
+    if (this.maxBatchBytes <= 1) return false;
+    this.maxBatchBytes = Math.floor(this.maxBatchBytes / 2);
+    this.messages = this.#plan();
+    return true;
+  }
+
+  #plan(): { topic: string; messages: OutgoingRecord[] }[] {
+    const target = this.#target;
+    const sends: { topic: string; messages: OutgoingRecord[] }[] = [];
+    for (const chunk of chunkBySize(this.results, this.maxBatchBytes)) sends.push({ topic: target.resultTopic, messages: chunk });
+    for (const chunk of chunkBySize(this.deadLetters, this.maxBatchBytes)) sends.push({ topic: target.deadLetterTopic, messages: chunk });
+    if (this.ledgerRecord !== undefined && target.ledgerTopic !== undefined)
+      sends.push({
+        topic: target.ledgerTopic,
+        messages: [{ key: checkpointKey(target.consumerGroup, target.topic), value: this.ledgerRecord, partition: target.partition }],
+      });
+    return sends;
+  }
+}
+
+/**
+ * After a failed attempt: whether that transaction committed after all (initialising the producer
+ * again ends it either way). Throws when that cannot be told: resending could publish the results
+ * twice, so the next attempt asks again; after the last one the claim fails, and the next claim
+ * reads what the broker has.
+ */
+async function committedBefore(
+  producers: PartitionProducers,
+  target: CommitTarget,
+  sends: TransactionSends,
+  commitOffset: string | undefined,
+  committedOffset: () => Promise<bigint>,
+  attempt: AttemptState,
+): Promise<boolean> {
+  mayInitialiseAgain(target);
+  const readBack = readBackOf(target, commitOffset, committedOffset, sends.publishes, sends.ledgerRecord);
+  if (readBack === undefined) return false;
+  try {
+    return await committedAfterAll(producers, target, readBack);
+  } catch (error) {
+    attempt.transactionFailed = !(error instanceof FencedError);
+    throw error;
+  }
+}
+
+/** One transaction: the sends, the offset, the commit; a failed one is aborted and its producer dropped. */
+async function sendOnce(
+  producers: PartitionProducers,
+  target: CommitTarget,
+  sends: TransactionSends,
+  commitOffset: string | undefined,
+  log: Logger,
+  attempt: AttemptState,
+): Promise<void> {
+  for (;;) {
+    // Never (re)initialise a producer without owning the partition: that would fence the owner.
+    if (attempt.dropped) mayInitialiseAgain(target);
+    else if (!target.mayFence()) throw staleClaim(target);
+    const producer = await producers.forPartition(target.topic, target.partition, target.generation);
+    let transaction;
+    try {
+      transaction = await producer.transaction();
+      // One request per round: the i-th size chunk of every topic together (a request may carry
+      // several record batches; one topic-partition's records in one request are one batch).
+      for (const round of rounds(sends.messages)) await transaction.send(round);
+      if (commitOffset !== undefined)
+        await transaction.sendOffsets({
+          consumerGroupId: target.consumerGroup,
+          topics: [{ topic: target.topic, partitions: [{ partition: target.partition, offset: commitOffset }] }],
+        });
+      await transaction.commit();
+      return;
+    } catch (error) {
+      // An abort that fails leaves the transaction to the coordinator until the partition's
+      // producer is initialised again: open (its coordinator moved too), or, after a commit
+      // whose answer was lost, committed or not (kafkajs then refuses the abort: "Cannot
+      // continue to use transaction once ended"). Said, since what happens next depends on it.
+      await transaction
+        ?.abort()
+        .catch((abortError: unknown) =>
+          log.warn(
+            { err: abortError, topic: target.topic, partition: target.partition, failure: error instanceof Error ? error.message : String(error) },
+            'aborting the failed transaction failed: the coordinator decides it when the partition’s producer is initialised again',
+          ),
+        );
+      await producers.discard(target.topic, target.partition, target.generation);
+      attempt.dropped = true;
+      // The protocol's rule: a transaction refused because the producer was fenced is final. The
+      // partition belongs to someone else, and initialising the producer again (to retry) would
+      // fence the rightful owner back while this claim's state (marks, offset) is stale.
+      if (error instanceof FencedError)
+        throw new FencedError(
+          `transactional producer for ${target.topic}[${target.partition}] was fenced: the partition is owned by another instance`,
+          error.cause,
+        );
+      // Not an outage: split finer and go again at once (at most log2(limit) times, so bounded),
+      // without spending an attempt. Nothing was committed: the broker refused the send.
+      if (error instanceof BatchTooLargeError && sends.splitFiner()) continue;
+      attempt.transactionFailed = true;
+      throw error;
+    }
+  }
 }
 
 /** What tells whether a failed transaction committed (protocol/transaction-plan.ts): undefined when nothing it wrote would be duplicated. */

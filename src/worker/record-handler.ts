@@ -13,7 +13,7 @@ import {
   type SourcePosition,
 } from '../contracts/result.ts';
 import { encodedDeadLetter, encodedResult, type CommandRecord, type RecordCodec, type RecordOutcome } from './record-outcomes.ts';
-import { validateCommand, type ValidationPolicy } from '../contracts/validate.ts';
+import { validateCommand, type Validation, type ValidationPolicy } from '../contracts/validate.ts';
 import type { GeoRefusal } from '../contracts/geo.ts';
 import { coerceError } from '../errors.ts';
 import { retry, RetryAborted } from '../retry.ts';
@@ -114,6 +114,9 @@ function spanEnd(outcome: RecordOutcome): CommandEnd {
   }
 }
 
+/** A command that passed validation (and the velocity limits): its request, footprint and the recipients left out. */
+type Sendable = Extract<Validation, { kind: 'send' }>;
+
 async function handle(
   message: CommandRecord,
   source: SourcePosition,
@@ -125,76 +128,132 @@ async function handle(
   const now = deps.now ?? Date.now;
   const stages = deps.sendStages === undefined ? undefined : new SendStageClock(message.timestamp, now());
   const offset = BigInt(source.offset);
-  const size = checkCommandRecordSize(message, deps.maxCommandBytes);
-  if (!size.ok) return encodedDeadLetter(message, source, { code: size.code, message: size.message }, deps, now());
-  const decoded = await decodeWithRetry(message.value, deps, signal);
-  if (decoded === 'abandoned') return { kind: 'abandoned' };
-  if (!decoded.ok) return encodedDeadLetter(message, source, { code: decoded.code, message: decoded.message }, deps, now());
-
-  let command: SendCommand;
-  try {
-    command = commandFromAvro(decoded.value);
-  } catch (error) {
-    if (!(error instanceof CommandShapeError)) throw error;
-    // A REJECTED result needs a key: the commandId if it could be read, else the record key.
-    const commandId = error.commandId ?? message.key?.toString('utf8');
-    if (commandId === undefined || commandId === '') {
-      return encodedDeadLetter(message, source, { code: 'NOT_A_COMMAND', message: error.message }, deps, now());
-    }
-    return encodedResult(unusableCommandResult({ error, commandId, source, completedAt: now() }), deps);
-  }
+  const read = await readCommand(message, source, deps, signal);
+  if (read.kind === 'outcome') return read.outcome;
+  const { command } = read;
 
   span?.identify(command.commandId, command.operation.kind);
   const identity = lane.identify(offset, command.commandId);
   if (identity.kind === 'in-doubt') {
-    // The earlier owner may still be finishing that call, and hands over its result (or says it
-    // never called): wait for it, within the grace, rather than report UNKNOWN at once.
-    const settlement = await lane.handoverOf?.(identity.mark, signal);
-    if (settlement === undefined && signal.aborted) return { kind: 'abandoned' };
-    // (The handover names this record's mark; a result of another command would be a bug: UNKNOWN then.)
-    if (settlement?.kind === 'result' && settlement.result.commandId === command.commandId) return encodedResult(settlement.result, deps);
-    // IN_DOUBT_POLICY=resend: no handover by the grace, the command is sent again (a duplicate is
-    // that policy's accepted cost); a result of another command still ends UNKNOWN.
-    const resend = settlement === undefined && deps.inDoubtPolicy === 'resend';
-    if (settlement?.kind !== 'withdrawn' && !resend) {
-      const attemptedAt = new Date(identity.mark.at).toISOString();
-      return encodedResult(
-        unknownResult(
-          { command, source, completedAt: now() },
-          {
-            message: `an earlier owner of this partition marked the command as being sent at ${attemptedAt} and stopped before its result was committed; the service may have sent it, so it is not sent again`,
-            stage: 'OTHER',
-            attempts: 0,
-            attemptedAt: identity.mark.at,
-          },
-        ),
-        deps,
-      );
-    }
+    const settled = await settleInDoubt(identity.mark, command, source, deps, signal, lane);
+    if (settled !== undefined) return settled;
     // Withdrawn (the earlier owner never called it, and never will), or resent: handled as new.
     lane.handedOver?.(offset);
   }
   if (identity.kind === 'duplicate') return { kind: 'duplicate', commandId: command.commandId, firstOffset: identity.firstOffset };
 
-  const validation = validateCommand(command, deps.policy, now());
-  if (validation.kind === 'expired') return encodedResult(expiredResult({ command, source, completedAt: now() }, validation.expiresAt), deps);
-  if (validation.geoRefusals !== undefined) deps.onGeoRefusals?.(validation.geoRefusals, command, source);
-  if (validation.kind === 'rejected') return encodedResult(rejectedResult({ command, source, completedAt: now() }, validation.problems, validation.code), deps);
-  // The velocity limits per destination (off unless VELOCITY_* is set): still before any money is spent.
-  let send = validation;
-  const destinations = deps.sender.destinations;
-  if (destinations !== undefined) {
-    const verdict = await screenHolding(destinations, validation, deps.policy.partialRecipients, command, source, signal, now);
-    if (verdict.kind === 'abandoned') return { kind: 'abandoned' };
-    if (verdict.kind === 'expired') return encodedResult(expiredResult({ command, source, completedAt: now() }, verdict.expiresAt), deps);
-    if (verdict.kind === 'rejected') {
-      return encodedResult(rejectedResult({ command, source, completedAt: now() }, verdict.problems, RESULT_ERROR_CODES.destinationVelocityLimited), deps);
-    }
-    send = verdict.validation;
-  }
+  const admitted = await admit(command, source, deps, signal);
+  if (admitted.kind === 'outcome') return admitted.outcome;
+  return sendAndRecord(message, command, source, admitted.send, deps, signal, lane.sendHooks(offset), span, stages);
+}
 
+/** The record's command, or the outcome it ends with instead: a dead letter (too large, undecodable, not a command) or a REJECTED result (unusable). */
+async function readCommand(
+  message: CommandRecord,
+  source: SourcePosition,
+  deps: RecordHandlerDeps,
+  signal: AbortSignal,
+): Promise<{ readonly kind: 'command'; readonly command: SendCommand } | { readonly kind: 'outcome'; readonly outcome: RecordOutcome }> {
+  const now = deps.now ?? Date.now;
+  const ended = (outcome: RecordOutcome | Promise<RecordOutcome>): Promise<{ readonly kind: 'outcome'; readonly outcome: RecordOutcome }> =>
+    Promise.resolve(outcome).then((o) => ({ kind: 'outcome', outcome: o }));
+  const size = checkCommandRecordSize(message, deps.maxCommandBytes);
+  if (!size.ok) return ended(encodedDeadLetter(message, source, { code: size.code, message: size.message }, deps, now()));
+  const decoded = await decodeWithRetry(message.value, deps, signal);
+  if (decoded === 'abandoned') return ended({ kind: 'abandoned' });
+  if (!decoded.ok) return ended(encodedDeadLetter(message, source, { code: decoded.code, message: decoded.message }, deps, now()));
+  try {
+    return { kind: 'command', command: commandFromAvro(decoded.value) };
+  } catch (error) {
+    if (!(error instanceof CommandShapeError)) throw error;
+    // A REJECTED result needs a key: the commandId if it could be read, else the record key.
+    const commandId = error.commandId ?? message.key?.toString('utf8');
+    if (commandId === undefined || commandId === '') {
+      return ended(encodedDeadLetter(message, source, { code: 'NOT_A_COMMAND', message: error.message }, deps, now()));
+    }
+    return ended(encodedResult(unusableCommandResult({ error, commandId, source, completedAt: now() }), deps));
+  }
+}
+
+/**
+ * An earlier owner's mark of this command: it may still be finishing that call, and hands over
+ * its result (or says it never called): wait for it, within the grace, rather than report UNKNOWN
+ * at once. The outcome, or undefined when the command is to be handled as new (withdrawn, or
+ * IN_DOUBT_POLICY=resend with nothing handed over by the grace).
+ */
+async function settleInDoubt(
+  mark: OpenMark,
+  command: SendCommand,
+  source: SourcePosition,
+  deps: RecordHandlerDeps,
+  signal: AbortSignal,
+  lane: RecordLane,
+): Promise<RecordOutcome | undefined> {
+  const now = deps.now ?? Date.now;
+  const settlement = await lane.handoverOf?.(mark, signal);
+  if (settlement === undefined && signal.aborted) return { kind: 'abandoned' };
+  // (The handover names this record's mark; a result of another command would be a bug: UNKNOWN then.)
+  if (settlement?.kind === 'result' && settlement.result.commandId === command.commandId) return encodedResult(settlement.result, deps);
+  // IN_DOUBT_POLICY=resend: no handover by the grace, the command is sent again (a duplicate is
+  // that policy's accepted cost); a result of another command still ends UNKNOWN.
+  const resend = settlement === undefined && deps.inDoubtPolicy === 'resend';
+  if (settlement?.kind === 'withdrawn' || resend) return undefined;
+  const attemptedAt = new Date(mark.at).toISOString();
+  return encodedResult(
+    unknownResult(
+      { command, source, completedAt: now() },
+      {
+        message: `an earlier owner of this partition marked the command as being sent at ${attemptedAt} and stopped before its result was committed; the service may have sent it, so it is not sent again`,
+        stage: 'OTHER',
+        attempts: 0,
+        attemptedAt: mark.at,
+      },
+    ),
+    deps,
+  );
+}
+
+/** Validation, then the velocity limits per destination (off unless VELOCITY_* is set): all before any money is spent. */
+async function admit(
+  command: SendCommand,
+  source: SourcePosition,
+  deps: RecordHandlerDeps,
+  signal: AbortSignal,
+): Promise<{ readonly kind: 'send'; readonly send: Sendable } | { readonly kind: 'outcome'; readonly outcome: RecordOutcome }> {
+  const now = deps.now ?? Date.now;
+  const ended = async (outcome: RecordOutcome | Promise<RecordOutcome>): Promise<{ readonly kind: 'outcome'; readonly outcome: RecordOutcome }> => ({
+    kind: 'outcome',
+    outcome: await outcome,
+  });
+  const validation = validateCommand(command, deps.policy, now());
+  if (validation.kind === 'expired') return ended(encodedResult(expiredResult({ command, source, completedAt: now() }, validation.expiresAt), deps));
+  if (validation.geoRefusals !== undefined) deps.onGeoRefusals?.(validation.geoRefusals, command, source);
+  if (validation.kind === 'rejected')
+    return ended(encodedResult(rejectedResult({ command, source, completedAt: now() }, validation.problems, validation.code), deps));
+  const destinations = deps.sender.destinations;
+  if (destinations === undefined) return { kind: 'send', send: validation };
+  const verdict = await screenHolding(destinations, validation, deps.policy.partialRecipients, command, source, signal, now);
+  if (verdict.kind === 'abandoned') return ended({ kind: 'abandoned' });
+  if (verdict.kind === 'expired') return ended(encodedResult(expiredResult({ command, source, completedAt: now() }, verdict.expiresAt), deps));
+  if (verdict.kind === 'rejected')
+    return ended(encodedResult(rejectedResult({ command, source, completedAt: now() }, verdict.problems, RESULT_ERROR_CODES.destinationVelocityLimited), deps));
+  return { kind: 'send', send: verdict.validation };
+}
+
+/** The call through the guarded sender (its mark first, ledger on), and its outcome as a result; a result that cannot be recorded is UNKNOWN. */
+async function sendAndRecord(
+  message: CommandRecord,
+  command: SendCommand,
+  source: SourcePosition,
+  send: Sendable,
+  deps: RecordHandlerDeps,
+  signal: AbortSignal,
+  ledger: ReturnType<RecordLane['sendHooks']>,
+  span: CommandSpan | undefined,
+  stages: SendStageClock | undefined,
+): Promise<RecordOutcome> {
+  const now = deps.now ?? Date.now;
   let attemptedAt: number | null = null;
-  const ledger = lane.sendHooks(offset);
   const before = ledger?.beforeSend;
   const hooks: SendHooks = {
     ...(before !== undefined && {

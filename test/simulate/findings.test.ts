@@ -31,6 +31,10 @@ const BASE: RunOptions = {
 /** Schedules within which the known-bad handler that forgets an ambiguous call is caught. */
 const FORGETFUL_BUDGET = 3_000;
 
+// Budgets of schedules, not timing targets: with coverage on and two shared cores (CI), a
+// 3,000-schedule budget took over vitest's 5 s default once.
+const SIMULATION_TIMEOUT_MS = 60_000;
+
 function firstViolation(options: RunOptions, budget: number): { seed: number; kind: string } | undefined {
   const summary = runMany(budget, 1, options, true, 1);
   const found = summary.violations[0];
@@ -45,7 +49,7 @@ function machine(ledger = false, base = claim()): PartitionMachine<string> {
   return new PartitionMachine<string>({ claim: base, ledger, markPermits: ledger, maxRunAhead: 8, commitIntervalMs: 0 });
 }
 
-describe('finding: a lease that lapses and comes back without a rebalance', () => {
+describe('finding: a lease that lapses and comes back without a rebalance', { timeout: SIMULATION_TIMEOUT_MS }, () => {
   it('is no longer found by the simulation (it was: nothing-lost or key-order, seed 79)', () => {
     expect(firstViolation({ ...BASE, leaseLapses: true }, 3_000)).toBeUndefined();
   });
@@ -67,7 +71,7 @@ describe('finding: a lease that lapses and comes back without a rebalance', () =
   });
 });
 
-describe('finding: a handler that throws after its claim failed', () => {
+describe('finding: a handler that throws after its claim failed', { timeout: SIMULATION_TIMEOUT_MS }, () => {
   it('is no longer found by the simulation (it was: nothing-lost, seed 562)', () => {
     expect(firstViolation({ ...BASE, crashesAfterFailure: true }, 3_000)).toBeUndefined();
   });
@@ -84,7 +88,7 @@ describe('finding: a handler that throws after its claim failed', () => {
   });
 });
 
-describe('finding: a late fence of a former member leaves the partition lost when no rebalance follows', () => {
+describe('finding: a late fence of a former member leaves the partition lost when no rebalance follows', { timeout: SIMULATION_TIMEOUT_MS }, () => {
   it('is no longer found by the simulation (it was: nothing-lost, see variants.test.ts lost-until-next-generation)', () => {
     expect(firstViolation({ ...BASE, lateFences: true }, 3_000)).toBeUndefined();
   });
@@ -99,7 +103,7 @@ describe('finding: a late fence of a former member leaves the partition lost whe
   });
 });
 
-describe('finding: a commandId repeated under another key of the same partition', () => {
+describe('finding: a commandId repeated under another key of the same partition', { timeout: SIMULATION_TIMEOUT_MS }, () => {
   it('is no longer found by the simulation (it was: two results, two sends, or none, seed 372)', () => {
     expect(firstViolation({ ...BASE, repeatKeys: 'any' }, 3_000)).toBeUndefined();
   });
@@ -149,7 +153,7 @@ describe('finding: a commandId repeated under another key of the same partition'
   });
 });
 
-describe('finding: a mark withdrawn after an ambiguous call that was kept (PROVIDER_RETRY_AMBIGUOUS=true)', () => {
+describe('finding: a mark withdrawn after an ambiguous call that was kept (PROVIDER_RETRY_AMBIGUOUS=true)', { timeout: SIMULATION_TIMEOUT_MS }, () => {
   it('is no longer found by the simulation with the guarded sender’s handling (it was: at-most-one-send, seed 630)', () => {
     expect(firstViolation({ ...BASE, ledger: 'on', handler: 'careful' }, 3_000)).toBeUndefined();
   });
@@ -159,24 +163,28 @@ describe('finding: a mark withdrawn after an ambiguous call that was kept (PROVI
   });
 });
 
-describe('finding: an earlier owner’s mark given up before its record was identified (sending stopped while it decoded)', () => {
-  it('is no longer found by the simulation (it was: at-most-one-send, seed 795)', () => {
-    expect(firstViolation(BASE, 1_500)).toBeUndefined();
-  });
+describe(
+  'finding: an earlier owner’s mark given up before its record was identified (sending stopped while it decoded)',
+  { timeout: SIMULATION_TIMEOUT_MS },
+  () => {
+    it('is no longer found by the simulation (it was: at-most-one-send, seed 795)', () => {
+      expect(firstViolation(BASE, 1_500)).toBeUndefined();
+    });
 
-  it('keeps the mark: the next owner reports the command UNKNOWN rather than sending it again', () => {
-    const base = claim();
-    base.inDoubt.set(0n, { offset: 0n, commandId: 'c0', at: 1 });
-    base.open.set(0n, { offset: 0n, commandId: 'c0', at: 1 });
-    const m = machine(true, base);
-    m.take(0n, 'k');
-    m.stopSending();
-    m.abandoned(0n, false, 1);
-    expect(m.claim.open.has(0n)).toBe(true);
-  });
-});
+    it('keeps the mark: the next owner reports the command UNKNOWN rather than sending it again', () => {
+      const base = claim();
+      base.inDoubt.set(0n, { offset: 0n, commandId: 'c0', at: 1 });
+      base.open.set(0n, { offset: 0n, commandId: 'c0', at: 1 });
+      const m = machine(true, base);
+      m.take(0n, 'k');
+      m.stopSending();
+      m.abandoned(0n, false, 1);
+      expect(m.claim.open.has(0n)).toBe(true);
+    });
+  },
+);
 
-describe('limitation: the ledger off and a stale group offset (no KIP-447)', () => {
+describe('limitation: the ledger off and a stale group offset (no KIP-447)', { timeout: SIMULATION_TIMEOUT_MS }, () => {
   it('answers again what the stale offset hides (the ledger’s checkpoint is what corrects it)', () => {
     const found = firstViolation({ ...BASE, ledger: 'off', staleOffsets: 'always' }, 200);
     expect(found?.kind).toBe('exactly-one-result');
@@ -184,13 +192,17 @@ describe('limitation: the ledger off and a stale group offset (no KIP-447)', () 
   });
 });
 
-describe('finding: an outcome in a transaction under way when the claim stopped working (the scale bench’s UNKNOWN)', () => {
-  it('is no longer found by the simulation (it was: outcome-kept, seed 27 with the ledger on)', () => {
-    expect(firstViolation({ ...BASE, ledger: 'on' }, 2_000)).toBeUndefined();
-  });
-});
+describe(
+  'finding: an outcome in a transaction under way when the claim stopped working (the scale bench’s UNKNOWN)',
+  { timeout: SIMULATION_TIMEOUT_MS },
+  () => {
+    it('is no longer found by the simulation (it was: outcome-kept, seed 27 with the ledger on)', () => {
+      expect(firstViolation({ ...BASE, ledger: 'on' }, 2_000)).toBeUndefined();
+    });
+  },
+);
 
-describe('finding: a repeat before an earlier owner’s mark in doubt after it (another key)', () => {
+describe('finding: a repeat before an earlier owner’s mark in doubt after it (another key)', { timeout: SIMULATION_TIMEOUT_MS }, () => {
   /** An earlier owner marked offset 3 (commandId X, another key) before it identified offset 0, X too, and died. */
   function inherited(): PartitionClaim {
     const base = claim();
