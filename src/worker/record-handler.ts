@@ -147,16 +147,24 @@ async function handle(
   return sendAndRecord(message, command, source, admitted.send, deps, signal, lane.sendHooks(offset), span, stages);
 }
 
+/** A step of handling that ends the record with this outcome (the later steps do not run). */
+interface Ended {
+  readonly kind: 'outcome';
+  readonly outcome: RecordOutcome;
+}
+
+async function ended(outcome: RecordOutcome | Promise<RecordOutcome>): Promise<Ended> {
+  return { kind: 'outcome', outcome: await outcome };
+}
+
 /** The record's command, or the outcome it ends with instead: a dead letter (too large, undecodable, not a command) or a REJECTED result (unusable). */
 async function readCommand(
   message: CommandRecord,
   source: SourcePosition,
   deps: RecordHandlerDeps,
   signal: AbortSignal,
-): Promise<{ readonly kind: 'command'; readonly command: SendCommand } | { readonly kind: 'outcome'; readonly outcome: RecordOutcome }> {
+): Promise<{ readonly kind: 'command'; readonly command: SendCommand } | Ended> {
   const now = deps.now ?? Date.now;
-  const ended = (outcome: RecordOutcome | Promise<RecordOutcome>): Promise<{ readonly kind: 'outcome'; readonly outcome: RecordOutcome }> =>
-    Promise.resolve(outcome).then((o) => ({ kind: 'outcome', outcome: o }));
   const size = checkCommandRecordSize(message, deps.maxCommandBytes);
   if (!size.ok) return ended(encodedDeadLetter(message, source, { code: size.code, message: size.message }, deps, now()));
   const decoded = await decodeWithRetry(message.value, deps, signal);
@@ -219,12 +227,8 @@ async function admit(
   source: SourcePosition,
   deps: RecordHandlerDeps,
   signal: AbortSignal,
-): Promise<{ readonly kind: 'send'; readonly send: Sendable } | { readonly kind: 'outcome'; readonly outcome: RecordOutcome }> {
+): Promise<{ readonly kind: 'send'; readonly send: Sendable } | Ended> {
   const now = deps.now ?? Date.now;
-  const ended = async (outcome: RecordOutcome | Promise<RecordOutcome>): Promise<{ readonly kind: 'outcome'; readonly outcome: RecordOutcome }> => ({
-    kind: 'outcome',
-    outcome: await outcome,
-  });
   const validation = validateCommand(command, deps.policy, now());
   if (validation.kind === 'expired') return ended(encodedResult(expiredResult({ command, source, completedAt: now() }, validation.expiresAt), deps));
   if (validation.geoRefusals !== undefined) deps.onGeoRefusals?.(validation.geoRefusals, command, source);

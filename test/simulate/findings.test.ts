@@ -8,25 +8,15 @@ import {
   type PartitionClaim,
 } from '../../src/worker/protocol/claim.ts';
 import { PartitionMachine } from '../../src/worker/protocol/partition-machine.ts';
-import type { RunOptions } from '../../tools/simulate/model.ts';
-import { runMany } from '../../tools/simulate/runner.ts';
 import { testClaim } from '../helpers/claims.ts';
+import { firstViolation, QUIET_WORLD } from '../helpers/simulation.ts';
 
 /**
  * Problems the simulation found in the protocol, now fixed. Each is pinned twice: the knob that
  * made the simulation find it finds nothing in a fixed budget (it is on in simulation.test.ts too),
  * and a few direct calls into the machine show the rule.
  */
-const BASE: RunOptions = {
-  variant: 'correct',
-  ledger: 'both',
-  leaseLapses: false,
-  lateFences: false,
-  consumerRestarts: false,
-  rejoinStalls: false,
-  crashesAfterFailure: false,
-  repeatKeys: 'same',
-};
+const BASE = QUIET_WORLD;
 
 /** Schedules within which the known-bad handler that forgets an ambiguous call is caught. */
 const FORGETFUL_BUDGET = 3_000;
@@ -34,12 +24,6 @@ const FORGETFUL_BUDGET = 3_000;
 // Budgets of schedules, not timing targets: with coverage on and two shared cores (CI), a
 // 3,000-schedule budget took over vitest's 5 s default once.
 const SIMULATION_TIMEOUT_MS = 60_000;
-
-function firstViolation(options: RunOptions, budget: number): { seed: number; kind: string } | undefined {
-  const summary = runMany(budget, 1, options, true, 1);
-  const found = summary.violations[0];
-  return found?.violation === undefined ? undefined : { seed: found.seed, kind: found.violation.kind };
-}
 
 function claim(): PartitionClaim {
   return testClaim({ dedupWindow: 16 });

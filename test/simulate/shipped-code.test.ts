@@ -8,28 +8,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { OwnershipMachine, type HeldClaim } from '../../src/worker/protocol/ownership.ts';
 import { SendPath } from '../../src/worker/protocol/send-path.ts';
-import type { RunOptions, ViolationKind } from '../../tools/simulate/model.ts';
-import { runSchedule } from '../../tools/simulate/runner.ts';
-
-const QUIET: RunOptions = {
-  variant: 'correct',
-  ledger: 'both',
-  leaseLapses: false,
-  lateFences: false,
-  consumerRestarts: false,
-  rejoinStalls: false,
-  crashesAfterFailure: false,
-  repeatKeys: 'same',
-};
-
-/** The first violation within `budget` schedules, and its seed (the same seed replays it). */
-function firstViolation(options: RunOptions, budget: number): { readonly kind: ViolationKind; readonly seed: number } | undefined {
-  for (let seed = 1; seed <= budget; seed++) {
-    const { violation } = runSchedule(seed, options);
-    if (violation !== undefined) return { kind: violation.kind, seed };
-  }
-  return undefined;
-}
+import { firstViolation, QUIET_WORLD } from '../helpers/simulation.ts';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -53,7 +32,7 @@ describe('a bug injected into the shipped protocol code is found by the simulati
         holding.map((claim) => ({ ...claim, claimedAt: Number.POSITIVE_INFINITY })),
       );
     });
-    const found = firstViolation(QUIET, 6_000);
+    const found = firstViolation(QUIET_WORLD, 6_000);
     console.log(`keep without checks in the shipped OwnershipMachine: ${found?.kind ?? 'nothing'} at seed ${found?.seed ?? '-'}`);
     expect(found).toBeDefined();
     expect(found?.kind).not.toBe('machine-threw');
@@ -69,7 +48,7 @@ describe('a bug injected into the shipped protocol code is found by the simulati
     vi.spyOn(OwnershipMachine.prototype, 'mayFence').mockImplementation(function (this: OwnershipMachine, generation: number) {
       return this.state === 'out-of-group' ? generation === this.generation && !this.isStopping : mayFence.call(this, generation);
     });
-    const found = firstViolation({ ...QUIET, consumerRestarts: true }, 3_000);
+    const found = firstViolation({ ...QUIET_WORLD, consumerRestarts: true }, 3_000);
     console.log(`out of the group taken for current in the shipped OwnershipMachine: ${found?.kind ?? 'nothing'} at seed ${found?.seed ?? '-'}`);
     expect(found).toBeDefined();
     expect(found?.kind).not.toBe('machine-threw');
@@ -83,7 +62,7 @@ describe('a bug injected into the shipped protocol code is found by the simulati
       // The bug: the mark counted committed as soon as it is open.
       this.marksCommitted([offset]);
     });
-    const found = firstViolation({ ...QUIET, ledger: 'on' }, 1_000);
+    const found = firstViolation({ ...QUIET_WORLD, ledger: 'on' }, 1_000);
     console.log(`a call before its mark commits in the shipped SendPath: ${found?.kind ?? 'nothing'} at seed ${found?.seed ?? '-'}`);
     expect(found?.kind).toBe('at-most-one-send');
   });
