@@ -48,16 +48,10 @@ async function main(): Promise<number> {
     const producers = new TransactionalProducers(kafka, prefix, (t, partition) => (t === topic ? { topic: ledger, partition } : undefined));
     await producers.forPartition(topic, 0, 1);
     if (!process.argv.includes('--without-settle'))
-      await readLatestCheckpoint(
-        admin,
-        reader,
-        ledger,
-        0,
-        () => undefined,
-        'end',
-        undefined,
-        () => producers.settle(topic, 0, 1),
-      );
+      await readLatestCheckpoint(admin, reader, ledger, 0, () => undefined, 'end', undefined, {
+        settle: () => producers.settle(topic, 0, 1),
+        keep: (committed) => committed,
+      });
     console.log(
       `  after the command partition's producer was initialised${process.argv.includes('--without-settle') ? '' : ' and the claim read the ledger'}: ${await readToEnd()}`,
     );

@@ -62,6 +62,8 @@ interface HangingOptions {
   readonly transactionalId: string;
   readonly topic: string;
   readonly partition: number;
+  /** The hanging transaction's record (default: key `hanging`, a line of text). */
+  readonly record?: { readonly key: string; readonly value: Buffer };
 }
 
 /** Whether the partition's last stable offset stays below its end (the admin's offsets are read_committed: the stable one). */
@@ -102,7 +104,10 @@ async function writeUnknownTransaction(options: HangingOptions): Promise<void> {
     await first.commit();
     r.skipping = true;
     const second = await producer.transaction();
-    await second.send({ topic: options.topic, messages: [{ partition: options.partition, key: 'hanging', value: 'a transaction nobody knows' }] });
+    await second.send({
+      topic: options.topic,
+      messages: [{ partition: options.partition, ...(options.record ?? { key: 'hanging', value: 'a transaction nobody knows' }) }],
+    });
   } finally {
     r.skipping = false;
     await producer.disconnect();

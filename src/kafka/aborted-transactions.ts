@@ -46,3 +46,36 @@ export function filterAbortedRecords<T extends FetchedRecord>(records: readonly 
     return !(record.batchContext.inTransaction && active.has(producerId));
   });
 }
+
+/**
+ * The records of aborted transactions (the ones `filterAbortedRecords` drops, control records
+ * aside), each with the aborted transaction it was written in, named by its producer id and first
+ * offset: records of one name ended at one ABORT marker. Several transactions of a producer whose
+ * markers were lost share one name with the transaction whose abort ended them all
+ * (ledger-store.ts reads what that means for a ledger's marks).
+ */
+export function abortedRecords<T extends FetchedRecord>(
+  records: readonly T[],
+  abortedTransactions: readonly AbortedTransaction[] | undefined,
+): { readonly record: T; readonly transaction: string }[] {
+  if (abortedTransactions === undefined || abortedTransactions.length === 0) return [];
+  const pending = abortedTransactions
+    .map((t) => ({ producerId: String(t.producerId), firstOffset: BigInt(String(t.firstOffset)) }))
+    .sort((a, b) => (a.firstOffset < b.firstOffset ? -1 : a.firstOffset > b.firstOffset ? 1 : 0));
+  const active = new Map<string, bigint>();
+  const out: { record: T; transaction: string }[] = [];
+  for (const record of records) {
+    const offset = BigInt(record.offset);
+    while (pending.length > 0 && (pending[0]?.firstOffset ?? 0n) <= offset) {
+      const next = pending.shift();
+      if (next !== undefined) active.set(next.producerId, next.firstOffset);
+    }
+    const producerId = String(record.batchContext.producerId);
+    if (isAbortMarker(record)) active.delete(producerId);
+    else if (record.isControlRecord !== true && record.batchContext.inTransaction) {
+      const first = active.get(producerId);
+      if (first !== undefined) out.push({ record, transaction: `${producerId}@${first}` });
+    }
+  }
+  return out;
+}

@@ -10,7 +10,7 @@
  */
 import type { Kafka } from 'kafkajs';
 import { SmsWorkerError } from '../errors.ts';
-import { filterAbortedRecords, type AbortedTransaction, type FetchedRecord } from './aborted-transactions.ts';
+import { abortedRecords, filterAbortedRecords, type AbortedTransaction, type FetchedRecord } from './aborted-transactions.ts';
 import { clusterFactory } from './kafkajs.ts';
 
 /** A committed data record (control records and aborted transactions removed). */
@@ -54,6 +54,7 @@ interface KafkaJsCluster {
 }
 
 const READ_COMMITTED = 1;
+const READ_UNCOMMITTED = 0;
 
 /** Creates a kafkajs cluster with the client's settings; kafkajs keeps the factory behind a symbol. */
 function createCluster(kafka: Kafka): KafkaJsCluster {
@@ -90,12 +91,12 @@ export class PartitionReader {
     return this.#cluster.findBroker({ nodeId });
   }
 
-  async #fetch(topic: string, partition: number, offset: bigint, maxWaitTime: number): Promise<FetchPartition> {
+  async #fetch(topic: string, partition: number, offset: bigint, maxWaitTime: number, isolationLevel = READ_COMMITTED): Promise<FetchPartition> {
     const broker = await this.#broker(topic, partition);
     const response = await broker
       .fetch({
         replicaId: -1,
-        isolationLevel: READ_COMMITTED,
+        isolationLevel,
         maxWaitTime,
         minBytes: 1,
         maxBytes: this.#maxBytes,
@@ -160,6 +161,83 @@ export class PartitionReader {
       const read = await this.#readOnce(topic, partition, next, to, 200);
       for (const record of read.records) await visit(record);
       next = read.next;
+    }
+  }
+
+  /**
+   * Every record in [from, to) as written, read_uncommitted: for the records of a transaction that
+   * holds the partition's last stable offset (from is that offset), which a read_committed reader
+   * cannot see yet. Control records are skipped; `to` must not exceed the high watermark. Bounded
+   * by `deadlineMs`, one fetch (about `maxBytes`) in memory at a time.
+   */
+  async forEachWritten(
+    topic: string,
+    partition: number,
+    from: bigint,
+    to: bigint,
+    visit: (record: ReadRecord) => void | Promise<void>,
+    deadlineMs = 10_000,
+  ): Promise<void> {
+    const deadline = Date.now() + deadlineMs;
+    let next = from;
+    while (next < to) {
+      if (Date.now() > deadline)
+        throw new SmsWorkerError(
+          'KAFKA_READ_TIMEOUT',
+          `reading ${topic}[${partition}] as written from ${from} to ${to} took longer than ${deadlineMs} ms (stuck at ${next})`,
+          {
+            retryable: true,
+          },
+        );
+      const found = await this.#fetch(topic, partition, next, 0, READ_UNCOMMITTED);
+      const before = next;
+      for (const record of found.messages) {
+        const offset = BigInt(record.offset);
+        if (offset < next) continue;
+        if (offset >= to) {
+          next = to;
+          break;
+        }
+        next = offset + 1n;
+        if (record.isControlRecord !== true) await visit({ offset, key: record.key ?? null, value: record.value ?? null });
+      }
+      // Nothing at or past `next` came back (compaction's gap, or the end moved back): stop there.
+      if (next === before) break;
+    }
+  }
+
+  /**
+   * The records of aborted transactions in [from, to), below the last stable offset, each with the
+   * aborted transaction it was written in (abortedRecords): what a read_committed reader never sees.
+   * Bounded by `deadlineMs`, one fetch (about `maxBytes`) in memory at a time.
+   */
+  async forEachAborted(
+    topic: string,
+    partition: number,
+    from: bigint,
+    to: bigint,
+    visit: (record: ReadRecord, transaction: string) => void | Promise<void>,
+    deadlineMs = 10_000,
+  ): Promise<void> {
+    const deadline = Date.now() + deadlineMs;
+    let next = from;
+    while (next < to) {
+      if (Date.now() > deadline)
+        throw new SmsWorkerError(
+          'KAFKA_READ_TIMEOUT',
+          `reading the aborted records of ${topic}[${partition}] from ${from} to ${to} took longer than ${deadlineMs} ms (stuck at ${next})`,
+          {
+            retryable: true,
+          },
+        );
+      const found = await this.#fetch(topic, partition, next, 0);
+      const end = BigInt(found.lastStableOffset) < to ? BigInt(found.lastStableOffset) : to;
+      const below = found.messages.filter((m) => BigInt(m.offset) >= next && BigInt(m.offset) < end);
+      for (const { record, transaction } of abortedRecords(below, found.abortedTransactions))
+        await visit({ offset: BigInt(record.offset), key: record.key ?? null, value: record.value ?? null }, transaction);
+      const last = below.at(-1);
+      if (last === undefined) break;
+      next = BigInt(last.offset) + 1n;
     }
   }
 

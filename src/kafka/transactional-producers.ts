@@ -202,20 +202,29 @@ export class TransactionalProducers implements PartitionProducers {
    * restart) in the partition's settled partition: the claim calls this when its read after
    * fencing finds the ledger partition's last stable offset below its end (nothing of this owner
    * is open yet, and the fence aborted every earlier owner's transaction the coordinator knew). A
-   * transaction of the partition's producer writes one record there and aborts: its marker, of
-   * this producer id at the new epoch, also ends the older epoch's transaction (Kafka completes a
-   * producer's open transaction at its next marker). The record is never read: it is aborted, and
-   * its key is no checkpoint's. False when there is nothing to settle or no producer of `generation`.
+   * transaction of the partition's producer writes one record there and ends: its marker, of this
+   * producer id at the new epoch, also ends the older epoch's transaction (Kafka completes a
+   * producer's open transaction at its next marker), with the same fate.
+   *
+   * With `record` (the checkpoint the claim goes on from, carrying the hanging transaction's marks:
+   * withHangingMarks) it commits: the hanging records become readable, and `record`, written after
+   * them, is the partition's newest checkpoint, so the marks it keeps outlive this claim. Without,
+   * it aborts, and its record (SETTLE_KEY, no value) is never read. False when there is nothing to
+   * settle or no producer of `generation`.
    */
-  async settle(topic: string, partition: number, generation: number): Promise<boolean> {
+  async settle(topic: string, partition: number, generation: number, record?: { readonly key: string; readonly value: Buffer }): Promise<boolean> {
     const target = this.#settled?.(topic, partition);
     const entry = this.#producers.get(this.transactionalId(topic, partition));
     if (target === undefined || entry === undefined || entry.generation !== generation) return false;
     const transaction = await classified(async () => (await entry.producer).transaction());
+    const message = record === undefined ? { partition: target.partition, key: SETTLE_KEY, value: null } : { partition: target.partition, ...record };
+    let sent = false;
     try {
-      await classified(() => transaction.send({ topic: target.topic, messages: [{ partition: target.partition, key: SETTLE_KEY, value: null }] }));
+      await classified(() => transaction.send({ topic: target.topic, messages: [message] }));
+      sent = true;
     } finally {
-      await classified(() => transaction.abort());
+      if (sent && record !== undefined) await classified(() => transaction.commit());
+      else await classified(() => transaction.abort());
     }
     return true;
   }

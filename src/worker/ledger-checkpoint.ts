@@ -117,6 +117,34 @@ export function decodeCheckpoint(key: Buffer | null, value: Buffer | null, expec
 }
 
 /**
+ * The checkpoint a claim goes on from when its ledger partition holds checkpoints of transactions
+ * whose fate it cannot tell (ledger-store.ts, readAfterFence: one left open, or ended by a later
+ * transaction's ABORT marker): the newest committed one, with every mark those carried past it
+ * kept in doubt (`hanging` in the order written: of one offset, the latest mark wins). Such a
+ * transaction may have been committed by its coordinator with the marker to this partition lost
+ * (Kafka 4.3.1 did so in a broker's restart: docs/operations.md), and its marks' commands called; a
+ * claim that dropped them sent those commands again. In doubt they get UNKNOWN (or a handover's
+ * outcome), never a second call.
+ */
+export function withHangingMarks(committed: Checkpoint | undefined, hanging: readonly Checkpoint[]): Checkpoint | undefined {
+  if (hanging.length === 0) return committed;
+  const next = committed?.next ?? 0n;
+  const answered = new Set((committed?.done ?? []).map((record) => record.offset));
+  const open = new Map<bigint, OpenMark>((committed?.open ?? []).map((mark) => [mark.offset, mark]));
+  // In the order written: a later checkpoint's mark of an offset replaces an earlier one's (a later
+  // claim settled the earlier mark, by its handover or as in doubt, and marked the record anew).
+  const keep = (mark: OpenMark): void => {
+    if (mark.offset >= next && !answered.has(mark.offset)) open.set(mark.offset, mark);
+  };
+  // Only marks: a record answered there was called only if it was marked first (a call waits for
+  // its mark's commit), and that mark is here too. One answered without a call (rejected, dead
+  // letter) is handled again, as never sent.
+  for (const checkpoint of hanging) for (const mark of checkpoint.open) keep(mark);
+  const marks = [...open.values()].sort((a, b) => (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0));
+  return committed?.done !== undefined ? { next, open: marks, done: committed.done } : { next, open: marks };
+}
+
+/**
  * Where a new owner starts and what it must not send again: the later of the group's committed
  * offset and the ledger's, and the marks at or after it (marks below it have committed results).
  */

@@ -15,7 +15,7 @@ import { CoordinatorOutage } from './coordinator-outage.ts';
 import { FetchPauses } from './fetch-pauses.ts';
 import { GroupMembership } from './group-membership.ts';
 import { GuardedSender, type GuardedSenderOptions } from './guarded-sender.ts';
-import { checkpointKey, decodeCheckpoint } from './ledger-checkpoint.ts';
+import { checkpointKey, decodeCheckpoint, encodeCheckpoint, withHangingMarks } from './ledger-checkpoint.ts';
 import { handoverKey } from './handover-record.ts';
 import { ledgerHandovers } from './handovers.ts';
 import { PartitionOwnership, type OwnershipEffects } from './partition-ownership.ts';
@@ -152,14 +152,31 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
             undefined,
             fencedIn === undefined
               ? undefined
-              : async () => {
-                  const settled = await producers.settle(topic, partition, fencedIn);
-                  if (settled)
-                    log.warn(
-                      { topic, partition, ledgerTopic },
-                      'a transaction was open in the ledger partition after the fence: ended it (a hanging transaction)',
+              : {
+                  settle: async (kept, hanging) => {
+                    const settled = await producers.settle(
+                      topic,
+                      partition,
+                      fencedIn,
+                      kept === undefined ? undefined : { key: ledgerKey, value: encodeCheckpoint(kept) },
                     );
-                  return settled;
+                    if (settled && hanging)
+                      log.warn(
+                        { topic, partition, ledgerTopic },
+                        'a transaction was open in the ledger partition after the fence: ended it (a hanging transaction)',
+                      );
+                    return settled;
+                  },
+                  keep: (committed, unsure) => {
+                    const kept = withHangingMarks(committed, unsure);
+                    const added = (kept?.open.length ?? 0) - (committed?.open.length ?? 0);
+                    if (added > 0)
+                      log.warn(
+                        { topic, partition, ledgerTopic, marks: added },
+                        'the ledger partition holds marks of transactions whose fate it cannot tell (their markers lost): kept in doubt, their commands may have been called',
+                      );
+                    return kept;
+                  },
                 },
           ),
     recentCommandIds: async (t, partition, start, count) => {

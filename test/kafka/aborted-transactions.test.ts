@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { filterAbortedRecords, type FetchedRecord } from '../../src/kafka/aborted-transactions.ts';
+import { abortedRecords, filterAbortedRecords, type FetchedRecord } from '../../src/kafka/aborted-transactions.ts';
 
 const ABORT = Buffer.from([0, 0, 0, 0]);
 const COMMIT = Buffer.from([0, 0, 0, 1]);
@@ -56,5 +56,37 @@ describe('filterAbortedRecords (read_committed)', () => {
     const records = [record(1, 'A'), record(2, 'B')];
     expect(kept(filterAbortedRecords(records, []))).toEqual(['A@1', 'B@2']);
     expect(kept(filterAbortedRecords(records, undefined))).toEqual(['A@1', 'B@2']);
+  });
+});
+
+describe('abortedRecords (what read_committed drops, by the abort that ended it)', () => {
+  const named = (found: ReturnType<typeof abortedRecords<FetchedRecord & { label: string }>>): string[] =>
+    found.map((f) => `${f.record.label} in ${f.transaction}`);
+
+  it('names each aborted record by its producer id and the first offset of the aborted transaction it was ended with', () => {
+    // A wrote two transactions with no marker between (the first's marker lost), then one ABORT;
+    // B committed; C aborted once.
+    const records = [
+      record(10, 'A'),
+      record(11, 'B'),
+      record(12, 'A'),
+      record(13, 'C'),
+      record(14, 'B', { control: COMMIT }),
+      record(15, 'A', { control: ABORT }),
+      record(16, 'C', { control: ABORT }),
+      record(17, 'A'),
+    ];
+    const aborted = [
+      { producerId: 'A', firstOffset: '10' },
+      { producerId: 'C', firstOffset: '13' },
+    ];
+    expect(named(abortedRecords(records, aborted))).toEqual(['A@10 in A@10', 'A@12 in A@10', 'C@13 in C@13']);
+  });
+
+  it('names none when nothing was aborted, and never a control record or a record outside a transaction', () => {
+    expect(abortedRecords([record(1, 'A'), record(2, 'A', { control: COMMIT })], [])).toEqual([]);
+    expect(abortedRecords([record(1, 'A')], undefined)).toEqual([]);
+    const records = [record(1, 'A', { inTransaction: false }), record(2, 'A'), record(3, 'A', { control: ABORT })];
+    expect(named(abortedRecords(records, [{ producerId: 'A', firstOffset: '1' }]))).toEqual(['A@2 in A@1']);
   });
 });

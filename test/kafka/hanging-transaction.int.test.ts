@@ -3,6 +3,7 @@ import { SmsWorkerError } from '../../src/errors.ts';
 import { PartitionReader } from '../../src/kafka/partition-reader.ts';
 import { readLatestCheckpoint } from '../../src/kafka/ledger-store.ts';
 import { TransactionalProducers } from '../../src/kafka/transactional-producers.ts';
+import { checkpointKey, decodeCheckpoint, encodeCheckpoint, withHangingMarks, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { leaveHangingTransaction } from '../../tools/hanging-transaction.ts';
 import { createTopics, testBrokers, testKafka, uniqueName } from '../helpers/kafka.ts';
 import { within } from '../helpers/worker.ts';
@@ -57,7 +58,10 @@ describe('a hanging transaction in a ledger partition (one its coordinator no lo
       await within(
         20_000,
         'the read after fencing',
-        readLatestCheckpoint(admin, reader, ledger, 0, decodeNothing, 'end', undefined, () => settled.settle(topic, 0, 1)),
+        readLatestCheckpoint(admin, reader, ledger, 0, decodeNothing, 'end', undefined, {
+          settle: () => settled.settle(topic, 0, 1),
+          keep: (committed) => committed,
+        }),
       );
       expect(await readToEnd(0)).toBe('reached');
     } finally {
@@ -67,4 +71,94 @@ describe('a hanging transaction in a ledger partition (one its coordinator no lo
       await admin.disconnect();
     }
   });
+
+  it(
+    'the marks a checkpoint of unknown fate carried are kept in doubt and written back: one left hanging, and one ended by a later transaction’s ABORT (its own marker lost)',
+    { timeout: 120_000 },
+    async () => {
+      const kafka = testKafka();
+      const topic = uniqueName('unsure');
+      const ledger = `${topic}.ledger`;
+      await createTopics(kafka, [
+        { topic, partitions: 2 },
+        { topic: ledger, partitions: 2 },
+      ]);
+      const prefix = uniqueName('unsure-tx');
+      const key = checkpointKey('g', topic);
+      const decode = (k: Buffer | null, v: Buffer | null): Checkpoint | undefined => decodeCheckpoint(k, v, key);
+      const admin = kafka.admin();
+      await admin.connect();
+      const reader = new PartitionReader(kafka);
+      const mark = (offset: bigint, by: string) => ({ offset, commandId: `c${offset}`, at: 1, by });
+      const committed: Checkpoint = { next: 5n, open: [mark(5n, 'a-1')] };
+      const lost: Checkpoint = { next: 5n, open: [mark(5n, 'a-1'), mark(9n, 'a-2')] };
+      const owners: TransactionalProducers[] = [];
+      const owner = (): TransactionalProducers => {
+        const made = new TransactionalProducers(kafka, prefix, (t, partition) => (t === topic ? { topic: ledger, partition } : undefined));
+        owners.push(made);
+        return made;
+      };
+      /** A claim's read after its fence, as the worker's (source-wiring.ts): the kept checkpoint committed back. */
+      const claimRead = (producers: TransactionalProducers, partition: number, generation: number): Promise<Checkpoint | undefined> =>
+        readLatestCheckpoint(
+          admin,
+          reader,
+          ledger,
+          partition,
+          decode,
+          'end',
+          undefined,
+          {
+            settle: (kept) => producers.settle(topic, partition, generation, kept === undefined ? undefined : { key, value: encodeCheckpoint(kept) }),
+            keep: withHangingMarks,
+          },
+          2_000,
+        );
+      try {
+        for (const partition of [0, 1]) {
+          const first = await (await owner().forPartition(topic, partition, 1)).transaction();
+          await first.send([{ topic: ledger, messages: [{ key, partition, value: encodeCheckpoint(committed) }] }]);
+          await first.commit();
+          // The transaction its coordinator no longer knows, with a checkpoint that marked c9 (called, maybe).
+          await leaveHangingTransaction({
+            brokers: testBrokers(),
+            admin,
+            reader,
+            transactionalId: owners[0]?.transactionalId(topic, partition) ?? '',
+            topic: ledger,
+            partition,
+            record: { key, value: encodeCheckpoint(lost) },
+          });
+        }
+        const kept: Checkpoint = { next: 5n, open: [mark(5n, 'a-1'), mark(9n, 'a-2')] };
+
+        // Partition 0: still open at the claim's read after its fence.
+        const claim0 = owner();
+        await claim0.forPartition(topic, 0, 2);
+        expect(await within(20_000, 'the read after fencing', claimRead(claim0, 0, 2))).toEqual(kept);
+
+        // Partition 1: the producer's next transaction (a mark of c10) aborted, its ABORT marker ending the lost one too.
+        const claim1 = owner();
+        const aborted = await (await claim1.forPartition(topic, 1, 2)).transaction();
+        await aborted.send([
+          {
+            topic: ledger,
+            messages: [{ key, partition: 1, value: encodeCheckpoint({ next: 5n, open: [mark(5n, 'a-1'), mark(9n, 'a-2'), mark(10n, 'a-3')] }) }],
+          },
+        ]);
+        await aborted.abort();
+        const claim1Next = owner();
+        await claim1Next.forPartition(topic, 1, 3);
+        // c10's mark was that abort's own: never called. c9's may have been.
+        expect(await within(20_000, 'the read after fencing', claimRead(claim1Next, 1, 3))).toEqual(kept);
+
+        // Written back: a plain read (the next claim's, or this one's after a crash) sees them.
+        for (const partition of [0, 1]) expect(await readLatestCheckpoint(admin, reader, ledger, partition, decode, 'end')).toEqual(kept);
+      } finally {
+        for (const made of owners) await made.closeAll();
+        await reader.close();
+        await admin.disconnect();
+      }
+    },
+  );
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { readLatestCheckpoint } from '../../src/kafka/ledger-store.ts';
 import { PartitionReader } from '../../src/kafka/partition-reader.ts';
-import { checkpointKey, decodeCheckpoint, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { checkpointKey, decodeCheckpoint, encodeCheckpoint, withHangingMarks, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { createTopics, testKafka, uniqueName } from '../helpers/kafka.ts';
 import { eventually } from '../../tools/poll.ts';
 
@@ -125,7 +125,17 @@ describe('readLatestCheckpoint against a real broker', () => {
       await deciding.send({ topic: ledger, messages: [{ key, partition: 0, value: encodeCheckpoint(answered) }] });
       const committing = new Promise((resolve) => setTimeout(resolve, 1_000)).then(() => deciding.commit());
       let settled = 0;
-      const read = readLatestCheckpoint(admin, reader, ledger, 0, decode, 'end', undefined, async () => (settled += 1), 5_000);
+      const read = readLatestCheckpoint(
+        admin,
+        reader,
+        ledger,
+        0,
+        decode,
+        'end',
+        undefined,
+        { settle: async () => (settled += 1), keep: withHangingMarks },
+        5_000,
+      );
       expect(await read).toEqual(answered);
       await committing;
       // Without the wait the read ended it at once, aborting it here: the checkpoint of a committed transaction lost.
@@ -144,15 +154,82 @@ describe('readLatestCheckpoint against a real broker', () => {
           decode,
           'end',
           undefined,
-          async () => {
-            settled += 1;
-            await hanging.abort();
+          {
+            settle: async () => {
+              settled += 1;
+              await hanging.abort();
+            },
+            keep: withHangingMarks,
           },
           500,
         ),
       ).resolves.toEqual(answered);
       expect(settled).toBe(1);
       expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+    } finally {
+      await close();
+    }
+  });
+
+  it("a hanging transaction's marks past the committed checkpoint are kept in doubt when the read after fencing ends it: its coordinator may have committed it with this partition's marker lost, and its commands been called", async () => {
+    const { ledger, key, decode, admin, reader, owner, close } = await ledgerWithOwner();
+    const committed = { next: 7n, open: [{ offset: 7n, commandId: 'c7', at: 1, by: 'a-1' }] };
+    try {
+      const first = await owner.transaction();
+      await first.send({ topic: ledger, messages: [{ key, partition: 0, value: encodeCheckpoint(committed) }] });
+      await first.commit();
+      // Two checkpoints in one transaction left open: a mark made (c9), and c10 answered without one.
+      const hanging = await owner.transaction();
+      await hanging.send({
+        topic: ledger,
+        messages: [
+          {
+            key,
+            partition: 0,
+            value: encodeCheckpoint({
+              next: 7n,
+              open: [
+                { offset: 7n, commandId: 'c7', at: 1, by: 'a-1' },
+                { offset: 9n, commandId: 'c9', at: 2, by: 'a-2' },
+              ],
+            }),
+          },
+          {
+            key,
+            partition: 0,
+            value: encodeCheckpoint({ next: 9n, open: [{ offset: 9n, commandId: 'c9', at: 2, by: 'a-2' }], done: [{ offset: 10n, commandId: 'c10' }] }),
+          },
+        ],
+      });
+      let seenHanging: readonly Checkpoint[] = [];
+      const kept = await readLatestCheckpoint(
+        admin,
+        reader,
+        ledger,
+        0,
+        decode,
+        'end',
+        undefined,
+        {
+          settle: () => hanging.abort(),
+          keep: (newest, open) => {
+            seenHanging = open;
+            return withHangingMarks(newest, open);
+          },
+        },
+        500,
+      );
+      expect(seenHanging.map((c) => c.next)).toEqual([7n, 9n]);
+      // Before, the claim went on from the committed checkpoint alone, and sent c9 again.
+      expect(kept).toEqual({
+        next: 7n,
+        open: [
+          { offset: 7n, commandId: 'c7', at: 1, by: 'a-1' },
+          { offset: 9n, commandId: 'c9', at: 2, by: 'a-2' },
+        ],
+      });
+      // Ended: a plain read sees the committed checkpoint.
+      expect(await readLatestCheckpoint(admin, reader, ledger, 0, decode, 'end')).toEqual(committed);
     } finally {
       await close();
     }

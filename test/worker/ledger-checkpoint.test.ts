@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkpointKey, decodeCheckpoint, encodeCheckpoint, recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { checkpointKey, decodeCheckpoint, encodeCheckpoint, recoveryPlan, withHangingMarks, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 
 const key = Buffer.from(checkpointKey('g', 'cmds'));
 
@@ -91,5 +91,53 @@ describe('recoveryPlan', () => {
   it('inherits only the marks at or after the start (those below it have committed results)', () => {
     const plan = recoveryPlan(10n, { next: 8n, open: [mark(8n), mark(10n), mark(11n)] });
     expect([...plan.inDoubt.keys()]).toEqual([10n, 11n]);
+  });
+});
+
+describe('withHangingMarks (a claim after its fence, the ledger holding checkpoints of unknown fate)', () => {
+  const mark = (offset: bigint, by?: string) => ({ offset, commandId: `c${offset}`, at: 1, ...(by !== undefined && { by }) });
+
+  it('is the committed checkpoint when nothing is unsure', () => {
+    const committed: Checkpoint = { next: 3n, open: [mark(3n, 'a-1')] };
+    expect(withHangingMarks(committed, [])).toBe(committed);
+    expect(withHangingMarks(undefined, [])).toBeUndefined();
+  });
+
+  it('keeps the marks the unsure checkpoints carried past the committed one in doubt, with their names; a record they answered without a mark was never called, and is handled again', () => {
+    const committed: Checkpoint = { next: 5n, open: [mark(5n, 'a-1')], done: [{ offset: 7n, commandId: 'c7' }] };
+    const unsure: Checkpoint[] = [
+      { next: 5n, open: [mark(5n, 'a-1'), mark(6n, 'a-2')] },
+      // 8 answered in the lost transaction without a call (no mark: rejected, say), 7 answered before.
+      {
+        next: 6n,
+        open: [mark(6n, 'a-2')],
+        done: [
+          { offset: 7n, commandId: 'c7' },
+          { offset: 8n, commandId: 'c8' },
+        ],
+      },
+      // Below the committed next: its result is committed.
+      { next: 2n, open: [mark(2n, 'a-0')] },
+    ];
+    expect(withHangingMarks(committed, unsure)).toEqual({
+      next: 5n,
+      open: [mark(5n, 'a-1'), mark(6n, 'a-2')],
+      done: [{ offset: 7n, commandId: 'c7' }],
+    });
+    // Nothing committed yet: from 0, every mark kept.
+    expect(withHangingMarks(undefined, [{ next: 0n, open: [mark(1n, 'a-1')] }])).toEqual({ next: 0n, open: [mark(1n, 'a-1')] });
+  });
+
+  it('of one offset keeps the latest mark: a later claim settled the earlier one and marked the record anew (a handover of the earlier name says nothing of the new call)', () => {
+    // a-1's mark was handed over as withdrawn; the next claim marked the record as b-1 and called it.
+    const kept = withHangingMarks({ next: 0n, open: [mark(0n, 'a-1')] }, [{ next: 0n, open: [mark(0n, 'b-1')] }]);
+    expect(kept?.open).toEqual([mark(0n, 'b-1')]);
+  });
+
+  it('recoveryPlan then puts them in doubt: the next claim reports them, never sends them again', () => {
+    const kept = withHangingMarks({ next: 5n, open: [] }, [{ next: 5n, open: [mark(6n, 'a-2')] }]);
+    expect([...recoveryPlan(5n, kept).inDoubt.keys()]).toEqual([6n]);
+    // The committed checkpoint alone (before): 6 looked never marked.
+    expect([...recoveryPlan(5n, { next: 5n, open: [] }).inDoubt.keys()]).toEqual([]);
   });
 });

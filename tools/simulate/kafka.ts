@@ -27,10 +27,29 @@ interface PartitionState {
   readonly offsets: number[];
   /** The ledger's newest checkpoint (compaction keeps only it). */
   checkpoint: Checkpoint | undefined;
+  /** The transaction that wrote it. */
+  checkpointTxn?: number;
   /** Offsets whose mark some committed checkpoint listed. */
   readonly marked: Set<number>;
   /** Handover records, in the order written (outside transactions: visible at once, never aborted). */
   readonly handovers: Handover[];
+  /**
+   * Parts of transactions its coordinator committed whose markers were lost (`lostMarkers`), oldest
+   * first: open in their partition until the partition's producer (any epoch: the same producer
+   * id) writes its next marker there, which commits or aborts them with its own transaction.
+   */
+  readonly hanging: HangingPart[];
+  /** Aborted transactions whose ABORT marker also ended lost ones: their checkpoints in the order written (the last is the abort's own). */
+  readonly aborted: { readonly txn: number; readonly checkpoints: readonly Checkpoint[] }[];
+}
+
+/** Where a transaction's records are: its results, the ledger (its checkpoint), the group's offsets. */
+type TxnPart = 'results' | 'checkpoint' | 'offset';
+
+/** A part of a committed transaction still waiting for its marker. */
+interface HangingPart {
+  readonly part: TxnPart;
+  readonly txn: Txn;
 }
 
 /** What an owner that stopped working a partition said of one of its marks: the record's outcome, or withdrawn (never called). */
@@ -38,6 +57,19 @@ export interface Handover {
   readonly offset: number;
   readonly by: string;
   readonly outcome: SimOutcome | 'withdrawn';
+}
+
+/** The chance that a committed transaction, under faults, loses its ledger marker (and each other part's, half the time). */
+const LOST_MARKERS_CHANCE = 0.05;
+
+/** The parts a transaction writes. */
+function partsOf(txn: Txn): TxnPart[] {
+  const { plan } = txn;
+  return [
+    ...(plan.outcomes.length > 0 ? (['results'] as const) : []),
+    ...(plan.checkpoint !== undefined ? (['checkpoint'] as const) : []),
+    ...(plan.commitOffset !== undefined ? (['offset'] as const) : []),
+  ];
 }
 
 /**
@@ -50,13 +82,25 @@ export class Kafka {
   readonly #checks: Checks;
   readonly #prng: Prng;
   readonly #staleOffsets: boolean;
+  /** Draws the lost markers (RunOptions.lostMarkers), from a stream of their own: every other draw of a seed stays as it was. */
+  readonly #lostMarkers: Prng | undefined;
   #txns = 0;
 
-  constructor(logs: readonly (readonly CommandRecord[])[], checks: Checks, prng: Prng, staleOffsets: boolean) {
-    this.#parts = logs.map((records) => ({ records, epoch: 0, offsets: [0], checkpoint: undefined, marked: new Set<number>(), handovers: [] }));
+  constructor(logs: readonly (readonly CommandRecord[])[], checks: Checks, prng: Prng, staleOffsets: boolean, lostMarkers?: Prng) {
+    this.#parts = logs.map((records) => ({
+      records,
+      epoch: 0,
+      offsets: [0],
+      checkpoint: undefined,
+      marked: new Set<number>(),
+      handovers: [],
+      hanging: [],
+      aborted: [],
+    }));
     this.#checks = checks;
     this.#prng = prng;
     this.#staleOffsets = staleOffsets;
+    this.#lostMarkers = lostMarkers;
   }
 
   records(partition: number): readonly CommandRecord[] {
@@ -120,20 +164,84 @@ export class Kafka {
     const part = this.#part(txn.partition);
     if (txn.epoch !== part.epoch) return 'fenced';
     const outcome: TxnOutcome = faulty ? this.#prng.weighted({ committed: 0.86, failed: 0.07, ambiguous: 0.07 }) : 'committed';
-    if (outcome !== 'failed') this.#apply(part, txn);
+    const touched = partsOf(txn);
+    // Its markers end whatever of the producer's was left open in the same parts, with its own fate.
+    const ended = this.#mark(part, touched, outcome !== 'failed');
+    if (outcome === 'failed') {
+      // One ABORT marker ended the lost ones' checkpoints with this one's: what the ledger shows.
+      const lost = ended.flatMap((h) => (h.part === 'checkpoint' && h.txn.plan.checkpoint !== undefined ? [h.txn.plan.checkpoint] : []));
+      if (lost.length > 0 && txn.plan.checkpoint !== undefined) part.aborted.push({ txn: txn.id, checkpoints: [...lost, txn.plan.checkpoint] });
+      return outcome;
+    }
+    this.#checks.applied(txn.partition, txn.epoch, part.epoch);
+    // A coordinator that restarts while it writes the markers may complete the transaction with
+    // some of them never written (Kafka 4.3.1, docs/operations.md): those parts stay open. Only
+    // with the ledger's checkpoint among them, the loss a claim can see (its ledger partition's
+    // end held back).
+    const lost = this.#lostMarkers !== undefined && faulty && touched.includes('checkpoint') && this.#lostMarkers.chance(LOST_MARKERS_CHANCE);
+    const kept = lost ? touched.filter((p) => p !== 'checkpoint' && this.#lostMarkers?.chance(0.5) !== true) : touched;
+    for (const p of touched) if (!kept.includes(p)) part.hanging.push({ part: p, txn });
+    this.#apply(part, txn, kept);
+    if (lost) this.#markedIn(part, txn);
     return outcome;
   }
 
-  #apply(part: PartitionState, txn: Txn): void {
-    this.#checks.applied(txn.partition, txn.epoch, part.epoch);
+  /** Whether the ledger partition has a transaction open that no live owner's is (parts whose markers were lost). */
+  hangingCheckpoints(partition: number): Checkpoint[] {
+    return this.#part(partition).hanging.flatMap((h) => (h.part === 'checkpoint' && h.txn.plan.checkpoint !== undefined ? [h.txn.plan.checkpoint] : []));
+  }
+
+  /**
+   * A claim ends the hanging transaction (TransactionalProducers.settle): with `kept`, a committed
+   * transaction of that checkpoint in the ledger partition, whose marker commits what was open there
+   * before it; without, one aborted record, whose marker aborts it.
+   */
+  settleLedger(partition: number, kept: Checkpoint | undefined): void {
+    const part = this.#part(partition);
+    this.#mark(part, ['checkpoint'], kept !== undefined);
+    if (kept === undefined) return;
+    part.checkpoint = kept;
+    part.checkpointTxn = ++this.#txns;
+    for (const mark of kept.open) part.marked.add(Number(mark.offset));
+  }
+
+  /** The producer's marker in `parts`: what it had open there commits (`commit`) or is aborted. Returns what it ended. */
+  #mark(part: PartitionState, parts: readonly TxnPart[], commit: boolean): HangingPart[] {
+    const ended = part.hanging.filter((h) => parts.includes(h.part));
+    if (ended.length === 0) return ended;
+    part.hanging.splice(0, part.hanging.length, ...part.hanging.filter((h) => !parts.includes(h.part)));
+    if (commit) for (const h of ended) this.#apply(part, h.txn, [h.part]);
+    return ended;
+  }
+
+  /**
+   * The checkpoints of aborted transactions written after the newest committed one that were not
+   * their abort's own (every one but the last of each): a claim's read after its fence
+   * (ledger-store.ts readAfterFence) cannot tell whether they committed.
+   */
+  abortedUnsure(partition: number): Checkpoint[] {
+    const part = this.#part(partition);
+    return part.aborted.filter((a) => a.txn > (part.checkpointTxn ?? 0)).flatMap((a) => a.checkpoints.slice(0, -1));
+  }
+
+  /** A transaction whose coordinator committed it: its checkpoint's marks count as committed for honesty, whatever became of its markers. */
+  #markedIn(part: PartitionState, txn: Txn): void {
+    for (const mark of txn.plan.checkpoint?.open ?? []) part.marked.add(Number(mark.offset));
+  }
+
+  #apply(part: PartitionState, txn: Txn, parts: readonly TxnPart[] = partsOf(txn)): void {
     const { plan } = txn;
-    for (const outcome of plan.outcomes) this.#checks.result(txn.partition, outcome, part.marked.has(outcome.offset));
-    for (const outcome of plan.outcomes) if (outcome.kind === 'duplicate') this.#checks.repeat(txn.partition, outcome);
-    if (plan.checkpoint !== undefined) {
+    if (parts.includes('results')) {
+      for (const outcome of plan.outcomes) this.#checks.result(txn.partition, outcome, part.marked.has(outcome.offset));
+      for (const outcome of plan.outcomes) if (outcome.kind === 'duplicate') this.#checks.repeat(txn.partition, outcome);
+    }
+    // An older checkpoint committed late never replaces a newer one (compaction keeps the newest offset's record).
+    if (plan.checkpoint !== undefined && parts.includes('checkpoint') && (part.checkpointTxn ?? 0) < txn.id) {
       part.checkpoint = plan.checkpoint;
+      part.checkpointTxn = txn.id;
       for (const mark of plan.checkpoint.open) part.marked.add(Number(mark.offset));
     }
-    if (plan.commitOffset !== undefined) {
+    if (plan.commitOffset !== undefined && parts.includes('offset')) {
       part.offsets.push(Number(plan.commitOffset));
       this.#checks.offsetCommitted(txn.partition, Number(plan.commitOffset));
     }

@@ -40,6 +40,7 @@ function replayCommand(seed: number, options: RunOptions): string {
   if (options.consumerRestarts === false) flags.push('--consumer-restarts off');
   if (options.rejoinStalls === false) flags.push('--rejoin-stalls off');
   if (options.coordinatorRestarts === false) flags.push('--coordinator-restarts off');
+  if (options.lostMarkers === true) flags.push('--lost-markers on');
   if (options.crashesAfterFailure === false) flags.push('--crashes-after-failure off');
   if (options.repeatKeys === 'same') flags.push('--repeat-keys same');
   if (options.handler === 'forgetful') flags.push('--handler forgetful');
@@ -74,6 +75,7 @@ function main(): number {
       'consumer-restarts': { type: 'string' },
       'rejoin-stalls': { type: 'string' },
       'coordinator-restarts': { type: 'string' },
+      'lost-markers': { type: 'string' },
       'crashes-after-failure': { type: 'string' },
       'repeat-keys': { type: 'string' },
       handler: { type: 'string' },
@@ -85,7 +87,7 @@ function main(): number {
   if (values.help) {
     console.log(
       'npm run simulate -- [--schedules N] [--seed S] [--variant V] [--ledger on|off|both] [--trace]\n' +
-        '  [--lease-lapses on|off] [--late-fences on|off] [--consumer-restarts on|off] [--rejoin-stalls on|off] [--coordinator-restarts on|off] [--crashes-after-failure on|off] [--repeat-keys same|any] [--handler careful|forgetful]\n' +
+        '  [--lease-lapses on|off] [--late-fences on|off] [--consumer-restarts on|off] [--rejoin-stalls on|off] [--coordinator-restarts on|off] [--lost-markers on|off] [--crashes-after-failure on|off] [--repeat-keys same|any] [--handler careful|forgetful]\n' +
         '  [--stale-offsets ledger|always|never]\n' +
         `  variants: ${VARIANTS.join(', ')}`,
     );
@@ -106,6 +108,7 @@ function main(): number {
     repeatKeys: choice('repeat-keys', values['repeat-keys'], ['same', 'any'], 'any'),
     handler: choice('handler', values.handler, ['careful', 'forgetful'], 'careful'),
     staleOffsets: choice('stale-offsets', values['stale-offsets'], ['ledger', 'always', 'never'], 'ledger'),
+    lostMarkers: choice('lost-markers', values['lost-markers'], ['on', 'off'], 'off') === 'on',
   };
   const stopAtFirst = options.variant !== 'correct';
   console.log(`simulate: variant ${options.variant}, ledger ${options.ledger}, seeds ${seed}..${seed + schedules - 1}`);

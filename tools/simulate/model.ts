@@ -1,4 +1,5 @@
 import type { SimVariant } from './variants.ts';
+import type { Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 
 export type { SimVariant } from './variants.ts';
 import type { INVARIANTS } from '../../src/worker/protocol/table.ts';
@@ -86,6 +87,20 @@ export interface RunOptions {
    * Meanwhile lanes hold and leases lapse, as in a rejoin stall.
    */
   readonly coordinatorRestarts?: boolean;
+  /**
+   * Transactions committed with some markers lost (default off; `--lost-markers on`): Kafka 4.3.1's
+   * coordinator, restarting while it wrote a transaction's markers, completed it with its ledger
+   * partition's marker (and now and then its results' or the group offset's) never written. Those
+   * parts stay open until the partition's producer writes its next marker there, which gives them
+   * its own fate; a claim that finds the ledger's part open after its fence ends it (aborts it).
+   * Off by default so that every seed of the variants and findings keeps its schedule.
+   */
+  readonly lostMarkers?: boolean;
+  /**
+   * What a claim that ended a hanging transaction goes on from, in place of the shipped
+   * withHangingMarks (a test injects the code before it: the committed checkpoint alone).
+   */
+  readonly keepHanging?: (committed: Checkpoint | undefined, hanging: readonly Checkpoint[]) => Checkpoint | undefined;
   /** A repeated commandId comes with its first record's key (`same`) or, now and then, another key of the partition (`any`, the default; see the report). */
   readonly repeatKeys?: 'same' | 'any';
   /** A handler may throw after its claim failed (default on; see the report). */

@@ -1,4 +1,4 @@
-import { recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { recoveryPlan, withHangingMarks, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { afterFailure, buildClaim } from '../../src/worker/protocol/claim.ts';
 import { OwnershipMachine, type HeldClaim, type Lease } from '../../src/worker/protocol/ownership.ts';
 import type { ClaimStep } from '../../src/worker/protocol/table.ts';
@@ -281,7 +281,20 @@ export class Proc implements Owner, LaneHost {
       if (world.tracing) world.trace(`P${this.id} fences p${partition}: epoch ${attempt.epoch}`);
     } else {
       attempt.groupOffset = world.kafka.readGroupOffset(partition);
+      const hanging = world.settings.ledger ? world.kafka.hangingCheckpoints(partition) : [];
+      // After the fence, a transaction open in the ledger partition is a hanging one (its markers
+      // lost): the claim reads its checkpoints, ends it, and goes on as the shipped read does
+      // (ledger-store.ts readToEnd, HangingTransaction).
       attempt.checkpoint = world.settings.ledger ? world.kafka.checkpoint(partition) : undefined;
+      const unsure = world.settings.ledger ? [...world.kafka.abortedUnsure(partition), ...hanging] : [];
+      if (unsure.length > 0) {
+        attempt.checkpoint = (world.options.keepHanging ?? withHangingMarks)(attempt.checkpoint, unsure);
+        world.kafka.settleLedger(partition, attempt.checkpoint);
+        if (world.tracing)
+          world.trace(
+            `P${this.id} keeps the marks of ${unsure.length} checkpoint(s) of p${partition}'s ledger of unknown fate${hanging.length > 0 ? ', ending the hanging transaction' : ''}`,
+          );
+      }
       if (world.tracing)
         world.trace(
           `P${this.id} reads p${partition}: group offset ${attempt.groupOffset} (committed ${world.kafka.committed(partition)}), checkpoint ${

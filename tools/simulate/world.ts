@@ -36,7 +36,13 @@ export class World {
     this.settings = drawSettings(this.prng, options);
     this.logs = drawLogs(this.prng, this.settings.partitions, options.repeatKeys ?? 'any');
     this.checks = new Checks(this.settings.ledger, crossKeyCommands(this.logs));
-    this.kafka = new Kafka(this.logs, this.checks, this.prng, this.settings.staleOffsets);
+    this.kafka = new Kafka(
+      this.logs,
+      this.checks,
+      this.prng,
+      this.settings.staleOffsets,
+      options.lostMarkers === true ? new Prng(seed ^ 0x5bd1e995) : undefined,
+    );
     this.service = new Service(this.prng, this.checks);
     this.coverage = options.coverage === true ? new Coverage() : undefined;
     this.tracing = options.trace === true;
