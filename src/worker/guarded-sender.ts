@@ -79,6 +79,24 @@ interface SendState {
    * never `expired`; a later call that surely did not arrive does not withdraw the mark.
    */
   mayHaveReached: ProviderError | undefined;
+  /** Requests made so far, over every call. */
+  attempts: number;
+}
+
+/** A pass cleared for the call: whether it is the gate's probe, and how to give back what it took. */
+interface Call {
+  readonly kind: 'call';
+  readonly wasProbe: boolean;
+  readonly release: () => void;
+}
+
+/** What a pass through the loop comes to before the call: the command's end, another pass, or the call. */
+type Pass = { readonly kind: 'end'; readonly outcome: SendOutcome } | { readonly kind: 'again' } | Call;
+
+const AGAIN: Pass = { kind: 'again' };
+
+function end(outcome: SendOutcome): Pass {
+  return { kind: 'end', outcome };
 }
 
 /**
@@ -132,6 +150,7 @@ export class GuardedSender {
       fundsPausedSince: undefined,
       spend: new SpendTicket(this.#o.spend),
       mayHaveReached: undefined,
+      attempts: 0,
     };
     try {
       return await this.#send(request, correlationId, signal, expiresAt, hooks, state);
@@ -142,6 +161,7 @@ export class GuardedSender {
     }
   }
 
+  /** The loop: admission (#admit, #clear), then the call (#call), until one of them ends the command. */
   async #send(
     request: ProviderRequest,
     correlationId: string,
@@ -150,135 +170,171 @@ export class GuardedSender {
     hooks: SendHooks | undefined,
     state: SendState,
   ): Promise<SendOutcome> {
+    for (;;) {
+      const admitted = await this.#admit(request, signal, expiresAt, state);
+      if (admitted.kind === 'end') return admitted.outcome;
+      if (admitted.kind === 'again') continue;
+      const cleared = await this.#clear(signal, expiresAt, hooks, state, admitted);
+      if (cleared.kind === 'end') return cleared.outcome;
+      if (cleared.kind === 'again') continue;
+      const outcome = await this.#call(request, correlationId, expiresAt, hooks, state, cleared);
+      if (outcome !== undefined) return outcome;
+    }
+  }
+
+  /** Through the gate and the scoped holds: the command's end (expired, given up, abandoned), another pass, or on to #clear. */
+  async #admit(request: ProviderRequest, signal: AbortSignal, expiresAt: number | null, state: SendState): Promise<Pass> {
     const { gate, holds } = this.#o;
     const now = this.#o.now ?? Date.now;
-    let attempts = 0;
-    for (;;) {
-      let passage: GateExit;
-      try {
-        passage = await this.#passGate(signal, expiresAt, state);
-      } catch {
-        return abandoned(attempts, state);
-      }
-      // Left the pause without a call: its expiry came, or FUNDS_PAUSE_MAX_MS.
-      if (passage === 'expired' && expiresAt !== null) return expired(expiresAt, attempts, state);
-      if (passage === 'funds-pause-over') {
-        if (state.mayHaveReached !== undefined) return { kind: 'failed', error: state.mayHaveReached, attempts };
-        return { kind: 'failed', error: fundsPauseError(request.operation, this.#o.fundsPauseMaxMs ?? 0, attempts), attempts };
-      }
-      const wasProbe = passage === 'probe';
-      /** Gives back whatever this pass took: the gate's probe, the holds' probes. */
-      const release = (): void => {
-        if (wasProbe) gate.releaseProbe();
-        holds.release(state.ticket);
-      };
-      if (expiresAt !== null && now() >= expiresAt) {
-        release();
-        return expired(expiresAt, attempts, state);
-      }
-      const admission = holds.admit(state.ticket);
-      if (admission.kind === 'wait') {
-        // Held by a route or the cost ceiling: wait without the gate's probe, then ask again.
-        if (wasProbe) gate.releaseProbe();
-        try {
-          await holds.wait(state.ticket, expiresAt === null ? admission.untilMs : Math.min(admission.untilMs, expiresAt), signal);
-        } catch {
-          return abandoned(attempts, state);
-        }
-        continue;
-      }
-      if (admission.kind === 'give-up') {
-        release();
-        // Held back now, but an earlier call of it may have reached the service: its outcome is unknown.
-        if (state.mayHaveReached !== undefined) return { kind: 'failed', error: state.mayHaveReached, attempts };
-        return { kind: 'failed', error: heldBackError(request.operation, admission.code, admission.detail, attempts), attempts };
-      }
-      try {
-        // At a spend cap the command waits (kept, not failed) until a window has room for it.
-        await state.spend.take(state.footprint, signal, expiresAt);
-        await this.#o.rateLimiter.take(signal);
-      } catch {
-        release();
-        return abandoned(attempts, state);
-      }
-      if (expiresAt !== null && now() >= expiresAt) {
-        release();
-        return expired(expiresAt, attempts, state);
-      }
-      let cleared: boolean;
-      try {
-        cleared = hooks?.beforeSend === undefined || (await hooks.beforeSend(signal));
-      } catch {
-        cleared = false;
-      }
-      if (!cleared) {
-        release();
-        return abandoned(attempts, state);
-      }
-      if (!wasProbe && gate.reason !== undefined) {
-        // The gate closed while it waited for its mark and slot (a pause began: funds, the circuit):
-        // no call. Back to the gate, holding neither, so a pause costs the service one probe at a
-        // time, not every command that was already past the gate.
-        holds.release(state.ticket);
-        hooks?.kept?.(false);
-        continue;
-      }
-      try {
-        hooks?.callStarting?.();
-      } catch {
-        // An observer's bug must not change what becomes of the command.
-      }
-      let success: ProviderSuccess;
-      try {
-        success = await this.#o.client.send(request, {
-          correlationId,
-          ...(expiresAt === null ? {} : { deadline: expiresAt }),
-          ...(hooks?.onAttempt === undefined ? {} : { onAttempt: hooks.onAttempt }),
-        });
-      } catch (error) {
-        if (!isProviderError(error)) {
-          state.spend.settle('maybe');
-          release();
-          return { kind: 'failed', error: error instanceof Error ? error : new Error(String(error)), attempts };
-        }
-        attempts += error.attempts;
-        state.spend.settle(error.surelyNotSent || error.refused ? 'none' : 'maybe');
-        // Shutdown closed the client under the call: no result; the partition's next owner sends it.
-        // Not a sign of an outage, so the breaker does not count it.
-        if (error.aborted) {
-          release();
-          return abandoned(attempts, state, !error.surelyNotSent);
-        }
-        this.#o.onFailureClass?.(error.failureClass);
-        if (this.#judge(error, wasProbe, state) === 'keep') {
-          // Held for later, holding no slot meanwhile: if the service surely did not send it (it
-          // never got it, or refused it: 105400, 101301), its ledger mark is withdrawn too, unless
-          // an earlier call of it may have reached the service (kept after an ambiguous answer).
-          const reached = !(error.surelyNotSent || error.refused);
-          if (reached) state.mayHaveReached = error;
-          hooks?.kept?.(reached);
-          continue;
-        }
-        holds.release(state.ticket);
-        // An earlier call of it may have reached the service: whatever this one got, its outcome is unknown.
-        if (state.mayHaveReached !== undefined && !error.ambiguous) return { kind: 'failed', error: state.mayHaveReached, attempts };
-        if (expiresAt !== null && error.surelyNotSent && (error.stopReason === 'deadline' || now() >= expiresAt)) {
-          return expired(expiresAt, attempts, state);
-        }
-        if (state.refusals > 0 && (error.failureClass === 'insufficient-funds' || error.code === NO_UPSTREAM_CODE)) {
-          return { kind: 'failed', error: refusedAgainError(error, state, attempts), attempts };
-        }
-        return { kind: 'failed', error, attempts };
-      }
-      // Sent: outside the call's try, so nothing here can turn a sent command into a failed one.
-      attempts += success.attempts;
-      state.spend.settle(success.result.messages);
-      this.#o.outages.success();
-      if (gate.reason === 'insufficient_funds') holds.clearCostCeiling();
-      gate.clear();
-      holds.succeeded(state.ticket);
-      return { kind: 'sent', success, attempts };
+    let passage: GateExit;
+    try {
+      passage = await this.#passGate(signal, expiresAt, state);
+    } catch {
+      return end(abandoned(state.attempts, state));
     }
+    // Left the pause without a call: its expiry came, or FUNDS_PAUSE_MAX_MS.
+    if (passage === 'expired' && expiresAt !== null) return end(expired(expiresAt, state.attempts, state));
+    if (passage === 'funds-pause-over') {
+      if (state.mayHaveReached !== undefined) return end({ kind: 'failed', error: state.mayHaveReached, attempts: state.attempts });
+      return end({ kind: 'failed', error: fundsPauseError(request.operation, this.#o.fundsPauseMaxMs ?? 0, state.attempts), attempts: state.attempts });
+    }
+    const wasProbe = passage === 'probe';
+    /** Gives back whatever this pass took: the gate's probe, the holds' probes. */
+    const release = (): void => {
+      if (wasProbe) gate.releaseProbe();
+      holds.release(state.ticket);
+    };
+    if (expiresAt !== null && now() >= expiresAt) {
+      release();
+      return end(expired(expiresAt, state.attempts, state));
+    }
+    const admission = holds.admit(state.ticket);
+    if (admission.kind === 'wait') {
+      // Held by a route or the cost ceiling: wait without the gate's probe, then ask again.
+      if (wasProbe) gate.releaseProbe();
+      try {
+        await holds.wait(state.ticket, expiresAt === null ? admission.untilMs : Math.min(admission.untilMs, expiresAt), signal);
+      } catch {
+        return end(abandoned(state.attempts, state));
+      }
+      return AGAIN;
+    }
+    if (admission.kind === 'give-up') {
+      release();
+      // Held back now, but an earlier call of it may have reached the service: its outcome is unknown.
+      if (state.mayHaveReached !== undefined) return end({ kind: 'failed', error: state.mayHaveReached, attempts: state.attempts });
+      return end({ kind: 'failed', error: heldBackError(request.operation, admission.code, admission.detail, state.attempts), attempts: state.attempts });
+    }
+    return { kind: 'call', wasProbe, release };
+  }
+
+  /** The spend cap, a rate token, the record's own clearance (its mark and slot: `beforeSend`) and a last look at the gate. */
+  async #clear(signal: AbortSignal, expiresAt: number | null, hooks: SendHooks | undefined, state: SendState, pass: Call): Promise<Pass> {
+    const { gate, holds } = this.#o;
+    const now = this.#o.now ?? Date.now;
+    try {
+      // At a spend cap the command waits (kept, not failed) until a window has room for it.
+      await state.spend.take(state.footprint, signal, expiresAt);
+      await this.#o.rateLimiter.take(signal);
+    } catch {
+      pass.release();
+      return end(abandoned(state.attempts, state));
+    }
+    if (expiresAt !== null && now() >= expiresAt) {
+      pass.release();
+      return end(expired(expiresAt, state.attempts, state));
+    }
+    let cleared: boolean;
+    try {
+      cleared = hooks?.beforeSend === undefined || (await hooks.beforeSend(signal));
+    } catch {
+      cleared = false;
+    }
+    if (!cleared) {
+      pass.release();
+      return end(abandoned(state.attempts, state));
+    }
+    if (!pass.wasProbe && gate.reason !== undefined) {
+      // The gate closed while it waited for its mark and slot (a pause began: funds, the circuit):
+      // no call. Back to the gate, holding neither, so a pause costs the service one probe at a
+      // time, not every command that was already past the gate.
+      holds.release(state.ticket);
+      hooks?.kept?.(false);
+      return AGAIN;
+    }
+    return pass;
+  }
+
+  /** The call: its outcome, or undefined when the command is kept for another pass. */
+  async #call(
+    request: ProviderRequest,
+    correlationId: string,
+    expiresAt: number | null,
+    hooks: SendHooks | undefined,
+    state: SendState,
+    pass: Call,
+  ): Promise<SendOutcome | undefined> {
+    const { gate, holds } = this.#o;
+    try {
+      hooks?.callStarting?.();
+    } catch {
+      // An observer's bug must not change what becomes of the command.
+    }
+    let success: ProviderSuccess;
+    try {
+      success = await this.#o.client.send(request, {
+        correlationId,
+        ...(expiresAt === null ? {} : { deadline: expiresAt }),
+        ...(hooks?.onAttempt === undefined ? {} : { onAttempt: hooks.onAttempt }),
+      });
+    } catch (error) {
+      return this.#callFailed(error, expiresAt, hooks, state, pass);
+    }
+    // Sent: outside the call's try, so nothing here can turn a sent command into a failed one.
+    state.attempts += success.attempts;
+    state.spend.settle(success.result.messages);
+    this.#o.outages.success();
+    if (gate.reason === 'insufficient_funds') holds.clearCostCeiling();
+    gate.clear();
+    holds.succeeded(state.ticket);
+    return { kind: 'sent', success, attempts: state.attempts };
+  }
+
+  /** A call that failed: judged (#judge), then kept (undefined) or the command's failure. */
+  #callFailed(error: unknown, expiresAt: number | null, hooks: SendHooks | undefined, state: SendState, pass: Call): SendOutcome | undefined {
+    const now = this.#o.now ?? Date.now;
+    if (!isProviderError(error)) {
+      state.spend.settle('maybe');
+      pass.release();
+      return { kind: 'failed', error: error instanceof Error ? error : new Error(String(error)), attempts: state.attempts };
+    }
+    state.attempts += error.attempts;
+    state.spend.settle(error.surelyNotSent || error.refused ? 'none' : 'maybe');
+    // Shutdown closed the client under the call: no result; the partition's next owner sends it.
+    // Not a sign of an outage, so the breaker does not count it.
+    if (error.aborted) {
+      pass.release();
+      return abandoned(state.attempts, state, !error.surelyNotSent);
+    }
+    this.#o.onFailureClass?.(error.failureClass);
+    if (this.#judge(error, pass.wasProbe, state) === 'keep') {
+      // Held for later, holding no slot meanwhile: if the service surely did not send it (it
+      // never got it, or refused it: 105400, 101301), its ledger mark is withdrawn too, unless
+      // an earlier call of it may have reached the service (kept after an ambiguous answer).
+      const reached = !(error.surelyNotSent || error.refused);
+      if (reached) state.mayHaveReached = error;
+      hooks?.kept?.(reached);
+      return undefined;
+    }
+    this.#o.holds.release(state.ticket);
+    const { attempts } = state;
+    // An earlier call of it may have reached the service: whatever this one got, its outcome is unknown.
+    if (state.mayHaveReached !== undefined && !error.ambiguous) return { kind: 'failed', error: state.mayHaveReached, attempts };
+    if (expiresAt !== null && error.surelyNotSent && (error.stopReason === 'deadline' || now() >= expiresAt)) return expired(expiresAt, attempts, state);
+    if (state.refusals > 0 && (error.failureClass === 'insufficient-funds' || error.code === NO_UPSTREAM_CODE)) {
+      return { kind: 'failed', error: refusedAgainError(error, state, attempts), attempts };
+    }
+    return { kind: 'failed', error, attempts };
   }
 
   /**
