@@ -133,8 +133,9 @@ async function runOne(ctx: Context, ledger: boolean, seconds: number, restart: b
         idPrefix: `m${id}`,
         seed: 11,
       });
+      const publishedUntil = Date.now();
       machine.stop();
-      const load: MachineLoad = { busyShare: machine.busyShare(readyAt, Date.now()), cores: machine.cores };
+      const load: MachineLoad = { busyShare: machine.busyShare(machine.samples[0]?.at ?? readyAt, publishedUntil), cores: machine.cores };
       await sleep(3_000);
       await log.poll();
       const first = new Map<string, number>();
