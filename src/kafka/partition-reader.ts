@@ -149,19 +149,11 @@ export class PartitionReader {
     visit: (record: ReadRecord) => void | Promise<void>,
     deadlineMs = 30_000,
   ): Promise<void> {
-    const deadline = Date.now() + deadlineMs;
-    let next = from;
-    while (next < to) {
-      if (Date.now() > deadline)
-        throw new SmsWorkerError(
-          'KAFKA_READ_TIMEOUT',
-          `reading ${topic}[${partition}] from ${from} to ${to} took longer than ${deadlineMs} ms (stuck at ${next})`,
-          { retryable: true },
-        );
+    await this.#walk(`${topic}[${partition}]`, from, to, deadlineMs, async (next) => {
       const read = await this.#readOnce(topic, partition, next, to, 200);
       for (const record of read.records) await visit(record);
-      next = read.next;
-    }
+      return read.next;
+    });
   }
 
   /**
@@ -178,32 +170,19 @@ export class PartitionReader {
     visit: (record: ReadRecord) => void | Promise<void>,
     deadlineMs = 10_000,
   ): Promise<void> {
-    const deadline = Date.now() + deadlineMs;
-    let next = from;
-    while (next < to) {
-      if (Date.now() > deadline)
-        throw new SmsWorkerError(
-          'KAFKA_READ_TIMEOUT',
-          `reading ${topic}[${partition}] as written from ${from} to ${to} took longer than ${deadlineMs} ms (stuck at ${next})`,
-          {
-            retryable: true,
-          },
-        );
-      const found = await this.#fetch(topic, partition, next, 0, READ_UNCOMMITTED);
-      const before = next;
+    await this.#walk(`${topic}[${partition}] as written`, from, to, deadlineMs, async (start) => {
+      const found = await this.#fetch(topic, partition, start, 0, READ_UNCOMMITTED);
+      let next = start;
       for (const record of found.messages) {
         const offset = BigInt(record.offset);
         if (offset < next) continue;
-        if (offset >= to) {
-          next = to;
-          break;
-        }
+        if (offset >= to) return to;
         next = offset + 1n;
         if (record.isControlRecord !== true) await visit({ offset, key: record.key ?? null, value: record.value ?? null });
       }
-      // Nothing at or past `next` came back (compaction's gap, or the end moved back): stop there.
-      if (next === before) break;
-    }
+      // Nothing at or past `start` came back (compaction's gap, or the end moved back): stop there.
+      return next === start ? undefined : next;
+    });
   }
 
   /**
@@ -219,25 +198,30 @@ export class PartitionReader {
     visit: (record: ReadRecord, transaction: string) => void | Promise<void>,
     deadlineMs = 10_000,
   ): Promise<void> {
-    const deadline = Date.now() + deadlineMs;
-    let next = from;
-    while (next < to) {
-      if (Date.now() > deadline)
-        throw new SmsWorkerError(
-          'KAFKA_READ_TIMEOUT',
-          `reading the aborted records of ${topic}[${partition}] from ${from} to ${to} took longer than ${deadlineMs} ms (stuck at ${next})`,
-          {
-            retryable: true,
-          },
-        );
+    await this.#walk(`the aborted records of ${topic}[${partition}]`, from, to, deadlineMs, async (next) => {
       const found = await this.#fetch(topic, partition, next, 0);
       const end = BigInt(found.lastStableOffset) < to ? BigInt(found.lastStableOffset) : to;
       const below = found.messages.filter((m) => BigInt(m.offset) >= next && BigInt(m.offset) < end);
       for (const { record, transaction } of abortedRecords(below, found.abortedTransactions))
         await visit({ offset: BigInt(record.offset), key: record.key ?? null, value: record.value ?? null }, transaction);
       const last = below.at(-1);
-      if (last === undefined) break;
-      next = BigInt(last.offset) + 1n;
+      return last === undefined ? undefined : BigInt(last.offset) + 1n;
+    });
+  }
+
+  /**
+   * The reads' loop over [from, to): `step` reads from an offset and says where to go on from
+   * (undefined: stop early); past `deadlineMs` it fails with KAFKA_READ_TIMEOUT, naming `what`.
+   */
+  async #walk(what: string, from: bigint, to: bigint, deadlineMs: number, step: (next: bigint) => Promise<bigint | undefined>): Promise<void> {
+    const deadline = Date.now() + deadlineMs;
+    let next: bigint | undefined = from;
+    while (next !== undefined && next < to) {
+      if (Date.now() > deadline)
+        throw new SmsWorkerError('KAFKA_READ_TIMEOUT', `reading ${what} from ${from} to ${to} took longer than ${deadlineMs} ms (stuck at ${next})`, {
+          retryable: true,
+        });
+      next = await step(next);
     }
   }
 

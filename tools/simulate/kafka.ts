@@ -62,6 +62,11 @@ export interface Handover {
 /** The chance that a committed transaction, under faults, loses its ledger marker (and each other part's, half the time). */
 const LOST_MARKERS_CHANCE = 0.05;
 
+/** The checkpoints among hanging parts, in the order written. */
+function checkpointsIn(parts: readonly HangingPart[]): Checkpoint[] {
+  return parts.flatMap((h) => (h.part === 'checkpoint' && h.txn.plan.checkpoint !== undefined ? [h.txn.plan.checkpoint] : []));
+}
+
 /** The parts a transaction writes. */
 function partsOf(txn: Txn): TxnPart[] {
   const { plan } = txn;
@@ -169,7 +174,7 @@ export class Kafka {
     const ended = this.#mark(part, touched, outcome !== 'failed');
     if (outcome === 'failed') {
       // One ABORT marker ended the lost ones' checkpoints with this one's: what the ledger shows.
-      const lost = ended.flatMap((h) => (h.part === 'checkpoint' && h.txn.plan.checkpoint !== undefined ? [h.txn.plan.checkpoint] : []));
+      const lost = checkpointsIn(ended);
       if (lost.length > 0 && txn.plan.checkpoint !== undefined) part.aborted.push({ txn: txn.id, checkpoints: [...lost, txn.plan.checkpoint] });
       return outcome;
     }
@@ -186,9 +191,9 @@ export class Kafka {
     return outcome;
   }
 
-  /** Whether the ledger partition has a transaction open that no live owner's is (parts whose markers were lost). */
+  /** The checkpoints of the ledger partition's transaction left open (parts whose markers were lost), oldest first. */
   hangingCheckpoints(partition: number): Checkpoint[] {
-    return this.#part(partition).hanging.flatMap((h) => (h.part === 'checkpoint' && h.txn.plan.checkpoint !== undefined ? [h.txn.plan.checkpoint] : []));
+    return checkpointsIn(this.#part(partition).hanging);
   }
 
   /**
