@@ -1,11 +1,23 @@
 import { defineConfig } from 'vitest/config';
 
-// Three projects, each run once by `npm test` (and `.ci/run`):
+// Four projects, each run once by `npm test` (and `.ci/run`):
 // - unit: pure and in-process (loopback HTTP at most), seconds;
 // - integration: the real Kafka broker and schema registry the global setup provides (tools/stack/);
+// - integration-alone: integration files with brokers of their own, one file at a time (ALONE);
 // - packaging: the chart, its alerts and dashboard, the image layout: helm, promtool, a kube-apiserver
 //   and tsc, built or started by scripts/ (cached), minutes on a cold machine.
 const PACKAGING = ['test/helm/**/*.test.ts', 'test/docker/**/*.test.ts'];
+// Integration files that start brokers of their own (and stop, kill or freeze them) and time what a
+// worker does meanwhile: run one at a time, after the others. Beside another file on two cores, a
+// JVM starting or a worker's burst stalled loopback calls past the tests' 3 s timeouts, and CI runs
+// failed on the neighbour (a route-refusal test, the keyed producer's timeout) or on them.
+const ALONE = [
+  'test/worker/broker-restart.int.test.ts',
+  'test/worker/broker-crash.int.test.ts',
+  'test/kafka/cluster-moves.int.test.ts',
+  'test/kafka/keyed-producer.int.test.ts',
+  'test/kafka/secured-cluster.int.test.ts',
+];
 
 export default defineConfig({
   test: {
@@ -35,7 +47,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.int.test.ts'],
-          exclude: PACKAGING,
+          exclude: [...PACKAGING, ...ALONE],
           environment: 'node',
           globalSetup: ['test/setup/global-stack.ts'],
           testTimeout: 120_000,
@@ -45,6 +57,20 @@ export default defineConfig({
           maxWorkers: 2,
           // Unit tests first: they need nothing, and fail fast.
           sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        test: {
+          name: 'integration-alone',
+          include: ALONE,
+          environment: 'node',
+          // The same stack as the integration project (global-stack.ts shares one per run).
+          globalSetup: ['test/setup/global-stack.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+          maxWorkers: 1,
+          sequence: { groupOrder: 2 },
         },
       },
       // Reproductions of open bugs (they fail, some of the time): only on request, never in `npm test`.
@@ -70,7 +96,7 @@ export default defineConfig({
           // Building helm, promtool or kube-apiserver on a cold machine takes minutes (scripts/ensure-*.sh).
           testTimeout: 120_000,
           hookTimeout: 1_200_000,
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 3 },
         },
       },
     ],

@@ -7,6 +7,8 @@ import { connectionSettings, describeIssues, type KafkaSettings, type RegistrySe
 import type { RefusalScopeSettings } from '../worker/refusal-scopes.ts';
 import { velocityEnabled, type VelocitySettings } from '../worker/guard/velocity.ts';
 import type { SpendCapSettings } from '../worker/guard/spend-cap.ts';
+import { accountVariables, declaredAccounts, parseAccounts, type AccountSettings } from '../accounts/accounts.ts';
+import { parseRouting, type Routing } from '../accounts/routing.ts';
 import { BULK_MARK_LINGER_MS, envSchema, REFUSAL_DEFAULTS, SECRET_VARIABLES, type Env } from './schema.ts';
 import { withSecretFiles } from './secret-files.ts';
 import { unknownVariables, type UnknownVariable } from './unknown-variables.ts';
@@ -89,6 +91,10 @@ export interface WorkerConfig {
       readonly retryAmbiguous: boolean;
     };
   };
+  /** Every account of the service: `default` (the provider settings above) first, then ACCOUNTS. */
+  readonly accounts: readonly AccountSettings[];
+  /** Which accounts each command may go through, in order (ACCOUNT_ROUTES, ACCOUNT_FAILOVER). */
+  readonly routing: Routing;
   readonly maxInFlight: number;
   /** Ledger marks ahead of the free slots: paced (`auto`), or that many. */
   readonly marksAhead: 'auto' | number;
@@ -137,6 +143,17 @@ export function loadConfig(given: NodeJS.ProcessEnv = process.env): WorkerConfig
   if (e.MARKS_AHEAD !== 'auto' && e.MARKS_AHEAD > 2 * e.MAX_IN_FLIGHT) problems.push(`MARKS_AHEAD: at most 2 × MAX_IN_FLIGHT (${2 * e.MAX_IN_FLIGHT})`);
   if (new Set([e.COMMAND_TOPIC, e.RESULT_TOPIC, e.DEAD_LETTER_TOPIC, e.LEDGER_TOPIC]).size !== 4)
     problems.push('COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC, LEDGER_TOPIC: must be four different topics');
+  const accounts = parseAccounts(
+    env,
+    { baseUrl: e.PROVIDER_BASE_URL.replace(/\/+$/, ''), accessKeyId: e.PROVIDER_ACCESS_KEY_ID, accessKeySecret: e.PROVIDER_ACCESS_KEY_SECRET },
+    problems,
+  );
+  const routing = parseRouting(
+    e.ACCOUNT_ROUTES,
+    e.ACCOUNT_FAILOVER === undefined ? accounts.map((a) => a.name) : e.ACCOUNT_FAILOVER.split(',').map((name) => name.trim()),
+    new Set(accounts.map((a) => a.name)),
+    problems,
+  );
   const sources = commandSources(e, problems);
   const geo = geoPolicy(e, problems);
   const guard = guardSettings(e, problems);
@@ -176,6 +193,8 @@ export function loadConfig(given: NodeJS.ProcessEnv = process.env): WorkerConfig
         retryAmbiguous: e.PROVIDER_RETRY_AMBIGUOUS,
       },
     },
+    accounts,
+    routing,
     maxInFlight: e.MAX_IN_FLIGHT,
     marksAhead: e.MARKS_AHEAD,
     maxBytesInHand: e.MAX_BYTES_IN_HAND,
@@ -309,6 +328,7 @@ export function describeConfig(config: WorkerConfig): Record<string, unknown> {
       auth: config.registry.auth === undefined ? undefined : { username: config.registry.auth.username, password: '[redacted]' },
     },
     provider: { ...config.provider, accessKeyId: '[redacted]', accessKeySecret: config.provider.accessKeySecret === undefined ? undefined : '[redacted]' },
+    accounts: config.accounts.map((a) => ({ ...a, accessKeyId: '[redacted]', accessKeySecret: a.accessKeySecret === undefined ? undefined : '[redacted]' })),
   };
 }
 
@@ -366,6 +386,10 @@ const TRACING_VARIABLES = [
  * ignored. `also`: other names that are fine (the receiver's own).
  */
 export function unknownSettings(env: NodeJS.ProcessEnv = process.env, also: readonly string[] = []): UnknownVariable[] {
-  const known = [...Object.keys(envSchema.shape), ...SECRET_VARIABLES.map((name) => `${name}_FILE`), ...TRACING_VARIABLES, ...also];
+  const accountNames = declaredAccounts(env).flatMap((name) => {
+    const { secrets, plain } = accountVariables(name);
+    return [...secrets, ...secrets.map((secret) => `${secret}_FILE`), ...plain];
+  });
+  const known = [...Object.keys(envSchema.shape), ...SECRET_VARIABLES.map((name) => `${name}_FILE`), ...TRACING_VARIABLES, ...accountNames, ...also];
   return unknownVariables(env, known);
 }

@@ -226,6 +226,12 @@ export const envSchema = z.object({
   PROVIDER_RETRY_MAX_DELAY_MS: int(PROVIDER_DEFAULTS.retryMaxDelayMs, 1),
   PROVIDER_RETRY_AMBIGUOUS: bool(PROVIDER_DEFAULTS.retryAmbiguous),
   PROVIDER_MAX_RESPONSE_BYTES: int(PROVIDER_DEFAULTS.maxResponseBytes, 1_024, 104_857_600),
+  /** More accounts of the service besides `default` (PROVIDER_*), comma-separated names; each set by ACCOUNT_<NAME>_* (src/accounts/accounts.ts). */
+  ACCOUNTS: optionalText,
+  /** The accounts a command no ACCOUNT_ROUTES rule matches is tried through, in order; default: `default`, then ACCOUNTS. */
+  ACCOUNT_FAILOVER: optionalText,
+  /** Rules choosing a command's accounts: a JSON array, first match wins (src/accounts/routing.ts). */
+  ACCOUNT_ROUTES: optionalText,
   MAX_IN_FLIGHT: int(64, 1, 10_000),
   /**
    * Ledger marks kept ahead of the free in-flight slots (src/worker/priority/mark-pacing.ts): `auto`

@@ -44,6 +44,8 @@ export function resultToAvro(result: CommandResult): Record<string, unknown> {
     source: { ...result.source },
     completedAt: result.completedAt,
     attemptedAt: wrap('long', result.attemptedAt ?? null),
+    account: wrap('string', result.account ?? null),
+    failovers: (result.failovers ?? []).map((f) => ({ account: f.account, reason: f.reason, code: f.code, message: f.message })),
   };
 }
 
@@ -98,6 +100,9 @@ const resultSchema = z.object({
   completedAt: z.number().int(),
   // Absent in results written before the field existed (the reader's default then fills in null).
   attemptedAt: nullable('long', z.number().int()).optional(),
+  // Absent in results written before 0.4 (the reader's defaults: null and []).
+  account: nullable('string', z.string()).optional(),
+  failovers: z.array(z.object({ account: z.string(), reason: z.string(), code: z.string(), message: z.string() })).optional(),
 });
 
 /** @throws SmsWorkerError `RESULT_UNREADABLE` when the value is not a result of this schema. */
@@ -106,6 +111,11 @@ export function resultFromAvro(decoded: unknown): CommandResult {
   if (!parsed.success) {
     throw new SmsWorkerError('RESULT_UNREADABLE', `decoded result does not match the result schema: ${parsed.error.message}`);
   }
-  const { attemptedAt, ...rest } = parsed.data;
-  return attemptedAt === null || attemptedAt === undefined ? rest : { ...rest, attemptedAt };
+  const { attemptedAt, account, failovers, ...rest } = parsed.data;
+  return {
+    ...rest,
+    ...(attemptedAt === null || attemptedAt === undefined ? {} : { attemptedAt }),
+    ...(account === null || account === undefined ? {} : { account }),
+    ...(failovers === undefined || failovers.length === 0 ? {} : { failovers }),
+  };
 }

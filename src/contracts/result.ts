@@ -49,6 +49,20 @@ export interface CommandResult {
   readonly completedAt: number;
   /** UNKNOWN only: when the send whose outcome is unknown was attempted (epoch ms). */
   readonly attemptedAt?: number | null;
+  /** The account (its label) the command was last tried through; absent when none was tried. */
+  readonly account?: string | null;
+  /** Each account the command left for the next, in order; absent or empty when it left none. */
+  readonly failovers?: readonly ResultFailover[];
+}
+
+/** One account a command left for its next, and why (the account proved it was not sent there). */
+export interface ResultFailover {
+  readonly account: string;
+  /** no-route, funds, refused-client, unreachable or paused (src/accounts/failover.ts). */
+  readonly reason: string;
+  /** The service's code (101301, 105400, PROVIDER_HTTP_401, …) or the pause's reason. */
+  readonly code: string;
+  readonly message: string;
 }
 
 /** Error codes the contracts layer itself produces (provider and transport codes come from SmsWorkerError.code). */

@@ -83,6 +83,12 @@ export function createMetrics(registry: Registry = new Registry()) {
 
   const metrics = {
     registry,
+    failovers: new Counter({
+      name: `${prefix}failovers_total`,
+      help: 'Commands that left an account for the next of their list, by the account left (ACCOUNTS, at most 8) and why (no-route, funds, refused-client, unreachable, paused): that account proved it did not send them.',
+      labelNames: ['account', 'reason'],
+      registers: [registry],
+    }),
     commandsConsumed: new Counter({ name: `${prefix}commands_consumed_total`, help: 'Command records consumed (before decoding).', registers: [registry] }),
     results: new Counter({
       name: `${prefix}results_total`,

@@ -67,18 +67,29 @@ function settle(lines: readonly Line[], balanceMicros: bigint, nextId: () => str
 }
 
 /** Billing of one text recipient (src/contracts/segments.ts has the counting rule). */
-export function textLine(command: TextCommand, recipient: Recipient, homeRegion: string): Line | undefined {
-  const route = textRoute(recipient.regionCode);
+export function textLine(
+  command: TextCommand,
+  recipient: Recipient,
+  homeRegion: string,
+  routeOf: (regionCode: string) => Route | undefined = textRoute,
+): Line | undefined {
+  const route = routeOf(recipient.regionCode);
   if (route === undefined) return undefined;
   const domestic = recipient.regionCode === homeRegion;
   const messageCount = segment(billedText(command.signature, command.text, domestic)).parts;
   return { recipient, route, messageCount, priceMicros: route.priceMicros * BigInt(messageCount) };
 }
 
-export function sendText(command: TextCommand, homeRegion: string, balanceMicros: bigint, nextId: () => string): OperationAnswer {
+export function sendText(
+  command: TextCommand,
+  homeRegion: string,
+  balanceMicros: bigint,
+  nextId: () => string,
+  routeOf: (regionCode: string) => Route | undefined = textRoute,
+): OperationAnswer {
   const lines: Line[] = [];
   for (const recipient of command.recipients) {
-    const line = textLine(command, recipient, homeRegion);
+    const line = textLine(command, recipient, homeRegion, routeOf);
     // One recipient without a route fails the whole call: the service answers per call, not per recipient.
     if (line === undefined) return { ok: false, envelope: errorEnvelope('noUpstream') };
     lines.push(line);

@@ -43,6 +43,21 @@ export function textRoute(regionCode: string): Route | undefined {
   return PRICE_TABLE[regionCode]?.text ?? undefined;
 }
 
+/** A sandbox's text routes that differ from PRICE_TABLE, by region: an upstream and its price, or null for none (101301). */
+export type TextRouteOverrides = Readonly<Record<string, { readonly upstream: string; readonly price: string } | null>>;
+
+/**
+ * The text route lookup of a sandbox whose account has routes of its own (a second account of the
+ * service, e.g. one with an AU upstream): its overrides first, then PRICE_TABLE.
+ */
+export function textRoutesWith(overrides: TextRouteOverrides = {}): (regionCode: string) => Route | undefined {
+  const own = new Map(Object.entries(overrides).map(([region, given]) => [region, given === null ? null : route(given.upstream, given.price)] as const));
+  return (regionCode) => {
+    const given = own.get(regionCode);
+    return given === undefined ? textRoute(regionCode) : (given ?? undefined);
+  };
+}
+
 export function voiceRoute(regionCode: string): Route | undefined {
   return PRICE_TABLE[regionCode]?.voice;
 }

@@ -23,6 +23,7 @@ import { AFTER_PROCESSING, DEFAULT_FAULTS, seededRandom } from './faults.ts';
 import type { FaultSettings } from './faults.ts';
 import { parseMoney } from './money.ts';
 import { sendText, sendVoice } from './operations.ts';
+import { textRoutesWith, type TextRouteOverrides } from './pricing.ts';
 import type { OperationAnswer, SuccessEnvelope } from './operations.ts';
 import { SandboxState } from './state.ts';
 import { validateText, validateVoice } from './validate.ts';
@@ -49,6 +50,8 @@ export interface SandboxOptions {
   readonly logCapacity?: number;
   /** Delivery reports to a callback URL (delivery-reports.ts); none unless a URL is set. */
   readonly deliveryReports?: Partial<DeliveryReportSettings>;
+  /** Text routes of this sandbox's account that differ from PRICE_TABLE (another account of the service, with its own upstreams). */
+  readonly textRoutes?: TextRouteOverrides;
   /** Waits out a request's latency (injectable so tests need no clock); rejects once `signal` aborts. @defaultValue node:timers/promises setTimeout */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<unknown>;
 }
@@ -72,6 +75,7 @@ const VOICE = 'sms.voice.verification.send';
 
 export async function startSandbox(options: SandboxOptions = {}): Promise<RunningSandbox> {
   const homeRegion: CountryCode = options.homeRegion ?? 'CN';
+  const textRouteOf = textRoutesWith(options.textRoutes);
   const balanceMicros = parseMoney(options.balance ?? DEFAULT_SANDBOX_BALANCE);
   if (balanceMicros === undefined) throw new Error('sandbox balance must be a non-negative decimal with at most six decimals');
   const random = options.random ?? (options.seed === undefined ? Math.random : seededRandom(options.seed));
@@ -112,7 +116,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
       const command = validateText(body, homeRegion);
       if (!command.ok) return failure(command.error);
       recipients = command.value.recipients.length;
-      result = sendText(command.value, homeRegion, state.balanceMicros, nextMessageId);
+      result = sendText(command.value, homeRegion, state.balanceMicros, nextMessageId, textRouteOf);
     } else {
       const command = validateVoice(body, homeRegion);
       if (!command.ok) return failure(command.error);

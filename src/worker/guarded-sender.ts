@@ -6,9 +6,10 @@ import type { FailureClass, ProviderClient, ProviderRequest, ProviderSuccess } f
 import type { TokenSource } from './rate-limiter.ts';
 import { RefusalHolds } from './refusal-holds.ts';
 import { DEFAULT_REFUSAL_SCOPE_SETTINGS, type HoldTicket, type RefusalScope } from './refusal-scopes.ts';
-import type { OutageCounter, Passage, PauseReason, ServiceGate } from './service-gate.ts';
+import { PAUSE_DESCRIPTIONS, type OutageCounter, type Passage, type PauseReason, type ServiceGate } from './service-gate.ts';
 import { fundsPauseError, heldBackError, refusedAgainError } from './refusal-errors.ts';
-import type { SendHooks, SendOutcome } from './send-outcome.ts';
+import type { Declined, SendHooks, SendOutcome } from './send-outcome.ts';
+import { failoverReason, type FailoverReason } from '../accounts/failover.ts';
 import type { DestinationGuard } from './guard/destination-guard.ts';
 import { SpendTicket, type SpendHolds } from './guard/spend-holds.ts';
 
@@ -81,6 +82,13 @@ interface SendState {
   mayHaveReached: ProviderError | undefined;
   /** Requests made so far, over every call. */
   attempts: number;
+  /**
+   * The command has another account to go to: a pause of this account or of the route on it
+   * declines it at once instead of holding it, and so does a call that proves it was not sent
+   * for a reason of the account's (src/accounts/failover.ts). Never once a call may have reached
+   * the service (`mayHaveReached`).
+   */
+  readonly failover: boolean;
 }
 
 /** A pass cleared for the call: whether it is the gate's probe, and how to give back what it took. */
@@ -91,11 +99,11 @@ interface Call {
 }
 
 /** What a pass through the loop comes to before the call: the command's end, another pass, or the call. */
-type Pass = { readonly kind: 'end'; readonly outcome: SendOutcome } | { readonly kind: 'again' } | Call;
+type Pass = { readonly kind: 'end'; readonly outcome: SendOutcome | Declined } | { readonly kind: 'again' } | Call;
 
 const AGAIN: Pass = { kind: 'again' };
 
-function end(outcome: SendOutcome): Pass {
+function end(outcome: SendOutcome | Declined): Pass {
   return { kind: 'end', outcome };
 }
 
@@ -142,6 +150,38 @@ export class GuardedSender {
     hooks?: SendHooks,
     footprint: SendFootprint = { operation: request.operation, regions: [], costUnits: 1 },
   ): Promise<SendOutcome> {
+    const outcome = await this.#run(request, correlationId, signal, expiresAt, hooks, footprint, false);
+    // Only #run's failover mode declines.
+    if (outcome.kind === 'declined') throw new Error(`a send without failover was declined (${outcome.code})`);
+    return outcome;
+  }
+
+  /**
+   * `send` for a command that has another account to go to after this one: `declined` when this
+   * account or the route on it is paused, or when a call here proves the command was not sent
+   * for a reason of the account's (101301, 105400, a refused key, no connection). The refusal
+   * still pauses what it is about here, and the command's mark is withdrawn before it goes on.
+   */
+  async sendOrDecline(
+    request: ProviderRequest,
+    correlationId: string,
+    signal: AbortSignal,
+    expiresAt: number | null,
+    hooks: SendHooks | undefined,
+    footprint: SendFootprint,
+  ): Promise<SendOutcome | Declined> {
+    return this.#run(request, correlationId, signal, expiresAt, hooks, footprint, true);
+  }
+
+  async #run(
+    request: ProviderRequest,
+    correlationId: string,
+    signal: AbortSignal,
+    expiresAt: number | null,
+    hooks: SendHooks | undefined,
+    footprint: SendFootprint,
+    failover: boolean,
+  ): Promise<SendOutcome | Declined> {
     const state: SendState = {
       ticket: this.#o.holds.ticket(footprint),
       footprint,
@@ -151,6 +191,7 @@ export class GuardedSender {
       spend: new SpendTicket(this.#o.spend),
       mayHaveReached: undefined,
       attempts: 0,
+      failover,
     };
     try {
       return await this.#send(request, correlationId, signal, expiresAt, hooks, state);
@@ -169,7 +210,7 @@ export class GuardedSender {
     expiresAt: number | null,
     hooks: SendHooks | undefined,
     state: SendState,
-  ): Promise<SendOutcome> {
+  ): Promise<SendOutcome | Declined> {
     for (;;) {
       const admitted = await this.#admit(request, signal, expiresAt, state);
       if (admitted.kind === 'end') return admitted.outcome;
@@ -187,10 +228,19 @@ export class GuardedSender {
     const { gate, holds } = this.#o;
     const now = this.#o.now ?? Date.now;
     let passage: GateExit;
-    try {
-      passage = await this.#passGate(signal, expiresAt, state);
-    } catch {
-      return end(abandoned(state.attempts, state));
+    if (mayFailOver(state)) {
+      const now = gate.passNow(state.footprint.costUnits, state.refusals + state.accountRefusals);
+      if (now === 'closed') {
+        const reason = gate.reason ?? 'circuit_open';
+        return end(declined('paused', reason, `this account is paused: ${PAUSE_DESCRIPTIONS[reason]}`, state));
+      }
+      passage = now;
+    } else {
+      try {
+        passage = await this.#passGate(signal, expiresAt, state);
+      } catch {
+        return end(abandoned(state.attempts, state));
+      }
     }
     // Left the pause without a call: its expiry came, or FUNDS_PAUSE_MAX_MS.
     if (passage === 'expired' && expiresAt !== null) return end(expired(expiresAt, state.attempts, state));
@@ -209,6 +259,15 @@ export class GuardedSender {
       return end(expired(expiresAt, state.attempts, state));
     }
     const admission = holds.admit(state.ticket);
+    if (admission.kind !== 'go' && mayFailOver(state)) {
+      // The route (101301) or the cost ceiling (105400) is held on this account: on to the next.
+      release();
+      return end(
+        admission.kind === 'give-up'
+          ? declined('paused', admission.code, admission.detail, state)
+          : declined('paused', 'HELD', 'its route or its cost is held on this account after a refusal (101301 or 105400); not sent here', state),
+      );
+    }
     if (admission.kind === 'wait') {
       // Held by a route or the cost ceiling: wait without the gate's probe, then ask again.
       if (wasProbe) gate.releaseProbe();
@@ -273,7 +332,7 @@ export class GuardedSender {
     hooks: SendHooks | undefined,
     state: SendState,
     pass: Call,
-  ): Promise<SendOutcome | undefined> {
+  ): Promise<SendOutcome | Declined | undefined> {
     const { gate, holds } = this.#o;
     try {
       hooks?.callStarting?.();
@@ -301,7 +360,7 @@ export class GuardedSender {
   }
 
   /** A call that failed: judged (#judge), then kept (undefined) or the command's failure. */
-  #callFailed(error: unknown, expiresAt: number | null, hooks: SendHooks | undefined, state: SendState, pass: Call): SendOutcome | undefined {
+  #callFailed(error: unknown, expiresAt: number | null, hooks: SendHooks | undefined, state: SendState, pass: Call): SendOutcome | Declined | undefined {
     const now = this.#o.now ?? Date.now;
     if (!isProviderError(error)) {
       state.spend.settle('maybe');
@@ -317,7 +376,16 @@ export class GuardedSender {
       return abandoned(state.attempts, state, !error.surelyNotSent);
     }
     this.#o.onFailureClass?.(error.failureClass);
-    if (this.#judge(error, pass.wasProbe, state) === 'keep') {
+    const verdict = this.#judge(error, pass.wasProbe, state);
+    const reason = mayFailOver(state) ? failoverReason(error) : undefined;
+    if (reason !== undefined) {
+      // Surely not sent, for a reason of this account's: what it paused here stays paused, the
+      // mark is withdrawn (nothing reached the service), and the command goes to its next account.
+      this.#o.holds.release(state.ticket);
+      hooks?.kept?.(false);
+      return declined(reason, error.code, error.message, state);
+    }
+    if (verdict === 'keep') {
       // Held for later, holding no slot meanwhile: if the service surely did not send it (it
       // never got it, or refused it: 105400, 101301), its ledger mark is withdrawn too, unless
       // an earlier call of it may have reached the service (kept after an ambiguous answer).
@@ -460,6 +528,19 @@ export class GuardedSender {
     if (reason === 'insufficient_funds') this.#o.holds.clearCostCeiling();
     this.#o.gate.block(reason, wasProbe, probeInMs);
   }
+}
+
+/** Whether the command may still go to another account: it has one, and no call of it may have reached the service. */
+function mayFailOver(state: SendState): boolean {
+  return state.failover && state.mayHaveReached === undefined;
+}
+
+/** Longest message a declined account passes on (into the result's failovers). */
+const MAX_DECLINED_MESSAGE = 300;
+
+function declined(reason: FailoverReason, code: string, message: string, state: SendState): Declined {
+  const bounded = message.length <= MAX_DECLINED_MESSAGE ? message : `${message.slice(0, MAX_DECLINED_MESSAGE - 1)}…`;
+  return { kind: 'declined', reason, code, message: bounded, attempts: state.attempts };
 }
 
 /**

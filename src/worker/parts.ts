@@ -12,7 +12,7 @@ import type { CommandTracer } from '../observability/command-span.ts';
 import type { ProviderClient } from '../provider/types.ts';
 import type { Codec } from '../schema/codec.ts';
 import type { FetchPauses } from './fetch-pauses.ts';
-import type { GuardedSender } from './guarded-sender.ts';
+import type { CommandSender } from './failover-sender.ts';
 import type { PartitionOwnership } from './partition-ownership.ts';
 import type { ServiceGate } from './service-gate.ts';
 import type { SpendHolds } from './guard/spend-holds.ts';
@@ -47,7 +47,7 @@ export interface WorkerParts extends SharedParts {
   readonly source: CommandSource;
   readonly consumer: CommandConsumer;
   /** Takes rate-limit tokens at the source's priority. */
-  readonly sender: GuardedSender;
+  readonly sender: CommandSender;
   readonly ownership: PartitionOwnership;
   /** Whether this member can have missed a generation (a claim is kept only if not). */
   readonly membership: GroupMembership;

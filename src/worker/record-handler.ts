@@ -19,7 +19,9 @@ import { coerceError } from '../errors.ts';
 import { retry, RetryAborted } from '../retry.ts';
 import { isProviderError } from '../provider/provider-error.ts';
 import { RegistryUnavailableError } from '../schema/codec.ts';
-import type { GuardedSender, SendHooks, SendOutcome } from './guarded-sender.ts';
+import type { SendHooks } from './guarded-sender.ts';
+import type { CommandSender } from './failover-sender.ts';
+import type { RoutedOutcome, SendOutcome } from './send-outcome.ts';
 import type { Identity } from './protocol/partition-machine.ts';
 import type { HandoverSettlement } from './handover-record.ts';
 import type { OpenMark } from './ledger-checkpoint.ts';
@@ -32,7 +34,7 @@ import { withLogTrace } from '../observability/log-trace.ts';
 
 export interface RecordHandlerDeps {
   readonly codec: RecordCodec;
-  readonly sender: GuardedSender;
+  readonly sender: CommandSender;
   readonly policy: ValidationPolicy;
   /** What to do with a command an earlier owner marked as being sent, without a result or a handover within the grace. */
   readonly inDoubtPolicy: 'report' | 'resend';
@@ -281,11 +283,11 @@ async function sendAndRecord(
     }),
   };
   stages?.admitting(now());
-  const outcome: SendOutcome = await deps.sender.send(send.request, command.commandId, signal, command.expiresAt, hooks, send.footprint);
+  const outcome: RoutedOutcome = await deps.sender.send(send.request, command.commandId, signal, command.expiresAt, hooks, send.footprint);
   if (outcome.kind === 'abandoned') return { kind: 'abandoned', maybeSent: outcome.maybeSent === true };
   const ctx: ResultContext = { command, source, completedAt: now() };
   try {
-    return await encodedResult(resultOfSend(ctx, outcome, send.rejectedRecipients, attemptedAt ?? now()), deps);
+    return await encodedResult(withAccount(resultOfSend(ctx, outcome, send.rejectedRecipients, attemptedAt ?? now()), outcome), deps);
   } catch (error) {
     // The service may have been called: whatever went wrong after it (an answer that does not fit
     // the result, an encoding error), the command gets one result and is never sent again.
@@ -300,6 +302,14 @@ async function sendAndRecord(
       deps,
     );
   }
+}
+
+/** The account that sent the command (or whose answer or pause ended it) and each one it left on the way. */
+function withAccount(result: CommandResult, outcome: RoutedOutcome): CommandResult {
+  const failovers = outcome.failovers ?? [];
+  const account = outcome.kind === 'sent' || outcome.kind === 'failed' ? outcome.account : undefined;
+  if (account === undefined && failovers.length === 0) return result;
+  return { ...result, ...(account === undefined ? {} : { account }), ...(failovers.length === 0 ? {} : { failovers }) };
 }
 
 function resultOfSend(

@@ -1,6 +1,7 @@
 import type { ProviderError } from '../provider/provider-error.ts';
 import type { AttemptInfo } from '../provider/options.ts';
 import type { ProviderSuccess } from '../provider/types.ts';
+import type { FailoverReason } from '../accounts/failover.ts';
 
 /** What became of one command's send through the guarded sender. */
 export type SendOutcome =
@@ -9,6 +10,30 @@ export type SendOutcome =
   | { readonly kind: 'expired'; readonly expiresAt: number; readonly attempts: number }
   /** Given up without a result. `maybeSent`: a call was under way when it was cut (shutdown), so its ledger mark must stay. */
   | { readonly kind: 'abandoned'; readonly attempts: number; readonly maybeSent?: boolean };
+
+/**
+ * An account's answer to a command that has another account to go to: not sent here, and why.
+ * `code`: the service's code (101301, 105400, PROVIDER_HTTP_401, …) or the pause's reason.
+ */
+export interface Declined {
+  readonly kind: 'declined';
+  readonly reason: FailoverReason;
+  readonly code: string;
+  /** Bounded, never a secret: the service's message, or what was paused. */
+  readonly message: string;
+  readonly attempts: number;
+}
+
+/** One account a command left for the next, in order (a result's `failovers`). */
+export interface FailoverStep {
+  readonly account: string;
+  readonly reason: FailoverReason;
+  readonly code: string;
+  readonly message: string;
+}
+
+/** A command's outcome over its accounts: the account that made the last call (or was last tried), and each one left on the way. */
+export type RoutedOutcome = SendOutcome & { readonly account?: string; readonly failovers?: readonly FailoverStep[] };
 
 /**
  * Called around each call to the service, so the caller can keep the intent ledger: `beforeSend`

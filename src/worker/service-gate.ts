@@ -138,6 +138,20 @@ export class ServiceGate {
     }
   }
 
+  /**
+   * `pass` without waiting, for a command that has another account to go to: `go` when open,
+   * `probe` when a probe is due and no waiting caller ranks before it, else `closed`.
+   */
+  passNow(costUnits = 1, refusals = 0): Passage | 'closed' {
+    const blocked = this.#blocked;
+    if (blocked === undefined) return 'go';
+    if (!blocked.probing && this.#now() >= blocked.probeAt && this.#first({ costUnits, refusals })) {
+      blocked.probing = true;
+      return 'probe';
+    }
+    return 'closed';
+  }
+
   /** Whether no caller ranks before this one: cheaper, or as cheap and refused fewer times. */
   #first(rank: ProbeRank): boolean {
     for (const other of this.#callers.values()) {

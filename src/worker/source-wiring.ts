@@ -15,6 +15,7 @@ import { CoordinatorOutage } from './coordinator-outage.ts';
 import { FetchPauses } from './fetch-pauses.ts';
 import { GroupMembership } from './group-membership.ts';
 import { GuardedSender, type GuardedSenderOptions } from './guarded-sender.ts';
+import { FailoverSender } from './failover-sender.ts';
 import { checkpointKey, decodeCheckpoint, encodeCheckpoint, withHangingMarks } from './ledger-checkpoint.ts';
 import { handoverKey } from './handover-record.ts';
 import { ledgerHandovers } from './handovers.ts';
@@ -62,8 +63,8 @@ export interface SourceWiring {
   readonly admin: Admin;
   readonly config: WorkerConfig;
   readonly shared: SharedParts;
-  /** What every source's sender shares; the rate-limit tokens are taken at the source's priority. */
-  readonly senderOptions: Omit<GuardedSenderOptions, 'rateLimiter'>;
+  /** Each account's sender options, in ACCOUNTS order (default first); the rate-limit tokens are taken at the source's priority. */
+  readonly accountSenders: readonly { readonly name: string; readonly options: Omit<GuardedSenderOptions, 'rateLimiter'> }[];
   readonly rateLimiter: RateLimiter;
   /** Partitions of each command topic (its ledger has at least as many). */
   readonly partitions: ReadonlyMap<string, number>;
@@ -233,7 +234,16 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
           log,
         });
   ownershipRef.current = ownership;
-  const sender = new GuardedSender({ ...w.senderOptions, rateLimiter: w.rateLimiter.for(source.priority) });
+  const tokens = w.rateLimiter.for(source.priority);
+  const sender = new FailoverSender({
+    accounts: new Map(w.accountSenders.map((a) => [a.name, new GuardedSender({ ...a.options, rateLimiter: tokens })])),
+    routing: c.routing,
+    priority: source.priority,
+    onFailover: (account, reason, code) => {
+      w.metrics.failovers.inc({ account, reason });
+      log.debug({ account, reason, code, topic }, 'command went on to its next account');
+    },
+  });
   return {
     ...shared,
     source,

@@ -15,6 +15,7 @@ import type { Logger } from '../observability/logger.ts';
 import { CommandTracer } from '../observability/command-span.ts';
 import { startTracing } from '../observability/tracing.ts';
 import { createProviderClient } from '../provider/client.ts';
+import type { AccountSettings } from '../accounts/accounts.ts';
 import type { ProviderClient } from '../provider/types.ts';
 import { Codec, createRegistry } from '../schema/codec.ts';
 import { SmsWorkerError } from '../errors.ts';
@@ -146,38 +147,62 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     log.info({ topic, commandSchemaId: warm.commandSchemaId, ms: warm.ms }, 'warmed up: schemas resolved');
   }
 
-  const client = countInFlight(createClient(config, metrics, log), metrics);
-  hooks.adopt(async () => client.close(), 'provider client');
   const pausesRef: { current: FetchPauses[] } = { current: [] };
-  const gate = new ServiceGate({
-    backoff: {
-      insufficient_funds: { initialMs: c.funds.probeInitialMs, maxMs: c.funds.probeMaxMs },
-      circuit_open: { initialMs: c.breaker.probeInitialMs, maxMs: c.breaker.probeMaxMs },
-    },
-    onChange: hooks.onGateChange,
-    onBlock: () => pausesRef.current.forEach((p) => p.setGateClosed(true)),
-    // The gate needs a command to probe with: let the next one in.
-    onProbeWanted: () => pausesRef.current.forEach((p) => p.setGateClosed(false)),
-  });
-  hooks.adopt(async () => gate.close(), 'gate');
   const rateLimiter = new RateLimiter(c.rateLimitPerSecond, undefined, c.normalMinShare);
   const { destinations, spend } = guardsOf(c.guard, metrics, log);
   if (spend !== undefined) hooks.adopt(async () => spend.close(), 'spend caps');
-  const holds = new RefusalHolds({ settings: c.refusals, onChange: hooks.onHoldsChange });
-  hooks.adopt(async () => holds.close(), 'refusal holds');
-  const senderOptions = {
-    client,
-    gate,
-    holds,
-    onRefusal: hooks.onRefusal,
-    outages: new OutageCounter(c.breaker.failureThreshold),
-    destinations,
-    spend,
-    fundsPolicy: c.funds.policy,
-    fundsPauseMaxMs: c.funds.pauseMaxMs,
-    // Why the service made the worker pause (its code, status and message; never a secret).
-    onPause: (reason: PauseReason, why: string) => log.warn({ reason, why }, `sending paused (${reason}): ${why}`),
-  };
+  // One client, gate, set of refusal holds and breaker per account (src/accounts/): a pause or a
+  // refusal on one account holds only what goes through it. Fetching pauses when every account's
+  // gate is closed (with one account: when its gate is), and resumes when any wants a probe.
+  const gates: ServiceGate[] = [];
+  const accountSenders = c.accounts.map((account, index) => {
+    const first = index === 0;
+    const client = countInFlight(createClient(config, account, metrics, log), metrics);
+    hooks.adopt(async () => client.close(), first ? 'provider client' : `provider client (${account.name})`);
+    const gate = new ServiceGate({
+      backoff: {
+        insufficient_funds: { initialMs: c.funds.probeInitialMs, maxMs: c.funds.probeMaxMs },
+        circuit_open: { initialMs: c.breaker.probeInitialMs, maxMs: c.breaker.probeMaxMs },
+      },
+      onChange: first
+        ? hooks.onGateChange
+        : (reason) => {
+            if (reason === undefined) pausesRef.current.forEach((p) => p.setGateClosed(false));
+            log.info(
+              { account: account.name, reason: reason ?? null },
+              reason === undefined ? `account ${account.name}: sends succeed again` : `account ${account.name} paused (${reason})`,
+            );
+          },
+      onBlock: () => {
+        if (gates.every((g) => g.reason !== undefined)) pausesRef.current.forEach((p) => p.setGateClosed(true));
+      },
+      // The gate needs a command to probe with: let the next one in.
+      onProbeWanted: () => pausesRef.current.forEach((p) => p.setGateClosed(false)),
+    });
+    gates.push(gate);
+    hooks.adopt(async () => gate.close(), first ? 'gate' : `gate (${account.name})`);
+    const holds = new RefusalHolds({ settings: c.refusals, ...(first ? { onChange: hooks.onHoldsChange } : {}) });
+    hooks.adopt(async () => holds.close(), first ? 'refusal holds' : `refusal holds (${account.name})`);
+    const options = {
+      client,
+      gate,
+      holds,
+      onRefusal: hooks.onRefusal,
+      outages: new OutageCounter(c.breaker.failureThreshold),
+      destinations,
+      spend,
+      fundsPolicy: c.funds.policy,
+      fundsPauseMaxMs: c.funds.pauseMaxMs,
+      // Why the service made the worker pause (its code, status and message; never a secret).
+      onPause: (reason: PauseReason, why: string) =>
+        log.warn(
+          { reason, why, account: account.name },
+          first ? `sending paused (${reason}): ${why}` : `sending through account ${account.name} paused (${reason}): ${why}`,
+        ),
+    };
+    return { name: account.name, client, gate, options };
+  });
+  const { client, gate } = accountSenders[0] as (typeof accountSenders)[number];
   // Each command partition's ledger partition (ledger on): a claim reads it to its end after fencing.
   const ledgerOf = new Map(c.ledger.enabled ? c.sources.map((s) => [s.topic, s.ledgerTopic] as const) : []);
   const producers = new TransactionalProducers(
@@ -204,7 +229,7 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   const shared: SharedParts = { admin, codec, client, gate, spend, producers, handoverProducer, reader, maxRecordBytes, tracer };
 
   const sources = c.sources.map((source) =>
-    connectSource(source, { kafka, admin, config: c, shared, senderOptions, rateLimiter, partitions, handover: hooks.handover, log, metrics }),
+    connectSource(source, { kafka, admin, config: c, shared, accountSenders, rateLimiter, partitions, handover: hooks.handover, log, metrics }),
   );
   for (const parts of sources) hooks.adopt(() => parts.consumer.disconnect(), `consumer of ${parts.source.topic}`);
   // Before the group is joined, like the schemas: a claim's reads walked once, their clients connected.
@@ -251,12 +276,12 @@ function shareLimits(
   }
 }
 
-function createClient(config: WorkerConfig, metrics: WorkerMetrics, log: Logger): ProviderClient {
+function createClient(config: WorkerConfig, account: AccountSettings, metrics: WorkerMetrics, log: Logger): ProviderClient {
   const p = config.provider;
   return createProviderClient({
-    baseUrl: p.baseUrl,
-    accessKeyId: p.accessKeyId,
-    accessKeySecret: p.accessKeySecret,
+    baseUrl: account.baseUrl,
+    accessKeyId: account.accessKeyId,
+    accessKeySecret: account.accessKeySecret,
     connectTimeoutMs: p.connectTimeoutMs,
     responseTimeoutMs: p.responseTimeoutMs,
     maxResponseBytes: p.maxResponseBytes,

@@ -9,18 +9,38 @@ declare module 'vitest' {
   }
 }
 
+/** One stack per test run, whichever integration project asks first; stopped after its last user. */
+interface SharedStack {
+  readonly stack: ReturnType<typeof startStack>;
+  users: number;
+}
+
+// On globalThis: each project loads this file through its own module runner, in one process.
+const SHARED = Symbol.for('sms-worker.test.integration-stack');
+const holder = globalThis as { [SHARED]?: SharedStack };
+
 /**
  * Provides a real Kafka broker and schema registry to the integration tests: given addresses,
  * a running `stack:up` stack, testcontainers, or local processes (see tools/stack/index.ts). Never
- * skips: when none is possible the run fails with the reason.
+ * skips: when none is possible the run fails with the reason. The integration projects share it.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const stack = await startStack({ log: (line) => console.log(line) });
-  console.log(`[integration] stack (${stack.mode}): ${stack.description}`);
+  let shared = holder[SHARED];
+  if (shared === undefined) {
+    shared = { stack: startStack({ log: (line) => console.log(line) }), users: 0 };
+    holder[SHARED] = shared;
+  }
+  shared.users += 1;
+  const stack = await shared.stack;
+  console.log(`[${project.name}] stack (${stack.mode}): ${stack.description}`);
   project.provide('kafkaBrokers', stack.kafkaBrokers);
   project.provide('schemaRegistryUrl', stack.schemaRegistryUrl);
   project.provide('stackMode', stack.mode);
+  const user = shared;
   return async () => {
+    user.users -= 1;
+    if (user.users > 0) return;
+    if (holder[SHARED] === user) delete holder[SHARED];
     await stack.stop();
   };
 }

@@ -65,7 +65,9 @@ describe('worker: a refusal stops only what it is about', () => {
     const refused = commands.filter((c) => c.operation.kind === 'text' && c.operation.to[0] === AU).map((c) => c.commandId);
     expect(refused).toHaveLength(4);
     const routable = ids.filter((id) => !refused.includes(id));
-    expect(routable.filter((id) => got.get(id)?.outcome !== 'SENT')).toEqual([]);
+    // Each one not SENT with what it got instead, so a failure says why.
+    const notSent = routable.filter((id) => got.get(id)?.outcome !== 'SENT').map((id) => ({ id, result: got.get(id), requests: requestsFor(id) }));
+    expect(notSent).toEqual([]);
     for (const id of refused) {
       const result = got.get(id);
       expect(result?.outcome).toBe('FAILED');

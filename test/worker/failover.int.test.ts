@@ -1,0 +1,148 @@
+// Several accounts end to end (real broker, registry and HTTP on loopback): two sandboxes stand for
+// two accounts of the service: `default` (the PROVIDER_* one, no AU route) and `backup` (its own
+// key, base URL and an AU route). A command goes on to its next account only when its account
+// proved it did not send it; after an answer that may have been a send it stays UNKNOWN there.
+import { describe, expect, it } from 'vitest';
+import type { CommandResult } from '../../src/contracts/result.ts';
+import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
+import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
+import { eventually } from '../helpers/kafka.ts';
+import { refusingService } from '../helpers/provider.ts';
+import { freePort } from '../../tools/stack/processes.ts';
+import { startWorkerRig, textCommand } from '../helpers/worker.ts';
+
+const primary = useSandbox({}, { resetAfterEach: true });
+const cleanups = useCleanups();
+
+const AU = '+61412345678';
+const CN = '+8613800138000';
+
+async function backupSandbox(): Promise<RunningSandbox> {
+  const backup = await startSandbox({ port: 0, accessKeyId: 'backup-key', textRoutes: { AU: { upstream: 'au.backup', price: '0.090000' } } });
+  cleanups.add(() => backup.close());
+  return backup;
+}
+
+function backupAccount(backup: RunningSandbox, overrides: Record<string, string> = {}): Record<string, string> {
+  return { ACCOUNTS: 'backup', ACCOUNT_BACKUP_BASE_URL: backup.url, ACCOUNT_BACKUP_ACCESS_KEY_ID: 'backup-key', ...overrides };
+}
+
+/** Accepted sends of a command over both accounts: exactly one account is charged per command. */
+function charged(id: string, ...sandboxes: { state: RunningSandbox['state'] }[]): number {
+  return sandboxes.reduce((sum, s) => sum + s.state.acceptedSends(id), 0);
+}
+
+function only(result: CommandResult | undefined): CommandResult {
+  if (result === undefined) throw new Error('no result');
+  return result;
+}
+
+describe('worker: several accounts, failover only on proof of not-sent', () => {
+  it('an AU text refused 101301 on default is SENT through backup, naming both; a CN text is SENT through default alone', async () => {
+    const backup = await backupSandbox();
+    const { results, publish } = await startWorkerRig(primary.url, cleanups, backupAccount(backup));
+    const au = textCommand({ to: [AU] });
+    const cn = textCommand({ to: [CN] });
+    await publish([{ command: au }, { command: cn }]);
+    const got = await results.waitFor([au.commandId, cn.commandId]);
+    const auResult = only(got.get(au.commandId));
+    expect(auResult.outcome).toBe('SENT');
+    expect(auResult.account).toBe('backup');
+    expect(auResult.failovers).toEqual([{ account: 'default', reason: 'no-route', code: '101301', message: expect.stringContaining('101301') }]);
+    expect(auResult.messages[0]?.upstream).toBe('au.backup');
+    expect(primary.state.requests({ correlationId: au.commandId })).toHaveLength(1);
+    expect(charged(au.commandId, primary, backup)).toBe(1);
+    const cnResult = only(got.get(cn.commandId));
+    expect(cnResult.outcome).toBe('SENT');
+    expect(cnResult.account).toBe('default');
+    expect(cnResult.failovers).toBeUndefined();
+    expect(backup.state.requests({ correlationId: cn.commandId })).toHaveLength(0);
+    expect(charged(cn.commandId, primary, backup)).toBe(1);
+  });
+
+  it('default runs out of money: the rest go through backup (reason funds), each charged to exactly one account, none FAILED', async () => {
+    const backup = await backupSandbox();
+    const { results, publish } = await startWorkerRig(primary.url, cleanups, backupAccount(backup));
+    const before = Array.from({ length: 10 }, () => textCommand({ to: [CN] }));
+    await publish(before.map((command) => ({ command })));
+    await results.waitFor(before.map((c) => c.commandId));
+    primary.state.setBalance('0.000000');
+    const after = Array.from({ length: 20 }, () => textCommand({ to: [CN] }));
+    await publish(after.map((command) => ({ command })));
+    const got = await results.waitFor(after.map((c) => c.commandId));
+    for (const command of after) {
+      const result = only(got.get(command.commandId));
+      expect(result.outcome, command.commandId).toBe('SENT');
+      expect(result.account, command.commandId).toBe('backup');
+      expect(charged(command.commandId, primary, backup), command.commandId).toBe(1);
+      // Refused for its funds on default, or default was already paused for them: never a call that may have sent it.
+      for (const step of result.failovers ?? []) expect(step.account).toBe('default');
+      expect(result.failovers?.[0]?.reason === 'funds' || result.failovers?.[0]?.reason === 'paused', command.commandId).toBe(true);
+    }
+    expect(after.some((c) => got.get(c.commandId)?.failovers?.[0]?.reason === 'funds')).toBe(true);
+    // The account-wide funds pause of default does not stop the worker: backup keeps sending.
+    expect(primary.state.balance).toBe('0.000000');
+  });
+
+  it('an answer after which default may have sent it (a reset after processing) stays UNKNOWN on default: backup never sees it', async () => {
+    const backup = await backupSandbox();
+    const { results, publish } = await startWorkerRig(primary.url, cleanups, backupAccount(backup));
+    primary.setFaults({ enqueue: [{ kind: 'reset-after', count: 1 }] });
+    const command = textCommand({ to: [CN] });
+    await publish([{ command }]);
+    const result = only((await results.waitFor([command.commandId])).get(command.commandId));
+    expect(result.outcome).toBe('UNKNOWN');
+    expect(result.account).toBe('default');
+    expect(result.failovers).toBeUndefined();
+    expect(backup.state.requests({ correlationId: command.commandId })).toHaveLength(0);
+  });
+
+  it('default refuses this client (401 without an envelope): the command is SENT through backup (reason refused-client); default is paused, backup is not', async () => {
+    const backup = await backupSandbox();
+    const refusing = await refusingService();
+    cleanups.add(() => refusing.close());
+    const { worker, results, publish } = await startWorkerRig(refusing.url, cleanups, backupAccount(backup));
+    const commands = Array.from({ length: 3 }, () => textCommand({ to: [CN] }));
+    await publish(commands.map((command) => ({ command })));
+    const got = await results.waitFor(commands.map((c) => c.commandId));
+    for (const command of commands) {
+      const result = only(got.get(command.commandId));
+      expect(result.outcome).toBe('SENT');
+      expect(result.account).toBe('backup');
+      expect(['refused-client', 'paused']).toContain(result.failovers?.[0]?.reason);
+      expect(charged(command.commandId, backup)).toBe(1);
+    }
+    expect(refusing.requests()).toBeGreaterThanOrEqual(1);
+    // default's gate (the worker's pause reason) is closed; sending through backup never paused.
+    await eventually(() => (worker.pauseReason === 'provider_rejecting' ? true : undefined), 10_000, 'default paused');
+  });
+
+  it('default unreachable (nothing listens at its URL): the command is SENT through backup (reason unreachable)', async () => {
+    const backup = await backupSandbox();
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const { results, publish } = await startWorkerRig(closed, cleanups, backupAccount(backup));
+    const command = textCommand({ to: [CN] });
+    await publish([{ command }]);
+    const result = only((await results.waitFor([command.commandId])).get(command.commandId));
+    expect(result.outcome).toBe('SENT');
+    expect(result.account).toBe('backup');
+    expect(result.failovers?.[0]).toMatchObject({ account: 'default', reason: 'unreachable' });
+    expect(charged(command.commandId, backup)).toBe(1);
+  });
+
+  it('ACCOUNT_ROUTES sends AU texts through backup first: no request to default for them', async () => {
+    const backup = await backupSandbox();
+    const { results, publish } = await startWorkerRig(
+      primary.url,
+      cleanups,
+      backupAccount(backup, { ACCOUNT_ROUTES: JSON.stringify([{ operation: 'text', regions: ['AU'], accounts: ['backup', 'default'] }]) }),
+    );
+    const au = textCommand({ to: [AU] });
+    await publish([{ command: au }]);
+    const result = only((await results.waitFor([au.commandId])).get(au.commandId));
+    expect(result.outcome).toBe('SENT');
+    expect(result.account).toBe('backup');
+    expect(result.failovers).toBeUndefined();
+    expect(primary.state.requests({ correlationId: au.commandId })).toHaveLength(0);
+  });
+});
