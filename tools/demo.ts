@@ -11,7 +11,7 @@ import { createTopics } from '../src/kafka/admin.ts';
 import { loadReceiverConfig } from '../src/receipts/config.ts';
 import type { DeliveryReceipt } from '../src/receipts/report.ts';
 import { startReceiver } from '../src/receipts/receiver.ts';
-import { startSandbox } from '../src/sandbox/index.ts';
+import { startSandbox, type RunningSandbox } from '../src/sandbox/index.ts';
 import { createRegistry } from '../src/schema/codec.ts';
 import { startStack } from './stack/index.ts';
 import { Worker } from '../src/worker/worker.ts';
@@ -106,13 +106,15 @@ function sampleCommands(now: number): { label: string; command: SendCommand; cod
       command: { ...base, commandId: id('expired'), expiresAt: now - 60_000, operation: { kind: 'voice', to: '18509872103', code: '1234' } },
     },
     {
-      // The sandbox has no upstream for AU: 101301 pauses that route only, the others keep sending.
-      label: 'text to AU (no upstream): route refused',
+      // The default account has no upstream for AU: 101301 pauses that route there only, and the
+      // text goes on to the backup account, which has one.
+      label: 'text to AU: no upstream on default, sent through backup',
       command: { ...base, commandId: id('no-route'), operation: { kind: 'text', to: ['+61412345678'], signature: 'Acme', content: 'never sent' } },
     },
     {
-      // 500 CN recipients cost 22.500000, more than the demo balance: 105400 for this command only.
-      label: 'campaign the balance cannot cover',
+      // 500 CN recipients cost 22.500000, more than either account's balance: 105400 for this
+      // command only, on default and then on backup.
+      label: 'campaign neither balance can cover',
       command: {
         ...base,
         commandId: id('campaign'),
@@ -126,6 +128,43 @@ function sampleCommands(now: number): { label: string; command: SendCommand; cod
       },
     },
   ];
+}
+
+/** The default account runs out of money mid-run: what it refuses, and everything after, goes through backup. */
+async function showFundsFailover(
+  primary: RunningSandbox,
+  backup: RunningSandbox,
+  publisher: CommandPublisher,
+  results: ReadonlyMap<string, CommandResult>,
+  say: (line: string) => void,
+): Promise<boolean> {
+  primary.state.setBalance('0.000000');
+  backup.state.setBalance('1000.000000');
+  const now = Date.now();
+  const commands: SendCommand[] = Array.from({ length: 5 }, (_, n) => ({
+    commandId: `demo-failover-${n + 1}-${randomUUID().slice(0, 8)}`,
+    createdAt: now,
+    expiresAt: null,
+    metadata: { source: 'demo' },
+    // Number prefixes the campaign above did not use: under the demo's velocity limit per prefix.
+    operation: {
+      kind: 'text',
+      to: [`+86${['173', '175', '176', '177', '178'][n] ?? '173'}${String(10_000_000 + n)}`],
+      signature: 'Acme',
+      content: 'Your order has shipped.',
+    },
+  }));
+  await publisher.publish(commands.map((command) => ({ command })));
+  say('the default account ran out of money (balance 0.000000); published 5 texts to CN');
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline && !commands.every((c) => results.has(c.commandId))) await new Promise((resolve) => setTimeout(resolve, 200));
+  if (!commands.every((c) => results.has(c.commandId))) {
+    say(`only ${commands.filter((c) => results.has(c.commandId)).length} of ${commands.length} failover results arrived within a minute`);
+    return false;
+  }
+  say('each one went on to backup, none sent twice (default refused the first for its funds, then stayed paused):');
+  console.log(formatTable(commands.map((c) => resultRow(results.get(c.commandId) as CommandResult))));
+  return true;
 }
 
 export async function runDemo(argv: readonly string[]): Promise<number> {
@@ -181,6 +220,18 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
     cleanups.push(() => sandbox.close());
     say(`messaging-service sandbox at ${sandbox.url} (admin: ${sandbox.url}/_sandbox/stats), posting delivery reports to the receiver`);
 
+    // A second account of the service: its own key and base URL, the same balance, and an AU route.
+    const backup = await startSandbox({
+      port: 0,
+      seed: 16,
+      balance: DEMO_BALANCE,
+      accessKeyId: 'demo-backup-key',
+      textRoutes: { AU: { upstream: 'au.backup', price: '0.090000' } },
+      deliveryReports: { callbackUrl: `${receiver.url}/receipts/${receiptToken}`, delayMs: 1_000, failRate: 0.25 },
+    });
+    cleanups.push(() => backup.close());
+    say(`backup account's sandbox at ${backup.url} (it has an AU route; the default account's has none)`);
+
     const config = loadConfig({
       KAFKA_BROKERS: stack.kafkaBrokers,
       SCHEMA_REGISTRY_URL: stack.schemaRegistryUrl,
@@ -196,6 +247,9 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
       TOPICS_REPLICATION_FACTOR: '1',
       PROVIDER_BASE_URL: sandbox.url,
       PROVIDER_ACCESS_KEY_ID: 'demo-access-key',
+      ACCOUNTS: 'backup',
+      ACCOUNT_BACKUP_BASE_URL: backup.url,
+      ACCOUNT_BACKUP_ACCESS_KEY_ID: 'demo-backup-key',
       HTTP_PORT: '0',
       LOG_LEVEL: values['log-level'] ?? 'warn',
       ...DEMO_VELOCITY,
@@ -242,7 +296,8 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
     }
     say(`results from ${topics.results} (read_committed):`);
     console.log(formatTable(samples.map((s) => ({ sample: s.label, ...resultRow(results.get(s.command.commandId) as CommandResult) }))));
-    console.log(`\nsandbox: ${JSON.stringify(sandbox.state.stats().byAnswerCode)} answers by code; balance ${sandbox.state.balance}`);
+    console.log(`\nsandbox (default): ${JSON.stringify(sandbox.state.stats().byAnswerCode)} answers by code; balance ${sandbox.state.balance}`);
+    console.log(`sandbox (backup):  ${JSON.stringify(backup.state.stats().byAnswerCode)} answers by code; balance ${backup.state.balance}`);
 
     const sentMessages = samples.flatMap((s) => (results.get(s.command.commandId)?.messages ?? []).map((m) => ({ commandId: s.command.commandId, id: m.id })));
     const receiptsArrived = async (): Promise<boolean> => {
@@ -265,6 +320,10 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
     sandbox.state.setBalance('1000.000000');
     say('sandbox balance topped up to 1000.000000 for the pumping burst');
     if (!(await showPumpingBurst(publisher, results, say))) {
+      await cleanup();
+      return 1;
+    }
+    if (!(await showFundsFailover(sandbox, backup, publisher, results, say))) {
       await cleanup();
       return 1;
     }

@@ -9,6 +9,10 @@ export function resultRow(result: CommandResult): Record<string, string> {
     outcome: result.outcome,
     recipients: sent ? result.messages.map((m) => `${m.to} (${m.regionCode}, ${m.upstream}, ${m.price})`).join('; ') : '',
     amount: sent ? (result.totalAmount ?? '') : '',
+    // The account that sent it (or ended it), after each one it left: `backup (after default: no-route 101301)`.
+    account:
+      (result.account ?? '') +
+      ((result.failovers ?? []).length === 0 ? '' : ` (after ${(result.failovers ?? []).map((f) => `${f.account}: ${f.reason} ${f.code}`).join(', ')})`),
     error: result.error === null ? '' : `${result.error.code}: ${result.error.message}`,
   };
 }

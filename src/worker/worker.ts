@@ -227,7 +227,9 @@ export class Worker {
   #onGateChange(reason: PauseReason | undefined): void {
     for (const r of PAUSE_REASONS) this.metrics.paused.set({ reason: r }, r === reason ? 1 : 0);
     if (reason !== undefined) {
-      this.#log.warn({ reason }, PAUSE_DESCRIPTIONS[reason]);
+      // With other accounts, consumption goes on: their commands, and those failing over, keep sending.
+      if (this.#config.accounts.length > 1) this.#log.warn({ reason, account: 'default' }, `account default paused (${reason}): other accounts keep sending`);
+      else this.#log.warn({ reason }, PAUSE_DESCRIPTIONS[reason]);
       // Held commands cannot finish while wrapping up: let them go, unsent and uncommitted.
       if (this.#state === 'stopping') this.#abandon.abort();
     } else {

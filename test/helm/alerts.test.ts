@@ -122,6 +122,25 @@ const CASES: Record<string, { fires: Case; silent: Case }> = {
       fires: [],
     },
   },
+  SmsWorkerAccountFailingOver: {
+    // Commands leave account default every minute from minute 1 (two pods): after 15 minutes of
+    // that it fires, per account; backup's one failover at minute 3 does not.
+    fires: {
+      series: {
+        [`sms_worker_failovers_total{${release}, account="default", reason="funds", pod="a"}`]: '0+2x30',
+        [`sms_worker_failovers_total{${release}, account="default", reason="paused", pod="b"}`]: '0+5x30',
+        [`sms_worker_failovers_total{${release}, account="backup", reason="no-route", pod="a"}`]: '0 0 0 1x27',
+      },
+      at: '25m',
+      fires: [{ namespace, account: 'default', severity: 'warning' }],
+    },
+    // Failing over for 10 minutes, then not any more (topped up): silent at minute 20 and before 15.
+    silent: {
+      series: { [`sms_worker_failovers_total{${release}, account="default", reason="funds", pod="a"}`]: '0+3x10 30x20' },
+      at: '20m',
+      fires: [],
+    },
+  },
   SmsWorkerPumpingSuspected: {
     // A prefix of GB blocked at minute 3 (one block started): fires at once, per kind and region.
     fires: {

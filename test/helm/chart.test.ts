@@ -872,6 +872,60 @@ describe('helm chart and worker configuration agree', { timeout: 60_000 }, () =>
   });
 });
 
+describe('helm chart: several accounts (docs/accounts.md)', { timeout: 60_000 }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sms-worker-chart-accounts-'));
+  const values = join(dir, 'accounts.yaml');
+  writeFileSync(
+    values,
+    [
+      'accounts:',
+      '  - name: backup-eu',
+      '    existingSecret: sms-backup-eu',
+      '    baseUrl: https://backup.example.com',
+      '  - name: asia',
+      '    existingSecret: sms-asia',
+      'accountFailover: [default, backup-eu, asia]',
+      'accountRoutes:',
+      '  - operation: text',
+      '    regions: [AU, NZ]',
+      '    accounts: [backup-eu, default]',
+      '',
+    ].join('\n'),
+  );
+
+  it('renders a configuration the worker loads: the accounts, their URLs and routes in the ConfigMap, their keys from their own Secrets only', async () => {
+    const { loadConfig } = await import('../../src/config/index.ts');
+    const objects = render('-f', values);
+    const data = single<ConfigMap>(objects, 'ConfigMap').data;
+    expect(JSON.stringify(data)).not.toMatch(/ACCESS_KEY/);
+    const container = single<Deployment>(objects, 'Deployment').spec.template.spec.containers[0] as Container;
+    const keys = (container.env ?? []).filter((e) => e.name.startsWith('ACCOUNT_'));
+    expect(keys.map((e) => [e.name, e.valueFrom?.secretKeyRef])).toEqual([
+      ['ACCOUNT_BACKUP_EU_ACCESS_KEY_ID', { name: 'sms-backup-eu', key: 'accessKeyId' }],
+      ['ACCOUNT_BACKUP_EU_ACCESS_KEY_SECRET', { name: 'sms-backup-eu', key: 'accessKeySecret', optional: true }],
+      ['ACCOUNT_ASIA_ACCESS_KEY_ID', { name: 'sms-asia', key: 'accessKeyId' }],
+      ['ACCOUNT_ASIA_ACCESS_KEY_SECRET', { name: 'sms-asia', key: 'accessKeySecret', optional: true }],
+    ]);
+    // What the pod's environment would hold: the ConfigMap, and a value for each secret reference.
+    const env = { ...data, PROVIDER_ACCESS_KEY_ID: 'k', ACCOUNT_BACKUP_EU_ACCESS_KEY_ID: 'k-eu', ACCOUNT_ASIA_ACCESS_KEY_ID: 'k-asia' };
+    const config = loadConfig(env);
+    expect(config.accounts.map((a) => [a.name, a.baseUrl])).toEqual([
+      ['default', data['PROVIDER_BASE_URL']],
+      ['backup-eu', 'https://backup.example.com'],
+      ['asia', data['PROVIDER_BASE_URL']],
+    ]);
+    expect(config.routing.fallback).toEqual(['default', 'backup-eu', 'asia']);
+    expect(config.routing.rules).toHaveLength(1);
+  });
+
+  it('the schema refuses an account named default, one without its Secret, an unknown field of a route and a region in lower case', () => {
+    expect(renderFails('--set', 'accounts[0].name=default,accounts[0].existingSecret=s')).toContain('/accounts/0/name');
+    expect(renderFails('--set', 'accounts[0].name=backup')).toContain('existingSecret');
+    expect(renderFails('--set', 'accountRoutes[0].region=AU,accountRoutes[0].accounts[0]=default')).toContain('/accountRoutes/0');
+    expect(renderFails('--set', 'accountRoutes[0].regions[0]=au,accountRoutes[0].accounts[0]=default')).toContain('/accountRoutes/0/regions/0');
+  });
+});
+
 describe('helm chart: delivery receipts receiver', { timeout: 60_000 }, () => {
   const receiptsName = `${fullname}-receipts`;
   const TOKEN = 'RCPT-TOKEN-0123456789abcdef';

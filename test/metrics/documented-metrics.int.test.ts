@@ -68,6 +68,10 @@ describe('metrics docs/metrics.md lists', () => {
         VELOCITY_MODE: 'monitor',
         VELOCITY_PREFIX_PER_MINUTE: '1',
         SPEND_CAP_PER_DAY: '100000',
+        // A second account: another key of the same service. What default refuses below for its
+        // route (101301) or its funds (105400) goes on to it (sms_worker_failovers_total).
+        ACCOUNTS: 'backup',
+        ACCOUNT_BACKUP_ACCESS_KEY_ID: 'backup-key',
       }),
     );
     cleanups.add(() => worker.stop());

@@ -231,3 +231,12 @@ Empty when there is no limit, the percentage is 0, or extraConfig sets NODE_OPTI
 {{- with int (.Values.semiSpaceMiB | default 0) }} --max-semi-space-size={{ . }}{{ end }}
 {{- end -}}
 {{- end }}
+
+{{/*
+ACCOUNTS: the names of the further accounts (docs/accounts.md), comma-separated, in order.
+*/}}
+{{- define "sms-worker.accountNames" -}}
+{{- $names := list -}}
+{{- range .Values.accounts }}{{ $names = append $names .name }}{{ end -}}
+{{- join "," $names -}}
+{{- end }}
