@@ -17,7 +17,7 @@
  * lost, answered twice or sent twice, or a fuzz record is lost.
  *
  *   node bench/chaos.ts [--commands 20000] [--rate 160] [--keys 200] [--priority-commands 2000 (0: no priority topic)]
- *                       [--priority-keys 50] [--kills 5] [--outage-sec 30] [--funds-pause-sec 10] [--fuzz 1000]
+ *                       [--priority-keys 50] [--kills 5] [--outage-sec 30] [--funds-pause-sec 10] [--accounts 1|2] [--fuzz 1000]
  *                       [--latency-ms 20] [--worker-log-level warn] [--seed N] [--json FILE]
  */
 import { randomUUID } from 'node:crypto';
@@ -58,6 +58,7 @@ const { values: args } = parseArgs({
     kills: { type: 'string', default: '5' },
     'outage-sec': { type: 'string', default: '30' },
     'funds-pause-sec': { type: 'string', default: '10' },
+    accounts: { type: 'string', default: '1' },
     fuzz: { type: 'string', default: '1000' },
     'no-hostile': { type: 'boolean', default: false },
     'latency-ms': { type: 'string', default: '20' },
@@ -88,6 +89,13 @@ const KILLS = int('kills', args.kills, 0);
 const OUTAGE_SEC = int('outage-sec', args['outage-sec'], 0);
 const FUNDS_PAUSE_SEC = int('funds-pause-sec', args['funds-pause-sec'], 0);
 const FUZZ = int('fuzz', args.fuzz, 0);
+/**
+ * 2: a second account (`backup`, another sandbox process) beside `default`. The empty-account and
+ * sandbox-outage events hit `default` only: what it proves it did not send goes on to `backup`,
+ * and "sent more than once" counts accepted sends over both (docs/accounts.md).
+ */
+const ACCOUNTS = int('accounts', args.accounts);
+if (ACCOUNTS > 2) throw new Error(`--accounts must be 1 or 2 (got ${ACCOUNTS})`);
 const LATENCY_MS = int('latency-ms', args['latency-ms'], 0);
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'];
 /** The workers' LOG_LEVEL: `debug` shows every claim (generation, start, in-doubt marks), for investigating. */
@@ -168,6 +176,13 @@ async function main(): Promise<number> {
   say(`sandbox at ${sandbox.url} (latency ${LATENCY_MS} ms)`);
   const requestLog = new RequestLogCollector(sandbox);
   requestLog.start();
+  const backup =
+    ACCOUNTS === 2
+      ? await SandboxProcess.start(['--log-capacity', '200000', '--balance', BALANCE, ...(LATENCY_MS > 0 ? ['--latency-ms', String(LATENCY_MS)] : [])])
+      : undefined;
+  const backupLog = backup === undefined ? undefined : new RequestLogCollector(backup);
+  backupLog?.start();
+  if (backup !== undefined) say(`backup account's sandbox at ${backup.url}: the empty account and the outage hit default only`);
   const kafka = benchKafka(stack.kafkaBrokers, 'chaos-orchestrator');
   const registry = createRegistry(stack.schemaRegistryUrl);
   const run = randomUUID().slice(0, 6);
@@ -195,6 +210,7 @@ async function main(): Promise<number> {
         FUNDS_PROBE_MAX_MS: String(FUNDS_PROBE_MAX_MS),
         LOG_LEVEL: WORKER_LOG_LEVEL,
         ...(PRIORITY_COMMANDS > 0 && { PRIORITY_COMMAND_TOPIC: topics.priority }),
+        ...(backup !== undefined && { ACCOUNTS: 'backup', ACCOUNT_BACKUP_BASE_URL: backup.url, ACCOUNT_BACKUP_ACCESS_KEY_ID: 'bench-backup-key' }),
       },
     ),
     logDir: LOG_DIR,
@@ -545,6 +561,7 @@ async function main(): Promise<number> {
     await publisher.disconnect();
     if (PRIORITY_COMMANDS > 0) await priorityPublisher.disconnect();
     await requestLog.stop();
+    await backupLog?.stop();
 
     // Verification from the topics themselves, read from the beginning by fresh consumers.
     say('reading the command, result and dead-letter topics from the beginning…');
@@ -620,7 +637,7 @@ async function main(): Promise<number> {
     };
 
     // The sandbox's view: requests and accepted (charged) sends per command id.
-    const requests = requestLog.all();
+    const requests = backupLog === undefined ? requestLog.all() : mergedLogs(requestLog.all(), backupLog.all());
     // Every correlation id counts for "sent more than once" (the canaries too); order and in-flight look at the run's commands.
     const sends = sendsPerCommand(requests);
     const sentTwice = [...sends.entries()].filter(([, s]) => s.accepted > 1);
@@ -628,7 +645,7 @@ async function main(): Promise<number> {
     const requestedTwice = [...sends.values()].filter((s) => s.requests > 1).length;
     const sandboxStats = await sandbox.stats();
     // Cross-check with the sandbox's own counters (independent of our copy of its log).
-    const sandboxTwice = Object.keys(await sandbox.correlations(2)).length;
+    const sandboxTwice = backup === undefined ? Object.keys(await sandbox.correlations(2)).length : await acceptedTwiceOverBoth(sandbox, backup);
     /** The verdict per priority: the normal topic's commands, and the priority topic's codes (when it had any). */
     const streams: {
       readonly priority: 'normal' | 'high';
@@ -753,6 +770,21 @@ async function main(): Promise<number> {
 
     const failures: string[] = [];
     for (const st of streams) failures.push(...st.check.failures.map((f) => `${st.priority} priority: ${f}`));
+    if (backup !== undefined) {
+      // With two accounts: which account ended each result, and why commands left default.
+      const byAccount = new Map<string, number>();
+      const reasons = new Map<string, number>();
+      for (const list of results.values()) {
+        for (const r of list) {
+          byAccount.set(r.account ?? '(none)', (byAccount.get(r.account ?? '(none)') ?? 0) + 1);
+          for (const f of r.failovers ?? []) reasons.set(`${f.account} ${f.reason}`, (reasons.get(`${f.account} ${f.reason}`) ?? 0) + 1);
+        }
+      }
+      say(
+        `results by account: ${[...byAccount].map(([a, n]) => `${a} ${fmt(n)}`).join(', ')}; failovers: ${[...reasons].map(([r, n]) => `${r} ${fmt(n)}`).join(', ') || 'none'}`,
+      );
+      if (FUNDS_PAUSE_SEC > 0 && (byAccount.get('backup') ?? 0) === 0) failures.push('two accounts and default emptied, but no result came through backup');
+    }
     // Any other id the service accepted twice (canaries, the hostile pass's commands), or the sandbox's own count saying more.
     if (sentTwice.length > streamsSentTwice || sandboxTwice > streamsSentTwice)
       failures.push(`${Math.max(sentTwice.length, sandboxTwice)} correlation ids sent more than once in all (the sandbox's own count ${sandboxTwice})`);
@@ -1070,9 +1102,28 @@ async function main(): Promise<number> {
   } finally {
     await pool.stopAll().catch(() => undefined);
     await requestLog.stop().catch(() => undefined);
+    await backupLog?.stop().catch(() => undefined);
     await sandbox.stop();
+    await backup?.stop();
     await stack.stop();
   }
+}
+
+/**
+ * Both accounts' requests as one log: ordered by arrival (then by each log's own order) and
+ * numbered again, so the per-key order check compares requests across the two sandboxes.
+ */
+function mergedLogs<R extends { seq: number; receivedAt: number }>(first: readonly R[], second: readonly R[]): R[] {
+  const tagged = [...first.map((r) => ({ r, log: 0 })), ...second.map((r) => ({ r, log: 1 }))];
+  tagged.sort((a, b) => a.r.receivedAt - b.r.receivedAt || a.log - b.log || a.r.seq - b.r.seq);
+  return tagged.map(({ r }, n) => ({ ...r, seq: n + 1 }));
+}
+
+/** Correlation ids accepted more than once over both accounts' sandboxes, by their own counters. */
+async function acceptedTwiceOverBoth(a: SandboxProcess, b: SandboxProcess): Promise<number> {
+  const counts = new Map<string, number>();
+  for (const sandbox of [a, b]) for (const [id, n] of Object.entries(await sandbox.correlations(1))) counts.set(id, (counts.get(id) ?? 0) + n);
+  return [...counts.values()].filter((n) => n > 1).length;
 }
 
 exitWith('chaos', main);

@@ -3,7 +3,7 @@
  * matches the command wins, else ACCOUNT_FAILOVER (the default list). Pure: parsed and validated
  * once at start-up, asked once per command.
  *
- * A rule matches on any of operation, destination regions and priority it names (one it leaves
+ * A rule matches on any of operation, destination regions, priority and tenant it names (one it leaves
  * out matches anything). Regions match when every region of the command is in the rule's list: a
  * command to AU and CN is not "an AU command", because one call carries all its recipients.
  */
@@ -28,6 +28,8 @@ export interface RoutingRule {
   /** ISO 3166 alpha-2 codes (001: non-geographic); every region of the command must be one of them. */
   readonly regions?: ReadonlySet<string>;
   readonly priority?: Priority;
+  /** The command's tenant (TENANT_METADATA_KEY). */
+  readonly tenant?: string;
   /** The accounts to try, in order, each at most once. */
   readonly accounts: readonly string[];
 }
@@ -43,6 +45,7 @@ export interface RoutedCommand {
   readonly operation: OperationName;
   readonly regions: readonly string[];
   readonly priority: Priority;
+  readonly tenant?: string | undefined;
 }
 
 /** The command's accounts, in the order they are tried. */
@@ -54,6 +57,7 @@ export function accountsFor(routing: Routing, command: RoutedCommand): readonly 
 function matches(rule: RoutingRule, command: RoutedCommand): boolean {
   if (rule.operation !== undefined && rule.operation !== routeOperation(command.operation)) return false;
   if (rule.priority !== undefined && rule.priority !== command.priority) return false;
+  if (rule.tenant !== undefined && rule.tenant !== command.tenant) return false;
   if (rule.regions !== undefined) {
     if (command.regions.length === 0) return false;
     for (const region of command.regions) if (!rule.regions.has(region)) return false;
@@ -94,18 +98,20 @@ export function parseRouting(rulesJson: string | undefined, fallback: readonly s
   return { rules, fallback };
 }
 
-const RULE_FIELDS = new Set(['operation', 'regions', 'priority', 'accounts']);
+const RULE_FIELDS = new Set(['operation', 'regions', 'priority', 'tenant', 'accounts']);
 
 function parseRule(item: unknown, where: string, accounts: ReadonlySet<string>, problems: string[]): RoutingRule | undefined {
   if (typeof item !== 'object' || item === null || Array.isArray(item)) {
-    problems.push(`${where}: must be an object with accounts and any of operation, regions, priority`);
+    problems.push(`${where}: must be an object with accounts and any of operation, regions, priority, tenant`);
     return undefined;
   }
   const fields = item as Record<string, unknown>;
   const before = problems.length;
   for (const key of Object.keys(fields))
     if (!RULE_FIELDS.has(key)) problems.push(`${where}: unknown field "${key.slice(0, 40)}" (known: ${[...RULE_FIELDS].join(', ')})`);
-  const { operation, regions, priority } = fields;
+  const { operation, regions, priority, tenant } = fields;
+  if (tenant !== undefined && (typeof tenant !== 'string' || tenant.trim() === '' || tenant.length > 64))
+    problems.push(`${where}: tenant must be a tenant name (1 to 64 characters)`);
   if (operation !== undefined && !OPERATIONS.includes(operation as RouteOperation))
     problems.push(`${where}: operation must be one of ${OPERATIONS.join(', ')}`);
   if (priority !== undefined && !PRIORITIES.includes(priority as Priority)) problems.push(`${where}: priority must be one of ${PRIORITIES.join(', ')}`);
@@ -118,6 +124,7 @@ function parseRule(item: unknown, where: string, accounts: ReadonlySet<string>, 
     ...(operation === undefined ? {} : { operation: operation as RouteOperation }),
     ...(regionSet === undefined ? {} : { regions: regionSet }),
     ...(priority === undefined ? {} : { priority: priority as Priority }),
+    ...(tenant === undefined ? {} : { tenant: tenant as string }),
     accounts: list,
   };
 }
@@ -159,6 +166,7 @@ function checkList(where: string, list: readonly string[], accounts: ReadonlySet
 function covers(earlier: RoutingRule, later: RoutingRule): boolean {
   if (earlier.operation !== undefined && earlier.operation !== later.operation) return false;
   if (earlier.priority !== undefined && earlier.priority !== later.priority) return false;
+  if (earlier.tenant !== undefined && earlier.tenant !== later.tenant) return false;
   if (earlier.regions !== undefined) {
     if (later.regions === undefined) return false;
     for (const region of later.regions) if (!earlier.regions.has(region)) return false;

@@ -9,6 +9,7 @@ import { velocityEnabled, type VelocitySettings } from '../worker/guard/velocity
 import type { SpendCapSettings } from '../worker/guard/spend-cap.ts';
 import { accountVariables, declaredAccounts, parseAccounts, type AccountSettings } from '../accounts/accounts.ts';
 import { parseRouting, type Routing } from '../accounts/routing.ts';
+import { parseTenantLimits, type TenantSettings } from '../worker/tenants/tenant-settings.ts';
 import { BULK_MARK_LINGER_MS, envSchema, REFUSAL_DEFAULTS, SECRET_VARIABLES, type Env } from './schema.ts';
 import { withSecretFiles } from './secret-files.ts';
 import { unknownVariables, type UnknownVariable } from './unknown-variables.ts';
@@ -95,6 +96,8 @@ export interface WorkerConfig {
   readonly accounts: readonly AccountSettings[];
   /** Which accounts each command may go through, in order (ACCOUNT_ROUTES, ACCOUNT_FAILOVER). */
   readonly routing: Routing;
+  /** The tenant of each command (TENANT_METADATA_KEY) and the limits per tenant (TENANT_LIMITS). */
+  readonly tenants: TenantSettings;
   readonly maxInFlight: number;
   /** Ledger marks ahead of the free slots: paced (`auto`), or that many. */
   readonly marksAhead: 'auto' | number;
@@ -157,6 +160,7 @@ export function loadConfig(given: NodeJS.ProcessEnv = process.env): WorkerConfig
   const sources = commandSources(e, problems);
   const geo = geoPolicy(e, problems);
   const guard = guardSettings(e, problems);
+  const tenants = parseTenantLimits(e.TENANT_LIMITS, e.TENANT_METADATA_KEY, e.SPEND_CAP_HOUR_MS, problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {
@@ -195,6 +199,7 @@ export function loadConfig(given: NodeJS.ProcessEnv = process.env): WorkerConfig
     },
     accounts,
     routing,
+    tenants,
     maxInFlight: e.MAX_IN_FLIGHT,
     marksAhead: e.MARKS_AHEAD,
     maxBytesInHand: e.MAX_BYTES_IN_HAND,

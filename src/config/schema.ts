@@ -232,6 +232,10 @@ export const envSchema = z.object({
   ACCOUNT_FAILOVER: optionalText,
   /** Rules choosing a command's accounts: a JSON array, first match wins (src/accounts/routing.ts). */
   ACCOUNT_ROUTES: optionalText,
+  /** The metadata entry that names a command's tenant (src/worker/tenants/tenant-settings.ts). */
+  TENANT_METADATA_KEY: z.string().min(1).max(64).default('tenant'),
+  /** Limits per tenant: a JSON object from tenant (or "*") to {spendCapPerHour, spendCapPerDay, ratePerSecond}. */
+  TENANT_LIMITS: optionalText,
   MAX_IN_FLIGHT: int(64, 1, 10_000),
   /**
    * Ledger marks kept ahead of the free in-flight slots (src/worker/priority/mark-pacing.ts): `auto`

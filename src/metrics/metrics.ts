@@ -81,8 +81,17 @@ export function createMetrics(registry: Registry = new Registry()) {
     registers: [registry],
   });
 
+  const tenants = new BoundedLabel(20);
   const metrics = {
     registry,
+    /** The label of a tenant: its name for the first 20 seen, then "other". */
+    tenantLabel: (tenant: string): string => tenants.value(tenant),
+    tenantWaits: new Counter({
+      name: `${prefix}tenant_waits_total`,
+      help: 'Commands that met their tenant at its spend cap (TENANT_LIMITS) and waited, by tenant (the first 20 tenants seen by name, then "other").',
+      labelNames: ['tenant'],
+      registers: [registry],
+    }),
     failovers: new Counter({
       name: `${prefix}failovers_total`,
       help: 'Commands that left an account for the next of their list, by the account left (ACCOUNTS, at most 8) and why (no-route, funds, refused-client, unreachable, paused): that account proved it did not send them.',

@@ -5,6 +5,9 @@ import type { FailoverReason } from '../accounts/failover.ts';
 import type { DestinationGuard } from './guard/destination-guard.ts';
 import type { GuardedSender } from './guarded-sender.ts';
 import type { Priority } from './priority/priority.ts';
+import type { TenantLimits } from './tenants/tenant-limits.ts';
+import type { MessageReport } from '../provider/types.ts';
+import { isProviderError } from '../provider/provider-error.ts';
 import type { FailoverStep, RoutedOutcome, SendHooks } from './send-outcome.ts';
 
 /** What the record handler sends a validated command through. */
@@ -18,6 +21,8 @@ export interface CommandSender {
     expiresAt: number | null,
     hooks: SendHooks | undefined,
     footprint: SendFootprint,
+    /** The command's tenant (TENANT_METADATA_KEY), for its limits and its routing. */
+    tenant?: string,
   ): Promise<RoutedOutcome>;
 }
 
@@ -27,6 +32,8 @@ export interface FailoverSenderOptions {
   readonly routing: Routing;
   /** The priority of the topic this sender serves (a routing rule may name it). */
   readonly priority: Priority;
+  /** The limits per tenant (TENANT_LIMITS); undefined: none. */
+  readonly tenants?: TenantLimits | undefined;
   /** A command left `from` for its next account (metrics, logs). */
   readonly onFailover?: (from: string, reason: FailoverReason, code: string) => void;
 }
@@ -56,8 +63,39 @@ export class FailoverSender implements CommandSender {
     expiresAt: number | null,
     hooks: SendHooks | undefined,
     footprint: SendFootprint,
+    tenant?: string,
   ): Promise<RoutedOutcome> {
-    const list = accountsFor(this.#o.routing, { operation: footprint.operation, regions: footprint.regions, priority: this.#o.priority });
+    // The tenant's limits first (the global ones apply on top, per account): a tenant at its cap
+    // waits here, holding no mark and no slot, while other tenants' commands flow past it.
+    const pass = this.#o.tenants?.pass(tenant);
+    if (pass !== undefined) {
+      let taken: 'go' | 'expired';
+      try {
+        taken = await pass.take(footprint, signal, expiresAt);
+      } catch {
+        return { kind: 'abandoned', attempts: 0 };
+      }
+      if (taken === 'expired' && expiresAt !== null) return { kind: 'expired', expiresAt, attempts: 0 };
+    }
+    let outcome: RoutedOutcome | undefined;
+    try {
+      outcome = await this.#send(request, correlationId, signal, expiresAt, hooks, footprint, tenant);
+      return outcome;
+    } finally {
+      pass?.settle(charged(outcome));
+    }
+  }
+
+  async #send(
+    request: ProviderRequest,
+    correlationId: string,
+    signal: AbortSignal,
+    expiresAt: number | null,
+    hooks: SendHooks | undefined,
+    footprint: SendFootprint,
+    tenant: string | undefined,
+  ): Promise<RoutedOutcome> {
+    const list = accountsFor(this.#o.routing, { operation: footprint.operation, regions: footprint.regions, priority: this.#o.priority, tenant });
     const failovers: FailoverStep[] = [];
     let attempts = 0;
     for (const [index, account] of list.entries()) {
@@ -79,4 +117,14 @@ export class FailoverSender implements CommandSender {
     }
     throw new Error('a command with no account to send it through');
   }
+}
+
+/** What a command's outcome charged, for its tenant's spend cap: its reports, `maybe` when it may have been sent, else nothing. */
+function charged(outcome: RoutedOutcome | undefined): readonly MessageReport[] | 'maybe' | 'none' {
+  if (outcome === undefined) return 'maybe';
+  if (outcome.kind === 'sent') return outcome.success.result.messages;
+  // A failure that is not the service's (a bug) may have followed a call: counted as maybe.
+  if (outcome.kind === 'failed') return isProviderError(outcome.error) && !outcome.error.ambiguous ? 'none' : 'maybe';
+  if (outcome.kind === 'abandoned') return outcome.maybeSent === true ? 'maybe' : 'none';
+  return 'none';
 }

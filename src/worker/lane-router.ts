@@ -279,6 +279,7 @@ export class LaneRouter {
         timeToSend: this.#o.metrics.timeToSend.labels({ priority: parts.source.priority }),
         sendStages: this.#sendStages,
         onGeoRefusals: (refusals, command, source) => reportGeoRefusals(this.#o.metrics, this.#o.log, c.validation.geo.mode, refusals, command, source),
+        tenantKey: c.tenants.key,
       },
       producers: parts.producers,
       handovers: parts.handovers,

@@ -21,6 +21,7 @@ import { isProviderError } from '../provider/provider-error.ts';
 import { RegistryUnavailableError } from '../schema/codec.ts';
 import type { SendHooks } from './guarded-sender.ts';
 import type { CommandSender } from './failover-sender.ts';
+import { tenantOf } from './tenants/tenant-settings.ts';
 import type { RoutedOutcome, SendOutcome } from './send-outcome.ts';
 import type { Identity } from './protocol/partition-machine.ts';
 import type { HandoverSettlement } from './handover-record.ts';
@@ -55,6 +56,8 @@ export interface RecordHandlerDeps {
    * is sent (refused under GEO_MODE=enforce, sent anyway under monitor): counted and logged.
    */
   readonly onGeoRefusals?: (refusals: readonly GeoRefusal[], command: SendCommand, source: SourcePosition) => void;
+  /** TENANT_METADATA_KEY: the metadata entry naming a command's tenant (its limits, its routing); undefined: no tenants. */
+  readonly tenantKey?: string;
 }
 
 /** The partition's view of one record: its protocol's answer about the commandId, and the hooks of its send. */
@@ -283,7 +286,8 @@ async function sendAndRecord(
     }),
   };
   stages?.admitting(now());
-  const outcome: RoutedOutcome = await deps.sender.send(send.request, command.commandId, signal, command.expiresAt, hooks, send.footprint);
+  const tenant = deps.tenantKey === undefined ? undefined : tenantOf(command.metadata, deps.tenantKey);
+  const outcome: RoutedOutcome = await deps.sender.send(send.request, command.commandId, signal, command.expiresAt, hooks, send.footprint, tenant);
   if (outcome.kind === 'abandoned') return { kind: 'abandoned', maybeSent: outcome.maybeSent === true };
   const ctx: ResultContext = { command, source, completedAt: now() };
   try {

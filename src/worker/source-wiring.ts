@@ -16,6 +16,7 @@ import { FetchPauses } from './fetch-pauses.ts';
 import { GroupMembership } from './group-membership.ts';
 import { GuardedSender, type GuardedSenderOptions } from './guarded-sender.ts';
 import { FailoverSender } from './failover-sender.ts';
+import type { TenantLimits } from './tenants/tenant-limits.ts';
 import { checkpointKey, decodeCheckpoint, encodeCheckpoint, withHangingMarks } from './ledger-checkpoint.ts';
 import { handoverKey } from './handover-record.ts';
 import { ledgerHandovers } from './handovers.ts';
@@ -65,6 +66,8 @@ export interface SourceWiring {
   readonly shared: SharedParts;
   /** Each account's sender options, in ACCOUNTS order (default first); the rate-limit tokens are taken at the source's priority. */
   readonly accountSenders: readonly { readonly name: string; readonly options: Omit<GuardedSenderOptions, 'rateLimiter'> }[];
+  /** TENANT_LIMITS, shared by every source; undefined: no tenant has a limit. */
+  readonly tenants: TenantLimits | undefined;
   readonly rateLimiter: RateLimiter;
   /** Partitions of each command topic (its ledger has at least as many). */
   readonly partitions: ReadonlyMap<string, number>;
@@ -239,6 +242,7 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
     accounts: new Map(w.accountSenders.map((a) => [a.name, new GuardedSender({ ...a.options, rateLimiter: tokens })])),
     routing: c.routing,
     priority: source.priority,
+    tenants: w.tenants,
     onFailover: (account, reason, code) => {
       w.metrics.failovers.inc({ account, reason });
       log.debug({ account, reason, code, topic }, 'command went on to its next account');

@@ -16,6 +16,7 @@ import { CommandTracer } from '../observability/command-span.ts';
 import { startTracing } from '../observability/tracing.ts';
 import { createProviderClient } from '../provider/client.ts';
 import type { AccountSettings } from '../accounts/accounts.ts';
+import { TenantLimits } from './tenants/tenant-limits.ts';
 import type { ProviderClient } from '../provider/types.ts';
 import { Codec, createRegistry } from '../schema/codec.ts';
 import { SmsWorkerError } from '../errors.ts';
@@ -203,6 +204,10 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     return { name: account.name, client, gate, options };
   });
   const { client, gate } = accountSenders[0] as (typeof accountSenders)[number];
+  // TENANT_LIMITS: one set of limits per tenant, shared by the sources like the global ones.
+  const tenantLimits = new TenantLimits(c.tenants, { onWait: (tenant) => metrics.tenantWaits.inc({ tenant: metrics.tenantLabel(tenant) }) });
+  const tenants = tenantLimits.enabled ? tenantLimits : undefined;
+  if (tenants !== undefined) hooks.adopt(async () => tenants.close(), 'tenant limits');
   // Each command partition's ledger partition (ledger on): a claim reads it to its end after fencing.
   const ledgerOf = new Map(c.ledger.enabled ? c.sources.map((s) => [s.topic, s.ledgerTopic] as const) : []);
   const producers = new TransactionalProducers(
@@ -229,7 +234,7 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   const shared: SharedParts = { admin, codec, client, gate, spend, producers, handoverProducer, reader, maxRecordBytes, tracer };
 
   const sources = c.sources.map((source) =>
-    connectSource(source, { kafka, admin, config: c, shared, accountSenders, rateLimiter, partitions, handover: hooks.handover, log, metrics }),
+    connectSource(source, { kafka, admin, config: c, shared, accountSenders, tenants, rateLimiter, partitions, handover: hooks.handover, log, metrics }),
   );
   for (const parts of sources) hooks.adopt(() => parts.consumer.disconnect(), `consumer of ${parts.source.topic}`);
   // Before the group is joined, like the schemas: a claim's reads walked once, their clients connected.
@@ -238,7 +243,7 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     log.info({ topic: parts.source.topic, stepMs: await parts.warmClaimReads() }, 'warmed up: claim reads');
   }
   pausesRef.current = sources.map((parts) => parts.fetchPauses);
-  shareLimits(c, sources, { rateLimiter, destinations, spend }, metrics, log);
+  shareLimits(c, sources, { rateLimiter, destinations, spend, tenants }, metrics, log);
   return sources;
 }
 
@@ -250,11 +255,11 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
 function shareLimits(
   c: WorkerConfig,
   sources: readonly WorkerParts[],
-  limits: { rateLimiter: RateLimiter; destinations: DestinationGuard | undefined; spend: SpendHolds | undefined },
+  limits: { rateLimiter: RateLimiter; destinations: DestinationGuard | undefined; spend: SpendHolds | undefined; tenants: TenantLimits | undefined },
   metrics: WorkerMetrics,
   log: Logger,
 ): void {
-  const { rateLimiter, destinations, spend } = limits;
+  const { rateLimiter, destinations, spend, tenants } = limits;
   const owned = new Map<string, number>();
   const total = sources.reduce((sum, parts) => sum + parts.commandPartitions, 0);
   // Nothing before the first share is known: a fresh process would otherwise start with a full
@@ -267,6 +272,7 @@ function shareLimits(
       const ownedPartitions = [...owned.values()].reduce((a, b) => a + b, 0);
       destinations?.setShare(ownedPartitions, total);
       spend?.setShare(ownedPartitions, total);
+      tenants?.setShare(ownedPartitions, total);
       if (!rateLimiter.enabled) return;
       rateLimiter.setRate(rateShare({ limitPerSecond: c.rateLimitPerSecond, ownedPartitions, totalPartitions: total }));
       rateLimiter.resume(source.priority);

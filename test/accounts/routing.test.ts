@@ -67,7 +67,7 @@ describe('routing: validation names each problem, with the rule and the field', 
     expect(parsed([{ regions: [], accounts: ['default'] }]).problems[0]).toContain('an empty list would never match');
     expect(parsed([{ operation: 'text' }]).problems).toEqual(['ACCOUNT_ROUTES rule 1: accounts must be a list of account names']);
     expect(parsed([{ region: ['AU'], accounts: ['default'] }]).problems[0]).toBe(
-      'ACCOUNT_ROUTES rule 1: unknown field "region" (known: operation, regions, priority, accounts)',
+      'ACCOUNT_ROUTES rule 1: unknown field "region" (known: operation, regions, priority, tenant, accounts)',
     );
     const problems: string[] = [];
     parseRouting('[{', ['default'], ACCOUNTS, problems);

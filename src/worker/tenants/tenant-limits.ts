@@ -1,0 +1,114 @@
+/**
+ * The limits of each tenant as the process applies them: a spend cap (SpendHolds) and a rate
+ * limiter per tenant with limits, each taking this process's share of the deployment-wide limit
+ * (as the global ones do), created when the tenant's first command comes.
+ *
+ * Bounded: the tenants named in TENANT_LIMITS (at most 256) and at most MAX_TRACKED_TENANTS under
+ * `*`; commands of further tenants share one more budget, the `*` limit once for all of them
+ * (stricter, never looser: forgetting a tenant's spend would let it spend again).
+ */
+import type { SendFootprint } from '../../contracts/validate.ts';
+import type { MessageReport } from '../../provider/types.ts';
+import { SpendHolds, SpendTicket } from '../guard/spend-holds.ts';
+import { RateLimiter } from '../rate-limiter.ts';
+import { rateShare } from '../rate-share.ts';
+import { limitOf, type TenantLimit, type TenantSettings } from './tenant-settings.ts';
+
+/** Tenants under `*` tracked apart; further ones share one budget. */
+export const MAX_TRACKED_TENANTS = 1_000;
+/** The budget the tenants past MAX_TRACKED_TENANTS share. */
+const OVERFLOW = '\u0000overflow';
+
+interface TenantGuard {
+  readonly spend: SpendHolds | undefined;
+  readonly rate: RateLimiter | undefined;
+  /** The tenant's deployment-wide rate (its limiter holds this process's share of it). */
+  readonly ratePerSecond: number;
+}
+
+/** One command's passage through its tenant's limits: `take` before the first call, `settle` once its outcome is known. */
+export interface TenantPass {
+  /** Waits for the tenant's spend room and a rate token; `expired` when the command's expiry came first; rejects when aborted. */
+  take(footprint: SendFootprint, signal: AbortSignal, expiresAt: number | null): Promise<'go' | 'expired'>;
+  settle(charged: readonly MessageReport[] | 'maybe' | 'none'): void;
+}
+
+export class TenantLimits {
+  readonly #settings: TenantSettings;
+  readonly #now: () => number;
+  readonly #guards = new Map<string, TenantGuard>();
+  readonly #onWait: ((tenant: string) => void) | undefined;
+  #share = { owned: 1, total: 1 };
+  #tracked = 0;
+
+  constructor(settings: TenantSettings, options: { now?: () => number; onWait?: (tenant: string) => void } = {}) {
+    this.#settings = settings;
+    this.#now = options.now ?? Date.now;
+    this.#onWait = options.onWait;
+  }
+
+  /** Whether any tenant has a limit. */
+  get enabled(): boolean {
+    return this.#settings.named.size > 0 || this.#settings.others !== undefined;
+  }
+
+  /** The pass of a command of `tenant` (undefined: no tenant, or no limit for it). */
+  pass(tenant: string | undefined): TenantPass | undefined {
+    const limit = limitOf(this.#settings, tenant);
+    if (tenant === undefined || limit === undefined) return undefined;
+    const guard = this.#guardOf(tenant, limit);
+    const ticket = new SpendTicket(guard.spend);
+    return {
+      take: async (footprint, signal, expiresAt) => {
+        const atCap = (): boolean => guard.spend?.paused === true;
+        const waiting = atCap();
+        await ticket.take(footprint, signal, expiresAt);
+        if (expiresAt !== null && this.#now() >= expiresAt) return 'expired';
+        await guard.rate?.take(signal);
+        if (waiting || atCap()) this.#waited(tenant);
+        return 'go';
+      },
+      settle: (charged) => ticket.settle(charged),
+    };
+  }
+
+  /** This process's share of the deployment's command partitions: every tenant's limits follow it, as the global ones do. */
+  setShare(owned: number, total: number): void {
+    this.#share = { owned, total };
+    for (const guard of this.#guards.values()) this.#apply(guard);
+  }
+
+  close(): void {
+    for (const guard of this.#guards.values()) guard.spend?.close();
+  }
+
+  #guardOf(tenant: string, limit: TenantLimit): TenantGuard {
+    const named = this.#settings.named.has(tenant);
+    const key = named || this.#guards.has(tenant) || this.#tracked < MAX_TRACKED_TENANTS ? tenant : OVERFLOW;
+    const existing = this.#guards.get(key);
+    if (existing !== undefined) return existing;
+    if (!named && key !== OVERFLOW) this.#tracked += 1;
+    const guard: TenantGuard = {
+      spend: limit.spend === undefined ? undefined : new SpendHolds({ settings: limit.spend, now: this.#now }),
+      rate: limit.ratePerSecond > 0 ? new RateLimiter(limit.ratePerSecond) : undefined,
+      ratePerSecond: limit.ratePerSecond,
+    };
+    this.#guards.set(key, guard);
+    this.#apply(guard);
+    return guard;
+  }
+
+  #apply(guard: TenantGuard): void {
+    const { owned, total } = this.#share;
+    guard.spend?.setShare(owned, total);
+    guard.rate?.setRate(rateShare({ limitPerSecond: guard.ratePerSecond, ownedPartitions: owned, totalPartitions: total }));
+  }
+
+  #waited(tenant: string): void {
+    try {
+      this.#onWait?.(tenant);
+    } catch {
+      // An observer's bug must not change what becomes of a command.
+    }
+  }
+}
