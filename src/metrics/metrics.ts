@@ -86,9 +86,9 @@ export function createMetrics(registry: Registry = new Registry()) {
     registry,
     /** The label of a tenant: its name for the first 20 seen, then "other". */
     tenantLabel: (tenant: string): string => tenants.value(tenant),
-    tenantWaits: new Counter({
-      name: `${prefix}tenant_waits_total`,
-      help: 'Commands that met their tenant at its spend cap (TENANT_LIMITS) and waited, by tenant (the first 20 tenants seen by name, then "other").',
+    tenantCapPauses: new Counter({
+      name: `${prefix}tenant_cap_pauses_total`,
+      help: 'Times a tenant\'s sending paused at its spend cap (TENANT_LIMITS): its commands wait for room, other tenants keep sending; by tenant (the first 20 tenants seen by name, then "other").',
       labelNames: ['tenant'],
       registers: [registry],
     }),

@@ -205,7 +205,12 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   });
   const { client, gate } = accountSenders[0] as (typeof accountSenders)[number];
   // TENANT_LIMITS: one set of limits per tenant, shared by the sources like the global ones.
-  const tenantLimits = new TenantLimits(c.tenants, { onWait: (tenant) => metrics.tenantWaits.inc({ tenant: metrics.tenantLabel(tenant) }) });
+  const tenantLimits = new TenantLimits(c.tenants, {
+    onCapPause: (tenant) => {
+      metrics.tenantCapPauses.inc({ tenant: metrics.tenantLabel(tenant) });
+      log.warn({ tenant }, `tenant ${tenant} reached its spend cap (TENANT_LIMITS): its commands wait for room; other tenants keep sending`);
+    },
+  });
   const tenants = tenantLimits.enabled ? tenantLimits : undefined;
   if (tenants !== undefined) hooks.adopt(async () => tenants.close(), 'tenant limits');
   // Each command partition's ledger partition (ledger on): a claim reads it to its end after fencing.

@@ -72,6 +72,8 @@ describe('metrics docs/metrics.md lists', () => {
         // route (101301) or its funds (105400) goes on to it (sms_worker_failovers_total).
         ACCOUNTS: 'backup',
         ACCOUNT_BACKUP_ACCESS_KEY_ID: 'backup-key',
+        // A tenant whose cap covers one text (0.045) and not two: its second waits (a cap pause).
+        TENANT_LIMITS: JSON.stringify({ capped: { spendCapPerHour: '0.05' } }),
       }),
     );
     cleanups.add(() => worker.stop());
@@ -134,6 +136,11 @@ describe('metrics docs/metrics.md lists', () => {
     await publisher.publish([{ command: afterFence }]);
     await eventually(() => ((peak.get('sms_worker_lost_partitions') ?? 0) > 0 ? true : undefined), 30_000, 'the lost partition seen in /metrics');
     await results.waitFor([afterFence.commandId]);
+    // Last (it waits until the worker stops, holding the partition's later results): a tenant at its cap.
+    const cappedFirst = textCommand({ metadata: { tenant: 'capped' } });
+    await publisher.publish([{ command: cappedFirst }, { command: textCommand({ metadata: { tenant: 'capped' } }) }]);
+    await results.waitFor([cappedFirst.commandId]);
+    await eventually(() => ((peak.get('sms_worker_tenant_cap_pauses_total') ?? 0) > 0 ? true : undefined), 30_000, 'the tenant cap pause seen in /metrics');
     await scrape();
 
     const problems: string[] = [];

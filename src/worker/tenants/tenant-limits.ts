@@ -37,14 +37,15 @@ export class TenantLimits {
   readonly #settings: TenantSettings;
   readonly #now: () => number;
   readonly #guards = new Map<string, TenantGuard>();
-  readonly #onWait: ((tenant: string) => void) | undefined;
+  readonly #onCapPause: ((tenant: string) => void) | undefined;
   #share = { owned: 1, total: 1 };
   #tracked = 0;
 
-  constructor(settings: TenantSettings, options: { now?: () => number; onWait?: (tenant: string) => void } = {}) {
+  /** `onCapPause`: a tenant's sending paused at its spend cap (its next command must wait for room). */
+  constructor(settings: TenantSettings, options: { now?: () => number; onCapPause?: (tenant: string) => void } = {}) {
     this.#settings = settings;
     this.#now = options.now ?? Date.now;
-    this.#onWait = options.onWait;
+    this.#onCapPause = options.onCapPause;
   }
 
   /** Whether any tenant has a limit. */
@@ -60,12 +61,9 @@ export class TenantLimits {
     const ticket = new SpendTicket(guard.spend);
     return {
       take: async (footprint, signal, expiresAt) => {
-        const atCap = (): boolean => guard.spend?.paused === true;
-        const waiting = atCap();
         await ticket.take(footprint, signal, expiresAt);
         if (expiresAt !== null && this.#now() >= expiresAt) return 'expired';
         await guard.rate?.take(signal);
-        if (waiting || atCap()) this.#waited(tenant);
         return 'go';
       },
       settle: (charged) => ticket.settle(charged),
@@ -89,7 +87,14 @@ export class TenantLimits {
     if (existing !== undefined) return existing;
     if (!named && key !== OVERFLOW) this.#tracked += 1;
     const guard: TenantGuard = {
-      spend: limit.spend === undefined ? undefined : new SpendHolds({ settings: limit.spend, now: this.#now }),
+      spend:
+        limit.spend === undefined
+          ? undefined
+          : new SpendHolds({
+              settings: limit.spend,
+              now: this.#now,
+              observer: { onPause: (pause) => (pause === undefined ? undefined : this.#capPaused(key)), onSpend: () => undefined },
+            }),
       rate: limit.ratePerSecond > 0 ? new RateLimiter(limit.ratePerSecond) : undefined,
       ratePerSecond: limit.ratePerSecond,
     };
@@ -104,9 +109,9 @@ export class TenantLimits {
     guard.rate?.setRate(rateShare({ limitPerSecond: guard.ratePerSecond, ownedPartitions: owned, totalPartitions: total }));
   }
 
-  #waited(tenant: string): void {
+  #capPaused(tenant: string): void {
     try {
-      this.#onWait?.(tenant);
+      this.#onCapPause?.(tenant === OVERFLOW ? 'other' : tenant);
     } catch {
       // An observer's bug must not change what becomes of a command.
     }
