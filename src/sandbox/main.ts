@@ -9,6 +9,8 @@
  *   --rate-500 0.01 --rate-502 0 --rate-503 0.01 --rate-429 0.01 --rate-reset 0.001 --rate-hang 0.001
  *   --rate-reset-after 0 --rate-hang-after 0 --rate-malformed 0 --retry-after-sec 1 --down
  *   --callback-url URL --report-delay-ms 200 --report-fail-rate 0.1   delivery reports (delivery-reports.ts)
+ *   --text-route AU=au.backup:0.090000 --text-route CN=none   this account's own text routes (another
+ *                                    account of the service; `none`: no upstream, 101301), repeatable
  */
 import { parseArgs } from 'node:util';
 import type { CountryCode } from 'libphonenumber-js';
@@ -17,6 +19,7 @@ import type { FaultKind, FaultSettings, LatencySpec } from './faults.ts';
 import { DEFAULT_FAULTS } from './faults.ts';
 import { startSandbox } from './server.ts';
 import type { RunningSandbox, SandboxOptions } from './server.ts';
+import type { TextRouteOverrides } from './pricing.ts';
 
 const RATE_FLAGS: Readonly<Record<string, FaultKind>> = {
   'rate-500': 'http500',
@@ -57,6 +60,7 @@ export function parseSandboxArgs(argv: readonly string[]): SandboxOptions {
     options: {
       ...Object.fromEntries(stringFlags.map((name) => [name, { type: 'string' as const }])),
       down: { type: 'boolean' },
+      'text-route': { type: 'string', multiple: true },
     },
   });
   const problems: string[] = [];
@@ -103,6 +107,7 @@ export function parseSandboxArgs(argv: readonly string[]): SandboxOptions {
   if (callbackUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(callbackUrl)) problems.push('--callback-url must be an http(s) URL');
   const homeRegion = str('home-region');
   if (homeRegion !== undefined && !/^[A-Z]{2}$/.test(homeRegion)) problems.push('--home-region must be a region code such as CN');
+  const textRoutes = parseTextRoutes(values['text-route'] ?? [], problems);
   if (problems.length > 0) throw new ConfigError(problems.map((p) => `sandbox: ${p}`));
 
   const faults: FaultSettings = {
@@ -125,6 +130,7 @@ export function parseSandboxArgs(argv: readonly string[]): SandboxOptions {
     ...(homeRegion === undefined ? {} : { homeRegion: homeRegion as CountryCode }),
     ...(seed === undefined ? {} : { seed }),
     ...(logCapacity === undefined ? {} : { logCapacity }),
+    ...(Object.keys(textRoutes).length === 0 ? {} : { textRoutes }),
     ...(callbackUrl === undefined && reportDelayMs === undefined && reportFailRate === undefined
       ? {}
       : {
@@ -135,6 +141,22 @@ export function parseSandboxArgs(argv: readonly string[]): SandboxOptions {
           },
         }),
   };
+}
+
+/** `--text-route REGION=upstream:price` or `REGION=none`, each at most once per region. */
+function parseTextRoutes(given: readonly string[], problems: string[]): TextRouteOverrides {
+  const routes: Record<string, { upstream: string; price: string } | null> = {};
+  for (const text of given) {
+    const match = /^([A-Z]{2}|001)=(?:(none)|([\w.-]{1,64}):(\d{1,6}(?:\.\d{1,6})?))$/.exec(text);
+    const region = match?.[1];
+    if (match === null || region === undefined) {
+      problems.push(`--text-route must be REGION=upstream:price or REGION=none, e.g. AU=au.backup:0.090000 (got ${text.slice(0, 80)})`);
+      continue;
+    }
+    if (region in routes) problems.push(`--text-route gives ${region} twice`);
+    routes[region] = match[2] === 'none' ? null : { upstream: match[3] as string, price: match[4] as string };
+  }
+  return routes;
 }
 
 /** Starts a sandbox from command-line flags and logs one line (never the secret). */

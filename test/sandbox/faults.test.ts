@@ -232,3 +232,15 @@ describe('sandbox command line', () => {
     }
   });
 });
+
+describe('sandbox CLI: --text-route (an account with routes of its own)', () => {
+  it('parses REGION=upstream:price and REGION=none; names a malformed one and a region given twice', () => {
+    expect(parseSandboxArgs(['--text-route', 'AU=au.backup:0.090000', '--text-route', 'CN=none']).textRoutes).toEqual({
+      AU: { upstream: 'au.backup', price: '0.090000' },
+      CN: null,
+    });
+    expect(() => parseSandboxArgs(['--text-route', 'au=x:1', '--text-route', 'AU=none', '--text-route', 'AU=y:0.1'])).toThrowError(
+      /--text-route must be REGION=upstream:price[\s\S]*--text-route gives AU twice/,
+    );
+  });
+});

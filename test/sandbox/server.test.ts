@@ -255,3 +255,24 @@ describe('sandbox: bounded request log', () => {
     }
   });
 });
+
+describe('sandbox: an account with text routes of its own (textRoutes)', () => {
+  it('sends AU through its own upstream at its price, and answers 101301 for a region it has none for', async () => {
+    const own = await startSandbox({ port: 0, textRoutes: { AU: { upstream: 'au.backup', price: '0.090000' }, SG: null } });
+    try {
+      const send = async (to: string) =>
+        (await fetch(`${own.url}/?action=sms.message.send&accessKeyId=k`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ to: [to], signature: 'Acme', content: 'hi' }),
+        }).then((r) => r.json())) as { code: string; data?: { messages: { upstream: string; price: string }[] } };
+      const au = await send('+61412345678');
+      expect(au.code).toBe('0');
+      expect(au.data?.messages[0]).toMatchObject({ upstream: 'au.backup', price: '0.090000' });
+      expect((await send('+6591234567')).code).toBe('101301');
+      expect((await send('+8613800138000')).data?.messages[0]?.upstream).toBe('cn.cmpp.standard');
+    } finally {
+      await own.close();
+    }
+  });
+});
