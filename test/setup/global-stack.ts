@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { startStack } from '../../tools/stack/index.ts';
+import type { RunningStack } from '../../tools/stack/index.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -11,11 +11,13 @@ declare module 'vitest' {
 
 /** One stack per test run, whichever integration project asks first; stopped after its last user. */
 interface SharedStack {
-  readonly stack: ReturnType<typeof startStack>;
+  readonly stack: Promise<RunningStack>;
   users: number;
 }
 
-// On globalThis: each project loads this file through its own module runner, in one process.
+// On globalThis: each project loads this file through its own module runner, in one process. The
+// stack's modules are imported once, by the first: a second copy of src/kafka/kafkajs.ts would find
+// kafkajs's producer already loaded (by the first copy) and refuse to patch it.
 const SHARED = Symbol.for('sms-worker.test.integration-stack');
 const holder = globalThis as { [SHARED]?: SharedStack };
 
@@ -27,6 +29,7 @@ const holder = globalThis as { [SHARED]?: SharedStack };
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   let shared = holder[SHARED];
   if (shared === undefined) {
+    const { startStack } = await import('../../tools/stack/index.ts');
     shared = { stack: startStack({ log: (line) => console.log(line) }), users: 0 };
     holder[SHARED] = shared;
   }
