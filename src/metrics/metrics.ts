@@ -173,6 +173,12 @@ export function createMetrics(registry: Registry = new Registry()) {
       labelNames: ['reason'],
       registers: [registry],
     }),
+    accountPaused: new Gauge({
+      name: `${prefix}account_paused`,
+      help: `1 while an account of the service (ACCOUNTS; default: the PROVIDER_* one) is paused, by account (at most 8) and reason (${PAUSE_REASONS.join(', ')}): its commands go on to the next account of their list, or wait at the last.`,
+      labelNames: ['account', 'reason'],
+      registers: [registry],
+    }),
     routePausedSince: new Gauge({
       name: `${prefix}route_paused_since_timestamp_seconds`,
       help: 'Unix time at which a route (operation × destination regions) was paused after a 101301 refusal, per paused route: operation (text, voice) and region (ISO 3166 alpha-2 codes, 001 for non-geographic numbers, sorted and joined with "+", e.g. AU or AU+NZ, at most 8 then "+…"). At most 64 routes are paused at once; a series is removed when its route is resumed or evicted.',

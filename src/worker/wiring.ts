@@ -29,7 +29,7 @@ import type { DestinationGuard } from './guard/destination-guard.ts';
 import type { SpendHolds } from './guard/spend-holds.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { rateShare } from './rate-share.ts';
-import { OutageCounter, ServiceGate, type PauseReason } from './service-gate.ts';
+import { OutageCounter, PAUSE_REASONS, ServiceGate, type PauseReason } from './service-gate.ts';
 import { RefusalHolds, type HoldsSnapshot } from './refusal-holds.ts';
 import type { RefusalScope } from './refusal-scopes.ts';
 import type { SendFootprint } from '../contracts/validate.ts';
@@ -160,20 +160,25 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     const first = index === 0;
     const client = countInFlight(createClient(config, account, metrics, log), metrics);
     hooks.adopt(async () => client.close(), first ? 'provider client' : `provider client (${account.name})`);
+    // The first account's pauses are the Worker's (its pause reason, gauge and log); the others' are logged here.
+    const onChange = first
+      ? hooks.onGateChange
+      : (reason: PauseReason | undefined): void => {
+          if (reason === undefined) pausesRef.current.forEach((p) => p.setGateClosed(false));
+          log.info(
+            { account: account.name, reason: reason ?? null },
+            reason === undefined ? `account ${account.name}: sends succeed again` : `account ${account.name} paused (${reason})`,
+          );
+        };
     const gate = new ServiceGate({
       backoff: {
         insufficient_funds: { initialMs: c.funds.probeInitialMs, maxMs: c.funds.probeMaxMs },
         circuit_open: { initialMs: c.breaker.probeInitialMs, maxMs: c.breaker.probeMaxMs },
       },
-      onChange: first
-        ? hooks.onGateChange
-        : (reason) => {
-            if (reason === undefined) pausesRef.current.forEach((p) => p.setGateClosed(false));
-            log.info(
-              { account: account.name, reason: reason ?? null },
-              reason === undefined ? `account ${account.name}: sends succeed again` : `account ${account.name} paused (${reason})`,
-            );
-          },
+      onChange: (reason) => {
+        for (const r of PAUSE_REASONS) metrics.accountPaused.set({ account: account.name, reason: r }, r === reason ? 1 : 0);
+        onChange(reason);
+      },
       onBlock: () => {
         if (gates.every((g) => g.reason !== undefined)) pausesRef.current.forEach((p) => p.setGateClosed(true));
       },

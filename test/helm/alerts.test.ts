@@ -141,6 +141,24 @@ const CASES: Record<string, { fires: Case; silent: Case }> = {
       fires: [],
     },
   },
+  SmsWorkerAccountPaused: {
+    // backup paused for its funds from minute 1 on pod a: fires after 10 minutes; default's own
+    // pause is left to its own alerts.
+    fires: {
+      series: {
+        [`sms_worker_account_paused{${release}, account="backup", reason="insufficient_funds", pod="a"}`]: '0 1x30',
+        [`sms_worker_account_paused{${release}, account="default", reason="insufficient_funds", pod="a"}`]: '1x30',
+      },
+      at: '15m',
+      fires: [{ namespace, account: 'backup', reason: 'insufficient_funds', severity: 'warning' }],
+    },
+    // Paused 8 minutes, then resumed: silent.
+    silent: {
+      series: { [`sms_worker_account_paused{${release}, account="backup", reason="circuit_open", pod="a"}`]: '0 1x8 0x20' },
+      at: '12m',
+      fires: [],
+    },
+  },
   SmsWorkerPumpingSuspected: {
     // A prefix of GB blocked at minute 3 (one block started): fires at once, per kind and region.
     fires: {

@@ -115,6 +115,10 @@ describe('worker: several accounts, failover only on proof of not-sent', () => {
     expect(refusing.requests()).toBeGreaterThanOrEqual(1);
     // default's gate (the worker's pause reason) is closed; sending through backup never paused.
     await eventually(() => (worker.pauseReason === 'provider_rejecting' ? true : undefined), 10_000, 'default paused');
+    const metrics = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
+    expect(metrics).toMatch(/^sms_worker_account_paused\{account="default",reason="provider_rejecting"\} 1$/m);
+    expect(metrics).not.toMatch(/^sms_worker_account_paused\{account="backup",[^}]*\} 1$/m);
+    expect(metrics).toMatch(/^sms_worker_failovers_total\{account="default",reason="(refused-client|paused)"\} [1-9]/m);
   });
 
   it('default unreachable (nothing listens at its URL): the command is SENT through backup (reason unreachable)', async () => {
