@@ -121,12 +121,16 @@ export class LaneRouter {
 
   /**
    * Waits for `settled`, sending the member's heartbeat whenever one is due meanwhile (the batch's
-   * heartbeat sends one only every heartbeat interval), but only while `mayRejoin`: a claim that
-   * has begun to fence finishes first (fence and reads are short), since a fence still under way
-   * after the rejoin could land after the next owner's and fence it. A heartbeat that finds the
-   * group rebalancing rejects out of the batch handler (after a fence begun meanwhile has ended):
-   * kafkajs rejoins at once, the batch stays unresolved, and a claim still waiting for its earlier
-   * owner stops at the new generation without fencing.
+   * heartbeat sends one only every heartbeat interval). A heartbeat that finds the group
+   * rebalancing rejects out of the batch handler: kafkajs rejoins at once, the batch stays
+   * unresolved, and a claim still waiting for its earlier owner stops at the new generation
+   * without fencing. Once `mayRejoin` is false (the claim has begun to fence) it still heartbeats,
+   * so a claim whose read after the fence waits out a hanging transaction (DECIDED_WAIT_MS, 10 s)
+   * keeps its member past a shorter session; but a rejection then waits for the claim to finish
+   * before it leaves the handler, since a fence still under way after the rejoin could land after
+   * the next owner's and fence it. (Without those heartbeats two members took turns: each one's
+   * claim outlived its session, the other was given the partition and fenced it, for as long as
+   * the transaction hung: `node bench/chaos.ts --seed 4242 --accounts 2`.)
    */
   async #heartbeating<T>(batch: FetchedBatch, settled: Promise<T>, mayRejoin: () => boolean): Promise<T> {
     let done = false;
@@ -138,7 +142,7 @@ export class LaneRouter {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([finished, new Promise<void>((resolve) => (timer = setTimeout(resolve, HEARTBEAT_CHECK_MS)))]);
       clearTimeout(timer);
-      if (done || !mayRejoin()) continue;
+      if (done) continue;
       try {
         await batch.heartbeat();
       } catch (error) {

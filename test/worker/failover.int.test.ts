@@ -84,16 +84,22 @@ describe('worker: several accounts, failover only on proof of not-sent', () => {
     expect(primary.state.balance).toBe('0.000000');
   });
 
-  it('an answer after which default may have sent it (a reset after processing) stays UNKNOWN on default: backup never sees it', async () => {
+  it.each([
+    ['reset-after', 'a reset after processing'],
+    ['http500', 'HTTP 500 without an envelope'],
+    ['malformed', 'a malformed answer'],
+    ['hang-after', 'no answer within the response timeout'],
+  ] as const)('an answer after which default may have sent it (%s: %s) stays UNKNOWN on default: backup never sees it', async (kind, _what) => {
     const backup = await backupSandbox();
     const { results, publish } = await startWorkerRig(primary.url, cleanups, backupAccount(backup));
-    primary.setFaults({ enqueue: [{ kind: 'reset-after', count: 1 }] });
+    primary.setFaults({ enqueue: [{ kind, count: 1 }] });
     const command = textCommand({ to: [CN] });
     await publish([{ command }]);
     const result = only((await results.waitFor([command.commandId])).get(command.commandId));
     expect(result.outcome).toBe('UNKNOWN');
     expect(result.account).toBe('default');
     expect(result.failovers).toBeUndefined();
+    expect(primary.state.requests({ correlationId: command.commandId })).toHaveLength(1);
     expect(backup.state.requests({ correlationId: command.commandId })).toHaveLength(0);
   });
 
