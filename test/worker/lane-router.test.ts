@@ -237,7 +237,7 @@ describe('LaneRouter', () => {
     expect(service.sent).toEqual([]);
   });
 
-  it("a batch whose claim has begun to fence sends no heartbeat until the claim is done: a fence under way after a rejoin could land after the next owner's", async () => {
+  it("a batch whose claim has begun to fence keeps heartbeating; one that finds the group rebalancing ends the batch only once the claim is done (a fence under way after a rejoin could land after the next owner's)", async () => {
     let finishFence = (): void => undefined;
     const { lanes, ownership } = harness(Promise.resolve(), new Promise<void>((resolve) => (finishFence = resolve)));
     ownership.joined(TOPIC, [PARTITION]);
@@ -249,12 +249,36 @@ describe('LaneRouter', () => {
         throw Object.assign(new Error('The group is rebalancing, so a rejoin is needed'), { type: 'REBALANCE_IN_PROGRESS' });
       },
     };
+    let left = false;
+    const accepted = lanes.accept(batch);
+    accepted.catch(() => (left = true));
+    await tick(350);
+    expect(beats).toBeGreaterThanOrEqual(1);
+    // Still inside the handler: kafkajs cannot rejoin while the fence is under way.
+    expect(left).toBe(false);
+    finishFence();
+    await expect(accepted).rejects.toMatchObject({ type: 'REBALANCE_IN_PROGRESS' });
+    expect(batch.resolved).toEqual([]);
+  });
+
+  it('a batch whose claim waits long after its fence (a hanging transaction) heartbeats all along, so the member outlives a short session, and is then taken as before', async () => {
+    let finishFence = (): void => undefined;
+    const { lanes, ownership, service } = harness(Promise.resolve(), new Promise<void>((resolve) => (finishFence = resolve)));
+    ownership.joined(TOPIC, [PARTITION]);
+    let beats = 0;
+    const batch: RecordingBatch = {
+      ...batchOf(range(0, 3)),
+      heartbeat: async () => {
+        beats += 1;
+      },
+    };
     const accepted = lanes.accept(batch);
     await tick(350);
-    expect(beats).toBe(0);
+    expect(beats).toBeGreaterThanOrEqual(2);
     finishFence();
     await accepted;
     expect(batch.resolved).toEqual(['0', '1', '2']);
+    await eventually(() => service.sent.length === 3, 5_000, 'the three commands to be sent');
   });
 
   it('a retirement’s wait for what was done to commit ends with that commit (the lane tells it), well before its bound', async () => {
