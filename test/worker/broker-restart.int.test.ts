@@ -172,10 +172,22 @@ describe('a single broker restarting', () => {
     for (let outage = 1; outage <= 10; outage += 1) {
       outageFrom = logs.length;
       await broker.stop();
+      // Two minutes: a CI run saw none of the three within 60 s. Whether that was a slow crash
+      // (kafkajs's connect retries, on a loaded machine) or nothing at all is not known: if it
+      // happens again, the message says what the worker logged meanwhile.
+      const from = outageFrom;
       await eventually(
-        () => (retries(outageFrom).length > 0 || crashed(outageFrom) || waitsInPlace(outageFrom) ? true : undefined),
-        60_000,
-        'a rejoin tried again in place, a crash, or a wait for a broker in place',
+        () => (retries(from).length > 0 || crashed(from) || waitsInPlace(from) ? true : undefined),
+        120_000,
+        () =>
+          `a rejoin tried again in place, a crash, or a wait for a broker in place (outage ${outage}); the worker's last log lines since the stop: ${logs
+            .slice(from)
+            .slice(-20)
+            .map(
+              (line) =>
+                `[${line.level ?? '?'}] ${line.msg}${line.error === undefined ? '' : ` (${line.error})`}${line.err?.message === undefined ? '' : ` (${line.err.message.slice(0, 200)})`}`,
+            )
+            .join(' | ')}`,
       );
       if (retries(outageFrom).length > 0) break;
       await broker.start();
