@@ -10,6 +10,7 @@
 import { KNOWN_REGIONS } from '../contracts/geo.ts';
 import type { OperationName } from '../provider/types.ts';
 import { PRIORITIES, type Priority } from '../worker/priority/priority.ts';
+import { MAX_TENANT_CHARS } from '../worker/tenants/tenant-settings.ts';
 
 /** At most this many rules, accounts per list and regions per rule: the table is read by people and checked per command. */
 export const ROUTING_LIMITS = { rules: 64, accountsPerList: 8, regionsPerRule: 64 } as const;
@@ -110,8 +111,8 @@ function parseRule(item: unknown, where: string, accounts: ReadonlySet<string>, 
   for (const key of Object.keys(fields))
     if (!RULE_FIELDS.has(key)) problems.push(`${where}: unknown field "${key.slice(0, 40)}" (known: ${[...RULE_FIELDS].join(', ')})`);
   const { operation, regions, priority, tenant } = fields;
-  if (tenant !== undefined && (typeof tenant !== 'string' || tenant.trim() === '' || tenant.length > 64))
-    problems.push(`${where}: tenant must be a tenant name (1 to 64 characters)`);
+  if (tenant !== undefined && (typeof tenant !== 'string' || tenant.trim() === '' || tenant.length > MAX_TENANT_CHARS))
+    problems.push(`${where}: tenant must be a tenant name (1 to ${MAX_TENANT_CHARS} characters)`);
   if (operation !== undefined && !OPERATIONS.includes(operation as RouteOperation))
     problems.push(`${where}: operation must be one of ${OPERATIONS.join(', ')}`);
   if (priority !== undefined && !PRIORITIES.includes(priority as Priority)) problems.push(`${where}: priority must be one of ${PRIORITIES.join(', ')}`);

@@ -2,7 +2,7 @@ import { isIPv6 } from 'node:net';
 import { z } from 'zod';
 import { GEO_MODES, KNOWN_REGIONS, MAX_GEO_REGIONS } from '../contracts/geo.ts';
 import { DEFAULT_VELOCITY_SETTINGS, MAX_PREFIX_DIGITS, VELOCITY_MODES } from '../worker/guard/velocity.ts';
-import { DEFAULT_SPEND_CAP_SETTINGS } from '../worker/guard/spend-cap.ts';
+import { DEFAULT_SPEND_CAP_SETTINGS, MAX_SPEND_CAP, spendCapMicros } from '../worker/guard/spend-cap.ts';
 
 /**
  * Every environment variable the worker reads, with its default. This table is the single source
@@ -105,8 +105,6 @@ const regionList = z
 
 /** Most recipients a velocity limit allows per window, deployment-wide. */
 const MAX_VELOCITY_LIMIT = 100_000_000;
-/** Largest spend cap: a billion units of the account currency (its micro-units stay exact in a Number). */
-const MAX_SPEND_CAP = 1_000_000_000n;
 /**
  * A spend cap (SPEND_CAP_*): a positive decimal string of the account currency with at most six
  * fractional digits (the service's precision), at most MAX_SPEND_CAP. Unset or blank: no cap.
@@ -118,9 +116,7 @@ const spendCap = z
   .transform((value, ctx) => {
     if (value === undefined || value.trim() === '') return undefined;
     const text = value.trim();
-    const match = /^(\d{1,10})(?:\.(\d{1,6}))?$/.exec(text);
-    const micros = match === null ? undefined : BigInt(match[1] ?? '0') * 1_000_000n + BigInt((match[2] ?? '').padEnd(6, '0'));
-    if (micros === undefined || micros <= 0n || micros > MAX_SPEND_CAP * 1_000_000n) {
+    if (spendCapMicros(text) === undefined) {
       ctx.issues.push({
         code: 'custom',
         input: value,

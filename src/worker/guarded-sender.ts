@@ -1,5 +1,5 @@
 import type { SendFootprint } from '../contracts/validate.ts';
-import { NO_UPSTREAM_CODE } from '../provider/classify.ts';
+import { bounded, NO_UPSTREAM_CODE } from '../provider/classify.ts';
 import type { ProviderError } from '../provider/provider-error.ts';
 import { isProviderError } from '../provider/provider-error.ts';
 import type { FailureClass, ProviderClient, ProviderRequest, ProviderSuccess } from '../provider/types.ts';
@@ -539,8 +539,7 @@ function mayFailOver(state: SendState): boolean {
 const MAX_DECLINED_MESSAGE = 300;
 
 function declined(reason: FailoverReason, code: string, message: string, state: SendState): Declined {
-  const bounded = message.length <= MAX_DECLINED_MESSAGE ? message : `${message.slice(0, MAX_DECLINED_MESSAGE - 1)}…`;
-  return { kind: 'declined', reason, code, message: bounded, attempts: state.attempts };
+  return { kind: 'declined', reason, code, message: bounded(message, MAX_DECLINED_MESSAGE), attempts: state.attempts };
 }
 
 /**

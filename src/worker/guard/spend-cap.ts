@@ -41,6 +41,20 @@ export const PRICES_KEPT = 16;
 /** Regions whose prices are kept: every region libphonenumber knows fits. */
 export const MAX_PRICED_REGIONS = 300;
 
+/** Largest spend cap: a billion units of the account currency (its micro-units stay exact in a Number). */
+export const MAX_SPEND_CAP = 1_000_000_000n;
+
+/**
+ * A spend cap as written (SPEND_CAP_*, TENANT_LIMITS): a positive decimal of at most six
+ * fractional digits (the service's precision), at most MAX_SPEND_CAP, in micro-units; undefined
+ * when it is none of that.
+ */
+export function spendCapMicros(text: string): bigint | undefined {
+  const match = /^(\d{1,10})(?:\.(\d{1,6}))?$/.exec(text);
+  const micros = match === null ? undefined : BigInt(match[1] ?? '0') * 1_000_000n + BigInt((match[2] ?? '').padEnd(6, '0'));
+  return micros === undefined || micros <= 0n || micros > MAX_SPEND_CAP * 1_000_000n ? undefined : micros;
+}
+
 export function spendCapEnabled(settings: SpendCapSettings): boolean {
   return settings.caps.hour !== undefined || settings.caps.day !== undefined;
 }

@@ -6,7 +6,7 @@
  * a platform team can start limiting tenants without every upstream system moving to a new schema
  * version; the key is the operator's choice; and metadata is bounded already (MAX_METADATA_*).
  */
-import type { SpendCapSettings } from '../guard/spend-cap.ts';
+import { MAX_SPEND_CAP, spendCapMicros, type SpendCapSettings } from '../guard/spend-cap.ts';
 
 /** The entry of TENANT_LIMITS that applies to every tenant not named (each with its own budget). */
 export const ANY_TENANT = '*';
@@ -15,7 +15,6 @@ export const MAX_TENANT_ENTRIES = 256;
 /** A tenant name is at most this many characters; a longer one is cut (and so shares its budget with others cut alike). */
 export const MAX_TENANT_CHARS = 64;
 const MAX_RATE_PER_SECOND = 100_000;
-const MAX_SPEND_CAP = 1_000_000_000n;
 
 export interface TenantLimit {
   /** Deployment-wide caps for the tenant, like SPEND_CAP_PER_HOUR/DAY (the global caps still apply on top). */
@@ -116,13 +115,12 @@ function parseLimit(value: unknown, where: string, hourMs: number, problems: str
   };
 }
 
-/** A cap as a decimal string of at most 6 decimals (as SPEND_CAP_*), above 0 and at most 1,000,000,000. */
+/** A cap as SPEND_CAP_* takes it (spendCapMicros). */
 function money(value: unknown, where: string, problems: string[]): { text: string; micros: bigint } | undefined {
   if (value === undefined) return undefined;
   const text = typeof value === 'string' ? value.trim() : typeof value === 'number' ? String(value) : '';
-  const match = /^(\d{1,10})(?:\.(\d{1,6}))?$/.exec(text);
-  const micros = match === null ? undefined : BigInt(match[1] ?? '0') * 1_000_000n + BigInt((match[2] ?? '').padEnd(6, '0'));
-  if (micros === undefined || micros <= 0n || micros > MAX_SPEND_CAP * 1_000_000n) {
+  const micros = spendCapMicros(text);
+  if (micros === undefined) {
     problems.push(`${where}: must be a decimal amount above 0 and at most ${MAX_SPEND_CAP}, at most 6 decimals (e.g. "25.50")`);
     return undefined;
   }
