@@ -19,7 +19,17 @@ export interface AccountSettings {
   readonly accessKeyId: string;
   /** Given: HMAC-signed requests (as PROVIDER_ACCESS_KEY_SECRET); absent: the key id alone. */
   readonly accessKeySecret: string | undefined;
+  /**
+   * Calls per second through this account, deployment-wide like RATE_LIMIT_PER_SECOND (each
+   * process takes its partitions' share); 0: none. RATE_LIMIT_PER_SECOND still caps all accounts
+   * together. A command whose account has no token waits for one: a rate is not a refusal, so it
+   * never fails over (docs/accounts.md).
+   */
+  readonly ratePerSecond: number;
 }
+
+/** An account's rate limit at most (calls per second): the service's documented limits are far below. */
+export const MAX_ACCOUNT_RATE = 100_000;
 
 /** The prefix of an account's variables: `backup-eu` → `ACCOUNT_BACKUP_EU_`. */
 export function accountPrefix(name: string): string {
@@ -29,7 +39,7 @@ export function accountPrefix(name: string): string {
 /** The variables of one account (secrets first), for the unknown-variable check and the secret files. */
 export function accountVariables(name: string): { readonly secrets: readonly string[]; readonly plain: readonly string[] } {
   const prefix = accountPrefix(name);
-  return { secrets: [`${prefix}ACCESS_KEY_ID`, `${prefix}ACCESS_KEY_SECRET`], plain: [`${prefix}BASE_URL`] };
+  return { secrets: [`${prefix}ACCESS_KEY_ID`, `${prefix}ACCESS_KEY_SECRET`], plain: [`${prefix}BASE_URL`, `${prefix}RATE_LIMIT_PER_SECOND`] };
 }
 
 /** The names in ACCOUNTS (not yet checked). */
@@ -79,6 +89,19 @@ function parseAccount(name: string, env: NodeJS.ProcessEnv, defaultBaseUrl: stri
     if (!URL.canParse(baseUrlGiven) || !/^https?:$/.test(new URL(baseUrlGiven).protocol)) problems.push(`${prefix}BASE_URL: is not an http(s) URL`);
     else baseUrl = baseUrlGiven.replace(/\/+$/, '');
   }
+  const ratePerSecond = parseAccountRate(`${prefix}RATE_LIMIT_PER_SECOND`, env[`${prefix}RATE_LIMIT_PER_SECOND`], problems);
   if (problems.length > before) return undefined;
-  return { name, baseUrl, accessKeyId, accessKeySecret: secret === '' ? undefined : secret };
+  return { name, baseUrl, accessKeyId, accessKeySecret: secret === '' ? undefined : secret, ratePerSecond };
+}
+
+/** An account's rate limit (`PROVIDER_RATE_LIMIT_PER_SECOND` for `default`): a number from 0 (none) to MAX_ACCOUNT_RATE. */
+export function parseAccountRate(variable: string, raw: string | undefined, problems: string[]): number {
+  const text = raw?.trim() ?? '';
+  if (text === '') return 0;
+  const rate = Number(text);
+  if (!Number.isFinite(rate) || rate < 0 || rate > MAX_ACCOUNT_RATE) {
+    problems.push(`${variable}: must be a number from 0 (no limit) to ${MAX_ACCOUNT_RATE} calls per second (got "${text.slice(0, 20)}")`);
+    return 0;
+  }
+  return rate;
 }

@@ -7,7 +7,7 @@ import { connectionSettings, describeIssues, type KafkaSettings, type RegistrySe
 import type { RefusalScopeSettings } from '../worker/refusal-scopes.ts';
 import { velocityEnabled, type VelocitySettings } from '../worker/guard/velocity.ts';
 import type { SpendCapSettings } from '../worker/guard/spend-cap.ts';
-import { accountVariables, declaredAccounts, parseAccounts, type AccountSettings } from '../accounts/accounts.ts';
+import { accountVariables, declaredAccounts, parseAccountRate, parseAccounts, type AccountSettings } from '../accounts/accounts.ts';
 import { parseRouting, type Routing } from '../accounts/routing.ts';
 import { parseTenantLimits, type TenantSettings } from '../worker/tenants/tenant-settings.ts';
 import { BULK_MARK_LINGER_MS, envSchema, REFUSAL_DEFAULTS, SECRET_VARIABLES, type Env } from './schema.ts';
@@ -148,7 +148,12 @@ export function loadConfig(given: NodeJS.ProcessEnv = process.env): WorkerConfig
     problems.push('COMMAND_TOPIC, RESULT_TOPIC, DEAD_LETTER_TOPIC, LEDGER_TOPIC: must be four different topics');
   const accounts = parseAccounts(
     env,
-    { baseUrl: e.PROVIDER_BASE_URL.replace(/\/+$/, ''), accessKeyId: e.PROVIDER_ACCESS_KEY_ID, accessKeySecret: e.PROVIDER_ACCESS_KEY_SECRET },
+    {
+      baseUrl: e.PROVIDER_BASE_URL.replace(/\/+$/, ''),
+      accessKeyId: e.PROVIDER_ACCESS_KEY_ID,
+      accessKeySecret: e.PROVIDER_ACCESS_KEY_SECRET,
+      ratePerSecond: parseAccountRate('PROVIDER_RATE_LIMIT_PER_SECOND', e.PROVIDER_RATE_LIMIT_PER_SECOND, problems),
+    },
     problems,
   );
   const routing = parseRouting(

@@ -222,6 +222,8 @@ export const envSchema = z.object({
   PROVIDER_RETRY_MAX_DELAY_MS: int(PROVIDER_DEFAULTS.retryMaxDelayMs, 1),
   PROVIDER_RETRY_AMBIGUOUS: bool(PROVIDER_DEFAULTS.retryAmbiguous),
   PROVIDER_MAX_RESPONSE_BYTES: int(PROVIDER_DEFAULTS.maxResponseBytes, 1_024, 104_857_600),
+  /** The `default` account's own rate limit, as ACCOUNT_<NAME>_RATE_LIMIT_PER_SECOND (parsed by src/accounts/accounts.ts). */
+  PROVIDER_RATE_LIMIT_PER_SECOND: optionalText,
   /** More accounts of the service besides `default` (PROVIDER_*), comma-separated names; each set by ACCOUNT_<NAME>_* (src/accounts/accounts.ts). */
   ACCOUNTS: optionalText,
   /** The accounts a command no ACCOUNT_ROUTES rule matches is tried through, in order; default: `default`, then ACCOUNTS. */

@@ -170,6 +170,21 @@ export interface TokenSource {
   take(signal?: AbortSignal): Promise<void>;
 }
 
+/**
+ * A token of each, `first` first: an account's own limit, then the deployment's over all accounts.
+ * In that order a command that waits for its account holds no global token meanwhile, which
+ * another account's commands could use. (One given up between the two leaves its first token
+ * taken: the account sends a call fewer that second, never more.)
+ */
+export function tokensOfBoth(first: TokenSource, second: TokenSource): TokenSource {
+  return {
+    take: async (signal) => {
+      await first.take(signal);
+      await second.take(signal);
+    },
+  };
+}
+
 interface Waiter {
   readonly resolve: () => void;
   readonly reject: (reason: unknown) => void;

@@ -23,7 +23,7 @@ import { ledgerHandovers } from './handovers.ts';
 import { PartitionOwnership, type OwnershipEffects } from './partition-ownership.ts';
 import { warmSteps } from './warm-up.ts';
 import type { SharedParts, WorkerParts } from './parts.ts';
-import type { RateLimiter } from './rate-limiter.ts';
+import { tokensOfBoth, type RateLimiter, type TokenSource } from './rate-limiter.ts';
 
 /** Time allowed, past an earlier owner's longest call, for its handover to be written and read (handovers.ts). */
 const HANDOVER_COMMIT_MARGIN_MS = 2_000;
@@ -65,7 +65,8 @@ export interface SourceWiring {
   readonly config: WorkerConfig;
   readonly shared: SharedParts;
   /** Each account's sender options, in ACCOUNTS order (default first); the rate-limit tokens are taken at the source's priority. */
-  readonly accountSenders: readonly { readonly name: string; readonly options: Omit<GuardedSenderOptions, 'rateLimiter'> }[];
+  /** Each account's sender options and its own rate limiter (disabled when it has no limit). */
+  readonly accountSenders: readonly { readonly name: string; readonly options: Omit<GuardedSenderOptions, 'rateLimiter'>; readonly rate: RateLimiter }[];
   /** TENANT_LIMITS, shared by every source; undefined: no tenant has a limit. */
   readonly tenants: TenantLimits | undefined;
   readonly rateLimiter: RateLimiter;
@@ -238,8 +239,10 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
         });
   ownershipRef.current = ownership;
   const tokens = w.rateLimiter.for(source.priority);
+  // An account with a rate limit of its own takes its token first, then the deployment's.
+  const tokensOf = (rate: RateLimiter): TokenSource => (rate.enabled ? tokensOfBoth(rate.for(source.priority), tokens) : tokens);
   const sender = new FailoverSender({
-    accounts: new Map(w.accountSenders.map((a) => [a.name, new GuardedSender({ ...a.options, rateLimiter: tokens })])),
+    accounts: new Map(w.accountSenders.map((a) => [a.name, new GuardedSender({ ...a.options, rateLimiter: tokensOf(a.rate) })])),
     routing: c.routing,
     priority: source.priority,
     tenants: w.tenants,

@@ -206,7 +206,9 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
           first ? `sending paused (${reason}): ${why}` : `sending through account ${account.name} paused (${reason}): ${why}`,
         ),
     };
-    return { name: account.name, client, gate, options };
+    // ACCOUNT_<NAME>_RATE_LIMIT_PER_SECOND (PROVIDER_RATE_LIMIT_PER_SECOND for `default`): shared like RATE_LIMIT_PER_SECOND.
+    const rate = new RateLimiter(account.ratePerSecond, undefined, c.normalMinShare);
+    return { name: account.name, client, gate, options, rate, ratePerSecond: account.ratePerSecond };
   });
   const { client, gate } = accountSenders[0] as (typeof accountSenders)[number];
   // TENANT_LIMITS: one set of limits per tenant, shared by the sources like the global ones.
@@ -253,41 +255,56 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     log.info({ topic: parts.source.topic, stepMs: await parts.warmClaimReads() }, 'warmed up: claim reads');
   }
   pausesRef.current = sources.map((parts) => parts.fetchPauses);
-  shareLimits(c, sources, { rateLimiter, destinations, spend, tenants }, metrics, log);
+  const rates = [
+    { name: undefined, limiter: rateLimiter, limitPerSecond: c.rateLimitPerSecond },
+    ...accountSenders.map((a) => ({ name: a.name, limiter: a.rate, limitPerSecond: a.ratePerSecond })),
+  ].filter((r) => r.limiter.enabled);
+  shareLimits(sources, { rates, destinations, spend, tenants }, metrics, log);
   return sources;
 }
 
+/** A deployment-wide rate limit and this process's limiter of it: RATE_LIMIT_PER_SECOND (no name) or an account's. */
+interface SharedRate {
+  readonly name: string | undefined;
+  readonly limiter: RateLimiter;
+  readonly limitPerSecond: number;
+}
+
 /**
- * RATE_LIMIT_PER_SECOND, the velocity limits and the spend caps are the deployment's: this process
- * takes the share of the command partitions it owns, over every source, anew at every rebalance
- * of either group. No token is granted to a source while its group rebalances (rate-limiter.ts says why).
+ * RATE_LIMIT_PER_SECOND, the accounts' own rate limits, the velocity limits and the spend caps are
+ * the deployment's: this process takes the share of the command partitions it owns, over every
+ * source, anew at every rebalance of either group. No token is granted to a source while its group
+ * rebalances (rate-limiter.ts says why).
  */
 function shareLimits(
-  c: WorkerConfig,
   sources: readonly WorkerParts[],
-  limits: { rateLimiter: RateLimiter; destinations: DestinationGuard | undefined; spend: SpendHolds | undefined; tenants: TenantLimits | undefined },
+  limits: { rates: readonly SharedRate[]; destinations: DestinationGuard | undefined; spend: SpendHolds | undefined; tenants: TenantLimits | undefined },
   metrics: WorkerMetrics,
   log: Logger,
 ): void {
-  const { rateLimiter, destinations, spend, tenants } = limits;
+  const { rates, destinations, spend, tenants } = limits;
   const owned = new Map<string, number>();
   const total = sources.reduce((sum, parts) => sum + parts.commandPartitions, 0);
   // Nothing before the first share is known: a fresh process would otherwise start with a full
   // second of the whole deployment's limit on top of what the others send.
-  rateLimiter.pause();
+  for (const { limiter } of rates) limiter.pause();
   for (const { source, consumer } of sources) {
-    if (rateLimiter.enabled) consumer.onRebalancing(() => rateLimiter.pause(source.priority));
+    if (rates.length > 0) consumer.onRebalancing(() => rates.forEach(({ limiter }) => limiter.pause(source.priority)));
     consumer.onGroupJoin(({ memberAssignment }) => {
       owned.set(source.topic, memberAssignment[source.topic]?.length ?? 0);
       const ownedPartitions = [...owned.values()].reduce((a, b) => a + b, 0);
       destinations?.setShare(ownedPartitions, total);
       spend?.setShare(ownedPartitions, total);
       tenants?.setShare(ownedPartitions, total);
-      if (!rateLimiter.enabled) return;
-      rateLimiter.setRate(rateShare({ limitPerSecond: c.rateLimitPerSecond, ownedPartitions, totalPartitions: total }));
-      rateLimiter.resume(source.priority);
-      metrics.rateLimitShare.set(rateLimiter.perSecond);
-      log.info({ topic: source.topic, ownedPartitions, totalPartitions: total, perSecond: rateLimiter.perSecond }, 'rate limit share');
+      for (const { name, limiter, limitPerSecond } of rates) {
+        limiter.setRate(rateShare({ limitPerSecond, ownedPartitions, totalPartitions: total }));
+        limiter.resume(source.priority);
+        if (name === undefined) metrics.rateLimitShare.set(limiter.perSecond);
+        log.info(
+          { topic: source.topic, ownedPartitions, totalPartitions: total, perSecond: limiter.perSecond, ...(name !== undefined && { account: name }) },
+          name === undefined ? 'rate limit share' : `rate limit share of account ${name}`,
+        );
+      }
     });
   }
 }

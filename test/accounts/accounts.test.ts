@@ -25,7 +25,9 @@ function problemsOf(env: Record<string, string>): string[] {
 describe('accounts: PROVIDER_* is `default`; ACCOUNTS names more, each from ACCOUNT_<NAME>_*', () => {
   it('one account without ACCOUNTS, as before; its routing is the default list alone', () => {
     const config = loadConfig(BASE);
-    expect(config.accounts).toEqual([{ name: 'default', baseUrl: 'https://uni.example.test', accessKeyId: 'AKID-PRIMARY', accessKeySecret: undefined }]);
+    expect(config.accounts).toEqual([
+      { name: 'default', baseUrl: 'https://uni.example.test', accessKeyId: 'AKID-PRIMARY', accessKeySecret: undefined, ratePerSecond: 0 },
+    ]);
     expect(config.routing).toEqual({ rules: [], fallback: ['default'] });
   });
 
@@ -68,6 +70,28 @@ describe('accounts: PROVIDER_* is `default`; ACCOUNTS names more, each from ACCO
     expect(problems.join('\n')).not.toContain('EU-SECRET-VALUE');
   });
 
+  it('each account may have a rate limit of its own (PROVIDER_RATE_LIMIT_PER_SECOND for default); a bad one is named', () => {
+    const config = loadConfig({
+      ...BASE,
+      PROVIDER_RATE_LIMIT_PER_SECOND: '20',
+      ACCOUNTS: 'backup,eu',
+      ACCOUNT_BACKUP_ACCESS_KEY_ID: 'AKID-BACKUP',
+      ACCOUNT_BACKUP_RATE_LIMIT_PER_SECOND: '2.5',
+      ACCOUNT_EU_ACCESS_KEY_ID: 'AKID-EU',
+    });
+    expect(config.accounts.map((a) => [a.name, a.ratePerSecond])).toEqual([
+      ['default', 20],
+      ['backup', 2.5],
+      ['eu', 0],
+    ]);
+    expect(
+      problemsOf({ PROVIDER_RATE_LIMIT_PER_SECOND: '-1', ACCOUNTS: 'backup', ACCOUNT_BACKUP_ACCESS_KEY_ID: 'x', ACCOUNT_BACKUP_RATE_LIMIT_PER_SECOND: 'fast' }),
+    ).toEqual([
+      'PROVIDER_RATE_LIMIT_PER_SECOND: must be a number from 0 (no limit) to 100000 calls per second (got "-1")',
+      'ACCOUNT_BACKUP_RATE_LIMIT_PER_SECOND: must be a number from 0 (no limit) to 100000 calls per second (got "fast")',
+    ]);
+  });
+
   it('knows the variables of the accounts ACCOUNTS names (no misspelling warning for them), and still flags a misspelt one', () => {
     const env = {
       ...BASE,
@@ -75,6 +99,8 @@ describe('accounts: PROVIDER_* is `default`; ACCOUNTS names more, each from ACCO
       ACCOUNT_BACKUP_ACCESS_KEY_ID: 'x',
       ACCOUNT_BACKUP_BASE_URL: 'https://b.test',
       ACCOUNT_BACKUP_ACCESS_KEY_SECRET_FILE: '/s',
+      ACCOUNT_BACKUP_RATE_LIMIT_PER_SECOND: '5',
+      PROVIDER_RATE_LIMIT_PER_SECOND: '5',
       ACCOUNT_BACKUP_ACCESS_KEY_IDD: 'y',
     };
     expect(unknownSettings(env).map((u) => u.name)).toEqual(['ACCOUNT_BACKUP_ACCESS_KEY_IDD']);

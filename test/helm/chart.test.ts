@@ -882,9 +882,13 @@ describe('helm chart: several accounts (docs/accounts.md)', { timeout: 60_000 },
       '  - name: backup-eu',
       '    existingSecret: sms-backup-eu',
       '    baseUrl: https://backup.example.com',
+      '    ratePerSecond: 2.5',
       '  - name: asia',
       '    existingSecret: sms-asia',
       'accountFailover: [default, backup-eu, asia]',
+      'provider:',
+      '  baseUrl: https://sms.example.com',
+      '  ratePerSecond: 40',
       'accountRoutes:',
       '  - operation: text',
       '    regions: [AU, NZ]',
@@ -893,7 +897,7 @@ describe('helm chart: several accounts (docs/accounts.md)', { timeout: 60_000 },
     ].join('\n'),
   );
 
-  it('renders a configuration the worker loads: the accounts, their URLs and routes in the ConfigMap, their keys from their own Secrets only', async () => {
+  it('renders a configuration the worker loads: the accounts, their URLs, rate limits and routes in the ConfigMap, their keys from their own Secrets only', async () => {
     const { loadConfig } = await import('../../src/config/index.ts');
     const objects = render('-f', values);
     const data = single<ConfigMap>(objects, 'ConfigMap').data;
@@ -909,10 +913,10 @@ describe('helm chart: several accounts (docs/accounts.md)', { timeout: 60_000 },
     // What the pod's environment would hold: the ConfigMap, and a value for each secret reference.
     const env = { ...data, PROVIDER_ACCESS_KEY_ID: 'k', ACCOUNT_BACKUP_EU_ACCESS_KEY_ID: 'k-eu', ACCOUNT_ASIA_ACCESS_KEY_ID: 'k-asia' };
     const config = loadConfig(env);
-    expect(config.accounts.map((a) => [a.name, a.baseUrl])).toEqual([
-      ['default', data['PROVIDER_BASE_URL']],
-      ['backup-eu', 'https://backup.example.com'],
-      ['asia', data['PROVIDER_BASE_URL']],
+    expect(config.accounts.map((a) => [a.name, a.baseUrl, a.ratePerSecond])).toEqual([
+      ['default', 'https://sms.example.com', 40],
+      ['backup-eu', 'https://backup.example.com', 2.5],
+      ['asia', 'https://sms.example.com', 0],
     ]);
     expect(config.routing.fallback).toEqual(['default', 'backup-eu', 'asia']);
     expect(config.routing.rules).toHaveLength(1);

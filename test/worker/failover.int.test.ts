@@ -84,6 +84,26 @@ describe('worker: several accounts, failover only on proof of not-sent', () => {
     expect(primary.state.balance).toBe('0.000000');
   });
 
+  it("an account's own rate limit paces its calls alone: backup at 2/s, default (no limit of its own) unpaced", async () => {
+    const backup = await backupSandbox();
+    const { results, publish } = await startWorkerRig(primary.url, cleanups, backupAccount(backup, { ACCOUNT_BACKUP_RATE_LIMIT_PER_SECOND: '2' }));
+    const au = Array.from({ length: 6 }, () => textCommand({ to: [AU] }));
+    const cn = Array.from({ length: 6 }, () => textCommand({ to: [CN] }));
+    await publish([...au, ...cn].map((command) => ({ command })));
+    const got = await results.waitFor([...au, ...cn].map((c) => c.commandId));
+    for (const command of au) expect(got.get(command.commandId)?.account).toBe('backup');
+    for (const command of cn) expect(got.get(command.commandId)?.account).toBe('default');
+    const span = (times: number[]): number => Math.max(...times) - Math.min(...times);
+    // 6 calls at 2/s from an empty bucket (a share starts empty): 500 ms apart, 2.5 s from the first to the last.
+    const backupTimes = backup.state.requests().map((r) => r.receivedAt);
+    expect(backupTimes).toHaveLength(6);
+    expect(span(backupTimes)).toBeGreaterThanOrEqual(2_000);
+    // The AU commands' refused calls to default are not paced by backup's limit.
+    const cnTimes = cn.flatMap((c) => primary.state.requests({ correlationId: c.commandId }).map((r) => r.receivedAt));
+    expect(cnTimes).toHaveLength(6);
+    expect(span(cnTimes)).toBeLessThan(2_000);
+  });
+
   it.each([
     ['reset-after', 'a reset after processing'],
     ['http500', 'HTTP 500 without an envelope'],

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { RateLimiter } from '../../src/worker/rate-limiter.ts';
+import { RateLimiter, tokensOfBoth } from '../../src/worker/rate-limiter.ts';
 
 beforeEach(() => vi.useFakeTimers());
 afterEach(() => vi.useRealTimers());
@@ -155,5 +155,23 @@ describe('RateLimiter with priorities', () => {
     await vi.advanceTimersByTimeAsync(2_000);
     await Promise.all([normal, high]);
     expect(order).toEqual(['high', 'normal']);
+  });
+});
+
+describe('tokensOfBoth: an account limit of its own under the deployment-wide one', () => {
+  it('grants at the slower pace of the two, and a command waiting on its account holds no global token meanwhile', async () => {
+    const global = new RateLimiter(10, now);
+    const slowAccount = new RateLimiter(2, now);
+    const throughSlow = tokensOfBoth(slowAccount.for('normal'), global.for('normal'));
+    const slow: number[] = [];
+    const start = Date.now();
+    const slowTakes = Array.from({ length: 4 }, () => throughSlow.take().then(() => void slow.push(Date.now() - start)));
+    // The other account (no limit of its own) takes the global tokens the slow one is not using.
+    const other = takes(global, 8);
+    await vi.advanceTimersByTimeAsync(1_000);
+    await Promise.all(slowTakes);
+    expect(slow).toEqual([0, 0, 500, 1_000]);
+    // 10 global tokens in the first second's burst: 2 for the slow account, 8 for the other at once.
+    expect(other.granted).toEqual([0, 0, 0, 0, 0, 0, 0, 0]);
   });
 });
