@@ -76,8 +76,8 @@ export function createMetrics(registry: Registry = new Registry()) {
   const refusalCodes = new BoundedLabel(20);
   const refusals = new Counter({
     name: `${prefix}refusals_total`,
-    help: `Refusals by the service that paused something, by the service's code (101301, 105400, PROVIDER_HTTP_401|403|404|407; bounded: 20 distinct codes, then "other") and by what the worker paused in answer (scope: ${REFUSAL_SCOPES.join(', ')}).`,
-    labelNames: ['code', 'scope'],
+    help: `Refusals by the service that paused something, by the account refused (ACCOUNTS, at most 8), the service's code (101301, 105400, PROVIDER_HTTP_401|403|404|407; bounded: 20 distinct codes, then "other") and by what the worker paused in answer on that account (scope: ${REFUSAL_SCOPES.join(', ')}).`,
+    labelNames: ['account', 'code', 'scope'],
     registers: [registry],
   });
 
@@ -107,14 +107,14 @@ export function createMetrics(registry: Registry = new Registry()) {
     }),
     providerRequests: new Counter({
       name: `${prefix}provider_requests_total`,
-      help: 'HTTP attempts to the messaging service, by operation and outcome (success or failure class).',
-      labelNames: ['operation', 'outcome'],
+      help: 'HTTP attempts to the messaging service, by account (ACCOUNTS, at most 8), operation and outcome (success or failure class).',
+      labelNames: ['account', 'operation', 'outcome'],
       registers: [registry],
     }),
     providerLatency: new Histogram({
       name: `${prefix}provider_request_duration_seconds`,
-      help: 'Duration of each HTTP attempt to the messaging service.',
-      labelNames: ['operation', 'outcome'],
+      help: 'Duration of each HTTP attempt to the messaging service, by account (at most 8), operation and outcome.',
+      labelNames: ['account', 'operation', 'outcome'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     }),
@@ -134,8 +134,8 @@ export function createMetrics(registry: Registry = new Registry()) {
     }),
     retries: new Counter({
       name: `${prefix}provider_retries_total`,
-      help: 'Retries of calls to the messaging service, by failure class.',
-      labelNames: ['operation', 'class'],
+      help: 'Retries of calls to the messaging service, by account (at most 8), operation and failure class.',
+      labelNames: ['account', 'operation', 'class'],
       registers: [registry],
     }),
     inFlight: new Gauge({ name: `${prefix}in_flight_sends`, help: 'Sends currently waiting for the messaging service.', registers: [registry] }),
@@ -151,14 +151,14 @@ export function createMetrics(registry: Registry = new Registry()) {
     }),
     billedMessages: new Counter({
       name: `${prefix}billed_messages_total`,
-      help: 'Messages billed by the service, by region and upstream.',
-      labelNames: ['region', 'upstream'],
+      help: 'Messages billed by the service, by the account that sent them (at most 8), region and upstream.',
+      labelNames: ['account', 'region', 'upstream'],
       registers: [registry],
     }),
     chargedMicros: new Counter({
       name: `${prefix}charged_amount_micros_total`,
-      help: 'Amount charged by the service, in millionths of the account currency (exact integer sum of per-message prices), by region and upstream.',
-      labelNames: ['region', 'upstream'],
+      help: 'Amount charged by the service, in millionths of the account currency (exact integer sum of per-message prices), by the account charged (at most 8), region and upstream.',
+      labelNames: ['account', 'region', 'upstream'],
       registers: [registry],
     }),
     deadLettered: new Counter({
@@ -181,18 +181,20 @@ export function createMetrics(registry: Registry = new Registry()) {
     }),
     routePausedSince: new Gauge({
       name: `${prefix}route_paused_since_timestamp_seconds`,
-      help: 'Unix time at which a route (operation × destination regions) was paused after a 101301 refusal, per paused route: operation (text, voice) and region (ISO 3166 alpha-2 codes, 001 for non-geographic numbers, sorted and joined with "+", e.g. AU or AU+NZ, at most 8 then "+…"). At most 64 routes are paused at once; a series is removed when its route is resumed or evicted.',
-      labelNames: ['operation', 'region'],
+      help: 'Unix time at which a route (operation × destination regions) was paused on an account after a 101301 refusal, per paused route: account (at most 8), operation (text, voice) and region (ISO 3166 alpha-2 codes, 001 for non-geographic numbers, sorted and joined with "+", e.g. AU or AU+NZ, at most 8 then "+…"). At most 64 routes are paused at once per account; a series is removed when its route is resumed or evicted.',
+      labelNames: ['account', 'operation', 'region'],
       registers: [registry],
     }),
     pausedRoutes: new Gauge({
       name: `${prefix}paused_routes`,
-      help: 'Routes (operation × destination regions) paused now after a 101301 refusal (at most 64).',
+      help: 'Routes (operation × destination regions) paused now after a 101301 refusal, by account (at most 64 each).',
+      labelNames: ['account'],
       registers: [registry],
     }),
     fundsCeiling: new Gauge({
       name: `${prefix}funds_cost_ceiling`,
-      help: 'While a 105400 refusal holds back large commands: the cost (billed units = recipients × segments) at and above which commands are held; 0 when none are.',
+      help: 'While a 105400 refusal holds back large commands on an account: the cost (billed units = recipients × segments) at and above which commands are held there; 0 when none are; by account.',
+      labelNames: ['account'],
       registers: [registry],
     }),
     consumerLag: new Gauge({
@@ -301,12 +303,12 @@ export function createMetrics(registry: Registry = new Registry()) {
   return {
     ...metrics,
     /**
-     * `sms_worker_refusals_total{code, scope}`: the code passes through a BoundedLabel of its own
-     * (20 distinct codes, then `other`), so whatever the service answers, the series stay few.
+     * `sms_worker_refusals_total{account, code, scope}`: the code passes through a BoundedLabel of
+     * its own (20 distinct codes, then `other`), so whatever the service answers, the series stay few.
      */
     refusals: {
-      inc(labels: { code: string; scope: RefusalScope }, value = 1): void {
-        refusals.inc({ code: refusalCodes.value(labels.code), scope: labels.scope }, value);
+      inc(labels: { account: string; code: string; scope: RefusalScope }, value = 1): void {
+        refusals.inc({ account: labels.account, code: refusalCodes.value(labels.code), scope: labels.scope }, value);
       },
       get: () => refusals.get(),
     },
@@ -314,7 +316,7 @@ export function createMetrics(registry: Registry = new Registry()) {
      * Adds one message's price to the charged-amount counter. Never throws, whatever the string:
      * an amount that is not a non-negative decimal within toMicros' range is not counted.
      */
-    countCharge(labels: { region: string; upstream: string }, price: string): boolean {
+    countCharge(labels: { account: string; region: string; upstream: string }, price: string): boolean {
       const micros = toMicros(price);
       if (micros === undefined || micros < 0n) return false;
       metrics.chargedMicros.inc(labels, Number(micros));

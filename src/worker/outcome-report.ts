@@ -1,3 +1,4 @@
+import { DEFAULT_ACCOUNT } from '../accounts/accounts.ts';
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { RecordOutcome } from './record-handler.ts';
@@ -27,7 +28,11 @@ function countOutcome(metrics: WorkerMetrics, outcome: RecordOutcome, priority: 
     priority,
   });
   for (const message of result.messages) {
-    const labels = { region: metrics.label.region(message.regionCode), upstream: metrics.label.upstream(message.upstream) };
+    const labels = {
+      account: result.account ?? DEFAULT_ACCOUNT,
+      region: metrics.label.region(message.regionCode),
+      upstream: metrics.label.upstream(message.upstream),
+    };
     metrics.billedMessages.inc(labels, message.messageCount);
     metrics.countCharge(labels, message.price);
   }

@@ -51,9 +51,9 @@ const BATCH_HEADROOM = 16_384;
 export interface WiringHooks {
   readonly onGateChange: (reason: PauseReason | undefined) => void;
   /** The paused routes or the cost ceiling changed (metrics). */
-  readonly onHoldsChange: (snapshot: HoldsSnapshot) => void;
+  readonly onHoldsChange: (snapshot: HoldsSnapshot, account: string) => void;
   /** The service refused a send; `scope` is what was paused in answer (metrics, logs). */
-  readonly onRefusal: (code: string, scope: RefusalScope, footprint: SendFootprint) => void;
+  readonly onRefusal: (code: string, scope: RefusalScope, footprint: SendFootprint, account: string) => void;
   /** Builds on what was made so far, so a failed start releases it (see Worker.start). */
   readonly adopt: (release: () => Promise<unknown>, name: string) => void;
   /** Waits for this process's earlier lane of a partition to end before it is claimed again (see LaneRouter). */
@@ -187,13 +187,13 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
     });
     gates.push(gate);
     hooks.adopt(async () => gate.close(), first ? 'gate' : `gate (${account.name})`);
-    const holds = new RefusalHolds({ settings: c.refusals, ...(first ? { onChange: hooks.onHoldsChange } : {}) });
+    const holds = new RefusalHolds({ settings: c.refusals, onChange: (snapshot) => hooks.onHoldsChange(snapshot, account.name) });
     hooks.adopt(async () => holds.close(), first ? 'refusal holds' : `refusal holds (${account.name})`);
     const options = {
       client,
       gate,
       holds,
-      onRefusal: hooks.onRefusal,
+      onRefusal: (code: string, scope: RefusalScope, footprint: SendFootprint) => hooks.onRefusal(code, scope, footprint, account.name),
       outages: new OutageCounter(c.breaker.failureThreshold),
       destinations,
       spend,
@@ -321,13 +321,14 @@ function createClient(config: WorkerConfig, account: AccountSettings, metrics: W
     retry: p.retry,
     maxSockets: config.maxInFlight,
     onAttempt: (info) => {
-      metrics.providerRequests.inc({ operation: info.operation, outcome: info.outcome });
-      metrics.providerLatency.observe({ operation: info.operation, outcome: info.outcome }, info.durationMs / 1000);
+      const labels = { account: account.name, operation: info.operation, outcome: info.outcome };
+      metrics.providerRequests.inc(labels);
+      metrics.providerLatency.observe(labels, info.durationMs / 1000);
     },
     onRetry: (info) => {
-      metrics.retries.inc({ operation: info.operation, class: info.failureClass });
+      metrics.retries.inc({ account: account.name, operation: info.operation, class: info.failureClass });
       log.debug(
-        { operation: info.operation, attempt: info.attempt, failureClass: info.failureClass, code: info.code, delayMs: info.delayMs },
+        { account: account.name, operation: info.operation, attempt: info.attempt, failureClass: info.failureClass, code: info.code, delayMs: info.delayMs },
         'retrying provider call',
       );
     },

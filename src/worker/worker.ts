@@ -73,7 +73,11 @@ export class Worker {
     this.#lagRefreshMs = options.lagRefreshMs ?? 15_000;
     this.#startWarnIntervalMs = options.startWarnIntervalMs ?? 15_000;
     this.#progress = new ProgressMonitor(options.config.healthStallMs);
-    this.#refusals = new RefusalReport(this.metrics, this.#log);
+    this.#refusals = new RefusalReport(
+      this.metrics,
+      this.#log,
+      options.config.accounts.map((a) => a.name),
+    );
     let resolve!: () => void;
     let reject!: (error: unknown) => void;
     const promise = new Promise<void>((res, rej) => {
@@ -137,8 +141,8 @@ export class Worker {
       const sources = await connectWorker(c, this.#log, this.metrics, {
         step: (step) => (this.#startStep = step),
         onGateChange: (reason) => this.#onGateChange(reason),
-        onHoldsChange: (snapshot) => this.#refusals.holdsChanged(snapshot),
-        onRefusal: (code, scope, footprint) => this.#refusals.refusal(code, scope, footprint),
+        onHoldsChange: (snapshot, account) => this.#refusals.holdsChanged(snapshot, account),
+        onRefusal: (code, scope, footprint, account) => this.#refusals.refusal(code, scope, footprint, account),
         adopt: (release, name) => this.#releases.push({ name, release }),
         handover: async (topic, partition) => (await this.#pipelines.find((p) => p.topic === topic)?.lanes.handover(topic, partition)) ?? false,
       });

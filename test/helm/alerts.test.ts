@@ -99,16 +99,18 @@ const CASES: Record<string, { fires: Case; silent: Case }> = {
     },
   },
   SmsWorkerRoutePaused: {
-    // text → AU paused since minute 1 on pod a (and since minute 10 on pod b: one alert, the longer
-    // pause); at minute 20 that is 19 minutes > 15. voice → CN, paused 5 minutes, does not fire.
+    // text → AU paused on default since minute 1 on pod a (and since minute 10 on pod b: one alert,
+    // the longer pause); at minute 20 that is 19 minutes > 15. The same route on backup, paused 5
+    // minutes, and voice → CN, paused 5 minutes, do not fire: a route is paused per account.
     fires: {
       series: {
-        [`sms_worker_route_paused_since_timestamp_seconds{${release}, operation="text", region="AU", pod="a"}`]: '_ 60x40',
-        [`sms_worker_route_paused_since_timestamp_seconds{${release}, operation="text", region="AU", pod="b"}`]: '_x10 600x30',
-        [`sms_worker_route_paused_since_timestamp_seconds{${release}, operation="voice", region="CN", pod="a"}`]: '_x15 900x30',
+        [`sms_worker_route_paused_since_timestamp_seconds{${release}, account="default", operation="text", region="AU", pod="a"}`]: '_ 60x40',
+        [`sms_worker_route_paused_since_timestamp_seconds{${release}, account="default", operation="text", region="AU", pod="b"}`]: '_x10 600x30',
+        [`sms_worker_route_paused_since_timestamp_seconds{${release}, account="backup", operation="text", region="AU", pod="a"}`]: '_x15 900x30',
+        [`sms_worker_route_paused_since_timestamp_seconds{${release}, account="default", operation="voice", region="CN", pod="a"}`]: '_x15 900x30',
       },
       at: '20m',
-      fires: [{ namespace, operation: 'text', region: 'AU', severity: 'warning' }],
+      fires: [{ namespace, account: 'default', operation: 'text', region: 'AU', severity: 'warning' }],
     },
     // Paused 9 minutes (since minute 11); and a route paused from minute 0, resumed at minute 16
     // (its series removed: a stale marker), seen at minute 17 when it would have been 17 minutes.
@@ -208,14 +210,16 @@ const CASES: Record<string, { fires: Case; silent: Case }> = {
     },
   },
   SmsWorkerProviderErrorRatioHigh: {
-    // 20 transport failures per 90 successes a minute: 18% > 10%.
+    // 20 transport failures per 90 successes a minute through default: 18% > 10%, per account (a
+    // healthy backup's 1,000 successes a minute do not hide it).
     fires: {
       series: {
-        [`sms_worker_provider_requests_total{${release}, operation="text", outcome="success", pod="a"}`]: '0+90x40',
-        [`sms_worker_provider_requests_total{${release}, operation="text", outcome="transport", pod="a"}`]: '0+20x40',
+        [`sms_worker_provider_requests_total{${release}, account="default", operation="text", outcome="success", pod="a"}`]: '0+90x40',
+        [`sms_worker_provider_requests_total{${release}, account="default", operation="text", outcome="transport", pod="a"}`]: '0+20x40',
+        [`sms_worker_provider_requests_total{${release}, account="backup", operation="text", outcome="success", pod="a"}`]: '0+1000x40',
       },
       at: '30m',
-      fires: [{ namespace, operation: 'text', severity: 'warning' }],
+      fires: [{ namespace, account: 'default', operation: 'text', severity: 'warning' }],
     },
     // 5 per 95: 5%.
     silent: {

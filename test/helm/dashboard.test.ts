@@ -94,7 +94,7 @@ describe('Grafana dashboard helm/sms-worker/dashboards/sms-worker.json', () => {
     expect(all).toMatch(/sum by \(outcome\) \(rate\(sms_worker_results_total/);
     expect(all).toMatch(/histogram_quantile\(0\.99, sum by \(le\) \(rate\(sms_worker_provider_request_duration_seconds_bucket/);
     expect(all).toMatch(/histogram_quantile\(0\.99, sum by \(le\) \(rate\(sms_worker_commit_duration_seconds_bucket/);
-    expect(all).toMatch(/sum by \(region, upstream\) \(rate\(sms_worker_charged_amount_micros_total/);
+    expect(all).toMatch(/sum by \(account, region, upstream\) \(rate\(sms_worker_charged_amount_micros_total/);
     expect(all).toMatch(/sum by \(region, upstream\) \(rate\(sms_worker_billed_messages_total/);
     expect(all).toMatch(/sms_worker_consumer_lag/);
     expect(all).toMatch(/max by \(reason\) \(sms_worker_paused/);
@@ -110,8 +110,8 @@ describe('Grafana dashboard helm/sms-worker/dashboards/sms-worker.json', () => {
     const inRow = dashboard.panels.slice(rowIndex + 1, next === -1 ? undefined : rowIndex + 1 + next);
     const exprs = inRow.flatMap((p) => (p.targets ?? []).map((t) => t.expr ?? '')).join('\n');
     // One row per route (the longest pause over the pods), as its age: pods and other labels summed away.
-    expect(exprs).toMatch(/time\(\) - min by \(operation, region\) \(sms_worker_route_paused_since_timestamp_seconds\{/);
-    expect(exprs).toMatch(/sum by \(code, scope\) \(rate\(sms_worker_refusals_total\{/);
+    expect(exprs).toMatch(/time\(\) - min by \(account, operation, region\) \(sms_worker_route_paused_since_timestamp_seconds\{/);
+    expect(exprs).toMatch(/sum by \(account, code, scope\) \(rate\(sms_worker_refusals_total\{/);
     expect(exprs).toMatch(/sms_worker_paused_routes\{/);
     expect(exprs).toMatch(/sms_worker_funds_cost_ceiling\{/);
     const table = inRow.find((p) => p.type === 'table');

@@ -41,7 +41,7 @@ describe('toMicros', () => {
 describe('charged-amount metric', () => {
   it('never throws, whatever the price string; counts only sane non-negative amounts', async () => {
     const metrics = createMetrics();
-    const labels = { region: 'CN', upstream: 'u' };
+    const labels = { account: 'default', region: 'CN', upstream: 'u' };
     expect(metrics.countCharge(labels, '9'.repeat(400))).toBe(false);
     expect(metrics.countCharge(labels, '-1')).toBe(false);
     expect(metrics.countCharge(labels, 'NaN')).toBe(false);
@@ -100,29 +100,29 @@ describe('routeLabel', () => {
 describe('route pause, refusal and funds-ceiling metrics', () => {
   it('a paused route is one series, set to when it was paused, and gone when it is removed', async () => {
     const metrics = createMetrics();
-    metrics.routePausedSince.set({ operation: 'text', region: routeLabel(['AU']) }, 1_700_000_000);
-    metrics.routePausedSince.set({ operation: 'voice', region: routeLabel(['NZ', 'AU']) }, 1_700_000_060);
-    metrics.pausedRoutes.set(2);
+    metrics.routePausedSince.set({ account: 'default', operation: 'text', region: routeLabel(['AU']) }, 1_700_000_000);
+    metrics.routePausedSince.set({ account: 'default', operation: 'voice', region: routeLabel(['NZ', 'AU']) }, 1_700_000_060);
+    metrics.pausedRoutes.set({ account: 'default' }, 2);
     expect((await metrics.routePausedSince.get()).values.map((v) => [v.labels, v.value])).toEqual([
-      [{ operation: 'text', region: 'AU' }, 1_700_000_000],
-      [{ operation: 'voice', region: 'AU+NZ' }, 1_700_000_060],
+      [{ account: 'default', operation: 'text', region: 'AU' }, 1_700_000_000],
+      [{ account: 'default', operation: 'voice', region: 'AU+NZ' }, 1_700_000_060],
     ]);
-    metrics.routePausedSince.remove({ operation: 'text', region: 'AU' });
-    metrics.pausedRoutes.set(1);
-    expect((await metrics.routePausedSince.get()).values.map((v) => v.labels)).toEqual([{ operation: 'voice', region: 'AU+NZ' }]);
+    metrics.routePausedSince.remove({ account: 'default', operation: 'text', region: 'AU' });
+    metrics.pausedRoutes.set({ account: 'default' }, 1);
+    expect((await metrics.routePausedSince.get()).values.map((v) => v.labels)).toEqual([{ account: 'default', operation: 'voice', region: 'AU+NZ' }]);
     const exposition = await metrics.registry.metrics();
-    expect(exposition).toContain('sms_worker_route_paused_since_timestamp_seconds{operation="voice",region="AU+NZ"} 1700000060');
+    expect(exposition).toContain('sms_worker_route_paused_since_timestamp_seconds{account="default",operation="voice",region="AU+NZ"} 1700000060');
     expect(exposition).not.toContain('region="AU"}');
-    expect(exposition).toContain('sms_worker_paused_routes 1');
+    expect(exposition).toContain('sms_worker_paused_routes{account="default"} 1');
   });
 
   it('refusals are counted by code and scope; codes beyond 20 distinct ones fold into "other"', async () => {
     const metrics = createMetrics();
-    metrics.refusals.inc({ code: '101301', scope: 'route' });
-    metrics.refusals.inc({ code: '101301', scope: 'route' });
-    metrics.refusals.inc({ code: '105400', scope: 'command' });
-    metrics.refusals.inc({ code: 'PROVIDER_HTTP_401', scope: 'account' });
-    for (let i = 0; i < 100; i += 1) metrics.refusals.inc({ code: `9${String(i).padStart(5, '0')}`, scope: 'account' });
+    metrics.refusals.inc({ account: 'default', code: '101301', scope: 'route' });
+    metrics.refusals.inc({ account: 'default', code: '101301', scope: 'route' });
+    metrics.refusals.inc({ account: 'default', code: '105400', scope: 'command' });
+    metrics.refusals.inc({ account: 'default', code: 'PROVIDER_HTTP_401', scope: 'account' });
+    for (let i = 0; i < 100; i += 1) metrics.refusals.inc({ account: 'default', code: `9${String(i).padStart(5, '0')}`, scope: 'account' });
     const values = (await metrics.refusals.get()).values;
     const count = (code: string, scope: string): number | undefined => values.find((v) => v.labels.code === code && v.labels.scope === scope)?.value;
     expect(count('101301', 'route')).toBe(2);
@@ -132,13 +132,5 @@ describe('route pause, refusal and funds-ceiling metrics', () => {
     expect(new Set(values.map((v) => v.labels.code)).size).toBe(21);
     expect(count('other', 'account')).toBe(83);
     expect(values.every((v) => (REFUSAL_SCOPES as readonly string[]).includes(String(v.labels.scope)))).toBe(true);
-  });
-
-  it('the funds ceiling and the paused-routes count are 0 until set', async () => {
-    const metrics = createMetrics();
-    expect((await metrics.fundsCeiling.get()).values).toEqual([{ labels: {}, value: 0 }]);
-    expect((await metrics.pausedRoutes.get()).values).toEqual([{ labels: {}, value: 0 }]);
-    metrics.fundsCeiling.set(1_000);
-    expect(await metrics.registry.metrics()).toContain('sms_worker_funds_cost_ceiling 1000');
   });
 });

@@ -38,9 +38,9 @@ function only(result: CommandResult | undefined): CommandResult {
 }
 
 describe('worker: several accounts, failover only on proof of not-sent', () => {
-  it('an AU text refused 101301 on default is SENT through backup, naming both; a CN text is SENT through default alone', async () => {
+  it('an AU text refused 101301 on default is SENT through backup, naming both; a CN text is SENT through default alone; the metrics name each account', async () => {
     const backup = await backupSandbox();
-    const { results, publish } = await startWorkerRig(primary.url, cleanups, backupAccount(backup));
+    const { worker, results, publish } = await startWorkerRig(primary.url, cleanups, backupAccount(backup));
     const au = textCommand({ to: [AU] });
     const cn = textCommand({ to: [CN] });
     await publish([{ command: au }, { command: cn }]);
@@ -58,6 +58,16 @@ describe('worker: several accounts, failover only on proof of not-sent', () => {
     expect(cnResult.failovers).toBeUndefined();
     expect(backup.state.requests({ correlationId: cn.commandId })).toHaveLength(0);
     expect(charged(cn.commandId, primary, backup)).toBe(1);
+    // The metrics name the account: the refusal and the paused route on default, the calls and the charge of each.
+    const metrics = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
+    expect(metrics).toMatch(/^sms_worker_refusals_total\{account="default",code="101301",scope="route"\} 1$/m);
+    expect(metrics).toMatch(/^sms_worker_paused_routes\{account="default"\} 1$/m);
+    expect(metrics).toMatch(/^sms_worker_paused_routes\{account="backup"\} 0$/m);
+    expect(metrics).toMatch(/^sms_worker_route_paused_since_timestamp_seconds\{account="default",operation="text",region="AU"\} \d/m);
+    expect(metrics).toMatch(/^sms_worker_provider_requests_total\{account="backup",operation="sms.message.send",outcome="success"\} 1$/m);
+    expect(metrics).toMatch(/^sms_worker_provider_requests_total\{account="default",operation="sms.message.send",outcome="success"\} 1$/m);
+    expect(metrics).toMatch(/^sms_worker_charged_amount_micros_total\{account="backup",region="AU",upstream="au.backup"\} 90000$/m);
+    expect(metrics).not.toMatch(/^sms_worker_charged_amount_micros_total\{account="backup",region="CN"/m);
   });
 
   it('default runs out of money: the rest go through backup (reason funds), each charged to exactly one account, none FAILED', async () => {

@@ -80,8 +80,8 @@ describe('worker: a refusal stops only what it is about', () => {
     // Never a process-wide pause: the other routes were not held back.
     expect([...pauses.seen]).toEqual([]);
     const metrics = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
-    expect(metrics).toMatch(/^sms_worker_refusals_total\{code="101301",scope="route"\} [1-9]/m);
-    expect(metrics).not.toMatch(/^sms_worker_refusals_total\{code="101301",scope="account"\}/m);
+    expect(metrics).toMatch(/^sms_worker_refusals_total\{account="default",code="101301",scope="route"\} [1-9]/m);
+    expect(metrics).not.toMatch(/^sms_worker_refusals_total\{account="default",code="101301",scope="account"\}/m);
   });
 
   it('one unaffordable command among affordable ones: every affordable one is SENT, the large one ends FAILED 105400 (retryable) after at most 2 requests', async () => {
@@ -103,7 +103,7 @@ describe('worker: a refusal stops only what it is about', () => {
     expect([...pauses.seen]).toEqual([]);
     expect(sandbox.state.balance).toBe('7.300000');
     const metrics = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
-    expect(metrics).toMatch(/^sms_worker_refusals_total\{code="105400",scope="command"\} 1$/m);
+    expect(metrics).toMatch(/^sms_worker_refusals_total\{account="default",code="105400",scope="command"\} 1$/m);
   });
 
   it('a refusal of this client (401 without an envelope) pauses all sending; its commands wait however often their probes are refused, and are each sent once when the key is taken again', async () => {

@@ -188,9 +188,9 @@ describe('worker: consume, validate, send, publish, commit', () => {
       'result counter',
     );
     expect(text).toMatch(/sms_worker_commands_consumed_total 1/);
-    expect(text).toMatch(/sms_worker_provider_requests_total\{operation="sms.message.send",outcome="success"\} 1/);
-    expect(text).toMatch(/sms_worker_billed_messages_total\{region="US",upstream="na.tollfree"\} 1/);
-    expect(text).toMatch(/sms_worker_charged_amount_micros_total\{region="US",upstream="na.tollfree"\} 80000/);
+    expect(text).toMatch(/sms_worker_provider_requests_total\{account="default",operation="sms.message.send",outcome="success"\} 1/);
+    expect(text).toMatch(/sms_worker_billed_messages_total\{account="default",region="US",upstream="na.tollfree"\} 1/);
+    expect(text).toMatch(/sms_worker_charged_amount_micros_total\{account="default",region="US",upstream="na.tollfree"\} 80000/);
     expect(text).toMatch(/sms_worker_process_cpu_seconds_total/);
     expect(text).not.toContain('test-access-key-id');
   });
