@@ -19,6 +19,8 @@ const OUTAGE: ReadonlySet<FailureClass> = new Set(['transport', 'throttled', 'am
 export type { SendHooks, SendOutcome } from './send-outcome.ts';
 
 export interface GuardedSenderOptions {
+  /** The account this sender calls through (its label): each ledger mark names it. */
+  readonly account?: string;
   readonly client: ProviderClient;
   readonly gate: ServiceGate;
   /** The scoped holds: paused routes (101301) and the cost ceiling (105400 for one command). */
@@ -305,7 +307,7 @@ export class GuardedSender {
     }
     let cleared: boolean;
     try {
-      cleared = hooks?.beforeSend === undefined || (await hooks.beforeSend(signal));
+      cleared = hooks?.beforeSend === undefined || (await hooks.beforeSend(signal, this.#o.account));
     } catch {
       cleared = false;
     }

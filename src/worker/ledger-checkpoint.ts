@@ -23,6 +23,8 @@ const VERSION = 1;
 const MAX_ID_LENGTH = 256;
 /** A mark's name (`by`): a claim's owner token and a count. */
 export const MAX_MARK_NAME_LENGTH = 64;
+/** An account's label at most (src/accounts/accounts.ts: 32 characters). */
+const MAX_ACCOUNT_LENGTH = 32;
 
 export interface OpenMark {
   readonly offset: bigint;
@@ -35,6 +37,12 @@ export interface OpenMark {
    * never settled by a handover.
    */
   readonly by?: string;
+  /**
+   * The account (its label, src/accounts/accounts.ts) the mark's call goes through: a handover or
+   * a new owner's UNKNOWN names where the command may have been sent. Absent in checkpoints of
+   * versions before several accounts, and when the sender names none.
+   */
+  readonly account?: string;
 }
 
 /** A record past `next` whose outcome is already committed (published ahead of slower records before it). */
@@ -58,11 +66,12 @@ export interface Checkpoint {
  */
 export function encodeCheckpoint(checkpoint: Checkpoint): Buffer {
   const done = checkpoint.done ?? [];
-  const mark = (m: OpenMark): { o: string; id: string; at: number; by?: string } => ({
+  const mark = (m: OpenMark): { o: string; id: string; at: number; by?: string; ac?: string } => ({
     o: m.offset.toString(),
     id: m.commandId.slice(0, MAX_ID_LENGTH),
     at: m.at,
     ...(m.by !== undefined && { by: m.by }),
+    ...(m.account !== undefined && { ac: m.account }),
   });
   return Buffer.from(
     JSON.stringify({
@@ -108,10 +117,12 @@ export function decodeCheckpoint(key: Buffer | null, value: Buffer | null, expec
   const answeredOffsets = new Set(answered.map((a) => a.offset));
   const marks: OpenMark[] = [];
   for (const entry of open as unknown[]) {
-    const { o, id, at, by } = (entry ?? {}) as { o?: unknown; id?: unknown; at?: unknown; by?: unknown };
+    const { o, id, at, by, ac } = (entry ?? {}) as { o?: unknown; id?: unknown; at?: unknown; by?: unknown; ac?: unknown };
     if (typeof o !== 'string' || !OFFSET.test(o) || typeof id !== 'string' || typeof at !== 'number' || !Number.isFinite(at)) return undefined;
     if (by !== undefined && (typeof by !== 'string' || by.length > MAX_MARK_NAME_LENGTH)) return undefined;
-    if (!answeredOffsets.has(BigInt(o))) marks.push({ offset: BigInt(o), commandId: id, at, ...(by !== undefined && { by }) });
+    if (ac !== undefined && (typeof ac !== 'string' || ac.length > MAX_ACCOUNT_LENGTH)) return undefined;
+    if (!answeredOffsets.has(BigInt(o)))
+      marks.push({ offset: BigInt(o), commandId: id, at, ...(by !== undefined && { by }), ...(ac !== undefined && { account: ac }) });
   }
   return answered.length > 0 ? { next: BigInt(next), open: marks, done: answered } : { next: BigInt(next), open: marks };
 }

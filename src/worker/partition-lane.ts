@@ -390,10 +390,10 @@ export class PartitionLane {
     handedOver: (offset) => this.#apply(() => this.#machine.handedOver(offset)),
     sendHooks: (offset) => ({
       // May this record call now? The machine answers once its mark has committed and it holds a slot.
-      beforeSend: () =>
+      beforeSend: (_signal: AbortSignal, account?: string) =>
         new Promise<boolean>((resolve) => {
           this.#callAnswers.set(offset, resolve);
-          this.#apply(() => this.#machine.wantSend(offset, this.#ctx.leaseHolds(), Date.now(), performance.now()));
+          this.#apply(() => this.#machine.wantSend(offset, this.#ctx.leaseHolds(), Date.now(), performance.now(), account));
         }),
       kept: (reached) => this.#apply(() => this.#machine.kept(offset, reached, performance.now())),
     }),

@@ -212,18 +212,18 @@ async function settleInDoubt(
   const resend = settlement === undefined && deps.inDoubtPolicy === 'resend';
   if (settlement?.kind === 'withdrawn' || resend) return undefined;
   const attemptedAt = new Date(mark.at).toISOString();
-  return encodedResult(
-    unknownResult(
-      { command, source, completedAt: now() },
-      {
-        message: `an earlier owner of this partition marked the command as being sent at ${attemptedAt} and stopped before its result was committed; the service may have sent it, so it is not sent again`,
-        stage: 'OTHER',
-        attempts: 0,
-        attemptedAt: mark.at,
-      },
-    ),
-    deps,
+  const through = mark.account === undefined ? '' : ` through account ${mark.account}`;
+  const unknown = unknownResult(
+    { command, source, completedAt: now() },
+    {
+      message: `an earlier owner of this partition marked the command as being sent${through} at ${attemptedAt} and stopped before its result was committed; the service may have sent it, so it is not sent again`,
+      stage: 'OTHER',
+      attempts: 0,
+      attemptedAt: mark.at,
+    },
   );
+  // The mark names the account its call went through (ledger-checkpoint.ts): where it may have been sent.
+  return encodedResult(mark.account === undefined ? unknown : { ...unknown, account: mark.account }, deps);
 }
 
 /** Validation, then the velocity limits per destination (off unless VELOCITY_* is set): all before any money is spent. */
@@ -266,9 +266,9 @@ async function sendAndRecord(
   const before = ledger?.beforeSend;
   const hooks: SendHooks = {
     ...(before !== undefined && {
-      beforeSend: async (s: AbortSignal) => {
+      beforeSend: async (s: AbortSignal, account?: string) => {
         stages?.marking(now());
-        const go = await before(s);
+        const go = await before(s, account);
         if (go) attemptedAt ??= now();
         return go;
       },

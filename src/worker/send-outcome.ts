@@ -45,7 +45,8 @@ export type RoutedOutcome = SendOutcome & { readonly account?: string; readonly 
  * without the ledger only tracing may need them.
  */
 export interface SendHooks {
-  readonly beforeSend?: (signal: AbortSignal) => Promise<boolean>;
+  /** `account`: the account the call goes through, which the mark names. */
+  readonly beforeSend?: (signal: AbortSignal, account?: string) => Promise<boolean>;
   readonly kept?: (reached: boolean) => void;
   readonly onAttempt?: (info: AttemptInfo) => void;
   /** Called just before each call to the service starts (after `beforeSend` cleared it): time to send. */

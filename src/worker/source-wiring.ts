@@ -242,7 +242,7 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
   // An account with a rate limit of its own takes its token first, then the deployment's.
   const tokensOf = (rate: RateLimiter): TokenSource => (rate.enabled ? tokensOfBoth(rate.for(source.priority), tokens) : tokens);
   const sender = new FailoverSender({
-    accounts: new Map(w.accountSenders.map((a) => [a.name, new GuardedSender({ ...a.options, rateLimiter: tokensOf(a.rate) })])),
+    accounts: new Map(w.accountSenders.map((a) => [a.name, new GuardedSender({ ...a.options, account: a.name, rateLimiter: tokensOf(a.rate) })])),
     routing: c.routing,
     priority: source.priority,
     tenants: w.tenants,

@@ -29,7 +29,7 @@ const CN_FOOTPRINT: SendFootprint = { operation: 'sms.message.send', regions: ['
 let seq = 0;
 const correlationId = (): string => `fs-${(seq += 1)}-${Math.random().toString(36).slice(2, 8)}`;
 
-function account(url: string, backoff: GateBackoffs): { sender: GuardedSender; gate: ServiceGate } {
+function account(name: string, url: string, backoff: GateBackoffs): { sender: GuardedSender; gate: ServiceGate } {
   const client = createProviderClient({
     baseUrl: url,
     accessKeyId: 'failover-test',
@@ -44,15 +44,23 @@ function account(url: string, backoff: GateBackoffs): { sender: GuardedSender; g
   cleanups.add(() => gate.close());
   const holds = new RefusalHolds({ settings: DEFAULT_REFUSAL_SCOPE_SETTINGS });
   cleanups.add(() => holds.close());
-  const sender = new GuardedSender({ client, gate, holds, outages: new OutageCounter(10), rateLimiter: new RateLimiter(0), fundsPolicy: 'pause' });
+  const sender = new GuardedSender({
+    account: name,
+    client,
+    gate,
+    holds,
+    outages: new OutageCounter(10),
+    rateLimiter: new RateLimiter(0),
+    fundsPolicy: 'pause',
+  });
   return { sender, gate };
 }
 
 async function rig(routing: Routing, backoff: GateBackoffs = NO_PROBES) {
   const backupSandbox: RunningSandbox = await startSandbox({ port: 0, textRoutes: { AU: { upstream: 'au.backup', price: '0.090000' } } });
   cleanups.add(() => backupSandbox.close());
-  const primary = account(primarySandbox.url, backoff);
-  const backup = account(backupSandbox.url, backoff);
+  const primary = account('primary', primarySandbox.url, backoff);
+  const backup = account('backup', backupSandbox.url, backoff);
   const sender = new FailoverSender({
     accounts: new Map([
       ['primary', primary.sender],
@@ -67,20 +75,20 @@ async function rig(routing: Routing, backoff: GateBackoffs = NO_PROBES) {
 const BOTH: Routing = { rules: [], fallback: ['primary', 'backup'] };
 
 describe('FailoverSender', () => {
-  it('a refused route on the first account: its mark is withdrawn before the next account takes one; SENT through backup', async () => {
+  it('a refused route on the first account: its mark is withdrawn before the next account takes one, each mark naming its account; SENT through backup', async () => {
     const { sender, backupSandbox } = await rig(BOTH);
     const id = correlationId();
     const events: string[] = [];
     const hooks = {
-      beforeSend: async () => {
-        events.push('mark');
+      beforeSend: async (_signal: AbortSignal, name?: string) => {
+        events.push(`mark(${name})`);
         return true;
       },
       kept: (reached: boolean) => events.push(`kept(${reached})`),
     };
     const outcome = await sender.send(TO_AU, id, new AbortController().signal, null, hooks, AU_FOOTPRINT);
     expect(outcome).toMatchObject({ kind: 'sent', account: 'backup', failovers: [{ account: 'primary', reason: 'no-route', code: '101301' }] });
-    expect(events).toEqual(['mark', 'kept(false)', 'mark']);
+    expect(events).toEqual(['mark(primary)', 'kept(false)', 'mark(backup)']);
     expect(primarySandbox.state.requests({ correlationId: id })).toHaveLength(1);
     expect(backupSandbox.state.acceptedSends(id)).toBe(1);
   });

@@ -91,7 +91,7 @@ describe('intent ledger: sends at most once', () => {
     expect(sends(sandbox, other.commandId)).toBe(1);
   });
 
-  it('starts at the ledger checkpoint when the group offset is behind it, and reports its in-doubt mark UNKNOWN without sending', async () => {
+  it('starts at the ledger checkpoint when the group offset is behind it, and reports its in-doubt mark UNKNOWN without sending, naming the account the mark names', async () => {
     const topics = testTopics();
     const kafka = testKafka();
     await createWorkerTopics(topics, 1);
@@ -102,7 +102,7 @@ describe('intent ledger: sends at most once', () => {
     // What an earlier owner left: results up to offset 2 committed (the group offset read later
     // can lag behind it without KIP-447), and offset 3 marked as being sent, without a result.
     const markedAt = Date.now() - 5_000;
-    await writeCheckpoint(topics, { next: 3n, open: [{ offset: 3n, commandId: commands[3]?.commandId ?? '', at: markedAt }] });
+    await writeCheckpoint(topics, { next: 3n, open: [{ offset: 3n, commandId: commands[3]?.commandId ?? '', at: markedAt, account: 'backup' }] });
 
     const results = await ResultCollector.start(topics.results);
     cleanups.add(() => results.stop());
@@ -115,7 +115,8 @@ describe('intent ledger: sends at most once', () => {
       outcome: 'UNKNOWN',
       attemptedAt: markedAt,
       attempts: 0,
-      error: { code: 'SEND_OUTCOME_UNKNOWN', retryable: false },
+      account: 'backup',
+      error: { code: 'SEND_OUTCOME_UNKNOWN', retryable: false, message: expect.stringContaining('through account backup') },
     });
     expect(ids.slice(4).map((id) => got.get(id)?.outcome)).toEqual(['SENT', 'SENT']);
     // Below the checkpoint: already answered by the earlier owner, not sent again; the marked one not either.

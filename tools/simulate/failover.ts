@@ -13,7 +13,7 @@
  *   exactly by the account the outcome names;
  * - no-failover-after-maybe: no account was called after a call that may have reached a service;
  * - declined-only-on-proof: every account the command left accepted nothing of it;
- * - marks: every call ran under a ledger mark, and a mark was withdrawn before the next account's.
+ * - marks: every call ran under a ledger mark naming the account called, and a mark was withdrawn before the next account's.
  *
  * Run: `node tools/simulate/failover.ts [--schedules 2000] [--seed 1]`; the tests run a few hundred.
  */
@@ -68,8 +68,8 @@ export interface CallRecord {
   readonly answer: Answer;
   /** The service sent it (charged). */
   readonly accepted: boolean;
-  /** A ledger mark was open when the call started. */
-  readonly marked: boolean;
+  /** The account the ledger mark open when the call started names; undefined: no mark was open. */
+  readonly markedFor: string | undefined;
 }
 
 /** One account of the service, as the simulation plays it: its answers drawn from the seed. */
@@ -77,9 +77,9 @@ class SimulatedAccountService implements ProviderClient {
   readonly #name: string;
   readonly #prng: Prng;
   readonly #calls: Map<string, CallRecord[]>;
-  readonly #marked: (correlationId: string) => boolean;
+  readonly #marked: (correlationId: string) => string | undefined;
 
-  constructor(name: string, prng: Prng, calls: Map<string, CallRecord[]>, marked: (correlationId: string) => boolean) {
+  constructor(name: string, prng: Prng, calls: Map<string, CallRecord[]>, marked: (correlationId: string) => string | undefined) {
     this.#name = name;
     this.#prng = prng;
     this.#calls = calls;
@@ -92,7 +92,7 @@ class SimulatedAccountService implements ProviderClient {
     // An answer that may hide a send: half of them did send.
     const accepted = answer === 'ok' || (MAY_HAVE_SENT.has(answer) && this.#prng.chance(0.5));
     const list = this.#calls.get(id) ?? [];
-    list.push({ account: this.#name, answer, accepted, marked: this.#marked(id) });
+    list.push({ account: this.#name, answer, accepted, markedFor: this.#marked(id) });
     this.#calls.set(id, list);
     // The answer comes after a little while, in the schedule's order.
     await new Promise((resolve) => setTimeout(resolve, this.#prng.int(0, 3)));
@@ -138,9 +138,10 @@ export async function runFailoverSchedule(seed: number, wrap: WrapSender = (s) =
   const prng = new Prng(seed);
   const names = ['default', 'backup', 'third'].slice(0, prng.int(2, 3));
   const calls = new Map<string, CallRecord[]>();
-  const openMarks = new Map<string, number>();
+  /** Each command's open mark: the account it names. */
+  const openMarks = new Map<string, string | undefined>();
   const markProblems: string[] = [];
-  const marked = (id: string): boolean => (openMarks.get(id) ?? 0) > 0;
+  const marked = (id: string): string | undefined => openMarks.get(id);
   const closers: (() => void)[] = [];
   const accounts = new Map<string, GuardedSender>();
   for (const name of names) {
@@ -153,6 +154,7 @@ export async function runFailoverSchedule(seed: number, wrap: WrapSender = (s) =
       () => holds.close(),
     );
     const sender = new GuardedSender({
+      account: name,
       client: new SimulatedAccountService(name, new Prng(seed * 31 + names.indexOf(name)), calls, marked),
       gate,
       holds,
@@ -178,13 +180,13 @@ export async function runFailoverSchedule(seed: number, wrap: WrapSender = (s) =
       const footprint: SendFootprint = { operation: 'sms.message.send', regions: [prng.pick(REGIONS)], costUnits: prng.int(1, 3) };
       const request: ProviderRequest = { operation: 'sms.message.send', body: { to: ['+8613800138000'], signature: 'Acme', content: 'x' } };
       const hooks: SendHooks = {
-        beforeSend: async () => {
-          if (marked(id)) markProblems.push(`${id}: a second mark while one was open`);
-          openMarks.set(id, 1);
+        beforeSend: async (_signal, account) => {
+          if (marked(id) !== undefined) markProblems.push(`${id}: a second mark while one was open`);
+          openMarks.set(id, account ?? '(none)');
           return true;
         },
         kept: (reached) => {
-          if (!reached) openMarks.set(id, 0);
+          if (!reached) openMarks.delete(id);
         },
       };
       // Some expire, so that waits behind pauses end.
@@ -225,7 +227,10 @@ function check(seed: number, outcomes: ReadonlyMap<string, RoutedOutcome>, calls
     if (outcome.kind === 'sent' && (accepted.length !== 1 || accepted[0]?.account !== outcome.account)) {
       add('sent-names-its-account', `${id}: SENT through ${outcome.account ?? '?'}, accepted by ${accepted.map((c) => c.account).join(', ') || 'none'}`);
     }
-    for (const c of list) if (!c.marked) add('marks', `${id}: a call to ${c.account} without an open mark`);
+    for (const c of list) {
+      if (c.markedFor === undefined) add('marks', `${id}: a call to ${c.account} without an open mark`);
+      else if (c.markedFor !== c.account) add('marks', `${id}: a call to ${c.account} under a mark naming ${c.markedFor}`);
+    }
   }
   return out;
 }

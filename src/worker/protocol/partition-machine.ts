@@ -185,8 +185,8 @@ export class PartitionMachine<O> {
   }
 
   /** The record passed the gate, holds and rate limit and asks to call the service (send-path.ts). */
-  wantSend(offset: bigint, leaseHolds: boolean, at: number, clock: number): void {
-    this.#send.want(offset, leaseHolds, at, clock);
+  wantSend(offset: bigint, leaseHolds: boolean, at: number, clock: number, account?: string): void {
+    this.#send.want(offset, leaseHolds, at, clock, account);
   }
   permitGranted(offset: bigint, at: number, clock: number): void {
     this.#send.permitGranted(offset, at, clock);

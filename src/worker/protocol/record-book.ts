@@ -7,6 +7,8 @@ export interface RecordEntry<O> {
   state: RecordState;
   commandId?: string;
   outcome?: O;
+  /** The account its next mark names (wantSend's): where its call goes. */
+  account?: string;
   /** Holds a mark permit (between asking to mark and getting a slot). */
   permitHeld: boolean;
   /** Holds an in-flight slot (from its first call until it ends, across kept calls). */

@@ -65,8 +65,9 @@ export class SendPath<O> {
     this.#c = context;
   }
 
-  want(offset: bigint, leaseHolds: boolean, at: number, clock: number): void {
+  want(offset: bigint, leaseHolds: boolean, at: number, clock: number, account?: string): void {
     const entry = this.#c.book.get(offset);
+    if (account !== undefined) entry.account = account;
     // A record asks from `handling` only, holding no slot: a call kept for later gave its slot back (`kept`).
     if (entry.slotHeld) throw new Error(`partition protocol: record ${offset} asks to send while it holds a slot`);
     if (!this.#maySend(leaseHolds)) return this.#refuseFor(entry, 'stop', leaseHolds);
@@ -214,7 +215,13 @@ export class SendPath<O> {
     const { claim } = this.#c;
     if (!claim.open.has(entry.offset)) {
       claim.marks.made += 1;
-      claim.open.set(entry.offset, { offset: entry.offset, commandId: entry.commandId ?? '', at, by: `${claim.marks.owner}.${claim.marks.made}` });
+      claim.open.set(entry.offset, {
+        offset: entry.offset,
+        commandId: entry.commandId ?? '',
+        at,
+        by: `${claim.marks.owner}.${claim.marks.made}`,
+        ...(entry.account !== undefined && { account: entry.account }),
+      });
       this.#c.emit({ type: 'mark-opened' });
     }
     this.#marksWaiting.add(entry.offset);

@@ -77,6 +77,27 @@ describe('PartitionMachine: a send', () => {
     expect(m.recordState(0n)).toBe('calling');
   });
 
+  it("names the account of the call in its mark; a failover's withdrawn mark leaves, and the next account's mark names that account", () => {
+    const m = machine();
+    takeAll(m, ['a']);
+    m.wantSend(0n, true, 1, 0, 'default');
+    m.permitGranted(0n, 1, 0);
+    m.commitDue(0);
+    const [first] = m.drain().filter((e) => e.type === 'transaction');
+    expect(first).toMatchObject({ plan: { checkpoint: { open: [{ offset: 0n, account: 'default' }] } } });
+    m.transactionCommitted(1);
+    m.slotGranted(0n, true);
+    m.drain();
+    // default declined it without sending (a refusal proving not-sent): the mark is withdrawn.
+    m.kept(0n, false);
+    expect(m.claim.open.has(0n)).toBe(false);
+    m.wantSend(0n, true, 2, 0, 'backup');
+    m.permitGranted(0n, 2, 0);
+    m.commitDue(0);
+    const [second] = m.drain().filter((e) => e.type === 'transaction');
+    expect(second).toMatchObject({ plan: { checkpoint: { open: [{ offset: 0n, account: 'backup', at: 2 }] } } });
+  });
+
   it('with the ledger off goes straight to a slot, without a mark', () => {
     const m = machine({ ledger: false });
     takeAll(m, ['a']);
