@@ -14,6 +14,8 @@ import type { FailoverStep, RoutedOutcome, SendHooks } from './send-outcome.ts';
 export interface CommandSender {
   /** The velocity limits, for the record handler to screen each validated command with; undefined: off. */
   readonly destinations: DestinationGuard | undefined;
+  /** The velocity limits of a tenant (TENANT_LIMITS), screened after the global ones; undefined: none. */
+  tenantDestinations?(tenant: string | undefined): DestinationGuard | undefined;
   send(
     request: ProviderRequest,
     correlationId: string,
@@ -54,6 +56,10 @@ export class FailoverSender implements CommandSender {
     this.#o = options;
     // The guards are the deployment's, shared by every account's sender.
     this.destinations = [...options.accounts.values()][0]?.destinations;
+  }
+
+  tenantDestinations(tenant: string | undefined): DestinationGuard | undefined {
+    return this.#o.tenants?.destinationsOf(tenant);
   }
 
   async send(

@@ -226,7 +226,10 @@ async function settleInDoubt(
   return encodedResult(mark.account === undefined ? unknown : { ...unknown, account: mark.account }, deps);
 }
 
-/** Validation, then the velocity limits per destination (off unless VELOCITY_* is set): all before any money is spent. */
+/**
+ * Validation, then the velocity limits per destination (off unless VELOCITY_* is set), then those
+ * of the command's tenant (TENANT_LIMITS): all before any money is spent.
+ */
 async function admit(
   command: SendCommand,
   source: SourcePosition,
@@ -239,14 +242,20 @@ async function admit(
   if (validation.geoRefusals !== undefined) deps.onGeoRefusals?.(validation.geoRefusals, command, source);
   if (validation.kind === 'rejected')
     return ended(encodedResult(rejectedResult({ command, source, completedAt: now() }, validation.problems, validation.code), deps));
-  const destinations = deps.sender.destinations;
-  if (destinations === undefined) return { kind: 'send', send: validation };
-  const verdict = await screenHolding(destinations, validation, deps.policy.partialRecipients, command, source, signal, now);
-  if (verdict.kind === 'abandoned') return ended({ kind: 'abandoned' });
-  if (verdict.kind === 'expired') return ended(encodedResult(expiredResult({ command, source, completedAt: now() }, verdict.expiresAt), deps));
-  if (verdict.kind === 'rejected')
-    return ended(encodedResult(rejectedResult({ command, source, completedAt: now() }, verdict.problems, RESULT_ERROR_CODES.destinationVelocityLimited), deps));
-  return { kind: 'send', send: verdict.validation };
+  const tenant = deps.tenantKey === undefined ? undefined : tenantOf(command.metadata, deps.tenantKey);
+  let send: Sendable = validation;
+  for (const guard of [deps.sender.destinations, deps.sender.tenantDestinations?.(tenant)]) {
+    if (guard === undefined) continue;
+    const verdict = await screenHolding(guard, send, deps.policy.partialRecipients, command, source, signal, now);
+    if (verdict.kind === 'abandoned') return ended({ kind: 'abandoned' });
+    if (verdict.kind === 'expired') return ended(encodedResult(expiredResult({ command, source, completedAt: now() }, verdict.expiresAt), deps));
+    if (verdict.kind === 'rejected')
+      return ended(
+        encodedResult(rejectedResult({ command, source, completedAt: now() }, verdict.problems, RESULT_ERROR_CODES.destinationVelocityLimited), deps),
+      );
+    send = verdict.validation;
+  }
+  return { kind: 'send', send };
 }
 
 /** The call through the guarded sender (its mark first, ledger on), and its outcome as a result; a result that cannot be recorded is UNKNOWN. */

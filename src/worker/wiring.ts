@@ -34,6 +34,7 @@ import { RefusalHolds, type HoldsSnapshot } from './refusal-holds.ts';
 import type { RefusalScope } from './refusal-scopes.ts';
 import type { SendFootprint } from '../contracts/validate.ts';
 import { guardsOf } from './guard/guard-wiring.ts';
+import { velocityReport } from './guard/velocity-report.ts';
 
 /** Settings of the ledger topic when the worker creates it: compacted, small segments so compaction keeps up. */
 // min.compaction.lag.ms: a handover (handover-record.ts) stays readable for a minute whatever the
@@ -212,7 +213,12 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   });
   const { client, gate } = accountSenders[0] as (typeof accountSenders)[number];
   // TENANT_LIMITS: one set of limits per tenant, shared by the sources like the global ones.
+  // A tenant's velocity refusals are counted and logged as the global ones (naming the tenant);
+  // the blocked-keys gauge stays the global guard's.
+  const tenantVelocity = velocityReport(metrics, log);
   const tenantLimits = new TenantLimits(c.tenants, {
+    velocity: c.guard.velocity,
+    velocityObserver: { onRefusals: tenantVelocity.onRefusals, onBlocked: () => undefined },
     onCapPause: (tenant) => {
       metrics.tenantCapPauses.inc({ tenant: metrics.tenantLabel(tenant) });
       log.warn({ tenant }, `tenant ${tenant} reached its spend cap (TENANT_LIMITS): its commands wait for room; other tenants keep sending`);

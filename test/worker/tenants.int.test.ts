@@ -41,4 +41,21 @@ describe('worker: limits per tenant (TENANT_LIMITS)', () => {
     expect(metrics).toMatch(/^sms_worker_tenant_cap_pauses_total\{tenant="shop"\} [1-9]/m);
     expect(metrics).not.toMatch(/tenant="blog"/);
   });
+
+  it("shop over its own velocity limit (2 recipients per minute to a prefix): the third is REJECTED naming shop's limit, unsent; blog's commands to the same prefix are all SENT", async () => {
+    const { results, publish } = await startWorkerRig(sandbox.url, cleanups, {
+      TENANT_LIMITS: JSON.stringify({ shop: { velocityPrefixPerMinute: 2 } }),
+    });
+    // One key: in order, so the third of shop's is the one over the limit.
+    const shop = Array.from({ length: 3 }, (_, n) => textCommand({ to: [`+86138001380${10 + n}`], metadata: { tenant: 'shop' } }));
+    const blog = Array.from({ length: 5 }, (_, n) => textCommand({ to: [`+86138001380${20 + n}`], metadata: { tenant: 'blog' } }));
+    await publish([...shop, ...blog].map((command) => ({ command, key: 'one-key' })));
+    const got = await results.waitFor([...shop, ...blog].map((c) => c.commandId));
+    expect(shop.map((c) => got.get(c.commandId)?.outcome)).toEqual(['SENT', 'SENT', 'REJECTED']);
+    const refused = got.get(shop[2]?.commandId ?? '');
+    expect(refused?.error?.code).toBe('DESTINATION_VELOCITY_LIMITED');
+    expect(refused?.error?.message).toContain("tenant shop's VELOCITY_PREFIX_PER_MINUTE");
+    expect(sandbox.state.requests({ correlationId: shop[2]?.commandId ?? '' })).toHaveLength(0);
+    for (const c of blog) expect(got.get(c.commandId)?.outcome, c.commandId).toBe('SENT');
+  });
 });

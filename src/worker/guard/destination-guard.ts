@@ -23,13 +23,16 @@ export class DestinationGuard {
   readonly #velocity: VelocityGuard;
   readonly #now: () => number;
   readonly #observer: VelocityObserver | undefined;
+  readonly #owner: string | undefined;
   #refreshedAt = -Infinity;
   #anyBlocked = false;
 
-  constructor(options: { settings: VelocitySettings; now?: () => number; observer?: VelocityObserver }) {
+  /** `owner`: whose limits these are when not the deployment's (`tenant shop`), named in each refusal. */
+  constructor(options: { settings: VelocitySettings; now?: () => number; observer?: VelocityObserver; owner?: string }) {
     this.#velocity = new VelocityGuard(options.settings);
     this.#now = options.now ?? Date.now;
     this.#observer = options.observer;
+    this.#owner = options.owner;
   }
 
   /** This process's part of the deployment-wide limits (owned ÷ total partitions). */
@@ -52,7 +55,9 @@ export class DestinationGuard {
   ): VelocityVerdict {
     const now = this.#now();
     const mode = this.#velocity.settings.mode;
-    const refusals = this.#velocity.screen(validation.destinations, now);
+    const owner = this.#owner;
+    const screened = this.#velocity.screen(validation.destinations, now);
+    const refusals = owner === undefined ? screened : screened.map((r) => (r === undefined ? undefined : { ...r, owner }));
     const verdict = velocityVerdict(validation, refusals, mode, partial);
     if (verdict.kind === 'send') this.#velocity.commit(verdict.validation.destinations, now);
     const refused = refusals.filter((r): r is VelocityRefusal => r !== undefined);

@@ -34,8 +34,9 @@ export function velocityReport(
             deploymentLimit: r.deploymentLimit,
             blockedUntil: new Date(r.blockedUntil).toISOString(),
             mode,
+            ...(r.owner !== undefined && { owner: r.owner }),
           },
-          `velocity limit: destination ${r.prefix} (region ${r.region}) is over ${r.rule}; ${r.kind} blocked until ${new Date(r.blockedUntil).toISOString()}${mode === 'monitor' ? ' (VELOCITY_MODE=monitor: sent anyway)' : ''}`,
+          `velocity limit: destination ${r.prefix} (region ${r.region}) is over ${r.owner === undefined ? '' : `${r.owner}'s `}${r.rule}; ${r.kind} blocked until ${new Date(r.blockedUntil).toISOString()}${mode === 'monitor' ? ' (VELOCITY_MODE=monitor: sent anyway)' : ''}`,
         );
       }
       log.info(

@@ -1,15 +1,21 @@
 /**
- * The limits of each tenant as the process applies them: a spend cap (SpendHolds) and a rate
- * limiter per tenant with limits, each taking this process's share of the deployment-wide limit
- * (as the global ones do), created when the tenant's first command comes.
+ * The limits of each tenant as the process applies them: a spend cap (SpendHolds), a rate limiter
+ * and velocity limits (a DestinationGuard) per tenant with limits, each taking this process's
+ * share of the deployment-wide limit (as the global ones do), created when the tenant's first
+ * command comes.
  *
  * Bounded: the tenants named in TENANT_LIMITS (at most 256) and at most MAX_TRACKED_TENANTS under
  * `*`; commands of further tenants share one more budget, the `*` limit once for all of them
- * (stricter, never looser: forgetting a tenant's spend would let it spend again).
+ * (stricter, never looser: forgetting a tenant's spend would let it spend again). Velocity limits
+ * count destinations, which cost memory per tenant: each tenant's guard tracks at most
+ * TENANT_VELOCITY_KEYS keys, and at most MAX_VELOCITY_TENANTS tenants under `*` have one of their
+ * own (the rest share one).
  */
 import type { SendFootprint } from '../../contracts/validate.ts';
 import type { MessageReport } from '../../provider/types.ts';
+import { DestinationGuard, type VelocityObserver } from '../guard/destination-guard.ts';
 import { SpendHolds, SpendTicket } from '../guard/spend-holds.ts';
+import { DEFAULT_VELOCITY_SETTINGS, type VelocitySettings } from '../guard/velocity.ts';
 import { RateLimiter } from '../rate-limiter.ts';
 import { rateShare } from '../rate-share.ts';
 import { limitOf, type TenantLimit, type TenantSettings } from './tenant-settings.ts';
@@ -18,6 +24,14 @@ import { limitOf, type TenantLimit, type TenantSettings } from './tenant-setting
 export const MAX_TRACKED_TENANTS = 1_000;
 /** The budget the tenants past MAX_TRACKED_TENANTS share. */
 const OVERFLOW = '\u0000overflow';
+/** Tenants under `*` with velocity limits of their own; further ones share one guard. */
+export const MAX_VELOCITY_TENANTS = 64;
+/**
+ * Keys (prefixes, regions) each tenant's velocity guard tracks, the least recently seen forgotten
+ * first: at most (256 named + MAX_VELOCITY_TENANTS + 1) × 256 × BYTES_PER_TRACKED_KEY (1 KiB) ≈ 80 MiB
+ * with every tenant at its bound, 256 KiB per tenant in use.
+ */
+export const TENANT_VELOCITY_KEYS = 256;
 
 interface TenantGuard {
   readonly spend: SpendHolds | undefined;
@@ -38,14 +52,48 @@ export class TenantLimits {
   readonly #now: () => number;
   readonly #guards = new Map<string, TenantGuard>();
   readonly #onCapPause: ((tenant: string) => void) | undefined;
+  readonly #velocity: { readonly base: VelocitySettings; readonly observer: VelocityObserver | undefined };
+  readonly #destinations = new Map<string, DestinationGuard>();
+  #velocityTracked = 0;
   #share = { owned: 1, total: 1 };
   #tracked = 0;
 
-  /** `onCapPause`: a tenant's sending paused at its spend cap (its next command must wait for room). */
-  constructor(settings: TenantSettings, options: { now?: () => number; onCapPause?: (tenant: string) => void } = {}) {
+  /**
+   * `onCapPause`: a tenant's sending paused at its spend cap (its next command must wait for room).
+   * `velocity`: VELOCITY_*'s settings, whose mode, prefix digits, dynamic multiple, block and hold
+   * each tenant's velocity limits take; `velocityObserver` hears their refusals.
+   */
+  constructor(
+    settings: TenantSettings,
+    options: { now?: () => number; onCapPause?: (tenant: string) => void; velocity?: VelocitySettings; velocityObserver?: VelocityObserver } = {},
+  ) {
     this.#settings = settings;
     this.#now = options.now ?? Date.now;
     this.#onCapPause = options.onCapPause;
+    this.#velocity = { base: options.velocity ?? DEFAULT_VELOCITY_SETTINGS, observer: options.velocityObserver };
+  }
+
+  /**
+   * The velocity limits of a command's tenant, for the record handler to screen it with after the
+   * global ones; undefined: no tenant, or no velocity limit for it.
+   */
+  destinationsOf(tenant: string | undefined): DestinationGuard | undefined {
+    const velocity = limitOf(this.#settings, tenant)?.velocity;
+    if (tenant === undefined || velocity === undefined) return undefined;
+    const named = this.#settings.named.has(tenant);
+    const key = named || this.#destinations.has(tenant) || this.#velocityTracked < MAX_VELOCITY_TENANTS ? tenant : OVERFLOW;
+    const existing = this.#destinations.get(key);
+    if (existing !== undefined) return existing;
+    if (!named && key !== OVERFLOW) this.#velocityTracked += 1;
+    const guard = new DestinationGuard({
+      settings: { ...this.#velocity.base, limits: velocity, maxTrackedKeys: TENANT_VELOCITY_KEYS },
+      now: this.#now,
+      owner: `tenant ${key === OVERFLOW ? 'other' : key}`,
+      ...(this.#velocity.observer !== undefined && { observer: this.#velocity.observer }),
+    });
+    guard.setShare(this.#share.owned, this.#share.total);
+    this.#destinations.set(key, guard);
+    return guard;
   }
 
   /** Whether any tenant has a limit. */
@@ -74,6 +122,7 @@ export class TenantLimits {
   setShare(owned: number, total: number): void {
     this.#share = { owned, total };
     for (const guard of this.#guards.values()) this.#apply(guard);
+    for (const guard of this.#destinations.values()) guard.setShare(owned, total);
   }
 
   close(): void {

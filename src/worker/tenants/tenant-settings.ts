@@ -7,6 +7,7 @@
  * version; the key is the operator's choice; and metadata is bounded already (MAX_METADATA_*).
  */
 import { MAX_SPEND_CAP, spendCapMicros, type SpendCapSettings } from '../guard/spend-cap.ts';
+import type { VelocityKind, VelocityWindow } from '../guard/velocity.ts';
 
 /** The entry of TENANT_LIMITS that applies to every tenant not named (each with its own budget). */
 export const ANY_TENANT = '*';
@@ -15,12 +16,30 @@ export const MAX_TENANT_ENTRIES = 256;
 /** A tenant name is at most this many characters; a longer one is cut (and so shares its budget with others cut alike). */
 export const MAX_TENANT_CHARS = 64;
 const MAX_RATE_PER_SECOND = 100_000;
+/** A tenant's velocity limit at most (recipients per window), as VELOCITY_*'s. */
+const MAX_VELOCITY = 100_000_000;
+
+/** Recipients per window by key kind, as VELOCITY_{PREFIX,REGION}_PER_{MINUTE,DAY}; 0: none. */
+export type VelocityLimits = Readonly<Record<VelocityKind, Readonly<Record<VelocityWindow, number>>>>;
+
+/** TENANT_LIMITS' velocity fields and the limit each sets. */
+const VELOCITY_FIELDS = {
+  velocityPrefixPerMinute: ['prefix', 'minute'],
+  velocityPrefixPerDay: ['prefix', 'day'],
+  velocityRegionPerMinute: ['region', 'minute'],
+  velocityRegionPerDay: ['region', 'day'],
+} as const satisfies Record<string, readonly [VelocityKind, VelocityWindow]>;
 
 export interface TenantLimit {
   /** Deployment-wide caps for the tenant, like SPEND_CAP_PER_HOUR/DAY (the global caps still apply on top). */
   readonly spend: SpendCapSettings | undefined;
   /** Deployment-wide calls per second for the tenant, like RATE_LIMIT_PER_SECOND; 0: none. */
   readonly ratePerSecond: number;
+  /**
+   * Deployment-wide velocity limits on the tenant's recipients, like VELOCITY_* (its mode, prefix
+   * digits, dynamic multiple, block and hold are VELOCITY_*'s; the global limits apply on top).
+   */
+  readonly velocity: VelocityLimits | undefined;
 }
 
 export interface TenantSettings {
@@ -45,11 +64,12 @@ export function limitOf(settings: TenantSettings, tenant: string | undefined): T
   return settings.named.get(tenant) ?? settings.others;
 }
 
-const FIELDS = new Set(['spendCapPerHour', 'spendCapPerDay', 'ratePerSecond']);
+const FIELDS = new Set(['spendCapPerHour', 'spendCapPerDay', 'ratePerSecond', ...Object.keys(VELOCITY_FIELDS)]);
 
 /**
  * Parses TENANT_LIMITS: a JSON object from tenant name (or `*`) to `{spendCapPerHour,
- * spendCapPerDay, ratePerSecond}`, each optional. Every problem is appended naming the tenant and
+ * spendCapPerDay, ratePerSecond, velocityPrefixPerMinute, velocityPrefixPerDay,
+ * velocityRegionPerMinute, velocityRegionPerDay}`, each optional. Every problem is appended naming the tenant and
  * the field.
  */
 export function parseTenantLimits(json: string | undefined, key: string, hourMs: number, problems: string[]): TenantSettings {
@@ -89,7 +109,7 @@ export function parseTenantLimits(json: string | undefined, key: string, hourMs:
 
 function parseLimit(value: unknown, where: string, hourMs: number, problems: string[]): TenantLimit | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    problems.push(`${where}: must be an object with any of spendCapPerHour, spendCapPerDay, ratePerSecond`);
+    problems.push(`${where}: must be an object with any of ${[...FIELDS].join(', ')}`);
     return undefined;
   }
   const fields = value as Record<string, unknown>;
@@ -104,15 +124,34 @@ function parseLimit(value: unknown, where: string, hourMs: number, problems: str
   if (rate !== undefined && (typeof rate !== 'number' || !(rate > 0) || rate > MAX_RATE_PER_SECOND)) {
     problems.push(`${where} ratePerSecond: must be a number above 0 and at most ${MAX_RATE_PER_SECOND}`);
   }
+  const velocity = velocityLimits(fields, where, problems);
   if (problems.length > before) return undefined;
-  if (hour === undefined && day === undefined && rate === undefined) {
-    problems.push(`${where}: sets no limit (spendCapPerHour, spendCapPerDay or ratePerSecond)`);
+  if (hour === undefined && day === undefined && rate === undefined && velocity === undefined) {
+    problems.push(`${where}: sets no limit (${[...FIELDS].join(', ')})`);
     return undefined;
   }
   return {
     spend: hour === undefined && day === undefined ? undefined : { caps: { hour: hour?.text, day: day?.text }, hourMs },
     ratePerSecond: typeof rate === 'number' ? rate : 0,
+    velocity,
   };
+}
+
+/** The velocity fields of one entry (whole numbers of recipients, 1 to MAX_VELOCITY); undefined when it sets none. */
+function velocityLimits(fields: Record<string, unknown>, where: string, problems: string[]): VelocityLimits | undefined {
+  const limits = { prefix: { minute: 0, day: 0 }, region: { minute: 0, day: 0 } };
+  let any = false;
+  for (const [field, [kind, window]] of Object.entries(VELOCITY_FIELDS)) {
+    const value = fields[field];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_VELOCITY) {
+      problems.push(`${where} ${field}: must be a whole number of recipients from 1 to ${MAX_VELOCITY}`);
+      continue;
+    }
+    limits[kind][window] = value;
+    any = true;
+  }
+  return any ? limits : undefined;
 }
 
 /** A cap as SPEND_CAP_* takes it (spendCapMicros). */

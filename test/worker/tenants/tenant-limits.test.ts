@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { MessageReport } from '../../../src/provider/types.ts';
 import type { SendFootprint } from '../../../src/contracts/validate.ts';
-import { MAX_TRACKED_TENANTS, TenantLimits } from '../../../src/worker/tenants/tenant-limits.ts';
+import { MAX_TRACKED_TENANTS, MAX_VELOCITY_TENANTS, TenantLimits } from '../../../src/worker/tenants/tenant-limits.ts';
+import { validateCommand } from '../../../src/contracts/validate.ts';
+import { DEFAULT_VALIDATION_POLICY } from '../../../src/contracts/policy.ts';
+import type { SendCommand } from '../../../src/contracts/command.ts';
 import { parseTenantLimits } from '../../../src/worker/tenants/tenant-settings.ts';
 
 const CN: SendFootprint = { operation: 'sms.message.send', regions: ['CN'], costUnits: 1 };
@@ -83,5 +86,37 @@ describe('TenantLimits', () => {
     expect(paused).toEqual(['other']);
     abort.abort();
     await expect(other).rejects.toBeDefined();
+  });
+
+  it("a tenant's velocity limit refuses its recipients past the limit, naming the tenant; another tenant to the same prefix goes", () => {
+    const tenants = limits({ shop: { velocityPrefixPerMinute: 2 } });
+    const command = (n: number): SendCommand => ({
+      commandId: `c${n}`,
+      createdAt: 0,
+      expiresAt: null,
+      metadata: {},
+      operation: { kind: 'text', to: [`+861380013800${n}`], signature: 'Acme', content: 'hi' },
+    });
+    const source = { topic: 't', partition: 0, offset: '0' };
+    const screen = (tenant: string, n: number): string => {
+      const validation = validateCommand(command(n), DEFAULT_VALIDATION_POLICY, 0);
+      if (validation.kind !== 'send') throw new Error('not sendable');
+      const verdict = tenants.destinationsOf(tenant)?.screen(validation, 'reject', command(n), source);
+      return verdict === undefined ? 'no guard' : verdict.kind === 'send' ? 'send' : verdict.problems.map((p) => p.problem).join('; ');
+    };
+    expect([screen('shop', 1), screen('shop', 2)]).toEqual(['send', 'send']);
+    expect(screen('shop', 3)).toContain("is over tenant shop's VELOCITY_PREFIX_PER_MINUTE (2 per minute for the deployment)");
+    // blog has no velocity limit of its own; shop's block is shop's alone.
+    expect(screen('blog', 4)).toBe('no guard');
+    expect(tenants.destinationsOf(undefined)).toBeUndefined();
+  });
+
+  it('past MAX_VELOCITY_TENANTS under "*", further tenants share one velocity guard (named "other")', () => {
+    const tenants = limits({ '*': { velocityRegionPerDay: 10 } });
+    const guards = Array.from({ length: MAX_VELOCITY_TENANTS + 5 }, (_, i) => tenants.destinationsOf(`t${i}`));
+    expect(new Set(guards.slice(0, MAX_VELOCITY_TENANTS)).size).toBe(MAX_VELOCITY_TENANTS);
+    expect(new Set(guards.slice(MAX_VELOCITY_TENANTS)).size).toBe(1);
+    // A tenant seen before the bound keeps its own.
+    expect(tenants.destinationsOf('t0')).toBe(guards[0]);
   });
 });

@@ -20,10 +20,16 @@ describe('parseTenantLimits (TENANT_LIMITS)', () => {
   it('named tenants and "*" for every other; no tenant: no limit', () => {
     const { settings, problems } = parsed({ shop: { spendCapPerDay: '50', ratePerSecond: 20 }, '*': { spendCapPerHour: '1.5' } });
     expect(problems).toEqual([]);
-    expect(limitOf(settings, 'shop')).toEqual({ spend: { caps: { hour: undefined, day: '50' }, hourMs: 3_600_000 }, ratePerSecond: 20 });
-    expect(limitOf(settings, 'blog')).toEqual({ spend: { caps: { hour: '1.5', day: undefined }, hourMs: 3_600_000 }, ratePerSecond: 0 });
+    expect(limitOf(settings, 'shop')).toEqual({ spend: { caps: { hour: undefined, day: '50' }, hourMs: 3_600_000 }, ratePerSecond: 20, velocity: undefined });
+    expect(limitOf(settings, 'blog')).toEqual({ spend: { caps: { hour: '1.5', day: undefined }, hourMs: 3_600_000 }, ratePerSecond: 0, velocity: undefined });
     expect(limitOf(settings, undefined)).toBeUndefined();
     expect(limitOf(parsed({ shop: { ratePerSecond: 1 } }).settings, 'blog')).toBeUndefined();
+  });
+
+  it('velocity limits per tenant, as VELOCITY_{PREFIX,REGION}_PER_{MINUTE,DAY}; unset ones are 0 (none)', () => {
+    const { settings, problems } = parsed({ shop: { velocityPrefixPerMinute: 5, velocityRegionPerDay: 1_000 } });
+    expect(problems).toEqual([]);
+    expect(limitOf(settings, 'shop')?.velocity).toEqual({ prefix: { minute: 5, day: 0 }, region: { minute: 0, day: 1_000 } });
   });
 
   it('names each problem with the tenant and the field', () => {
@@ -34,10 +40,14 @@ describe('parseTenantLimits (TENANT_LIMITS)', () => {
       'TENANT_LIMITS "shop": spendCapPerDay is below spendCapPerHour, so the hourly cap could never be reached',
     ]);
     expect(parsed({ shop: { ratePerSecond: 0 } }).problems).toEqual(['TENANT_LIMITS "shop" ratePerSecond: must be a number above 0 and at most 100000']);
-    expect(parsed({ shop: {} }).problems).toEqual(['TENANT_LIMITS "shop": sets no limit (spendCapPerHour, spendCapPerDay or ratePerSecond)']);
-    expect(parsed({ shop: { spendCap: '5' } }).problems[0]).toBe(
-      'TENANT_LIMITS "shop": unknown field "spendCap" (known: spendCapPerHour, spendCapPerDay, ratePerSecond)',
-    );
+    const known =
+      'spendCapPerHour, spendCapPerDay, ratePerSecond, velocityPrefixPerMinute, velocityPrefixPerDay, velocityRegionPerMinute, velocityRegionPerDay';
+    expect(parsed({ shop: {} }).problems).toEqual([`TENANT_LIMITS "shop": sets no limit (${known})`]);
+    expect(parsed({ shop: { spendCap: '5' } }).problems[0]).toBe(`TENANT_LIMITS "shop": unknown field "spendCap" (known: ${known})`);
+    expect(parsed({ shop: { velocityPrefixPerMinute: 2.5, velocityRegionPerDay: 0 } }).problems).toEqual([
+      'TENANT_LIMITS "shop" velocityPrefixPerMinute: must be a whole number of recipients from 1 to 100000000',
+      'TENANT_LIMITS "shop" velocityRegionPerDay: must be a whole number of recipients from 1 to 100000000',
+    ]);
     expect(parsed([1]).problems).toEqual(['TENANT_LIMITS: must be a JSON object from tenant name (or "*") to its limits']);
     const problems: string[] = [];
     parseTenantLimits('{', 'tenant', 3_600_000, problems);
