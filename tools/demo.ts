@@ -11,7 +11,7 @@ import { createTopics } from '../src/kafka/admin.ts';
 import { loadReceiverConfig } from '../src/receipts/config.ts';
 import type { DeliveryReceipt } from '../src/receipts/report.ts';
 import { startReceiver } from '../src/receipts/receiver.ts';
-import { startSandbox, type RunningSandbox } from '../src/sandbox/index.ts';
+import { startSandbox, type RunningSandbox, type SandboxAccount } from '../src/sandbox/index.ts';
 import { createRegistry } from '../src/schema/codec.ts';
 import { startStack } from './stack/index.ts';
 import { Worker } from '../src/worker/worker.ts';
@@ -133,7 +133,7 @@ function sampleCommands(now: number): { label: string; command: SendCommand; cod
 /** The default account runs out of money mid-run: what it refuses, and everything after, goes through backup. */
 async function showFundsFailover(
   primary: RunningSandbox,
-  backup: RunningSandbox,
+  backup: SandboxAccount,
   publisher: CommandPublisher,
   results: ReadonlyMap<string, CommandResult>,
   say: (line: string) => void,
@@ -211,26 +211,20 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
 
     // Seeded so that a run shows both outcomes: 1 in 4 reports says failed, with an error code.
     // A balance that covers the small samples and not the campaign (the per-command funds case).
+    // Two accounts of the one service, told apart by their keys (as the real service does): the
+    // default one has no AU route; `backup` has one, and the same balance.
     const sandbox = await startSandbox({
       port: 0,
       seed: 15,
       balance: DEMO_BALANCE,
+      accounts: [{ accessKeyId: 'demo-backup-key', balance: DEMO_BALANCE, textRoutes: { AU: { upstream: 'au.backup', price: '0.090000' } } }],
       deliveryReports: { callbackUrl: `${receiver.url}/receipts/${receiptToken}`, delayMs: 1_000, failRate: 0.25 },
     });
     cleanups.push(() => sandbox.close());
+    const backup = sandbox.accounts.get('demo-backup-key');
+    if (backup === undefined) throw new Error('the sandbox has no backup account');
     say(`messaging-service sandbox at ${sandbox.url} (admin: ${sandbox.url}/_sandbox/stats), posting delivery reports to the receiver`);
-
-    // A second account of the service: its own key and base URL, the same balance, and an AU route.
-    const backup = await startSandbox({
-      port: 0,
-      seed: 16,
-      balance: DEMO_BALANCE,
-      accessKeyId: 'demo-backup-key',
-      textRoutes: { AU: { upstream: 'au.backup', price: '0.090000' } },
-      deliveryReports: { callbackUrl: `${receiver.url}/receipts/${receiptToken}`, delayMs: 1_000, failRate: 0.25 },
-    });
-    cleanups.push(() => backup.close());
-    say(`backup account's sandbox at ${backup.url} (it has an AU route; the default account's has none)`);
+    say('it serves two accounts by key: default (no AU route) and backup (key demo-backup-key, with an AU route)');
 
     const config = loadConfig({
       KAFKA_BROKERS: stack.kafkaBrokers,
@@ -248,7 +242,6 @@ export async function runDemo(argv: readonly string[]): Promise<number> {
       PROVIDER_BASE_URL: sandbox.url,
       PROVIDER_ACCESS_KEY_ID: 'demo-access-key',
       ACCOUNTS: 'backup',
-      ACCOUNT_BACKUP_BASE_URL: backup.url,
       ACCOUNT_BACKUP_ACCESS_KEY_ID: 'demo-backup-key',
       HTTP_PORT: '0',
       LOG_LEVEL: values['log-level'] ?? 'warn',

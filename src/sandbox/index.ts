@@ -1,5 +1,5 @@
 export { startSandbox, DEFAULT_SANDBOX_BALANCE } from './server.ts';
-export type { SandboxOptions, RunningSandbox } from './server.ts';
+export type { SandboxOptions, SandboxAccount, SandboxAccountOptions, RunningSandbox } from './server.ts';
 export { runSandboxFromArgs, parseSandboxArgs } from './main.ts';
 export { SandboxState } from './state.ts';
 export type { RequestLogEntry, RequestLogView, RequestFilter, SandboxStats } from './state.ts';

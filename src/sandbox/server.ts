@@ -52,15 +52,44 @@ export interface SandboxOptions {
   readonly deliveryReports?: Partial<DeliveryReportSettings>;
   /** Text routes of this sandbox's account that differ from PRICE_TABLE (another account of the service, with its own upstreams). */
   readonly textRoutes?: TextRouteOverrides;
+  /**
+   * More accounts of the same service at the same URL, told apart by the request's access key id
+   * (as the real service does): each with its own balance, text routes, faults and request log.
+   * A request whose key id is none of theirs is the main account's (`accessKeyId`). At most 8.
+   */
+  readonly accounts?: readonly SandboxAccountOptions[];
   /** Waits out a request's latency (injectable so tests need no clock); rejects once `signal` aborts. @defaultValue node:timers/promises setTimeout */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<unknown>;
 }
+
+/** One more account of a sandbox (SandboxOptions.accounts). */
+export interface SandboxAccountOptions {
+  readonly accessKeyId: string;
+  /** When set, its requests must be HMAC-signed with it. */
+  readonly accessKeySecret?: string | undefined;
+  /** Decimal string. @defaultValue "1000000.000000" */
+  readonly balance?: string;
+  readonly textRoutes?: TextRouteOverrides;
+}
+
+/** An account of a sandbox as tests see it: its own state (balance, request log, faults). */
+export interface SandboxAccount {
+  readonly state: SandboxState;
+  setFaults(update: FaultUpdate): void;
+  setAnswerFaults(targets: Readonly<Record<string, AnswerFaultKind>>): void;
+}
+
+/** At most this many accounts besides the main one (as the worker's ACCOUNTS). */
+export const MAX_SANDBOX_ACCOUNTS = 8;
 
 export interface RunningSandbox {
   /** `http://host:port`, to use as the client's baseUrl. */
   readonly url: string;
   readonly port: number;
+  /** The main account's state (`accessKeyId`); the /_sandbox/ admin routes act on it. */
   readonly state: SandboxState;
+  /** The accounts of SandboxOptions.accounts, by access key id. */
+  readonly accounts: ReadonlyMap<string, SandboxAccount>;
   /** Same effect as POST /_sandbox/faults. */
   setFaults(update: FaultUpdate): void;
   /** Same effect as POST /_sandbox/answer-faults {"set": targets}: hostile answers for these correlation ids. */
@@ -73,20 +102,40 @@ export const DEFAULT_SANDBOX_BALANCE = '1000000.000000';
 const TEXT = 'sms.message.send';
 const VOICE = 'sms.voice.verification.send';
 
+/** What a request is answered with: the account its key id names. */
+interface AccountContext {
+  readonly state: SandboxState;
+  readonly auth: { readonly accessKeyId: string | undefined; readonly accessKeySecret: string | undefined };
+  readonly textRouteOf: ReturnType<typeof textRoutesWith>;
+}
+
 export async function startSandbox(options: SandboxOptions = {}): Promise<RunningSandbox> {
   const homeRegion: CountryCode = options.homeRegion ?? 'CN';
-  const textRouteOf = textRoutesWith(options.textRoutes);
-  const balanceMicros = parseMoney(options.balance ?? DEFAULT_SANDBOX_BALANCE);
-  if (balanceMicros === undefined) throw new Error('sandbox balance must be a non-negative decimal with at most six decimals');
   const random = options.random ?? (options.seed === undefined ? Math.random : seededRandom(options.seed));
-  const state = new SandboxState({
-    balanceMicros,
-    faults: { ...DEFAULT_FAULTS, ...options.faults },
-    random,
-    logCapacity: options.logCapacity ?? 200_000,
-    deliveryReports: { ...DEFAULT_DELIVERY_REPORTS, ...options.deliveryReports },
-  });
-  const auth = { accessKeyId: options.accessKeyId, accessKeySecret: options.accessKeySecret };
+  const extra = options.accounts ?? [];
+  if (extra.length > MAX_SANDBOX_ACCOUNTS) throw new Error(`a sandbox has at most ${MAX_SANDBOX_ACCOUNTS} accounts besides its main one`);
+  const accountOf = (account: SandboxAccountOptions | SandboxOptions): AccountContext => {
+    const balanceMicros = parseMoney(account.balance ?? DEFAULT_SANDBOX_BALANCE);
+    if (balanceMicros === undefined) throw new Error('sandbox balance must be a non-negative decimal with at most six decimals');
+    return {
+      state: new SandboxState({
+        balanceMicros,
+        faults: { ...DEFAULT_FAULTS, ...options.faults },
+        random,
+        logCapacity: options.logCapacity ?? 200_000,
+        deliveryReports: { ...DEFAULT_DELIVERY_REPORTS, ...options.deliveryReports },
+      }),
+      auth: { accessKeyId: account.accessKeyId, accessKeySecret: account.accessKeySecret },
+      textRouteOf: textRoutesWith(account.textRoutes),
+    };
+  };
+  const main = accountOf(options);
+  const { state } = main;
+  const others = new Map(extra.map((account) => [account.accessKeyId, accountOf(account)] as const));
+  if (others.size !== extra.length || (options.accessKeyId !== undefined && others.has(options.accessKeyId)))
+    throw new Error("a sandbox's accounts need access key ids of their own");
+  /** The account a request's key id names; the main one for any other. */
+  const contextOf = (query: URLSearchParams): AccountContext => others.get(query.get('accessKeyId') ?? '') ?? main;
   const closing = new AbortController();
   const waitLatency = options.sleep ?? ((ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal }));
 
@@ -97,7 +146,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   const nextRequestId = (): string => `${boot}${(requestCounter += 1).toString(16).padStart(10, '0')}`;
   const nextMessageId = (): string => `${boot}m${(messageCounter += 1).toString(16).padStart(10, '0')}`;
 
-  function processSend(method: string, query: URLSearchParams, rawBody: string | undefined, correlationId: string | undefined): Answer {
+  function processSend(
+    { state, auth, textRouteOf }: AccountContext,
+    method: string,
+    query: URLSearchParams,
+    rawBody: string | undefined,
+    correlationId: string | undefined,
+  ): Answer {
     if (method !== 'POST') return failure('methodNotAllowed');
     const authError = checkAuth(query, auth, Date.now());
     if (authError !== undefined) return failure(authError);
@@ -130,6 +185,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   }
 
   async function handleService(req: IncomingMessage, res: ServerResponse, url: URL, rawBody: string | undefined): Promise<void> {
+    const account = contextOf(url.searchParams);
+    const { state } = account;
     const receivedAt = Date.now();
     const seq = state.nextSeq();
     const requestId = nextRequestId();
@@ -142,7 +199,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
 
     let answer: Answer | undefined;
     if (fault === undefined || AFTER_PROCESSING.has(fault)) {
-      answer = processSend(req.method ?? 'GET', url.searchParams, rawBody, correlationId);
+      answer = processSend(account, req.method ?? 'GET', url.searchParams, rawBody, correlationId);
     }
     let sent: { status: number; code: string | undefined };
     let streaming: Promise<void> | undefined;
@@ -270,12 +327,23 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     url: `http://${address.host}:${address.port}`,
     port: address.port,
     state,
+    accounts: new Map(
+      [...others].map(([keyId, account]) => [
+        keyId,
+        {
+          state: account.state,
+          setFaults: (update: FaultUpdate) => applyFaultUpdate(account.state, update),
+          setAnswerFaults: (targets: Readonly<Record<string, AnswerFaultKind>>) => account.state.answerFaults.set(targets),
+        },
+      ]),
+    ),
     setFaults: (update) => applyFaultUpdate(state, update),
     setAnswerFaults: (targets) => state.answerFaults.set(targets),
     close(): Promise<void> {
       closed ??= new Promise<void>((resolve) => {
         closing.abort();
         state.deliveryReports.close();
+        for (const account of others.values()) account.state.deliveryReports.close();
         server.close(() => resolve());
         server.closeAllConnections();
       });

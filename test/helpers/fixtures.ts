@@ -58,7 +58,11 @@ export function useSandbox(options: SandboxOptions = {}, fixture: SandboxFixture
     await running?.close();
     running = undefined;
   });
-  if (fixture.resetAfterEach === true) afterEach(() => running?.state.reset());
+  if (fixture.resetAfterEach === true)
+    afterEach(() => {
+      running?.state.reset();
+      for (const account of running?.accounts.values() ?? []) account.state.reset();
+    });
   return {
     get url() {
       return current().url;
@@ -68,6 +72,9 @@ export function useSandbox(options: SandboxOptions = {}, fixture: SandboxFixture
     },
     get state() {
       return current().state;
+    },
+    get accounts() {
+      return current().accounts;
     },
     setFaults: (update) => current().setFaults(update),
     setAnswerFaults: (targets) => current().setAnswerFaults(targets),

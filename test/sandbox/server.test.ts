@@ -276,3 +276,43 @@ describe('sandbox: an account with text routes of its own (textRoutes)', () => {
     }
   });
 });
+
+describe('sandbox: several accounts at one URL, told apart by the access key id', () => {
+  it('each account has its own balance, routes and request log; another key id is the main account', async () => {
+    const service = await startSandbox({
+      port: 0,
+      accessKeyId: 'main-key',
+      balance: '0.000000',
+      accounts: [{ accessKeyId: 'backup-key', balance: '1.000000', textRoutes: { AU: { upstream: 'au.backup', price: '0.090000' } } }],
+    });
+    try {
+      const send = async (keyId: string, to: string) =>
+        (await fetch(`${service.url}/?action=sms.message.send&accessKeyId=${keyId}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-correlation-id': `${keyId}-${to}` },
+          body: JSON.stringify({ to: [to], signature: 'Acme', content: 'hi' }),
+        }).then((r) => r.json())) as { code: string; data?: { messages: { upstream: string; price: string }[] } };
+      // main: empty, and no AU route.
+      expect((await send('main-key', '+8613800138000')).code).toBe('105400');
+      expect((await send('main-key', '+61412345678')).code).toBe('101301');
+      // backup: funded, with an AU route of its own.
+      const au = await send('backup-key', '+61412345678');
+      expect(au.code).toBe('0');
+      expect(au.data?.messages[0]).toMatchObject({ upstream: 'au.backup', price: '0.090000' });
+      const backup = service.accounts.get('backup-key');
+      expect(backup?.state.balance).toBe('0.910000');
+      expect(backup?.state.requests().map((r) => r.correlationId)).toEqual(['backup-key-+61412345678']);
+      expect(service.state.balance).toBe('0.000000');
+      expect(service.state.requests()).toHaveLength(2);
+      // An unknown key id is the main account's request, refused for its key.
+      expect((await send('who-key', '+8613800138000')).code).toBe(SANDBOX_ERRORS.invalidAccessKeyId.code);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('refuses accounts that share a key id, and more than 8', async () => {
+    await expect(startSandbox({ port: 0, accessKeyId: 'k', accounts: [{ accessKeyId: 'k' }] })).rejects.toThrow(/key ids of their own/);
+    await expect(startSandbox({ port: 0, accounts: Array.from({ length: 9 }, (_, i) => ({ accessKeyId: `k${i}` })) })).rejects.toThrow(/at most 8/);
+  });
+});

@@ -70,6 +70,24 @@ describe('worker: several accounts, failover only on proof of not-sent', () => {
     expect(metrics).not.toMatch(/^sms_worker_charged_amount_micros_total\{account="backup",region="CN"/m);
   });
 
+  it('one service, two keys: backup at the same base URL (ACCOUNT_BACKUP_BASE_URL unset), told apart by its key; the AU text is charged to backup alone', async () => {
+    const service = await startSandbox({
+      port: 0,
+      accounts: [{ accessKeyId: 'backup-key', textRoutes: { AU: { upstream: 'au.backup', price: '0.090000' } } }],
+    });
+    cleanups.add(() => service.close());
+    const backup = service.accounts.get('backup-key');
+    if (backup === undefined) throw new Error('no backup account');
+    const { results, publish } = await startWorkerRig(service.url, cleanups, { ACCOUNTS: 'backup', ACCOUNT_BACKUP_ACCESS_KEY_ID: 'backup-key' });
+    const au = textCommand({ to: [AU] });
+    await publish([{ command: au }]);
+    const result = only((await results.waitFor([au.commandId])).get(au.commandId));
+    expect(result).toMatchObject({ outcome: 'SENT', account: 'backup', failovers: [{ account: 'default', reason: 'no-route', code: '101301' }] });
+    expect(service.state.requests({ correlationId: au.commandId })).toHaveLength(1);
+    expect(service.state.acceptedSends(au.commandId)).toBe(0);
+    expect(backup.state.acceptedSends(au.commandId)).toBe(1);
+  });
+
   it('default runs out of money: the rest go through backup (reason funds), each charged to exactly one account, none FAILED', async () => {
     const backup = await backupSandbox();
     const { results, publish } = await startWorkerRig(primary.url, cleanups, backupAccount(backup));
