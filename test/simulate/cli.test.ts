@@ -13,7 +13,10 @@ describe('npm run simulate', () => {
   it('runs schedules of the correct protocol and says how fast', () => {
     const { status, out } = simulate('--schedules', '300', '--seed', '10', '--lease-lapses', 'off', '--crashes-after-failure', 'off', '--repeat-keys', 'same');
     expect(out).toMatch(/schedules 300, violations 0, [\d,]+ schedules\/s, \d+\.\d s/);
+    // Then as many schedules of the send path over several accounts (tools/simulate/failover.ts).
+    expect(out).toMatch(/accounts: schedules 300 over 2–3 accounts \(shipped FailoverSender and GuardedSenders\), violations 0, [\d,]+ sent, [\d,]+ failovers/);
     expect(status).toBe(0);
+    expect(simulate('--schedules', '20', '--accounts', 'off').out).not.toContain('accounts:');
   });
 
   it('stops a variant at its first violation, with a trace and a replay command that replays it', () => {
