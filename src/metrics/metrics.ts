@@ -260,8 +260,8 @@ export function createMetrics(registry: Registry = new Registry()) {
     }),
     velocityRejections: new Counter({
       name: `${prefix}velocity_rejections_total`,
-      help: 'Recipients over a velocity limit per destination (VELOCITY_*), counted when their command is validated, by rule (VELOCITY_PREFIX_PER_MINUTE, VELOCITY_PREFIX_PER_DAY, VELOCITY_REGION_PER_MINUTE, VELOCITY_REGION_PER_DAY), region (ISO 3166-1 alpha-2 of the parsed number, 001 for non-geographic numbers: at most 246) and mode (enforce: refused, monitor: sent anyway).',
-      labelNames: ['rule', 'region', 'mode'],
+      help: 'Recipients over a velocity limit per destination (VELOCITY_*), counted when their command is validated, by rule (VELOCITY_PREFIX_PER_MINUTE, VELOCITY_PREFIX_PER_DAY, VELOCITY_REGION_PER_MINUTE, VELOCITY_REGION_PER_DAY), region (ISO 3166-1 alpha-2 of the parsed number, 001 for non-geographic numbers: at most 246), mode (enforce: refused, monitor: sent anyway) and tenant (whose limit in TENANT_LIMITS: the first 20 tenants by name, then "other"; "" for the deployment\'s VELOCITY_* limits).',
+      labelNames: ['rule', 'region', 'mode', 'tenant'],
       registers: [registry],
     }),
     velocityBlocks: new Counter({

@@ -132,7 +132,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   const main = accountOf(options);
   const { state } = main;
   const others = new Map(extra.map((account) => [account.accessKeyId, accountOf(account)] as const));
-  if (others.size !== extra.length || (options.accessKeyId !== undefined && others.has(options.accessKeyId)))
+  if (others.size !== extra.length || others.has('') || (options.accessKeyId !== undefined && others.has(options.accessKeyId)))
     throw new Error("a sandbox's accounts need access key ids of their own");
   /** The account a request's key id names; the main one for any other. */
   const contextOf = (query: URLSearchParams): AccountContext => others.get(query.get('accessKeyId') ?? '') ?? main;

@@ -120,9 +120,11 @@ export function decodeCheckpoint(key: Buffer | null, value: Buffer | null, expec
     const { o, id, at, by, ac } = (entry ?? {}) as { o?: unknown; id?: unknown; at?: unknown; by?: unknown; ac?: unknown };
     if (typeof o !== 'string' || !OFFSET.test(o) || typeof id !== 'string' || typeof at !== 'number' || !Number.isFinite(at)) return undefined;
     if (by !== undefined && (typeof by !== 'string' || by.length > MAX_MARK_NAME_LENGTH)) return undefined;
-    if (ac !== undefined && (typeof ac !== 'string' || ac.length > MAX_ACCOUNT_LENGTH)) return undefined;
+    // The account only names where the call went: one this version cannot read (a later version's
+    // longer name) is left out, never the mark, which keeps the command from being sent again.
+    const account = typeof ac === 'string' && ac.length <= MAX_ACCOUNT_LENGTH ? ac : undefined;
     if (!answeredOffsets.has(BigInt(o)))
-      marks.push({ offset: BigInt(o), commandId: id, at, ...(by !== undefined && { by }), ...(ac !== undefined && { account: ac }) });
+      marks.push({ offset: BigInt(o), commandId: id, at, ...(by !== undefined && { by }), ...(account !== undefined && { account }) });
   }
   return answered.length > 0 ? { next: BigInt(next), open: marks, done: answered } : { next: BigInt(next), open: marks };
 }

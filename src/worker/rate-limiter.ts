@@ -3,7 +3,7 @@ import { ShareScheduler } from './priority/share-scheduler.ts';
 
 /**
  * Commands-per-second ceiling toward the service, shared by every partition of this process: a
- * token bucket (one second's worth at most, so a burst after idleness is bounded) with a FIFO
+ * token bucket (one second's worth at most, at least one token, so a burst after idleness is bounded) with a FIFO
  * queue of callers. A caller is granted a token when one is there and nobody queued before it.
  *
  * Why a queue rather than reserving future slots: a reservation outlived its caller. Commands given
@@ -35,7 +35,7 @@ export class RateLimiter {
 
   constructor(perSecond: number, now: () => number = () => performance.now(), minShare = 0) {
     this.#perSecond = perSecond > 0 ? perSecond : 0;
-    this.#tokens = this.#perSecond;
+    this.#tokens = this.#capacity;
     this.#now = now;
     this.#updatedAt = now();
     this.#scheduler = new ShareScheduler(minShare);
@@ -50,7 +50,7 @@ export class RateLimiter {
     if (!(perSecond > 0) || !Number.isFinite(perSecond)) throw new RangeError(`rate must be a finite number > 0 (got ${perSecond})`);
     this.#refill();
     this.#perSecond = perSecond;
-    this.#tokens = Math.min(this.#tokens, perSecond);
+    this.#tokens = Math.min(this.#tokens, this.#capacity);
     this.#grant();
   }
 
@@ -81,6 +81,15 @@ export class RateLimiter {
 
   get enabled(): boolean {
     return this.#perSecond > 0;
+  }
+
+  /**
+   * What the bucket holds at most: a second's worth, and at least one token. A share below one
+   * call a second (a small account limit over many partitions: 2/s, 1 of 4 partitions owned) would
+   * otherwise never fill to the one token a call takes, and its commands would wait for ever.
+   */
+  get #capacity(): number {
+    return Math.max(1, this.#perSecond);
   }
 
   /** Callers waiting for a token, of every priority. */
@@ -130,7 +139,7 @@ export class RateLimiter {
 
   #refill(): void {
     const now = this.#now();
-    if (!this.#allPaused()) this.#tokens = Math.min(this.#perSecond, this.#tokens + ((now - this.#updatedAt) * this.#perSecond) / 1000);
+    if (!this.#allPaused()) this.#tokens = Math.min(this.#capacity, this.#tokens + ((now - this.#updatedAt) * this.#perSecond) / 1000);
     this.#updatedAt = now;
   }
 

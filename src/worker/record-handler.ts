@@ -244,9 +244,12 @@ async function admit(
     return ended(encodedResult(rejectedResult({ command, source, completedAt: now() }, validation.problems, validation.code), deps));
   const tenant = deps.tenantKey === undefined ? undefined : tenantOf(command.metadata, deps.tenantKey);
   let send: Sendable = validation;
-  for (const guard of [deps.sender.destinations, deps.sender.tenantDestinations?.(tenant)]) {
-    if (guard === undefined) continue;
-    const verdict = await screenHolding(guard, send, deps.policy.partialRecipients, command, source, signal, now);
+  const guards = [deps.sender.destinations, deps.sender.tenantDestinations?.(tenant)].filter((g) => g !== undefined);
+  // With two guards, neither counts a recipient until both let it through: a tenant over its own
+  // limit must not use up (and block) the deployment's for every other tenant.
+  const countEach = guards.length === 1;
+  for (const guard of guards) {
+    const verdict = await screenHolding(guard, send, deps.policy.partialRecipients, command, source, signal, now, countEach);
     if (verdict.kind === 'abandoned') return ended({ kind: 'abandoned' });
     if (verdict.kind === 'expired') return ended(encodedResult(expiredResult({ command, source, completedAt: now() }, verdict.expiresAt), deps));
     if (verdict.kind === 'rejected')
@@ -255,6 +258,7 @@ async function admit(
       );
     send = verdict.validation;
   }
+  if (!countEach) for (const guard of guards) guard.commit(send);
   return { kind: 'send', send };
 }
 

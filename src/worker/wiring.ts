@@ -16,7 +16,7 @@ import { CommandTracer } from '../observability/command-span.ts';
 import { startTracing } from '../observability/tracing.ts';
 import { createProviderClient } from '../provider/client.ts';
 import type { AccountSettings } from '../accounts/accounts.ts';
-import { TenantLimits } from './tenants/tenant-limits.ts';
+import { MAX_VELOCITY_TENANTS, TenantLimits } from './tenants/tenant-limits.ts';
 import type { ProviderClient } from '../provider/types.ts';
 import { Codec, createRegistry } from '../schema/codec.ts';
 import { SmsWorkerError } from '../errors.ts';
@@ -219,6 +219,11 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   const tenantLimits = new TenantLimits(c.tenants, {
     velocity: c.guard.velocity,
     velocityObserver: { onRefusals: tenantVelocity.onRefusals, onBlocked: () => undefined },
+    onVelocityUntracked: (tenant) =>
+      log.warn(
+        { tenant },
+        `tenant ${tenant} and the tenants after it get the global velocity limits alone: at most ${MAX_VELOCITY_TENANTS} tenants under "*" in TENANT_LIMITS have velocity counts of their own`,
+      ),
     onCapPause: (tenant) => {
       metrics.tenantCapPauses.inc({ tenant: metrics.tenantLabel(tenant) });
       log.warn({ tenant }, `tenant ${tenant} reached its spend cap (TENANT_LIMITS): its commands wait for room; other tenants keep sending`);

@@ -313,6 +313,7 @@ describe('sandbox: several accounts at one URL, told apart by the access key id'
 
   it('refuses accounts that share a key id, and more than 8', async () => {
     await expect(startSandbox({ port: 0, accessKeyId: 'k', accounts: [{ accessKeyId: 'k' }] })).rejects.toThrow(/key ids of their own/);
+    await expect(startSandbox({ port: 0, accounts: [{ accessKeyId: '' }] })).rejects.toThrow(/key ids of their own/);
     await expect(startSandbox({ port: 0, accounts: Array.from({ length: 9 }, (_, i) => ({ accessKeyId: `k${i}` })) })).rejects.toThrow(/at most 8/);
   });
 });

@@ -64,7 +64,7 @@ describe('velocity limits (VELOCITY_*), end to end', () => {
     expect(normal.map((c) => got.get(c.commandId)?.outcome)).toEqual(normal.map(() => 'SENT'));
 
     expect(await series(worker, 'sms_worker_velocity_rejections_total')).toEqual([
-      'sms_worker_velocity_rejections_total{rule="VELOCITY_PREFIX_PER_DAY",region="UZ",mode="enforce"} 450',
+      'sms_worker_velocity_rejections_total{rule="VELOCITY_PREFIX_PER_DAY",region="UZ",mode="enforce",tenant=""} 450',
     ]);
     expect(await series(worker, 'sms_worker_velocity_blocks_total')).toEqual(['sms_worker_velocity_blocks_total{kind="prefix",region="UZ"} 1']);
     expect(await series(worker, 'sms_worker_velocity_blocked_keys')).toEqual(['sms_worker_velocity_blocked_keys{kind="prefix",region="UZ"} 1']);

@@ -175,3 +175,13 @@ describe('tokensOfBoth: an account limit of its own under the deployment-wide on
     expect(other.granted).toEqual([0, 0, 0, 0, 0, 0, 0, 0]);
   });
 });
+
+describe('RateLimiter below one call a second', () => {
+  it('a share of 0.5/s (2/s over 4 partitions, one owned) still grants: one token at once, then one every 2 s', async () => {
+    const limiter = new RateLimiter(2, now);
+    limiter.setRate(0.5);
+    const { granted } = takes(limiter, 3);
+    await vi.advanceTimersByTimeAsync(4_000);
+    expect(granted).toEqual([0, 2_000, 4_000]);
+  });
+});

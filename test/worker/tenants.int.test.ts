@@ -43,7 +43,7 @@ describe('worker: limits per tenant (TENANT_LIMITS)', () => {
   });
 
   it("shop over its own velocity limit (2 recipients per minute to a prefix): the third is REJECTED naming shop's limit, unsent; blog's commands to the same prefix are all SENT", async () => {
-    const { results, publish } = await startWorkerRig(sandbox.url, cleanups, {
+    const { worker, results, publish } = await startWorkerRig(sandbox.url, cleanups, {
       TENANT_LIMITS: JSON.stringify({ shop: { velocityPrefixPerMinute: 2 } }),
     });
     // One key: in order, so the third of shop's is the one over the limit.
@@ -57,5 +57,22 @@ describe('worker: limits per tenant (TENANT_LIMITS)', () => {
     expect(refused?.error?.message).toContain("tenant shop's VELOCITY_PREFIX_PER_MINUTE");
     expect(sandbox.state.requests({ correlationId: shop[2]?.commandId ?? '' })).toHaveLength(0);
     for (const c of blog) expect(got.get(c.commandId)?.outcome, c.commandId).toBe('SENT');
+    const metrics = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
+    expect(metrics).toMatch(/^sms_worker_velocity_rejections_total\{rule="VELOCITY_PREFIX_PER_MINUTE",region="CN",mode="enforce",tenant="shop"\} 1$/m);
+  });
+
+  it("a tenant over its own velocity limit does not use up the deployment's: shop's refused recipients are not counted against blog", async () => {
+    const { results, publish } = await startWorkerRig(sandbox.url, cleanups, {
+      VELOCITY_PREFIX_PER_MINUTE: '5',
+      TENANT_LIMITS: JSON.stringify({ shop: { velocityPrefixPerMinute: 1 } }),
+    });
+    // All to the prefix +86 138, one key (in order): shop's 1 sent and 3 refused by its own limit,
+    // then blog's 4: the deployment's 5 a minute counts 1 + 4.
+    const shop = Array.from({ length: 4 }, (_, n) => textCommand({ to: [`+86138001381${10 + n}`], metadata: { tenant: 'shop' } }));
+    const blog = Array.from({ length: 4 }, (_, n) => textCommand({ to: [`+86138001381${20 + n}`], metadata: { tenant: 'blog' } }));
+    await publish([...shop, ...blog].map((command) => ({ command, key: 'one-key' })));
+    const got = await results.waitFor([...shop, ...blog].map((c) => c.commandId));
+    expect(shop.map((c) => got.get(c.commandId)?.outcome)).toEqual(['SENT', 'REJECTED', 'REJECTED', 'REJECTED']);
+    expect(blog.map((c) => got.get(c.commandId)?.outcome)).toEqual(['SENT', 'SENT', 'SENT', 'SENT']);
   });
 });

@@ -23,16 +23,16 @@ export class DestinationGuard {
   readonly #velocity: VelocityGuard;
   readonly #now: () => number;
   readonly #observer: VelocityObserver | undefined;
-  readonly #owner: string | undefined;
+  readonly #tenant: string | undefined;
   #refreshedAt = -Infinity;
   #anyBlocked = false;
 
-  /** `owner`: whose limits these are when not the deployment's (`tenant shop`), named in each refusal. */
-  constructor(options: { settings: VelocitySettings; now?: () => number; observer?: VelocityObserver; owner?: string }) {
+  /** `tenant`: whose limits these are when not the deployment's (TENANT_LIMITS), named in each refusal. */
+  constructor(options: { settings: VelocitySettings; now?: () => number; observer?: VelocityObserver; tenant?: string }) {
     this.#velocity = new VelocityGuard(options.settings);
     this.#now = options.now ?? Date.now;
     this.#observer = options.observer;
-    this.#owner = options.owner;
+    this.#tenant = options.tenant;
   }
 
   /** This process's part of the deployment-wide limits (owned ÷ total partitions). */
@@ -45,21 +45,26 @@ export class DestinationGuard {
     return this.#velocity.settings;
   }
 
-  /** `report`: tell the observer of refusals (a held command's later looks are not new refusals). */
+  /**
+   * `report`: tell the observer of refusals (a held command's later looks are not new refusals).
+   * `count`: count the recipients of a `send` verdict as sent to; false when another guard screens
+   * the command after this one, so that `commit` counts only what all of them let through.
+   */
   screen(
     validation: SendValidation,
     partial: ValidationPolicy['partialRecipients'],
     command: SendCommand,
     source: SourcePosition,
     report = true,
+    count = true,
   ): VelocityVerdict {
     const now = this.#now();
     const mode = this.#velocity.settings.mode;
-    const owner = this.#owner;
+    const tenant = this.#tenant;
     const screened = this.#velocity.screen(validation.destinations, now);
-    const refusals = owner === undefined ? screened : screened.map((r) => (r === undefined ? undefined : { ...r, owner }));
+    const refusals = tenant === undefined ? screened : screened.map((r) => (r === undefined ? undefined : { ...r, tenant }));
     const verdict = velocityVerdict(validation, refusals, mode, partial);
-    if (verdict.kind === 'send') this.#velocity.commit(verdict.validation.destinations, now);
+    if (verdict.kind === 'send' && count) this.#velocity.commit(verdict.validation.destinations, now);
     const refused = refusals.filter((r): r is VelocityRefusal => r !== undefined);
     if (refused.length > 0 && report) this.#tell(() => this.#observer?.onRefusals(refused, mode, command, source));
     const newBlock = refused.some((r) => r.newlyBlocked);
@@ -70,6 +75,11 @@ export class DestinationGuard {
       this.#tell(() => this.#observer?.onBlocked(blocked));
     }
     return verdict;
+  }
+
+  /** Counts the recipients a command is sent to, screened earlier with `count` false. */
+  commit(validation: SendValidation): void {
+    this.#velocity.commit(validation.destinations, this.#now());
   }
 
   #tell(report: () => void): void {

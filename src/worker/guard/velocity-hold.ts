@@ -28,8 +28,10 @@ export async function screenHolding(
   source: SourcePosition,
   signal: AbortSignal,
   now: () => number,
+  /** Count a `send` verdict's recipients now (false: the caller commits once every guard agreed). */
+  count = true,
 ): Promise<HeldVerdict> {
-  let verdict = guard.screen(validation, partial, command, source);
+  let verdict = guard.screen(validation, partial, command, source, true, count);
   if (verdict.kind === 'send' || guard.settings.mode !== 'hold') return verdict;
   const expiresAt = command.expiresAt;
   const until = Math.min(now() + guard.settings.holdMaxMs, expiresAt ?? Number.POSITIVE_INFINITY);
@@ -39,7 +41,7 @@ export async function screenHolding(
     } catch {
       return { kind: 'abandoned' };
     }
-    verdict = guard.screen(validation, partial, command, source, false);
+    verdict = guard.screen(validation, partial, command, source, false, count);
   }
   if (verdict.kind === 'rejected' && expiresAt !== null && now() >= expiresAt) return { kind: 'expired', expiresAt };
   return verdict;

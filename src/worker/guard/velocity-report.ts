@@ -15,13 +15,14 @@ const LOGGED_REFUSALS = 10;
  * pumping looks like); each command it refuses afterwards is one info line.
  */
 export function velocityReport(
-  metrics: Pick<WorkerMetrics, 'velocityRejections' | 'velocityBlocks' | 'velocityBlocked'>,
+  metrics: Pick<WorkerMetrics, 'velocityRejections' | 'velocityBlocks' | 'velocityBlocked' | 'tenantLabel'>,
   log: Pick<Logger, 'info' | 'warn'>,
 ): VelocityObserver {
   let shown = new Set<string>();
   return {
     onRefusals(refusals: readonly VelocityRefusal[], mode: VelocityMode, command: SendCommand, source: SourcePosition): void {
-      for (const r of refusals) metrics.velocityRejections.inc({ rule: r.rule, region: r.region, mode });
+      for (const r of refusals)
+        metrics.velocityRejections.inc({ rule: r.rule, region: r.region, mode, tenant: r.tenant === undefined ? '' : metrics.tenantLabel(r.tenant) });
       for (const r of refusals.filter((x) => x.newlyBlocked)) {
         metrics.velocityBlocks.inc({ kind: r.kind, region: r.region });
         log.warn(
@@ -34,9 +35,9 @@ export function velocityReport(
             deploymentLimit: r.deploymentLimit,
             blockedUntil: new Date(r.blockedUntil).toISOString(),
             mode,
-            ...(r.owner !== undefined && { owner: r.owner }),
+            ...(r.tenant !== undefined && { tenant: r.tenant }),
           },
-          `velocity limit: destination ${r.prefix} (region ${r.region}) is over ${r.owner === undefined ? '' : `${r.owner}'s `}${r.rule}; ${r.kind} blocked until ${new Date(r.blockedUntil).toISOString()}${mode === 'monitor' ? ' (VELOCITY_MODE=monitor: sent anyway)' : ''}`,
+          `velocity limit: destination ${r.prefix} (region ${r.region}) is over ${r.tenant === undefined ? '' : `tenant ${r.tenant}'s `}${r.rule}; ${r.kind} blocked until ${new Date(r.blockedUntil).toISOString()}${mode === 'monitor' ? ' (VELOCITY_MODE=monitor: sent anyway)' : ''}`,
         );
       }
       log.info(

@@ -20,7 +20,7 @@ export function velocityProblem(refusal: VelocityRefusal, operation: 'text' | 'v
   const window = refusal.rule.endsWith('_MINUTE') ? 'minute' : 'day';
   const share = refusal.limit === refusal.deploymentLimit ? '' : `; this worker's limit ${refusal.limit}`;
   return (
-    `${who} destination ${refusal.prefix} (region ${refusal.region}) is over ${refusal.owner === undefined ? '' : `${refusal.owner}'s `}${refusal.rule} ` +
+    `${who} destination ${refusal.prefix} (region ${refusal.region}) is over ${refusal.tenant === undefined ? '' : `tenant ${refusal.tenant}'s `}${refusal.rule} ` +
     `(${refusal.deploymentLimit} per ${window} for the deployment${share}); ${refusal.kind} blocked until ` +
     `${new Date(refusal.blockedUntil).toISOString()} (${DESTINATION_VELOCITY_LIMITED})`
   );

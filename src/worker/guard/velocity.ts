@@ -110,8 +110,8 @@ export interface VelocityRefusal {
   readonly blockedUntil: number;
   /** True only for the recipient that started the block: the block is logged and counted once. */
   readonly newlyBlocked: boolean;
-  /** Whose limit it is when not the deployment's: `tenant shop` (TENANT_LIMITS). */
-  readonly owner?: string;
+  /** The tenant whose limit it is (TENANT_LIMITS); absent for the deployment's (VELOCITY_*). */
+  readonly tenant?: string;
 }
 
 interface Block {

@@ -8,8 +8,10 @@
  * `*`; commands of further tenants share one more budget, the `*` limit once for all of them
  * (stricter, never looser: forgetting a tenant's spend would let it spend again). Velocity limits
  * count destinations, which cost memory per tenant: each tenant's guard tracks at most
- * TENANT_VELOCITY_KEYS keys, and at most MAX_VELOCITY_TENANTS tenants under `*` have one of their
- * own (the rest share one).
+ * TENANT_VELOCITY_KEYS keys, and at most MAX_VELOCITY_TENANTS tenants under `*` have one. Tenants
+ * past those get the global velocity limits alone (looser, chosen over sharing one set of counts:
+ * a shared count would refuse the recipients of tenants that sent nothing, and a velocity refusal
+ * is final, not a wait); `onVelocityUntracked` says so once.
  */
 import type { SendFootprint } from '../../contracts/validate.ts';
 import type { MessageReport } from '../../provider/types.ts';
@@ -24,7 +26,7 @@ import { limitOf, type TenantLimit, type TenantSettings } from './tenant-setting
 export const MAX_TRACKED_TENANTS = 1_000;
 /** The budget the tenants past MAX_TRACKED_TENANTS share. */
 const OVERFLOW = '\u0000overflow';
-/** Tenants under `*` with velocity limits of their own; further ones share one guard. */
+/** Tenants under `*` with velocity limits of their own; further ones get the global limits alone. */
 export const MAX_VELOCITY_TENANTS = 64;
 /**
  * Keys (prefixes, regions) each tenant's velocity guard tracks, the least recently seen forgotten
@@ -52,7 +54,12 @@ export class TenantLimits {
   readonly #now: () => number;
   readonly #guards = new Map<string, TenantGuard>();
   readonly #onCapPause: ((tenant: string) => void) | undefined;
-  readonly #velocity: { readonly base: VelocitySettings; readonly observer: VelocityObserver | undefined };
+  readonly #velocity: {
+    readonly base: VelocitySettings;
+    readonly observer: VelocityObserver | undefined;
+    readonly onUntracked: ((tenant: string) => void) | undefined;
+  };
+  #untrackedReported = false;
   readonly #destinations = new Map<string, DestinationGuard>();
   #velocityTracked = 0;
   #share = { owned: 1, total: 1 };
@@ -65,12 +72,18 @@ export class TenantLimits {
    */
   constructor(
     settings: TenantSettings,
-    options: { now?: () => number; onCapPause?: (tenant: string) => void; velocity?: VelocitySettings; velocityObserver?: VelocityObserver } = {},
+    options: {
+      now?: () => number;
+      onCapPause?: (tenant: string) => void;
+      velocity?: VelocitySettings;
+      velocityObserver?: VelocityObserver;
+      onVelocityUntracked?: (tenant: string) => void;
+    } = {},
   ) {
     this.#settings = settings;
     this.#now = options.now ?? Date.now;
     this.#onCapPause = options.onCapPause;
-    this.#velocity = { base: options.velocity ?? DEFAULT_VELOCITY_SETTINGS, observer: options.velocityObserver };
+    this.#velocity = { base: options.velocity ?? DEFAULT_VELOCITY_SETTINGS, observer: options.velocityObserver, onUntracked: options.onVelocityUntracked };
   }
 
   /**
@@ -80,19 +93,25 @@ export class TenantLimits {
   destinationsOf(tenant: string | undefined): DestinationGuard | undefined {
     const velocity = limitOf(this.#settings, tenant)?.velocity;
     if (tenant === undefined || velocity === undefined) return undefined;
-    const named = this.#settings.named.has(tenant);
-    const key = named || this.#destinations.has(tenant) || this.#velocityTracked < MAX_VELOCITY_TENANTS ? tenant : OVERFLOW;
-    const existing = this.#destinations.get(key);
+    const existing = this.#destinations.get(tenant);
     if (existing !== undefined) return existing;
-    if (!named && key !== OVERFLOW) this.#velocityTracked += 1;
+    const named = this.#settings.named.has(tenant);
+    if (!named && this.#velocityTracked >= MAX_VELOCITY_TENANTS) {
+      if (!this.#untrackedReported) {
+        this.#untrackedReported = true;
+        this.#tell(() => this.#velocity.onUntracked?.(tenant));
+      }
+      return undefined;
+    }
+    if (!named) this.#velocityTracked += 1;
     const guard = new DestinationGuard({
       settings: { ...this.#velocity.base, limits: velocity, maxTrackedKeys: TENANT_VELOCITY_KEYS },
       now: this.#now,
-      owner: `tenant ${key === OVERFLOW ? 'other' : key}`,
+      tenant,
       ...(this.#velocity.observer !== undefined && { observer: this.#velocity.observer }),
     });
     guard.setShare(this.#share.owned, this.#share.total);
-    this.#destinations.set(key, guard);
+    this.#destinations.set(tenant, guard);
     return guard;
   }
 
@@ -159,8 +178,12 @@ export class TenantLimits {
   }
 
   #capPaused(tenant: string): void {
+    this.#tell(() => this.#onCapPause?.(tenant === OVERFLOW ? 'other' : tenant));
+  }
+
+  #tell(report: () => void): void {
     try {
-      this.#onCapPause?.(tenant === OVERFLOW ? 'other' : tenant);
+      report();
     } catch {
       // An observer's bug must not change what becomes of a command.
     }

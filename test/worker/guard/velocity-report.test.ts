@@ -59,7 +59,7 @@ describe('handleRecord with velocity limits', () => {
     expect(result?.error?.details?.[0]?.problem).toContain('+86 138 (region CN) is over VELOCITY_PREFIX_PER_MINUTE (2 per minute for the deployment)');
     expect(fourth.kind === 'result' && fourth.result.error?.code).toBe('DESTINATION_VELOCITY_LIMITED');
     expect((await metrics.velocityRejections.get()).values).toEqual([
-      { labels: { rule: 'VELOCITY_PREFIX_PER_MINUTE', region: 'CN', mode: 'enforce' }, value: 2 },
+      { labels: { rule: 'VELOCITY_PREFIX_PER_MINUTE', region: 'CN', mode: 'enforce', tenant: '' }, value: 2 },
     ]);
     expect((await metrics.velocityBlocks.get()).values).toEqual([{ labels: { kind: 'prefix', region: 'CN' }, value: 1 }]);
     expect((await metrics.velocityBlocked.get()).values).toEqual([{ labels: { kind: 'prefix', region: 'CN' }, value: 1 }]);
@@ -75,7 +75,7 @@ describe('handleRecord with velocity limits', () => {
     for (let i = 0; i < 4; i += 1) await handle(text([`+861380013800${i}`]));
     expect(send).toHaveBeenCalledTimes(4);
     expect((await metrics.velocityRejections.get()).values).toEqual([
-      { labels: { rule: 'VELOCITY_PREFIX_PER_MINUTE', region: 'CN', mode: 'monitor' }, value: 2 },
+      { labels: { rule: 'VELOCITY_PREFIX_PER_MINUTE', region: 'CN', mode: 'monitor', tenant: '' }, value: 2 },
     ]);
   });
 

@@ -111,12 +111,17 @@ describe('TenantLimits', () => {
     expect(tenants.destinationsOf(undefined)).toBeUndefined();
   });
 
-  it('past MAX_VELOCITY_TENANTS under "*", further tenants share one velocity guard (named "other")', () => {
-    const tenants = limits({ '*': { velocityRegionPerDay: 10 } });
+  it('past MAX_VELOCITY_TENANTS under "*", further tenants get the global limits alone (said once); a named tenant always has its own', () => {
+    const problems: string[] = [];
+    const settings = parseTenantLimits(JSON.stringify({ '*': { velocityRegionPerDay: 10 }, shop: { velocityRegionPerDay: 5 } }), 'tenant', 3_600_000, problems);
+    const untracked: string[] = [];
+    const tenants = new TenantLimits(settings, { onVelocityUntracked: (tenant) => untracked.push(tenant) });
     const guards = Array.from({ length: MAX_VELOCITY_TENANTS + 5 }, (_, i) => tenants.destinationsOf(`t${i}`));
     expect(new Set(guards.slice(0, MAX_VELOCITY_TENANTS)).size).toBe(MAX_VELOCITY_TENANTS);
-    expect(new Set(guards.slice(MAX_VELOCITY_TENANTS)).size).toBe(1);
-    // A tenant seen before the bound keeps its own.
+    expect(guards.slice(MAX_VELOCITY_TENANTS)).toEqual([undefined, undefined, undefined, undefined, undefined]);
+    expect(untracked).toEqual([`t${MAX_VELOCITY_TENANTS}`]);
+    // A tenant seen before the bound keeps its own; a named one gets its own past the bound.
     expect(tenants.destinationsOf('t0')).toBe(guards[0]);
+    expect(tenants.destinationsOf('shop')).toBeDefined();
   });
 });
