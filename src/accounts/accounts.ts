@@ -5,6 +5,7 @@
  * files, which withSecretFiles reads (`ACCOUNT_<NAME>_ACCESS_KEY_ID_FILE`, `…_SECRET_FILE`).
  */
 import { withSecretFiles } from '../config/secret-files.ts';
+import { MAX_RATE_PER_SECOND } from '../worker/rate-limiter.ts';
 
 /** The PROVIDER_* account's name: a label on results and metrics, never a secret. */
 export const DEFAULT_ACCOUNT = 'default';
@@ -27,9 +28,6 @@ export interface AccountSettings {
    */
   readonly ratePerSecond: number;
 }
-
-/** An account's rate limit at most (calls per second): the service's documented limits are far below. */
-export const MAX_ACCOUNT_RATE = 100_000;
 
 /** The prefix of an account's variables: `backup-eu` → `ACCOUNT_BACKUP_EU_`. */
 export function accountPrefix(name: string): string {
@@ -94,13 +92,13 @@ function parseAccount(name: string, env: NodeJS.ProcessEnv, defaultBaseUrl: stri
   return { name, baseUrl, accessKeyId, accessKeySecret: secret === '' ? undefined : secret, ratePerSecond };
 }
 
-/** An account's rate limit (`PROVIDER_RATE_LIMIT_PER_SECOND` for `default`): a number from 0 (none) to MAX_ACCOUNT_RATE. */
+/** An account's rate limit (`PROVIDER_RATE_LIMIT_PER_SECOND` for `default`): a number from 0 (none) to MAX_RATE_PER_SECOND. */
 export function parseAccountRate(variable: string, raw: string | undefined, problems: string[]): number {
   const text = raw?.trim() ?? '';
   if (text === '') return 0;
   const rate = Number(text);
-  if (!Number.isFinite(rate) || rate < 0 || rate > MAX_ACCOUNT_RATE) {
-    problems.push(`${variable}: must be a number from 0 (no limit) to ${MAX_ACCOUNT_RATE} calls per second (got "${text.slice(0, 20)}")`);
+  if (!Number.isFinite(rate) || rate < 0 || rate > MAX_RATE_PER_SECOND) {
+    problems.push(`${variable}: must be a number from 0 (no limit) to ${MAX_RATE_PER_SECOND} calls per second (got "${text.slice(0, 20)}")`);
     return 0;
   }
   return rate;

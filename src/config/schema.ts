@@ -1,7 +1,7 @@
 import { isIPv6 } from 'node:net';
 import { z } from 'zod';
 import { GEO_MODES, KNOWN_REGIONS, MAX_GEO_REGIONS } from '../contracts/geo.ts';
-import { DEFAULT_VELOCITY_SETTINGS, MAX_PREFIX_DIGITS, VELOCITY_MODES } from '../worker/guard/velocity.ts';
+import { DEFAULT_VELOCITY_SETTINGS, MAX_PREFIX_DIGITS, MAX_VELOCITY_LIMIT, VELOCITY_MODES } from '../worker/guard/velocity.ts';
 import { DEFAULT_SPEND_CAP_SETTINGS, MAX_SPEND_CAP, spendCapMicros } from '../worker/guard/spend-cap.ts';
 
 /**
@@ -104,7 +104,6 @@ const regionList = z
   });
 
 /** Most recipients a velocity limit allows per window, deployment-wide. */
-const MAX_VELOCITY_LIMIT = 100_000_000;
 /**
  * A spend cap (SPEND_CAP_*): a positive decimal string of the account currency with at most six
  * fractional digits (the service's precision), at most MAX_SPEND_CAP. Unset or blank: no cap.

@@ -1,4 +1,7 @@
 import { PRIORITIES, type Priority } from './priority/priority.ts';
+
+/** A rate limit at most (calls per second): an account's and a tenant's alike; the service's documented limits are far below. */
+export const MAX_RATE_PER_SECOND = 100_000;
 import { ShareScheduler } from './priority/share-scheduler.ts';
 
 /**

@@ -147,9 +147,11 @@ async function handle(
   }
   if (identity.kind === 'duplicate') return { kind: 'duplicate', commandId: command.commandId, firstOffset: identity.firstOffset };
 
-  const admitted = await admit(command, source, deps, signal);
+  // The command's tenant (TENANT_METADATA_KEY): its velocity limits here, its other limits and routing at the send.
+  const tenant = deps.tenantKey === undefined ? undefined : tenantOf(command.metadata, deps.tenantKey);
+  const admitted = await admit(command, source, tenant, deps, signal);
   if (admitted.kind === 'outcome') return admitted.outcome;
-  return sendAndRecord(message, command, source, admitted.send, deps, signal, lane.sendHooks(offset), span, stages);
+  return sendAndRecord(message, command, source, tenant, admitted.send, deps, signal, lane.sendHooks(offset), span, stages);
 }
 
 /** A step of handling that ends the record with this outcome (the later steps do not run). */
@@ -233,6 +235,7 @@ async function settleInDoubt(
 async function admit(
   command: SendCommand,
   source: SourcePosition,
+  tenant: string | undefined,
   deps: RecordHandlerDeps,
   signal: AbortSignal,
 ): Promise<{ readonly kind: 'send'; readonly send: Sendable } | Ended> {
@@ -242,7 +245,6 @@ async function admit(
   if (validation.geoRefusals !== undefined) deps.onGeoRefusals?.(validation.geoRefusals, command, source);
   if (validation.kind === 'rejected')
     return ended(encodedResult(rejectedResult({ command, source, completedAt: now() }, validation.problems, validation.code), deps));
-  const tenant = deps.tenantKey === undefined ? undefined : tenantOf(command.metadata, deps.tenantKey);
   let send: Sendable = validation;
   const guards = [deps.sender.destinations, deps.sender.tenantDestinations?.(tenant)].filter((g) => g !== undefined);
   // With two guards, neither counts a recipient until both let it through: a tenant over its own
@@ -267,6 +269,7 @@ async function sendAndRecord(
   message: CommandRecord,
   command: SendCommand,
   source: SourcePosition,
+  tenant: string | undefined,
   send: Sendable,
   deps: RecordHandlerDeps,
   signal: AbortSignal,
@@ -299,7 +302,6 @@ async function sendAndRecord(
     }),
   };
   stages?.admitting(now());
-  const tenant = deps.tenantKey === undefined ? undefined : tenantOf(command.metadata, deps.tenantKey);
   const outcome: RoutedOutcome = await deps.sender.send(send.request, command.commandId, signal, command.expiresAt, hooks, send.footprint, tenant);
   if (outcome.kind === 'abandoned') return { kind: 'abandoned', maybeSent: outcome.maybeSent === true };
   const ctx: ResultContext = { command, source, completedAt: now() };

@@ -39,7 +39,7 @@ export class RefusalReport {
     for (const [key, labels] of this.#routes) {
       if (labels.account !== account || current.has(key)) continue;
       this.#routes.delete(key);
-      const id = `${labels.account}|${labels.operation}|${labels.region}`;
+      const id = seriesOf(labels);
       const users = (this.#labelUsers.get(id) ?? 1) - 1;
       if (users > 0) this.#labelUsers.set(id, users);
       else {
@@ -54,7 +54,7 @@ export class RefusalReport {
       if (this.#routes.has(key)) continue;
       const labels: RouteLabels = { account, operation: route.operation === 'sms.message.send' ? 'text' : 'voice', region: routeLabel(route.regions) };
       this.#routes.set(key, labels);
-      const id = `${labels.account}|${labels.operation}|${labels.region}`;
+      const id = seriesOf(labels);
       const users = this.#labelUsers.get(id) ?? 0;
       this.#labelUsers.set(id, users + 1);
       if (users === 0) this.#metrics.routePausedSince.set({ ...labels }, route.since / 1000);
@@ -76,4 +76,9 @@ export class RefusalReport {
       );
     }
   }
+}
+
+/** One series of the paused-route gauge: routes whose regions cut to the same label share it. */
+function seriesOf(labels: RouteLabels): string {
+  return `${labels.account}|${labels.operation}|${labels.region}`;
 }

@@ -40,6 +40,29 @@ const range = (from: number, to: number): FetchedRecord[] => Array.from({ length
 
 const tick = (ms = 0): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * A claim of PARTITION whose fence waits until `finishFence`, and a batch of records 0–2 whose
+ * heartbeats are counted (each answered by `heartbeat`).
+ */
+function fencingClaim(heartbeat: () => Promise<void>): ReturnType<typeof harness> & {
+  batch: RecordingBatch;
+  heartbeats: () => number;
+  finishFence: () => void;
+} {
+  let finishFence = (): void => undefined;
+  const parts = harness(Promise.resolve(), new Promise<void>((resolve) => (finishFence = resolve)));
+  parts.ownership.joined(TOPIC, [PARTITION]);
+  let beats = 0;
+  const batch: RecordingBatch = {
+    ...batchOf(range(0, 3)),
+    heartbeat: async () => {
+      beats += 1;
+      await heartbeat();
+    },
+  };
+  return { ...parts, batch, heartbeats: () => beats, finishFence: () => finishFence() };
+}
+
 const gates: ServiceGate[] = [];
 afterEach(() => {
   for (const gate of gates.splice(0)) gate.close();
@@ -238,22 +261,14 @@ describe('LaneRouter', () => {
   });
 
   it("a batch whose claim has begun to fence keeps heartbeating; one that finds the group rebalancing ends the batch only once the claim is done (a fence under way after a rejoin could land after the next owner's)", async () => {
-    let finishFence = (): void => undefined;
-    const { lanes, ownership } = harness(Promise.resolve(), new Promise<void>((resolve) => (finishFence = resolve)));
-    ownership.joined(TOPIC, [PARTITION]);
-    let beats = 0;
-    const batch: RecordingBatch = {
-      ...batchOf(range(0, 3)),
-      heartbeat: async () => {
-        beats += 1;
-        throw Object.assign(new Error('The group is rebalancing, so a rejoin is needed'), { type: 'REBALANCE_IN_PROGRESS' });
-      },
-    };
+    const { lanes, batch, heartbeats, finishFence } = fencingClaim(async () => {
+      throw Object.assign(new Error('The group is rebalancing, so a rejoin is needed'), { type: 'REBALANCE_IN_PROGRESS' });
+    });
     let left = false;
     const accepted = lanes.accept(batch);
     accepted.catch(() => (left = true));
     await tick(350);
-    expect(beats).toBeGreaterThanOrEqual(1);
+    expect(heartbeats()).toBeGreaterThanOrEqual(1);
     // Still inside the handler: kafkajs cannot rejoin while the fence is under way.
     expect(left).toBe(false);
     finishFence();
@@ -262,19 +277,10 @@ describe('LaneRouter', () => {
   });
 
   it('a batch whose claim waits long after its fence (a hanging transaction) heartbeats all along, so the member outlives a short session, and is then taken as before', async () => {
-    let finishFence = (): void => undefined;
-    const { lanes, ownership, service } = harness(Promise.resolve(), new Promise<void>((resolve) => (finishFence = resolve)));
-    ownership.joined(TOPIC, [PARTITION]);
-    let beats = 0;
-    const batch: RecordingBatch = {
-      ...batchOf(range(0, 3)),
-      heartbeat: async () => {
-        beats += 1;
-      },
-    };
+    const { lanes, service, batch, heartbeats, finishFence } = fencingClaim(async () => undefined);
     const accepted = lanes.accept(batch);
     await tick(350);
-    expect(beats).toBeGreaterThanOrEqual(2);
+    expect(heartbeats()).toBeGreaterThanOrEqual(2);
     finishFence();
     await accepted;
     expect(batch.resolved).toEqual(['0', '1', '2']);

@@ -261,6 +261,13 @@ export async function runFailoverSchedules(
   return violations.sort((a, b) => a.seed - b.seed);
 }
 
+/** Violations by kind: how many, and the first seed of each (to replay). */
+export function violationsByKind(violations: readonly FailoverViolation[]): Map<string, { count: number; firstSeed: number }> {
+  const byKind = new Map<string, { count: number; firstSeed: number }>();
+  for (const v of violations) byKind.set(v.kind, { count: (byKind.get(v.kind)?.count ?? 0) + 1, firstSeed: byKind.get(v.kind)?.firstSeed ?? v.seed });
+  return byKind;
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({
     options: { schedules: { type: 'string', default: '2000' }, seed: { type: 'string', default: '1' }, parallel: { type: 'string', default: '32' } },
@@ -268,8 +275,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const started = Date.now();
   const tally = new Map<string, number>();
   const violations = await runFailoverSchedules(Number(values.seed), Number(values.schedules), undefined, tally, Number(values.parallel));
-  const byKind = new Map<string, { count: number; firstSeed: number }>();
-  for (const v of violations) byKind.set(v.kind, { count: (byKind.get(v.kind)?.count ?? 0) + 1, firstSeed: byKind.get(v.kind)?.firstSeed ?? v.seed });
+  const byKind = violationsByKind(violations);
   console.log(
     `failover simulation: ${values.schedules} schedules from seed ${values.seed}, ${values.parallel} at a time, in ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );

@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import type { LedgerMode, RunOptions, SimVariant } from './model.ts';
 import { describeSettings, runMany, runSchedule, type ScheduleResult } from './runner.ts';
 import { SIM_VARIANTS } from './variants.ts';
-import { runFailoverSchedules } from './failover.ts';
+import { runFailoverSchedules, violationsByKind } from './failover.ts';
 
 const VARIANTS: readonly SimVariant[] = SIM_VARIANTS;
 const TRACE_TAIL = 30;
@@ -140,11 +140,8 @@ async function main(): Promise<number> {
   const started = Date.now();
   const tally = new Map<string, number>();
   const failovers = await runFailoverSchedules(seed, schedules, undefined, tally, 32);
-  const kinds = new Map<string, { count: number; firstSeed: number }>();
-  for (const v of failovers) kinds.set(v.kind, { count: (kinds.get(v.kind)?.count ?? 0) + 1, firstSeed: kinds.get(v.kind)?.firstSeed ?? v.seed });
-  for (const [kind, { count, firstSeed }] of kinds)
-    console.log(`
-VIOLATION ${kind} (accounts): ${count}, first at seed ${firstSeed}: npm run simulate:failover -- --seed ${firstSeed} --schedules 1`);
+  for (const [kind, { count, firstSeed }] of violationsByKind(failovers))
+    console.log(`\nVIOLATION ${kind} (accounts): ${count}, first at seed ${firstSeed}: npm run simulate:failover -- --seed ${firstSeed} --schedules 1`);
   for (const v of failovers.slice(0, 5)) console.log(`  seed ${v.seed} ${v.kind}: ${v.detail}`);
   const sent = tally.get('outcome sent') ?? 0;
   const failedOver = [...tally].filter(([key]) => key.startsWith('failover ')).reduce((sum, [, n]) => sum + n, 0);

@@ -40,6 +40,9 @@ export function velocityRuleName(kind: VelocityKind, window: VelocityWindow): Ve
 /** Result error code of a command refused by the velocity limits alone. */
 export const DESTINATION_VELOCITY_LIMITED = 'DESTINATION_VELOCITY_LIMITED';
 
+/** A velocity limit at most (recipients per window, deployment-wide): VELOCITY_* and a tenant's alike. */
+export const MAX_VELOCITY_LIMIT = 100_000_000;
+
 /** Most national digits in a prefix: with the calling code, a number range, not a number. */
 export const MAX_PREFIX_DIGITS = 8;
 

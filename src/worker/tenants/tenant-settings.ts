@@ -7,7 +7,8 @@
  * version; the key is the operator's choice; and metadata is bounded already (MAX_METADATA_*).
  */
 import { MAX_SPEND_CAP, spendCapMicros, type SpendCapSettings } from '../guard/spend-cap.ts';
-import type { VelocityKind, VelocityWindow } from '../guard/velocity.ts';
+import { MAX_VELOCITY_LIMIT, type VelocityKind, type VelocityWindow } from '../guard/velocity.ts';
+import { MAX_RATE_PER_SECOND } from '../rate-limiter.ts';
 
 /** The entry of TENANT_LIMITS that applies to every tenant not named (each with its own budget). */
 export const ANY_TENANT = '*';
@@ -15,9 +16,6 @@ export const ANY_TENANT = '*';
 export const MAX_TENANT_ENTRIES = 256;
 /** A tenant name is at most this many characters; a longer one is cut (and so shares its budget with others cut alike). */
 export const MAX_TENANT_CHARS = 64;
-const MAX_RATE_PER_SECOND = 100_000;
-/** A tenant's velocity limit at most (recipients per window), as VELOCITY_*'s. */
-const MAX_VELOCITY = 100_000_000;
 
 /** Recipients per window by key kind, as VELOCITY_{PREFIX,REGION}_PER_{MINUTE,DAY}; 0: none. */
 export type VelocityLimits = Readonly<Record<VelocityKind, Readonly<Record<VelocityWindow, number>>>>;
@@ -137,15 +135,15 @@ function parseLimit(value: unknown, where: string, hourMs: number, problems: str
   };
 }
 
-/** The velocity fields of one entry (whole numbers of recipients, 1 to MAX_VELOCITY); undefined when it sets none. */
+/** The velocity fields of one entry (whole numbers of recipients, 1 to MAX_VELOCITY_LIMIT); undefined when it sets none. */
 function velocityLimits(fields: Record<string, unknown>, where: string, problems: string[]): VelocityLimits | undefined {
   const limits = { prefix: { minute: 0, day: 0 }, region: { minute: 0, day: 0 } };
   let any = false;
   for (const [field, [kind, window]] of Object.entries(VELOCITY_FIELDS)) {
     const value = fields[field];
     if (value === undefined) continue;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_VELOCITY) {
-      problems.push(`${where} ${field}: must be a whole number of recipients from 1 to ${MAX_VELOCITY}`);
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_VELOCITY_LIMIT) {
+      problems.push(`${where} ${field}: must be a whole number of recipients from 1 to ${MAX_VELOCITY_LIMIT}`);
       continue;
     }
     limits[kind][window] = value;
