@@ -34,7 +34,10 @@ export async function createTopics(client: Admin | Kafka, topics: readonly Topic
   const missing = topics.filter((t) => !existing.has(t.topic));
   if (missing.length === 0) return [];
   await admin.createTopics({
-    waitForLeaders: true,
+    // kafkajs's own wait gives up on the first UNKNOWN_TOPIC_OR_PARTITION, which a KRaft broker
+    // answers for a topic it created a moment ago and has not yet applied to its metadata
+    // (seen in CI under load): this waits itself, and treats that answer as "not yet".
+    waitForLeaders: false,
     topics: missing.map((t) => ({
       topic: t.topic,
       numPartitions: t.partitions ?? 1,
@@ -42,5 +45,37 @@ export async function createTopics(client: Admin | Kafka, topics: readonly Topic
       configEntries: Object.entries(t.configs ?? {}).map(([name, value]) => ({ name, value })),
     })),
   });
-  return missing.map((t) => t.topic);
+  const names = missing.map((t) => t.topic);
+  await waitForLeaders(admin, names);
+  return names;
+}
+
+/** How long a new topic's partitions get to show a leader before createTopics gives up. */
+export const TOPIC_LEADERS_WAIT_MS = 30_000;
+const TOPIC_LEADERS_POLL_MS = 100;
+
+/** Errors a broker answers for a topic it has created but not yet fully applied: wait, not fail. */
+export function isTopicNotReadyYet(error: unknown): boolean {
+  const type = (error as { type?: unknown } | null)?.type;
+  return type === 'UNKNOWN_TOPIC_OR_PARTITION' || type === 'LEADER_NOT_AVAILABLE';
+}
+
+async function waitForLeaders(admin: Admin, topics: readonly string[], waitMs = TOPIC_LEADERS_WAIT_MS): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    let waitingFor: string;
+    try {
+      const { topics: found } = await admin.fetchTopicMetadata({ topics: [...topics] });
+      const leaderless = found.find((t) => t.partitions.length === 0 || t.partitions.some((p) => p.leader < 0));
+      if (found.length === topics.length && leaderless === undefined) return;
+      waitingFor = leaderless === undefined ? 'every topic in the metadata' : `a leader for every partition of ${leaderless.name}`;
+    } catch (error) {
+      if (!isTopicNotReadyYet(error)) throw error;
+      waitingFor = `the topics (${(error as Error).message})`;
+    }
+    if (Date.now() >= deadline) {
+      throw new Error(`created ${topics.join(', ')} but waited ${waitMs} ms for ${waitingFor}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, TOPIC_LEADERS_POLL_MS));
+  }
 }

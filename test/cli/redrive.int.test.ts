@@ -6,7 +6,7 @@ import { REDRIVEN_FROM_HEADER } from '../../src/cli/redrive-plan.ts';
 import { kafkaRedriveIo } from '../../src/kafka/redrive-io.ts';
 import { createRegistry } from '../../src/schema/codec.ts';
 import { decodeDeadLetter } from '../helpers/dead-letters.ts';
-import { eventually, testKafka, withAdmin } from '../helpers/kafka.ts';
+import { createTopics, eventually, testKafka, withAdmin } from '../helpers/kafka.ts';
 import { startWorkerRig, textCommand } from '../helpers/worker.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 
@@ -129,7 +129,7 @@ describe('sms-worker redrive', () => {
     await publish([{ command, key: 'the-key' }]);
     const [letter] = await decodeDeadLetter(topics.deadLetter, 1);
     const replayTopic = `${topics.commands}-replay`;
-    await withAdmin(testKafka(), (admin) => admin.createTopics({ topics: [{ topic: replayTopic, numPartitions: 1 }], waitForLeaders: true }));
+    await createTopics(testKafka(), [{ topic: replayTopic }]);
     const summary = await redrive(kafkaRedriveIo(testKafka()), createRegistry(inject('schemaRegistryUrl')), {
       execute: true,
       dlqTopic: topics.deadLetter,

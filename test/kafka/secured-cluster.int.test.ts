@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { CommandResult } from '../../src/contracts/result.ts';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
-import { eventually } from '../helpers/kafka.ts';
+import { createTopics, eventually } from '../helpers/kafka.ts';
 import { aclEntries, documentedAcls } from '../helpers/doc-acls.ts';
 import { startRegistryAuthProxy, type RegistryAuthProxy } from '../helpers/registry-auth-proxy.ts';
 import { startSecuredKafka, type SaslUser, type SecuredKafka } from '../helpers/secured-kafka.ts';
@@ -39,17 +39,14 @@ beforeAll(async () => {
   const admin = kafka.client(kafka.admin, 'secured-test-admin').admin();
   await admin.connect();
   try {
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: [
-        { topic: topics.commands, numPartitions: 2 },
-        { topic: PRIORITY_TOPIC(), numPartitions: 2 },
-        { topic: `${PRIORITY_TOPIC()}.ledger`, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
-        { topic: topics.results, numPartitions: 2 },
-        { topic: topics.deadLetter },
-        { topic: topics.ledger, numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
-      ],
-    });
+    await createTopics(admin, [
+      { topic: topics.commands, partitions: 2 },
+      { topic: PRIORITY_TOPIC(), partitions: 2 },
+      { topic: `${PRIORITY_TOPIC()}.ledger`, partitions: 2, configs: { 'cleanup.policy': 'compact' } },
+      { topic: topics.results, partitions: 2 },
+      { topic: topics.deadLetter },
+      { topic: topics.ledger, partitions: 2, configs: { 'cleanup.policy': 'compact' } },
+    ]);
     const acls = documentedAcls();
     expect(acls.map((a) => a.who)).toEqual(expect.arrayContaining(['worker', 'produce', 'tail']));
     await admin.createAcls({
