@@ -33,7 +33,7 @@ import { OutageCounter, ServiceGate } from '../../src/worker/service-gate.ts';
 import { Prng } from './prng.ts';
 
 /** What a simulated call ends as. `reset-after`: processed (accepted), then the answer was lost. */
-type Answer = 'ok' | 'no-route' | 'funds' | 'refused-client' | 'unreachable' | 'throttled' | 'http500' | 'reset-after' | 'malformed' | 'business';
+export type Answer = 'ok' | 'no-route' | 'funds' | 'refused-client' | 'unreachable' | 'throttled' | 'http500' | 'reset-after' | 'malformed' | 'business';
 
 const ANSWER_WEIGHTS: Readonly<Record<Answer, number>> = {
   ok: 50,
@@ -48,7 +48,7 @@ const ANSWER_WEIGHTS: Readonly<Record<Answer, number>> = {
   business: 3,
 };
 
-const FAILURE: Readonly<Record<Exclude<Answer, 'ok'>, { failureClass: FailureClass; code: string; answered: boolean }>> = {
+export const FAILURE: Readonly<Record<Exclude<Answer, 'ok'>, { failureClass: FailureClass; code: string; answered: boolean }>> = {
   'no-route': { failureClass: 'configuration', code: '101301', answered: true },
   funds: { failureClass: 'insufficient-funds', code: '105400', answered: true },
   'refused-client': { failureClass: 'configuration', code: 'PROVIDER_HTTP_401', answered: true },
@@ -61,7 +61,7 @@ const FAILURE: Readonly<Record<Exclude<Answer, 'ok'>, { failureClass: FailureCla
 };
 
 /** Answers after which the service may have sent the command; of these, which it did send (the simulation decides). */
-const MAY_HAVE_SENT: ReadonlySet<Answer> = new Set(['http500', 'reset-after', 'malformed']);
+export const MAY_HAVE_SENT: ReadonlySet<Answer> = new Set(['http500', 'reset-after', 'malformed']);
 
 export interface CallRecord {
   readonly account: string;
@@ -70,6 +70,33 @@ export interface CallRecord {
   readonly accepted: boolean;
   /** The account the ledger mark open when the call started names; undefined: no mark was open. */
   readonly markedFor: string | undefined;
+}
+
+/** The service's answer to a one-recipient text send through `account`, as the shipped client returns it. */
+export function simulatedSuccess(id: string, account: string): ProviderSuccess {
+  const messages: MessageReport[] = [
+    { id: `${id}-m`, to: '+8613800138000', regionCode: 'CN', countryCode: '86', messageCount: 1, status: 'sent', upstream: account, price: '0.045000' },
+  ];
+  return {
+    result: { recipients: 1, messageCount: 1, totalAmount: '0.045000', payAmount: '0.045000', virtualAmount: '0.000000', messages },
+    requestId: undefined,
+    attempts: 1,
+  } as ProviderSuccess;
+}
+
+/** The shipped client's error for a simulated failed answer. */
+export function simulatedFailure(answer: Exclude<Answer, 'ok'>, operation: ProviderRequest['operation']): ProviderError {
+  const failure = FAILURE[answer];
+  return new ProviderError({
+    ...failure,
+    operation,
+    message: `simulated ${answer}`,
+    providerMessage: answer,
+    // As the shipped client says it, with PROVIDER_RETRY_AMBIGUOUS off (its default).
+    retryable: isRetryableClass(failure.failureClass, false),
+    attempts: 1,
+    stopReason: 'not-retryable',
+  });
 }
 
 /** One account of the service, as the simulation plays it: its answers drawn from the seed. */
@@ -96,27 +123,8 @@ class SimulatedAccountService implements ProviderClient {
     this.#calls.set(id, list);
     // The answer comes after a little while, in the schedule's order.
     await new Promise((resolve) => setTimeout(resolve, this.#prng.int(0, 3)));
-    if (answer === 'ok') {
-      const messages: MessageReport[] = [
-        { id: `${id}-m`, to: '+8613800138000', regionCode: 'CN', countryCode: '86', messageCount: 1, status: 'sent', upstream: this.#name, price: '0.045000' },
-      ];
-      return {
-        result: { recipients: 1, messageCount: 1, totalAmount: '0.045000', payAmount: '0.045000', virtualAmount: '0.000000', messages },
-        requestId: undefined,
-        attempts: 1,
-      } as ProviderSuccess;
-    }
-    const failure = FAILURE[answer];
-    throw new ProviderError({
-      ...failure,
-      operation: request.operation,
-      message: `simulated ${answer}`,
-      providerMessage: answer,
-      // As the shipped client says it, with PROVIDER_RETRY_AMBIGUOUS off (its default).
-      retryable: isRetryableClass(failure.failureClass, false),
-      attempts: 1,
-      stopReason: 'not-retryable',
-    });
+    if (answer === 'ok') return simulatedSuccess(id, this.#name);
+    throw simulatedFailure(answer, request.operation);
   }
 
   close(): void {}
@@ -262,7 +270,7 @@ export async function runFailoverSchedules(
 }
 
 /** Violations by kind: how many, and the first seed of each (to replay). */
-export function violationsByKind(violations: readonly FailoverViolation[]): Map<string, { count: number; firstSeed: number }> {
+export function violationsByKind(violations: readonly { readonly kind: string; readonly seed: number }[]): Map<string, { count: number; firstSeed: number }> {
   const byKind = new Map<string, { count: number; firstSeed: number }>();
   for (const v of violations) byKind.set(v.kind, { count: (byKind.get(v.kind)?.count ?? 0) + 1, firstSeed: byKind.get(v.kind)?.firstSeed ?? v.seed });
   return byKind;

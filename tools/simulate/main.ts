@@ -15,12 +15,17 @@
  * GuardedSender per account against 2 or 3 simulated accounts), checking that no command is sent
  * through two accounts. The partition schedules have one account: which account a call goes
  * through is decided outside the partition machine, which only writes it into the mark.
+ *
+ * Then, unless --lane off: one schedule in ten of the shipped lane (tools/simulate/shipped-lane.ts:
+ * the shipped PartitionLane, record handler, FailoverSender and GuardedSenders over a simulated
+ * Kafka and service, through claims that crash, linger as zombies or retire).
  */
 import { parseArgs } from 'node:util';
 import type { LedgerMode, RunOptions, SimVariant } from './model.ts';
 import { describeSettings, runMany, runSchedule, type ScheduleResult } from './runner.ts';
 import { SIM_VARIANTS } from './variants.ts';
 import { runFailoverSchedules, violationsByKind } from './failover.ts';
+import { runShippedLaneSchedules } from './shipped-lane.ts';
 
 const VARIANTS: readonly SimVariant[] = SIM_VARIANTS;
 const TRACE_TAIL = 30;
@@ -88,6 +93,7 @@ async function main(): Promise<number> {
       handler: { type: 'string' },
       'stale-offsets': { type: 'string' },
       accounts: { type: 'string' },
+      lane: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -96,7 +102,7 @@ async function main(): Promise<number> {
     console.log(
       'npm run simulate -- [--schedules N] [--seed S] [--variant V] [--ledger on|off|both] [--trace]\n' +
         '  [--lease-lapses on|off] [--late-fences on|off] [--consumer-restarts on|off] [--rejoin-stalls on|off] [--coordinator-restarts on|off] [--lost-markers on|off] [--crashes-after-failure on|off] [--repeat-keys same|any] [--handler careful|forgetful]\n' +
-        '  [--stale-offsets ledger|always|never] [--accounts on|off]\n' +
+        '  [--stale-offsets ledger|always|never] [--accounts on|off] [--lane on|off]\n' +
         `  variants: ${VARIANTS.join(', ')}`,
     );
     return 0;
@@ -136,7 +142,15 @@ async function main(): Promise<number> {
   // Not for a known-bad variant of the partition protocol, nor for one schedule replayed.
   const replay = values.seed !== undefined && values.schedules === undefined;
   const accounts = choice('accounts', values.accounts, ['on', 'off'], stopAtFirst || replay ? 'off' : 'on') === 'on';
-  if (!accounts) return summary.violationCount > 0 ? 1 : 0;
+  const lane = choice('lane', values.lane, ['on', 'off'], stopAtFirst || replay ? 'off' : 'on') === 'on';
+  const partitionFailed = summary.violationCount > 0;
+  const accountsFailed = accounts && (await simulateAccounts(seed, schedules));
+  const laneFailed = lane && (await simulateShippedLane(seed, Math.ceil(schedules / LANE_SHARE)));
+  return partitionFailed || accountsFailed || laneFailed ? 1 : 0;
+}
+
+/** The send path over several accounts: true when it found a violation. */
+async function simulateAccounts(seed: number, schedules: number): Promise<boolean> {
   const started = Date.now();
   const tally = new Map<string, number>();
   const failovers = await runFailoverSchedules(seed, schedules, undefined, tally, 32);
@@ -149,7 +163,30 @@ async function main(): Promise<number> {
     `accounts: schedules ${schedules} over 2–3 accounts (shipped FailoverSender and GuardedSenders), violations ${failovers.length}, ` +
       `${sent.toLocaleString('en')} sent, ${failedOver.toLocaleString('en')} failovers, ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
-  return summary.violationCount > 0 || failovers.length > 0 ? 1 : 0;
+  return failovers.length > 0;
+}
+
+/**
+ * One shipped-lane schedule per this many partition schedules: each runs the shipped lane, handler
+ * and senders on real timers (about 8 ms of wall time, 32 at a time), some hundred times the cost
+ * of a partition schedule on virtual time.
+ */
+const LANE_SHARE = 10;
+
+/** The shipped lane, handler and senders through claims that crash, linger as zombies or retire: true when it found a violation. */
+async function simulateShippedLane(seed: number, schedules: number): Promise<boolean> {
+  const started = Date.now();
+  const tally = new Map<string, number>();
+  const violations = await runShippedLaneSchedules(seed, schedules, { parallel: 32, tally });
+  for (const [kind, { count, firstSeed }] of violationsByKind(violations))
+    console.log(`\nVIOLATION ${kind} (shipped lane): ${count}, first at seed ${firstSeed}: npm run simulate:lane -- --seed ${firstSeed} --schedules 1`);
+  for (const v of violations.slice(0, 5)) console.log(`  seed ${v.seed} ${v.kind}: ${v.detail}`);
+  console.log(
+    `shipped lane: schedules ${schedules} (PartitionLane, record handler, FailoverSender and GuardedSenders over simulated Kafka and service), ` +
+      `violations ${violations.length}, ${(tally.get('calls') ?? 0).toLocaleString('en')} calls, ` +
+      `${['crash', 'zombie', 'retire'].map((end) => `${(tally.get(`claim ${end}`) ?? 0).toLocaleString('en')} ${end}`).join(', ')}, ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
+  return violations.length > 0;
 }
 
 try {

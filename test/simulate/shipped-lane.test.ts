@@ -1,0 +1,93 @@
+/**
+ * The shipped-lane simulation (tools/simulate/shipped-lane.ts) runs the worker's own lane, record
+ * handler and senders over a simulated Kafka and service. Its checks must see a bug in that
+ * driver code: each test here injects one into a shipped module from outside (patching its class,
+ * as a careless change would) and expects the simulation to report it with a seed.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { GuardedSender } from '../../src/worker/guarded-sender.ts';
+import { PartitionMachine } from '../../src/worker/protocol/partition-machine.ts';
+import type { SendHooks } from '../../src/worker/send-outcome.ts';
+import { runShippedLaneSchedules, type ShippedLaneViolation } from '../../tools/simulate/shipped-lane.ts';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+const kinds = (violations: readonly ShippedLaneViolation[]): string[] => [...new Set(violations.map((v) => v.kind))].sort();
+
+function report(name: string, violations: readonly ShippedLaneViolation[]): void {
+  const first = violations[0];
+  console.log(
+    `${name}: ${violations.length} violations (${kinds(violations).join(', ') || 'none'}), first ${first === undefined ? '-' : `seed ${first.seed} ${first.kind}: ${first.detail}`}`,
+  );
+}
+
+// Budgets of schedules, not timing targets (the timers are real; coverage slows them in CI).
+describe('the shipped lane, handler and senders in the simulation', { timeout: 240_000 }, () => {
+  it('ledger on: no command sent twice, every call under a committed mark, one result each, through crashes, zombies and retirements', async () => {
+    const tally = new Map<string, number>();
+    const violations = await runShippedLaneSchedules(1, 1_000, { parallel: 32, tally });
+    report('ledger on', violations);
+    expect(violations).toEqual([]);
+    // The schedules did what they claim: every way of ending a claim, and every kind of result.
+    for (const key of [
+      'claim crash',
+      'claim zombie',
+      'claim retire',
+      'result SENT',
+      'result FAILED',
+      'result UNKNOWN',
+      'commit failed',
+      'commit answer lost',
+    ]) {
+      expect(tally.get(key), key).toBeGreaterThan(0);
+    }
+  });
+
+  it('ledger off: one result each, and no UNKNOWN without a call, a crash or a zombie', async () => {
+    const violations = await runShippedLaneSchedules(1, 200, { parallel: 32, ledger: false });
+    report('ledger off', violations);
+    // Without the ledger nothing stops a new claim from calling again what a crashed one called
+    // (at-most-one-send is the ledger's promise), and the result then tells of the last call.
+    expect(violations.filter((v) => v.kind !== 'at-most-one-send' && v.kind !== 'result-tells-the-truth')).toEqual([]);
+  });
+
+  it('a sender that calls without waiting for its mark to commit: found', async () => {
+    const send = GuardedSender.prototype.send;
+    vi.spyOn(GuardedSender.prototype, 'send').mockImplementation(function (this: GuardedSender, request, correlationId, signal, expiresAt, hooks, footprint) {
+      // The bug: the mark is asked for, but the call goes ahead before its transaction commits.
+      const eager: SendHooks | undefined = hooks && {
+        ...hooks,
+        beforeSend: async (s, account) => {
+          void hooks.beforeSend?.(s, account);
+          return true;
+        },
+      };
+      return send.call(this, request, correlationId, signal, expiresAt, eager, footprint);
+    });
+    const violations = await runShippedLaneSchedules(1, 50, { parallel: 32, settleMs: 1_000 });
+    report('call before the mark commits', violations);
+    expect(kinds(violations)).toContain('call-under-committed-mark');
+  });
+
+  it('a lane that drops the machine’s refuse-call (the record must not call): found', async () => {
+    const drain = PartitionMachine.prototype.drain;
+    vi.spyOn(PartitionMachine.prototype, 'drain').mockImplementation(function (this: PartitionMachine<unknown>) {
+      return drain.call(this).filter((effect) => effect.type !== 'refuse-call');
+    });
+    const violations = await runShippedLaneSchedules(1, 50, { parallel: 32, settleMs: 1_000 });
+    report('refuse-call dropped', violations);
+    expect(violations.length).toBeGreaterThan(0);
+  });
+
+  it('a lane that carries out refuse-call as call (a zombie calls after its lease lapsed): found', async () => {
+    const drain = PartitionMachine.prototype.drain;
+    vi.spyOn(PartitionMachine.prototype, 'drain').mockImplementation(function (this: PartitionMachine<unknown>) {
+      return drain.call(this).map((effect) => (effect.type === 'refuse-call' ? { type: 'call', offset: effect.offset } : effect));
+    });
+    const violations = await runShippedLaneSchedules(1, 50, { parallel: 32, settleMs: 1_000 });
+    report('refuse-call taken for call', violations);
+    expect(kinds(violations)).toContain('at-most-one-send');
+  });
+});
