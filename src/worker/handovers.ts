@@ -20,7 +20,8 @@ export interface LedgerHandoversOptions {
   /** handoverKey(group, topic). */
   readonly key: string;
   readonly producer: KeyedRecordProducer;
-  readonly reader: PartitionReader;
+  /** Reads the ledger partition's tail (the handovers' one read). */
+  readonly reader: Pick<PartitionReader, 'readAvailable'>;
   readonly admin: { fetchTopicOffsetsByTimestamp(topic: string, timestamp?: number): Promise<{ partition: number; offset: string }[]> };
   /** A handover larger than this (a result near the record limit, as JSON) is not written: the next owner reports UNKNOWN. */
   readonly maxRecordBytes: number;

@@ -25,7 +25,7 @@ function report(name: string, violations: readonly ShippedLaneViolation[]): void
 
 // Budgets of schedules, not timing targets (the timers are real; coverage slows them in CI).
 describe('the shipped lane, handler and senders in the simulation', { timeout: 240_000 }, () => {
-  it('ledger on: no command sent twice, every call under a committed mark, one result each, through crashes, zombies and retirements', async () => {
+  it('ledger on: no command sent twice, every call under a committed mark, one result each, no UNKNOWN without a cause, through crashes, zombies, retirements, moves and reclaims', async () => {
     const tally = new Map<string, number>();
     const violations = await runShippedLaneSchedules(1, 1_000, { parallel: 32, tally });
     report('ledger on', violations);
@@ -45,7 +45,7 @@ describe('the shipped lane, handler and senders in the simulation', { timeout: 2
     }
   });
 
-  it('ledger off: one result each, and no UNKNOWN without a call, a crash or a zombie', async () => {
+  it('ledger off: one result each, and no UNKNOWN without a cause', async () => {
     const violations = await runShippedLaneSchedules(1, 200, { parallel: 32, ledger: false });
     report('ledger off', violations);
     // Without the ledger nothing stops a new claim from calling again what a crashed one called
@@ -89,5 +89,14 @@ describe('the shipped lane, handler and senders in the simulation', { timeout: 2
     const violations = await runShippedLaneSchedules(1, 50, { parallel: 32, settleMs: 1_000 });
     report('refuse-call taken for call', violations);
     expect(kinds(violations)).toContain('at-most-one-send');
+  });
+  it('a lane that drops the machine’s handover effects (a claim that moves tells the next owner nothing): found', async () => {
+    const drain = PartitionMachine.prototype.drain;
+    vi.spyOn(PartitionMachine.prototype, 'drain').mockImplementation(function (this: PartitionMachine<unknown>) {
+      return drain.call(this).filter((effect) => effect.type !== 'handover');
+    });
+    const violations = await runShippedLaneSchedules(1, 100, { parallel: 32, settleMs: 1_000 });
+    report('handover dropped', violations);
+    expect(kinds(violations)).toContain('unknown-has-a-cause');
   });
 });

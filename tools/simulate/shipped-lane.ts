@@ -11,20 +11,20 @@
  *   which records, per command, every call and whether the service accepted it);
  * - the codec: the real Avro types, without a registry.
  *
- * Each claim is built by the shipped `buildClaim` from what the log committed. A claim ends by a
- * crash (its process dies: every call and transaction it has under way hangs, nothing more of it
- * happens), as a zombie (its lease lapses; it runs on, fenced by the next claim, until it learns of
- * the rebalance and retires), or retired
- * (a rebalance: it commits what it can); the last claim runs without Kafka faults until every
- * record is answered. Then, per command:
+ * Each claim is built by the shipped `buildClaim` from what the log committed after it fenced, and
+ * hands over through the shipped `ledgerHandovers` (ledger on). A claim ends by a crash (its
+ * process dies: every call and transaction it has under way hangs, nothing more of it happens), as
+ * a zombie, retired, moved or reclaimed by its own process (ClaimEnd); the last claim runs without
+ * Kafka faults until every record is answered. Then, per command:
  * - at-most-one-send: the service accepted it at most once, over all claims and accounts;
  * - call-under-committed-mark: every call started while the ledger's committed checkpoint held the
  *   record's mark (ledger on), so that a crash can never leave a call nobody knows of;
  * - exactly-one-result: each command (not a repeat, not undecodable) has one committed result,
  *   each undecodable record one dead letter, and the group offset passed every record;
  * - result-tells-the-truth: SENT only if the service accepted it; FAILED only if it did not;
- * - unknown-has-a-cause: an UNKNOWN for a command never called only in a schedule where a claim
- *   crashed or was a zombie (its marks were left in doubt);
+ * - unknown-has-a-cause: an UNKNOWN for a command never called, or whose every call was answered
+ *   for sure, only in a schedule where a claim crashed (a claim that ends any other way hands over
+ *   what it marked, never called or had answered; the same process takes its own from memory);
  * - no-driver-error: no lane failed for anything but the simulated Kafka faults (a machine
  *   assertion, a lane's own bug, shows here).
  *
@@ -36,13 +36,22 @@ import { commandType, deadLetterType, resultType } from '../../src/contracts/avr
 import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts';
 import { DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
 import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
-import { FencedError, type OutgoingRecord, type PartitionProducers, type Transaction, type TransactionalSession } from '../../src/kafka/ports.ts';
+import {
+  FencedError,
+  type KeyedRecordProducer,
+  type OutgoingRecord,
+  type PartitionProducers,
+  type Transaction,
+  type TransactionalSession,
+} from '../../src/kafka/ports.ts';
 import { createMetrics, type WorkerMetrics } from '../../src/metrics/metrics.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { ProviderClient, ProviderRequest, ProviderSuccess } from '../../src/provider/types.ts';
 import { BytesInHand } from '../../src/worker/bytes-in-hand.ts';
 import { FailoverSender, type CommandSender } from '../../src/worker/failover-sender.ts';
 import { GuardedSender } from '../../src/worker/guarded-sender.ts';
+import { handoverKey } from '../../src/worker/handover-record.ts';
+import { ledgerHandovers, type Handovers } from '../../src/worker/handovers.ts';
 import { checkpointKey, decodeCheckpoint, recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { PartitionLane, type LaneContext } from '../../src/worker/partition-lane.ts';
 import { buildClaim, LeaseLostError } from '../../src/worker/protocol/claim.ts';
@@ -64,6 +73,8 @@ const GROUP = 'group';
 const LEDGER_KEY = checkpointKey(GROUP, TOPIC);
 /** Every repeat in a schedule is within the window. */
 const DEDUP_WINDOW = 1_000;
+/** How long a claim waits for an earlier owner's handover of a mark in doubt (real ms; the worker: a call's timeout and a margin). */
+const HANDOVER_GRACE_MS = 500;
 /** How long the last claim gets to answer every record, and an ended claim's lane to settle, real ms (by default). */
 const SETTLE_MS = 20_000;
 
@@ -83,6 +94,8 @@ const MAY_HIDE_A_SEND: ReadonlySet<Answer> = new Set(['http500', 'reset-after', 
 interface Incarnation {
   readonly name: string;
   dead: boolean;
+  /** Its handovers (ledger on): one per process, so a claim it makes again takes its own settlements from memory. */
+  handovers?: Handovers;
 }
 
 const hang = (): Promise<never> => new Promise<never>(() => undefined);
@@ -122,9 +135,48 @@ export class SimulatedKafka {
 
   /** The newest committed checkpoint of the partition (what a new claim reads back). */
   lastCheckpoint(): Checkpoint | undefined {
-    const last = this.committed.get(LEDGER)?.at(-1);
-    if (last === undefined) return undefined;
-    return decodeCheckpoint(last.key === null ? null : Buffer.from(last.key), last.value, LEDGER_KEY);
+    const ledger = this.committed.get(LEDGER) ?? [];
+    for (let i = ledger.length - 1; i >= 0; i--) {
+      const record = ledger[i] as OutgoingRecord;
+      // The ledger partition also holds handovers (another key): the newest checkpoint is what counts.
+      const checkpoint = decodeCheckpoint(record.key === null ? null : Buffer.from(record.key), record.value, LEDGER_KEY);
+      if (checkpoint !== undefined) return checkpoint;
+    }
+    return undefined;
+  }
+
+  /** The handovers of one process: written to the ledger partition outside any transaction, read from its tail. */
+  handoversFor(host: Incarnation): Handovers {
+    const producer: KeyedRecordProducer = {
+      connected: true,
+      connect: async () => undefined,
+      send: async (topic, records) => {
+        await io(this.#prng, host);
+        this.committed.set(topic, [...(this.committed.get(topic) ?? []), ...records.map((r) => ({ key: r.key, value: r.value }))]);
+      },
+      disconnect: async () => undefined,
+    };
+    return ledgerHandovers({
+      ledgerTopic: LEDGER,
+      key: handoverKey(GROUP, TOPIC),
+      producer,
+      reader: {
+        readAvailable: async (topic, _partition, from) => {
+          await io(this.#prng, host);
+          const log = this.committed.get(topic) ?? [];
+          const records = log
+            .slice(Number(from))
+            .map((r, i) => ({ offset: from + BigInt(i), key: r.key === null ? null : Buffer.from(r.key), value: r.value }));
+          return { records, next: BigInt(log.length) };
+        },
+      },
+      // From the partition's start: a short log, read whole.
+      admin: { fetchTopicOffsetsByTimestamp: async () => [{ partition: PARTITION, offset: '0' }] },
+      maxRecordBytes: 1_000_000,
+      graceMs: HANDOVER_GRACE_MS,
+      pollMs: 5,
+      log: silent,
+    });
   }
 
   /** The producers of one claim of generation `generation`, run by `host`. */
@@ -290,7 +342,20 @@ export interface ShippedLaneViolation {
   readonly detail: string;
 }
 
-type ClaimEnd = 'crash' | 'zombie' | 'retire' | 'last';
+/**
+ * How a claim ends: its process crashes; it turns zombie (its lease lapses, it learns of the
+ * rebalance late); it retires and finishes before the next claim starts (`retire`: shutdown, or a
+ * rebalance that waits); it retires as the partition moves, handing over what it has under way
+ * while the next claim starts at once (`move`); or the same, the next claim made by the same process
+ * (`reclaim`: its lane failed while the broker was away, and the partition came back to it).
+ */
+/** Whether a claim is still its partition's owner (lane-router.ts's `owns`): its lease holds, it is not retired, and no newer claim began. */
+interface ClaimOwnership {
+  lapsed: boolean;
+  retired: boolean;
+}
+
+type ClaimEnd = 'crash' | 'zombie' | 'retire' | 'move' | 'reclaim' | 'last';
 
 interface Schedule {
   readonly seed: number;
@@ -305,6 +370,8 @@ interface Schedule {
   readonly closers: (() => void)[];
   readonly driverErrors: string[];
   readonly ends: ClaimEnd[];
+  /** The newest claim's generation. */
+  generation: number;
 }
 
 const silent = createLogger('silent');
@@ -348,10 +415,11 @@ function senderFor(schedule: Schedule, host: Incarnation): CommandSender {
 async function runClaim(
   schedule: Schedule,
   generation: number,
-): Promise<{ lane: PartitionLane; host: Incarnation; fed: Promise<void>; zombie: { lapsed: boolean } }> {
+  host: Incarnation,
+): Promise<{ lane: PartitionLane; fed: Promise<void>; owner: ClaimOwnership }> {
   const { kafka, records: all, prng } = schedule;
-  const host: Incarnation = { name: `P${generation}`, dead: false };
-  const lease = { lapsed: false };
+  const owner: ClaimOwnership = { lapsed: false, retired: false };
+  schedule.generation = generation;
   // As the shipped claim steps: fence first, then read what is committed (nothing an earlier owner does can commit after).
   const producers = kafka.producersFor(host, generation);
   await producers.forPartition(TOPIC, PARTITION, generation);
@@ -364,6 +432,7 @@ async function runClaim(
     recent,
     DEDUP_WINDOW,
   );
+  const owns = (): boolean => !host.dead && !owner.lapsed && !owner.retired && schedule.generation === generation;
   const abandon = new AbortController();
   schedule.closers.push(() => abandon.abort());
   let fetchHeld = false;
@@ -378,6 +447,7 @@ async function runClaim(
       maxCommandBytes: 1_000_000,
     },
     producers,
+    ...(schedule.ledger && { handovers: (host.handovers ??= kafka.handoversFor(host)) }),
     slots: new Semaphore(prng.int(1, 8)),
     metrics: schedule.metrics,
     log: silent,
@@ -400,8 +470,11 @@ async function runClaim(
       await io(prng, host);
       return kafka.groupOffset;
     },
-    leaseHolds: () => !lease.lapsed && !host.dead,
-    mayCommit: () => !host.dead,
+    // As lane-router.ts gives them: sends need the claim current (lease holding, not retired, no
+    // newer generation); a claim no longer current commits only with its generation's producer.
+    leaseHolds: owns,
+    mayCommit: () => owns() || producers.has(TOPIC, PARTITION, generation),
+    mayReinitialise: owns,
     abandon: abandon.signal,
     onProgress: () => undefined,
     onBusy: () => undefined,
@@ -436,7 +509,7 @@ async function runClaim(
       await new Promise((resolve) => setTimeout(resolve, prng.int(0, 2)));
     }
   })();
-  return { lane, host, fed, zombie: lease };
+  return { lane, fed, owner };
 }
 
 async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timed-out'> {
@@ -455,7 +528,6 @@ function isSimulatedFault(failure: unknown): boolean {
   return /simulated|fenced|fence/i.test(text);
 }
 
-/** One schedule: claims, each ended by a crash, as a zombie or retired, then a last one; returns what it broke. */
 export interface ShippedLaneOptions {
   /** Ledger on (the default) or off. */
   readonly ledger?: boolean;
@@ -466,6 +538,7 @@ export interface ShippedLaneOptions {
   readonly settleMs?: number;
 }
 
+/** One schedule: claims, each ended by a crash, as a zombie or retired, then a last one; returns what it broke. */
 export async function runShippedLaneSchedule(seed: number, options: ShippedLaneOptions = {}): Promise<ShippedLaneViolation[]> {
   const settleMs = options.settleMs ?? SETTLE_MS;
   const prng = new Prng(seed);
@@ -482,19 +555,32 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     closers: [],
     driverErrors: [],
     ends: [],
+    generation: 0,
   };
   const watch = (lane: PartitionLane, generation: number): Promise<void> =>
     lane.ended.then((end) => {
       if (end.failure !== undefined && !isSimulatedFault(end.failure)) schedule.driverErrors.push(`claim ${generation}: ${String(end.failure)}`);
     });
   const settling: Promise<unknown>[] = [];
+  /** Waits for an ended claim's lane in the background: it must end (retired, failed) within settleMs. */
+  const settles = (lane: PartitionLane, host: Incarnation, watched: Promise<void>, generation: number, what: string): void =>
+    void settling.push(
+      within(watched, settleMs).then((ended) => {
+        // A process that crashed meanwhile (it reclaimed the partition, then died) never ends its lanes.
+        if (ended === 'timed-out' && !host.dead)
+          schedule.driverErrors.push(
+            `claim ${generation} (${what}) did not end within ${settleMs} ms: waiting on ${JSON.stringify(lane.waitingOn(), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`,
+          );
+      }),
+    );
   const claims = prng.int(0, 3);
+  let host: Incarnation = { name: 'P1', dead: false };
   for (let generation = 1; generation <= claims + 1; generation++) {
     const last = generation === claims + 1;
-    const end: ClaimEnd = last ? 'last' : prng.pick(['crash', 'zombie', 'retire'] as const);
+    const end: ClaimEnd = last ? 'last' : prng.pick(['crash', 'zombie', 'retire', 'move', 'reclaim'] as const);
     schedule.ends.push(end);
     if (last) schedule.kafka.faulty = false;
-    const { lane, host, fed, zombie } = await runClaim(schedule, generation);
+    const { lane, fed, owner } = await runClaim(schedule, generation, host);
     const watched = watch(lane, generation);
     if (last) {
       const done = within(
@@ -510,23 +596,37 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
       continue;
     }
     await new Promise((resolve) => setTimeout(resolve, prng.int(0, 30)));
-    if (end === 'crash') {
-      host.dead = true;
-    } else if (end === 'zombie') {
-      zombie.lapsed = true;
-      // Its next heartbeat tells it of the rebalance (ownership retires its claims): a little
-      // while after the next claim fenced it, or before.
-      const learns = prng.int(0, 40);
-      setTimeout(() => lane.retire(new Error('a rebalance, learnt late')), learns);
-      settling.push(
-        within(watched, settleMs).then((ended) => {
-          if (ended === 'timed-out') schedule.driverErrors.push(`claim ${generation} (a zombie) did not end within ${settleMs} ms of being fenced`);
-        }),
-      );
-    } else {
-      lane.retire(new Error('a rebalance'));
-      if ((await within(watched, settleMs)) === 'timed-out') schedule.driverErrors.push(`claim ${generation} did not retire within ${settleMs} ms`);
+    switch (end) {
+      case 'crash':
+        host.dead = true;
+        break;
+      case 'zombie': {
+        owner.lapsed = true;
+        // Its next heartbeat tells it of the rebalance (ownership retires its claims): a little
+        // while after the next claim fenced it, or before.
+        setTimeout(
+          () => {
+            owner.retired = true;
+            lane.retire(new Error('a rebalance, learnt late'), true);
+          },
+          prng.int(0, 40),
+        );
+        settles(lane, host, watched, generation, 'a zombie');
+        break;
+      }
+      case 'retire':
+        owner.retired = true;
+        lane.retire(new Error('a rebalance'));
+        if ((await within(watched, settleMs)) === 'timed-out') schedule.driverErrors.push(`claim ${generation} did not retire within ${settleMs} ms`);
+        break;
+      case 'move':
+      case 'reclaim':
+        owner.retired = true;
+        lane.retire(new Error('the partition moved'), true);
+        settles(lane, host, watched, generation, end);
+        break;
     }
+    if (end !== 'reclaim') host = { name: `P${generation + 1}`, dead: false };
   }
   await Promise.all(settling);
   for (const close of schedule.closers) close();
@@ -557,7 +657,7 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
   for (const error of schedule.driverErrors) add('no-driver-error', error);
   const results = publishedResults(kafka);
   const deadLetters = kafka.committed.get(DEAD_LETTERS) ?? [];
-  const interrupted = schedule.ends.some((end) => end === 'crash' || end === 'zombie');
+  const interrupted = schedule.ends.some((end) => end === 'crash');
   for (const record of schedule.records) {
     if (record.kind === 'repeat') continue;
     if (record.kind === 'undecodable') {
@@ -578,8 +678,13 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
     const outcome = mine[0]?.outcome;
     if (outcome === 'SENT' && accepted !== 1) add('result-tells-the-truth', `${id}: SENT, accepted ${accepted} times`);
     if (outcome === 'FAILED' && accepted !== 0) add('result-tells-the-truth', `${id}: FAILED, but the service accepted it`);
-    if (outcome === 'UNKNOWN' && own.length === 0 && !interrupted)
-      add('unknown-has-a-cause', `${id}: UNKNOWN, never called, and no claim crashed or was a zombie`);
+    // Every call answered for sure (sent, or surely not): the process that made it knows, and hands it over.
+    const answered = own.length > 0 && own.every((c) => !MAY_HIDE_A_SEND.has(c.answer));
+    if (outcome === 'UNKNOWN' && (own.length === 0 || answered) && !interrupted)
+      add(
+        'unknown-has-a-cause',
+        `${id}: UNKNOWN, ${own.length === 0 ? 'never called' : `every call answered (${own.map((c) => c.answer).join(', ')})`}, and no claim crashed`,
+      );
   }
   // Where the next claim would start (recoveryPlan): results published ahead of the group offset
   // move only the checkpoint's `next` until a later record's transaction moves the offset.
@@ -606,6 +711,8 @@ function tallyOf(schedule: Schedule, tally: Map<string, number> | undefined): vo
   count('calls', schedule.calls.length);
   count('commit failed', schedule.kafka.faults.fail);
   count('commit answer lost', schedule.kafka.faults.lost);
+  const handovers = (schedule.kafka.committed.get(LEDGER) ?? []).filter((r) => r.key !== null && r.key.toString() === handoverKey(GROUP, TOPIC)).length;
+  count('handovers written', handovers);
 }
 
 /** Runs `count` schedules from `firstSeed`, `parallel` at a time. */
