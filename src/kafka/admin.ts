@@ -50,14 +50,24 @@ export async function createTopics(client: Admin | Kafka, topics: readonly Topic
   return names;
 }
 
-/** How long a new topic's partitions get to show a leader before createTopics gives up. */
+/**
+ * How long a new topic's partitions get to show a leader before createTopics gives up: checked
+ * between looks, so the wait may pass it by one metadata request (and kafkajs's own retries of it).
+ */
 export const TOPIC_LEADERS_WAIT_MS = 30_000;
 const TOPIC_LEADERS_POLL_MS = 100;
 
-/** Errors a broker answers for a topic it has created but not yet fully applied: wait, not fail. */
+/**
+ * Errors a broker answers for a topic it has created but not yet fully applied: wait, not fail.
+ * kafkajs retries some of them itself and then throws its own error with the broker's as `cause`.
+ */
 export function isTopicNotReadyYet(error: unknown): boolean {
-  const type = (error as { type?: unknown } | null)?.type;
-  return type === 'UNKNOWN_TOPIC_OR_PARTITION' || type === 'LEADER_NOT_AVAILABLE';
+  for (let e = error, depth = 0; e !== null && typeof e === 'object' && depth < 5; depth++) {
+    const { type, cause } = e as { type?: unknown; cause?: unknown };
+    if (type === 'UNKNOWN_TOPIC_OR_PARTITION' || type === 'LEADER_NOT_AVAILABLE') return true;
+    e = cause;
+  }
+  return false;
 }
 
 async function waitForLeaders(admin: Admin, topics: readonly string[], waitMs = TOPIC_LEADERS_WAIT_MS): Promise<void> {

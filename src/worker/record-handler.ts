@@ -245,22 +245,14 @@ async function admit(
   if (validation.geoRefusals !== undefined) deps.onGeoRefusals?.(validation.geoRefusals, command, source);
   if (validation.kind === 'rejected')
     return ended(encodedResult(rejectedResult({ command, source, completedAt: now() }, validation.problems, validation.code), deps));
-  let send: Sendable = validation;
   const guards = [deps.sender.destinations, deps.sender.tenantDestinations?.(tenant)].filter((g) => g !== undefined);
-  // With two guards, neither counts a recipient until both let it through: a tenant over its own
-  // limit must not use up (and block) the deployment's for every other tenant.
-  const countEach = guards.length === 1;
-  for (const guard of guards) {
-    const verdict = await screenHolding(guard, send, deps.policy.partialRecipients, command, source, signal, now, countEach);
-    if (verdict.kind === 'abandoned') return ended({ kind: 'abandoned' });
-    if (verdict.kind === 'expired') return ended(encodedResult(expiredResult({ command, source, completedAt: now() }, verdict.expiresAt), deps));
-    if (verdict.kind === 'rejected')
-      return ended(
-        encodedResult(rejectedResult({ command, source, completedAt: now() }, verdict.problems, RESULT_ERROR_CODES.destinationVelocityLimited), deps),
-      );
-    send = verdict.validation;
-  }
-  if (!countEach) for (const guard of guards) guard.commit(send);
+  if (guards.length === 0) return { kind: 'send', send: validation };
+  const verdict = await screenHolding(guards, validation, deps.policy.partialRecipients, command, source, signal, now);
+  if (verdict.kind === 'abandoned') return ended({ kind: 'abandoned' });
+  if (verdict.kind === 'expired') return ended(encodedResult(expiredResult({ command, source, completedAt: now() }, verdict.expiresAt), deps));
+  if (verdict.kind === 'rejected')
+    return ended(encodedResult(rejectedResult({ command, source, completedAt: now() }, verdict.problems, RESULT_ERROR_CODES.destinationVelocityLimited), deps));
+  const send: Sendable = verdict.validation;
   return { kind: 'send', send };
 }
 

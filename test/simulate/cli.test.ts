@@ -10,13 +10,19 @@ function simulate(...args: string[]): { status: number | null; out: string } {
 }
 
 describe('npm run simulate', () => {
-  it('runs schedules of the correct protocol and says how fast', () => {
+  it('runs schedules of the correct protocol and says how fast', { timeout: 60_000 }, () => {
     const { status, out } = simulate('--schedules', '300', '--seed', '10', '--lease-lapses', 'off', '--crashes-after-failure', 'off', '--repeat-keys', 'same');
     expect(out).toMatch(/schedules 300, violations 0, [\d,]+ schedules\/s, \d+\.\d s/);
     // Then as many schedules of the send path over several accounts (tools/simulate/failover.ts).
     expect(out).toMatch(/accounts: schedules 300 over 2–3 accounts \(shipped FailoverSender and GuardedSenders\), violations 0, [\d,]+ sent, [\d,]+ failovers/);
+    // Then one schedule in ten of the shipped lane (tools/simulate/shipped-lane.ts).
+    expect(out).toMatch(
+      /shipped lane: schedules 30 \(PartitionLane, record handler, FailoverSender and GuardedSenders over simulated Kafka and service\), violations 0/,
+    );
     expect(status).toBe(0);
-    expect(simulate('--schedules', '20', '--accounts', 'off').out).not.toContain('accounts:');
+    const partsOff = simulate('--schedules', '20', '--accounts', 'off', '--lane', 'off').out;
+    expect(partsOff).not.toContain('accounts:');
+    expect(partsOff).not.toContain('shipped lane:');
   });
 
   it('stops a variant at its first violation, with a trace and a replay command that replays it', () => {

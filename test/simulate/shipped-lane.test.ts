@@ -21,11 +21,14 @@ function report(name: string, violations: readonly ShippedLaneViolation[]): void
   console.log(
     `${name}: ${violations.length} violations (${kinds(violations).join(', ') || 'none'}), first ${first === undefined ? '-' : `seed ${first.seed} ${first.kind}: ${first.detail}`}`,
   );
+  // What happened in the first schedule that broke something (claims, commits, handovers), on request.
+  const traced = violations.find((v) => v.trace !== undefined);
+  if (traced !== undefined && process.env['SHIPPED_LANE_TRACE'] !== undefined) console.log(`seed ${traced.seed}:\n${(traced.trace ?? []).join('\n')}`);
 }
 
 // Budgets of schedules, not timing targets (the timers are real; coverage slows them in CI).
 describe('the shipped lane, handler and senders in the simulation', { timeout: 240_000 }, () => {
-  it('ledger on: no command sent twice, every call under a committed mark, one result each, no UNKNOWN without a cause, through crashes, zombies, retirements, moves and reclaims', async () => {
+  it('ledger on: no command sent twice, every call under a committed mark, one result each, no UNKNOWN without a cause, through crashes, zombies, retirements, moves and reclaims, within the velocity limits', async () => {
     const tally = new Map<string, number>();
     const violations = await runShippedLaneSchedules(1, 1_000, { parallel: 32, tally });
     report('ledger on', violations);
@@ -78,7 +81,8 @@ describe('the shipped lane, handler and senders in the simulation', { timeout: 2
     });
     const violations = await runShippedLaneSchedules(1, 50, { parallel: 32, settleMs: 1_000 });
     report('refuse-call dropped', violations);
-    expect(violations.length).toBeGreaterThan(0);
+    // Its records wait for an answer that never comes: the claim never ends.
+    expect(kinds(violations)).toContain('no-driver-error');
   });
 
   it('a lane that carries out refuse-call as call (a zombie calls after its lease lapsed): found', async () => {

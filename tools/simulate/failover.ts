@@ -48,7 +48,7 @@ const ANSWER_WEIGHTS: Readonly<Record<Answer, number>> = {
   business: 3,
 };
 
-export const FAILURE: Readonly<Record<Exclude<Answer, 'ok'>, { failureClass: FailureClass; code: string; answered: boolean }>> = {
+const FAILURE: Readonly<Record<Exclude<Answer, 'ok'>, { failureClass: FailureClass; code: string; answered: boolean }>> = {
   'no-route': { failureClass: 'configuration', code: '101301', answered: true },
   funds: { failureClass: 'insufficient-funds', code: '105400', answered: true },
   'refused-client': { failureClass: 'configuration', code: 'PROVIDER_HTTP_401', answered: true },
@@ -256,16 +256,29 @@ export async function runFailoverSchedules(
   tally?: Map<string, number>,
   parallel = 1,
 ): Promise<FailoverViolation[]> {
-  const violations: FailoverViolation[] = [];
+  return runSeeds(firstSeed, count, parallel, (seed) => runFailoverSchedule(seed, wrap, tally));
+}
+
+/**
+ * Runs `run` for seeds firstSeed … firstSeed + count − 1, `parallel` at a time (a schedule on real
+ * timers mostly waits, so several overlap); every schedule's violations, by seed.
+ */
+export async function runSeeds<V extends { readonly seed: number }>(
+  firstSeed: number,
+  count: number,
+  parallel: number,
+  run: (seed: number) => Promise<V[]>,
+): Promise<V[]> {
+  const violations: V[] = [];
   let next = firstSeed;
-  const lane = async (): Promise<void> => {
+  const worker = async (): Promise<void> => {
     while (next < firstSeed + count) {
       const seed = next;
       next += 1;
-      violations.push(...(await runFailoverSchedule(seed, wrap, tally)));
+      violations.push(...(await run(seed)));
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, parallel) }, lane));
+  await Promise.all(Array.from({ length: Math.max(1, parallel) }, worker));
   return violations.sort((a, b) => a.seed - b.seed);
 }
 

@@ -18,7 +18,7 @@
  *
  * Then, unless --lane off: one schedule in ten of the shipped lane (tools/simulate/shipped-lane.ts:
  * the shipped PartitionLane, record handler, FailoverSender and GuardedSenders over a simulated
- * Kafka and service, through claims that crash, linger as zombies or retire).
+ * Kafka and service, through claims that crash, turn zombie, retire, move or are reclaimed).
  */
 import { parseArgs } from 'node:util';
 import type { LedgerMode, RunOptions, SimVariant } from './model.ts';
@@ -173,7 +173,7 @@ async function simulateAccounts(seed: number, schedules: number): Promise<boolea
  */
 const LANE_SHARE = 10;
 
-/** The shipped lane, handler and senders through claims that crash, linger as zombies or retire: true when it found a violation. */
+/** The shipped lane, handler and senders through claims that crash, turn zombie, retire, move or are reclaimed: true when it found a violation. */
 async function simulateShippedLane(seed: number, schedules: number): Promise<boolean> {
   const started = Date.now();
   const tally = new Map<string, number>();
@@ -184,7 +184,7 @@ async function simulateShippedLane(seed: number, schedules: number): Promise<boo
   console.log(
     `shipped lane: schedules ${schedules} (PartitionLane, record handler, FailoverSender and GuardedSenders over simulated Kafka and service), ` +
       `violations ${violations.length}, ${(tally.get('calls') ?? 0).toLocaleString('en')} calls, ` +
-      `${['crash', 'zombie', 'retire'].map((end) => `${(tally.get(`claim ${end}`) ?? 0).toLocaleString('en')} ${end}`).join(', ')}, ${((Date.now() - started) / 1000).toFixed(1)} s`,
+      `${['crash', 'zombie', 'retire', 'move', 'reclaim'].map((end) => `${(tally.get(`claim ${end}`) ?? 0).toLocaleString('en')} ${end}`).join(', ')}, ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
   return violations.length > 0;
 }

@@ -1,41 +1,51 @@
 /**
  * A seeded simulation of one partition through a succession of claims, each driven by the shipped
  * code: `PartitionLane` (the effect interpreter around the partition machine), the shipped record
- * handler, and a shipped `FailoverSender` over one or two shipped `GuardedSender`s with their real
- * gates and holds. Only I/O is swapped:
- * - Kafka: `SimulatedKafka`, one partition's committed log (ledger checkpoints, results, dead
- *   letters, the group offset) behind the worker's own port (`PartitionProducers`): transactions
- *   that commit atomically, producers fenced by a newer generation, commits that fail or whose
- *   answer is lost after they committed;
+ * handler with its admission (validation, the velocity limits and a tenant's), a shipped
+ * `FailoverSender` over one or two shipped `GuardedSender`s with their real gates and holds, and
+ * the shipped `ledgerHandovers`. Only I/O is swapped:
+ * - Kafka: `SimulatedKafka`, one partition's committed log (ledger checkpoints and handovers,
+ *   results, dead letters, the group offset) behind the worker's own port (`PartitionProducers`):
+ *   transactions that commit atomically, one at a time per producer; each initialisation of the
+ *   partition's transactional id takes the next epoch and fences every producer before it (the
+ *   broker knows no generations; each process refuses a claim older than its newest); commits that
+ *   fail, or commit with their answer lost;
  * - the service: `SimulatedService`, a `ProviderClient` whose answers come from the seed (and
- *   which records, per command, every call and whether the service accepted it);
+ *   which records every call: process, account, answer, whether it was accepted);
  * - the codec: the real Avro types, without a registry.
  *
- * Each claim is built by the shipped `buildClaim` from what the log committed after it fenced, and
- * hands over through the shipped `ledgerHandovers` (ledger on). A claim ends by a crash (its
- * process dies: every call and transaction it has under way hangs, nothing more of it happens), as
- * a zombie, retired, moved or reclaimed by its own process (ClaimEnd); the last claim runs without
- * Kafka faults until every record is answered. Then, per command:
+ * Each claim is built by the shipped `buildClaim` from what was committed after it fenced, owns the
+ * partition as lane-router.ts says, and ends as ClaimEnd says; the last claim runs without Kafka
+ * faults until every record is answered. Then, per command:
  * - at-most-one-send: the service accepted it at most once, over all claims and accounts;
- * - call-under-committed-mark: every call started while the ledger's committed checkpoint held the
- *   record's mark (ledger on), so that a crash can never leave a call nobody knows of;
+ * - call-under-committed-mark: every call started while the ledger's committed checkpoint held a
+ *   mark of the command naming the account called, made by a claim of the calling process (ledger
+ *   on), so that a crash can never leave a call nobody knows of;
  * - exactly-one-result: each command (not a repeat, not undecodable) has one committed result,
- *   each undecodable record one dead letter, and the group offset passed every record;
+ *   each undecodable record one dead letter, and the next claim would take nothing again;
  * - result-tells-the-truth: SENT only if the service accepted it; FAILED only if it did not;
  * - unknown-has-a-cause: an UNKNOWN for a command never called, or whose every call was answered
- *   for sure, only in a schedule where a claim crashed (a claim that ends any other way hands over
- *   what it marked, never called or had answered; the same process takes its own from memory);
- * - no-driver-error: no lane failed for anything but the simulated Kafka faults (a machine
- *   assertion, a lane's own bug, shows here).
+ *   for sure, only if a crash left it in doubt (a claim that ends any other way hands over what it
+ *   marked, never called or had answered; the same process takes its own from memory);
+ * - within-velocity-limits: no process called more commands to a region or prefix, or of a tenant,
+ *   than the limits let through;
+ * - no-driver-error: no lane failed for anything but the simulated faults, and none hung.
  *
- * The timers are real (a few ms): a seed replays a schedule's draws, not always its interleaving.
- * Run: `node tools/simulate/shipped-lane.ts [--schedules 500] [--seed 1] [--parallel 8] [--ledger on|off]`.
+ * The timers are real (a few ms) and one PRNG serves the schedule: its seed sets the world (the
+ * records, accounts, limits, how many claims and how each ends), while faults and answers are
+ * drawn in the order the timers run, so a replay may differ. A schedule that breaks something
+ * prints what happened (claims, commits, handovers).
+ * Run: `node tools/simulate/shipped-lane.ts [--schedules 500] [--seed 1] [--parallel 8] [--ledger on|off] [--keep on|off]`.
  */
 import { parseArgs } from 'node:util';
 import { commandType, deadLetterType, resultType } from '../../src/contracts/avro.ts';
 import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts';
 import { DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
 import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
+import { DestinationGuard } from '../../src/worker/guard/destination-guard.ts';
+import { DEFAULT_VELOCITY_SETTINGS, type VelocitySettings } from '../../src/worker/guard/velocity.ts';
+import { TenantLimits } from '../../src/worker/tenants/tenant-limits.ts';
+import { parseTenantLimits, type TenantSettings } from '../../src/worker/tenants/tenant-settings.ts';
 import {
   FencedError,
   type KeyedRecordProducer,
@@ -54,14 +64,14 @@ import { handoverKey } from '../../src/worker/handover-record.ts';
 import { ledgerHandovers, type Handovers } from '../../src/worker/handovers.ts';
 import { checkpointKey, decodeCheckpoint, recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { PartitionLane, type LaneContext } from '../../src/worker/partition-lane.ts';
-import { buildClaim, LeaseLostError } from '../../src/worker/protocol/claim.ts';
+import { buildClaim, LeaseLostError, type PartitionClaim } from '../../src/worker/protocol/claim.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 import type { RecordCodec } from '../../src/worker/record-outcomes.ts';
 import { RefusalHolds } from '../../src/worker/refusal-holds.ts';
 import { DEFAULT_REFUSAL_SCOPE_SETTINGS } from '../../src/worker/refusal-scopes.ts';
 import { Semaphore } from '../../src/worker/semaphore.ts';
 import { OutageCounter, ServiceGate } from '../../src/worker/service-gate.ts';
-import { simulatedFailure, simulatedSuccess, violationsByKind, type Answer } from './failover.ts';
+import { MAY_HAVE_SENT, runSeeds, simulatedFailure, simulatedSuccess, violationsByKind, type Answer } from './failover.ts';
 import { Prng } from './prng.ts';
 
 const TOPIC = 'commands';
@@ -88,15 +98,27 @@ const ANSWER_WEIGHTS: Readonly<Partial<Record<Answer, number>>> = {
   malformed: 2,
   business: 5,
 };
-const MAY_HIDE_A_SEND: ReadonlySet<Answer> = new Set(['http500', 'reset-after', 'malformed']);
 
 /** A process of the simulation: once dead, every I/O it has under way or starts hangs. */
 interface Incarnation {
   readonly name: string;
   dead: boolean;
+  /** Its transactional producers (one per process, as TransactionalProducers in the worker). */
+  producers?: PartitionProducers;
   /** Its handovers (ledger on): one per process, so a claim it makes again takes its own settlements from memory. */
   handovers?: Handovers;
+  /** Its sender (gates, holds, velocity counts): one per process, as in the worker. */
+  sender?: CommandSender;
+  /** The mark owners of the claims it made (each claim names its marks `<owner>.<n>`). */
+  readonly markOwners: Set<string>;
 }
+
+function incarnation(name: string): Incarnation {
+  return { name, dead: false, markOwners: new Set() };
+}
+
+/** A failure the simulated world made (a failed commit, one whose answer was lost): the protocol's to handle. */
+class SimulatedFault extends Error {}
 
 const hang = (): Promise<never> => new Promise<never>(() => undefined);
 
@@ -110,10 +132,39 @@ async function io(prng: Prng, host: Incarnation, maxMs = 2): Promise<void> {
 export interface ServiceCall {
   readonly commandId: string;
   readonly process: string;
+  readonly account: string;
   readonly answer: Answer;
   readonly accepted: boolean;
-  /** The committed checkpoint held the record's mark when the call started (ledger on). */
+  /** The committed checkpoint held a mark of the record naming this account and a claim of this process when the call started (ledger on). */
   readonly underCommittedMark: boolean;
+}
+
+/** A transaction's records, for the trace: results by commandId and outcome, the checkpoint's open marks and answered records. */
+function describeSends(sends: readonly { topic: string; messages: readonly OutgoingRecord[] }[]): string {
+  const parts: string[] = [];
+  for (const { topic, messages } of sends) {
+    for (const m of messages) {
+      if (topic === RESULTS) {
+        const r = resultType.fromBuffer(m.value.subarray(5)) as PublishedResult & { source?: { offset?: unknown } };
+        parts.push(`${r.commandId}@${String(r.source?.offset)} ${r.outcome}`);
+      } else if (topic === LEDGER) {
+        const c = decodeCheckpoint(m.key === null ? null : Buffer.from(m.key), m.value, LEDGER_KEY);
+        if (c !== undefined)
+          parts.push(
+            `checkpoint next ${c.next} open [${c.open.map((o) => `${o.offset}:${o.commandId}:${o.by ?? ''}`).join(' ')}] done [${(c.done ?? []).map((d) => d.offset).join(' ')}]`,
+          );
+      } else parts.push(`${topic} record`);
+    }
+  }
+  return parts.join('; ');
+}
+
+/** A producer initialised with the partition's transactional id: the broker's epoch it holds. */
+interface ProducerSession {
+  readonly generation: number;
+  readonly epoch: number;
+  /** A transaction is open on it (kafkajs allows one at a time). */
+  inTransaction: boolean;
 }
 
 /** One partition's committed Kafka state, and the transactional producers of every claim over it. */
@@ -122,8 +173,12 @@ export class SimulatedKafka {
   /** Records of committed transactions, per topic, in commit order. */
   readonly committed = new Map<string, OutgoingRecord[]>();
   groupOffset = 0n;
-  /** The newest generation whose producer was initialised: every older one is fenced. */
-  #fencedBy = 0;
+  /** Who committed each result record: process and generation. */
+  readonly resultsBy = new Map<OutgoingRecord, string>();
+  /** What happened, in order (claims, commits): printed for a schedule that broke something. */
+  readonly trace: string[] = [];
+  /** The producer epoch of the partition's transactional id: bumped by every initialisation, it fences every producer before. */
+  #epoch = 0;
   /** Kafka faults (failed commits, lost commit answers) happen only while this holds. */
   faulty = true;
   /** Commits that failed (`fail`) or whose answer was lost (`lost`), for the tally. */
@@ -153,6 +208,7 @@ export class SimulatedKafka {
       send: async (topic, records) => {
         await io(this.#prng, host);
         this.committed.set(topic, [...(this.committed.get(topic) ?? []), ...records.map((r) => ({ key: r.key, value: r.value }))]);
+        this.trace.push(`${host.name} handed over ${records.length}: ${records.map((r) => r.value.toString().slice(0, 160)).join(' | ')}`);
       },
       disconnect: async () => undefined,
     };
@@ -179,71 +235,101 @@ export class SimulatedKafka {
     });
   }
 
-  /** The producers of one claim of generation `generation`, run by `host`. */
-  producersFor(host: Incarnation, generation: number): PartitionProducers {
-    let session: { generation: number } | undefined;
+  /**
+   * The transactional producers of one process, as TransactionalProducers has them: a claim of an
+   * older generation than the newest this process made is refused; initialising a producer (a new
+   * generation, or after `discard`) takes the next epoch of the partition's transactional id,
+   * which fences every earlier producer of it, in any process — the broker knows no generations.
+   */
+  producersFor(host: Incarnation): PartitionProducers {
+    let session: ProducerSession | undefined;
+    let latest = 0;
     return {
-      forPartition: async (_topic, _partition, asked = generation): Promise<TransactionalSession> => {
+      forPartition: async (_topic, _partition, generation = 0): Promise<TransactionalSession> => {
+        // Checked when asked, as TransactionalProducers does (before any wait).
+        if (generation < latest) throw new FencedError(`a claim of generation ${generation} is stale: generation ${latest} owns it now`);
+        latest = generation;
         await io(this.#prng, host);
-        if (asked < this.#fencedBy) throw new FencedError(`generation ${asked} is fenced by ${this.#fencedBy}`);
-        this.#fencedBy = asked;
-        const current = { generation: asked };
-        session = current;
+        if (session === undefined || session.generation !== generation) {
+          this.#epoch += 1;
+          session = { generation, epoch: this.#epoch, inTransaction: false };
+        }
+        const current = session;
         return { transaction: async () => this.#begin(host, current) };
       },
-      discard: async () => {
-        session = undefined;
+      discard: async (_topic, _partition, generation) => {
+        if (generation === undefined || session?.generation === generation) session = undefined;
       },
-      has: (_topic, _partition, asked) => session !== undefined && session.generation === asked && asked >= this.#fencedBy,
-      carry: () => false,
+      has: (_topic, _partition, generation) => session !== undefined && session.generation === generation,
+      // A kept claim: the producer moves to the next generation without initialising again.
+      carry: (_topic, _partition, from, to) => {
+        if (session === undefined || session.generation !== from || to < latest) return false;
+        latest = to;
+        session = { ...session, generation: to };
+        return true;
+      },
     };
   }
 
-  async #begin(host: Incarnation, session: { generation: number }): Promise<Transaction> {
+  async #begin(host: Incarnation, session: ProducerSession): Promise<Transaction> {
     await io(this.#prng, host);
-    const sends: { topic: string; messages: OutgoingRecord[] }[] = [];
-    let offsets: bigint | undefined;
-    let open = true;
     const fenced = (): void => {
-      if (session.generation < this.#fencedBy) {
-        open = false;
-        throw new FencedError(`the producer of generation ${session.generation} was fenced by ${this.#fencedBy}`);
-      }
+      if (session.epoch !== this.#epoch) throw new FencedError(`the producer of epoch ${session.epoch} was fenced by epoch ${this.#epoch}`);
     };
     fenced();
+    if (session.inTransaction) throw new Error('There is already an ongoing transaction for this producer');
+    session.inTransaction = true;
+    const sends: { topic: string; messages: OutgoingRecord[] }[] = [];
+    let offsets: bigint | undefined;
+    let state: 'open' | 'failed' | 'ended' = 'open';
+    const end = (): void => {
+      state = 'ended';
+      session.inTransaction = false;
+    };
     return {
       send: async (batches) => {
         await io(this.#prng, host);
         fenced();
-        if (!open) throw new Error('the transaction is not open');
+        if (state !== 'open') throw new Error('Cannot continue to use transaction once ended');
         for (const batch of batches) sends.push({ topic: batch.topic, messages: [...batch.messages] });
       },
       sendOffsets: async (given) => {
         await io(this.#prng, host);
         fenced();
+        if (state !== 'open') throw new Error('Cannot continue to use transaction once ended');
         const offset = given.topics.flatMap((t) => t.partitions).find((p) => p.partition === PARTITION)?.offset;
         if (offset !== undefined) offsets = BigInt(offset);
       },
       commit: async () => {
         await io(this.#prng, host);
         fenced();
-        if (!open) throw new Error('the transaction is not open');
-        open = false;
+        if (state !== 'open') throw new Error('Cannot continue to use transaction once ended');
         const fate = this.faulty ? this.#prng.weighted({ ok: 92, fail: 4, lost: 4 }) : 'ok';
         if (fate === 'fail') {
+          // Nothing committed; the transaction can still be aborted.
+          state = 'failed';
           this.faults.fail += 1;
-          throw new Error('simulated: the coordinator is not available (nothing committed)');
+          throw new SimulatedFault('simulated: the coordinator is not available (nothing committed)');
         }
-        for (const { topic, messages } of sends) this.committed.set(topic, [...(this.committed.get(topic) ?? []), ...messages]);
+        end();
+        for (const { topic, messages } of sends) {
+          this.committed.set(topic, [...(this.committed.get(topic) ?? []), ...messages]);
+          if (topic === RESULTS)
+            for (const m of messages) this.resultsBy.set(m, `${host.name}/g${session.generation}${fate === 'lost' ? ' (answer lost)' : ''}`);
+        }
         if (offsets !== undefined) this.groupOffset = offsets;
+        this.trace.push(
+          `${host.name}/g${session.generation} committed${fate === 'lost' ? ' (answer lost)' : ''}: ${describeSends(sends)}${offsets === undefined ? '' : `, offset ${offsets}`}`,
+        );
         if (fate === 'lost') {
           this.faults.lost += 1;
-          throw new Error('simulated: EndTxn timed out (it committed)');
+          throw new SimulatedFault('simulated: EndTxn timed out (it committed)');
         }
       },
       abort: async () => {
-        open = false;
         await io(this.#prng, host);
+        if (state === 'ended') throw new Error('Cannot continue to use transaction once ended');
+        end();
       },
     };
   }
@@ -255,9 +341,9 @@ class SimulatedService implements ProviderClient {
   readonly #prng: Prng;
   readonly #host: Incarnation;
   readonly #calls: ServiceCall[];
-  readonly #markHeld: (commandId: string) => boolean;
+  readonly #markHeld: (commandId: string, account: string) => boolean;
 
-  constructor(account: string, prng: Prng, host: Incarnation, calls: ServiceCall[], markHeld: (commandId: string) => boolean) {
+  constructor(account: string, prng: Prng, host: Incarnation, calls: ServiceCall[], markHeld: (commandId: string, account: string) => boolean) {
     this.#account = account;
     this.#prng = prng;
     this.#host = host;
@@ -269,8 +355,9 @@ class SimulatedService implements ProviderClient {
     if (this.#host.dead) await hang();
     const commandId = options.correlationId ?? '?';
     const answer = this.#prng.weighted(ANSWER_WEIGHTS as Record<Answer, number>);
-    const accepted = answer === 'ok' || (MAY_HIDE_A_SEND.has(answer) && this.#prng.chance(0.5));
-    this.#calls.push({ commandId, process: this.#host.name, answer, accepted, underCommittedMark: this.#markHeld(commandId) });
+    const accepted = answer === 'ok' || (MAY_HAVE_SENT.has(answer) && this.#prng.chance(0.5));
+    const underCommittedMark = this.#markHeld(commandId, this.#account);
+    this.#calls.push({ commandId, process: this.#host.name, account: this.#account, answer, accepted, underCommittedMark });
     await io(this.#prng, this.#host, 4);
     if (answer === 'ok') return simulatedSuccess(commandId, this.#account);
     throw simulatedFailure(answer, request.operation);
@@ -302,7 +389,25 @@ interface SimRecord {
   readonly kind: 'command' | 'repeat' | 'undecodable';
   readonly key: string;
   readonly value: Buffer;
+  /** The command's one recipient and its tenant (a repeat's are its original's). */
+  readonly to?: Recipient;
+  readonly tenant?: string | undefined;
 }
+
+/** Recipients of three regions, two prefixes in one: what the velocity limits count. */
+interface Recipient {
+  readonly number: string;
+  readonly region: string;
+  readonly prefix: string;
+}
+const RECIPIENTS: readonly Recipient[] = [
+  { number: '+8613800138000', region: 'CN', prefix: '86138' },
+  { number: '+8613900139000', region: 'CN', prefix: '86139' },
+  { number: '+61412345678', region: 'AU', prefix: '61412' },
+  { number: '+14155550100', region: 'US', prefix: '1415' },
+];
+const TENANT_KEY = 'tenant';
+const TENANTS: readonly (string | undefined)[] = ['acme', 'beta', undefined];
 
 function records(prng: Prng, seed: number): SimRecord[] {
   const out: SimRecord[] = [];
@@ -312,19 +417,21 @@ function records(prng: Prng, seed: number): SimRecord[] {
     const earlier = out.filter((r) => r.kind === 'command');
     if (earlier.length > 0 && prng.chance(0.08)) {
       const original = prng.pick(earlier);
-      out.push({ offset, commandId: original.commandId, kind: 'repeat', key, value: original.value });
+      out.push({ offset, commandId: original.commandId, kind: 'repeat', key, value: original.value, to: original.to, tenant: original.tenant });
     } else if (prng.chance(0.04)) {
       out.push({ offset, commandId: '', kind: 'undecodable', key, value: Buffer.from('not avro') });
     } else {
       const commandId = `s${seed}-c${offset}`;
+      const to = prng.pick(RECIPIENTS);
+      const tenant = TENANTS[prng.int(0, TENANTS.length - 1)];
       const command: SendCommand = {
         commandId,
         createdAt: Date.now(),
         expiresAt: null,
-        metadata: {},
-        operation: { kind: 'text', to: ['+8613800138000'], signature: 'Acme', content: `hello ${commandId}` },
+        metadata: tenant === undefined ? {} : { [TENANT_KEY]: tenant },
+        operation: { kind: 'text', to: [to.number], signature: 'Acme', content: `hello ${commandId}` },
       };
-      out.push({ offset, commandId, kind: 'command', key, value: framed(1, commandType.toBuffer(commandToAvro(command))) });
+      out.push({ offset, commandId, kind: 'command', key, value: framed(1, commandType.toBuffer(commandToAvro(command))), to, tenant });
     }
   }
   return out;
@@ -338,24 +445,40 @@ export interface DriverFaults {
 
 export interface ShippedLaneViolation {
   readonly seed: number;
-  readonly kind: 'at-most-one-send' | 'call-under-committed-mark' | 'exactly-one-result' | 'result-tells-the-truth' | 'unknown-has-a-cause' | 'no-driver-error';
+  /** The schedule's trace (claims, commits, handovers), for the first violation of a schedule. */
+  trace?: readonly string[];
+  readonly kind:
+    | 'at-most-one-send'
+    | 'call-under-committed-mark'
+    | 'exactly-one-result'
+    | 'result-tells-the-truth'
+    | 'unknown-has-a-cause'
+    | 'within-velocity-limits'
+    | 'no-driver-error';
   readonly detail: string;
 }
 
-/**
- * How a claim ends: its process crashes; it turns zombie (its lease lapses, it learns of the
- * rebalance late); it retires and finishes before the next claim starts (`retire`: shutdown, or a
- * rebalance that waits); it retires as the partition moves, handing over what it has under way
- * while the next claim starts at once (`move`); or the same, the next claim made by the same process
- * (`reclaim`: its lane failed while the broker was away, and the partition came back to it).
- */
 /** Whether a claim is still its partition's owner (lane-router.ts's `owns`): its lease holds, it is not retired, and no newer claim began. */
 interface ClaimOwnership {
   lapsed: boolean;
   retired: boolean;
 }
 
-type ClaimEnd = 'crash' | 'zombie' | 'retire' | 'move' | 'reclaim' | 'last';
+/**
+ * How a claim ends: its process crashes; it turns zombie (its lease lapses, it learns of the
+ * rebalance late); it retires and finishes before the next claim starts (`retire`: shutdown, or a
+ * rebalance that waits); it retires as the partition moves, handing over what it has under way
+ * while the next claim starts at once (`move`); the same process claims the partition again after
+ * it retired (`reclaim`); or a rebalance keeps it (`keep`: held, then on in the next generation).
+ */
+type ClaimEnd = 'crash' | 'zombie' | 'retire' | 'move' | 'reclaim' | 'keep' | 'last';
+const ALL_ENDS = ['crash', 'zombie', 'retire', 'move', 'reclaim', 'keep'] as const;
+/**
+ * Kept claims are off by default (`keep`): with them, a handful of schedules in ten thousand left
+ * commands without any result (a kept claim, moved next), seen twice and not yet explained or
+ * replayed (docs/partition-protocol.md, "What the simulation does not yet prove").
+ */
+const ENDS = ['crash', 'zombie', 'retire', 'move', 'reclaim'] as const;
 
 interface Schedule {
   readonly seed: number;
@@ -372,16 +495,64 @@ interface Schedule {
   readonly ends: ClaimEnd[];
   /** The newest claim's generation. */
   generation: number;
+  /** Commands a crash left in doubt (marked, or called, by the process that crashed): they may end UNKNOWN. */
+  readonly excused: Set<string>;
+  /** How long a claim's lane gets to end, real ms. */
+  readonly settleMs: number;
+  /** Ended claims' lanes, ending in the background. */
+  readonly settling: Promise<unknown>[];
+  /** The velocity limits (VELOCITY_* and TENANT_LIMITS), in half the schedules; each process counts its own. */
+  readonly velocity: SimVelocity | undefined;
+}
+
+interface SimVelocity {
+  readonly settings: VelocitySettings;
+  /** TENANT_LIMITS: `acme`'s own limit of recipients per region a minute, `*` for the other tenants' per prefix. */
+  readonly tenants: TenantSettings;
+  readonly acmeRegionPerMinute: number;
+  readonly othersPrefixPerMinute: number;
+}
+
+function velocityOf(prng: Prng): SimVelocity | undefined {
+  if (!prng.chance(0.5)) return undefined;
+  const mode = prng.pick(['enforce', 'hold'] as const);
+  const region = prng.int(2, 8);
+  const prefix = prng.int(2, 8);
+  const acmeRegionPerMinute = prng.int(1, 4);
+  const othersPrefixPerMinute = prng.int(1, 4);
+  const problems: string[] = [];
+  const tenants = parseTenantLimits(
+    JSON.stringify({ acme: { velocityRegionPerMinute: acmeRegionPerMinute }, '*': { velocityPrefixPerMinute: othersPrefixPerMinute } }),
+    TENANT_KEY,
+    3_600_000,
+    problems,
+  );
+  if (problems.length > 0) throw new Error(`the simulation's TENANT_LIMITS: ${problems.join('; ')}`);
+  return {
+    settings: {
+      ...DEFAULT_VELOCITY_SETTINGS,
+      mode,
+      limits: { prefix: { minute: prefix, day: 0 }, region: { minute: region, day: 0 } },
+      holdMaxMs: 30,
+    },
+    tenants,
+    acmeRegionPerMinute,
+    othersPrefixPerMinute,
+  };
 }
 
 const silent = createLogger('silent');
 
 /** The shipped sender of one claim's process: a FailoverSender over a GuardedSender per account. */
 function senderFor(schedule: Schedule, host: Incarnation): CommandSender {
-  const { prng, calls } = schedule;
-  const markHeld = (commandId: string): boolean => {
+  const { prng, calls, velocity } = schedule;
+  const destinations = velocity === undefined ? undefined : new DestinationGuard({ settings: velocity.settings });
+  const tenants = velocity === undefined ? undefined : new TenantLimits(velocity.tenants, { velocity: velocity.settings });
+  // The mark must be this command's, name the account called, and be one of this process's claims' (not an inherited one).
+  const markHeld = (commandId: string, account: string): boolean => {
     if (!schedule.ledger) return true;
-    return schedule.kafka.lastCheckpoint()?.open.some((mark) => mark.commandId === commandId) ?? false;
+    const open = schedule.kafka.lastCheckpoint()?.open ?? [];
+    return open.some((m) => m.commandId === commandId && m.account === account && host.markOwners.has(m.by?.slice(0, m.by.lastIndexOf('.')) ?? ''));
   };
   const accounts = new Map<string, GuardedSender>();
   for (const account of schedule.accounts) {
@@ -404,47 +575,70 @@ function senderFor(schedule: Schedule, host: Incarnation): CommandSender {
         rateLimiter: new RateLimiter(0),
         fundsPolicy: 'pause',
         fundsPauseMaxMs: 40,
+        destinations,
       }),
     );
   }
-  const sender = new FailoverSender({ accounts, routing: { rules: [], fallback: [...schedule.accounts] }, priority: 'normal' });
+  const sender = new FailoverSender({ accounts, routing: { rules: [], fallback: [...schedule.accounts] }, priority: 'normal', tenants });
   return schedule.faults.sender?.(sender) ?? sender;
 }
 
-/** The lane of claim `generation`, fed the partition's records from its start as a consumer would. */
+/**
+ * Claim `generation` of the partition by `host`, as the shipped claim steps make it (partition-
+ * ownership.ts #recover): fence first, then read the group offset and the newest checkpoint
+ * (nothing an earlier owner does can commit after the fence), the repeat window below the start.
+ */
+async function claimFor(schedule: Schedule, generation: number, host: Incarnation): Promise<PartitionClaim> {
+  const { kafka, records: all } = schedule;
+  host.producers ??= kafka.producersFor(host);
+  await host.producers.forPartition(TOPIC, PARTITION, generation);
+  const checkpoint = schedule.ledger ? kafka.lastCheckpoint() : undefined;
+  const { start } = recoveryPlan(kafka.groupOffset, checkpoint);
+  const recent = all.filter((r) => BigInt(r.offset) < start && r.kind !== 'undecodable').map((r) => ({ offset: BigInt(r.offset), commandId: r.commandId }));
+  const markOwner = `claim${generation}`;
+  host.markOwners.add(markOwner);
+  const claim = buildClaim({ topic: TOPIC, partition: PARTITION, generation, markOwner }, kafka.groupOffset, checkpoint, recent, DEDUP_WINDOW);
+  kafka.trace.push(
+    `${host.name}/g${generation} claims from ${claim.start} (group offset ${kafka.groupOffset}), in doubt [${[...claim.inDoubt.values()].map((m) => `${m.offset}:${m.commandId}:${m.by ?? ''}`).join(' ')}], answered [${[...(claim.answered?.keys() ?? [])].join(' ')}]`,
+  );
+  return claim;
+}
+
+/** The lane of claim `generation` by `host`, and the consumer feeding it. */
 async function runClaim(
   schedule: Schedule,
   generation: number,
   host: Incarnation,
 ): Promise<{ lane: PartitionLane; fed: Promise<void>; owner: ClaimOwnership }> {
-  const { kafka, records: all, prng } = schedule;
   const owner: ClaimOwnership = { lapsed: false, retired: false };
   schedule.generation = generation;
-  // As the shipped claim steps: fence first, then read what is committed (nothing an earlier owner does can commit after).
-  const producers = kafka.producersFor(host, generation);
-  await producers.forPartition(TOPIC, PARTITION, generation);
-  const start = kafka.groupOffset;
-  const recent = all.filter((r) => BigInt(r.offset) < start && r.kind !== 'undecodable').map((r) => ({ offset: BigInt(r.offset), commandId: r.commandId }));
-  const claim = buildClaim(
-    { topic: TOPIC, partition: PARTITION, generation, markOwner: `claim${generation}` },
-    start,
-    schedule.ledger ? kafka.lastCheckpoint() : undefined,
-    recent,
-    DEDUP_WINDOW,
-  );
-  const owns = (): boolean => !host.dead && !owner.lapsed && !owner.retired && schedule.generation === generation;
+  const claim = await claimFor(schedule, generation, host);
+  const fetching: FetchHold = { held: false, released: undefined };
+  // As lane-router.ts has it: the claim is current while its lease holds, it is not retired and no newer claim began.
+  const owns = (): boolean => !host.dead && !owner.lapsed && !owner.retired && schedule.generation === claim.generation;
+  const lane = new PartitionLane(laneContext(schedule, host, claim, owns, fetching));
+  return { lane, fed: feed(schedule, host, lane, fetching), owner };
+}
+
+interface FetchHold {
+  held: boolean;
+  released: (() => void) | undefined;
+}
+
+function laneContext(schedule: Schedule, host: Incarnation, claim: PartitionClaim, owns: () => boolean, fetching: FetchHold): LaneContext {
+  const { kafka, prng } = schedule;
+  const producers = host.producers ?? kafka.producersFor(host);
   const abandon = new AbortController();
   schedule.closers.push(() => abandon.abort());
-  let fetchHeld = false;
-  let fetchReleased: (() => void) | undefined;
-  const ctx: LaneContext = {
+  return {
     deps: {
       codec,
-      sender: senderFor(schedule, host),
+      sender: (host.sender ??= senderFor(schedule, host)),
       policy: DEFAULT_VALIDATION_POLICY,
       inDoubtPolicy: 'report',
       maxRecordBytes: 1_000_000,
       maxCommandBytes: 1_000_000,
+      tenantKey: TENANT_KEY,
     },
     producers,
     ...(schedule.ledger && { handovers: (host.handovers ??= kafka.handoversFor(host)) }),
@@ -470,46 +664,53 @@ async function runClaim(
       await io(prng, host);
       return kafka.groupOffset;
     },
-    // As lane-router.ts gives them: sends need the claim current (lease holding, not retired, no
-    // newer generation); a claim no longer current commits only with its generation's producer.
+    // As lane-router.ts gives them: sends need the claim current; a claim no longer current commits only with its generation's producer.
     leaseHolds: owns,
-    mayCommit: () => owns() || producers.has(TOPIC, PARTITION, generation),
+    mayCommit: () => owns() || producers.has(TOPIC, PARTITION, claim.generation),
     mayReinitialise: owns,
     abandon: abandon.signal,
     onProgress: () => undefined,
     onBusy: () => undefined,
     holdFetching: (held) => {
-      fetchHeld = held;
-      if (!held) fetchReleased?.();
+      fetching.held = held;
+      if (!held) fetching.released?.();
     },
   };
-  const lane = new PartitionLane(ctx);
-  // The consumer: batches of a few records from the claim's start, again from the first record
-  // the lane did not take whenever it lets the partition be fetched.
-  const fed = (async () => {
-    let next = Number(claim.start);
-    while (next < all.length && lane.accepting && !host.dead) {
-      if (fetchHeld) {
-        await new Promise<void>((resolve) => (fetchReleased = resolve));
-        continue;
-      }
-      const batch = all.slice(next, next + prng.int(1, 8));
-      let resolved = next - 1;
-      lane.accept({
-        topic: TOPIC,
-        partition: PARTITION,
-        highWatermark: String(all.length),
-        messages: batch.map((r) => ({ offset: String(r.offset), key: Buffer.from(r.key), value: r.value, timestamp: String(Date.now()) })),
-        resolveOffset: (offset) => void (resolved = Math.max(resolved, Number(offset))),
-        isRunning: () => !host.dead,
-        isStale: () => false,
-        heartbeat: async () => undefined,
-      });
-      next = resolved + 1;
-      await new Promise((resolve) => setTimeout(resolve, prng.int(0, 2)));
+}
+
+/**
+ * The consumer: batches of a few records from the group's committed offset (the lane skips those
+ * below its claim's start), again from the first record the lane did not take whenever it lets the
+ * partition be fetched.
+ */
+async function feed(schedule: Schedule, host: Incarnation, lane: PartitionLane, fetching: FetchHold): Promise<void> {
+  const { records: all, prng } = schedule;
+  let next = Number(schedule.kafka.groupOffset);
+  while (next < all.length && (lane.accepting || lane.holding) && !host.dead) {
+    // A rebalance under way: the consumer fetches nothing until it is over (kept, or retired).
+    if (lane.holding) {
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      continue;
     }
-  })();
-  return { lane, fed, owner };
+    if (fetching.held) {
+      await new Promise<void>((resolve) => (fetching.released = resolve));
+      continue;
+    }
+    const batch = all.slice(next, next + prng.int(1, 8));
+    let resolved = next - 1;
+    lane.accept({
+      topic: TOPIC,
+      partition: PARTITION,
+      highWatermark: String(all.length),
+      messages: batch.map((r) => ({ offset: String(r.offset), key: Buffer.from(r.key), value: r.value, timestamp: String(Date.now()) })),
+      resolveOffset: (offset) => void (resolved = Math.max(resolved, Number(offset))),
+      isRunning: () => !host.dead,
+      isStale: () => false,
+      heartbeat: async () => undefined,
+    });
+    next = resolved + 1;
+    await new Promise((resolve) => setTimeout(resolve, prng.int(0, 2)));
+  }
 }
 
 async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timed-out'> {
@@ -521,11 +722,16 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timed-ou
   }
 }
 
-/** Lane failures the simulated Kafka causes (fences, failed or unanswered commits): the protocol's to handle, not a driver bug. */
+/**
+ * Lane failures the simulated world causes, through any chain of causes: a fence, a lease that
+ * lapsed, a failed or unanswered commit. Anything else that ends a lane is a driver bug.
+ */
 function isSimulatedFault(failure: unknown): boolean {
-  if (failure instanceof FencedError || failure instanceof LeaseLostError) return true;
-  const text = failure instanceof Error ? `${failure.message} ${String((failure as { cause?: unknown }).cause ?? '')}` : String(failure);
-  return /simulated|fenced|fence/i.test(text);
+  for (let error = failure, depth = 0; error !== undefined && depth < 10; depth++) {
+    if (error instanceof FencedError || error instanceof LeaseLostError || error instanceof SimulatedFault) return true;
+    error = error instanceof Error ? error.cause : undefined;
+  }
+  return false;
 }
 
 export interface ShippedLaneOptions {
@@ -536,11 +742,43 @@ export interface ShippedLaneOptions {
   readonly tally?: Map<string, number>;
   /** How long the last claim gets to answer every record, and an ended claim's lane to end (real ms). */
   readonly settleMs?: number;
+  /** Claims kept across a rebalance in the mix (off by default: see ENDS). */
+  readonly keep?: boolean;
 }
 
-/** One schedule: claims, each ended by a crash, as a zombie or retired, then a last one; returns what it broke. */
+/**
+ * A rebalance that keeps the claim (partition-ownership.ts): the lane holds, the producer is
+ * carried to the next generation, the claim advances and the lane goes on. A carry refused: the
+ * claim retires and the process claims the partition afresh.
+ */
+async function keepClaim(schedule: Schedule, host: Incarnation, current: RunningClaim, next: number): Promise<RunningClaim> {
+  const { lane } = current;
+  lane.hold();
+  await new Promise((resolve) => setTimeout(resolve, schedule.prng.int(0, 10)));
+  schedule.generation = next;
+  if (host.producers?.carry(TOPIC, PARTITION, lane.claim.generation, next) !== true) {
+    current.owner.retired = true;
+    lane.retire(new Error('not kept'));
+    if ((await within(lane.ended, schedule.settleMs)) === 'timed-out')
+      schedule.driverErrors.push(`a claim not kept did not retire within ${schedule.settleMs} ms`);
+    return runClaim(schedule, next, host);
+  }
+  lane.claim.generation = next;
+  lane.keep(true);
+  return current;
+}
+
+/** A crash leaves in doubt what its process had marked or called: those may end UNKNOWN. */
+function excuseCrash(schedule: Schedule, host: Incarnation): void {
+  for (const mark of schedule.kafka.lastCheckpoint()?.open ?? []) schedule.excused.add(mark.commandId);
+  for (const call of schedule.calls) if (call.process === host.name) schedule.excused.add(call.commandId);
+}
+
+/** A claim under way: its lane, the consumer feeding it, whether it still owns the partition. */
+type RunningClaim = Awaited<ReturnType<typeof runClaim>>;
+
+/** One schedule: claims, each ended as ClaimEnd says, then a last one; returns what it broke. */
 export async function runShippedLaneSchedule(seed: number, options: ShippedLaneOptions = {}): Promise<ShippedLaneViolation[]> {
-  const settleMs = options.settleMs ?? SETTLE_MS;
   const prng = new Prng(seed);
   const schedule: Schedule = {
     seed,
@@ -556,82 +794,112 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     driverErrors: [],
     ends: [],
     generation: 0,
+    velocity: velocityOf(prng),
+    excused: new Set(),
+    settleMs: options.settleMs ?? SETTLE_MS,
+    settling: [],
   };
-  const watch = (lane: PartitionLane, generation: number): Promise<void> =>
-    lane.ended.then((end) => {
-      if (end.failure !== undefined && !isSimulatedFault(end.failure)) schedule.driverErrors.push(`claim ${generation}: ${String(end.failure)}`);
-    });
-  const settling: Promise<unknown>[] = [];
-  /** Waits for an ended claim's lane in the background: it must end (retired, failed) within settleMs. */
-  const settles = (lane: PartitionLane, host: Incarnation, watched: Promise<void>, generation: number, what: string): void =>
-    void settling.push(
-      within(watched, settleMs).then((ended) => {
-        // A process that crashed meanwhile (it reclaimed the partition, then died) never ends its lanes.
-        if (ended === 'timed-out' && !host.dead)
-          schedule.driverErrors.push(
-            `claim ${generation} (${what}) did not end within ${settleMs} ms: waiting on ${JSON.stringify(lane.waitingOn(), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`,
-          );
-      }),
-    );
   const claims = prng.int(0, 3);
-  let host: Incarnation = { name: 'P1', dead: false };
-  for (let generation = 1; generation <= claims + 1; generation++) {
-    const last = generation === claims + 1;
-    const end: ClaimEnd = last ? 'last' : prng.pick(['crash', 'zombie', 'retire', 'move', 'reclaim'] as const);
+  let host = incarnation('P1');
+  let kept: RunningClaim | undefined;
+  for (let generation = 1; generation <= claims; generation++) {
+    const end = prng.pick(options.keep === true ? ALL_ENDS : ENDS);
     schedule.ends.push(end);
-    if (last) schedule.kafka.faulty = false;
-    const { lane, fed, owner } = await runClaim(schedule, generation, host);
-    const watched = watch(lane, generation);
-    if (last) {
-      const done = within(
-        (async () => {
-          await fed;
-          while (lane.working > 0 && lane.accepting) await new Promise((resolve) => setTimeout(resolve, 2));
-          lane.retire(new Error('the schedule is over'));
-          await watched;
-        })(),
-        settleMs,
-      );
-      if ((await done) === 'timed-out') schedule.driverErrors.push(`claim ${generation} (the last) did not answer every record within ${settleMs} ms`);
-      continue;
-    }
+    const running = kept ?? (await runClaim(schedule, generation, host));
     await new Promise((resolve) => setTimeout(resolve, prng.int(0, 30)));
-    switch (end) {
-      case 'crash':
-        host.dead = true;
-        break;
-      case 'zombie': {
-        owner.lapsed = true;
-        // Its next heartbeat tells it of the rebalance (ownership retires its claims): a little
-        // while after the next claim fenced it, or before.
-        setTimeout(
-          () => {
-            owner.retired = true;
-            lane.retire(new Error('a rebalance, learnt late'), true);
-          },
-          prng.int(0, 40),
-        );
-        settles(lane, host, watched, generation, 'a zombie');
-        break;
-      }
-      case 'retire':
-        owner.retired = true;
-        lane.retire(new Error('a rebalance'));
-        if ((await within(watched, settleMs)) === 'timed-out') schedule.driverErrors.push(`claim ${generation} did not retire within ${settleMs} ms`);
-        break;
-      case 'move':
-      case 'reclaim':
-        owner.retired = true;
-        lane.retire(new Error('the partition moved'), true);
-        settles(lane, host, watched, generation, end);
-        break;
-    }
-    if (end !== 'reclaim') host = { name: `P${generation + 1}`, dead: false };
+    kept = await endClaim(schedule, host, running, generation, end);
+    if (end !== 'reclaim' && end !== 'keep') host = incarnation(`P${generation + 1}`);
   }
-  await Promise.all(settling);
+  schedule.ends.push('last');
+  schedule.kafka.faulty = false;
+  await runLastClaim(schedule, kept ?? (await runClaim(schedule, claims + 1, host)), claims + 1);
+  await Promise.all(schedule.settling);
   for (const close of schedule.closers) close();
   tallyOf(schedule, options.tally);
-  return check(schedule);
+  const violations = check(schedule);
+  if (violations[0] !== undefined) violations[0].trace = [...schedule.kafka.trace, ...schedule.ends.map((end, i) => `claim ${i + 1} ended: ${end}`)];
+  return violations;
+}
+
+/** Ends a claim as `end` says; the claim that goes on when it is kept. */
+async function endClaim(
+  schedule: Schedule,
+  host: Incarnation,
+  running: RunningClaim,
+  generation: number,
+  end: Exclude<ClaimEnd, 'last'>,
+): Promise<RunningClaim | undefined> {
+  const { lane, owner } = running;
+  const { prng } = schedule;
+  switch (end) {
+    case 'crash':
+      host.dead = true;
+      excuseCrash(schedule, host);
+      return undefined;
+    case 'zombie':
+      owner.lapsed = true;
+      // Its next heartbeat tells it of the rebalance (ownership retires its claims): a little
+      // while after the next claim fenced it, or before.
+      setTimeout(
+        () => {
+          owner.retired = true;
+          lane.retire(new Error('a rebalance, learnt late'), true);
+        },
+        prng.int(0, 40),
+      );
+      settles(schedule, host, lane, generation, 'a zombie');
+      return undefined;
+    case 'retire':
+    case 'reclaim':
+      // A reclaim: the partition comes back to the same process, whose next claim waits for this one to end (lane-router.ts).
+      owner.retired = true;
+      lane.retire(new Error('a rebalance'));
+      if ((await within(watchEnd(schedule, lane, generation), schedule.settleMs)) === 'timed-out')
+        schedule.driverErrors.push(`claim ${generation} did not retire within ${schedule.settleMs} ms`);
+      return undefined;
+    case 'move':
+      owner.retired = true;
+      lane.retire(new Error('the partition moved'), true);
+      settles(schedule, host, lane, generation, end);
+      return undefined;
+    case 'keep':
+      return keepClaim(schedule, host, running, generation + 1);
+  }
+}
+
+/** The last claim, without Kafka faults from its start: it answers every record and retires. */
+async function runLastClaim(schedule: Schedule, { lane, fed }: RunningClaim, generation: number): Promise<void> {
+  const done = within(
+    (async () => {
+      await fed;
+      while (lane.working > 0 && lane.accepting) await new Promise((resolve) => setTimeout(resolve, 2));
+      lane.retire(new Error('the schedule is over'));
+      // (One that failed at a simulated fault leaves records unanswered: exactly-one-result says so.)
+      await watchEnd(schedule, lane, generation);
+    })(),
+    schedule.settleMs,
+  );
+  if ((await done) === 'timed-out') schedule.driverErrors.push(`claim ${generation} (the last) did not answer every record within ${schedule.settleMs} ms`);
+}
+
+/** A lane that fails for anything but the simulated faults is a driver bug. */
+function watchEnd(schedule: Schedule, lane: PartitionLane, generation: number): Promise<void> {
+  return lane.ended.then((end) => {
+    if (end.failure !== undefined && !isSimulatedFault(end.failure)) schedule.driverErrors.push(`claim ${generation}: ${String(end.failure)}`);
+  });
+}
+
+/** Waits for an ended claim's lane in the background: it must end (retired, failed) within settleMs, unless its process died. */
+function settles(schedule: Schedule, host: Incarnation, lane: PartitionLane, generation: number, what: string): void {
+  schedule.settling.push(
+    within(watchEnd(schedule, lane, generation), schedule.settleMs).then((ended) => {
+      // A process that crashed meanwhile (it reclaimed the partition, then died) never ends its lanes.
+      if (ended === 'timed-out' && !host.dead)
+        schedule.driverErrors.push(
+          `claim ${generation} (${what}) did not end within ${schedule.settleMs} ms: waiting on ${JSON.stringify(lane.waitingOn(), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`,
+        );
+    }),
+  );
 }
 
 let metrics: WorkerMetrics | undefined;
@@ -646,8 +914,11 @@ interface PublishedResult {
   readonly outcome: string;
 }
 
-function publishedResults(kafka: SimulatedKafka): PublishedResult[] {
-  return (kafka.committed.get(RESULTS) ?? []).map((r) => resultType.fromBuffer(r.value.subarray(5)) as PublishedResult);
+function publishedResults(kafka: SimulatedKafka): (PublishedResult & { readonly by: string })[] {
+  return (kafka.committed.get(RESULTS) ?? []).map((r) => ({
+    ...(resultType.fromBuffer(r.value.subarray(5)) as PublishedResult),
+    by: kafka.resultsBy.get(r) ?? '?',
+  }));
 }
 
 function check(schedule: Schedule): ShippedLaneViolation[] {
@@ -657,7 +928,6 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
   for (const error of schedule.driverErrors) add('no-driver-error', error);
   const results = publishedResults(kafka);
   const deadLetters = kafka.committed.get(DEAD_LETTERS) ?? [];
-  const interrupted = schedule.ends.some((end) => end === 'crash');
   for (const record of schedule.records) {
     if (record.kind === 'repeat') continue;
     if (record.kind === 'undecodable') {
@@ -672,28 +942,65 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
     for (const call of own) if (!call.underCommittedMark) add('call-under-committed-mark', `${id}: ${call.process} called before the ledger held its mark`);
     const mine = results.filter((r) => r.commandId === id);
     if (mine.length !== 1) {
-      add('exactly-one-result', `${id} @${record.offset}: ${mine.length} results (${mine.map((r) => r.outcome).join(', ')})`);
+      add(
+        'exactly-one-result',
+        `${id} @${record.offset}: ${mine.length} results (${mine.map((r) => `${r.outcome} by ${r.by}`).join(', ')}); claims ${schedule.ends.join(', ')}`,
+      );
       continue;
     }
     const outcome = mine[0]?.outcome;
     if (outcome === 'SENT' && accepted !== 1) add('result-tells-the-truth', `${id}: SENT, accepted ${accepted} times`);
     if (outcome === 'FAILED' && accepted !== 0) add('result-tells-the-truth', `${id}: FAILED, but the service accepted it`);
     // Every call answered for sure (sent, or surely not): the process that made it knows, and hands it over.
-    const answered = own.length > 0 && own.every((c) => !MAY_HIDE_A_SEND.has(c.answer));
-    if (outcome === 'UNKNOWN' && (own.length === 0 || answered) && !interrupted)
+    const answered = own.length > 0 && own.every((c) => !MAY_HAVE_SENT.has(c.answer));
+    if (outcome === 'UNKNOWN' && (own.length === 0 || answered) && !schedule.excused.has(id))
       add(
         'unknown-has-a-cause',
-        `${id}: UNKNOWN, ${own.length === 0 ? 'never called' : `every call answered (${own.map((c) => c.answer).join(', ')})`}, and no claim crashed`,
+        `${id}: UNKNOWN, ${own.length === 0 ? 'never called' : `every call answered (${own.map((c) => c.answer).join(', ')})`}, and no crash left it in doubt`,
       );
   }
   // Where the next claim would start (recoveryPlan): results published ahead of the group offset
   // move only the checkpoint's `next` until a later record's transaction moves the offset.
+  out.push(...velocityViolations(schedule));
   // A claim whose records past it were all answered ahead by an earlier owner skips them without a
   // transaction: they stay behind the offset, answered in the checkpoint, until a later record's
   // transaction moves it. What counts is what the next claim would do: take nothing again.
   const { start, answered } = recoveryPlan(kafka.groupOffset, schedule.ledger ? kafka.lastCheckpoint() : undefined);
   const redone = schedule.records.filter((r) => BigInt(r.offset) >= start && !answered.has(BigInt(r.offset)));
   if (redone.length > 0) add('exactly-one-result', `the next claim would take ${redone.map((r) => `@${r.offset} (${r.kind})`).join(', ')} again`);
+  return out;
+}
+
+/**
+ * Each process counts its own recipients (the limits are deployment-wide, shared by owned
+ * partitions; here it owns the one): the commands one process called, per region and prefix, and
+ * per tenant, never exceed the limits (all of a schedule is within one minute).
+ */
+function velocityViolations(schedule: Schedule): ShippedLaneViolation[] {
+  const { velocity, seed } = schedule;
+  if (velocity === undefined) return [];
+  const byId = new Map(schedule.records.filter((r) => r.kind === 'command').map((r) => [r.commandId, r]));
+  const called = new Map<string, Set<string>>();
+  for (const call of schedule.calls) called.set(call.process, (called.get(call.process) ?? new Set()).add(call.commandId));
+  const out: ShippedLaneViolation[] = [];
+  for (const [process, ids] of called) {
+    const commands = [...ids].map((id) => byId.get(id)).filter((r): r is SimRecord => r !== undefined);
+    const over = (what: string, limit: number, key: (r: SimRecord) => string | undefined): void => {
+      const counts = new Map<string, number>();
+      for (const r of commands) {
+        const k = key(r);
+        if (k !== undefined) counts.set(k, (counts.get(k) ?? 0) + 1);
+      }
+      for (const [k, n] of counts)
+        if (n > limit)
+          out.push({ seed, kind: 'within-velocity-limits', detail: `${process} called ${n} commands to ${what} ${k}, over its limit of ${limit}` });
+    };
+    const { limits } = velocity.settings;
+    over('region', limits.region.minute, (r) => r.to?.region);
+    over('prefix', limits.prefix.minute, (r) => r.to?.prefix);
+    over('acme’s region', velocity.acmeRegionPerMinute, (r) => (r.tenant === 'acme' ? r.to?.region : undefined));
+    over('a tenant’s prefix', velocity.othersPrefixPerMinute, (r) => (r.tenant === 'beta' ? r.to?.prefix : undefined));
+  }
   return out;
 }
 
@@ -713,6 +1020,9 @@ function tallyOf(schedule: Schedule, tally: Map<string, number> | undefined): vo
   count('commit answer lost', schedule.kafka.faults.lost);
   const handovers = (schedule.kafka.committed.get(LEDGER) ?? []).filter((r) => r.key !== null && r.key.toString() === handoverKey(GROUP, TOPIC)).length;
   count('handovers written', handovers);
+  if (schedule.velocity !== undefined) count(`velocity ${schedule.velocity.settings.mode}`);
+  const rejected = publishedResults(schedule.kafka).filter((r) => r.outcome === 'REJECTED').length;
+  count('result REJECTED', rejected);
 }
 
 /** Runs `count` schedules from `firstSeed`, `parallel` at a time. */
@@ -721,17 +1031,7 @@ export async function runShippedLaneSchedules(
   count: number,
   options: ShippedLaneOptions & { readonly parallel?: number } = {},
 ): Promise<ShippedLaneViolation[]> {
-  const violations: ShippedLaneViolation[] = [];
-  let next = firstSeed;
-  const worker = async (): Promise<void> => {
-    while (next < firstSeed + count) {
-      const seed = next;
-      next += 1;
-      violations.push(...(await runShippedLaneSchedule(seed, options)));
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, options.parallel ?? 1) }, worker));
-  return violations.sort((a, b) => a.seed - b.seed);
+  return runSeeds(firstSeed, count, options.parallel ?? 1, (seed) => runShippedLaneSchedule(seed, options));
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
@@ -741,12 +1041,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       seed: { type: 'string', default: '1' },
       parallel: { type: 'string', default: '8' },
       ledger: { type: 'string', default: 'on' },
+      keep: { type: 'string', default: 'off' },
     },
   });
   const started = Date.now();
   const tally = new Map<string, number>();
   const violations = await runShippedLaneSchedules(Number(values.seed), Number(values.schedules), {
     ledger: values.ledger !== 'off',
+    keep: values.keep === 'on',
     tally,
     parallel: Number(values.parallel),
   });
@@ -764,5 +1066,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     violations.length === 0 ? '0 violations' : [...byKind].map(([kind, { count, firstSeed }]) => `${kind}: ${count} (first at seed ${firstSeed})`).join('\n'),
   );
   for (const v of violations.slice(0, 8)) console.log(`  seed ${v.seed} ${v.kind}: ${v.detail}`);
+  const traced = violations.find((v) => v.trace !== undefined);
+  if (traced !== undefined) console.log(`\nseed ${traced.seed}, what happened:\n${(traced.trace ?? []).map((line) => `  ${line}`).join('\n')}`);
   process.exitCode = violations.length === 0 ? 0 : 1;
 }

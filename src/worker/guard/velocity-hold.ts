@@ -21,28 +21,53 @@ export const VELOCITY_HOLD_POLL_MS = 1_000;
 export type HeldVerdict = VelocityVerdict | { readonly kind: 'expired'; readonly expiresAt: number } | { readonly kind: 'abandoned' };
 
 export async function screenHolding(
-  guard: DestinationGuard,
+  guards: readonly DestinationGuard[],
   validation: SendValidation,
   partial: ValidationPolicy['partialRecipients'],
   command: SendCommand,
   source: SourcePosition,
   signal: AbortSignal,
   now: () => number,
-  /** Count a `send` verdict's recipients now (false: the caller commits once every guard agreed). */
-  count = true,
 ): Promise<HeldVerdict> {
-  let verdict = guard.screen(validation, partial, command, source, true, count);
-  if (verdict.kind === 'send' || guard.settings.mode !== 'hold') return verdict;
+  let verdict = screenAll(guards, validation, partial, command, source, true);
+  // Every guard takes VELOCITY_MODE (a tenant's limits too).
+  if (verdict.kind === 'send' || !guards.some((g) => g.settings.mode === 'hold')) return verdict;
   const expiresAt = command.expiresAt;
-  const until = Math.min(now() + guard.settings.holdMaxMs, expiresAt ?? Number.POSITIVE_INFINITY);
+  const holdMaxMs = Math.max(...guards.map((g) => g.settings.holdMaxMs));
+  const until = Math.min(now() + holdMaxMs, expiresAt ?? Number.POSITIVE_INFINITY);
   while (verdict.kind === 'rejected' && now() < until) {
     try {
       await abortableDelay(Math.min(VELOCITY_HOLD_POLL_MS, until - now()), signal);
     } catch {
       return { kind: 'abandoned' };
     }
-    verdict = guard.screen(validation, partial, command, source, false, count);
+    verdict = screenAll(guards, validation, partial, command, source, false);
   }
   if (verdict.kind === 'rejected' && expiresAt !== null && now() >= expiresAt) return { kind: 'expired', expiresAt };
   return verdict;
+}
+
+/**
+ * Screens the command with each guard in turn (each takes what the one before let through) and,
+ * when all let it through, counts its recipients in every one — in one synchronous step: no other
+ * command can be screened between one guard's look and the counts, so concurrent commands never
+ * pass a limit together. None counts a recipient another refused: a tenant over its own limit
+ * must not use up (and block) the deployment's for every other tenant.
+ */
+function screenAll(
+  guards: readonly DestinationGuard[],
+  validation: SendValidation,
+  partial: ValidationPolicy['partialRecipients'],
+  command: SendCommand,
+  source: SourcePosition,
+  report: boolean,
+): VelocityVerdict {
+  let passed = validation;
+  for (const guard of guards) {
+    const verdict = guard.screen(passed, partial, command, source, report, false);
+    if (verdict.kind !== 'send') return verdict;
+    passed = verdict.validation;
+  }
+  for (const guard of guards) guard.commit(passed);
+  return { kind: 'send', validation: passed };
 }

@@ -233,9 +233,12 @@ export class PartitionMachine<O> {
   abandoned(offset: bigint, maybeSent: boolean, clock?: number): void {
     const entry = this.#book.get(offset);
     moveRecord(entry, this.#moves, 'abandoned', 'given-up');
-    if (entry.commandId !== undefined) this.claim.dedup.forget(entry.commandId, offset);
     const withdraw = !maybeSent && !entry.mayHaveReached && this.claim.open.has(offset);
     if (!maybeSent && !entry.mayHaveReached) this.#send.withdraw(offset);
+    // Its commandId leaves the repeat window only with its last mark: while a mark stays open (an
+    // earlier owner's, in doubt, or a call that may have reached the service) the command may have
+    // been sent, and another record of it is a repeat, never new (a second result, or a second send).
+    if (entry.commandId !== undefined && !this.claim.open.has(offset)) this.claim.dedup.forget(entry.commandId, offset);
     this.#ended(entry);
     if (withdraw && this.#o.ledger && clock !== undefined) this.#scheduleCommit(true, clock);
     this.#maybeEnd();

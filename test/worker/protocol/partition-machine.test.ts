@@ -3,7 +3,7 @@
  * tries millions of interleavings; these pin the rules one at a time.
  */
 import { describe, expect, it } from 'vitest';
-import type { PartitionClaim } from '../../../src/worker/protocol/claim.ts';
+import { buildClaim, type PartitionClaim } from '../../../src/worker/protocol/claim.ts';
 import { PartitionMachine, type Effect } from '../../../src/worker/protocol/partition-machine.ts';
 import { testClaim } from '../../helpers/claims.ts';
 
@@ -358,6 +358,38 @@ describe('PartitionMachine: an earlier owner’s mark', () => {
     m.drain();
     m.abandoned(0n, false, 1);
     expect(m.claim.open.has(0n)).toBe(true);
+  });
+
+  it('given up, it keeps its commandId in the repeat window: an earlier record of the same command is a repeat, never new', () => {
+    // The earlier owner identified offset 2 first (records of different keys are decoded
+    // concurrently), so the mark is there and offset 1 was its repeat. The shipped-lane simulation
+    // found this published a second result: offset 1 taken for new once 2 was given up.
+    const inherited = buildClaim(
+      { topic: 't', partition: 0, generation: 2, markOwner: 'next' },
+      0n,
+      { next: 0n, open: [{ offset: 2n, commandId: 'c1', at: 1, by: 'earlier.1' }] },
+      [],
+      100,
+    );
+    const m = machine({ claim: inherited });
+    for (const [offset, key] of [
+      [1n, 'a'],
+      [2n, 'b'],
+    ] as const) {
+      expect(m.offer(offset, true, 0)).toBe('take');
+      m.take(offset, key);
+    }
+    expect(m.identify(2n, 'c1').kind).toBe('in-doubt');
+    m.abandoned(2n, false, 1);
+    expect(m.claim.open.has(2n)).toBe(true);
+    expect(m.identify(1n, 'c1')).toEqual({ kind: 'duplicate', firstOffset: 2n });
+  });
+
+  it('a record given up with nothing left open forgets its commandId: the command may come again', () => {
+    const m = machine();
+    takeAll(m, ['a']);
+    m.abandoned(0n, false, 1);
+    expect(m.claim.dedup.firstOffset('c0')).toBeUndefined();
   });
 });
 
