@@ -2,29 +2,14 @@
  * Command records as the worker fetches them, without a registry: the real Avro types behind
  * Confluent framing with fixed schema ids, and a codec double over them.
  */
-import { commandType, deadLetterType, resultType } from '../../src/contracts/avro.ts';
+import { commandType } from '../../src/contracts/avro.ts';
 import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts';
-import { DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
 import type { FetchedBatch, FetchedRecord } from '../../src/kafka/ports.ts';
 import type { ProviderSuccess } from '../../src/provider/types.ts';
-import type { RecordCodec, RecordLane } from '../../src/worker/record-handler.ts';
+import type { RecordLane } from '../../src/worker/record-handler.ts';
+import { framed } from '../../tools/simulate/registry-free-codec.ts';
 
-/** Confluent framing (magic byte, schema id) around Avro bytes, as the registry client writes it. */
-export function framed(schemaId: number, avro: Buffer): Buffer {
-  const header = Buffer.alloc(5);
-  header.writeInt32BE(schemaId, 1);
-  return Buffer.concat([header, avro]);
-}
-
-/** The codec's three functions over the real Avro types, with fixed schema ids instead of a registry. */
-export const codec: RecordCodec = {
-  decode: async (value) => {
-    if (value === null || value.length < 5 || value[0] !== 0) return { ok: false, code: DEAD_LETTER_CODES.notConfluentFraming, message: 'not framed' };
-    return { ok: true, value: commandType.fromBuffer(value.subarray(5)) as unknown, schemaId: value.readInt32BE(1) };
-  },
-  encodeResult: async (value) => framed(2, resultType.toBuffer(value)),
-  encodeDeadLetter: async (value) => framed(3, deadLetterType.toBuffer(value)),
-};
+export { framed, registryFreeCodec as codec } from '../../tools/simulate/registry-free-codec.ts';
 
 export function command(commandId: string): SendCommand {
   return {

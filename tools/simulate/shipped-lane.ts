@@ -40,7 +40,6 @@
 import { parseArgs } from 'node:util';
 import { commandType, deadLetterType, resultType } from '../../src/contracts/avro.ts';
 import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts';
-import { DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
 import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
 import { DestinationGuard } from '../../src/worker/guard/destination-guard.ts';
 import { DEFAULT_VELOCITY_SETTINGS, type VelocitySettings } from '../../src/worker/guard/velocity.ts';
@@ -66,13 +65,13 @@ import { checkpointKey, decodeCheckpoint, recoveryPlan, type Checkpoint } from '
 import { PartitionLane, type LaneContext } from '../../src/worker/partition-lane.ts';
 import { buildClaim, LeaseLostError, type PartitionClaim } from '../../src/worker/protocol/claim.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
-import type { RecordCodec } from '../../src/worker/record-outcomes.ts';
 import { RefusalHolds } from '../../src/worker/refusal-holds.ts';
 import { DEFAULT_REFUSAL_SCOPE_SETTINGS } from '../../src/worker/refusal-scopes.ts';
 import { Semaphore } from '../../src/worker/semaphore.ts';
 import { OutageCounter, ServiceGate } from '../../src/worker/service-gate.ts';
 import { MAY_HAVE_SENT, runSeeds, simulatedFailure, simulatedSuccess, violationsByKind, type Answer } from './failover.ts';
 import { Prng } from './prng.ts';
+import { framed, registryFreeCodec } from './registry-free-codec.ts';
 
 const TOPIC = 'commands';
 const PARTITION = 0;
@@ -366,21 +365,7 @@ class SimulatedService implements ProviderClient {
   close(): void {}
 }
 
-/** The codec over the real Avro types, with fixed schema ids instead of a registry. */
-function framed(schemaId: number, avro: Buffer): Buffer {
-  const header = Buffer.alloc(5);
-  header.writeInt32BE(schemaId, 1);
-  return Buffer.concat([header, avro]);
-}
-
-const codec: RecordCodec = {
-  decode: async (value) => {
-    if (value === null || value.length < 5 || value[0] !== 0) return { ok: false, code: DEAD_LETTER_CODES.notConfluentFraming, message: 'not framed' };
-    return { ok: true, value: commandType.fromBuffer(value.subarray(5)) as unknown, schemaId: value.readInt32BE(1) };
-  },
-  encodeResult: async (value) => framed(2, resultType.toBuffer(value)),
-  encodeDeadLetter: async (value) => framed(3, deadLetterType.toBuffer(value)),
-};
+const codec = registryFreeCodec;
 
 /** One record of the partition: a command, a repeat of an earlier one's commandId, or bytes nobody can decode. */
 interface SimRecord {
