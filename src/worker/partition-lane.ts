@@ -321,8 +321,11 @@ export class PartitionLane {
         settle();
         // Not sent: a later checkpoint must not list it (the next owner sends it normally). A call
         // cut while under way keeps its mark: the next owner reports it UNKNOWN.
-        if (outcome.kind === 'abandoned') this.#apply(() => this.#machine.abandoned(offset, outcome.maybeSent === true, performance.now()));
-        else this.#apply(() => this.#machine.finished(offset, outcome, performance.now()));
+        this.#applyOrFail(() =>
+          outcome.kind === 'abandoned'
+            ? this.#machine.abandoned(offset, outcome.maybeSent === true, performance.now())
+            : this.#machine.finished(offset, outcome, performance.now()),
+        );
       },
       (error: unknown) => {
         // A bug, not a record problem (those become results or dead letters): the claim fails,
@@ -332,9 +335,26 @@ export class PartitionLane {
           'record handling failed unexpectedly',
         );
         settle();
-        this.#apply(() => this.#machine.crashed(offset, error));
+        this.#applyOrFail(() => this.#machine.crashed(offset, error));
       },
     );
+  }
+
+  /**
+   * `#apply` for an event that arrives on its own (a handler's answer): if the partition protocol
+   * breaks one of its rules meanwhile (a machine assertion throws, a bug), the break is reported and
+   * the claim fails — the next claim recovers from what was committed — rather than an unhandled
+   * rejection that would stop the process with every other partition's work.
+   */
+  #applyOrFail(event: () => void): void {
+    try {
+      this.#apply(event);
+    } catch (error) {
+      this.#ctx.log.error({ err: error, topic: this.claim.topic, partition: this.claim.partition }, 'the partition protocol broke a rule: the claim fails');
+      this.#local.abort(error);
+      this.#stopSending.abort(error);
+      this.#end({ failure: error });
+    }
   }
 
   /**

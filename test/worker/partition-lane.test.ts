@@ -3,7 +3,7 @@
  * producers that record every transaction, a real GuardedSender over a scripted service client,
  * and the real Avro encoding behind a codec double (no registry).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { commandRecordBytes } from '../../src/contracts/dead-letter.ts';
 import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
 import { FencedError, type FetchedRecord } from '../../src/kafka/ports.ts';
@@ -14,6 +14,7 @@ import type { ProviderClient, ProviderRequest, ProviderSuccess } from '../../src
 import { GuardedSender } from '../../src/worker/guarded-sender.ts';
 import type { Checkpoint, OpenMark } from '../../src/worker/ledger-checkpoint.ts';
 import { PartitionLane, type LaneContext } from '../../src/worker/partition-lane.ts';
+import { PartitionMachine } from '../../src/worker/protocol/partition-machine.ts';
 import type { PartitionClaim } from '../../src/worker/partition-ownership.ts';
 import { BytesInHand } from '../../src/worker/bytes-in-hand.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
@@ -274,6 +275,30 @@ describe('PartitionLane: the happy path', () => {
     await processBatch(batchOf([record(0, 'a'), record(1, 'a'), record(2, 'a')]), h.ctx, h.fetching);
     expect(h.service.calls.map((c) => c.commandId)).toEqual(['c2']);
     expect(h.producers.committedKeys(RESULTS)).toEqual(['c2']);
+  });
+});
+
+describe('PartitionLane: the partition protocol breaking a rule', () => {
+  it('a machine assertion as a record finishes fails the claim, reported, instead of an unhandled rejection', async () => {
+    const broken = new Error('partition protocol: record 0 cannot go from marking to done on finished');
+    vi.spyOn(PartitionMachine.prototype, 'finished').mockImplementation(() => {
+      throw broken;
+    });
+    const unhandled: unknown[] = [];
+    const listener = (reason: unknown): void => void unhandled.push(reason);
+    process.on('unhandledRejection', listener);
+    try {
+      const h = harness();
+      const lane = new PartitionLane(h.ctx);
+      lane.accept(batchOf([record(0, 'a')]));
+      const end = await within(2_000, 'the lane ends', lane.ended);
+      expect(end.failure).toBe(broken);
+      await tick(10);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', listener);
+      vi.restoreAllMocks();
+    }
   });
 });
 
