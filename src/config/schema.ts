@@ -103,7 +103,6 @@ const regionList = z
     return [...new Set(entries)].sort();
   });
 
-/** Most recipients a velocity limit allows per window, deployment-wide. */
 /**
  * A spend cap (SPEND_CAP_*): a positive decimal string of the account currency with at most six
  * fractional digits (the service's precision), at most MAX_SPEND_CAP. Unset or blank: no cap.

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GuardedSender } from '../../src/worker/guarded-sender.ts';
-import { PartitionMachine } from '../../src/worker/protocol/partition-machine.ts';
+import { PartitionMachine, type Effect } from '../../src/worker/protocol/partition-machine.ts';
 import type { SendHooks } from '../../src/worker/send-outcome.ts';
 import { runShippedLaneSchedules, type ShippedLaneViolation } from '../../tools/simulate/shipped-lane.ts';
 
@@ -24,6 +24,14 @@ function report(name: string, violations: readonly ShippedLaneViolation[]): void
   // What happened in the first schedule that broke something (claims, commits, handovers), on request.
   const traced = violations.find((v) => v.trace !== undefined);
   if (traced !== undefined && process.env['SHIPPED_LANE_TRACE'] !== undefined) console.log(`seed ${traced.seed}:\n${(traced.trace ?? []).join('\n')}`);
+}
+
+/** A lane that carries out the machine's effects as `rewrite` turns them (a bug in the effect interpreter, injected from outside). */
+function rewriteEffects(rewrite: (effects: Effect<unknown>[]) => Effect<unknown>[]): void {
+  const drain = PartitionMachine.prototype.drain;
+  vi.spyOn(PartitionMachine.prototype, 'drain').mockImplementation(function (this: PartitionMachine<unknown>) {
+    return rewrite(drain.call(this));
+  });
 }
 
 // Budgets of schedules, not timing targets (the timers are real; coverage slows them in CI).
@@ -75,10 +83,7 @@ describe('the shipped lane, handler and senders in the simulation', { timeout: 2
   });
 
   it('a lane that drops the machine’s refuse-call (the record must not call): found', async () => {
-    const drain = PartitionMachine.prototype.drain;
-    vi.spyOn(PartitionMachine.prototype, 'drain').mockImplementation(function (this: PartitionMachine<unknown>) {
-      return drain.call(this).filter((effect) => effect.type !== 'refuse-call');
-    });
+    rewriteEffects((effects) => effects.filter((effect) => effect.type !== 'refuse-call'));
     const violations = await runShippedLaneSchedules(1, 50, { parallel: 32, settleMs: 1_000 });
     report('refuse-call dropped', violations);
     // Its records wait for an answer that never comes: the claim never ends.
@@ -86,19 +91,13 @@ describe('the shipped lane, handler and senders in the simulation', { timeout: 2
   });
 
   it('a lane that carries out refuse-call as call (a zombie calls after its lease lapsed): found', async () => {
-    const drain = PartitionMachine.prototype.drain;
-    vi.spyOn(PartitionMachine.prototype, 'drain').mockImplementation(function (this: PartitionMachine<unknown>) {
-      return drain.call(this).map((effect) => (effect.type === 'refuse-call' ? { type: 'call', offset: effect.offset } : effect));
-    });
+    rewriteEffects((effects) => effects.map((effect) => (effect.type === 'refuse-call' ? { type: 'call', offset: effect.offset } : effect)));
     const violations = await runShippedLaneSchedules(1, 50, { parallel: 32, settleMs: 1_000 });
     report('refuse-call taken for call', violations);
     expect(kinds(violations)).toContain('at-most-one-send');
   });
   it('a lane that drops the machine’s handover effects (a claim that moves tells the next owner nothing): found', async () => {
-    const drain = PartitionMachine.prototype.drain;
-    vi.spyOn(PartitionMachine.prototype, 'drain').mockImplementation(function (this: PartitionMachine<unknown>) {
-      return drain.call(this).filter((effect) => effect.type !== 'handover');
-    });
+    rewriteEffects((effects) => effects.filter((effect) => effect.type !== 'handover'));
     const violations = await runShippedLaneSchedules(1, 100, { parallel: 32, settleMs: 1_000 });
     report('handover dropped', violations);
     expect(kinds(violations)).toContain('unknown-has-a-cause');

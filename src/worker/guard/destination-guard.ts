@@ -46,9 +46,9 @@ export class DestinationGuard {
   }
 
   /**
-   * `report`: tell the observer of refusals (a held command's later looks are not new refusals).
-   * `count`: count the recipients of a `send` verdict as sent to; false when another guard screens
-   * the command after this one, so that `commit` counts only what all of them let through.
+   * The verdict on a command's recipients. Counts nothing: `commit` counts what every guard let
+   * through (velocity-hold.ts, screenAll). `report`: tell the observer of refusals (a held
+   * command's later looks are not new refusals).
    */
   screen(
     validation: SendValidation,
@@ -56,7 +56,6 @@ export class DestinationGuard {
     command: SendCommand,
     source: SourcePosition,
     report = true,
-    count = true,
   ): VelocityVerdict {
     const now = this.#now();
     const mode = this.#velocity.settings.mode;
@@ -64,7 +63,6 @@ export class DestinationGuard {
     const screened = this.#velocity.screen(validation.destinations, now);
     const refusals = tenant === undefined ? screened : screened.map((r) => (r === undefined ? undefined : { ...r, tenant }));
     const verdict = velocityVerdict(validation, refusals, mode, partial);
-    if (verdict.kind === 'send' && count) this.#velocity.commit(verdict.validation.destinations, now);
     const refused = refusals.filter((r): r is VelocityRefusal => r !== undefined);
     if (refused.length > 0 && report) this.#tell(() => this.#observer?.onRefusals(refused, mode, command, source));
     const newBlock = refused.some((r) => r.newlyBlocked);
@@ -77,7 +75,7 @@ export class DestinationGuard {
     return verdict;
   }
 
-  /** Counts the recipients a command is sent to, screened earlier with `count` false. */
+  /** Counts the recipients a command is sent to, once every guard's `screen` let them through. */
   commit(validation: SendValidation): void {
     this.#velocity.commit(validation.destinations, this.#now());
   }

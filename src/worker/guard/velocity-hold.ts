@@ -64,7 +64,7 @@ function screenAll(
 ): VelocityVerdict {
   let passed = validation;
   for (const guard of guards) {
-    const verdict = guard.screen(passed, partial, command, source, report, false);
+    const verdict = guard.screen(passed, partial, command, source, report);
     if (verdict.kind !== 'send') return verdict;
     passed = verdict.validation;
   }

@@ -101,7 +101,9 @@ describe('TenantLimits', () => {
     const screen = (tenant: string, n: number): string => {
       const validation = validateCommand(command(n), DEFAULT_VALIDATION_POLICY, 0);
       if (validation.kind !== 'send') throw new Error('not sendable');
-      const verdict = tenants.destinationsOf(tenant)?.screen(validation, 'reject', command(n), source);
+      const guard = tenants.destinationsOf(tenant);
+      const verdict = guard?.screen(validation, 'reject', command(n), source);
+      if (verdict?.kind === 'send') guard?.commit(verdict.validation);
       return verdict === undefined ? 'no guard' : verdict.kind === 'send' ? 'send' : verdict.problems.map((p) => p.problem).join('; ');
     };
     expect([screen('shop', 1), screen('shop', 2)]).toEqual(['send', 'send']);
