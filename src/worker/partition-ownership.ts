@@ -58,6 +58,8 @@ export interface OwnershipOptions {
   readonly log: Logger;
   readonly metrics: WorkerMetrics;
   readonly now?: () => number;
+  /** Names a new claim's marks (unique to the claim); injectable so a simulation replays. @defaultValue 6 random bytes, base64url */
+  readonly markOwner?: () => string;
 }
 
 /**
@@ -313,7 +315,7 @@ export class PartitionOwnership {
     const recent = await this.#repeatWindow(topic, partition, start, await early);
     stepMs['window'] = this.#now() - windowStarted;
     // Names this claim's marks: unique to it, so a handover of one of them settles nothing else.
-    const markOwner = randomBytes(6).toString('base64url');
+    const markOwner = this.#o.markOwner?.() ?? randomBytes(6).toString('base64url');
     const claim = buildClaim({ topic, partition, generation, markOwner }, groupOffset, checkpoint, recent, this.#o.dedupWindow);
     this.#claimedAt.set(claim, started);
     this.#claimed(claim, groupOffset, checkpoint, started, stepMs);

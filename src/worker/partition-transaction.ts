@@ -1,4 +1,5 @@
 import { BatchTooLargeError, FencedError, type OutgoingRecord, type PartitionProducers } from '../kafka/ports.ts';
+import { SmsWorkerError } from '../errors.ts';
 import { retry } from '../retry.ts';
 import type { Logger } from '../observability/logger.ts';
 import { checkpointKey, decodeCheckpoint, type Checkpoint } from './ledger-checkpoint.ts';
@@ -310,7 +311,13 @@ function staleClaim(target: CommitTarget): FencedError {
 function mayInitialiseAgain(target: CommitTarget): void {
   if (!target.mayFence()) throw staleClaim(target);
   if (target.mayReinitialise?.() === false)
-    throw new Error(`not initialising the producer for ${target.topic}[${target.partition}] again while the group rebalances: the claim ends`);
+    throw new SmsWorkerError(
+      'CLAIM_REBALANCING',
+      `not initialising the producer for ${target.topic}[${target.partition}] again while the group rebalances: the claim ends`,
+      {
+        retryable: true,
+      },
+    );
 }
 
 /** Initialises the partition's producer again (which ends the failed transaction either way), then asks `readBack`; throws when that cannot be told. */

@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GuardedSender } from '../../src/worker/guarded-sender.ts';
+import { OwnershipMachine } from '../../src/worker/protocol/ownership.ts';
 import { PartitionMachine, type Effect } from '../../src/worker/protocol/partition-machine.ts';
 import type { SendHooks } from '../../src/worker/send-outcome.ts';
 import { runShippedLaneSchedules, type ShippedLaneViolation } from '../../tools/simulate/shipped-lane.ts';
@@ -34,11 +35,11 @@ function rewriteEffects(rewrite: (effects: Effect<unknown>[]) => Effect<unknown>
   });
 }
 
-// Budgets of schedules, not timing targets (the timers are real; coverage slows them in CI).
+// Budgets of schedules, not timing targets (the clock is virtual, but coverage slows the code in CI).
 describe('the shipped lane, handler and senders in the simulation', { timeout: 240_000 }, () => {
-  it('ledger on: no command sent twice, every call under a committed mark, one result each, no UNKNOWN without a cause, through crashes, zombies, retirements, moves and reclaims, within the velocity limits', async () => {
+  it('ledger on: no command sent twice, every call under a committed mark, one result each, no UNKNOWN without a cause, through crashes, zombies, retirements, moves, reclaims and kept claims, within the velocity limits', async () => {
     const tally = new Map<string, number>();
-    const violations = await runShippedLaneSchedules(1, 1_000, { parallel: 32, tally });
+    const violations = await runShippedLaneSchedules(1, 3_000, { tally });
     report('ledger on', violations);
     expect(violations).toEqual([]);
     // The schedules did what they claim: every way of ending a claim, and every kind of result.
@@ -46,6 +47,9 @@ describe('the shipped lane, handler and senders in the simulation', { timeout: 2
       'claim crash',
       'claim zombie',
       'claim retire',
+      'claim move',
+      'claim reclaim',
+      'claim keep',
       'result SENT',
       'result FAILED',
       'result UNKNOWN',
@@ -57,7 +61,7 @@ describe('the shipped lane, handler and senders in the simulation', { timeout: 2
   });
 
   it('ledger off: one result each, and no UNKNOWN without a cause', async () => {
-    const violations = await runShippedLaneSchedules(1, 200, { parallel: 32, ledger: false });
+    const violations = await runShippedLaneSchedules(1, 500, { ledger: false });
     report('ledger off', violations);
     // Without the ledger nothing stops a new claim from calling again what a crashed one called
     // (at-most-one-send is the ledger's promise), and the result then tells of the last call.
@@ -77,14 +81,14 @@ describe('the shipped lane, handler and senders in the simulation', { timeout: 2
       };
       return send.call(this, request, correlationId, signal, expiresAt, eager, footprint);
     });
-    const violations = await runShippedLaneSchedules(1, 50, { parallel: 32, settleMs: 1_000 });
+    const violations = await runShippedLaneSchedules(1, 50, { settleMs: 1_000 });
     report('call before the mark commits', violations);
     expect(kinds(violations)).toContain('call-under-committed-mark');
   });
 
   it('a lane that drops the machine’s refuse-call (the record must not call): found', async () => {
     rewriteEffects((effects) => effects.filter((effect) => effect.type !== 'refuse-call'));
-    const violations = await runShippedLaneSchedules(1, 50, { parallel: 32, settleMs: 1_000 });
+    const violations = await runShippedLaneSchedules(1, 50, { settleMs: 1_000 });
     report('refuse-call dropped', violations);
     // Its records wait for an answer that never comes: the claim never ends.
     expect(kinds(violations)).toContain('no-driver-error');
@@ -92,13 +96,36 @@ describe('the shipped lane, handler and senders in the simulation', { timeout: 2
 
   it('a lane that carries out refuse-call as call (a zombie calls after its lease lapsed): found', async () => {
     rewriteEffects((effects) => effects.map((effect) => (effect.type === 'refuse-call' ? { type: 'call', offset: effect.offset } : effect)));
-    const violations = await runShippedLaneSchedules(1, 50, { parallel: 32, settleMs: 1_000 });
+    const violations = await runShippedLaneSchedules(1, 50, { settleMs: 1_000 });
     report('refuse-call taken for call', violations);
     expect(kinds(violations)).toContain('at-most-one-send');
   });
+
+  it('ownership that keeps a claim without checking the generation or the lease (a member that missed a generation goes on with stale state): found', async () => {
+    const join = OwnershipMachine.prototype.join;
+    vi.spyOn(OwnershipMachine.prototype, 'join').mockImplementation(function (this: OwnershipMachine, partitions, next, holding) {
+      const decided = join.call(this, partitions, next, holding);
+      // The bug: every held claim of a partition assigned again is kept.
+      return { ...decided, keepable: holding.filter((claim) => partitions.includes(claim.partition)) };
+    });
+    const violations = await runShippedLaneSchedules(1, 200, { settleMs: 1_000 });
+    report('kept without checks', violations);
+    expect(kinds(violations).filter((kind) => kind === 'at-most-one-send' || kind === 'exactly-one-result')).not.toEqual([]);
+  });
+
+  it('a schedule that broke something replays from its seed alone, interleaving included (the clock is virtual)', async () => {
+    rewriteEffects((effects) => effects.map((effect) => (effect.type === 'refuse-call' ? { type: 'call', offset: effect.offset } : effect)));
+    const batch = await runShippedLaneSchedules(1, 50, { settleMs: 1_000 });
+    const seed = batch[0]?.seed;
+    expect(seed).toBeDefined();
+    const details = (violations: readonly ShippedLaneViolation[]): string[] => violations.filter((v) => v.seed === seed).map((v) => `${v.kind}: ${v.detail}`);
+    const alone = await runShippedLaneSchedules(seed ?? 0, 1, { settleMs: 1_000 });
+    expect(details(alone)).toEqual(details(batch));
+    expect(alone[0]?.trace).toEqual(batch[0]?.trace);
+  });
   it('a lane that drops the machine’s handover effects (a claim that moves tells the next owner nothing): found', async () => {
     rewriteEffects((effects) => effects.filter((effect) => effect.type !== 'handover'));
-    const violations = await runShippedLaneSchedules(1, 100, { parallel: 32, settleMs: 1_000 });
+    const violations = await runShippedLaneSchedules(1, 100, { settleMs: 1_000 });
     report('handover dropped', violations);
     expect(kinds(violations)).toContain('unknown-has-a-cause');
   });

@@ -219,7 +219,8 @@ describe('commitTransaction', () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
     const rebalancing = { ...target, mayReinitialise: () => false };
-    await expect(commitTransaction(producers, rebalancing, outcomes, '12', undefined, log, async () => 0n)).rejects.toThrow(/rebalances/);
+    const error = await commitTransaction(producers, rebalancing, outcomes, '12', undefined, log, async () => 0n).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'CLAIM_REBALANCING', retryable: true, message: expect.stringMatching(/rebalances/) });
     expect(producers.transactions).toHaveLength(1);
     expect(producers.sessions).toBe(1);
   });

@@ -177,7 +177,7 @@ const LANE_SHARE = 10;
 async function simulateShippedLane(seed: number, schedules: number): Promise<boolean> {
   const started = Date.now();
   const tally = new Map<string, number>();
-  const violations = await runShippedLaneSchedules(seed, schedules, { parallel: 32, tally });
+  const violations = await runShippedLaneSchedules(seed, schedules, { tally });
   for (const [kind, { count, firstSeed }] of violationsByKind(violations))
     console.log(`\nVIOLATION ${kind} (shipped lane): ${count}, first at seed ${firstSeed}: npm run simulate:lane -- --seed ${firstSeed} --schedules 1`);
   for (const v of violations.slice(0, 5)) console.log(`  seed ${v.seed} ${v.kind}: ${v.detail}`);
