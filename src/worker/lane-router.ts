@@ -9,7 +9,7 @@ import type { MarkPermits } from './priority/send-permits.ts';
 import { groupOffset } from '../kafka/offsets.ts';
 import { reportGeoRefusals } from './geo-report.ts';
 import { afterFailure } from './protocol/claim.ts';
-import type { WorkerParts } from './parts.ts';
+import type { PipelineParts } from './parts.ts';
 import { SEND_STAGES, type SendStage } from './time-to-send.ts';
 
 /** How often a batch waiting for a claim checks whether a heartbeat is due (it is sent only every heartbeat interval): a clock, not our own state. */
@@ -19,7 +19,7 @@ const HEARTBEAT_CHECK_MS = 100;
 const RENEW_AFTER_MOVE_MS = 2_000;
 
 export interface LaneRouterOptions {
-  readonly parts: WorkerParts;
+  readonly parts: PipelineParts;
   readonly config: WorkerConfig;
   readonly slots: Permits;
   readonly markPermits: MarkPermits;
@@ -265,7 +265,7 @@ export class LaneRouter {
     clearTimeout(timer);
   }
 
-  #open(claim: Awaited<ReturnType<WorkerParts['ownership']['claim']>>): PartitionLane {
+  #open(claim: Awaited<ReturnType<PipelineParts['ownership']['claim']>>): PartitionLane {
     const { parts, config: c } = this.#o;
     const { topic, partition } = claim;
     const key = `${topic}:${partition}`;

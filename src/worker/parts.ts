@@ -6,7 +6,7 @@ import type { GroupMembership } from './group-membership.ts';
  * from here.
  */
 import type { PartitionReader } from '../kafka/partition-reader.ts';
-import type { CommandConsumer, KeyedRecordProducer, OffsetsAdmin } from '../kafka/ports.ts';
+import type { CommandConsumer, KeyedRecordProducer, OffsetsAdmin, PartitionProducers } from '../kafka/ports.ts';
 import type { TransactionalProducers } from '../kafka/transactional-producers.ts';
 import type { CommandTracer } from '../observability/command-span.ts';
 import type { ProviderClient } from '../provider/types.ts';
@@ -19,6 +19,7 @@ import type { SpendHolds } from './guard/spend-holds.ts';
 import type { WarmStepReport } from './warm-up.ts';
 import type { Checkpoint } from './ledger-checkpoint.ts';
 import type { Handovers } from './handovers.ts';
+import type { RecordCodec } from './record-outcomes.ts';
 
 /** What every command source of the process shares: one client to the service, one gate, one set of producers. */
 export interface SharedParts {
@@ -65,3 +66,26 @@ export interface WorkerParts extends SharedParts {
   /** A partition moved away and its lane ended: its producer is replaced by one connected ahead (TransactionalProducers.renew). */
   readonly movedAway: (partition: number, generation: number) => Promise<void>;
 }
+
+/**
+ * What a source's pipeline (source-pipeline.ts) and its lanes (lane-router.ts) work with: a source's
+ * parts, its producers and codec seen through the ports the lanes use. The worker gives them its WorkerParts; the
+ * simulation (tools/simulate/shipped-lane.ts) gives them its own I/O.
+ */
+export type PipelineParts = Pick<
+  WorkerParts,
+  | 'source'
+  | 'consumer'
+  | 'ownership'
+  | 'membership'
+  | 'assignerHints'
+  | 'fetchPauses'
+  | 'sender'
+  | 'tracer'
+  | 'handovers'
+  | 'maxRecordBytes'
+  | 'admin'
+  | 'latestCheckpoint'
+  | 'movedAway'
+  | 'commandPartitions'
+> & { readonly producers: PartitionProducers; readonly codec: RecordCodec };

@@ -4,10 +4,10 @@ import type { WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { refreshConsumerLag } from './lag.ts';
 import { LaneRouter, type LaneRouterOptions } from './lane-router.ts';
-import type { WorkerParts } from './parts.ts';
+import type { PipelineParts, WorkerParts } from './parts.ts';
 
-export interface SourcePipelineOptions {
-  readonly parts: WorkerParts;
+export interface SourcePipelineOptions<P extends PipelineParts = WorkerParts> {
+  readonly parts: P;
   readonly config: WorkerConfig;
   /** Everything the lanes take but the parts: slots and permits at the source's priority, the bytes in hand, hooks. */
   readonly lanes: Omit<LaneRouterOptions, 'parts' | 'config'>;
@@ -25,10 +25,10 @@ export interface SourcePipelineOptions {
 /** How long a process leaving its group waits, at most, for its lanes' last commits of what was done (LaneRouter.retireCommitted). */
 const LEAVE_AFTER_COMMITS_MAX_MS = 500;
 
-export class SourcePipeline {
-  readonly parts: WorkerParts;
+export class SourcePipeline<P extends PipelineParts = WorkerParts> {
+  readonly parts: P;
   readonly lanes: LaneRouter;
-  readonly #o: SourcePipelineOptions;
+  readonly #o: SourcePipelineOptions<P>;
   #joined = false;
   /** The first generation's partitions are claimed: from then on the source works at full speed (see Worker.health). */
   #warm = false;
@@ -37,7 +37,7 @@ export class SourcePipeline {
   /** While the lanes hold for a rebalance: when the lease would lapse (see #watchHold). */
   #holdWatch: NodeJS.Timeout | undefined;
 
-  constructor(options: SourcePipelineOptions) {
+  constructor(options: SourcePipelineOptions<P>) {
     this.#o = options;
     this.parts = options.parts;
     this.lanes = new LaneRouter({ ...options.lanes, parts: options.parts, config: options.config });

@@ -110,7 +110,8 @@ describe('the shipped lane, handler and senders in the simulation', { timeout: 2
     });
     const violations = await runShippedLaneSchedules(1, 200, { settleMs: 1_000 });
     report('kept without checks', violations);
-    expect(kinds(violations).filter((kind) => kind === 'at-most-one-send' || kind === 'exactly-one-result')).not.toEqual([]);
+    // Kafka's fencing keeps the stale lane from committing anything; ownership's own promise is what breaks.
+    expect(kinds(violations)).toContain('keep-only-unfenced');
   });
 
   it('a schedule that broke something replays from its seed alone, interleaving included (the clock is virtual)', async () => {

@@ -29,7 +29,10 @@
  *   marked, never called or had answered; the same process takes its own from memory);
  * - within-velocity-limits: no process called more commands to a region or prefix, or of a tenant,
  *   than the limits let through;
- * - no-driver-error: no lane failed for anything but the simulated faults, and none hung.
+ * - keep-only-unfenced: a claim is kept across a rebalance only if no other producer fenced its
+ *   partition since it was made (nobody else can have worked the partition meanwhile);
+ * - no-driver-error: no lane failed for anything but the simulated faults, none hung, and no
+ *   process logged an error (or a warning with an error) the simulated world did not cause.
  *
  * Each schedule runs on a virtual clock of its own (virtual-time.ts: timers, Date, performance,
  * Math.random), one schedule at a time, and one PRNG serves it: its seed sets the world (the
@@ -39,10 +42,11 @@
  * Run: `node tools/simulate/shipped-lane.ts [--schedules 500] [--seed 1] [--ledger on|off]`.
  */
 import { parseArgs } from 'node:util';
+import { pino, type Logger } from 'pino';
+import { loadConfig, type WorkerConfig } from '../../src/config/index.ts';
 import { SmsWorkerError } from '../../src/errors.ts';
 import { commandType, deadLetterType, resultType } from '../../src/contracts/avro.ts';
 import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts';
-import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
 import { DestinationGuard } from '../../src/worker/guard/destination-guard.ts';
 import { DEFAULT_VELOCITY_SETTINGS, type VelocitySettings } from '../../src/worker/guard/velocity.ts';
 import { TenantLimits } from '../../src/worker/tenants/tenant-limits.ts';
@@ -64,17 +68,22 @@ import { GuardedSender } from '../../src/worker/guarded-sender.ts';
 import { handoverKey } from '../../src/worker/handover-record.ts';
 import { ledgerHandovers, type Handovers } from '../../src/worker/handovers.ts';
 import { checkpointKey, decodeCheckpoint, recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
-import { PartitionLane, type LaneContext } from '../../src/worker/partition-lane.ts';
-import { afterFailure, LeaseLostError, type PartitionClaim } from '../../src/worker/protocol/claim.ts';
+import { LeaseLostError } from '../../src/worker/protocol/claim.ts';
+import { FetchPauses } from '../../src/worker/fetch-pauses.ts';
+import { GroupMembership } from '../../src/worker/group-membership.ts';
+import type { LaneRouter } from '../../src/worker/lane-router.ts';
+import type { PipelineParts } from '../../src/worker/parts.ts';
 import { PartitionOwnership } from '../../src/worker/partition-ownership.ts';
+import { SendPermits } from '../../src/worker/priority/send-permits.ts';
+import { SourcePipeline } from '../../src/worker/source-pipeline.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 import { RefusalHolds } from '../../src/worker/refusal-holds.ts';
 import { DEFAULT_REFUSAL_SCOPE_SETTINGS } from '../../src/worker/refusal-scopes.ts';
-import { Semaphore } from '../../src/worker/semaphore.ts';
 import { OutageCounter, ServiceGate } from '../../src/worker/service-gate.ts';
 import { MAY_HAVE_SENT, runSeeds, simulatedFailure, simulatedSuccess, violationsByKind, type Answer } from './failover.ts';
 import { Prng } from './prng.ts';
 import { framed, registryFreeCodec } from './registry-free-codec.ts';
+import { SimulatedConsumer } from './simulated-consumer.ts';
 import { onVirtualTime } from './virtual-time.ts';
 
 const TOPIC = 'commands';
@@ -112,14 +121,9 @@ interface Incarnation {
   dead: boolean;
   /** Cut off from the group (a zombie): its heartbeats do not reach the coordinator, and its lease lapses. */
   cutOff: boolean;
-  /** Between the group's REBALANCING and this member's join (or out of the group): no heartbeat confirms it. */
-  joining: boolean;
-  /** The group generation it joined last: a join of the very next one may keep its claims (group-membership.ts). */
-  joinedGeneration: number | undefined;
-  /** Its shipped PartitionOwnership, made at its first join. */
-  ownership?: PartitionOwnership;
-  /** Its lane of the partition, as LaneRouter holds it: until the lane ends. */
-  lane?: PartitionLane;
+  /** Its one command source at work (the shipped SourcePipeline), and its consumer. */
+  pipeline?: SourcePipeline<PipelineParts>;
+  consumer?: SimulatedConsumer;
   /** Its transactional producers (one per process, as TransactionalProducers in the worker). */
   producers?: PartitionProducers;
   /** Its handovers (ledger on): one per process, so a claim it makes again takes its own settlements from memory. */
@@ -131,7 +135,7 @@ interface Incarnation {
 }
 
 function incarnation(name: string): Incarnation {
-  return { name, dead: false, cutOff: false, joining: false, joinedGeneration: undefined, markOwners: new Set() };
+  return { name, dead: false, cutOff: false, markOwners: new Set() };
 }
 
 /** A failure the simulated world made (a failed commit, one whose answer was lost): the protocol's to handle. */
@@ -178,7 +182,8 @@ function describeSends(sends: readonly { topic: string; messages: readonly Outgo
 
 /** A producer initialised with the partition's transactional id: the broker's epoch it holds. */
 interface ProducerSession {
-  readonly generation: number;
+  /** The claim's generation it serves (a kept claim carries it on: the same producer, its transaction state included). */
+  generation: number;
   readonly epoch: number;
   /** A transaction is open on it (kafkajs allows one at a time). */
   inTransaction: boolean;
@@ -198,6 +203,8 @@ export class SimulatedKafka {
   #epoch = 0;
   /** Kafka faults (failed commits, lost commit answers) happen only while this holds. */
   faulty = true;
+  /** Claims kept (carried to the next generation) although another producer had fenced the partition since. */
+  readonly keptAfterFence: string[] = [];
   /** Commits that failed (`fail`) or whose answer was lost (`lost`), for the tally. */
   readonly faults = { fail: 0, lost: 0 };
 
@@ -281,8 +288,11 @@ export class SimulatedKafka {
       // A kept claim: the producer moves to the next generation without initialising again.
       carry: (_topic, _partition, from, to) => {
         if (session === undefined || session.generation !== from || to < latest) return false;
+        // Ownership keeps a claim only if nobody can have claimed the partition since: no other producer fenced it.
+        if (session.epoch !== this.#epoch)
+          this.keptAfterFence.push(`${host.name} kept its claim of generation ${from} though epoch ${this.#epoch} had fenced its ${session.epoch}`);
         latest = to;
-        session = { ...session, generation: to };
+        session.generation = to;
         return true;
       },
     };
@@ -345,7 +355,8 @@ export class SimulatedKafka {
       },
       abort: async () => {
         await io(this.#prng, host);
-        if (state === 'ended') throw new Error('Cannot continue to use transaction once ended');
+        // As kafkajs answers an abort after a commit that failed late (the worker logs it and goes on).
+        if (state === 'ended') throw new SimulatedFault('Cannot continue to use transaction once ended');
         end();
       },
     };
@@ -457,7 +468,8 @@ export interface ShippedLaneViolation {
     | 'result-tells-the-truth'
     | 'unknown-has-a-cause'
     | 'within-velocity-limits'
-    | 'no-driver-error';
+    | 'no-driver-error'
+    | 'keep-only-unfenced';
   readonly detail: string;
 }
 
@@ -490,16 +502,15 @@ interface Schedule {
   readonly ends: ClaimEnd[];
   /** The group's generation: each rebalance starts the next. */
   groupGeneration: number;
-  /** Processes started so far (their names count). */
+  /** Processes started so far (their names count), and each of them. */
   processes: number;
+  readonly hosts: Incarnation[];
   /** What happened at joins, for the tally. */
   readonly tallied: string[];
   /** Commands a crash left in doubt (marked, or called, by the process that crashed): they may end UNKNOWN. */
   readonly excused: Set<string>;
-  /** How long a claim's lane gets to end, real ms. */
+  /** How long the last owner gets to answer every record, and a process to stop, ms. */
   readonly settleMs: number;
-  /** Ended claims' lanes, ending in the background. */
-  readonly settling: Promise<unknown>[];
   /** The velocity limits (VELOCITY_* and TENANT_LIMITS), in half the schedules; each process counts its own. */
   readonly velocity: SimVelocity | undefined;
 }
@@ -582,34 +593,108 @@ function senderFor(schedule: Schedule, host: Incarnation): CommandSender {
   return schedule.faults.sender?.(sender) ?? sender;
 }
 
+/** The one command source of every process (CommandSource). */
+const SOURCE = { priority: 'normal', topic: TOPIC, consumerGroup: GROUP, ledgerTopic: LEDGER, markLingerMs: 0 } as const;
+
+let baseConfig: WorkerConfig | undefined;
+/** The worker's configuration for a process: the defaults, with this schedule's ledger, bounds and intervals. */
+function configOf(schedule: Schedule): WorkerConfig {
+  const { prng } = schedule;
+  baseConfig ??= loadConfig({
+    KAFKA_BROKERS: 'simulated:9092',
+    SCHEMA_REGISTRY_URL: 'http://simulated',
+    PROVIDER_BASE_URL: 'http://simulated',
+    PROVIDER_ACCESS_KEY_ID: 'simulated',
+    PROVIDER_ACCESS_KEY_SECRET: 'simulated',
+  });
+  return {
+    ...baseConfig,
+    commitIntervalMs: prng.int(1, 10),
+    sessionTimeoutMs: SESSION_MS,
+    maxCommandBytes: 1_000_000,
+    ledger: { ...baseConfig.ledger, enabled: schedule.ledger, inDoubt: 'report', maxRunAhead: prng.int(2, 50), dedupWindow: DEDUP_WINDOW },
+    topics: { ...baseConfig.topics, commands: TOPIC, results: RESULTS, deadLetter: DEAD_LETTERS, ledger: LEDGER },
+    tenants: { ...baseConfig.tenants, key: TENANT_KEY },
+  };
+}
+
+/** SmsWorkerError codes of the claim steps and commits refusing on purpose (a stale claim, a lapsed lease, a rebalance): retried or ended by design. */
+const PROTOCOL_REFUSALS = new Set(['CLAIM_STALE', 'LEASE_EXPIRED', 'CLAIM_REBALANCING']);
+
 /**
- * The shipped PartitionOwnership of `host`: the claim steps (handover, fence, read), the lease, and
- * which claims a join keeps or which are current are its decisions. Its effects are this world's:
- * the handover waits for the process's own lane of the partition (LaneRouter.handover), the fence
- * initialises the producer (a new epoch), and the reads come from the simulated Kafka.
+ * The process's logger: nothing is written. A line at error level, or a warning with an error,
+ * is a driver error unless its error is a simulated fault or one of the protocol's refusals; claims and kept
+ * claims go to the trace and the tally.
  */
-function ownershipOf(schedule: Schedule, host: Incarnation): PartitionOwnership {
+function logFor(schedule: Schedule, host: Incarnation): Logger {
+  return pino({
+    level: 'info',
+    hooks: {
+      logMethod(args, _method, level) {
+        const [first, second] = args as unknown[];
+        const fields = typeof first === 'object' && first !== null ? (first as Record<string, unknown>) : {};
+        const message = typeof first === 'string' ? first : String(second ?? '');
+        if (message === 'partition claimed')
+          schedule.kafka.trace.push(
+            `${host.name}/g${String(fields['generation'])} claims from ${String(fields['start'])}, ${String(fields['inDoubt'])} in doubt`,
+          );
+        if (message === 'partitions kept across the rebalance') schedule.tallied.push('kept');
+        const err = fields['err'];
+        const expected = isSimulatedFault(err) || (err instanceof SmsWorkerError && PROTOCOL_REFUSALS.has(err.code));
+        if (!expected && (level >= 50 || (level >= 40 && err !== undefined))) schedule.driverErrors.push(`${host.name} logged "${message}": ${String(err)}`);
+      },
+    },
+  });
+}
+
+/**
+ * A process of the worker, as worker.ts and source-wiring.ts build one source of it: the shipped
+ * SourcePipeline (the consumer's group events, LaneRouter and its lanes, the record handler and
+ * senders) over the shipped PartitionOwnership and GroupMembership, with the simulation's I/O: the
+ * consumer, the producers, the reads, the handovers.
+ */
+async function startProcess(schedule: Schedule): Promise<Incarnation> {
   const { kafka, records: all, prng } = schedule;
-  const producers = (host.producers ??= kafka.producersFor(host));
+  const host = incarnation(`P${++schedule.processes}`);
+  schedule.hosts.push(host);
+  const producers = (host.producers = kafka.producersFor(host));
+  const membership = new GroupMembership();
+  const consumer = new SimulatedConsumer(
+    {
+      topic: TOPIC,
+      partition: PARTITION,
+      records: all,
+      groupOffset: () => kafka.groupOffset,
+      prng,
+      dead: () => host.dead,
+      cutOff: () => host.cutOff,
+      joinGroupSent: () => membership.joining(),
+    },
+    HEARTBEAT_MS,
+    host.name,
+  );
+  schedule.closers.push(() => void consumer.disconnect());
+  const fetchPauses = new FetchPauses(consumer, TOPIC);
+  const lostHold = { lost: true };
+  const lanes: { router?: LaneRouter } = {};
+  const log = logFor(schedule, host);
+  const checkpoint = async (): Promise<Checkpoint | undefined> => {
+    await io(prng, host);
+    return schedule.ledger ? kafka.lastCheckpoint() : undefined;
+  };
   let claims = 0;
   const ownership = new PartitionOwnership({
     effects: {
-      handover: async () => {
-        const lane = host.lane;
-        if (lane === undefined) return false;
-        lane.retire(new Error('the partition is being claimed again'));
-        await lane.ended;
-        return true;
+      handover: (topic, partition) => lanes.router?.handover(topic, partition) ?? Promise.resolve(false),
+      fence: async (topic, partition, generation) => {
+        await producers.discard(topic, partition);
+        await producers.forPartition(topic, partition, generation);
       },
-      fence: async (topic, partition, generation) => void (await producers.forPartition(topic, partition, generation)),
       groupOffset: async () => {
         await io(prng, host);
         return kafka.groupOffset;
       },
-      checkpoint: async () => {
-        await io(prng, host);
-        return schedule.ledger ? kafka.lastCheckpoint() : undefined;
-      },
+      checkpoint,
       recentCommandIds: async (_topic, _partition, start, count) => {
         await io(prng, host);
         return all
@@ -617,175 +702,89 @@ function ownershipOf(schedule: Schedule, host: Incarnation): PartitionOwnership 
           .map((r) => ({ offset: BigInt(r.offset), commandId: r.commandId }));
       },
       carry: (topic, partition, from, to) => producers.carry(topic, partition, from, to),
-      // One partition, fetched by the simulation's consumer (feed): nothing to pause or resume.
-      pauseLost: () => undefined,
-      reclaimLost: () => undefined,
-      resumeAll: () => undefined,
+      pauseLost: (_topic, partition) => fetchPauses.hold(partition, lostHold),
+      reclaimLost: (topic, partition, offset) => {
+        fetchPauses.release(partition, lostHold);
+        consumer.seek(topic, partition, offset);
+      },
+      resumeAll: (_topic, partitions) => {
+        for (const partition of partitions) fetchPauses.release(partition, lostHold);
+      },
     },
     dedupWindow: DEDUP_WINDOW,
     sessionTimeoutMs: SESSION_MS,
-    log: silent,
+    log,
     metrics: schedule.metrics,
-    markOwner: () => `${host.name}c${++claims}`,
+    markOwner: () => {
+      const owner = `${host.name}c${++claims}`;
+      host.markOwners.add(owner);
+      return owner;
+    },
   });
-  // Its heartbeats, while it is a member the group hears from (source-pipeline.ts: onHeartbeat).
-  const heartbeats = setInterval(() => {
-    if (!host.dead && !host.cutOff && !host.joining) ownership.heartbeat();
-  }, HEARTBEAT_MS);
-  schedule.closers.push(() => clearInterval(heartbeats));
-  return ownership;
-}
-
-/** The group starts rebalancing: a live member holds its lanes until its join (source-pipeline.ts: onRebalancing). */
-function rebalancing(host: Incarnation): void {
-  if (host.dead || host.ownership === undefined) return;
-  host.joining = true;
-  host.ownership.rebalancing();
-  host.lane?.hold();
-}
-
-/**
- * `host` joins the group's current generation with `partitions` (source-pipeline.ts: onGroupJoin,
- * then LaneRouter.afterJoin): ownership keeps what it may and claims the rest at once; a lane not
- * kept retires, as moved when the partition is not this member's any more. Returns the kept claims.
- */
-function join(schedule: Schedule, host: Incarnation, partitions: readonly number[]): ReadonlySet<PartitionClaim> {
-  const ownership = (host.ownership ??= ownershipOf(schedule, host));
-  const next = host.joinedGeneration !== undefined && host.joinedGeneration === schedule.groupGeneration - 1;
-  host.joinedGeneration = schedule.groupGeneration;
-  host.joining = false;
-  const lane = host.lane;
-  const kept = ownership.joined(TOPIC, partitions, next, lane?.holding === true ? [lane.claim] : []);
-  if (lane !== undefined) {
-    if (kept.has(lane.claim)) lane.keep(ownership.leaseHolds());
-    else lane.retire(new Error('a new group generation'), !partitions.includes(PARTITION));
-  }
-  return kept;
-}
-
-/** A new process joins the next generation and is given the partition. */
-function newOwner(schedule: Schedule): Incarnation {
-  const host = incarnation(`P${++schedule.processes}`);
-  schedule.groupGeneration += 1;
-  join(schedule, host, [PARTITION]);
+  const parts: PipelineParts = {
+    source: SOURCE,
+    consumer,
+    ownership,
+    membership,
+    assignerHints: {},
+    fetchPauses,
+    codec,
+    sender: senderFor(schedule, host),
+    tracer: undefined,
+    handovers: schedule.ledger ? kafka.handoversFor(host) : undefined,
+    maxRecordBytes: 1_000_000,
+    admin: {
+      fetchTopicOffsets: async () => [{ partition: PARTITION, high: String(all.length), low: '0' }],
+      fetchOffsets: async () => {
+        await io(prng, host);
+        return [{ topic: TOPIC, partitions: [{ partition: PARTITION, offset: String(kafka.groupOffset) }] }];
+      },
+    },
+    latestCheckpoint: () => checkpoint(),
+    movedAway: async () => undefined,
+    commandPartitions: 1,
+    producers,
+  };
+  const pools = new SendPermits({ maxInFlight: prng.int(1, 8) }).for('normal');
+  const abandon = new AbortController();
+  schedule.closers.push(() => abandon.abort());
+  const pipeline = new SourcePipeline({
+    parts,
+    config: configOf(schedule),
+    lanes: {
+      slots: pools.slots,
+      markPermits: pools.markPermits,
+      bytesInHand: new BytesInHand(1_000_000_000),
+      metrics: schedule.metrics,
+      log,
+      abandon: abandon.signal,
+      onProgress: () => undefined,
+      onBusy: () => undefined,
+    },
+    metrics: schedule.metrics,
+    log,
+    onFatal: (error) => schedule.driverErrors.push(`${host.name}: the consumer crashed for good: ${String(error)}`),
+  });
+  lanes.router = pipeline.lanes;
+  host.pipeline = pipeline;
+  host.consumer = consumer;
+  await pipeline.start(() => undefined);
   return host;
 }
 
-/** The claim `host`'s ownership made (or makes) of the partition, its lane, and the consumer feeding it. */
-async function runClaim(schedule: Schedule, host: Incarnation): Promise<RunningClaim> {
-  const { kafka } = schedule;
-  const ownership = (host.ownership ??= ownershipOf(schedule, host));
-  const claim = await ownership.claim(TOPIC, PARTITION);
-  host.markOwners.add(claim.marks.owner);
-  kafka.trace.push(
-    `${host.name}/g${claim.generation} claims from ${claim.start} (group offset ${kafka.groupOffset}), in doubt [${[...claim.inDoubt.values()].map((m) => `${m.offset}:${m.commandId}:${m.by ?? ''}`).join(' ')}], answered [${[...(claim.answered?.keys() ?? [])].join(' ')}]`,
-  );
-  const fetching: FetchHold = { held: false, released: undefined };
-  // As lane-router.ts has it: sends need the lease and a claim of the current generation.
-  const owns = (): boolean => !host.dead && ownership.leaseHolds() && ownership.isCurrent(claim);
-  const lane = new PartitionLane(laneContext(schedule, host, claim, owns, fetching));
-  host.lane = lane;
-  // LaneRouter.#ended: a lane that failed while current loses the partition (fenced, lease held) or releases its claim.
-  void lane.ended.then((end) => {
-    if (host.lane === lane) host.lane = undefined;
-    if (end.failure === undefined || !ownership.isCurrent(claim)) return;
-    if (afterFailure(end.failure instanceof FencedError, ownership.leaseHolds()) === 'lose') ownership.lose(TOPIC, PARTITION, claim.position.committed);
-    else ownership.release(TOPIC, PARTITION);
-  });
-  return { lane, fed: feed(schedule, host, lane, fetching), host, label: `${host.name}/g${claim.generation}` };
+/** The coordinator's rebalance: each member of `assignment` notices it, then joins the next generation with its partitions. */
+async function rebalance(schedule: Schedule, assignment: readonly (readonly [Incarnation, readonly number[]])[]): Promise<void> {
+  schedule.groupGeneration += 1;
+  for (const [host] of assignment) host.consumer?.noticeRebalance();
+  await sleep(schedule.prng.int(0, 10));
+  for (const [host, partitions] of assignment) host.consumer?.join(partitions);
 }
 
-interface FetchHold {
-  held: boolean;
-  released: (() => void) | undefined;
-}
-
-function laneContext(schedule: Schedule, host: Incarnation, claim: PartitionClaim, owns: () => boolean, fetching: FetchHold): LaneContext {
-  const { kafka, prng } = schedule;
-  const producers = host.producers ?? kafka.producersFor(host);
-  const abandon = new AbortController();
-  schedule.closers.push(() => abandon.abort());
-  return {
-    deps: {
-      codec,
-      sender: (host.sender ??= senderFor(schedule, host)),
-      policy: DEFAULT_VALIDATION_POLICY,
-      inDoubtPolicy: 'report',
-      maxRecordBytes: 1_000_000,
-      maxCommandBytes: 1_000_000,
-      tenantKey: TENANT_KEY,
-    },
-    producers,
-    ...(schedule.ledger && { handovers: (host.handovers ??= kafka.handoversFor(host)) }),
-    slots: new Semaphore(prng.int(1, 8)),
-    metrics: schedule.metrics,
-    log: silent,
-    target: {
-      consumerGroup: GROUP,
-      resultTopic: RESULTS,
-      deadLetterTopic: DEAD_LETTERS,
-      ledgerTopic: schedule.ledger ? LEDGER : undefined,
-      maxBatchBytes: 1_000_000,
-      latestCheckpoint: async () => {
-        await io(prng, host);
-        return kafka.lastCheckpoint();
-      },
-    },
-    commitIntervalMs: prng.int(1, 10),
-    claim,
-    maxRunAhead: prng.int(2, 50),
-    bytesInHand: new BytesInHand(1_000_000_000),
-    fetchCommittedOffset: async () => {
-      await io(prng, host);
-      return kafka.groupOffset;
-    },
-    // As lane-router.ts gives them: sends need the claim current; a claim no longer current commits only with its generation's producer.
-    leaseHolds: owns,
-    mayCommit: () => owns() || producers.has(TOPIC, PARTITION, claim.generation),
-    mayReinitialise: () => owns() && host.ownership?.isRebalancing !== true,
-    abandon: abandon.signal,
-    onProgress: () => undefined,
-    onBusy: () => undefined,
-    holdFetching: (held) => {
-      fetching.held = held;
-      if (!held) fetching.released?.();
-    },
-  };
-}
-
-/**
- * The consumer: batches of a few records from the group's committed offset (the lane skips those
- * below its claim's start), again from the first record the lane did not take whenever it lets the
- * partition be fetched.
- */
-async function feed(schedule: Schedule, host: Incarnation, lane: PartitionLane, fetching: FetchHold): Promise<void> {
-  const { records: all, prng } = schedule;
-  let next = Number(schedule.kafka.groupOffset);
-  while (next < all.length && (lane.accepting || lane.holding) && !host.dead) {
-    // A rebalance under way: the consumer fetches nothing until it is over (kept, or retired).
-    if (lane.holding) {
-      await new Promise((resolve) => setTimeout(resolve, 2));
-      continue;
-    }
-    if (fetching.held) {
-      await new Promise<void>((resolve) => (fetching.released = resolve));
-      continue;
-    }
-    const batch = all.slice(next, next + prng.int(1, 8));
-    let resolved = next - 1;
-    lane.accept({
-      topic: TOPIC,
-      partition: PARTITION,
-      highWatermark: String(all.length),
-      messages: batch.map((r) => ({ offset: String(r.offset), key: Buffer.from(r.key), value: r.value, timestamp: String(Date.now()) })),
-      resolveOffset: (offset) => void (resolved = Math.max(resolved, Number(offset))),
-      isRunning: () => !host.dead,
-      isStale: () => false,
-      heartbeat: async () => undefined,
-    });
-    next = resolved + 1;
-    await new Promise((resolve) => setTimeout(resolve, prng.int(0, 2)));
-  }
+/** A new process joins the group and is given the partition. */
+async function newOwner(schedule: Schedule): Promise<Incarnation> {
+  const host = await startProcess(schedule);
+  await rebalance(schedule, [[host, [PARTITION]]]);
+  return host;
 }
 
 async function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timed-out'> {
@@ -827,16 +826,7 @@ function excuseCrash(schedule: Schedule, host: Incarnation): void {
   for (const call of schedule.calls) if (call.process === host.name) schedule.excused.add(call.commandId);
 }
 
-/** A claim under way: its lane, the consumer feeding it, its process. */
-interface RunningClaim {
-  readonly lane: PartitionLane;
-  readonly fed: Promise<void>;
-  readonly host: Incarnation;
-  /** Process and generation, for messages. */
-  readonly label: string;
-}
-
-/** One schedule: claims, each ended as ClaimEnd says, then a last one; returns what it broke. */
+/** One schedule: owners, each ended as ClaimEnd says, then a last one; returns what it broke. */
 export async function runShippedLaneSchedule(seed: number, options: ShippedLaneOptions = {}): Promise<ShippedLaneViolation[]> {
   const prng = new Prng(seed);
   const schedule: Schedule = {
@@ -854,180 +844,154 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     ends: [],
     groupGeneration: 0,
     processes: 0,
+    hosts: [],
     tallied: [],
     velocity: velocityOf(prng),
     excused: new Set(),
     settleMs: options.settleMs ?? SETTLE_MS,
-    settling: [],
   };
-  const claims = prng.int(0, 3);
+  const owners = prng.int(0, 3);
   const play = async (): Promise<void> => {
-    let running = await runClaim(schedule, newOwner(schedule));
-    for (let n = 1; n <= claims; n++) {
+    let owner = await newOwner(schedule);
+    for (let n = 1; n <= owners; n++) {
       const end = prng.pick(ENDS);
       schedule.ends.push(end);
       await sleep(prng.int(0, 30));
-      running = await endClaim(schedule, running, end);
+      owner = await endOwnership(schedule, owner, end);
     }
     schedule.ends.push('last');
-    schedule.kafka.faulty = false;
-    await runLastClaim(schedule, running);
-    await Promise.all(schedule.settling);
+    await runLast(schedule, owner);
   };
-  // Every wait inside is bounded too; this bounds the ones that are not (a claim waiting for its own
-  // lane to hand over, say) so that a driver bug cannot hang the run.
-  const budgetMs = schedule.settleMs * (claims + 2);
+  // Every wait inside is bounded but the ones on the shipped code (a claim waiting for its own lane
+  // to hand over, a release): this bounds those, so that a driver bug cannot hang the run.
+  const budgetMs = schedule.settleMs * (owners + 3);
   try {
     if ((await within(play(), budgetMs)) === 'timed-out') schedule.driverErrors.push(`the schedule did not finish within ${budgetMs} ms`);
   } catch (error) {
-    // A claim that could not be made (the shipped ownership refused or failed it) is the driver's.
     schedule.driverErrors.push(`the schedule failed: ${String(error)}`);
   }
   for (const close of schedule.closers) close();
   tallyOf(schedule, options.tally);
   const violations = check(schedule);
-  if (violations[0] !== undefined) violations[0].trace = [...schedule.kafka.trace, ...schedule.ends.map((end, i) => `claim ${i + 1} ended: ${end}`)];
+  if (violations[0] !== undefined) violations[0].trace = [...schedule.kafka.trace, ...schedule.ends.map((end, i) => `owner ${i + 1} ended: ${end}`)];
   return violations;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Ends a claim as `end` says, as the group and the process's own reactions do it
- * (source-pipeline.ts, lane-router.ts); returns the claim that goes on: the next owner's, or the
- * same one kept.
+ * Ends `owner`'s ownership of the partition as `end` says, through the group's events to its
+ * consumer (the shipped pipeline reacts); returns the next owner (the same process, for a keep or
+ * a reclaim).
  */
-async function endClaim(schedule: Schedule, running: RunningClaim, end: Exclude<ClaimEnd, 'last'>): Promise<RunningClaim> {
-  const { lane, host, label } = running;
+async function endOwnership(schedule: Schedule, owner: Incarnation, end: Exclude<ClaimEnd, 'last'>): Promise<Incarnation> {
   const { prng } = schedule;
   switch (end) {
     case 'crash': {
-      host.dead = true;
-      excuseCrash(schedule, host);
+      owner.dead = true;
+      excuseCrash(schedule, owner);
       // The group gives its partitions away once its session has run out.
       await sleep(SESSION_MS);
-      return runClaim(schedule, newOwner(schedule));
+      return newOwner(schedule);
     }
     case 'zombie': {
       // Cut off from the group: its lease lapses (and it stops calling) a margin before the group
-      // drops it; calls and transactions under way go on. It hears of the new generation later.
-      host.cutOff = true;
+      // drops it; its calls and transactions under way go on. Its next heartbeat, a little later,
+      // finds it dropped: it joins again as a new member, without the partition.
+      owner.cutOff = true;
       await sleep(SESSION_MS);
-      const next = newOwner(schedule);
+      const next = await newOwner(schedule);
       setTimeout(
         () => {
-          host.cutOff = false;
-          rebalancing(host);
-          join(schedule, host, []);
+          owner.cutOff = false;
+          owner.consumer?.join([], true);
         },
         prng.int(0, 40),
       );
-      settles(schedule, host, lane, label, 'a zombie');
-      return runClaim(schedule, next);
+      return next;
     }
     case 'retire': {
-      // A graceful stop (SourcePipeline.release): no claim fences, the lanes retire and commit what
-      // they have, then the member leaves; the next owner joins after.
-      host.ownership?.stop();
-      lane.retire(new Error('shutting down'));
-      if ((await within(watchEnd(schedule, lane, label), schedule.settleMs)) === 'timed-out')
-        schedule.driverErrors.push(`${label} did not retire within ${schedule.settleMs} ms`);
-      host.ownership?.leaving();
-      host.cutOff = true;
-      return runClaim(schedule, newOwner(schedule));
+      // A graceful stop (SourcePipeline.release): the lanes retire and commit, the member leaves.
+      if (owner.pipeline !== undefined && (await within(owner.pipeline.release(), schedule.settleMs)) === 'timed-out')
+        schedule.driverErrors.push(`${owner.name} did not stop within ${schedule.settleMs} ms`);
+      return newOwner(schedule);
     }
     case 'move': {
-      // A rebalance gives the partition to a new member: this one retires its lane as moved
-      // (handing over what it has under way) while the next owner claims at once.
-      rebalancing(host);
-      await sleep(prng.int(0, 10));
-      const next = newOwner(schedule);
-      join(schedule, host, []);
-      settles(schedule, host, lane, label, end);
-      return runClaim(schedule, next);
+      // A rebalance gives the partition to a new member: this one's lane retires as moved, handing
+      // over what it has under way, while the next owner claims at once.
+      const next = await startProcess(schedule);
+      await rebalance(schedule, [
+        [owner, []],
+        [next, [PARTITION]],
+      ]);
+      return next;
     }
     case 'reclaim': {
-      // Its consumer crashed and restarts in place (source-pipeline.ts: onCrashing): out of the
-      // group, its lanes retire as moved; it joins again as a new member and is given the partition
-      // back. Its new claim waits for its own lane to end (the handover step).
-      host.ownership?.outOfGroup();
-      host.joining = true;
-      if (lane.current) lane.retire(new Error('the consumer crashed'), true);
-      host.joinedGeneration = undefined;
-      settles(schedule, host, lane, label, end);
+      // Its consumer crashes and restarts in place: out of the group, it joins again as a new member
+      // and is given the partition back; its claim waits for its own earlier lane.
+      owner.consumer?.crashAndRestart(new SimulatedFault('simulated: the consumer crashed'));
       await sleep(prng.int(0, 20));
-      schedule.groupGeneration += 1;
-      join(schedule, host, [PARTITION]);
-      return runClaim(schedule, host);
+      await rebalance(schedule, [[owner, [PARTITION]]]);
+      return owner;
     }
     case 'keep': {
-      // A rebalance that gives the partition back to the same member in the very next generation.
-      rebalancing(host);
-      await sleep(prng.int(0, 10));
-      schedule.groupGeneration += 1;
-      const kept = join(schedule, host, [PARTITION]);
-      schedule.tallied.push(kept.has(lane.claim) ? 'kept' : 'keep refused');
-      if (kept.has(lane.claim)) return running;
-      settles(schedule, host, lane, label, 'a claim not kept');
-      return runClaim(schedule, host);
+      // The partition stays with its member in the very next generation.
+      await rebalance(schedule, [[owner, [PARTITION]]]);
+      return owner;
     }
     case 'away': {
-      // Its lanes hold for a rebalance it does not finish (cut off): the group drops it and gives
-      // the partition to another member, which works it for a while; at the next rebalance the
-      // partition comes back to this member, whose lane has held all along.
-      rebalancing(host);
-      host.cutOff = true;
-      await sleep(SESSION_MS);
-      const other = newOwner(schedule);
-      const between = await runClaim(schedule, other);
-      await sleep(prng.int(0, 30));
-      rebalancing(other);
-      host.cutOff = false;
+      // Its join misses a generation (tried again in place), in which another member has the
+      // partition; the next generation gives it back. Its lane held all along: its state is stale.
+      owner.consumer?.noticeRebalance();
+      const other = await startProcess(schedule);
       schedule.groupGeneration += 1;
-      join(schedule, other, []);
-      settles(schedule, other, between.lane, between.label, 'moved back');
-      const kept = join(schedule, host, [PARTITION]);
-      schedule.tallied.push(kept.has(lane.claim) ? 'kept after a missed generation' : 'not kept after a missed generation');
-      if (kept.has(lane.claim)) return running;
-      settles(schedule, host, lane, label, 'a claim not kept');
-      return runClaim(schedule, host);
+      other.consumer?.join([PARTITION]);
+      owner.consumer?.joinRetried();
+      await sleep(prng.int(0, 150));
+      await rebalance(schedule, [
+        [other, []],
+        [owner, [PARTITION]],
+      ]);
+      return owner;
     }
   }
 }
 
-/** The last claim, without Kafka faults from its start: it answers every record and retires. */
-async function runLastClaim(schedule: Schedule, { lane, fed, label }: RunningClaim): Promise<void> {
-  const done = within(
+/** Every record is answered: what was committed leaves the next claim nothing to take. */
+function allAnswered(schedule: Schedule): boolean {
+  const { kafka } = schedule;
+  const { start, answered } = recoveryPlan(kafka.groupOffset, schedule.ledger ? kafka.lastCheckpoint() : undefined);
+  return schedule.records.every((r) => BigInt(r.offset) < start || answered.has(BigInt(r.offset)));
+}
+
+/**
+ * The last owner, without Kafka faults from now: once every record is answered it stops
+ * gracefully, and no other live process may still have a lane of the partition.
+ */
+async function runLast(schedule: Schedule, owner: Incarnation): Promise<void> {
+  schedule.kafka.faulty = false;
+  const answered = within(
     (async () => {
-      await fed;
-      while (lane.working > 0 && lane.accepting) await sleep(2);
-      lane.retire(new Error('the schedule is over'));
-      // (One that failed at a simulated fault leaves records unanswered: exactly-one-result says so.)
-      await watchEnd(schedule, lane, label);
+      while (!allAnswered(schedule)) await sleep(5);
     })(),
     schedule.settleMs,
   );
-  if ((await done) === 'timed-out') schedule.driverErrors.push(`${label} (the last claim) did not answer every record within ${schedule.settleMs} ms`);
-}
-
-/** A lane that fails for anything but the simulated faults is a driver bug. */
-function watchEnd(schedule: Schedule, lane: PartitionLane, label: string): Promise<void> {
-  return lane.ended.then((end) => {
-    if (end.failure !== undefined && !isSimulatedFault(end.failure)) schedule.driverErrors.push(`${label}: ${String(end.failure)}`);
-  });
-}
-
-/** Waits for an ended claim's lane in the background: it must end (retired, failed) within settleMs, unless its process died. */
-function settles(schedule: Schedule, host: Incarnation, lane: PartitionLane, label: string, what: string): void {
-  schedule.settling.push(
-    within(watchEnd(schedule, lane, label), schedule.settleMs).then((ended) => {
-      // A process that crashed meanwhile (it reclaimed the partition, then died) never ends its lanes.
-      if (ended === 'timed-out' && !host.dead)
-        schedule.driverErrors.push(
-          `${label} (${what}) did not end within ${schedule.settleMs} ms: waiting on ${JSON.stringify(lane.waitingOn(), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`,
-        );
-    }),
+  if ((await answered) === 'timed-out') schedule.driverErrors.push(`${owner.name} (the last owner) did not answer every record within ${schedule.settleMs} ms`);
+  if (owner.pipeline !== undefined && (await within(owner.pipeline.release(), schedule.settleMs)) === 'timed-out')
+    schedule.driverErrors.push(`${owner.name} (the last owner) did not stop within ${schedule.settleMs} ms`);
+  const key = `${TOPIC}:${PARTITION}`;
+  const lingering = (): Incarnation[] => schedule.hosts.filter((h) => !h.dead && h.pipeline?.lanes.waitingOn(key) !== undefined);
+  const ended = within(
+    (async () => {
+      while (lingering().length > 0) await sleep(5);
+    })(),
+    schedule.settleMs,
   );
+  if ((await ended) === 'timed-out')
+    for (const host of lingering())
+      schedule.driverErrors.push(
+        `${host.name} still has a lane of the partition: ${JSON.stringify(host.pipeline?.lanes.waitingOn(key), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`,
+      );
 }
 
 let metrics: WorkerMetrics | undefined;
@@ -1054,6 +1018,7 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
   const out: ShippedLaneViolation[] = [];
   const add = (kind: ShippedLaneViolation['kind'], detail: string): void => void out.push({ seed, kind, detail });
   for (const error of schedule.driverErrors) add('no-driver-error', error);
+  for (const kept of kafka.keptAfterFence) add('keep-only-unfenced', kept);
   const results = publishedResults(kafka);
   const deadLetters = kafka.committed.get(DEAD_LETTERS) ?? [];
   for (const record of schedule.records) {
@@ -1150,8 +1115,6 @@ function tallyOf(schedule: Schedule, tally: Map<string, number> | undefined): vo
   const handovers = (schedule.kafka.committed.get(LEDGER) ?? []).filter((r) => r.key !== null && r.key.toString() === handoverKey(GROUP, TOPIC)).length;
   count('handovers written', handovers);
   if (schedule.velocity !== undefined) count(`velocity ${schedule.velocity.settings.mode}`);
-  const rejected = publishedResults(schedule.kafka).filter((r) => r.outcome === 'REJECTED').length;
-  count('result REJECTED', rejected);
 }
 
 /**
