@@ -88,7 +88,6 @@ import { SimulatedConsumer } from './simulated-consumer.ts';
 import { onVirtualTime } from './virtual-time.ts';
 
 const TOPIC = 'commands';
-const PARTITION = 0;
 const RESULTS = 'results';
 const DEAD_LETTERS = 'dead-letters';
 const LEDGER = 'ledger';
@@ -181,8 +180,9 @@ function describeSends(sends: readonly { topic: string; messages: readonly Outgo
   return parts.join('; ');
 }
 
-/** A producer initialised with the partition's transactional id: the broker's epoch it holds. */
+/** A producer initialised with a partition's transactional id: the broker's epoch it holds. */
 interface ProducerSession {
+  readonly partition: number;
   /** The claim's generation it serves (a kept claim carries it on: the same producer, its transaction state included). */
   generation: number;
   readonly epoch: number;
@@ -190,18 +190,24 @@ interface ProducerSession {
   inTransaction: boolean;
 }
 
-/** One partition's committed Kafka state, and the transactional producers of every claim over it. */
+/** Where a committed record lies: the ledger by partition (ledger partition n is command partition n's), the other topics whole. */
+function logKey(topic: string, partition: number | undefined): string {
+  return topic === LEDGER ? `${topic}#${partition ?? 0}` : topic;
+}
+
+/** The command partitions' committed Kafka state, and the transactional producers of every claim over them. */
 export class SimulatedKafka {
   readonly #prng: Prng;
-  /** Records of committed transactions, per topic, in commit order. */
+  /** Records of committed transactions, per topic (the ledger per partition: logKey), in commit order. */
   readonly committed = new Map<string, OutgoingRecord[]>();
-  groupOffset = 0n;
-  /** Who committed each result record: process and generation. */
+  /** The group's committed offset of each command partition. */
+  readonly groupOffsets = new Map<number, bigint>();
+  /** Who committed each result record: process, partition and generation. */
   readonly resultsBy = new Map<OutgoingRecord, string>();
   /** What happened, in order (claims, commits): printed for a schedule that broke something. */
   readonly trace: string[] = [];
-  /** The producer epoch of the partition's transactional id: bumped by every initialisation, it fences every producer before. */
-  #epoch = 0;
+  /** The producer epoch of each partition's transactional id: bumped by every initialisation, it fences every producer before. */
+  readonly #epochs = new Map<number, number>();
   /** Kafka faults (failed commits, lost commit answers) happen only while this holds. */
   faulty = true;
   /** Claims kept (carried to the next generation) although another producer had fenced the partition since. */
@@ -213,9 +219,20 @@ export class SimulatedKafka {
     this.#prng = prng;
   }
 
-  /** The newest committed checkpoint of the partition (what a new claim reads back). */
-  lastCheckpoint(): Checkpoint | undefined {
-    const ledger = this.committed.get(LEDGER) ?? [];
+  groupOffset(partition: number): bigint {
+    return this.groupOffsets.get(partition) ?? 0n;
+  }
+
+  #append(topic: string, records: readonly OutgoingRecord[]): void {
+    for (const record of records) {
+      const key = logKey(topic, record.partition);
+      this.committed.set(key, [...(this.committed.get(key) ?? []), record]);
+    }
+  }
+
+  /** The newest committed checkpoint of a partition (what a new claim reads back). */
+  lastCheckpoint(partition: number): Checkpoint | undefined {
+    const ledger = this.committed.get(logKey(LEDGER, partition)) ?? [];
     for (let i = ledger.length - 1; i >= 0; i--) {
       const record = ledger[i] as OutgoingRecord;
       // The ledger partition also holds handovers (another key): the newest checkpoint is what counts.
@@ -225,14 +242,17 @@ export class SimulatedKafka {
     return undefined;
   }
 
-  /** The handovers of one process: written to the ledger partition outside any transaction, read from its tail. */
+  /** The handovers of one process: written to the ledger partitions outside any transaction, read from their tails. */
   handoversFor(host: Incarnation): Handovers {
     const producer: KeyedRecordProducer = {
       connected: true,
       connect: async () => undefined,
       send: async (topic, records) => {
         await io(this.#prng, host);
-        this.committed.set(topic, [...(this.committed.get(topic) ?? []), ...records.map((r) => ({ key: r.key, value: r.value }))]);
+        this.#append(
+          topic,
+          records.map((r) => ({ key: r.key, value: r.value, ...(r.partition !== undefined && { partition: r.partition }) })),
+        );
         this.trace.push(`${host.name} handed over ${records.length}: ${records.map((r) => r.value.toString().slice(0, 160)).join(' | ')}`);
       },
       disconnect: async () => undefined,
@@ -242,17 +262,17 @@ export class SimulatedKafka {
       key: handoverKey(GROUP, TOPIC),
       producer,
       reader: {
-        readAvailable: async (topic, _partition, from) => {
+        readAvailable: async (topic, partition, from) => {
           await io(this.#prng, host);
-          const log = this.committed.get(topic) ?? [];
+          const log = this.committed.get(logKey(topic, partition)) ?? [];
           const records = log
             .slice(Number(from))
             .map((r, i) => ({ offset: from + BigInt(i), key: r.key === null ? null : Buffer.from(r.key), value: r.value }));
           return { records, next: BigInt(log.length) };
         },
       },
-      // From the partition's start: a short log, read whole.
-      admin: { fetchTopicOffsetsByTimestamp: async () => [{ partition: PARTITION, offset: '0' }] },
+      // From the partitions' start: short logs, read whole.
+      admin: { fetchTopicOffsetsByTimestamp: async () => [...this.groupOffsets.keys(), 0].map((partition) => ({ partition, offset: '0' })) },
       maxRecordBytes: 1_000_000,
       graceMs: HANDOVER_GRACE_MS,
       pollMs: 5,
@@ -261,38 +281,47 @@ export class SimulatedKafka {
   }
 
   /**
-   * The transactional producers of one process, as TransactionalProducers has them: a claim of an
-   * older generation than the newest this process made is refused; initialising a producer (a new
-   * generation, or after `discard`) takes the next epoch of the partition's transactional id,
-   * which fences every earlier producer of it, in any process — the broker knows no generations.
+   * The transactional producers of one process, as TransactionalProducers has them, one per
+   * partition: a claim of an older generation than the newest this process made of the partition is
+   * refused; initialising a producer (a new generation, or after `discard`) takes the next epoch of
+   * the partition's transactional id, which fences every earlier producer of it, in any process —
+   * the broker knows no generations.
    */
   producersFor(host: Incarnation): PartitionProducers {
-    let session: ProducerSession | undefined;
-    let latest = 0;
+    const sessions = new Map<number, ProducerSession>();
+    const latest = new Map<number, number>();
     return {
-      forPartition: async (_topic, _partition, generation = 0): Promise<TransactionalSession> => {
+      forPartition: async (_topic, partition, generation = 0): Promise<TransactionalSession> => {
         // Checked when asked, as TransactionalProducers does (before any wait).
-        if (generation < latest) throw new FencedError(`a claim of generation ${generation} is stale: generation ${latest} owns it now`);
-        latest = generation;
+        const newest = latest.get(partition) ?? 0;
+        if (generation < newest) throw new FencedError(`a claim of generation ${generation} is stale: generation ${newest} owns it now`);
+        latest.set(partition, generation);
         await io(this.#prng, host);
+        let session = sessions.get(partition);
         if (session === undefined || session.generation !== generation) {
-          this.#epoch += 1;
-          session = { generation, epoch: this.#epoch, inTransaction: false };
+          const epoch = (this.#epochs.get(partition) ?? 0) + 1;
+          this.#epochs.set(partition, epoch);
+          session = { partition, generation, epoch, inTransaction: false };
+          sessions.set(partition, session);
         }
         const current = session;
         return { transaction: async () => this.#begin(host, current) };
       },
-      discard: async (_topic, _partition, generation) => {
-        if (generation === undefined || session?.generation === generation) session = undefined;
+      discard: async (_topic, partition, generation) => {
+        if (generation === undefined || sessions.get(partition)?.generation === generation) sessions.delete(partition);
       },
-      has: (_topic, _partition, generation) => session !== undefined && session.generation === generation,
+      has: (_topic, partition, generation) => sessions.get(partition)?.generation === generation,
       // A kept claim: the producer moves to the next generation without initialising again.
-      carry: (_topic, _partition, from, to) => {
-        if (session === undefined || session.generation !== from || to < latest) return false;
+      carry: (_topic, partition, from, to) => {
+        const session = sessions.get(partition);
+        if (session === undefined || session.generation !== from || to < (latest.get(partition) ?? 0)) return false;
         // Ownership keeps a claim only if nobody can have claimed the partition since: no other producer fenced it.
-        if (session.epoch !== this.#epoch)
-          this.keptAfterFence.push(`${host.name} kept its claim of generation ${from} though epoch ${this.#epoch} had fenced its ${session.epoch}`);
-        latest = to;
+        const epoch = this.#epochs.get(partition) ?? 0;
+        if (session.epoch !== epoch)
+          this.keptAfterFence.push(
+            `${host.name} kept its claim of partition ${partition}, generation ${from}, though epoch ${epoch} had fenced its ${session.epoch}`,
+          );
+        latest.set(partition, to);
         session.generation = to;
         return true;
       },
@@ -301,8 +330,10 @@ export class SimulatedKafka {
 
   async #begin(host: Incarnation, session: ProducerSession): Promise<Transaction> {
     await io(this.#prng, host);
+    const who = `${host.name}/p${session.partition}/g${session.generation}`;
     const fenced = (): void => {
-      if (session.epoch !== this.#epoch) throw new FencedError(`the producer of epoch ${session.epoch} was fenced by epoch ${this.#epoch}`);
+      const epoch = this.#epochs.get(session.partition) ?? 0;
+      if (session.epoch !== epoch) throw new FencedError(`the producer of epoch ${session.epoch} was fenced by epoch ${epoch}`);
     };
     fenced();
     if (session.inTransaction) throw new Error('There is already an ongoing transaction for this producer');
@@ -325,7 +356,7 @@ export class SimulatedKafka {
         await io(this.#prng, host);
         fenced();
         if (state !== 'open') throw new Error('Cannot continue to use transaction once ended');
-        const offset = given.topics.flatMap((t) => t.partitions).find((p) => p.partition === PARTITION)?.offset;
+        const offset = given.topics.flatMap((t) => t.partitions).find((p) => p.partition === session.partition)?.offset;
         if (offset !== undefined) offsets = BigInt(offset);
       },
       commit: async () => {
@@ -341,13 +372,12 @@ export class SimulatedKafka {
         }
         end();
         for (const { topic, messages } of sends) {
-          this.committed.set(topic, [...(this.committed.get(topic) ?? []), ...messages]);
-          if (topic === RESULTS)
-            for (const m of messages) this.resultsBy.set(m, `${host.name}/g${session.generation}${fate === 'lost' ? ' (answer lost)' : ''}`);
+          this.#append(topic, messages);
+          if (topic === RESULTS) for (const m of messages) this.resultsBy.set(m, `${who}${fate === 'lost' ? ' (answer lost)' : ''}`);
         }
-        if (offsets !== undefined) this.groupOffset = offsets;
+        if (offsets !== undefined) this.groupOffsets.set(session.partition, offsets);
         this.trace.push(
-          `${host.name}/g${session.generation} committed${fate === 'lost' ? ' (answer lost)' : ''}: ${describeSends(sends)}${offsets === undefined ? '' : `, offset ${offsets}`}`,
+          `${who} committed${fate === 'lost' ? ' (answer lost)' : ''}: ${describeSends(sends)}${offsets === undefined ? '' : `, offset ${offsets}`}`,
         );
         if (fate === 'lost') {
           this.faults.lost += 1;
@@ -399,6 +429,7 @@ const codec = registryFreeCodec;
 
 /** One record of the partition: a command, a repeat of an earlier one's commandId, or bytes nobody can decode. */
 interface SimRecord {
+  readonly partition: number;
   readonly offset: number;
   readonly commandId: string;
   readonly kind: 'command' | 'repeat' | 'undecodable';
@@ -424,19 +455,25 @@ const RECIPIENTS: readonly Recipient[] = [
 const TENANT_KEY = 'tenant';
 const TENANTS: readonly (string | undefined)[] = ['acme', 'beta', undefined];
 
-function records(prng: Prng, seed: number): SimRecord[] {
+/** Each partition's records (repeats within a partition: its repeat window is its own). */
+function records(prng: Prng, seed: number, partitions: number): SimRecord[] {
+  const all: SimRecord[] = [];
+  for (let partition = 0; partition < partitions; partition++) all.push(...partitionRecords(prng, seed, partition, prng.int(partitions > 1 ? 3 : 5, 40)));
+  return all;
+}
+
+function partitionRecords(prng: Prng, seed: number, partition: number, count: number): SimRecord[] {
   const out: SimRecord[] = [];
-  const count = prng.int(5, 40);
   for (let offset = 0; offset < count; offset++) {
     const key = `k${prng.int(0, 5)}`;
     const earlier = out.filter((r) => r.kind === 'command');
     if (earlier.length > 0 && prng.chance(0.08)) {
       const original = prng.pick(earlier);
-      out.push({ offset, commandId: original.commandId, kind: 'repeat', key, value: original.value, to: original.to, tenant: original.tenant });
+      out.push({ partition, offset, commandId: original.commandId, kind: 'repeat', key, value: original.value, to: original.to, tenant: original.tenant });
     } else if (prng.chance(0.04)) {
-      out.push({ offset, commandId: '', kind: 'undecodable', key, value: Buffer.from('not avro') });
+      out.push({ partition, offset, commandId: '', kind: 'undecodable', key, value: Buffer.from('not avro') });
     } else {
-      const commandId = `s${seed}-c${offset}`;
+      const commandId = partition === 0 ? `s${seed}-c${offset}` : `s${seed}-p${partition}c${offset}`;
       const to = prng.pick(RECIPIENTS);
       const tenant = TENANTS[prng.int(0, TENANTS.length - 1)];
       const command: SendCommand = {
@@ -446,7 +483,7 @@ function records(prng: Prng, seed: number): SimRecord[] {
         metadata: tenant === undefined ? {} : { [TENANT_KEY]: tenant },
         operation: { kind: 'text', to: [to.number], signature: 'Acme', content: `hello ${commandId}` },
       };
-      out.push({ offset, commandId, kind: 'command', key, value: framed(1, commandType.toBuffer(commandToAvro(command))), to, tenant });
+      out.push({ partition, offset, commandId, kind: 'command', key, value: framed(1, commandType.toBuffer(commandToAvro(command))), to, tenant });
     }
   }
   return out;
@@ -503,6 +540,10 @@ interface Schedule {
   readonly ends: ClaimEnd[];
   /** The group's generation: each rebalance starts the next. */
   groupGeneration: number;
+  /** Command partitions (0 … partitions − 1). */
+  readonly partitions: number;
+  /** The group's current assignment: each member (live, in the group) and its partitions. */
+  readonly assignment: Map<Incarnation, readonly number[]>;
   /** Processes started so far (their names count), and each of them. */
   processes: number;
   readonly hosts: Incarnation[];
@@ -562,7 +603,8 @@ function senderFor(schedule: Schedule, host: Incarnation): CommandSender {
   // The mark must be this command's, name the account called, and be one of this process's claims' (not an inherited one).
   const markHeld = (commandId: string, account: string): boolean => {
     if (!schedule.ledger) return true;
-    const open = schedule.kafka.lastCheckpoint()?.open ?? [];
+    const partition = schedule.records.find((r) => r.commandId === commandId)?.partition ?? 0;
+    const open = schedule.kafka.lastCheckpoint(partition)?.open ?? [];
     return open.some((m) => m.commandId === commandId && m.account === account && host.markOwners.has(m.by?.slice(0, m.by.lastIndexOf('.')) ?? ''));
   };
   const accounts = new Map<string, GuardedSender>();
@@ -663,9 +705,9 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
   const consumer = new SimulatedConsumer(
     {
       topic: TOPIC,
-      partition: PARTITION,
+      partitions: schedule.partitions,
       records: all,
-      groupOffset: () => kafka.groupOffset,
+      groupOffset: (partition) => kafka.groupOffset(partition),
       prng,
       dead: () => host.dead,
       cutOff: () => host.cutOff,
@@ -679,9 +721,9 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
   const lostHold = { lost: true };
   const lanes: { router?: LaneRouter } = {};
   const log = logFor(schedule, host);
-  const checkpoint = async (): Promise<Checkpoint | undefined> => {
+  const checkpoint = async (partition: number): Promise<Checkpoint | undefined> => {
     await io(prng, host);
-    return schedule.ledger ? kafka.lastCheckpoint() : undefined;
+    return schedule.ledger ? kafka.lastCheckpoint(partition) : undefined;
   };
   let claims = 0;
   const ownership = new PartitionOwnership({
@@ -691,15 +733,15 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
         await producers.discard(topic, partition);
         await producers.forPartition(topic, partition, generation);
       },
-      groupOffset: async () => {
+      groupOffset: async (_topic, partition) => {
         await io(prng, host);
-        return kafka.groupOffset;
+        return kafka.groupOffset(partition);
       },
       checkpoint,
-      recentCommandIds: async (_topic, _partition, start, count) => {
+      recentCommandIds: async (_topic, partition, start, count) => {
         await io(prng, host);
         return all
-          .filter((r) => BigInt(r.offset) < start && BigInt(r.offset) >= start - BigInt(count) && r.kind !== 'undecodable')
+          .filter((r) => r.partition === partition && BigInt(r.offset) < start && BigInt(r.offset) >= start - BigInt(count) && r.kind !== 'undecodable')
           .map((r) => ({ offset: BigInt(r.offset), commandId: r.commandId }));
       },
       carry: (topic, partition, from, to) => producers.carry(topic, partition, from, to),
@@ -735,15 +777,16 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
     handovers: schedule.ledger ? kafka.handoversFor(host) : undefined,
     maxRecordBytes: 1_000_000,
     admin: {
-      fetchTopicOffsets: async () => [{ partition: PARTITION, high: String(all.length), low: '0' }],
+      fetchTopicOffsets: async () =>
+        partitionsOf(schedule).map((partition) => ({ partition, high: String(all.filter((r) => r.partition === partition).length), low: '0' })),
       fetchOffsets: async () => {
         await io(prng, host);
-        return [{ topic: TOPIC, partitions: [{ partition: PARTITION, offset: String(kafka.groupOffset) }] }];
+        return [{ topic: TOPIC, partitions: partitionsOf(schedule).map((partition) => ({ partition, offset: String(kafka.groupOffset(partition)) })) }];
       },
     },
-    latestCheckpoint: () => checkpoint(),
+    latestCheckpoint: (partition) => checkpoint(partition),
     movedAway: async () => undefined,
-    commandPartitions: 1,
+    commandPartitions: schedule.partitions,
     producers,
   };
   const pools = new SendPermits({ maxInFlight: prng.int(1, 8) }).for('normal');
@@ -773,18 +816,35 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
   return host;
 }
 
-/** The coordinator's rebalance: each member of `assignment` notices it, then joins the next generation with its partitions. */
-async function rebalance(schedule: Schedule, assignment: readonly (readonly [Incarnation, readonly number[]])[]): Promise<void> {
-  schedule.groupGeneration += 1;
-  for (const [host] of assignment) host.consumer?.noticeRebalance();
-  await sleep(schedule.prng.int(0, 10));
-  for (const [host, partitions] of assignment) host.consumer?.join(partitions);
+/** The schedule's command partitions: 0 … partitions − 1. */
+function partitionsOf(schedule: Schedule): number[] {
+  return Array.from({ length: schedule.partitions }, (_, p) => p);
 }
 
-/** A new process joins the group and is given the partition. */
-async function newOwner(schedule: Schedule): Promise<Incarnation> {
+/**
+ * The coordinator's rebalance: the partitions of the members named in `changes` change; every
+ * other member keeps its own. Each member notices the rebalance, then joins the next generation.
+ */
+async function rebalance(schedule: Schedule, changes: ReadonlyMap<Incarnation, readonly number[]>): Promise<void> {
+  schedule.groupGeneration += 1;
+  for (const [host, partitions] of changes) schedule.assignment.set(host, partitions);
+  const members = [...schedule.assignment.keys()];
+  for (const host of members) host.consumer?.noticeRebalance();
+  await sleep(schedule.prng.int(0, 10));
+  for (const host of members) host.consumer?.join(schedule.assignment.get(host) ?? []);
+}
+
+/** A member the group has dropped or that left: it takes part in no rebalance any more. */
+function leaveGroup(schedule: Schedule, host: Incarnation): readonly number[] {
+  const partitions = schedule.assignment.get(host) ?? [];
+  schedule.assignment.delete(host);
+  return partitions;
+}
+
+/** A new process joins the group and is given `partitions`. */
+async function newOwner(schedule: Schedule, partitions: readonly number[]): Promise<Incarnation> {
   const host = await startProcess(schedule);
-  await rebalance(schedule, [[host, [PARTITION]]]);
+  await rebalance(schedule, new Map([[host, partitions]]));
   return host;
 }
 
@@ -823,19 +883,23 @@ export interface ShippedLaneOptions {
 
 /** A crash leaves in doubt what its process had marked or called: those may end UNKNOWN. */
 function excuseCrash(schedule: Schedule, host: Incarnation): void {
-  for (const mark of schedule.kafka.lastCheckpoint()?.open ?? []) schedule.excused.add(mark.commandId);
+  for (const partition of partitionsOf(schedule)) for (const mark of schedule.kafka.lastCheckpoint(partition)?.open ?? []) schedule.excused.add(mark.commandId);
   for (const call of schedule.calls) if (call.process === host.name) schedule.excused.add(call.commandId);
 }
 
 /** One schedule: owners, each ended as ClaimEnd says, then a last one; returns what it broke. */
 export async function runShippedLaneSchedule(seed: number, options: ShippedLaneOptions = {}): Promise<ShippedLaneViolation[]> {
   const prng = new Prng(seed);
+  // One partition in half the schedules, two or three in the others (a process works them together: its slots, marks and bytes in hand are shared).
+  const partitions = prng.chance(0.5) ? 1 : prng.int(2, 3);
   const schedule: Schedule = {
     seed,
     prng,
     ledger: options.ledger ?? true,
     kafka: new SimulatedKafka(prng),
-    records: records(prng, seed),
+    partitions,
+    records: records(prng, seed, partitions),
+    assignment: new Map(),
     calls: [],
     accounts: prng.chance(0.5) ? ['default'] : ['default', 'backup'],
     metrics: sharedMetrics(),
@@ -853,7 +917,7 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
   };
   const owners = prng.int(0, 3);
   const play = async (): Promise<void> => {
-    let owner = await newOwner(schedule);
+    let owner = await newOwner(schedule, partitionsOf(schedule));
     for (let n = 1; n <= owners; n++) {
       const end = prng.pick(ENDS);
       schedule.ends.push(end);
@@ -861,7 +925,7 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
       owner = await endOwnership(schedule, owner, end);
     }
     schedule.ends.push('last');
-    await runLast(schedule, owner);
+    await runLast(schedule);
   };
   // Every wait inside is bounded but the ones on the shipped code (a claim waiting for its own lane
   // to hand over, a release): this bounds those, so that a driver bug cannot hang the run.
@@ -881,27 +945,30 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Ends `owner`'s ownership of the partition as `end` says, through the group's events to its
- * consumer (the shipped pipeline reacts); returns the next owner (the same process, for a keep or
- * a reclaim).
+ * Ends `owner`'s ownership of its partitions as `end` says, through the group's events to the
+ * consumers (the shipped pipelines react); other members keep theirs. Returns the next owner (the
+ * same process, for a keep or a reclaim).
  */
 async function endOwnership(schedule: Schedule, owner: Incarnation, end: Exclude<ClaimEnd, 'last'>): Promise<Incarnation> {
   const { prng } = schedule;
+  const mine = schedule.assignment.get(owner) ?? [];
   switch (end) {
     case 'crash': {
       owner.dead = true;
       excuseCrash(schedule, owner);
+      leaveGroup(schedule, owner);
       // The group gives its partitions away once its session has run out.
       await sleep(SESSION_MS);
-      return newOwner(schedule);
+      return newOwner(schedule, mine);
     }
     case 'zombie': {
       // Cut off from the group: its lease lapses (and it stops calling) a margin before the group
       // drops it; its calls and transactions under way go on. Its next heartbeat, a little later,
-      // finds it dropped: it joins again as a new member, without the partition.
+      // finds it dropped: it joins again as a new member, and is given nothing.
       owner.cutOff = true;
+      leaveGroup(schedule, owner);
       await sleep(SESSION_MS);
-      const next = await newOwner(schedule);
+      const next = await newOwner(schedule, mine);
       setTimeout(
         () => {
           owner.cutOff = false;
@@ -915,44 +982,54 @@ async function endOwnership(schedule: Schedule, owner: Incarnation, end: Exclude
       // A graceful stop (SourcePipeline.release): the lanes retire and commit, the member leaves.
       if (owner.pipeline !== undefined && (await within(owner.pipeline.release(), schedule.settleMs)) === 'timed-out')
         schedule.driverErrors.push(`${owner.name} did not stop within ${schedule.settleMs} ms`);
-      return newOwner(schedule);
+      leaveGroup(schedule, owner);
+      return newOwner(schedule, mine);
     }
     case 'move': {
-      // A rebalance gives the partition to a new member: this one's lane retires as moved, handing
-      // over what it has under way, while the next owner claims at once.
+      // A rebalance gives some of its partitions (all, for one) to a new member: their lanes retire
+      // as moved, handing over what they have under way, while the new owner claims at once.
+      const moving = mine.length <= 1 ? mine : mine.filter((_p, i) => i === 0 || prng.chance(0.5));
       const next = await startProcess(schedule);
-      await rebalance(schedule, [
-        [owner, []],
-        [next, [PARTITION]],
-      ]);
+      await rebalance(
+        schedule,
+        new Map([
+          [owner, mine.filter((p) => !moving.includes(p))],
+          [next, moving],
+        ]),
+      );
       return next;
     }
     case 'reclaim': {
       // Its consumer crashes and restarts in place: out of the group, it joins again as a new member
-      // and is given the partition back; its claim waits for its own earlier lane.
+      // and is given its partitions back; each claim waits for its own earlier lane.
       owner.consumer?.crashAndRestart(new SimulatedFault('simulated: the consumer crashed'));
       await sleep(prng.int(0, 20));
-      await rebalance(schedule, [[owner, [PARTITION]]]);
+      await rebalance(schedule, new Map([[owner, mine]]));
       return owner;
     }
     case 'keep': {
-      // The partition stays with its member in the very next generation.
-      await rebalance(schedule, [[owner, [PARTITION]]]);
+      // The partitions stay with their members in the very next generation.
+      await rebalance(schedule, new Map());
       return owner;
     }
     case 'away': {
-      // Its join misses a generation (tried again in place), in which another member has the
-      // partition; the next generation gives it back. Its lane held all along: its state is stale.
+      // Its join misses a generation (tried again in place), in which another member has its
+      // partitions; the next generation gives them back. Its lanes held all along: their state is stale.
       owner.consumer?.noticeRebalance();
       const other = await startProcess(schedule);
       schedule.groupGeneration += 1;
-      other.consumer?.join([PARTITION]);
+      schedule.assignment.delete(owner);
+      schedule.assignment.set(other, mine);
+      for (const [host, partitions] of schedule.assignment) host.consumer?.join(partitions);
       owner.consumer?.joinRetried();
       await sleep(prng.int(0, 150));
-      await rebalance(schedule, [
-        [other, []],
-        [owner, [PARTITION]],
-      ]);
+      await rebalance(
+        schedule,
+        new Map([
+          [other, []],
+          [owner, mine],
+        ]),
+      );
       return owner;
     }
   }
@@ -960,16 +1037,21 @@ async function endOwnership(schedule: Schedule, owner: Incarnation, end: Exclude
 
 /** Every record is answered: what was committed leaves the next claim nothing to take. */
 function allAnswered(schedule: Schedule): boolean {
+  return partitionsOf(schedule).every((partition) => leftToTake(schedule, partition).length === 0);
+}
+
+/** The records of `partition` the next claim would take (recoveryPlan): none once every one is answered. */
+function leftToTake(schedule: Schedule, partition: number): SimRecord[] {
   const { kafka } = schedule;
-  const { start, answered } = recoveryPlan(kafka.groupOffset, schedule.ledger ? kafka.lastCheckpoint() : undefined);
-  return schedule.records.every((r) => BigInt(r.offset) < start || answered.has(BigInt(r.offset)));
+  const { start, answered } = recoveryPlan(kafka.groupOffset(partition), schedule.ledger ? kafka.lastCheckpoint(partition) : undefined);
+  return schedule.records.filter((r) => r.partition === partition && BigInt(r.offset) >= start && !answered.has(BigInt(r.offset)));
 }
 
 /**
- * The last owner, without Kafka faults from now: once every record is answered it stops
- * gracefully, and no other live process may still have a lane of the partition.
+ * The end, without Kafka faults from now: once every record is answered the members stop
+ * gracefully, and no other live process may still have a lane of any partition.
  */
-async function runLast(schedule: Schedule, owner: Incarnation): Promise<void> {
+async function runLast(schedule: Schedule): Promise<void> {
   schedule.kafka.faulty = false;
   const answered = within(
     (async () => {
@@ -977,11 +1059,16 @@ async function runLast(schedule: Schedule, owner: Incarnation): Promise<void> {
     })(),
     schedule.settleMs,
   );
-  if ((await answered) === 'timed-out') schedule.driverErrors.push(`${owner.name} (the last owner) did not answer every record within ${schedule.settleMs} ms`);
-  if (owner.pipeline !== undefined && (await within(owner.pipeline.release(), schedule.settleMs)) === 'timed-out')
-    schedule.driverErrors.push(`${owner.name} (the last owner) did not stop within ${schedule.settleMs} ms`);
-  const key = `${TOPIC}:${PARTITION}`;
-  const lingering = (): Incarnation[] => schedule.hosts.filter((h) => !h.dead && h.pipeline?.lanes.waitingOn(key) !== undefined);
+  if ((await answered) === 'timed-out') schedule.driverErrors.push(`the members did not answer every record within ${schedule.settleMs} ms`);
+  // Every member stops gracefully, together (a rollout's last step).
+  const members = [...schedule.assignment.keys()];
+  const stopped = await Promise.all(members.map((host) => (host.pipeline === undefined ? 'stopped' : within(host.pipeline.release(), schedule.settleMs))));
+  members.forEach((host, i) => {
+    if (stopped[i] === 'timed-out') schedule.driverErrors.push(`${host.name} did not stop within ${schedule.settleMs} ms`);
+  });
+  // No live process may keep a lane of any partition (a zombie's, a moved one's) past then.
+  const lanesOf = (host: Incarnation): number[] => partitionsOf(schedule).filter((p) => host.pipeline?.lanes.waitingOn(`${TOPIC}:${p}`) !== undefined);
+  const lingering = (): Incarnation[] => schedule.hosts.filter((h) => !h.dead && lanesOf(h).length > 0);
   const ended = within(
     (async () => {
       while (lingering().length > 0) await sleep(5);
@@ -990,9 +1077,10 @@ async function runLast(schedule: Schedule, owner: Incarnation): Promise<void> {
   );
   if ((await ended) === 'timed-out')
     for (const host of lingering())
-      schedule.driverErrors.push(
-        `${host.name} still has a lane of the partition: ${JSON.stringify(host.pipeline?.lanes.waitingOn(key), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`,
-      );
+      for (const p of lanesOf(host))
+        schedule.driverErrors.push(
+          `${host.name} still has a lane of partition ${p}: ${JSON.stringify(host.pipeline?.lanes.waitingOn(`${TOPIC}:${p}`), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v))}`,
+        );
 }
 
 let metrics: WorkerMetrics | undefined;
@@ -1025,8 +1113,8 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
   for (const record of schedule.records) {
     if (record.kind === 'repeat') continue;
     if (record.kind === 'undecodable') {
-      const letters = deadLetters.filter((l) => deadLetterOffset(l) === record.offset).length;
-      if (letters !== 1) add('exactly-one-result', `@${record.offset} (undecodable) has ${letters} dead letters`);
+      const letters = deadLetters.filter((l) => deadLetterSource(l) === `${record.partition}@${record.offset}`).length;
+      if (letters !== 1) add('exactly-one-result', `${record.partition}@${record.offset} (undecodable) has ${letters} dead letters`);
       continue;
     }
     const id = record.commandId;
@@ -1040,7 +1128,7 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
     if (mine.length !== 1) {
       add(
         'exactly-one-result',
-        `${id} @${record.offset}: ${mine.length} results (${mine.map((r) => `${r.outcome} by ${r.by}`).join(', ')}); claims ${schedule.ends.join(', ')}`,
+        `${id} @${record.partition}:${record.offset}: ${mine.length} results (${mine.map((r) => `${r.outcome} by ${r.by}`).join(', ')}); claims ${schedule.ends.join(', ')}`,
       );
       continue;
     }
@@ -1063,15 +1151,17 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
   // A claim whose records past it were all answered ahead by an earlier owner skips them without a
   // transaction: they stay behind the offset, answered in the checkpoint, until a later record's
   // transaction moves it. What counts is what the next claim would do: take nothing again.
-  const { start, answered } = recoveryPlan(kafka.groupOffset, schedule.ledger ? kafka.lastCheckpoint() : undefined);
-  const redone = schedule.records.filter((r) => BigInt(r.offset) >= start && !answered.has(BigInt(r.offset)));
-  if (redone.length > 0) add('exactly-one-result', `the next claim would take ${redone.map((r) => `@${r.offset} (${r.kind})`).join(', ')} again`);
+  for (const partition of partitionsOf(schedule)) {
+    const redone = leftToTake(schedule, partition);
+    if (redone.length > 0)
+      add('exactly-one-result', `the next claim of partition ${partition} would take ${redone.map((r) => `@${r.offset} (${r.kind})`).join(', ')} again`);
+  }
   return out;
 }
 
 /**
  * Each process counts its own recipients (the limits are deployment-wide, shared by owned
- * partitions; here it owns the one): the commands one process called, per region and prefix, and
+ * partitions): the commands one process called, over all its partitions, per region and prefix, and
  * per tenant, never exceed the limits (all of a schedule is within one minute).
  */
 function velocityViolations(schedule: Schedule): ShippedLaneViolation[] {
@@ -1102,10 +1192,14 @@ function velocityViolations(schedule: Schedule): ShippedLaneViolation[] {
   return out;
 }
 
-function deadLetterOffset(letter: OutgoingRecord): number {
-  const decoded = deadLetterType.fromBuffer(letter.value.subarray(5)) as { offset?: unknown; source?: { offset?: unknown } };
-  const offset = decoded.source?.offset ?? decoded.offset;
-  return Number(offset);
+/** Where a dead letter's record came from: `partition@offset`. */
+function deadLetterSource(letter: OutgoingRecord): string {
+  const decoded = deadLetterType.fromBuffer(letter.value.subarray(5)) as {
+    partition?: unknown;
+    offset?: unknown;
+    source?: { partition?: unknown; offset?: unknown };
+  };
+  return `${Number(decoded.source?.partition ?? decoded.partition)}@${Number(decoded.source?.offset ?? decoded.offset)}`;
 }
 
 function tallyOf(schedule: Schedule, tally: Map<string, number> | undefined): void {
@@ -1117,7 +1211,10 @@ function tallyOf(schedule: Schedule, tally: Map<string, number> | undefined): vo
   count('calls', schedule.calls.length);
   count('commit failed', schedule.kafka.faults.fail);
   count('commit answer lost', schedule.kafka.faults.lost);
-  const handovers = (schedule.kafka.committed.get(LEDGER) ?? []).filter((r) => r.key !== null && r.key.toString() === handoverKey(GROUP, TOPIC)).length;
+  const handovers = partitionsOf(schedule)
+    .flatMap((partition) => schedule.kafka.committed.get(logKey(LEDGER, partition)) ?? [])
+    .filter((r) => r.key !== null && r.key.toString() === handoverKey(GROUP, TOPIC)).length;
+  count(`partitions ${schedule.partitions}`);
   count('handovers written', handovers);
   if (schedule.velocity !== undefined) count(`velocity ${schedule.velocity.settings.mode}`);
 }

@@ -4,9 +4,10 @@ import type { Prng } from './prng.ts';
 /** What the consumer fetches: the partition's command records, and the group's committed offset. */
 export interface ConsumerWorld {
   readonly topic: string;
-  readonly partition: number;
-  readonly records: readonly { readonly offset: number; readonly key: string; readonly value: Buffer }[];
-  groupOffset(): bigint;
+  /** Partitions of the topic. */
+  readonly partitions: number;
+  readonly records: readonly { readonly partition: number; readonly offset: number; readonly key: string; readonly value: Buffer }[];
+  groupOffset(partition: number): bigint;
   readonly prng: Prng;
   /** The process died: nothing of it runs any more. */
   dead(): boolean;
@@ -36,8 +37,8 @@ export class CoordinatorUnreachable extends Error {}
 /**
  * The worker's consumer port over one simulated partition, as kafkajs behaves for it: a member of
  * the group that the simulation's coordinator drives (notice a rebalance, join with an assignment,
- * crash and restart as a new member); between, it fetches batches of a few records from where it
- * stands (the group's committed offset after a join or a seek, else after the last resolved
+ * crash and restart as a new member); between, it fetches each assigned partition's batches of a
+ * few records from where it stands (the group's committed offset after a join or a seek, else after the last resolved
  * offset) and hands each to the worker's batch handler, waiting for it; it heartbeats every
  * `heartbeatMs` while it is a member the group hears from.
  */
@@ -53,10 +54,11 @@ export class SimulatedConsumer implements CommandConsumer {
   #rebalancing = false;
   #pausedTopic = false;
   readonly #paused = new Set<number>();
-  /** Where the next fetch starts (undefined: the group's committed offset). */
-  #position: bigint | undefined;
-  /** Bumped by every join and seek: a batch fetched before is stale. */
-  #epoch = 0;
+  /** Where each partition's next fetch starts (none: the group's committed offset). */
+  readonly #positions = new Map<number, bigint>();
+  /** Bumped by every join (all partitions) and seek (one): a batch fetched before is stale. */
+  #joins = 0;
+  readonly #seeks = new Map<number, number>();
   readonly #heartbeats: NodeJS.Timeout;
   readonly #name: string;
 
@@ -100,7 +102,8 @@ export class SimulatedConsumer implements CommandConsumer {
   async run(options: { partitionsConsumedConcurrently: number; eachBatch: (batch: FetchedBatch) => Promise<void> }): Promise<void> {
     this.#eachBatch = options.eachBatch;
     this.#running = true;
-    void this.#fetching();
+    // kafkajs fetches the partitions of a batch round concurrently (partitionsConsumedConcurrently).
+    for (let partition = 0; partition < this.#world.partitions; partition++) void this.#fetching(partition);
   }
 
   pause(_topic: string, partitions?: readonly number[]): void {
@@ -113,9 +116,9 @@ export class SimulatedConsumer implements CommandConsumer {
     else for (const p of partitions) this.#paused.delete(p);
   }
 
-  seek(_topic: string, _partition: number, offset: bigint): void {
-    this.#position = offset;
-    this.#epoch += 1;
+  seek(_topic: string, partition: number, offset: bigint): void {
+    this.#positions.set(partition, offset);
+    this.#seeks.set(partition, (this.#seeks.get(partition) ?? 0) + 1);
   }
 
   async disconnect(): Promise<void> {
@@ -150,8 +153,8 @@ export class SimulatedConsumer implements CommandConsumer {
     this.#world.joinGroupSent();
     this.#rebalancing = false;
     this.#assigned = [...partitions];
-    this.#position = undefined;
-    this.#epoch += 1;
+    this.#positions.clear();
+    this.#joins += 1;
     for (const l of this.#listeners.join) l({ memberId: this.#memberId, memberAssignment: { [this.#world.topic]: partitions } });
   }
 
@@ -187,15 +190,21 @@ export class SimulatedConsumer implements CommandConsumer {
     return this.#running && !this.#world.dead() && !this.#world.cutOff() && !this.#rebalancing && this.#memberId !== '';
   }
 
-  async #fetching(): Promise<void> {
-    const { records, partition, topic, prng } = this.#world;
+  /** Where a batch of `partition` fetched now stands: stale once a join or a seek of it came after. */
+  #epochOf(partition: number): string {
+    return `${this.#joins}/${this.#seeks.get(partition) ?? 0}`;
+  }
+
+  async #fetching(partition: number): Promise<void> {
+    const { topic, prng } = this.#world;
+    const records = this.#world.records.filter((r) => r.partition === partition);
     while (this.#running && !this.#world.dead()) {
-      const from = this.#position ?? this.#world.groupOffset();
+      const from = this.#positions.get(partition) ?? this.#world.groupOffset(partition);
       if (this.#rebalancing || !this.#assigned.includes(partition) || this.#pausedTopic || this.#paused.has(partition) || from >= BigInt(records.length)) {
         await sleep(2);
         continue;
       }
-      const epoch = this.#epoch;
+      const epoch = this.#epochOf(partition);
       const batch = records.slice(Number(from), Number(from) + prng.int(1, 8));
       let resolved = from - 1n;
       try {
@@ -206,7 +215,7 @@ export class SimulatedConsumer implements CommandConsumer {
           messages: batch.map((r) => ({ offset: String(r.offset), key: Buffer.from(r.key), value: r.value, timestamp: String(Date.now()) })),
           resolveOffset: (offset) => void (resolved = BigInt(offset) > resolved ? BigInt(offset) : resolved),
           isRunning: () => this.#running && !this.#world.dead(),
-          isStale: () => epoch !== this.#epoch,
+          isStale: () => epoch !== this.#epochOf(partition),
           heartbeat: () => this.#heartbeat(),
         });
       } catch {
@@ -214,7 +223,7 @@ export class SimulatedConsumer implements CommandConsumer {
         // drives joins here); the batch stays unresolved.
       }
       // The next fetch starts after the last resolved offset, unless a join or seek moved it.
-      if (epoch === this.#epoch) this.#position = resolved + 1n;
+      if (epoch === this.#epochOf(partition)) this.#positions.set(partition, resolved + 1n);
       await sleep(prng.int(0, 2));
     }
   }
