@@ -5,6 +5,7 @@
  * as a careless change would) and expects the simulation to report it with a seed.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { SpendHolds } from '../../src/worker/guard/spend-holds.ts';
 import { GuardedSender } from '../../src/worker/guarded-sender.ts';
 import { OwnershipMachine } from '../../src/worker/protocol/ownership.ts';
 import { PartitionMachine, type Effect } from '../../src/worker/protocol/partition-machine.ts';
@@ -37,7 +38,7 @@ function rewriteEffects(rewrite: (effects: Effect<unknown>[]) => Effect<unknown>
 
 // Budgets of schedules, not timing targets (the clock is virtual, but coverage slows the code in CI).
 describe('the shipped lane, handler and senders in the simulation', { timeout: 240_000 }, () => {
-  it('ledger on: no command sent twice, every call under a committed mark, one result each, no UNKNOWN without a cause, through crashes, zombies, retirements, moves, reclaims and kept claims, within the velocity limits', async () => {
+  it('ledger on: no command sent twice, every call under a committed mark, one result each, no UNKNOWN without a cause, through crashes, zombies, retirements, moves, reclaims and kept claims, within the velocity limits and spend caps', async () => {
     const tally = new Map<string, number>();
     const violations = await runShippedLaneSchedules(1, 3_000, { tally });
     report('ledger on', violations);
@@ -50,6 +51,11 @@ describe('the shipped lane, handler and senders in the simulation', { timeout: 2
       'claim move',
       'claim reclaim',
       'claim keep',
+      'claim away',
+      'kept',
+      'partitions 3',
+      'spend cap',
+      'result EXPIRED',
       'result SENT',
       'result FAILED',
       'result UNKNOWN',
@@ -112,6 +118,13 @@ describe('the shipped lane, handler and senders in the simulation', { timeout: 2
     report('kept without checks', violations);
     // Kafka's fencing keeps the stale lane from committing anything; ownership's own promise is what breaks.
     expect(kinds(violations)).toContain('keep-only-unfenced');
+  });
+
+  it('spend holds that let every send through (the cap never holds one): found', async () => {
+    vi.spyOn(SpendHolds.prototype, 'take').mockImplementation(async () => 0n);
+    const violations = await runShippedLaneSchedules(1, 100, { settleMs: 1_000 });
+    report('spend cap ignored', violations);
+    expect(kinds(violations)).toContain('within-spend-cap');
   });
 
   it('a schedule that broke something replays from its seed alone, interleaving included (the clock is virtual)', async () => {

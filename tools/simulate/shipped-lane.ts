@@ -50,6 +50,8 @@ import { commandType, deadLetterType, resultType } from '../../src/contracts/avr
 import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts';
 import { DestinationGuard } from '../../src/worker/guard/destination-guard.ts';
 import { DEFAULT_VELOCITY_SETTINGS, type VelocitySettings } from '../../src/worker/guard/velocity.ts';
+import { DEFAULT_SPEND_CAP_SETTINGS } from '../../src/worker/guard/spend-cap.ts';
+import { SpendHolds } from '../../src/worker/guard/spend-holds.ts';
 import { TenantLimits } from '../../src/worker/tenants/tenant-limits.ts';
 import { parseTenantLimits, type TenantSettings } from '../../src/worker/tenants/tenant-settings.ts';
 import {
@@ -103,6 +105,10 @@ const SETTLE_MS = 20_000;
 const SESSION_MS = 400;
 /** How often a member's heartbeat reaches the group and confirms it. */
 const HEARTBEAT_MS = 50;
+/** What the simulated service charges for every message (simulatedSuccess: 0.045), in micro-units. */
+const PRICE_MICROS = 45_000n;
+/** How long commands live in a schedule with a spend cap: those held at the cap expire (and get their result). */
+const SPEND_EXPIRY_MS = 3_000;
 
 /** The answers of the simulated service, and how often (the failover simulation's kinds, without the account refusals that pause routes). */
 const ANSWER_WEIGHTS: Readonly<Partial<Record<Answer, number>>> = {
@@ -456,13 +462,14 @@ const TENANT_KEY = 'tenant';
 const TENANTS: readonly (string | undefined)[] = ['acme', 'beta', undefined];
 
 /** Each partition's records (repeats within a partition: its repeat window is its own). */
-function records(prng: Prng, seed: number, partitions: number): SimRecord[] {
+function records(prng: Prng, seed: number, partitions: number, expiresInMs: number | null): SimRecord[] {
   const all: SimRecord[] = [];
-  for (let partition = 0; partition < partitions; partition++) all.push(...partitionRecords(prng, seed, partition, prng.int(partitions > 1 ? 3 : 5, 40)));
+  for (let partition = 0; partition < partitions; partition++)
+    all.push(...partitionRecords(prng, seed, partition, prng.int(partitions > 1 ? 3 : 5, 40), expiresInMs));
   return all;
 }
 
-function partitionRecords(prng: Prng, seed: number, partition: number, count: number): SimRecord[] {
+function partitionRecords(prng: Prng, seed: number, partition: number, count: number, expiresInMs: number | null): SimRecord[] {
   const out: SimRecord[] = [];
   for (let offset = 0; offset < count; offset++) {
     const key = `k${prng.int(0, 5)}`;
@@ -479,7 +486,7 @@ function partitionRecords(prng: Prng, seed: number, partition: number, count: nu
       const command: SendCommand = {
         commandId,
         createdAt: Date.now(),
-        expiresAt: null,
+        expiresAt: expiresInMs === null ? null : Date.now() + expiresInMs,
         metadata: tenant === undefined ? {} : { [TENANT_KEY]: tenant },
         operation: { kind: 'text', to: [to.number], signature: 'Acme', content: `hello ${commandId}` },
       };
@@ -507,7 +514,8 @@ export interface ShippedLaneViolation {
     | 'unknown-has-a-cause'
     | 'within-velocity-limits'
     | 'no-driver-error'
-    | 'keep-only-unfenced';
+    | 'keep-only-unfenced'
+    | 'within-spend-cap';
   readonly detail: string;
 }
 
@@ -555,6 +563,8 @@ interface Schedule {
   readonly settleMs: number;
   /** The velocity limits (VELOCITY_* and TENANT_LIMITS), in half the schedules; each process counts its own. */
   readonly velocity: SimVelocity | undefined;
+  /** SPEND_CAP_HOUR in micro-units, in a third of the schedules (each process caps its own spend; its commands then expire, so those held at the cap end). */
+  readonly spendCap: bigint | undefined;
 }
 
 interface SimVelocity {
@@ -607,6 +617,12 @@ function senderFor(schedule: Schedule, host: Incarnation): CommandSender {
     const open = schedule.kafka.lastCheckpoint(partition)?.open ?? [];
     return open.some((m) => m.commandId === commandId && m.account === account && host.markOwners.has(m.by?.slice(0, m.by.lastIndexOf('.')) ?? ''));
   };
+  // One per process, shared by its accounts (SharedParts.spend); the share of the cap is the whole: one process's own.
+  const spend =
+    schedule.spendCap === undefined
+      ? undefined
+      : new SpendHolds({ settings: { ...DEFAULT_SPEND_CAP_SETTINGS, caps: { hour: microsToDecimal(schedule.spendCap), day: undefined } } });
+  if (spend !== undefined) schedule.closers.push(() => spend.close());
   const accounts = new Map<string, GuardedSender>();
   for (const account of schedule.accounts) {
     const gate = new ServiceGate({ backoff: { insufficient_funds: { initialMs: 2, maxMs: 10 }, circuit_open: { initialMs: 2, maxMs: 10 } } });
@@ -629,6 +645,7 @@ function senderFor(schedule: Schedule, host: Incarnation): CommandSender {
         fundsPolicy: 'pause',
         fundsPauseMaxMs: 40,
         destinations,
+        spend,
       }),
     );
   }
@@ -892,13 +909,15 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
   const prng = new Prng(seed);
   // One partition in half the schedules, two or three in the others (a process works them together: its slots, marks and bytes in hand are shared).
   const partitions = prng.chance(0.5) ? 1 : prng.int(2, 3);
+  // A cap of 2 to 12 messages' price: commands held at it wait until they expire.
+  const spendCap = prng.chance(1 / 3) ? PRICE_MICROS * BigInt(prng.int(2, 12)) : undefined;
   const schedule: Schedule = {
     seed,
     prng,
     ledger: options.ledger ?? true,
     kafka: new SimulatedKafka(prng),
     partitions,
-    records: records(prng, seed, partitions),
+    records: records(prng, seed, partitions, spendCap === undefined ? null : SPEND_EXPIRY_MS),
     assignment: new Map(),
     calls: [],
     accounts: prng.chance(0.5) ? ['default'] : ['default', 'backup'],
@@ -912,6 +931,7 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     hosts: [],
     tallied: [],
     velocity: velocityOf(prng),
+    spendCap,
     excused: new Set(),
     settleMs: options.settleMs ?? SETTLE_MS,
   };
@@ -1147,7 +1167,7 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
   }
   // Where the next claim would start (recoveryPlan): results published ahead of the group offset
   // move only the checkpoint's `next` until a later record's transaction moves the offset.
-  out.push(...velocityViolations(schedule));
+  out.push(...velocityViolations(schedule), ...spendViolations(schedule));
   // A claim whose records past it were all answered ahead by an earlier owner skips them without a
   // transaction: they stay behind the offset, answered in the checkpoint, until a later record's
   // transaction moves it. What counts is what the next claim would do: take nothing again.
@@ -1193,6 +1213,37 @@ function velocityViolations(schedule: Schedule): ShippedLaneViolation[] {
 }
 
 /** Where a dead letter's record came from: `partition@offset`. */
+/**
+ * Each process caps its own spend (SpendCap): what the service charged its calls (every accepted
+ * call one message at PRICE_MICROS) stays within the cap and one message, beyond the calls that
+ * went before the process knew any price and whose outcome stayed unknown (docs/guards.md: until a
+ * first price is known sends go one at a time, and such a call counts no estimate).
+ */
+function spendViolations(schedule: Schedule): ShippedLaneViolation[] {
+  const { spendCap, seed } = schedule;
+  if (spendCap === undefined) return [];
+  const charged = new Map<string, bigint>();
+  const priced = new Set<string>();
+  for (const call of schedule.calls) {
+    // Before its first answer with a price, one at a time: an unknown outcome adds its cost unseen.
+    const unseen = !priced.has(call.process) && call.answer !== 'ok';
+    if (call.answer === 'ok') priced.add(call.process);
+    if (call.accepted && !unseen) charged.set(call.process, (charged.get(call.process) ?? 0n) + PRICE_MICROS);
+  }
+  return [...charged]
+    .filter(([, micros]) => micros > spendCap + PRICE_MICROS)
+    .map(([process, micros]) => ({
+      seed,
+      kind: 'within-spend-cap' as const,
+      detail: `${process} was charged ${micros} micro-units (beyond sends before any price), over its cap of ${spendCap} and one message`,
+    }));
+}
+
+/** Micro-units as the decimal a setting is written in ("0.045000"). */
+function microsToDecimal(micros: bigint): string {
+  return `${micros / 1_000_000n}.${String(micros % 1_000_000n).padStart(6, '0')}`;
+}
+
 function deadLetterSource(letter: OutgoingRecord): string {
   const decoded = deadLetterType.fromBuffer(letter.value.subarray(5)) as {
     partition?: unknown;
@@ -1217,6 +1268,7 @@ function tallyOf(schedule: Schedule, tally: Map<string, number> | undefined): vo
   count(`partitions ${schedule.partitions}`);
   count('handovers written', handovers);
   if (schedule.velocity !== undefined) count(`velocity ${schedule.velocity.settings.mode}`);
+  if (schedule.spendCap !== undefined) count('spend cap');
 }
 
 /**

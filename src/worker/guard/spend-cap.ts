@@ -11,8 +11,10 @@
  *   overshoot ≤ Σ over sends in flight of (charged − estimate)⁺
  * which is 0 while prices stay at or under the highest of the region's last PRICES_KEPT unit
  * prices. A region never priced is estimated at the highest unit price seen anywhere; until a
- * first price is known, sends go one at a time, so the bound is then one command's cost. A send
- * whose outcome is unknown (it may have been charged) counts its estimate as spent.
+ * first price is known, sends go one at a time, so the bound is then one command's cost, plus the
+ * cost of each of those sends whose outcome stayed unknown. A send whose outcome is unknown (it may
+ * have been charged) counts its estimate as spent, and before any price it has none (the
+ * shipped-lane simulation found such sends charged past the cap).
  *
  * Deployment-wide like RATE_LIMIT_PER_SECOND: each process caps its own spend at its partitions'
  * share (cap × owned ÷ total, rounded down); the shares add up to at most the cap. A process whose
