@@ -1215,27 +1215,28 @@ function velocityViolations(schedule: Schedule): ShippedLaneViolation[] {
 /** Where a dead letter's record came from: `partition@offset`. */
 /**
  * Each process caps its own spend (SpendCap): what the service charged its calls (every accepted
- * call one message at PRICE_MICROS) stays within the cap and one message, beyond the calls that
- * went before the process knew any price and whose outcome stayed unknown (docs/guards.md: until a
- * first price is known sends go one at a time, and such a call counts no estimate).
+ * call one message at PRICE_MICROS) stays within the cap, unless the calls made before the process
+ * knew any price (one at a time, each with no estimate) were charged more than that: then within
+ * those and the one that told the price (docs/guards.md).
  */
 function spendViolations(schedule: Schedule): ShippedLaneViolation[] {
   const { spendCap, seed } = schedule;
   if (spendCap === undefined) return [];
-  const charged = new Map<string, bigint>();
+  const charged = new Map<string, { total: bigint; beforePrice: bigint }>();
   const priced = new Set<string>();
   for (const call of schedule.calls) {
-    // Before its first answer with a price, one at a time: an unknown outcome adds its cost unseen.
-    const unseen = !priced.has(call.process) && call.answer !== 'ok';
+    const before = !priced.has(call.process);
     if (call.answer === 'ok') priced.add(call.process);
-    if (call.accepted && !unseen) charged.set(call.process, (charged.get(call.process) ?? 0n) + PRICE_MICROS);
+    if (!call.accepted) continue;
+    const sum = charged.get(call.process) ?? { total: 0n, beforePrice: 0n };
+    charged.set(call.process, { total: sum.total + PRICE_MICROS, beforePrice: sum.beforePrice + (before ? PRICE_MICROS : 0n) });
   }
   return [...charged]
-    .filter(([, micros]) => micros > spendCap + PRICE_MICROS)
-    .map(([process, micros]) => ({
+    .filter(([, sum]) => sum.total > (spendCap > sum.beforePrice ? spendCap : sum.beforePrice))
+    .map(([process, sum]) => ({
       seed,
       kind: 'within-spend-cap' as const,
-      detail: `${process} was charged ${micros} micro-units (beyond sends before any price), over its cap of ${spendCap} and one message`,
+      detail: `${process} was charged ${sum.total} micro-units, over its cap of ${spendCap} (and the ${sum.beforePrice} charged until it knew a price)`,
     }));
 }
 

@@ -12,9 +12,10 @@
  * which is 0 while prices stay at or under the highest of the region's last PRICES_KEPT unit
  * prices. A region never priced is estimated at the highest unit price seen anywhere; until a
  * first price is known, sends go one at a time, so the bound is then one command's cost, plus the
- * cost of each of those sends whose outcome stayed unknown. A send whose outcome is unknown (it may
- * have been charged) counts its estimate as spent, and before any price it has none (the
- * shipped-lane simulation found such sends charged past the cap).
+ * cost of each of those first sends whose outcome stayed unknown. A send whose outcome is unknown
+ * (it may have been charged) counts its estimate as spent; before any price it has none, and is
+ * counted at the first price learned (the shipped-lane simulation found two such sends charged
+ * past a cap, which counted them not at all).
  *
  * Deployment-wide like RATE_LIMIT_PER_SECOND: each process caps its own spend at its partitions'
  * share (cap × owned ÷ total, rounded down); the shares add up to at most the cap. A process whose
@@ -78,6 +79,8 @@ export class SpendCap {
   #highest = 0n;
   #reserved = 0n;
   #inFlight = 0;
+  /** Billed units of sends made before any price was known whose outcome stayed unknown: counted at the first price learned. */
+  #unpricedUnits = 0;
   #owned = 1;
   #total = 1;
 
@@ -156,12 +159,24 @@ export class SpendCap {
   /**
    * A send went, with `estimate` reserved: `charged` is what the service charged (its reports);
    * `'maybe'` when it may have been charged without saying (the estimate is counted); `'none'`
-   * when surely not sent.
+   * when surely not sent. A `'maybe'` before any price is known has no estimate: its `units` are
+   * counted at the first price learned (the highest unit price then), so the sends after it are
+   * held for it.
    */
-  settle(estimate: bigint, charged: readonly MessageReport[] | 'maybe' | 'none', nowMs: number): bigint {
+  settle(estimate: bigint, charged: readonly MessageReport[] | 'maybe' | 'none', nowMs: number, units = 1): bigint {
     this.#reserved -= estimate;
     this.#inFlight = Math.max(0, this.#inFlight - 1);
-    const amount = charged === 'none' ? 0n : charged === 'maybe' ? estimate : this.#learn(charged);
+    let amount = 0n;
+    if (charged === 'maybe') {
+      amount = estimate;
+      if (estimate === 0n && this.#highest === 0n) this.#unpricedUnits += Math.max(1, units);
+    } else if (charged !== 'none') {
+      amount = this.#learn(charged);
+      if (this.#unpricedUnits > 0 && this.#highest > 0n) {
+        amount += this.#highest * BigInt(this.#unpricedUnits);
+        this.#unpricedUnits = 0;
+      }
+    }
     if (amount > 0n) for (const window of SPEND_WINDOWS) this.#windows[window].add(nowMs, amount);
     return amount;
   }

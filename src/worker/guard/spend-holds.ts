@@ -78,8 +78,8 @@ export class SpendHolds {
   }
 
   /** See SpendCap.settle; wakes the waiters (room may have been freed). */
-  settle(estimate: bigint, charged: readonly MessageReport[] | 'maybe' | 'none'): void {
-    this.#cap.settle(estimate, charged, this.#now());
+  settle(estimate: bigint, charged: readonly MessageReport[] | 'maybe' | 'none', units = 1): void {
+    this.#cap.settle(estimate, charged, this.#now(), units);
     this.#report();
     this.#notify();
   }
@@ -131,6 +131,8 @@ export class SpendHolds {
 export class SpendTicket {
   readonly #holds: SpendHolds | undefined;
   #reserved: bigint | undefined;
+  /** The call's billed units (its footprint's). */
+  #units = 1;
 
   constructor(holds: SpendHolds | undefined) {
     this.#holds = holds;
@@ -144,12 +146,13 @@ export class SpendTicket {
     if (this.#holds === undefined) return;
     const room = await this.#holds.take(footprint, signal, expiresAt);
     if (room !== 'expired') this.#reserved = room;
+    this.#units = footprint.costUnits;
   }
 
   /** What the call was charged: its reports, `maybe` (unknown: the estimate counts) or `none` (surely not sent). */
   settle(charged: readonly MessageReport[] | 'maybe' | 'none'): void {
     if (this.#reserved === undefined) return;
-    this.#holds?.settle(this.#reserved, charged);
+    this.#holds?.settle(this.#reserved, charged, this.#units);
     this.#reserved = undefined;
   }
 }

@@ -35,6 +35,22 @@ describe('SpendWindow (pure)', () => {
 });
 
 describe('SpendCap (pure)', () => {
+  it('counts a send whose outcome stayed unknown before any price was known at the first price learned', () => {
+    const cap = new SpendCap({ caps: { hour: '0.1', day: undefined }, hourMs: HOUR }, 0);
+    // No price yet: the first send goes alone, with no estimate; its outcome stays unknown.
+    const first = cap.admit(fp(['CN'], 2), 0);
+    expect(first).toEqual({ kind: 'go', estimate: 0n });
+    cap.reserve(0n);
+    cap.settle(0n, 'maybe', 0, 2);
+    const second = cap.admit(fp(['CN']), 1);
+    expect(second).toEqual({ kind: 'go', estimate: 0n });
+    cap.reserve(0n);
+    cap.settle(0n, [report('CN', '0.030000')], 1);
+    // The first send's two units at 0.03, and the second's 0.03: 0.09 of 0.1, no room for a third.
+    expect(formatMicros(cap.spent('hour', 2))).toBe('0.090000');
+    expect(cap.admit(fp(['CN']), 2).kind).toBe('wait');
+  });
+
   it('sending goes on before the cap and waits at it, until the window has room', () => {
     const cap = new SpendCap({ caps: { hour: '1', day: undefined }, hourMs: HOUR }, 0);
     let t = 0;
