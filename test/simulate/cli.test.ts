@@ -17,7 +17,7 @@ describe('npm run simulate', () => {
     expect(out).toMatch(/accounts: schedules 300 over 2–3 accounts \(shipped FailoverSender and GuardedSenders\), violations 0, [\d,]+ sent, [\d,]+ failovers/);
     // Then one schedule in ten of the shipped lane (tools/simulate/shipped-lane.ts).
     expect(out).toMatch(
-      /shipped lane: schedules 30 \(PartitionLane, record handler, FailoverSender and GuardedSenders over simulated Kafka and service\), violations 0/,
+      /shipped lane: schedules 30 \(SourcePipeline, PartitionOwnership, lanes, record handler, senders over simulated Kafka, consumer and service\), violations 0/,
     );
     expect(status).toBe(0);
     const partsOff = simulate('--schedules', '20', '--accounts', 'off', '--lane', 'off').out;

@@ -167,13 +167,13 @@ async function simulateAccounts(seed: number, schedules: number): Promise<boolea
 }
 
 /**
- * One shipped-lane schedule per this many partition schedules: each runs the shipped lane, handler
- * and senders on real timers (about 8 ms of wall time, 32 at a time), some hundred times the cost
- * of a partition schedule on virtual time.
+ * One shipped-lane schedule per this many partition schedules: each runs the shipped pipeline,
+ * ownership, lanes, handler and senders of several processes (about 14 ms of wall time on virtual
+ * time), some sixty times the cost of a partition schedule.
  */
 const LANE_SHARE = 10;
 
-/** The shipped lane, handler and senders through claims that crash, turn zombie, retire, move or are reclaimed: true when it found a violation. */
+/** The shipped processes through owners that crash, turn zombie, retire, move, are reclaimed, kept or away: true when it found a violation. */
 async function simulateShippedLane(seed: number, schedules: number): Promise<boolean> {
   const started = Date.now();
   const tally = new Map<string, number>();
@@ -182,9 +182,9 @@ async function simulateShippedLane(seed: number, schedules: number): Promise<boo
     console.log(`\nVIOLATION ${kind} (shipped lane): ${count}, first at seed ${firstSeed}: npm run simulate:lane -- --seed ${firstSeed} --schedules 1`);
   for (const v of violations.slice(0, 5)) console.log(`  seed ${v.seed} ${v.kind}: ${v.detail}`);
   console.log(
-    `shipped lane: schedules ${schedules} (PartitionLane, record handler, FailoverSender and GuardedSenders over simulated Kafka and service), ` +
+    `shipped lane: schedules ${schedules} (SourcePipeline, PartitionOwnership, lanes, record handler, senders over simulated Kafka, consumer and service), ` +
       `violations ${violations.length}, ${(tally.get('calls') ?? 0).toLocaleString('en')} calls, ` +
-      `${['crash', 'zombie', 'retire', 'move', 'reclaim'].map((end) => `${(tally.get(`claim ${end}`) ?? 0).toLocaleString('en')} ${end}`).join(', ')}, ${((Date.now() - started) / 1000).toFixed(1)} s`,
+      `${['crash', 'zombie', 'retire', 'move', 'reclaim', 'keep', 'away'].map((end) => `${(tally.get(`claim ${end}`) ?? 0).toLocaleString('en')} ${end}`).join(', ')}, ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
   return violations.length > 0;
 }

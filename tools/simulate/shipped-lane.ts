@@ -1,22 +1,24 @@
 /**
- * A seeded simulation of one partition through a succession of claims, each driven by the shipped
- * code: `PartitionLane` (the effect interpreter around the partition machine), the shipped record
- * handler with its admission (validation, the velocity limits and a tenant's), a shipped
- * `FailoverSender` over one or two shipped `GuardedSender`s with their real gates and holds, and
- * the shipped `ledgerHandovers`. Only I/O is swapped:
- * - Kafka: `SimulatedKafka`, one partition's committed log (ledger checkpoints and handovers,
- *   results, dead letters, the group offset) behind the worker's own port (`PartitionProducers`):
- *   transactions that commit atomically, one at a time per producer; each initialisation of the
- *   partition's transactional id takes the next epoch and fences every producer before it (the
+ * A seeded simulation of the worker's processes over one to three command partitions, each process
+ * built as worker.ts and source-wiring.ts build one command source, from the shipped classes: the
+ * `SourcePipeline` (consumer events to ownership), `LaneRouter` and its `PartitionLane`s, the record
+ * handler with its admission (validation, the velocity limits and a tenant's), `FailoverSender` over
+ * one or two `GuardedSender`s with their real gates and holds, `SpendHolds`, `SendPermits`,
+ * `FetchPauses`, `GroupMembership`, `PartitionOwnership` and `ledgerHandovers`. Only I/O is swapped:
+ * - the consumer: `SimulatedConsumer` (simulated-consumer.ts), the `CommandConsumer` port as
+ *   kafkajs behaves for it; the group coordinator is this file's `rebalance` and `endOwnership`;
+ * - Kafka: `SimulatedKafka`, the partitions' committed logs (ledger checkpoints and handovers,
+ *   results, dead letters, group offsets) behind the worker's own port (`PartitionProducers`):
+ *   transactions that commit atomically, one at a time per producer; each initialisation of a
+ *   partition's transactional id takes its next epoch and fences every producer of it before (the
  *   broker knows no generations; each process refuses a claim older than its newest); commits that
  *   fail, or commit with their answer lost;
  * - the service: `SimulatedService`, a `ProviderClient` whose answers come from the seed (and
  *   which records every call: process, account, answer, whether it was accepted);
  * - the codec: the real Avro types, without a registry.
  *
- * Each claim is built by the shipped `buildClaim` from what was committed after it fenced, owns the
- * partition as lane-router.ts says, and ends as ClaimEnd says; the last claim runs without Kafka
- * faults until every record is answered. Then, per command:
+ * Owners end as ClaimEnd says; then, without Kafka faults, the members answer every record and
+ * stop gracefully. Then, per command:
  * - at-most-one-send: the service accepted it at most once, over all claims and accounts (ledger on:
  *   without the ledger a new claim may call again what an earlier one called);
  * - call-under-committed-mark: every call started while the ledger's committed checkpoint held a
@@ -97,7 +99,7 @@ const GROUP = 'group';
 const LEDGER_KEY = checkpointKey(GROUP, TOPIC);
 /** Every repeat in a schedule is within the window. */
 const DEDUP_WINDOW = 1_000;
-/** How long a claim waits for an earlier owner's handover of a mark in doubt (real ms; the worker: a call's timeout and a margin). */
+/** How long a claim waits for an earlier owner's handover of a mark in doubt (the worker: a call's timeout and a margin). */
 const HANDOVER_GRACE_MS = 500;
 /** How long the last claim gets to answer every record, and an ended claim's lane to settle, ms (by default). */
 const SETTLE_MS = 20_000;
@@ -894,7 +896,7 @@ export interface ShippedLaneOptions {
   readonly faults?: DriverFaults;
   /** Counts what happened (claim ends, results, calls, Kafka faults). */
   readonly tally?: Map<string, number>;
-  /** How long the last claim gets to answer every record, and an ended claim's lane to end (real ms). */
+  /** How long the members get to answer every record, and a process to stop (virtual ms). */
   readonly settleMs?: number;
 }
 
