@@ -15,6 +15,8 @@ export interface ConsumerWorld {
   cutOff(): boolean;
   /** kafkajs sends a JoinGroup (the worker's assigner counts it: GroupMembership.joining). */
   joinGroupSent(): void;
+  /** The batch handler threw (kafkajs rejoins on a rebalance error, restarts the consumer on others). */
+  handlerFailed(error: unknown): void;
 }
 
 type Listeners = {
@@ -31,16 +33,11 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 /** kafkajs's heartbeat answer while the group rebalances: the batch handler lets it propagate, and the member rejoins. */
 export class RebalanceInProgress extends Error {}
-/** A heartbeat that does not reach the coordinator (the member is cut off). */
-export class CoordinatorUnreachable extends Error {}
 
 /**
- * The worker's consumer port over one simulated partition, as kafkajs behaves for it: a member of
+ * The worker’s consumer port over the simulated partitions, as kafkajs behaves for it: a member of
  * the group that the simulation's coordinator drives (notice a rebalance, join with an assignment,
- * crash and restart as a new member); between, it fetches each assigned partition's batches of a
- * few records from where it stands (the group's committed offset after a join or a seek, else after the last resolved
- * offset) and hands each to the worker's batch handler, waiting for it; it heartbeats every
- * `heartbeatMs` while it is a member the group hears from.
+ * crash and restart as a new member); between, it fetches in rounds, as kafkajs does (#fetching).
  */
 export class SimulatedConsumer implements CommandConsumer {
   readonly #world: ConsumerWorld;
@@ -59,15 +56,15 @@ export class SimulatedConsumer implements CommandConsumer {
   /** Bumped by every join (all partitions) and seek (one): a batch fetched before is stale. */
   #joins = 0;
   readonly #seeks = new Map<number, number>();
-  readonly #heartbeats: NodeJS.Timeout;
+  readonly #heartbeatMs: number;
+  /** When the last heartbeat went out (one goes only when this is heartbeatMs old). */
+  #lastHeartbeat = Number.NEGATIVE_INFINITY;
   readonly #name: string;
 
   constructor(world: ConsumerWorld, heartbeatMs: number, name: string) {
     this.#world = world;
+    this.#heartbeatMs = heartbeatMs;
     this.#name = name;
-    this.#heartbeats = setInterval(() => {
-      if (this.#hearsFromGroup()) for (const l of this.#listeners.heartbeat) l();
-    }, heartbeatMs);
   }
 
   get memberId(): string {
@@ -102,8 +99,7 @@ export class SimulatedConsumer implements CommandConsumer {
   async run(options: { partitionsConsumedConcurrently: number; eachBatch: (batch: FetchedBatch) => Promise<void> }): Promise<void> {
     this.#eachBatch = options.eachBatch;
     this.#running = true;
-    // kafkajs fetches the partitions of a batch round concurrently (partitionsConsumedConcurrently).
-    for (let partition = 0; partition < this.#world.partitions; partition++) void this.#fetching(partition);
+    void this.#fetching();
   }
 
   pause(_topic: string, partitions?: readonly number[]): void {
@@ -174,20 +170,22 @@ export class SimulatedConsumer implements CommandConsumer {
   #stop(): void {
     if (!this.#running) return;
     this.#running = false;
-    clearInterval(this.#heartbeats);
     for (const l of this.#listeners.stop) l();
   }
 
-  /** The member's own heartbeat now (a batch handler's): fails while the group rebalances or the coordinator cannot be reached. */
+  /**
+   * The member's heartbeat, if one is due (kafkajs sends them between fetches, and from a batch
+   * handler that asks): confirmed by the group (HEARTBEAT) unless the coordinator cannot be reached
+   * (the worker's adapter swallows that failure) or the group rebalances (thrown: the member
+   * rejoins).
+   */
   async #heartbeat(): Promise<void> {
     if (this.#world.dead()) await new Promise<never>(() => undefined);
-    if (this.#world.cutOff()) throw new CoordinatorUnreachable('the coordinator cannot be reached');
+    if (Date.now() - this.#lastHeartbeat < this.#heartbeatMs) return;
+    this.#lastHeartbeat = Date.now();
+    if (this.#world.cutOff() || this.#memberId === '') return;
     if (this.#rebalancing) throw new RebalanceInProgress('The group is rebalancing, so a rejoin is needed');
     for (const l of this.#listeners.heartbeat) l();
-  }
-
-  #hearsFromGroup(): boolean {
-    return this.#running && !this.#world.dead() && !this.#world.cutOff() && !this.#rebalancing && this.#memberId !== '';
   }
 
   /** Where a batch of `partition` fetched now stands: stale once a join or a seek of it came after. */
@@ -195,35 +193,50 @@ export class SimulatedConsumer implements CommandConsumer {
     return `${this.#joins}/${this.#seeks.get(partition) ?? 0}`;
   }
 
-  async #fetching(partition: number): Promise<void> {
+  /**
+   * kafkajs's fetch loop: each round fetches every assigned, unpaused partition with records past
+   * where it stands, hands each batch to the handler and waits for all of them; between rounds it
+   * heartbeats if one is due. A handler that waits holds the member's whole fetching, and its
+   * heartbeats unless it sends them itself (FetchedBatch.heartbeat).
+   */
+  async #fetching(): Promise<void> {
     const { topic, prng } = this.#world;
-    const records = this.#world.records.filter((r) => r.partition === partition);
+    const byPartition = Array.from({ length: this.#world.partitions }, (_, p) => this.#world.records.filter((r) => r.partition === p));
     while (this.#running && !this.#world.dead()) {
-      const from = this.#positions.get(partition) ?? this.#world.groupOffset(partition);
-      if (this.#rebalancing || !this.#assigned.includes(partition) || this.#pausedTopic || this.#paused.has(partition) || from >= BigInt(records.length)) {
-        await sleep(2);
-        continue;
+      const round: Promise<void>[] = [];
+      for (const [partition, records] of byPartition.entries()) {
+        const from = this.#positions.get(partition) ?? this.#world.groupOffset(partition);
+        if (this.#rebalancing || !this.#assigned.includes(partition) || this.#pausedTopic || this.#paused.has(partition) || from >= BigInt(records.length))
+          continue;
+        const epoch = this.#epochOf(partition);
+        const batch = records.slice(Number(from), Number(from) + prng.int(1, 8));
+        let resolved = from - 1n;
+        const handled = (
+          this.#eachBatch?.({
+            topic,
+            partition,
+            highWatermark: String(records.length),
+            messages: batch.map((r) => ({ offset: String(r.offset), key: Buffer.from(r.key), value: r.value, timestamp: String(Date.now()) })),
+            resolveOffset: (offset) => void (resolved = BigInt(offset) > resolved ? BigInt(offset) : resolved),
+            isRunning: () => this.#running && !this.#world.dead(),
+            isStale: () => epoch !== this.#epochOf(partition),
+            heartbeat: () => this.#heartbeat(),
+          }) ?? Promise.resolve()
+        )
+          // kafkajs: a rebalance error out of the handler makes the member rejoin (the coordinator
+          // drives joins here); the batch stays unresolved. The world judges any other.
+          .catch((error: unknown) => this.#world.handlerFailed(error))
+          // The next fetch starts after the last resolved offset, unless a join or seek moved it.
+          .then(() => {
+            if (epoch === this.#epochOf(partition)) this.#positions.set(partition, resolved + 1n);
+          });
+        round.push(handled);
       }
-      const epoch = this.#epochOf(partition);
-      const batch = records.slice(Number(from), Number(from) + prng.int(1, 8));
-      let resolved = from - 1n;
-      try {
-        await this.#eachBatch?.({
-          topic,
-          partition,
-          highWatermark: String(records.length),
-          messages: batch.map((r) => ({ offset: String(r.offset), key: Buffer.from(r.key), value: r.value, timestamp: String(Date.now()) })),
-          resolveOffset: (offset) => void (resolved = BigInt(offset) > resolved ? BigInt(offset) : resolved),
-          isRunning: () => this.#running && !this.#world.dead(),
-          isStale: () => epoch !== this.#epochOf(partition),
-          heartbeat: () => this.#heartbeat(),
-        });
-      } catch {
-        // kafkajs: a rebalance error out of the handler makes the member rejoin (the coordinator
-        // drives joins here); the batch stays unresolved.
-      }
-      // The next fetch starts after the last resolved offset, unless a join or seek moved it.
-      if (epoch === this.#epochOf(partition)) this.#positions.set(partition, resolved + 1n);
+      // No fetch before a join; a fetch with nothing for it (paused, or no records past where it
+      // stands) waits its wait time (groupTiming: the heartbeat interval).
+      if (round.length > 0) await Promise.all(round);
+      else await sleep(this.#rebalancing || this.#assigned.length === 0 ? 2 : this.#heartbeatMs);
+      await this.#heartbeat().catch(() => undefined);
       await sleep(prng.int(0, 2));
     }
   }

@@ -169,7 +169,8 @@ export class SpendCap {
     let amount = 0n;
     if (charged === 'maybe') {
       amount = estimate;
-      if (estimate === 0n && this.#highest === 0n) this.#unpricedUnits += Math.max(1, units);
+      // Before any price at all (not merely a zero one): there was no estimate to count.
+      if (estimate === 0n && this.#prices.size === 0) this.#unpricedUnits += Math.max(1, units);
     } else if (charged !== 'none') {
       amount = this.#learn(charged);
       if (this.#unpricedUnits > 0 && this.#highest > 0n) {

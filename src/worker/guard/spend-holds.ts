@@ -144,6 +144,9 @@ export class SpendTicket {
    */
   async take(footprint: SendFootprint, signal: AbortSignal, expiresAt: number | null): Promise<void> {
     if (this.#holds === undefined) return;
+    // Taken again for another pass that made no call (the gate closed while it waited for its
+    // mark): what the last pass reserved goes back first, or it would stay reserved for good.
+    this.settle('none');
     const room = await this.#holds.take(footprint, signal, expiresAt);
     if (room !== 'expired') this.#reserved = room;
     this.#units = footprint.costUnits;

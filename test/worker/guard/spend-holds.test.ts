@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { MessageReport } from '../../../src/provider/types.ts';
-import { SpendHolds, type SpendPause } from '../../../src/worker/guard/spend-holds.ts';
+import { SpendHolds, SpendTicket, type SpendPause } from '../../../src/worker/guard/spend-holds.ts';
 
 const HOUR = 3_600_000;
 const fp = { operation: 'sms.message.send' as const, regions: ['GB'], costUnits: 1 };
@@ -21,6 +21,20 @@ function holds() {
 }
 
 describe('SpendHolds', () => {
+  it('a ticket taken again without a call (another pass) gives back what it reserved first, so nothing stays reserved for good', async () => {
+    const { h } = holds();
+    const signal = new AbortController().signal;
+    const ticket = new SpendTicket(h);
+    // No price known yet: one send at a time. The first pass reserves; the gate sends it round again.
+    await ticket.take(fp, signal, null);
+    await ticket.take(fp, signal, null);
+    ticket.settle(charged('0.100000'));
+    // Had the first reservation stayed, another send would wait for a send in flight that is not there.
+    const other = new SpendTicket(h);
+    const next = await Promise.race([other.take(fp, signal, null).then(() => 'went'), new Promise((resolve) => setTimeout(() => resolve('waiting'), 50))]);
+    expect(next).toBe('went');
+  });
+
   it('at the cap a send waits (paused once, reported), and goes when the window allows; nothing is failed', async () => {
     const { h, clock, pauses, spent } = holds();
     const estimate = await h.take(fp, new AbortController().signal, null);
