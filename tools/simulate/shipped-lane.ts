@@ -853,12 +853,13 @@ function partitionsOf(schedule: Schedule): number[] {
  * The coordinator's rebalance: the partitions of the members named in `changes` change; every
  * other member keeps its own. Each member notices the rebalance, then joins the next generation.
  */
-async function rebalance(schedule: Schedule, changes: ReadonlyMap<Incarnation, readonly number[]>): Promise<void> {
+async function rebalance(schedule: Schedule, changes: ReadonlyMap<Incarnation, readonly number[]>, dropped?: Incarnation): Promise<void> {
   for (const [host, partitions] of changes) schedule.assignment.set(host, partitions);
   const members = [...schedule.assignment.keys()];
   for (const host of members) host.consumer?.noticeRebalance();
   await sleep(schedule.prng.int(0, 10));
-  for (const host of members) host.consumer?.join(schedule.assignment.get(host) ?? []);
+  // A member the group had dropped joins under a new member id.
+  for (const host of members) host.consumer?.join(schedule.assignment.get(host) ?? [], host === dropped);
 }
 
 /** A member the group has dropped or that left: it takes part in no rebalance any more. */
@@ -996,18 +997,15 @@ async function endOwnership(schedule: Schedule, owner: Incarnation, end: Exclude
     case 'zombie': {
       // Cut off from the group: its lease lapses (and it stops calling) a margin before the group
       // drops it; its calls and transactions under way go on. Its next heartbeat, a little later,
-      // finds it dropped: it joins again as a new member, and is given nothing.
+      // finds it dropped: it joins again as a new member, a rebalance of the whole group, and is
+      // given nothing (the others keep theirs).
       owner.cutOff = true;
       leaveGroup(schedule, owner);
       await sleep(SESSION_MS);
       const next = await newOwner(schedule, mine);
-      setTimeout(
-        () => {
-          owner.cutOff = false;
-          owner.consumer?.join([], true);
-        },
-        prng.int(0, 40),
-      );
+      await sleep(prng.int(0, 40));
+      owner.cutOff = false;
+      await rebalance(schedule, new Map([[owner, []]]), owner);
       return next;
     }
     case 'retire': {
