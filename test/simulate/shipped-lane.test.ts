@@ -37,10 +37,10 @@ function rewriteEffects(rewrite: (effects: Effect<unknown>[]) => Effect<unknown>
 }
 
 // Budgets of schedules, not timing targets (the clock is virtual, but coverage slows the code in CI).
-describe('the shipped lane, handler and senders in the simulation', { timeout: 240_000 }, () => {
+describe('the shipped lane, handler and senders in the simulation', { timeout: 360_000 }, () => {
   it('ledger on: no command sent twice, every call under a committed mark, one result each, no UNKNOWN without a cause, through crashes, zombies, retirements, moves, reclaims and kept claims, within the velocity limits and spend caps', async () => {
     const tally = new Map<string, number>();
-    const violations = await runShippedLaneSchedules(1, 3_000, { tally });
+    const violations = await runShippedLaneSchedules(1, 2_000, { tally });
     report('ledger on', violations);
     expect(violations).toEqual([]);
     // The schedules did what they claim: every way of ending a claim, and every kind of result.
