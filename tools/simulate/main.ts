@@ -168,7 +168,7 @@ async function simulateAccounts(seed: number, schedules: number): Promise<boolea
 
 /**
  * One shipped-lane schedule per this many partition schedules: each runs the shipped pipeline,
- * ownership, lanes, handler and senders of several processes (about 14 ms of wall time on virtual
+ * ownership, lanes, handler and senders of several processes (about 15 ms of wall time on virtual
  * time), some sixty times the cost of a partition schedule.
  */
 const LANE_SHARE = 10;
