@@ -65,7 +65,6 @@ import {
   type TransactionalSession,
 } from '../../src/kafka/ports.ts';
 import { createMetrics, type WorkerMetrics } from '../../src/metrics/metrics.ts';
-import { createLogger } from '../../src/observability/logger.ts';
 import type { ProviderClient, ProviderRequest, ProviderSuccess } from '../../src/provider/types.ts';
 import { BytesInHand } from '../../src/worker/bytes-in-hand.ts';
 import { FailoverSender, type CommandSender } from '../../src/worker/failover-sender.ts';
@@ -251,7 +250,7 @@ export class SimulatedKafka {
   }
 
   /** The handovers of one process: written to the ledger partitions outside any transaction, read from their tails. */
-  handoversFor(host: Incarnation): Handovers {
+  handoversFor(host: Incarnation, log: Logger): Handovers {
     const producer: KeyedRecordProducer = {
       connected: true,
       connect: async () => undefined,
@@ -284,7 +283,7 @@ export class SimulatedKafka {
       maxRecordBytes: 1_000_000,
       graceMs: HANDOVER_GRACE_MS,
       pollMs: 5,
-      log: silent,
+      log,
     });
   }
 
@@ -603,8 +602,6 @@ function velocityOf(prng: Prng): SimVelocity | undefined {
   };
 }
 
-const silent = createLogger('silent');
-
 /** The shipped sender of one claim's process: a FailoverSender over a GuardedSender per account. */
 function senderFor(schedule: Schedule, host: Incarnation): CommandSender {
   const { prng, calls, velocity } = schedule;
@@ -802,7 +799,7 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
     codec,
     sender: senderFor(schedule, host),
     tracer: undefined,
-    handovers: schedule.ledger ? kafka.handoversFor(host) : undefined,
+    handovers: schedule.ledger ? kafka.handoversFor(host, log) : undefined,
     maxRecordBytes: 1_000_000,
     admin: {
       fetchTopicOffsets: async () =>

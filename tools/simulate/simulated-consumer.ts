@@ -44,6 +44,8 @@ export class SimulatedConsumer implements CommandConsumer {
   readonly #listeners: Listeners = { join: [], heartbeat: [], rebalancing: [], stop: [], crash: [], crashing: [], rejoinRetrying: [] };
   #eachBatch: ((batch: FetchedBatch) => Promise<void>) | undefined;
   #running = false;
+  /** Bumped when the consumer crashes and restarts: a batch of an earlier run is not running any more. */
+  #runs = 0;
   #members = 0;
   #memberId = '';
   #assigned: readonly number[] = [];
@@ -157,6 +159,9 @@ export class SimulatedConsumer implements CommandConsumer {
   /** The consumer crashes and kafkajs restarts it in place: it leaves the group, and joins again (join) as a new member. */
   crashAndRestart(error: Error): void {
     for (const l of this.#listeners.crashing) l();
+    // Batches handed out before the crash belong to the consumer that crashed: not running, stale.
+    this.#runs += 1;
+    this.#joins += 1;
     // kafkajs restarts it as a new consumer: nothing of the old one is paused.
     this.#paused.clear();
     this.#pausedTopic = false;
@@ -209,6 +214,7 @@ export class SimulatedConsumer implements CommandConsumer {
         if (this.#rebalancing || !this.#assigned.includes(partition) || this.#pausedTopic || this.#paused.has(partition) || from >= BigInt(records.length))
           continue;
         const epoch = this.#epochOf(partition);
+        const run = this.#runs;
         const batch = records.slice(Number(from), Number(from) + prng.int(1, 8));
         let resolved = from - 1n;
         const handled = (
@@ -218,7 +224,7 @@ export class SimulatedConsumer implements CommandConsumer {
             highWatermark: String(records.length),
             messages: batch.map((r) => ({ offset: String(r.offset), key: Buffer.from(r.key), value: r.value, timestamp: String(Date.now()) })),
             resolveOffset: (offset) => void (resolved = BigInt(offset) > resolved ? BigInt(offset) : resolved),
-            isRunning: () => this.#running && !this.#world.dead(),
+            isRunning: () => this.#running && run === this.#runs && !this.#world.dead(),
             isStale: () => epoch !== this.#epochOf(partition),
             heartbeat: () => this.#heartbeat(),
           }) ?? Promise.resolve()
