@@ -104,3 +104,31 @@ export class FetchPauses {
     }
   }
 }
+
+/** The hold a partition lost to fencing keeps on its fetching, until the next generation or its reclaim. */
+const LOST = Symbol('lost to fencing');
+
+/**
+ * Ownership's effects on the fetching of partitions lost to fencing (OwnershipEffects' pauseLost,
+ * reclaimLost, resumeAll): a lost partition is held until it is reclaimed (fetched again from where
+ * its last claim had committed) or a new generation begins.
+ */
+export function lostPartitionFetching(
+  pauses: FetchPauses,
+  consumer: { seek(topic: string, partition: number, offset: bigint): void },
+): {
+  pauseLost(topic: string, partition: number): void;
+  reclaimLost(topic: string, partition: number, offset: bigint): void;
+  resumeAll(topic: string, partitions: readonly number[]): void;
+} {
+  return {
+    pauseLost: (_topic, partition) => pauses.hold(partition, LOST),
+    reclaimLost: (topic, partition, offset) => {
+      pauses.release(partition, LOST);
+      consumer.seek(topic, partition, offset);
+    },
+    resumeAll: (_topic, partitions) => {
+      for (const partition of partitions) pauses.release(partition, LOST);
+    },
+  };
+}

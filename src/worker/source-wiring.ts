@@ -12,7 +12,7 @@ type Admin = ReturnType<Kafka['admin']>;
 import type { WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { CoordinatorOutage } from './coordinator-outage.ts';
-import { FetchPauses } from './fetch-pauses.ts';
+import { FetchPauses, lostPartitionFetching } from './fetch-pauses.ts';
 import { GroupMembership } from './group-membership.ts';
 import { GuardedSender, type GuardedSenderOptions } from './guarded-sender.ts';
 import { FailoverSender } from './failover-sender.ts';
@@ -38,9 +38,6 @@ const PREPARE_AHEAD_MAX_PARTITIONS = 64;
 
 /** How long a claim's read waits for the other claims of the same join to share it (coalesced-admin.ts). */
 const CLAIM_READ_COALESCE_MS = 2;
-
-/** The hold a partition lost to fencing keeps on its fetching, until the next generation or its reclaim. */
-const LOST = Symbol('lost to fencing');
 
 /**
  * How soon a member learns of a rebalance: until the slowest member has, every partition of the
@@ -202,14 +199,7 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
       return out;
     },
     carry: (t, partition, from, to) => producers.carry(t, partition, from, to),
-    pauseLost: (_topic, partition) => fetchPauses.hold(partition, LOST),
-    reclaimLost: (t, partition, offset) => {
-      fetchPauses.release(partition, LOST);
-      consumer.seek(t, partition, offset);
-    },
-    resumeAll: (_topic, partitions) => {
-      for (const partition of partitions) fetchPauses.release(partition, LOST);
-    },
+    ...lostPartitionFetching(fetchPauses, consumer),
   };
   // Producers connected for the partitions that may move here, before the group hands any over.
   consumer.onRebalancing(() => void producers.prepareAhead(topic, commandPartitions, PREPARE_AHEAD_MAX_PARTITIONS));

@@ -73,7 +73,7 @@ import { handoverKey } from '../../src/worker/handover-record.ts';
 import { ledgerHandovers, type Handovers } from '../../src/worker/handovers.ts';
 import { checkpointKey, decodeCheckpoint, recoveryPlan, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { LeaseLostError } from '../../src/worker/protocol/claim.ts';
-import { FetchPauses } from '../../src/worker/fetch-pauses.ts';
+import { FetchPauses, lostPartitionFetching } from '../../src/worker/fetch-pauses.ts';
 import { GroupMembership } from '../../src/worker/group-membership.ts';
 import type { LaneRouter } from '../../src/worker/lane-router.ts';
 import type { PipelineParts } from '../../src/worker/parts.ts';
@@ -741,7 +741,6 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
   );
   schedule.closers.push(() => void consumer.disconnect());
   const fetchPauses = new FetchPauses(consumer, TOPIC);
-  const lostHold = { lost: true };
   const lanes: { router?: LaneRouter } = {};
   const log = logFor(schedule, host);
   // A claim's read after its fence sometimes waits longer than the session (a hanging transaction
@@ -770,14 +769,7 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
           .map((r) => ({ offset: BigInt(r.offset), commandId: r.commandId }));
       },
       carry: (topic, partition, from, to) => producers.carry(topic, partition, from, to),
-      pauseLost: (_topic, partition) => fetchPauses.hold(partition, lostHold),
-      reclaimLost: (topic, partition, offset) => {
-        fetchPauses.release(partition, lostHold);
-        consumer.seek(topic, partition, offset);
-      },
-      resumeAll: (_topic, partitions) => {
-        for (const partition of partitions) fetchPauses.release(partition, lostHold);
-      },
+      ...lostPartitionFetching(fetchPauses, consumer),
     },
     dedupWindow: DEDUP_WINDOW,
     sessionTimeoutMs: SESSION_MS,
