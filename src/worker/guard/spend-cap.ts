@@ -14,8 +14,8 @@
  * first price is known, sends go one at a time, so the bound is then one command's cost, plus the
  * cost of each of those first sends whose outcome stayed unknown. A send whose outcome is unknown
  * (it may have been charged) counts its estimate as spent; before any price it has none, and is
- * counted at the first price learned (the shipped-lane simulation found two such sends charged
- * past a cap, which counted them not at all).
+ * counted at the first price learned, as spent at its own time (the shipped-lane simulation found
+ * two such sends charged past a cap, which counted them not at all).
  *
  * Deployment-wide like RATE_LIMIT_PER_SECOND: each process caps its own spend at its partitions'
  * share (cap × owned ÷ total, rounded down); the shares add up to at most the cap. A process whose
@@ -43,6 +43,12 @@ export const DEFAULT_SPEND_CAP_SETTINGS = { caps: { hour: undefined, day: undefi
 export const PRICES_KEPT = 16;
 /** Regions whose prices are kept: every region libphonenumber knows fits. */
 export const MAX_PRICED_REGIONS = 300;
+/**
+ * Unknown-outcome sends kept, each with its time, while no price is known. Past it the oldest two
+ * merge at the later one's time: no unit is lost, some only count later than they went, so spend is
+ * over-counted (held for longer), never under.
+ */
+export const MAX_UNPRICED_ENTRIES = 300;
 
 /** Largest spend cap: a billion units of the account currency (its micro-units stay exact in a Number). */
 export const MAX_SPEND_CAP = 1_000_000_000n;
@@ -79,8 +85,12 @@ export class SpendCap {
   #highest = 0n;
   #reserved = 0n;
   #inFlight = 0;
-  /** Billed units of sends made before any price was known whose outcome stayed unknown: counted at the first price learned. */
-  #unpricedUnits = 0;
+  /**
+   * Sends made before any price was known whose outcome stayed unknown (their time, their billed
+   * units), oldest first, at most MAX_UNPRICED_ENTRIES: charged at the first price learned.
+   */
+  readonly #unpriced: { atMs: number; units: number }[] = [];
+  readonly #hourMs: number;
   #owned = 1;
   #total = 1;
 
@@ -93,7 +103,8 @@ export class SpendCap {
       return value;
     };
     this.#caps = { hour: micros(settings.caps.hour), day: micros(settings.caps.day) };
-    this.#windows = { hour: new SpendWindow(settings.hourMs, 60, nowMs), day: new SpendWindow(settings.hourMs * 24, 24, nowMs) };
+    this.#hourMs = settings.hourMs;
+    this.#windows = { hour: this.#newWindow('hour', nowMs), day: this.#newWindow('day', nowMs) };
   }
 
   setShare(owned: number, total: number): void {
@@ -113,6 +124,11 @@ export class SpendCap {
 
   get reserved(): bigint {
     return this.#reserved;
+  }
+
+  /** Unknown-outcome sends made before any price, still waiting for one (at most MAX_UNPRICED_ENTRIES). */
+  get unpricedEntries(): number {
+    return this.#unpriced.length;
   }
 
   /** The expected charge of a send: its billed units × the highest recent unit price of its regions. */
@@ -160,30 +176,67 @@ export class SpendCap {
    * A send went, with `estimate` reserved: `charged` is what the service charged (its reports);
    * `'maybe'` when it may have been charged without saying (the estimate is counted); `'none'`
    * when surely not sent. A `'maybe'` before any price is known has no estimate: its `units` are
-   * counted at the first price learned (the highest unit price then), so the sends after it are
-   * held for it.
+   * counted at the first price learned (the highest unit price then), as spent at this call's
+   * `nowMs`, so the sends after it are held for it while it is in a window.
    */
   settle(estimate: bigint, charged: readonly MessageReport[] | 'maybe' | 'none', nowMs: number, units = 1): bigint {
     this.#reserved -= estimate;
     this.#inFlight = Math.max(0, this.#inFlight - 1);
     let amount = 0n;
+    let unpriced = 0n;
     if (charged === 'maybe') {
       amount = estimate;
       // Before any price at all (not merely a zero one): there was no estimate to count.
-      if (estimate === 0n && this.#prices.size === 0) this.#unpricedUnits += Math.max(1, units);
+      if (estimate === 0n && this.#prices.size === 0) this.#keepUnpriced(nowMs, Math.max(1, units));
     } else if (charged !== 'none') {
       amount = this.#learn(charged);
-      if (this.#unpricedUnits > 0 && this.#highest > 0n) {
-        amount += this.#highest * BigInt(this.#unpricedUnits);
-        this.#unpricedUnits = 0;
-      }
+      if (this.#unpriced.length > 0 && this.#highest > 0n) unpriced = this.#chargeUnpriced(this.#highest, nowMs);
     }
     if (amount > 0n) for (const window of SPEND_WINDOWS) this.#windows[window].add(nowMs, amount);
-    return amount;
+    return amount + unpriced;
   }
 
   #firstCapped(): SpendWindowName {
     return this.#caps.hour === undefined ? 'day' : 'hour';
+  }
+
+  #newWindow(window: SpendWindowName, nowMs: number): SpendWindow {
+    return window === 'hour' ? new SpendWindow(this.#hourMs, 60, nowMs) : new SpendWindow(this.#hourMs * 24, 24, nowMs);
+  }
+
+  #keepUnpriced(nowMs: number, units: number): void {
+    // Sends this old have left every window (the day's forgets spend at most one of its hours late).
+    while ((this.#unpriced[0]?.atMs ?? Infinity) <= nowMs - this.#hourMs * 25) this.#unpriced.shift();
+    const oldest = this.#unpriced[0];
+    const next = this.#unpriced[1];
+    if (this.#unpriced.length >= MAX_UNPRICED_ENTRIES && oldest !== undefined && next !== undefined) {
+      next.units += oldest.units;
+      next.atMs = Math.max(next.atMs, oldest.atMs);
+      this.#unpriced.shift();
+    }
+    this.#unpriced.push({ atMs: nowMs, units });
+  }
+
+  /**
+   * Charges the unpriced sends at `unit` each, as spent at their own times: the windows are rebuilt
+   * from them, as each had been added when it went, so those older than a window are out of it.
+   * Until a first price nothing was charged, so the windows hold nothing to lose; were one not
+   * empty, they are charged now instead (counted longer, never less). Returns the amount charged.
+   */
+  #chargeUnpriced(unit: bigint, nowMs: number): bigint {
+    const entries = this.#unpriced.splice(0);
+    let charged = 0n;
+    for (const { units } of entries) charged += unit * BigInt(units);
+    for (const name of SPEND_WINDOWS) {
+      if (this.#windows[name].total(nowMs) !== 0n) {
+        this.#windows[name].add(nowMs, charged);
+        continue;
+      }
+      const window = this.#newWindow(name, entries[0]?.atMs ?? nowMs);
+      for (const { atMs, units } of entries) window.add(atMs, unit * BigInt(units));
+      this.#windows[name] = window;
+    }
+    return charged;
   }
 
   /** Sums the reports' prices and keeps each region's unit price (price ÷ billed messages, rounded up). */

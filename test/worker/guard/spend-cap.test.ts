@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { MessageReport } from '../../../src/provider/types.ts';
-import { SpendCap } from '../../../src/worker/guard/spend-cap.ts';
+import { MAX_UNPRICED_ENTRIES, SpendCap } from '../../../src/worker/guard/spend-cap.ts';
 import { SpendWindow } from '../../../src/worker/guard/spend-window.ts';
 import { formatMicros } from '../../../src/worker/guard/amounts.ts';
 
@@ -49,6 +49,48 @@ describe('SpendCap (pure)', () => {
     // The first send's two units at 0.03, and the second's 0.03: 0.09 of 0.1, no room for a third.
     expect(formatMicros(cap.spent('hour', 2))).toBe('0.090000');
     expect(cap.admit(fp(['CN']), 2).kind).toBe('wait');
+  });
+
+  it('counts each unknown-outcome send made before any price at its own time: out of the windows it has left', () => {
+    const cap = new SpendCap({ caps: { hour: '100', day: '1000' }, hourMs: HOUR }, 0);
+    const maybe = (atMs: number, units: number): void => {
+      cap.reserve(0n);
+      cap.settle(0n, 'maybe', atMs, units);
+    };
+    maybe(0, 5); // 27 h before the first price: past the day too
+    maybe(3 * HOUR, 2); // 24 h before: past the hour, within the day
+    maybe(26 * HOUR, 1); // 1 h before: within both
+    cap.reserve(0n);
+    const charged = cap.settle(0n, [report('GB', '0.030000')], 27 * HOUR);
+    // The 1-unit send and the answered one in the hour; in the day, the 2-unit send as well.
+    expect(formatMicros(cap.spent('hour', 27 * HOUR))).toBe('0.060000');
+    expect(formatMicros(cap.spent('day', 27 * HOUR))).toBe('0.120000');
+    expect(formatMicros(charged)).toBe('0.120000');
+    // Each leaves the hour at its own time, as ordinary spend does: the 1-unit send before the answered one.
+    expect(formatMicros(cap.spent('hour', 27 * HOUR + 60_000))).toBe('0.030000');
+    expect(cap.unpricedEntries).toBe(0);
+  });
+
+  it('keeps at most MAX_UNPRICED_ENTRIES unknown-outcome sends before any price, and loses none of their units', () => {
+    const cap = new SpendCap({ caps: { hour: undefined, day: '1000' }, hourMs: HOUR }, 0);
+    const sends = 1_200;
+    expect(MAX_UNPRICED_ENTRIES).toBeLessThan(sends);
+    let units = 0;
+    for (let i = 0; i < sends; i += 1) {
+      cap.reserve(0n);
+      cap.settle(0n, 'maybe', i * 1_000, 1 + (i % 3));
+      units += 1 + (i % 3);
+      expect(cap.unpricedEntries).toBeLessThanOrEqual(MAX_UNPRICED_ENTRIES);
+    }
+    expect(cap.unpricedEntries).toBe(MAX_UNPRICED_ENTRIES);
+    const now = sends * 1_000;
+    cap.reserve(0n);
+    cap.settle(0n, [report('GB', '0.010000'), report('DE', '0.050000')], now);
+    // Every unit at the highest unit price (0.05), besides what the answer charged: never less.
+    const atLeast = BigInt(units) * 50_000n + 60_000n;
+    expect(cap.spent('day', now)).toBeGreaterThanOrEqual(atLeast);
+    expect(cap.spent('hour', now)).toBeGreaterThanOrEqual(atLeast);
+    expect(cap.unpricedEntries).toBe(0);
   });
 
   it('sending goes on before the cap and waits at it, until the window has room', () => {
