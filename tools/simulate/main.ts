@@ -184,7 +184,7 @@ async function simulateShippedLane(seed: number, schedules: number): Promise<boo
   console.log(
     `shipped lane: schedules ${schedules} (SourcePipeline, PartitionOwnership, lanes, record handler, senders over simulated Kafka, consumer and service), ` +
       `violations ${violations.length}, ${(tally.get('calls') ?? 0).toLocaleString('en')} calls, ` +
-      `${['crash', 'zombie', 'retire', 'move', 'reclaim', 'keep', 'away'].map((end) => `${(tally.get(`claim ${end}`) ?? 0).toLocaleString('en')} ${end}`).join(', ')}, ${((Date.now() - started) / 1000).toFixed(1)} s`,
+      `${['crash', 'zombie', 'retire', 'move', 'reclaim', 'keep', 'away', 'dropped', 'stall', 'coordinator', 'late-fence'].map((end) => `${(tally.get(`claim ${end}`) ?? 0).toLocaleString('en')} ${end}`).join(', ')}, ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
   return violations.length > 0;
 }

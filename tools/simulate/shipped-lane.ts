@@ -14,7 +14,8 @@
  *   broker knows no generations; each process refuses a claim older than its newest); commits that
  *   fail, or commit with their answer lost;
  * - the service: `SimulatedService`, a `ProviderClient` whose answers come from the seed (and
- *   which records every call: process, account, answer, whether it was accepted);
+ *   which records every call: process, account, answer, whether it was accepted); one call in ten
+ *   is slow (up to SLOW_CALL_MS), so calls are under way as claims end;
  * - the codec: the real Avro types, without a registry.
  *
  * Owners end as ClaimEnd says; then, without Kafka faults, the members answer every record and
@@ -27,6 +28,8 @@
  * - exactly-one-result: each command (not a repeat, not undecodable) has one committed result,
  *   each undecodable record one dead letter, and the next claim would take nothing again;
  * - result-tells-the-truth: SENT only if the service accepted it; FAILED only if it did not;
+ * - unknown-is-bounded: a process that dies leaves no more commands marked and not calling than
+ *   its mark permits (the free slots plus the marks ahead), however far its lanes run ahead;
  * - unknown-has-a-cause: an UNKNOWN for a command never called, or whose every call was answered
  *   for sure, only if a crash left it in doubt (a claim that ends any other way hands over what it
  *   marked, never called or had answered; the same process takes its own from memory);
@@ -42,7 +45,9 @@
  * records, accounts, limits, how many claims and how each ends) and, since the timers fire in a
  * replayable order, the faults and answers too; so the seed alone replays a schedule, interleaving
  * included. A schedule that breaks something prints what happened (claims, commits, handovers).
- * Run: `node tools/simulate/shipped-lane.ts [--schedules 500] [--seed 1] [--ledger on|off]`.
+ * Known-bad variants of the shipped code (shipped-variants.ts), injected from outside, must each
+ * break one of these (test/simulate/shipped-variants.test.ts).
+ * Run: `node tools/simulate/shipped-lane.ts [--schedules 500] [--seed 1] [--ledger on|off] [--variant V]`.
  */
 import { parseArgs } from 'node:util';
 import { pino, type Logger } from 'pino';
@@ -78,17 +83,18 @@ import { GroupMembership } from '../../src/worker/group-membership.ts';
 import type { LaneRouter } from '../../src/worker/lane-router.ts';
 import type { PipelineParts } from '../../src/worker/parts.ts';
 import { PartitionOwnership } from '../../src/worker/partition-ownership.ts';
-import { SendPermits } from '../../src/worker/priority/send-permits.ts';
+import { SendPermits, type MarkPermits } from '../../src/worker/priority/send-permits.ts';
 import { SourcePipeline } from '../../src/worker/source-pipeline.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 import { RefusalHolds } from '../../src/worker/refusal-holds.ts';
 import { DEFAULT_REFUSAL_SCOPE_SETTINGS } from '../../src/worker/refusal-scopes.ts';
 import { OutageCounter, ServiceGate } from '../../src/worker/service-gate.ts';
-import { MAY_HAVE_SENT, runSeeds, simulatedFailure, simulatedSuccess, violationsByKind, type Answer } from './failover.ts';
+import { MAY_HAVE_SENT, simulatedFailure, simulatedSuccess, violationsByKind, type Answer } from './failover.ts';
 import { Prng } from './prng.ts';
 import { framed, registryFreeCodec } from './registry-free-codec.ts';
 import { RebalanceInProgress, SimulatedConsumer } from './simulated-consumer.ts';
 import { onVirtualTime } from './virtual-time.ts';
+import { installVariant, SHIPPED_VARIANTS, type DriverFaults, type ShippedVariant } from './shipped-variants.ts';
 
 const TOPIC = 'commands';
 const RESULTS = 'results';
@@ -100,6 +106,8 @@ const LEDGER_KEY = checkpointKey(GROUP, TOPIC);
 const DEDUP_WINDOW = 1_000;
 /** How long a claim waits for an earlier owner's handover of a mark in doubt (the worker: a call's timeout and a margin). */
 const HANDOVER_GRACE_MS = 500;
+/** The longest a slow call takes: within the grace, with room for the handover's write. */
+const SLOW_CALL_MS = 300;
 /** How long the last claim gets to answer every record, and an ended claim's lane to settle, ms (by default). */
 const SETTLE_MS = 20_000;
 /** The group's session timeout: a member not heard from this long is dropped; its lease (TimedLease) lapses a quarter earlier. */
@@ -139,6 +147,8 @@ interface Incarnation {
   sender?: CommandSender;
   /** The mark owners of the claims it made (each claim names its marks `<owner>.<n>`). */
   readonly markOwners: Set<string>;
+  /** Its in-flight slots and mark permits (SendPermits), shared by its lanes. */
+  permits?: SendPermits;
 }
 
 function incarnation(name: string): Incarnation {
@@ -192,9 +202,12 @@ interface ProducerSession {
   readonly partition: number;
   /** The claim's generation it serves (a kept claim carries it on: the same producer, its transaction state included). */
   generation: number;
-  readonly epoch: number;
+  /** Its epoch (DriverFaults.fencedProducerRetakes takes a newer one). */
+  epoch: number;
   /** A transaction is open on it (kafkajs allows one at a time). */
   inTransaction: boolean;
+  /** Times it took itself back after a fence (DriverFaults.fencedProducerRetakes). */
+  retakes?: number;
 }
 
 /** Where a committed record lies: the ledger by partition (ledger partition n is command partition n's), the other topics whole. */
@@ -222,8 +235,13 @@ export class SimulatedKafka {
   /** Commits that failed (`fail`) or whose answer was lost (`lost`), for the tally. */
   readonly faults = { fail: 0, lost: 0 };
 
-  constructor(prng: Prng) {
+  readonly #adapters: DriverFaults;
+  /** Epochs (`partition@epoch`) taken by late fences: a producer that never works the partition. */
+  readonly #lateFences = new Set<string>();
+
+  constructor(prng: Prng, adapters: DriverFaults = {}) {
     this.#prng = prng;
+    this.#adapters = adapters;
   }
 
   groupOffset(partition: number): bigint {
@@ -247,6 +265,14 @@ export class SimulatedKafka {
       if (checkpoint !== undefined) return checkpoint;
     }
     return undefined;
+  }
+
+  /** A fence of `partition` by an earlier owner's producer that lands late: the next epoch, fencing every producer of it. */
+  lateFence(partition: number, by: string): void {
+    const epoch = (this.#epochs.get(partition) ?? 0) + 1;
+    this.#epochs.set(partition, epoch);
+    this.#lateFences.add(`${partition}@${epoch}`);
+    this.trace.push(`${by}'s fence of partition ${partition} lands late: epoch ${epoch}`);
   }
 
   /** The handovers of one process: written to the ledger partitions outside any transaction, read from their tails. */
@@ -323,8 +349,12 @@ export class SimulatedKafka {
         const session = sessions.get(partition);
         if (session === undefined || session.generation !== from || to < (latest.get(partition) ?? 0)) return false;
         // Ownership keeps a claim only if nobody can have claimed the partition since: no other producer fenced it.
+        // (A late fence's producer works nothing: it fenced the claim, which finds out at its next commit.)
         const epoch = this.#epochs.get(partition) ?? 0;
-        if (session.epoch !== epoch)
+        const fencedByWorker = Array.from({ length: epoch - session.epoch }, (_, i) => session.epoch + 1 + i).some(
+          (e) => !this.#lateFences.has(`${partition}@${e}`),
+        );
+        if (fencedByWorker)
           this.keptAfterFence.push(
             `${host.name} kept its claim of partition ${partition}, generation ${from}, though epoch ${epoch} had fenced its ${session.epoch}`,
           );
@@ -340,7 +370,15 @@ export class SimulatedKafka {
     const who = `${host.name}/p${session.partition}/g${session.generation}`;
     const fenced = (): void => {
       const epoch = this.#epochs.get(session.partition) ?? 0;
-      if (session.epoch !== epoch) throw new FencedError(`the producer of epoch ${session.epoch} was fenced by epoch ${epoch}`);
+      if (session.epoch === epoch) return;
+      if (this.#adapters.fencedProducerRetakes === true && (session.retakes ?? 0) < 3) {
+        session.retakes = (session.retakes ?? 0) + 1;
+        session.epoch = epoch + 1;
+        this.#epochs.set(session.partition, session.epoch);
+        this.trace.push(`${who} was fenced by epoch ${epoch}: takes its producer back (epoch ${session.epoch})`);
+        return;
+      }
+      throw new FencedError(`the producer of epoch ${session.epoch} was fenced by epoch ${epoch}`);
     };
     fenced();
     if (session.inTransaction) throw new Error('There is already an ongoing transaction for this producer');
@@ -424,7 +462,9 @@ class SimulatedService implements ProviderClient {
     const accepted = answer === 'ok' || (MAY_HAVE_SENT.has(answer) && this.#prng.chance(0.5));
     const underCommittedMark = this.#markHeld(commandId, this.#account);
     this.#calls.push({ commandId, process: this.#host.name, account: this.#account, answer, accepted, underCommittedMark });
-    await io(this.#prng, this.#host, 4);
+    // Most answers come at once; one in ten is slow (still within the handover's grace, as the
+    // worker's grace is the response timeout plus a margin), so calls are under way as claims end.
+    await io(this.#prng, this.#host, this.#prng.chance(0.1) ? SLOW_CALL_MS : 4);
     if (answer === 'ok') return simulatedSuccess(commandId, this.#account);
     throw simulatedFailure(answer, request.operation);
   }
@@ -497,12 +537,6 @@ function partitionRecords(prng: Prng, seed: number, partition: number, count: nu
   return out;
 }
 
-/** What the simulation injects into the shipped driver, from outside it (for the tests that prove the checks see a driver bug). */
-export interface DriverFaults {
-  /** Wraps the sender the record handler is given. */
-  readonly sender?: (sender: CommandSender) => CommandSender;
-}
-
 export interface ShippedLaneViolation {
   readonly seed: number;
   /** The schedule's trace (claims, commits, handovers), for the first violation of a schedule. */
@@ -516,6 +550,7 @@ export interface ShippedLaneViolation {
     | 'within-velocity-limits'
     | 'no-driver-error'
     | 'keep-only-unfenced'
+    | 'unknown-is-bounded'
     | 'within-spend-cap';
   readonly detail: string;
 }
@@ -529,10 +564,16 @@ export interface ShippedLaneViolation {
  * rejoins as a new member, given the partition back (`reclaim`); a rebalance gives the partition
  * back to it in the very next generation (`keep`: kept if ownership says so); or its lanes hold
  * through a generation it misses (cut off while rebalancing), in which another member has the
- * partition, and the one after gives it back (`away`: never kept, its lane's state is stale).
+ * partition, and the one after gives it back (`away`: never kept, its lane's state is stale); its
+ * consumer crashes and the group gives its partitions to another member before it is back
+ * (`dropped`: its lanes go on, out of the group); its rejoin is tried again in place past its
+ * session (`stall`: its lanes hold until the lease lapses, then retire); the group coordinator
+ * restarts and every member rejoins as itself (`coordinator`: claims kept, or claimed again by the
+ * same process); or its process stalls with a fence under way that lands once the next owner has
+ * claimed, and dies (`late-fence`: the next owner, fenced, must claim again on its own).
  */
-type ClaimEnd = 'crash' | 'zombie' | 'retire' | 'move' | 'reclaim' | 'keep' | 'away' | 'last';
-const ENDS = ['crash', 'zombie', 'retire', 'move', 'reclaim', 'keep', 'away'] as const;
+type ClaimEnd = 'crash' | 'zombie' | 'retire' | 'move' | 'reclaim' | 'keep' | 'away' | 'dropped' | 'stall' | 'coordinator' | 'late-fence' | 'last';
+const ENDS = ['crash', 'zombie', 'retire', 'move', 'reclaim', 'keep', 'away', 'dropped', 'stall', 'coordinator', 'late-fence'] as const;
 
 interface Schedule {
   readonly seed: number;
@@ -546,6 +587,8 @@ interface Schedule {
   readonly faults: DriverFaults;
   readonly closers: (() => void)[];
   readonly driverErrors: string[];
+  /** Deaths that left more commands marked and not calling than the process's mark permits (unknown-is-bounded). */
+  readonly unboundedUnknown: string[];
   readonly ends: ClaimEnd[];
   /** Command partitions (0 … partitions − 1). */
   readonly partitions: number;
@@ -801,12 +844,17 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
         return [{ topic: TOPIC, partitions: partitionsOf(schedule).map((partition) => ({ partition, offset: String(kafka.groupOffset(partition)) })) }];
       },
     },
-    latestCheckpoint: (partition) => checkpoint(partition),
+    latestCheckpoint: async (partition) => {
+      const read = await checkpoint(partition);
+      // The faulty reader: a read that failed, taken for "no checkpoint" (the transaction then looks uncommitted).
+      return schedule.faults.readBackSwallowsFailures === true && kafka.faulty && prng.chance(0.2) ? undefined : read;
+    },
     movedAway: async () => undefined,
     commandPartitions: schedule.partitions,
     producers,
   };
-  const pools = new SendPermits({ maxInFlight: prng.int(1, 8) }).for('normal');
+  host.permits = new SendPermits({ maxInFlight: prng.int(1, 8) });
+  const pools = host.permits.for('normal');
   const abandon = new AbortController();
   schedule.closers.push(() => abandon.abort());
   const pipeline = new SourcePipeline({
@@ -814,7 +862,7 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
     config: configOf(schedule),
     lanes: {
       slots: pools.slots,
-      markPermits: pools.markPermits,
+      markPermits: schedule.faults.unpooledMarks === true ? UNPOOLED_MARKS : pools.markPermits,
       bytesInHand: new BytesInHand(1_000_000_000),
       metrics: schedule.metrics,
       log,
@@ -831,6 +879,26 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
   host.consumer = consumer;
   await pipeline.start(() => undefined);
   return host;
+}
+
+/** A faulty adapter (DriverFaults.unpooledMarks): every mark permit granted at once, outside the process's pool. */
+const UNPOOLED_MARKS: MarkPermits = { acquire: async () => undefined, release: () => undefined, waiting: 0 };
+
+/**
+ * unknown-is-bounded: a process that dies leaves UNKNOWN the commands it marked and had not called
+ * yet. Each holds one of its mark permits (the free slots plus the marks ahead, SendPermits), so
+ * there are never more than its mark permits, however far its lanes run ahead.
+ */
+function markedWaitingBounded(schedule: Schedule, host: Incarnation): void {
+  const { permits, pipeline } = host;
+  if (!schedule.ledger || permits === undefined || pipeline === undefined) return;
+  let waiting = 0;
+  for (const partition of partitionsOf(schedule)) {
+    const records = pipeline.lanes.waitingOn(`${TOPIC}:${partition}`)?.records ?? {};
+    waiting += (records.marking ?? 0) + (records['awaiting-slot'] ?? 0) + (records.held ?? 0);
+  }
+  if (waiting > permits.markPermits)
+    schedule.unboundedUnknown.push(`${host.name} died with ${waiting} commands marked and not calling, more than its ${permits.markPermits} mark permits`);
 }
 
 /** The schedule's command partitions: 0 … partitions − 1. */
@@ -896,6 +964,8 @@ export interface ShippedLaneOptions {
   readonly tally?: Map<string, number>;
   /** How long the members get to answer every record, and a process to stop (virtual ms). */
   readonly settleMs?: number;
+  /** Stop after the first schedule that breaks this invariant (a known-bad variant: found). */
+  readonly stopAt?: ShippedLaneViolation['kind'];
 }
 
 /** A crash leaves in doubt what its process had marked or called: those may end UNKNOWN. */
@@ -918,7 +988,7 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     seed,
     prng,
     ledger: options.ledger ?? true,
-    kafka: new SimulatedKafka(prng),
+    kafka: new SimulatedKafka(prng, options.faults),
     partitions,
     records: records(prng, seed, partitions, spendCap === undefined ? null : SPEND_EXPIRY_MS),
     assignment: new Map(),
@@ -928,6 +998,7 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     faults: options.faults ?? {},
     closers: [],
     driverErrors: [],
+    unboundedUnknown: [],
     ends: [],
     processes: 0,
     hosts: [],
@@ -976,6 +1047,7 @@ async function endOwnership(schedule: Schedule, owner: Incarnation, end: Exclude
   const mine = schedule.assignment.get(owner) ?? [];
   switch (end) {
     case 'crash': {
+      markedWaitingBounded(schedule, owner);
       owner.dead = true;
       excuseCrash(schedule, owner);
       leaveGroup(schedule, owner);
@@ -1024,6 +1096,62 @@ async function endOwnership(schedule: Schedule, owner: Incarnation, end: Exclude
       owner.consumer?.crashAndRestart(new SimulatedFault('simulated: the consumer crashed'));
       await sleep(prng.int(0, 20));
       await rebalance(schedule, new Map([[owner, mine]]));
+      return owner;
+    }
+    case 'dropped': {
+      // Its consumer crashes and restarts in place, and the group, its old member gone, gives its
+      // partitions to another member before it joins again (as a new member, given nothing). Its
+      // lanes go on meanwhile, out of the group: none of them is current any more.
+      owner.consumer?.crashAndRestart(new SimulatedFault('simulated: the consumer crashed'));
+      leaveGroup(schedule, owner);
+      const next = await newOwner(schedule, mine);
+      await sleep(prng.int(0, 100));
+      await rebalance(schedule, new Map([[owner, []]]));
+      return next;
+    }
+    case 'late-fence': {
+      // Its process stalls right after sending a fence (InitProducerId) of one of its partitions,
+      // past its session: the group gives its partitions away; the fence lands once the next owner
+      // has claimed (kafkajs sent it again after the pause), fencing that owner; then the process
+      // dies. The next owner must claim the partition again on its own (nobody rebalances).
+      markedWaitingBounded(schedule, owner);
+      owner.dead = true;
+      excuseCrash(schedule, owner);
+      leaveGroup(schedule, owner);
+      await sleep(SESSION_MS);
+      const next = await newOwner(schedule, mine);
+      await sleep(prng.int(5, 80));
+      const partition = prng.pick(mine);
+      if (partition !== undefined) schedule.kafka.lateFence(partition, owner.name);
+      return next;
+    }
+    case 'stall': {
+      // Its rejoin fails and is tried again in place past its session (no LeaveGroup, no crash): its
+      // lanes hold, no heartbeat renews its lease, so they retire once it lapses and hand over what
+      // they hold (SourcePipeline's hold watch); the group drops it and gives its partitions to
+      // another member; then its join goes through, as a new member, given nothing.
+      owner.consumer?.noticeRebalance();
+      owner.consumer?.joinRetried();
+      leaveGroup(schedule, owner);
+      await sleep(SESSION_MS + prng.int(0, 100));
+      const next = await newOwner(schedule, mine);
+      await sleep(prng.int(0, 100));
+      await rebalance(schedule, new Map([[owner, []]]), owner);
+      return next;
+    }
+    case 'coordinator': {
+      // The group coordinator restarts: every member stops hearing from the group at once and
+      // waits in place, keeping its member id (its lanes hold, its lease is not renewed); the
+      // restarted coordinator loads the group with every member, and each joins again as itself
+      // with its own partitions: kept if its lease held, else claimed afresh by the same process,
+      // which takes its own marks and answers from memory. Mostly short; now and then past the lease.
+      const members = [...schedule.assignment.keys()];
+      for (const host of members) {
+        host.consumer?.noticeRebalance();
+        host.consumer?.joinRetried();
+      }
+      await sleep(prng.chance(0.3) ? prng.int(SESSION_MS, 2 * SESSION_MS) : prng.int(20, SESSION_MS / 2));
+      for (const host of members) host.consumer?.join(schedule.assignment.get(host) ?? []);
       return owner;
     }
     case 'keep': {
@@ -1127,6 +1255,7 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
   const add = (kind: ShippedLaneViolation['kind'], detail: string): void => void out.push({ seed, kind, detail });
   for (const error of schedule.driverErrors) add('no-driver-error', error);
   for (const kept of kafka.keptAfterFence) add('keep-only-unfenced', kept);
+  for (const death of schedule.unboundedUnknown) add('unknown-is-bounded', death);
   const results = publishedResults(kafka);
   const deadLetters = kafka.committed.get(DEAD_LETTERS) ?? [];
   for (const record of schedule.records) {
@@ -1276,12 +1405,16 @@ function tallyOf(schedule: Schedule, tally: Map<string, number> | undefined): vo
  * (virtual-time.ts): the seed alone replays a schedule, interleaving included.
  */
 export async function runShippedLaneSchedules(firstSeed: number, count: number, options: ShippedLaneOptions = {}): Promise<ShippedLaneViolation[]> {
-  return runSeeds(firstSeed, count, 1, (seed) =>
+  const violations: ShippedLaneViolation[] = [];
+  for (let seed = firstSeed; seed < firstSeed + count; seed++) {
     // A schedule whose work hangs with nothing left to wait for is that schedule's violation, not the run's end.
-    onVirtualTime(seed, () => runShippedLaneSchedule(seed, options)).catch((error: unknown) => [
+    const found = await onVirtualTime(seed, () => runShippedLaneSchedule(seed, options)).catch((error: unknown) => [
       { seed, kind: 'no-driver-error' as const, detail: `the schedule failed: ${String(error)}` },
-    ]),
-  );
+    ]);
+    violations.push(...found);
+    if (options.stopAt !== undefined && found.some((v) => v.kind === options.stopAt)) break;
+  }
+  return violations;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
@@ -1290,16 +1423,24 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       schedules: { type: 'string', default: '500' },
       seed: { type: 'string', default: '1' },
       ledger: { type: 'string', default: 'on' },
+      variant: { type: 'string', default: 'correct' },
+      settle: { type: 'string' },
     },
   });
+  const variant = values.variant as ShippedVariant;
+  if (!SHIPPED_VARIANTS.includes(variant)) throw new Error(`--variant must be one of ${SHIPPED_VARIANTS.join(', ')}`);
+  const { restore, faults } = installVariant(variant);
   const started = Date.now();
   const tally = new Map<string, number>();
   const violations = await runShippedLaneSchedules(Number(values.seed), Number(values.schedules), {
     ledger: values.ledger !== 'off',
     tally,
+    faults,
+    ...(values.settle !== undefined && { settleMs: Number(values.settle) }),
   });
+  restore();
   console.log(
-    `shipped-lane simulation: ${values.schedules} schedules from seed ${values.seed}, ledger ${values.ledger}, in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    `shipped-lane simulation: ${values.schedules} schedules from seed ${values.seed}, ledger ${values.ledger}, variant ${variant}, in ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
   console.log(
     [...tally]

@@ -1,0 +1,66 @@
+/**
+ * The shipped-lane simulation must see a bug in the shipped driver: each known-bad variant
+ * (tools/simulate/shipped-variants.ts) patches a shipped class from outside, or gives the processes
+ * a faulty adapter, as a careless change would, and the simulation must report the invariant it
+ * breaks, with a seed. The run stops at the first schedule that breaks it; the seed it prints
+ * replays with `npm run simulate:lane -- --variant <variant> --seed <seed> --schedules 1`.
+ */
+import { describe, expect, it } from 'vitest';
+import { runShippedLaneSchedules, type ShippedLaneViolation } from '../../tools/simulate/shipped-lane.ts';
+import { installVariant, type ShippedVariant } from '../../tools/simulate/shipped-variants.ts';
+
+type Kind = ShippedLaneViolation['kind'];
+
+/** Runs up to `budget` schedules from seed 1 with `variant` installed, stopping at the first that breaks `kind`. */
+async function firstBreaking(variant: ShippedVariant, kind: Kind, budget: number): Promise<ShippedLaneViolation[]> {
+  const { restore, faults } = installVariant(variant);
+  try {
+    const violations = await runShippedLaneSchedules(1, budget, { faults, stopAt: kind });
+    const first = violations.find((v) => v.kind === kind);
+    console.log(`${variant}: ${first === undefined ? `no ${kind} in ${budget} schedules` : `${kind} first at seed ${first.seed}: ${first.detail}`}`);
+    return violations;
+  } finally {
+    restore();
+  }
+}
+
+const kinds = (violations: readonly ShippedLaneViolation[]): Kind[] => [...new Set(violations.map((v) => v.kind))].sort();
+
+// Budgets of schedules, not timing targets (the clock is virtual, but coverage slows the code in CI).
+describe('known-bad variants of the shipped driver are caught by the shipped-lane simulation', { timeout: 240_000 }, () => {
+  const cases: readonly [ShippedVariant, Kind, number, string][] = [
+    ['send-before-mark-commits', 'call-under-committed-mark', 100, 'a sender that calls without waiting for its mark to commit'],
+    ['commit-past-unfinished', 'exactly-one-result', 100, 'an offset committed past a record still in hand'],
+    ['read-ledger-before-fence', 'exactly-one-result', 300, 'a claim that reads the ledger before it fences'],
+    ['keep-without-checks', 'keep-only-unfenced', 600, 'ownership that keeps a claim without checking its generation or lease'],
+    ['current-out-of-group', 'keep-only-unfenced', 800, 'a process whose consumer crashed that goes on as a member'],
+    ['lost-until-next-generation', 'exactly-one-result', 600, 'a partition lost to fencing that is not claimed again on heartbeats'],
+    ['handover-withdraws-calls', 'at-most-one-send', 300, 'a claim that hands over its calls under way as withdrawn'],
+    ['refence-after-fenced', 'exactly-one-result', 300, 'a fenced producer that takes itself back'],
+    ['resend-when-unread', 'exactly-one-result', 800, 'a failed read-back taken for "not committed"'],
+    ['mark-without-permit', 'unknown-is-bounded', 300, 'marks taken outside the process’s mark permits'],
+    ['spend-cap-ignored', 'within-spend-cap', 300, 'spend holds that let every send through'],
+    ['refuse-call-dropped', 'no-driver-error', 100, 'a lane that drops the machine’s refuse-call'],
+    ['refuse-call-called', 'at-most-one-send', 100, 'a lane that carries out refuse-call as a call'],
+    ['handover-dropped', 'unknown-has-a-cause', 300, 'a lane that drops its handovers'],
+  ];
+  for (const [variant, kind, budget, what] of cases)
+    it(`${variant} (${what}): ${kind}`, async () => {
+      expect(kinds(await firstBreaking(variant, kind, budget))).toContain(kind);
+    });
+
+  it('a schedule that broke something replays from its seed alone, interleaving included (the clock is virtual)', async () => {
+    const { restore, faults } = installVariant('refuse-call-called');
+    try {
+      const batch = await runShippedLaneSchedules(1, 100, { faults, stopAt: 'at-most-one-send' });
+      const seed = batch.find((v) => v.kind === 'at-most-one-send')?.seed;
+      expect(seed).toBeDefined();
+      const details = (violations: readonly ShippedLaneViolation[]): string[] => violations.filter((v) => v.seed === seed).map((v) => `${v.kind}: ${v.detail}`);
+      const alone = await runShippedLaneSchedules(seed ?? 0, 1, { faults });
+      expect(details(alone)).toEqual(details(batch));
+      expect(alone[0]?.trace).toEqual(batch.find((v) => v.seed === seed)?.trace);
+    } finally {
+      restore();
+    }
+  });
+});

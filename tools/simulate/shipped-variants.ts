@@ -1,0 +1,252 @@
+import { CLAIM_STEPS } from '../../src/worker/protocol/table.ts';
+import { SpendHolds } from '../../src/worker/guard/spend-holds.ts';
+import { GuardedSender } from '../../src/worker/guarded-sender.ts';
+import { OwnershipMachine } from '../../src/worker/protocol/ownership.ts';
+import { PartitionMachine, type Effect } from '../../src/worker/protocol/partition-machine.ts';
+import { RecordBook, type RecordEntry } from '../../src/worker/protocol/record-book.ts';
+import { RECORD_MOVES } from '../../src/worker/protocol/send-path.ts';
+import type { SendHooks } from '../../src/worker/send-outcome.ts';
+import type { CommandSender } from '../../src/worker/failover-sender.ts';
+
+/**
+ * Known-bad variants of the worker, made on the shipped classes the shipped-lane simulation runs:
+ * each is a mistake a change to `src/` could make, injected from outside (a method of a shipped
+ * class replaced for the run, the claim steps reordered, the transition table let through), so
+ * that no file of `src/` branches on a mutant. `install` patches, and returns what undoes it.
+ * The simulation must report each with a seed (test/simulate/shipped-variants.test.ts); the same
+ * names as the partition simulation's variants (variants.ts) where the mistake is the same.
+ */
+export const SHIPPED_VARIANTS = [
+  'correct',
+  'send-before-mark-commits',
+  'commit-past-unfinished',
+  'repeat-before-untaken-carrier',
+  'read-ledger-before-fence',
+  'keep-without-checks',
+  'current-out-of-group',
+  'lost-until-next-generation',
+  'handover-withdraws-calls',
+  'refence-after-fenced',
+  'resend-when-unread',
+  'mark-without-permit',
+  'spend-cap-ignored',
+  'refuse-call-dropped',
+  'refuse-call-called',
+  'handover-dropped',
+] as const;
+
+export type ShippedVariant = (typeof SHIPPED_VARIANTS)[number];
+
+/** What the simulation injects into the shipped driver, from outside it (for the tests that prove the checks see a driver bug). */
+export interface DriverFaults {
+  /** Wraps the sender the record handler is given. */
+  readonly sender?: (sender: CommandSender) => CommandSender;
+  /** A faulty producer adapter: fenced, it initialises again (fencing back whoever fenced it) and goes on, at most 3 times. */
+  readonly fencedProducerRetakes?: boolean;
+  /** A faulty permits adapter: the lanes' mark permits granted at once, outside the process's pool (mark-without-permit). */
+  readonly unpooledMarks?: boolean;
+  /** A faulty ledger reader for a failed transaction's read-back: a read that fails (1 in 5) answers "no checkpoint" instead. */
+  readonly readBackSwallowsFailures?: boolean;
+}
+
+type Restore = () => void;
+
+/** Replaces `name` of `target` (a prototype, or one object) with what `make` builds from the original; returns the undo. */
+function patch<T extends object, K extends keyof T>(target: T, name: K, make: (original: T[K]) => T[K]): Restore {
+  const own = Object.getOwnPropertyDescriptor(target, name);
+  const original = target[name];
+  Object.defineProperty(target, name, { value: make(original), configurable: true, writable: true });
+  return () => {
+    if (own === undefined) delete target[name];
+    else Object.defineProperty(target, name, own);
+  };
+}
+
+/** The lane carries out the machine's effects as `rewrite` turns them (a bug in the effect interpreter). */
+function rewriteEffects(rewrite: (effects: Effect<unknown>[], machine: PartitionMachine<unknown>) => Effect<unknown>[]): Restore {
+  return patch(
+    PartitionMachine.prototype,
+    'drain',
+    (drain) =>
+      function (this: PartitionMachine<unknown>) {
+        return rewrite(drain.call(this), this);
+      },
+  );
+}
+
+/** A transition table that lets every move pass: a variant's wrong rule may take a record where the table says it cannot go. */
+function anyMove(): Restore {
+  return patch(RECORD_MOVES, 'has', () => () => true);
+}
+
+/**
+ * Patches the shipped classes as `variant` says; returns what restores them, and the faulty
+ * adapters the simulation must give the processes (a variant that is a wrong adapter, not a wrong class).
+ */
+export function installVariant(variant: ShippedVariant): { readonly restore: Restore; readonly faults: DriverFaults } {
+  const undo: Restore[] = [];
+  let faults: DriverFaults = {};
+  const restore = (): void => {
+    for (const u of undo.reverse()) u();
+  };
+  switch (variant) {
+    case 'correct':
+      break;
+    case 'send-before-mark-commits':
+      // The call goes ahead as soon as its mark is asked for, before the mark's transaction commits.
+      undo.push(
+        patch(
+          GuardedSender.prototype,
+          'send',
+          (send) =>
+            function (this: GuardedSender, request, correlationId, signal, expiresAt, hooks, footprint) {
+              const eager: SendHooks | undefined = hooks && {
+                ...hooks,
+                beforeSend: async (s, account) => {
+                  void hooks.beforeSend?.(s, account);
+                  return true;
+                },
+              };
+              return send.call(this, request, correlationId, signal, expiresAt, eager, footprint);
+            },
+        ),
+      );
+      break;
+    case 'commit-past-unfinished':
+      // The offset passes every finished record, past unfinished ones too.
+      undo.push(
+        anyMove(),
+        patch(
+          RecordBook.prototype as unknown as { finishedPrefix: () => RecordEntry<unknown>[] },
+          'finishedPrefix',
+          () =>
+            function (this: RecordBook<unknown>) {
+              return this.inState('done', 'published');
+            },
+        ),
+      );
+      break;
+    case 'repeat-before-untaken-carrier':
+      // A repeat's carrier the claim has not taken is taken for answered, and the run-ahead bound
+      // is kept even while such a carrier waits to be taken.
+      undo.push(
+        anyMove(),
+        patch(
+          RecordBook.prototype as unknown as { carrierCommitted: (offset: bigint) => boolean },
+          'carrierCommitted',
+          (carrierCommitted) =>
+            function (this: RecordBook<unknown>, offset: bigint) {
+              return !this.has(offset) || carrierCommitted.call(this, offset);
+            },
+        ),
+        patch(RecordBook.prototype, 'untakenCarrier', () => () => -1n),
+      );
+      break;
+    case 'read-ledger-before-fence': {
+      // The claim reads the ledger, then fences: what an earlier owner commits between is missed.
+      const steps = CLAIM_STEPS as unknown as string[];
+      const before = [...steps];
+      steps.splice(0, steps.length, 'handover', 'read', 'fence');
+      undo.push(() => void steps.splice(0, steps.length, ...before));
+      break;
+    }
+    case 'keep-without-checks':
+      // Every held claim of a partition assigned again is kept (no missed generation, lapse, loss checked).
+      undo.push(
+        patch(
+          OwnershipMachine.prototype,
+          'join',
+          (join) =>
+            function (this: OwnershipMachine, partitions, next, holding) {
+              const decided = join.call(this, partitions, next, holding);
+              return { ...decided, keepable: holding.filter((claim) => partitions.includes(claim.partition)) };
+            },
+        ),
+      );
+      break;
+    case 'current-out-of-group':
+      // A process whose consumer crashed goes on as a member: its claims current, and fencing.
+      undo.push(
+        patch(
+          OwnershipMachine.prototype,
+          'isCurrent',
+          (isCurrent) =>
+            function (this: OwnershipMachine, generation: number, partition: number) {
+              if (this.state === 'out-of-group') return generation === this.generation && !this.isLost(partition);
+              return isCurrent.call(this, generation, partition);
+            },
+        ),
+        patch(
+          OwnershipMachine.prototype,
+          'mayFence',
+          (mayFence) =>
+            function (this: OwnershipMachine, generation: number) {
+              if (this.state === 'out-of-group') return generation === this.generation && !this.isStopping;
+              return mayFence.call(this, generation);
+            },
+        ),
+      );
+      break;
+    case 'lost-until-next-generation':
+      // A partition lost to fencing is never claimed again on heartbeats: it waits for the next generation.
+      undo.push(
+        patch(
+          OwnershipMachine.prototype,
+          'heartbeat',
+          (heartbeat) =>
+            function (this: OwnershipMachine) {
+              heartbeat.call(this);
+              return [];
+            },
+        ),
+      );
+      break;
+    case 'handover-withdraws-calls': {
+      // When the claim stops working the partition (retiring or failed), the marks of its calls
+      // under way are handed over as withdrawn (never sent), as if those calls could not have gone out.
+      const working = new WeakMap<PartitionMachine<unknown>, boolean>();
+      undo.push(
+        rewriteEffects((effects, machine) => {
+          const was = working.get(machine) ?? true;
+          const is = machine.state === 'active' || machine.state === 'holding';
+          working.set(machine, is);
+          if (!was || is) return effects;
+          const calling: Effect<unknown>[] = [];
+          for (const [offset, mark] of machine.claim.open)
+            if (machine.recordState(offset) === 'calling') calling.push({ type: 'handover', offset, mark, outcome: undefined });
+          return [...effects, ...calling];
+        }),
+      );
+      break;
+    }
+    case 'refence-after-fenced':
+      // A fenced producer takes itself back (fencing whoever fenced it) and commits its stale state.
+      faults = { fencedProducerRetakes: true };
+      break;
+    case 'mark-without-permit':
+      // Every record is marked as soon as it is taken, however many wait for a slot: a death leaves them all UNKNOWN.
+      faults = { unpooledMarks: true };
+      break;
+    case 'spend-cap-ignored':
+      // The spend holds let every send through: the cap never holds one.
+      undo.push(patch(SpendHolds.prototype, 'take', () => async () => 0n));
+      break;
+    case 'resend-when-unread':
+      // A read-back that failed is taken for "not committed": the failed transaction is sent again.
+      faults = { readBackSwallowsFailures: true };
+      break;
+    case 'refuse-call-dropped':
+      // The lane drops the machine's refuse-call: the record waits for an answer that never comes.
+      undo.push(rewriteEffects((effects) => effects.filter((effect) => effect.type !== 'refuse-call')));
+      break;
+    case 'refuse-call-called':
+      // The lane carries out refuse-call as call: a zombie calls after its lease lapsed.
+      undo.push(rewriteEffects((effects) => effects.map((effect) => (effect.type === 'refuse-call' ? { type: 'call', offset: effect.offset } : effect))));
+      break;
+    case 'handover-dropped':
+      // The lane drops its handovers: a claim that moves tells the next owner nothing.
+      undo.push(rewriteEffects((effects) => effects.filter((effect) => effect.type !== 'handover')));
+      break;
+  }
+  return { restore, faults };
+}
