@@ -311,7 +311,7 @@ export class LaneRouter {
       // the current generation (not a lane left over from before a rebalance).
       leaseHolds: owns,
       mayCommit: () => owns() || parts.producers.has(topic, partition, claim.generation),
-      mayReinitialise: () => owns() && !parts.ownership.isRebalancing,
+      mayReinitialise: () => parts.ownership.mayReinitialise(claim),
       abandon: this.#o.abandon,
       onProgress: () => this.#o.onProgress(key),
       onBusy: (busy) => this.#o.onBusy(key, busy),

@@ -252,6 +252,11 @@ export class PartitionOwnership {
     return (this.#topic === undefined || claim.topic === this.#topic) && this.#machine.isCurrent(claim.generation, claim.partition);
   }
 
+  /** Whether `claim`, its transaction failed, may initialise its producer again (OwnershipMachine.mayReinitialise). */
+  mayReinitialise(claim: PartitionClaim): boolean {
+    return (this.#topic === undefined || claim.topic === this.#topic) && this.#machine.mayReinitialise(claim.generation, claim.partition);
+  }
+
   isLost(topic: string, partition: number): boolean {
     return topic === this.#topic && this.#machine.isLost(partition);
   }

@@ -35,6 +35,7 @@ describe('known-bad variants of the shipped driver are caught by the shipped-lan
     ['keep-without-checks', 'keep-only-unfenced', 600, 'ownership that keeps a claim without checking its generation or lease'],
     ['current-out-of-group', 'keep-only-unfenced', 800, 'a process whose consumer crashed that goes on as a member'],
     ['lost-until-next-generation', 'exactly-one-result', 600, 'a partition lost to fencing that is not claimed again on heartbeats'],
+    ['reinitialise-anytime', 'at-most-one-send', 300, 'a failed transaction’s producer initialised again while the group rebalances, or out of it'],
     ['handover-withdraws-calls', 'at-most-one-send', 300, 'a claim that hands over its calls under way as withdrawn'],
     ['refence-after-fenced', 'exactly-one-result', 300, 'a fenced producer that takes itself back'],
     ['resend-when-unread', 'exactly-one-result', 800, 'a failed read-back taken for "not committed"'],

@@ -25,6 +25,7 @@ export const SHIPPED_VARIANTS = [
   'keep-without-checks',
   'current-out-of-group',
   'lost-until-next-generation',
+  'reinitialise-anytime',
   'handover-withdraws-calls',
   'refence-after-fenced',
   'resend-when-unread',
@@ -197,6 +198,20 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
             function (this: OwnershipMachine) {
               heartbeat.call(this);
               return [];
+            },
+        ),
+      );
+      break;
+    case 'reinitialise-anytime':
+      // A failed transaction's producer is initialised again by the lease and the generation alone:
+      // while the group rebalances, or out of the group, it fences the member given the partition.
+      undo.push(
+        patch(
+          OwnershipMachine.prototype,
+          'mayReinitialise',
+          () =>
+            function (this: OwnershipMachine, generation: number, partition: number) {
+              return this.leaseHolds() && generation === this.generation && !this.isLost(partition);
             },
         ),
       );

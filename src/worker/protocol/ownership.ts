@@ -203,6 +203,16 @@ export class OwnershipMachine {
     return this.#state !== 'left' && this.#state !== 'out-of-group' && generation === this.#generation && !this.#lost.has(partition);
   }
 
+  /**
+   * Whether a claim whose transaction failed may initialise its producer again (which fences every
+   * earlier producer of the partition): only while it may send (the lease holds, the claim is
+   * current) and the group is not rebalancing, since until the new assignment is known the
+   * partition may be another member's, and a re-initialisation would fence that member.
+   */
+  mayReinitialise(generation: number, partition: number): boolean {
+    return this.leaseHolds() && this.isCurrent(generation, partition) && !this.isRebalancing;
+  }
+
   /** Whether a claim begun in `generation` may fence now: still that generation, not rebalancing nor out of the group, not stopping. */
   mayFence(generation: number): boolean {
     return generation === this.#generation && (this.#state === 'member' || this.#state === 'unjoined') && !this.#stopping;

@@ -100,6 +100,33 @@ describe('OwnershipMachine', () => {
     expect(m.isCurrent(2, 0)).toBe(false);
   });
 
+  it('lets a failed transaction initialise its producer again only while the claim may send and the group is not rebalancing', () => {
+    const { m, clock } = machine();
+    m.join([0, 1], false, []);
+    expect(m.mayReinitialise(1, 0)).toBe(true);
+    // An older claim, a lost partition.
+    expect(m.mayReinitialise(0, 0)).toBe(false);
+    m.lose(1, 0n);
+    expect(m.mayReinitialise(1, 1)).toBe(false);
+    // The group rebalances: the partition may be another member's until the new assignment.
+    m.rebalance();
+    expect(m.isCurrent(1, 0)).toBe(true);
+    expect(m.mayReinitialise(1, 0)).toBe(false);
+    m.join([0], true, []);
+    expect(m.mayReinitialise(2, 0)).toBe(true);
+    // The lease lapsed.
+    clock.now += LEASE_MS + 1;
+    expect(m.mayReinitialise(2, 0)).toBe(false);
+    m.confirm();
+    expect(m.mayReinitialise(2, 0)).toBe(true);
+    // Out of the group after a consumer crash, or left.
+    m.consumerCrashed();
+    expect(m.mayReinitialise(2, 0)).toBe(false);
+    m.join([0], false, []);
+    m.leave();
+    expect(m.mayReinitialise(3, 0)).toBe(false);
+  });
+
   it('claims a lost partition again after two confirmed heartbeats, at most three times a generation', () => {
     const { m } = machine();
     m.join([0], false, []);
