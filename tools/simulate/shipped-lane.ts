@@ -236,6 +236,8 @@ export class SimulatedKafka {
   readonly faults = { fail: 0, lost: 0 };
 
   readonly #adapters: DriverFaults;
+  /** Each partition's newest checkpoint, as decoded at a ledger length. */
+  readonly #lastCheckpoints = new Map<number, { readonly length: number; readonly checkpoint: Checkpoint | undefined }>();
   /** Epochs (`partition@epoch`) taken by late fences: a producer that never works the partition. */
   readonly #lateFences = new Set<string>();
 
@@ -251,20 +253,26 @@ export class SimulatedKafka {
   #append(topic: string, records: readonly OutgoingRecord[]): void {
     for (const record of records) {
       const key = logKey(topic, record.partition);
-      this.committed.set(key, [...(this.committed.get(key) ?? []), record]);
+      const log = this.committed.get(key);
+      if (log === undefined) this.committed.set(key, [record]);
+      else log.push(record);
     }
   }
 
-  /** The newest committed checkpoint of a partition (what a new claim reads back). */
+  /** The newest committed checkpoint of a partition (what a new claim reads back; shared: a reader that may change it takes a copy). */
   lastCheckpoint(partition: number): Checkpoint | undefined {
     const ledger = this.committed.get(logKey(LEDGER, partition)) ?? [];
-    for (let i = ledger.length - 1; i >= 0; i--) {
+    // Read often (the end of a schedule polls it): decoded again only once the ledger grew.
+    const known = this.#lastCheckpoints.get(partition);
+    if (known !== undefined && known.length === ledger.length) return known.checkpoint;
+    let checkpoint: Checkpoint | undefined;
+    for (let i = ledger.length - 1; i >= 0 && checkpoint === undefined; i--) {
       const record = ledger[i] as OutgoingRecord;
       // The ledger partition also holds handovers (another key): the newest checkpoint is what counts.
-      const checkpoint = decodeCheckpoint(record.key === null ? null : Buffer.from(record.key), record.value, LEDGER_KEY);
-      if (checkpoint !== undefined) return checkpoint;
+      checkpoint = decodeCheckpoint(record.key === null ? null : Buffer.from(record.key), record.value, LEDGER_KEY);
     }
-    return undefined;
+    this.#lastCheckpoints.set(partition, { length: ledger.length, checkpoint });
+    return checkpoint;
   }
 
   /** A fence of `partition` by an earlier owner's producer that lands late: the next epoch, fencing every producer of it. */
@@ -790,7 +798,8 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
   // there, DECIDED_WAIT_MS): the member's heartbeats must go on meanwhile (LaneRouter.#heartbeating).
   const checkpoint = async (partition: number, fencedIn?: number): Promise<Checkpoint | undefined> => {
     await io(prng, host, fencedIn !== undefined && prng.chance(0.05) ? SESSION_MS * 1.5 : 2);
-    return schedule.ledger ? kafka.lastCheckpoint(partition) : undefined;
+    // A copy of its own, as a read from Kafka gives one (the cached one is the checks').
+    return schedule.ledger ? structuredClone(kafka.lastCheckpoint(partition)) : undefined;
   };
   let claims = 0;
   const ownership = new PartitionOwnership({
