@@ -133,4 +133,39 @@ describe('docs/architecture.md', () => {
     const missing = [...named].filter((name) => !new RegExp(`\\b${name}\\b`).test(code));
     expect(missing).toEqual([]);
   });
+
+  describe('one command, step by step', () => {
+    const section = PAGE.slice(PAGE.indexOf('## One command, step by step'), PAGE.indexOf('## Retries and waits'));
+    const steps = [...section.matchAll(/^\| (\d+) \| `([^`]+)` \| `([^`]+)` \| (\*\*up\*\*|\w+) \|/gm)].map((m) => ({
+      step: Number(m[1]),
+      file: m[2]!,
+      fn: m[3]!,
+      up: m[4] === '**up**',
+    }));
+
+    it('numbers its steps in order, each a file of src/ that has the function it names', () => {
+      expect(steps.length).toBeGreaterThan(20);
+      expect(steps.map((s) => s.step)).toEqual(steps.map((_s, i) => i + 1));
+      for (const { step, file, fn } of steps) {
+        const path = join(ROOT, 'src', file);
+        expect(existsSync(path), `step ${step}: ${file}`).toBe(true);
+        // Defined or handed over there: a function, method, property or class of that name.
+        const name = fn.replace(/[$()*+.?[\\\]^{|}]/g, '\\$&');
+        expect(
+          new RegExp(`(?<![\\w#])${name}\\s*(\\(|:|=|<|\\{| extends| implements)`).test(readFileSync(path, 'utf8')),
+          `step ${step}: ${fn} in ${file}`,
+        ).toBe(true);
+      }
+    });
+
+    it('states the counts its table has: distinct files, and the steps entered by a call back up a layer', () => {
+      const files = new Set(steps.map((s) => s.file)).size;
+      const ups = steps.filter((s) => s.up).map((s) => s.step);
+      const stated = /\*\*(\d+) files, (\d+) up-calls\*\* \(steps ([\d, and]+);/.exec(section);
+      expect(stated).not.toBeNull();
+      expect(Number(stated?.[1])).toBe(files);
+      expect(Number(stated?.[2])).toBe(ups.length);
+      expect((stated?.[3] ?? '').split(/, | and /).map(Number)).toEqual(ups);
+    });
+  });
 });
