@@ -120,6 +120,15 @@ export class HandoverLookout {
     }
   }
 
+  /**
+   * The in-doubt mark (of `marks`, by name) a handover settles, if any: the mark it names, at the
+   * offset it names. A handover of the same record under another mark (an earlier claim's, whose
+   * call this claim's mark came after) says nothing of this one.
+   */
+  protected settles(handover: Handover, marks: ReadonlyMap<string, OpenMark>): string | undefined {
+    return marks.get(handover.by)?.offset === handover.offset ? handover.by : undefined;
+  }
+
   async #readOnce(): Promise<void> {
     const source = this.#o.source;
     if (this.#next === undefined) {
@@ -131,8 +140,8 @@ export class HandoverLookout {
     for (let fetches = 0; fetches < MAX_FETCHES_PER_LOOK; fetches++) {
       const { handovers, next } = await source.readFrom(this.#next);
       for (const handover of handovers) {
-        const mark = this.#marks.get(handover.by);
-        if (mark !== undefined && mark.offset === handover.offset) this.#found.set(handover.by, handover.settlement);
+        const by = this.settles(handover, this.#marks);
+        if (by !== undefined) this.#found.set(by, handover.settlement);
       }
       const advanced = next > this.#next;
       this.#next = next;

@@ -37,6 +37,7 @@ describe('known-bad variants of the shipped driver are caught by the shipped-lan
     ['lost-until-next-generation', 'exactly-one-result', 600, 'a partition lost to fencing that is not claimed again on heartbeats'],
     ['reinitialise-anytime', 'at-most-one-send', 300, 'a failed transaction’s producer initialised again while the group rebalances, or out of it'],
     ['handover-withdraws-calls', 'at-most-one-send', 300, 'a claim that hands over its calls under way as withdrawn'],
+    ['handover-by-offset', 'at-most-one-send', 300, 'a handover matched by its record alone, not the mark it names'],
     ['refence-after-fenced', 'exactly-one-result', 300, 'a fenced producer that takes itself back'],
     ['resend-when-unread', 'exactly-one-result', 800, 'a failed read-back taken for "not committed"'],
     ['mark-without-permit', 'unknown-is-bounded', 300, 'marks taken outside the process’s mark permits'],

@@ -1,6 +1,9 @@
 import { CLAIM_STEPS } from '../../src/worker/protocol/table.ts';
 import { SpendHolds } from '../../src/worker/guard/spend-holds.ts';
 import { GuardedSender } from '../../src/worker/guarded-sender.ts';
+import { HandoverLookout } from '../../src/worker/handover-lookout.ts';
+import type { Handover } from '../../src/worker/handover-record.ts';
+import type { OpenMark } from '../../src/worker/ledger-checkpoint.ts';
 import { OwnershipMachine } from '../../src/worker/protocol/ownership.ts';
 import { PartitionMachine, type Effect } from '../../src/worker/protocol/partition-machine.ts';
 import { RecordBook, type RecordEntry } from '../../src/worker/protocol/record-book.ts';
@@ -27,6 +30,7 @@ export const SHIPPED_VARIANTS = [
   'lost-until-next-generation',
   'reinitialise-anytime',
   'handover-withdraws-calls',
+  'handover-by-offset',
   'refence-after-fenced',
   'resend-when-unread',
   'mark-without-permit',
@@ -234,6 +238,17 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
       );
       break;
     }
+    case 'handover-by-offset':
+      // A handover is matched by the record alone: an earlier claim's settlement of the same offset
+      // (a withdrawal, before this mark's call) is taken for what became of this claim's mark.
+      undo.push(
+        patch(
+          HandoverLookout.prototype as unknown as { settles: (handover: Handover, marks: ReadonlyMap<string, OpenMark>) => string | undefined },
+          'settles',
+          () => (handover, marks) => [...marks].find(([, mark]) => mark.offset === handover.offset)?.[0],
+        ),
+      );
+      break;
     case 'refence-after-fenced':
       // A fenced producer takes itself back (fencing whoever fenced it) and commits its stale state.
       faults = { fencedProducerRetakes: true };
