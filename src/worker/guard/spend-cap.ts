@@ -13,7 +13,7 @@
  * prices. A region never priced is estimated at the highest unit price seen anywhere; until a
  * first price is known, sends go one at a time, so the bound is then one command's cost, plus the
  * cost of each of those first sends whose outcome stayed unknown. A send whose outcome is unknown
- * (it may have been charged) counts its estimate as spent; before any price it has none, and is
+ * (it may have been charged) counts its estimate as spent; before any price above zero it has none, and is
  * counted at the first price learned, as spent at its own time (the shipped-lane simulation found
  * two such sends charged past a cap, which counted them not at all).
  *
@@ -44,7 +44,7 @@ export const PRICES_KEPT = 16;
 /** Regions whose prices are kept: every region libphonenumber knows fits. */
 export const MAX_PRICED_REGIONS = 300;
 /**
- * Unknown-outcome sends kept, each with its time, while no price is known. Past it the oldest two
+ * Unknown-outcome sends kept, each with its time, while no price above zero is known. Past it the oldest two
  * merge at the later one's time: no unit is lost, some only count later than they went, so spend is
  * over-counted (held for longer), never under.
  */
@@ -86,7 +86,7 @@ export class SpendCap {
   #reserved = 0n;
   #inFlight = 0;
   /**
-   * Sends made before any price was known whose outcome stayed unknown (their time, their billed
+   * Sends made before any price above zero was known whose outcome stayed unknown (their time, their billed
    * units), oldest first, at most MAX_UNPRICED_ENTRIES: charged at the first price learned.
    */
   readonly #unpriced: { atMs: number; units: number }[] = [];
@@ -126,7 +126,7 @@ export class SpendCap {
     return this.#reserved;
   }
 
-  /** Unknown-outcome sends made before any price, still waiting for one (at most MAX_UNPRICED_ENTRIES). */
+  /** Unknown-outcome sends made before any price above zero, still waiting for one (at most MAX_UNPRICED_ENTRIES). */
   get unpricedEntries(): number {
     return this.#unpriced.length;
   }
@@ -175,7 +175,7 @@ export class SpendCap {
   /**
    * A send went, with `estimate` reserved: `charged` is what the service charged (its reports);
    * `'maybe'` when it may have been charged without saying (the estimate is counted); `'none'`
-   * when surely not sent. A `'maybe'` before any price is known has no estimate: its `units` are
+   * when surely not sent. A `'maybe'` before any price above zero is known has no estimate: its `units` are
    * counted at the first price learned (the highest unit price then), as spent at this call's
    * `nowMs`, so the sends after it are held for it while it is in a window.
    */
@@ -186,8 +186,9 @@ export class SpendCap {
     let unpriced = 0n;
     if (charged === 'maybe') {
       amount = estimate;
-      // Before any price at all (not merely a zero one): there was no estimate to count.
-      if (estimate === 0n && this.#prices.size === 0) this.#keepUnpriced(nowMs, Math.max(1, units));
+      // Before any price above zero: there was no estimate to count (only zero prices known, a
+      // region without one had none either; a free region's send counted later is over, never under).
+      if (estimate === 0n && this.#highest === 0n) this.#keepUnpriced(nowMs, Math.max(1, units));
     } else if (charged !== 'none') {
       amount = this.#learn(charged);
       if (this.#unpriced.length > 0 && this.#highest > 0n) unpriced = this.#chargeUnpriced(this.#highest, nowMs);

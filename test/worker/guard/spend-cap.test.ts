@@ -51,6 +51,24 @@ describe('SpendCap (pure)', () => {
     expect(cap.admit(fp(['CN']), 2).kind).toBe('wait');
   });
 
+  it('counts an unknown-outcome send made while only zero prices are known at the first price above zero', () => {
+    const cap = new SpendCap({ caps: { hour: '1', day: undefined }, hourMs: HOUR }, 0);
+    // A free region's price is the only one known: a send to another region has no estimate.
+    cap.reserve(0n);
+    cap.settle(0n, [report('XX', '0.000000')], 0);
+    for (let t = 1; t <= 5; t++) {
+      const send = cap.admit(fp(['CN']), t);
+      expect(send).toEqual({ kind: 'go', estimate: 0n });
+      cap.reserve(0n);
+      cap.settle(0n, 'maybe', t);
+    }
+    expect(cap.unpricedEntries).toBe(5);
+    cap.reserve(0n);
+    cap.settle(0n, [report('CN', '0.100000')], 10);
+    // The five that may have been charged, at 0.1 each, and the one that told the price.
+    expect(formatMicros(cap.spent('hour', 10))).toBe('0.600000');
+  });
+
   it('counts each unknown-outcome send made before any price at its own time: out of the windows it has left', () => {
     const cap = new SpendCap({ caps: { hour: '100', day: '1000' }, hourMs: HOUR }, 0);
     const maybe = (atMs: number, units: number): void => {
