@@ -302,8 +302,9 @@ function staleClaim(target: CommitTarget): FencedError {
 
 /**
  * Throws unless the partition's producer may be initialised again after a failed attempt: the
- * claim is current and its lease holds (`mayFence`), and the group is not rebalancing
- * (`mayReinitialise`): until the new assignment is known the partition may be another member's,
+ * claim may commit (`mayFence`), and ownership says it may initialise its producer again
+ * (`mayReinitialise`: its lease holds, it is current, and the group is not rebalancing): until the
+ * new assignment is known the partition may be another member's,
  * whose fence an initialisation from here would take back (the simulation found it once it
  * modelled this retry). Not retried: a claim whose producer was dropped is not kept across the
  * rebalance anyway, so the claim fails and the next one reads what the broker has.
@@ -313,7 +314,7 @@ function mayInitialiseAgain(target: CommitTarget): void {
   if (target.mayReinitialise?.() === false)
     throw new SmsWorkerError(
       'CLAIM_REBALANCING',
-      `not initialising the producer for ${target.topic}[${target.partition}] again while the group rebalances: the claim ends`,
+      `not initialising the producer for ${target.topic}[${target.partition}] again: the group rebalances, or the claim's lease lapsed or it is no longer current; the claim ends`,
       {
         retryable: true,
       },

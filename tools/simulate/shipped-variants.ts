@@ -23,7 +23,6 @@ export const SHIPPED_VARIANTS = [
   'correct',
   'send-before-mark-commits',
   'commit-past-unfinished',
-  'repeat-before-untaken-carrier',
   'read-ledger-before-fence',
   'keep-without-checks',
   'current-out-of-group',
@@ -129,22 +128,6 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
               return this.inState('done', 'published');
             },
         ),
-      );
-      break;
-    case 'repeat-before-untaken-carrier':
-      // A repeat's carrier the claim has not taken is taken for answered, and the run-ahead bound
-      // is kept even while such a carrier waits to be taken.
-      undo.push(
-        anyMove(),
-        patch(
-          RecordBook.prototype as unknown as { carrierCommitted: (offset: bigint) => boolean },
-          'carrierCommitted',
-          (carrierCommitted) =>
-            function (this: RecordBook<unknown>, offset: bigint) {
-              return !this.has(offset) || carrierCommitted.call(this, offset);
-            },
-        ),
-        patch(RecordBook.prototype, 'untakenCarrier', () => () => -1n),
       );
       break;
     case 'read-ledger-before-fence': {
