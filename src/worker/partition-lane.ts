@@ -81,6 +81,7 @@ export class PartitionLane {
       commitIntervalMs: ctx.commitIntervalMs,
       markLingerMs: ctx.markLingerMs,
       handovers: ctx.handovers !== undefined,
+      publishes: publishesRecord,
     });
     this.#signal = AbortSignal.any([ctx.abandon, this.#local.signal]);
     this.#waitSignal = AbortSignal.any([this.#signal, this.#stopSending.signal]);
@@ -424,9 +425,8 @@ export class PartitionLane {
     const { claim } = this;
     const ledgerRecord = plan.checkpoint === undefined ? undefined : encodeCheckpoint(plan.checkpoint);
     const started = performance.now();
-    commitTransaction(ctx.producers, this.#target, plan.outcomes, plan.commitOffset?.toString(), ledgerRecord, ctx.log, () =>
-      ctx.fetchCommittedOffset(claim.topic, claim.partition),
-    ).then(
+    const write = { outcomes: plan.outcomes, commitOffset: plan.commitOffset?.toString(), ledgerRecord, readBack: plan.readBack };
+    commitTransaction(ctx.producers, this.#target, write, ctx.log, () => ctx.fetchCommittedOffset(claim.topic, claim.partition)).then(
       () => {
         ctx.metrics.transactions.inc({ outcome: 'committed' });
         ctx.metrics.commitLatency.observe((performance.now() - started) / 1000);
@@ -452,4 +452,9 @@ export class PartitionLane {
     this.#timer = undefined;
     this.#immediate = undefined;
   }
+}
+
+/** Whether an outcome publishes a record (a result, a dead letter): what a failed transaction's read-back must tell. */
+function publishesRecord(outcome: RecordOutcome): boolean {
+  return outcome.kind === 'result' || outcome.kind === 'dead-letter';
 }

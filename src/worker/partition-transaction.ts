@@ -2,8 +2,8 @@ import { BatchTooLargeError, FencedError, type OutgoingRecord, type PartitionPro
 import { SmsWorkerError } from '../errors.ts';
 import { retry } from '../retry.ts';
 import type { Logger } from '../observability/logger.ts';
-import { checkpointKey, decodeCheckpoint, type Checkpoint } from './ledger-checkpoint.ts';
-import { committedPerReadBack, readBackFor } from './protocol/transaction-plan.ts';
+import { checkpointKey, type Checkpoint } from './ledger-checkpoint.ts';
+import { committedPerReadBack, type ReadBack } from './protocol/transaction-plan.ts';
 import type { RecordOutcome } from './record-handler.ts';
 
 function rounds<T extends { topic: string }>(sends: readonly T[]): T[][] {
@@ -92,16 +92,13 @@ function headerBytes(headers: Readonly<Record<string, string>> | undefined): num
 export async function commitTransaction(
   producers: PartitionProducers,
   target: CommitTarget,
-  outcomes: readonly RecordOutcome[],
-  /** The next offset to consume, or undefined when the transaction only writes the ledger. */
-  commitOffset: string | undefined,
-  /** The ledger checkpoint to write in the same transaction. */
-  ledgerRecord: Buffer | undefined,
+  write: TransactionWrite,
   log: Logger,
   /** The group's committed offset of this partition, as the broker has it now. */
   committedOffset: () => Promise<bigint>,
   attempts = 6,
 ): Promise<{ results: number; deadLetters: number }> {
+  const { outcomes, commitOffset, ledgerRecord, readBack } = write;
   const sends = new TransactionSends(outcomes, ledgerRecord, target);
   const counts = { results: sends.results.length, deadLetters: sends.deadLetters.length };
   const attempt: AttemptState = { transactionFailed: false, dropped: false };
@@ -111,10 +108,11 @@ export async function commitTransaction(
       // A commit can fail on the client and still succeed on the broker (a lost EndTxn answer).
       // Re-initialising the producer completes or aborts that transaction; what it wrote
       // atomically with the results then says which (resending would duplicate them): the
-      // ledger's checkpoint (ledger on), else the committed offset (protocol/transaction-plan.ts:
-      // readBackFor). A transaction without records to publish or an offset to move (marks,
-      // withdrawals, repeats) is written again: its checkpoint twice is harmless.
-      if (n > 1 && (await committedBefore(producers, target, sends, commitOffset, committedOffset, attempt))) {
+      // ledger's checkpoint (ledger on), else the committed offset, as the machine's plan says
+      // (`readBack`, protocol/transaction-plan.ts: readBackFor). A transaction without records to
+      // publish or an offset to move (marks, withdrawals, repeats) is written again: its
+      // checkpoint twice is harmless.
+      if (n > 1 && (await committedBefore(producers, target, readBack, committedOffset, attempt))) {
         log.warn({ topic: target.topic, partition: target.partition, commitOffset }, 'the failed transaction had committed; not resending');
         return counts;
       }
@@ -132,6 +130,17 @@ export async function commitTransaction(
         ),
     },
   );
+}
+
+/** What one transaction writes, as the partition machine planned it (protocol/effects.ts, TransactionPlan). */
+export interface TransactionWrite {
+  readonly outcomes: readonly RecordOutcome[];
+  /** The next offset to consume, or undefined when the transaction only writes the ledger. */
+  readonly commitOffset: string | undefined;
+  /** The ledger checkpoint to write in the same transaction, encoded. */
+  readonly ledgerRecord: Buffer | undefined;
+  /** What tells, should it fail on the client, whether it committed after all. */
+  readonly readBack: ReadBack;
 }
 
 /** What one commit's attempts share. */
@@ -167,10 +176,6 @@ class TransactionSends {
     this.messages = this.#plan();
   }
 
-  get publishes(): boolean {
-    return this.results.length + this.deadLetters.length > 0;
-  }
-
   /** Halves the chunk size (false when it cannot get smaller). */
   splitFiner(): boolean {
     if (this.maxBatchBytes <= 1) return false;
@@ -202,16 +207,15 @@ class TransactionSends {
 async function committedBefore(
   producers: PartitionProducers,
   target: CommitTarget,
-  sends: TransactionSends,
-  commitOffset: string | undefined,
+  readBack: ReadBack,
   committedOffset: () => Promise<bigint>,
   attempt: AttemptState,
 ): Promise<boolean> {
   mayInitialiseAgain(target);
-  const readBack = readBackOf(target, commitOffset, committedOffset, sends.publishes, sends.ledgerRecord);
-  if (readBack === undefined) return false;
+  const reader = readerOf(target, readBack, committedOffset);
+  if (reader === undefined) return false;
   try {
-    return await committedAfterAll(producers, target, readBack);
+    return await committedAfterAll(producers, target, reader);
   } catch (error) {
     attempt.transactionFailed = !(error instanceof FencedError);
     throw error;
@@ -277,17 +281,8 @@ async function sendOnce(
   }
 }
 
-/** What tells whether a failed transaction committed (protocol/transaction-plan.ts): undefined when nothing it wrote would be duplicated. */
-function readBackOf(
-  target: CommitTarget,
-  commitOffset: string | undefined,
-  committedOffset: () => Promise<bigint>,
-  publishes: boolean,
-  ledgerRecord: Buffer | undefined,
-): (() => Promise<boolean>) | undefined {
-  const key = checkpointKey(target.consumerGroup, target.topic);
-  const written = ledgerRecord === undefined ? undefined : decodeCheckpoint(Buffer.from(key), ledgerRecord, key);
-  const readBack = readBackFor(commitOffset === undefined ? undefined : BigInt(commitOffset), publishes, written);
+/** Reads back what `readBack` names: undefined when nothing the failed transaction wrote would be duplicated. */
+function readerOf(target: CommitTarget, readBack: ReadBack, committedOffset: () => Promise<bigint>): (() => Promise<boolean>) | undefined {
   if (readBack.by === 'nothing') return undefined;
   if (readBack.by === 'offset') return async () => committedPerReadBack(readBack, { committedOffset: await committedOffset() });
   const { latestCheckpoint } = target;

@@ -56,6 +56,9 @@ describe('known-bad variants of the shipped driver are caught by the shipped-lan
     ['handover-by-offset', 'at-most-one-send', 300, 'a handover matched by its record alone, not the mark it names'],
     ['refence-after-fenced', 'exactly-one-result', 300, 'a fenced producer that takes itself back'],
     ['resend-when-unread', 'exactly-one-result', 800, 'a failed read-back taken for "not committed"'],
+    ['resend-ahead-unread', 'exactly-one-result', 300, 'a failed transaction that published ahead of the offset sent again without reading back'],
+    // A lost commit answer of a transaction that moved the offset, then a stale read of it: rare.
+    ['read-back-by-offset', 'exactly-one-result', 1_200, 'a failed transaction read back by the group offset (stale without KIP-447), not the ledger'],
     ['mark-without-permit', 'unknown-is-bounded', 300, 'marks taken outside the process’s mark permits'],
     ['spend-cap-ignored', 'within-spend-cap', 300, 'spend holds that let every send through'],
     ['refuse-call-dropped', 'no-driver-error', 100, 'a lane that drops the machine’s refuse-call'],

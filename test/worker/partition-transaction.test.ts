@@ -3,8 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { FencedError } from '../../src/kafka/ports.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import type { RecordOutcome } from '../../src/worker/record-handler.ts';
-import { chunkBySize, commitTransaction, type CommitTarget } from '../../src/worker/partition-transaction.ts';
-import { encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { chunkBySize, commitTransaction, type CommitTarget, type TransactionWrite } from '../../src/worker/partition-transaction.ts';
+import { checkpointKey, decodeCheckpoint, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { readBackFor } from '../../src/worker/protocol/transaction-plan.ts';
 import { FakeProducers } from '../helpers/fake-producers.ts';
 
 const log = createLogger('silent');
@@ -18,6 +19,14 @@ const target: CommitTarget = {
   maxBatchBytes: 1_000_000,
   mayFence: () => true,
 };
+
+/** What the machine plans for these: their read-back as readBackFor has it (results or dead letters publish; the checkpoint is the one written). */
+function write(outcomes: readonly RecordOutcome[], commitOffset: string | undefined, ledgerRecord: Buffer | undefined): TransactionWrite {
+  const key = checkpointKey(target.consumerGroup, target.topic);
+  const written = ledgerRecord === undefined ? undefined : decodeCheckpoint(Buffer.from(key), ledgerRecord, key);
+  const publishes = outcomes.some((o) => o.kind === 'result' || o.kind === 'dead-letter');
+  return { outcomes, commitOffset, ledgerRecord, readBack: readBackFor(commitOffset === undefined ? undefined : BigInt(commitOffset), publishes, written) };
+}
 
 function resultOutcome(commandId: string): RecordOutcome {
   // Only key and value reach the transaction; the result itself is for metrics and logs.
@@ -44,7 +53,7 @@ function readingLedgerOf(producers: FakeProducers): CommitTarget {
 describe('commitTransaction', () => {
   it('writes results, the ledger checkpoint and the next offset in one committed transaction', async () => {
     const producers = new FakeProducers();
-    const counts = await commitTransaction(producers, target, outcomes, '12', Buffer.from('{}'), log, async () => producers.groupOffset('cmds', 3));
+    const counts = await commitTransaction(producers, target, write(outcomes, '12', Buffer.from('{}')), log, async () => producers.groupOffset('cmds', 3));
     expect(counts).toEqual({ results: 2, deadLetters: 0 });
     expect(producers.transactions).toHaveLength(1);
     const [tx] = producers.transactions;
@@ -61,7 +70,7 @@ describe('commitTransaction', () => {
   it('does not resend when a failed commit had committed after all (the offset says so)', async () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
-    await commitTransaction(producers, target, outcomes, '12', undefined, log, async () => producers.groupOffset('cmds', 3));
+    await commitTransaction(producers, target, write(outcomes, '12', undefined), log, async () => producers.groupOffset('cmds', 3));
     expect(producers.transactions).toHaveLength(1);
     expect(producers.committedKeys('res')).toEqual(['a', 'b']);
     // The failed producer was dropped and a fresh one initialised before the offset was read.
@@ -72,7 +81,7 @@ describe('commitTransaction', () => {
   it('retries, once aborted, when the failed commit did not commit (the offset is behind)', async () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
-    await commitTransaction(producers, target, outcomes, '12', undefined, log, async () => producers.groupOffset('cmds', 3));
+    await commitTransaction(producers, target, write(outcomes, '12', undefined), log, async () => producers.groupOffset('cmds', 3));
     expect(producers.transactions.map((t) => t.state)).toEqual(['aborted', 'committed']);
     expect(producers.committedKeys('res')).toEqual(['a', 'b']);
     expect(producers.groupOffset('cmds', 3)).toBe(12n);
@@ -84,7 +93,7 @@ describe('commitTransaction', () => {
     producers.abortFails = (tx) => tx.id === 0;
     const lines: { msg: string; partition?: number; failure?: string; err?: { message?: string } }[] = [];
     const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line) as (typeof lines)[number]) });
-    await commitTransaction(producers, target, outcomes, '12', undefined, logger, async () => producers.groupOffset('cmds', 3));
+    await commitTransaction(producers, target, write(outcomes, '12', undefined), logger, async () => producers.groupOffset('cmds', 3));
     const abortFailed = lines.filter((line) => line.msg.startsWith('aborting the failed transaction failed'));
     expect(abortFailed).toHaveLength(1);
     expect(abortFailed[0]).toMatchObject({
@@ -100,7 +109,7 @@ describe('commitTransaction', () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
     let reads = 0;
-    await commitTransaction(producers, target, outcomes, '12', undefined, log, async () => {
+    await commitTransaction(producers, target, write(outcomes, '12', undefined), log, async () => {
       reads += 1;
       if (reads === 1) throw new Error('coordinator loading');
       return producers.groupOffset('cmds', 3);
@@ -115,9 +124,7 @@ describe('commitTransaction', () => {
     const failing = commitTransaction(
       producers,
       target,
-      outcomes,
-      '12',
-      undefined,
+      write(outcomes, '12', undefined),
       log,
       async () => {
         throw new Error('coordinator loading');
@@ -134,7 +141,7 @@ describe('commitTransaction', () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
     let reads = 0;
-    await commitTransaction(producers, target, [], undefined, Buffer.from('{}'), log, async () => {
+    await commitTransaction(producers, target, write([], undefined, Buffer.from('{}')), log, async () => {
       reads += 1;
       return 0n;
     });
@@ -148,7 +155,7 @@ describe('commitTransaction', () => {
     producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
     const withLedger = readingLedgerOf(producers);
     let offsetReads = 0;
-    await commitTransaction(producers, withLedger, outcomes, undefined, AHEAD, log, async () => {
+    await commitTransaction(producers, withLedger, write(outcomes, undefined, AHEAD), log, async () => {
       offsetReads += 1;
       return 0n;
     });
@@ -167,10 +174,10 @@ describe('commitTransaction', () => {
         { offset: 7n, commandId: 'b', at: 1 },
       ],
     });
-    await commitTransaction(producers, { ...target, latestCheckpoint: async () => undefined }, [], undefined, before, log, async () => 0n);
+    await commitTransaction(producers, { ...target, latestCheckpoint: async () => undefined }, write([], undefined, before), log, async () => 0n);
     producers.fate = (tx) => (tx.id === 1 ? 'fail' : 'ok');
     const withLedger = readingLedgerOf(producers);
-    await commitTransaction(producers, withLedger, outcomes, undefined, AHEAD, log, async () => 0n);
+    await commitTransaction(producers, withLedger, write(outcomes, undefined, AHEAD), log, async () => 0n);
     expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'aborted', 'committed']);
     expect(producers.committedKeys('res')).toEqual(['a', 'b']);
   });
@@ -181,7 +188,7 @@ describe('commitTransaction', () => {
     const moved = encodeCheckpoint({ next: 12n, open: [] });
     const withLedger = readingLedgerOf(producers);
     // Without KIP-447 the admin client can still see the offset before the commit.
-    await commitTransaction(producers, withLedger, outcomes, '12', moved, log, async () => 0n);
+    await commitTransaction(producers, withLedger, write(outcomes, '12', moved), log, async () => 0n);
     expect(producers.transactions).toHaveLength(1);
     expect(producers.committedKeys('res')).toEqual(['a', 'b']);
   });
@@ -189,10 +196,10 @@ describe('commitTransaction', () => {
   it('does not take an earlier checkpoint with the same next offset and part of the answered records for the failed one', async () => {
     const producers = new FakeProducers();
     const earlier = encodeCheckpoint({ next: 4n, open: [{ offset: 7n, commandId: 'b', at: 1 }], done: [{ offset: 5n, commandId: 'a' }] });
-    await commitTransaction(producers, { ...target, latestCheckpoint: async () => undefined }, [], undefined, earlier, log, async () => 0n);
+    await commitTransaction(producers, { ...target, latestCheckpoint: async () => undefined }, write([], undefined, earlier), log, async () => 0n);
     producers.fate = (tx) => (tx.id === 1 ? 'fail' : 'ok');
     const withLedger = readingLedgerOf(producers);
-    await commitTransaction(producers, withLedger, [resultOutcome('b')], undefined, AHEAD, log, async () => 0n);
+    await commitTransaction(producers, withLedger, write([resultOutcome('b')], undefined, AHEAD), log, async () => 0n);
     expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'aborted', 'committed']);
     expect(producers.committedKeys('res')).toEqual(['b']);
   });
@@ -209,7 +216,7 @@ describe('commitTransaction', () => {
         return producers.checkpoints('ledger').at(-1);
       },
     };
-    await commitTransaction(producers, flaky, outcomes, undefined, AHEAD, log, async () => 0n);
+    await commitTransaction(producers, flaky, write(outcomes, undefined, AHEAD), log, async () => 0n);
     expect(reads).toBe(2);
     expect(producers.transactions).toHaveLength(1);
     expect(producers.committedKeys('res')).toEqual(['a', 'b']);
@@ -219,7 +226,7 @@ describe('commitTransaction', () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
     const rebalancing = { ...target, mayReinitialise: () => false };
-    const error = await commitTransaction(producers, rebalancing, outcomes, '12', undefined, log, async () => 0n).catch((e: unknown) => e);
+    const error = await commitTransaction(producers, rebalancing, write(outcomes, '12', undefined), log, async () => 0n).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'CLAIM_REBALANCING', retryable: true, message: expect.stringMatching(/rebalances/) });
     expect(producers.transactions).toHaveLength(1);
     expect(producers.sessions).toBe(1);
@@ -228,14 +235,16 @@ describe('commitTransaction', () => {
   it('gives up after the attempts, with the last error', async () => {
     const producers = new FakeProducers();
     producers.fate = () => 'fail';
-    await expect(commitTransaction(producers, target, outcomes, '12', undefined, log, async () => 0n, 2)).rejects.toThrow('The coordinator is not available');
+    await expect(commitTransaction(producers, target, write(outcomes, '12', undefined), log, async () => 0n, 2)).rejects.toThrow(
+      'The coordinator is not available',
+    );
     expect(producers.transactions.map((t) => t.state)).toEqual(['aborted', 'aborted']);
   });
 
   it('throws FencedError at once for a fenced producer, naming the partition, and never retries', async () => {
     const producers = new FakeProducers();
     producers.fate = () => 'fenced';
-    const error = await commitTransaction(producers, target, outcomes, '12', undefined, log, async () => 0n).catch((e: unknown) => e);
+    const error = await commitTransaction(producers, target, write(outcomes, '12', undefined), log, async () => 0n).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(FencedError);
     expect((error as FencedError).message).toBe('transactional producer for cmds[3] was fenced: the partition is owned by another instance');
     expect((error as FencedError).code).toBe('PRODUCER_FENCED');
@@ -250,7 +259,7 @@ describe('commitTransaction: a send the broker refuses as too large', () => {
     // The broker's real limit is lower than the one read at start-up.
     producers.maxSendBytes = 100;
     const many = Array.from({ length: 8 }, (_, i) => resultOutcome(`command-${i}`));
-    const counts = await commitTransaction(producers, { ...target, maxBatchBytes: 10_000 }, many, '8', undefined, log, async () =>
+    const counts = await commitTransaction(producers, { ...target, maxBatchBytes: 10_000 }, write(many, '8', undefined), log, async () =>
       producers.groupOffset('cmds', 3),
     );
     expect(counts).toEqual({ results: 8, deadLetters: 0 });
@@ -269,7 +278,7 @@ describe('commitTransaction: trace headers', () => {
       resultOutcome('b'),
       { kind: 'dead-letter', key: null, value: Buffer.from('dl'), record: undefined as never, headers: { traceparent } },
     ];
-    await commitTransaction(producers, target, traced, '3', undefined, log, async () => producers.groupOffset('cmds', 3));
+    await commitTransaction(producers, target, write(traced, '3', undefined), log, async () => producers.groupOffset('cmds', 3));
     const sends = producers.transactions[0]?.sends ?? [];
     expect(sends.map((s) => [s.topic, s.messages.map((m) => m.headers)])).toEqual([
       ['res', [{ traceparent }, undefined]],
@@ -306,7 +315,7 @@ describe('commitTransaction: a worker that no longer owns the partition', () => 
   it('commits nothing and never touches a producer when its claim is stale or its lease expired', async () => {
     const producers = new FakeProducers();
     await expect(
-      commitTransaction(producers, { ...target, mayFence: () => false }, outcomes, '12', Buffer.from('{}'), log, async () => 0n),
+      commitTransaction(producers, { ...target, mayFence: () => false }, write(outcomes, '12', Buffer.from('{}')), log, async () => 0n),
     ).rejects.toBeInstanceOf(FencedError);
     expect(producers.sessions).toBe(0);
     expect(producers.transactions).toEqual([]);

@@ -12,7 +12,7 @@
  *   transactions that commit atomically, one at a time per producer; each initialisation of a
  *   partition's transactional id takes its next epoch and fences every producer of it before (the
  *   broker knows no generations; each process refuses a claim older than its newest); commits that
- *   fail, or commit with their answer lost;
+ *   fail, or commit with their answer lost; admin reads of the group offset now and then stale;
  * - the service: `SimulatedService`, a `ProviderClient` whose answers come from the seed (and
  *   which records every call: process, account, answer, whether it was accepted); one call in ten
  *   is slow (up to SLOW_CALL_MS), so calls are under way as claims end;
@@ -107,6 +107,8 @@ const LEDGER_KEY = checkpointKey(GROUP, TOPIC);
 const DEDUP_WINDOW = 1_000;
 /** How long a claim waits for an earlier owner's handover of a mark in doubt (the worker: a call's timeout and a margin). */
 const HANDOVER_GRACE_MS = 500;
+/** Offsets the seed of the stream that makes admin reads of the group offset stale (SimulatedKafka.readGroupOffset). */
+const STALE_READS_SEED = 0x5eed_0ff5;
 /** The longest a slow call takes: within the grace, with room for the handover's write. */
 const SLOW_CALL_MS = 300;
 /** How long the last claim gets to answer every record, and an ended claim's lane to settle, ms (by default). */
@@ -237,18 +239,32 @@ export class SimulatedKafka {
   readonly faults = { fail: 0, lost: 0 };
 
   readonly #adapters: DriverFaults;
+  /** Each partition's group offset before its newest (readGroupOffset). */
+  readonly #previousOffsets = new Map<number, bigint>();
+  readonly #staleReads: Prng;
   /** Each partition's newest checkpoint, as decoded at a ledger length. */
   readonly #lastCheckpoints = new Map<number, { readonly length: number; readonly checkpoint: Checkpoint | undefined }>();
   /** Epochs (`partition@epoch`) whose producer committed a transaction: it worked the partition. */
   readonly #worked = new Set<string>();
 
-  constructor(prng: Prng, adapters: DriverFaults = {}) {
+  constructor(prng: Prng, adapters: DriverFaults = {}, staleReads: Prng = new Prng(0)) {
     this.#prng = prng;
     this.#adapters = adapters;
+    this.#staleReads = staleReads;
   }
 
   groupOffset(partition: number): bigint {
     return this.groupOffsets.get(partition) ?? 0n;
+  }
+
+  /**
+   * The group's offset as an admin read (OffsetFetch) may have it without KIP-447's stable
+   * offsets: now and then, under faults, the one before the newest. Drawn from a stream of its own,
+   * so every other draw of a seed stays as it was.
+   */
+  readGroupOffset(partition: number): bigint {
+    if (this.faulty && this.#staleReads.chance(0.3)) return this.#previousOffsets.get(partition) ?? this.groupOffset(partition);
+    return this.groupOffset(partition);
   }
 
   #append(topic: string, records: readonly OutgoingRecord[]): void {
@@ -434,7 +450,10 @@ export class SimulatedKafka {
           this.#append(topic, messages);
           if (topic === RESULTS) for (const m of messages) this.resultsBy.set(m, `${who}${fate === 'lost' ? ' (answer lost)' : ''}`);
         }
-        if (offsets !== undefined) this.groupOffsets.set(session.partition, offsets);
+        if (offsets !== undefined) {
+          this.#previousOffsets.set(session.partition, this.groupOffset(session.partition));
+          this.groupOffsets.set(session.partition, offsets);
+        }
         this.trace.push(
           `${who} committed${fate === 'lost' ? ' (answer lost)' : ''}: ${describeSends(sends)}${offsets === undefined ? '' : `, offset ${offsets}`}`,
         );
@@ -856,7 +875,9 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
         partitionsOf(schedule).map((partition) => ({ partition, high: String(all.filter((r) => r.partition === partition).length), low: '0' })),
       fetchOffsets: async () => {
         await io(prng, host);
-        return [{ topic: TOPIC, partitions: partitionsOf(schedule).map((partition) => ({ partition, offset: String(kafka.groupOffset(partition)) })) }];
+        // Read stale now and then with the ledger on, where the worker never reads a failed transaction back by it (as the partition simulation's default).
+        const read = (partition: number): bigint => (schedule.ledger ? kafka.readGroupOffset(partition) : kafka.groupOffset(partition));
+        return [{ topic: TOPIC, partitions: partitionsOf(schedule).map((partition) => ({ partition, offset: String(read(partition)) })) }];
       },
     },
     latestCheckpoint: async (partition) => {
@@ -1009,7 +1030,7 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     seed,
     prng,
     ledger: options.ledger ?? true,
-    kafka: new SimulatedKafka(prng, options.faults),
+    kafka: new SimulatedKafka(prng, options.faults, new Prng(seed + STALE_READS_SEED)),
     partitions,
     records: records(prng, seed, partitions, spendCap === undefined ? null : SPEND_EXPIRY_MS),
     assignment: new Map(),

@@ -32,6 +32,8 @@ export const SHIPPED_VARIANTS = [
   'handover-by-offset',
   'refence-after-fenced',
   'resend-when-unread',
+  'resend-ahead-unread',
+  'read-back-by-offset',
   'mark-without-permit',
   'spend-cap-ignored',
   'refuse-call-dropped',
@@ -235,6 +237,28 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
     case 'refence-after-fenced':
       // A fenced producer takes itself back (fencing whoever fenced it) and commits its stale state.
       faults = { fencedProducerRetakes: true };
+      break;
+    case 'resend-ahead-unread':
+      // A failed transaction that published results ahead of the offset (and did not move it) is
+      // taken for not committed without reading anything back: sent again.
+      undo.push(
+        rewriteEffects((effects) =>
+          effects.map((e) => (e.type === 'transaction' && e.plan.commitOffset === undefined ? { ...e, plan: { ...e.plan, readBack: { by: 'nothing' } } } : e)),
+        ),
+      );
+      break;
+    case 'read-back-by-offset':
+      // A failed transaction that moved the offset is read back by the group's offset (which an
+      // admin read may have stale without KIP-447), not by the ledger's checkpoint.
+      undo.push(
+        rewriteEffects((effects) =>
+          effects.map((e) =>
+            e.type === 'transaction' && e.plan.commitOffset !== undefined
+              ? { ...e, plan: { ...e.plan, readBack: { by: 'offset', offset: e.plan.commitOffset } } }
+              : e,
+          ),
+        ),
+      );
       break;
     case 'mark-without-permit':
       // Every record is marked as soon as it is taken, however many wait for a slot: a death leaves them all UNKNOWN.

@@ -14,9 +14,23 @@ export interface TransactionPlan<O> {
   readonly commitOffset: bigint | undefined;
   /** The ledger checkpoint (ledger on): the offset, the marks still open at or past it, and the records past it already answered. */
   readonly checkpoint: Checkpoint | undefined;
+  /** What tells, should this transaction fail on the client, whether it committed on the broker after all (transaction-plan.ts, readBackFor). */
+  readonly readBack: ReadBack;
   /** The claim's last transaction: the lane ends with it. */
   readonly closing: boolean;
 }
+
+/**
+ * What tells, after a transaction failed on the client, whether it committed on the broker after
+ * all (a lost EndTxn answer), once the partition's producer is initialised again (which ends it
+ * either way). Ledger on: the ledger's newest checkpoint, written in the same transaction and read
+ * to its end after that fence (exact), for a transaction that moved the offset or published
+ * results or dead letters ahead of it. Ledger off: the group's committed offset (which may be read
+ * stale without KIP-447: docs/guarantees.md). Anything else it wrote (marks, a checkpoint, repeats)
+ * is written again harmlessly: `nothing`.
+ */
+export type ReadBack =
+  { readonly by: 'offset'; readonly offset: bigint } | { readonly by: 'checkpoint'; readonly written: Checkpoint } | { readonly by: 'nothing' };
 
 /** What the machine asks its driver (the lane, or the simulation) to do. */
 export type Effect<O> =

@@ -25,6 +25,8 @@ export interface MachineOptions<O> {
    * partition moved to another member, whose fence would abort it (and wait for it).
    */
   readonly handovers?: boolean;
+  /** Whether an outcome publishes a record, for each transaction's read-back (default: every outcome, which reads back more than it must, never less). */
+  readonly publishes?: (outcome: O) => boolean;
   /**
    * The simulation's seams for its known-bad variants (tools/simulate/variants.ts), which wrap
    * what the machine is given rather than switch inside it: the record moves it checks its own
@@ -423,7 +425,7 @@ export class PartitionMachine<O> {
   #plan(closing: boolean): TransactionPlan<O> | undefined {
     const prefix = this.#book.takePrefix(this.#o.ledger);
     const rest = { ahead: this.#book.doneAhead(), published: this.#book.inState('published') };
-    const plan = planTransaction(this.claim, prefix, rest, this.#send.takeMarks(), this.#o.ledger, closing);
+    const plan = planTransaction(this.claim, prefix, rest, this.#send.takeMarks(), this.#o.ledger, closing, this.#o.publishes);
     // (Ahead records stay in the book, `done`, until their transaction commits.)
     if (plan !== undefined) this.#committingDone = prefix.filter((entry) => entry.state === 'done');
     return plan;

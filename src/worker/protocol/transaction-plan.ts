@@ -1,6 +1,8 @@
 import type { AnsweredRecord, Checkpoint } from '../ledger-checkpoint.ts';
 import type { PartitionClaim } from './claim.ts';
-import type { TransactionPlan } from './effects.ts';
+import type { ReadBack, TransactionPlan } from './effects.ts';
+
+export type { ReadBack } from './effects.ts';
 import type { RecordEntry } from './record-book.ts';
 
 /**
@@ -17,6 +19,8 @@ export function planTransaction<O>(
   marks: { readonly marks: readonly bigint[]; readonly withdrawn: boolean },
   ledger: boolean,
   closing: boolean,
+  /** Whether an outcome publishes a record (a result, a dead letter): what a failed transaction's read-back must tell. */
+  publishes: (outcome: O) => boolean = () => true,
 ): TransactionPlan<O> | undefined {
   const ahead = ledger ? rest.ahead : [];
   const fresh = prefix.filter((entry) => entry.state === 'done');
@@ -33,13 +37,15 @@ export function planTransaction<O>(
     const open = [...claim.open.values()].filter((m) => m.offset >= next && !done.has(m.offset));
     checkpoint = done.size > 0 ? { next, open, done: [...done.values()].sort((a, b) => (a.offset < b.offset ? -1 : 1)) } : { next, open };
   }
+  const outcomes = [...fresh, ...ahead].map((entry) => entry.outcome as O);
   return {
     marks: marks.marks,
-    outcomes: [...fresh, ...ahead].map((entry) => entry.outcome as O),
+    outcomes,
     offsets: prefix.map((entry) => entry.offset),
     ahead: ahead.map((entry) => entry.offset),
     commitOffset,
     checkpoint,
+    readBack: readBackFor(commitOffset, outcomes.some(publishes), checkpoint),
     closing,
   };
 }
@@ -61,18 +67,6 @@ export function settleCommitted<O>(claim: PartitionClaim, plan: TransactionPlan<
   for (const offset of [...claim.inDoubt.keys()]) if (offset < next) claim.inDoubt.delete(offset);
   for (const offset of [...(claim.answered?.keys() ?? [])]) if (offset < next) claim.answered?.delete(offset);
 }
-
-/**
- * What tells, after a transaction failed on the client, whether it committed on the broker after
- * all (a lost EndTxn answer), once the partition's producer is initialised again (which ends it
- * either way). Ledger on: the ledger's newest checkpoint, written in the same transaction and read
- * to its end after that fence (exact), for a transaction that moved the offset or published
- * results or dead letters ahead of it. Ledger off: the group's committed offset (which may be read
- * stale without KIP-447: docs/guarantees.md). Anything else it wrote (marks, a checkpoint, repeats)
- * is written again harmlessly: `nothing`.
- */
-export type ReadBack =
-  { readonly by: 'offset'; readonly offset: bigint } | { readonly by: 'checkpoint'; readonly written: Checkpoint } | { readonly by: 'nothing' };
 
 export function readBackFor(commitOffset: bigint | undefined, publishes: boolean, checkpoint: Checkpoint | undefined): ReadBack {
   if (commitOffset === undefined && !publishes) return { by: 'nothing' };
