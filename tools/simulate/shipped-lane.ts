@@ -259,8 +259,8 @@ export class SimulatedKafka {
 
   /**
    * The group's offset as an admin read (OffsetFetch) may have it without KIP-447's stable
-   * offsets: now and then, under faults, the one before the newest. Drawn from a stream of its own,
-   * so every other draw of a seed stays as it was.
+   * offsets: now and then, under faults, the one before the newest. Drawn from a stream of its own
+   * (what the worker then does differently still changes the schedule's other draws).
    */
   readGroupOffset(partition: number): bigint {
     if (this.faulty && this.#staleReads.chance(0.3)) return this.#previousOffsets.get(partition) ?? this.groupOffset(partition);
@@ -875,7 +875,9 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
         partitionsOf(schedule).map((partition) => ({ partition, high: String(all.filter((r) => r.partition === partition).length), low: '0' })),
       fetchOffsets: async () => {
         await io(prng, host);
-        // Read stale now and then with the ledger on, where the worker never reads a failed transaction back by it (as the partition simulation's default).
+        // Read stale now and then with the ledger on (as the partition simulation's default). The
+        // worker reads it to read a failed transaction back with the ledger off, and for its lag
+        // (a claim's own reads are the ownership effects above, exact).
         const read = (partition: number): bigint => (schedule.ledger ? kafka.readGroupOffset(partition) : kafka.groupOffset(partition));
         return [{ topic: TOPIC, partitions: partitionsOf(schedule).map((partition) => ({ partition, offset: String(read(partition)) })) }];
       },

@@ -197,6 +197,43 @@ describe('PartitionMachine: transactions', () => {
     expect(prefix).toMatchObject({ plan: { outcomes: ['r0'], offsets: [0n, 1n], commitOffset: 2n, checkpoint: { next: 2n, open: [] } } });
   });
 
+  it('plan how each transaction would be read back if it failed: by the checkpoint it wrote (ledger on), by its offset (ledger off), not at all when nothing it publishes would be duplicated', () => {
+    const plans = (m: PartitionMachine<string>) => m.drain().flatMap((e) => (e.type === 'transaction' ? [e.plan] : []));
+    // Ledger on: marks alone are written again harmlessly; an outcome published ahead, or an offset
+    // moved, is read back by the checkpoint written with it.
+    const on = new PartitionMachine<string>({
+      claim: claim(),
+      ledger: true,
+      markPermits: true,
+      maxRunAhead: 100,
+      commitIntervalMs: 50,
+      publishes: (o) => o !== 'dup',
+    });
+    takeAll(on, ['a', 'b', 'c']);
+    on.wantSend(0n, true, 5, 0);
+    on.permitGranted(0n, 5, 0);
+    on.commitDue(0);
+    const [marks] = plans(on);
+    expect(marks?.readBack).toEqual({ by: 'nothing' });
+    on.transactionCommitted(1);
+    on.finished(1n, 'r1', 1);
+    on.commitDue(100);
+    const [ahead] = plans(on);
+    expect(ahead?.readBack).toEqual({ by: 'checkpoint', written: ahead?.checkpoint });
+    on.transactionCommitted(101);
+    // An outcome that publishes nothing (a repeat's), ahead: nothing to duplicate.
+    on.finished(2n, 'dup', 102);
+    on.commitDue(200);
+    const [repeat] = plans(on);
+    expect([repeat?.outcomes, repeat?.commitOffset, repeat?.readBack]).toEqual([['dup'], undefined, { by: 'nothing' }]);
+    // Ledger off: by the offset.
+    const off = machine({ ledger: false });
+    takeAll(off, ['a']);
+    off.finished(0n, 'r0', 0);
+    off.commitDue(100);
+    expect(plans(off)[0]?.readBack).toEqual({ by: 'offset', offset: 1n });
+  });
+
   it('with the ledger off, publish only the contiguous prefix (nothing records what is answered ahead)', () => {
     const m = machine({ ledger: false });
     takeAll(m, ['a', 'b']);
