@@ -14,10 +14,12 @@ import type { CommandSender } from '../../src/worker/failover-sender.ts';
 /**
  * Known-bad variants of the worker, made on the shipped classes the shipped-lane simulation runs:
  * each is a mistake a change to `src/` could make, injected from outside (a method of a shipped
- * class replaced for the run, the claim steps reordered, the transition table let through), so
- * that no file of `src/` branches on a mutant. `install` patches, and returns what undoes it.
- * The simulation must report each with a seed (test/simulate/shipped-variants.test.ts); the same
- * names as the partition simulation's variants (variants.ts) where the mistake is the same.
+ * class replaced for the run, the claim steps reordered, the transition table let through, the
+ * machine's effects rewritten on their way to the lane, or a faulty adapter the processes are
+ * given: DriverFaults), so that no file of `src/` branches on a mutant. `installVariant` patches,
+ * and returns what undoes it. The simulation must report each with a seed
+ * (test/simulate/shipped-variants.test.ts); the same names as the partition simulation's variants
+ * (variants.ts) where the mistake is the same.
  */
 export const SHIPPED_VARIANTS = [
   'correct',
