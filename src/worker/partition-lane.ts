@@ -6,6 +6,7 @@ import { deferred } from './waiting.ts';
 import type { PartitionClaim } from './protocol/claim.ts';
 import { PartitionMachine, type Effect, type TransactionPlan } from './protocol/partition-machine.ts';
 import { handleRecord, type RecordLane, type RecordOutcome } from './record-handler.ts';
+import { publishesRecord } from './record-outcomes.ts';
 import { commandRecordBytes } from '../contracts/dead-letter.ts';
 import { commitTransaction, type CommitTarget } from './partition-transaction.ts';
 import type { FetchedBatch, FetchedRecord } from '../kafka/ports.ts';
@@ -452,9 +453,4 @@ export class PartitionLane {
     this.#timer = undefined;
     this.#immediate = undefined;
   }
-}
-
-/** Whether an outcome publishes a record (a result, a dead letter): what a failed transaction's read-back must tell. */
-function publishesRecord(outcome: RecordOutcome): boolean {
-  return outcome.kind === 'result' || outcome.kind === 'dead-letter';
 }

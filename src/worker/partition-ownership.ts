@@ -249,12 +249,17 @@ export class PartitionOwnership {
    * once it modelled that retry). With the ledger off the lanes finish as members, and may.
    */
   isCurrent(claim: PartitionClaim): boolean {
-    return (this.#topic === undefined || claim.topic === this.#topic) && this.#machine.isCurrent(claim.generation, claim.partition);
+    return this.#ofTopic(claim) && this.#machine.isCurrent(claim.generation, claim.partition);
   }
 
   /** Whether `claim`, its transaction failed, may initialise its producer again (OwnershipMachine.mayReinitialise). */
   mayReinitialise(claim: PartitionClaim): boolean {
-    return (this.#topic === undefined || claim.topic === this.#topic) && this.#machine.mayReinitialise(claim.generation, claim.partition);
+    return this.#ofTopic(claim) && this.#machine.mayReinitialise(claim.generation, claim.partition);
+  }
+
+  /** Whether `claim` is of this ownership's topic (any, before the first join names it). */
+  #ofTopic(claim: PartitionClaim): boolean {
+    return this.#topic === undefined || claim.topic === this.#topic;
   }
 
   isLost(topic: string, partition: number): boolean {

@@ -5,6 +5,7 @@ import type { Logger } from '../observability/logger.ts';
 import { checkpointKey, type Checkpoint } from './ledger-checkpoint.ts';
 import { committedPerReadBack, type ReadBack } from './protocol/transaction-plan.ts';
 import type { RecordOutcome } from './record-handler.ts';
+import { publishesRecord } from './record-outcomes.ts';
 
 function rounds<T extends { topic: string }>(sends: readonly T[]): T[][] {
   const out: T[][] = [];
@@ -166,7 +167,7 @@ class TransactionSends {
 
   constructor(outcomes: readonly RecordOutcome[], ledgerRecord: Buffer | undefined, target: CommitTarget) {
     for (const outcome of outcomes) {
-      if (outcome.kind !== 'result' && outcome.kind !== 'dead-letter') continue;
+      if (!publishesRecord(outcome)) continue;
       const record: OutgoingRecord = { key: outcome.key, value: outcome.value, ...(outcome.headers !== undefined && { headers: outcome.headers }) };
       (outcome.kind === 'result' ? this.results : this.deadLetters).push(record);
     }

@@ -12,7 +12,7 @@ import {
   type ResultContext,
   type SourcePosition,
 } from '../contracts/result.ts';
-import { encodedDeadLetter, encodedResult, type CommandRecord, type RecordCodec, type RecordOutcome } from './record-outcomes.ts';
+import { encodedDeadLetter, encodedResult, publishesRecord, type CommandRecord, type RecordCodec, type RecordOutcome } from './record-outcomes.ts';
 import { validateCommand, type Validation, type ValidationPolicy } from '../contracts/validate.ts';
 import type { GeoRefusal } from '../contracts/geo.ts';
 import { coerceError } from '../errors.ts';
@@ -100,7 +100,7 @@ export async function handleRecord(
     throw error;
   }
   span.end(spanEnd(outcome));
-  return outcome.kind === 'result' || outcome.kind === 'dead-letter' ? { ...outcome, headers: span.headers() } : outcome;
+  return publishesRecord(outcome) ? { ...outcome, headers: span.headers() } : outcome;
 }
 
 /** How a record's span ends: FAILED and UNKNOWN results and dead letters are errors; REJECTED is the command's fault, not the worker's. */

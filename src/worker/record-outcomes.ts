@@ -23,6 +23,11 @@ export type RecordOutcome =
   | { readonly kind: 'duplicate'; readonly commandId: string; readonly firstOffset: bigint }
   | { readonly kind: 'abandoned'; readonly maybeSent?: boolean };
 
+/** An outcome that publishes a record (a result, a dead letter): what a transaction sends, and what its read-back must tell. */
+export function publishesRecord(outcome: RecordOutcome): outcome is Extract<RecordOutcome, { kind: 'result' | 'dead-letter' }> {
+  return outcome.kind === 'result' || outcome.kind === 'dead-letter';
+}
+
 /** The part of the codec a record needs (an interface, so the handler can be unit-tested without a registry). */
 export type RecordCodec = Pick<Codec, 'decode' | 'encodeResult' | 'encodeDeadLetter'>;
 

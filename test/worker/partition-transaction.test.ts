@@ -6,6 +6,7 @@ import type { RecordOutcome } from '../../src/worker/record-handler.ts';
 import { chunkBySize, commitTransaction, type CommitTarget, type TransactionWrite } from '../../src/worker/partition-transaction.ts';
 import { checkpointKey, decodeCheckpoint, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { readBackFor } from '../../src/worker/protocol/transaction-plan.ts';
+import { publishesRecord } from '../../src/worker/record-outcomes.ts';
 import { FakeProducers } from '../helpers/fake-producers.ts';
 
 const log = createLogger('silent');
@@ -24,7 +25,7 @@ const target: CommitTarget = {
 function write(outcomes: readonly RecordOutcome[], commitOffset: string | undefined, ledgerRecord: Buffer | undefined): TransactionWrite {
   const key = checkpointKey(target.consumerGroup, target.topic);
   const written = ledgerRecord === undefined ? undefined : decodeCheckpoint(Buffer.from(key), ledgerRecord, key);
-  const publishes = outcomes.some((o) => o.kind === 'result' || o.kind === 'dead-letter');
+  const publishes = outcomes.some(publishesRecord);
   return { outcomes, commitOffset, ledgerRecord, readBack: readBackFor(commitOffset === undefined ? undefined : BigInt(commitOffset), publishes, written) };
 }
 

@@ -1081,6 +1081,17 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Whether `done` came true within `ms`, looked at every 5 ms (the world's state, which tells no one when it changes). */
+async function until(done: () => boolean, ms: number): Promise<boolean> {
+  const looked = within(
+    (async () => {
+      while (!done()) await sleep(5);
+    })(),
+    ms,
+  );
+  return (await looked) !== 'timed-out';
+}
+
 /**
  * Ends `owner`'s ownership of its partitions as `end` says, through the group's events to the
  * consumers (the shipped pipelines react); other members keep theirs. Returns the next owner (the
@@ -1246,13 +1257,7 @@ async function lateFence(schedule: Schedule, owner: Incarnation): Promise<Incarn
   await sleep(SESSION_MS);
   const next = await newOwner(schedule, mine);
   if (partition === undefined) return next;
-  const fenced = within(
-    (async () => {
-      while (kafka.epochOf(partition) === before) await sleep(5);
-    })(),
-    schedule.settleMs,
-  );
-  if ((await fenced) !== 'timed-out') schedule.tallied.push('late fence on a live claim');
+  if (await until(() => kafka.epochOf(partition) !== before, schedule.settleMs)) schedule.tallied.push('late fence on a live claim');
   await sleep(prng.int(0, 80));
   kafka.lateFence(partition, owner.name);
   return next;
@@ -1276,13 +1281,8 @@ function leftToTake(schedule: Schedule, partition: number): SimRecord[] {
  */
 async function runLast(schedule: Schedule): Promise<void> {
   schedule.kafka.faulty = false;
-  const answered = within(
-    (async () => {
-      while (!allAnswered(schedule)) await sleep(5);
-    })(),
-    schedule.settleMs,
-  );
-  if ((await answered) === 'timed-out') schedule.driverErrors.push(`the members did not answer every record within ${schedule.settleMs} ms`);
+  if (!(await until(() => allAnswered(schedule), schedule.settleMs)))
+    schedule.driverErrors.push(`the members did not answer every record within ${schedule.settleMs} ms`);
   // Every member stops gracefully, together (a rollout's last step).
   const members = [...schedule.assignment.keys()];
   const stopped = await Promise.all(members.map((host) => (host.pipeline === undefined ? 'stopped' : within(host.pipeline.release(), schedule.settleMs))));
@@ -1292,13 +1292,7 @@ async function runLast(schedule: Schedule): Promise<void> {
   // No live process may keep a lane of any partition (a zombie's, a moved one's) past then.
   const lanesOf = (host: Incarnation): number[] => partitionsOf(schedule).filter((p) => host.pipeline?.lanes.waitingOn(`${TOPIC}:${p}`) !== undefined);
   const lingering = (): Incarnation[] => schedule.hosts.filter((h) => !h.dead && lanesOf(h).length > 0);
-  const ended = within(
-    (async () => {
-      while (lingering().length > 0) await sleep(5);
-    })(),
-    schedule.settleMs,
-  );
-  if ((await ended) === 'timed-out')
+  if (!(await until(() => lingering().length === 0, schedule.settleMs)))
     for (const host of lingering())
       for (const p of lanesOf(host))
         schedule.driverErrors.push(
