@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import kafkajs from '../../src/kafka/kafkajs.ts';
-import { isBrokerMove, isRoutineRebalance, kafkaLineLevel } from '../../src/kafka/client.ts';
+import { isBrokerMove, isRoutineRebalance, isTopicNotYetApplied, kafkaLineLevel } from '../../src/kafka/client.ts';
 
 const { logLevel } = kafkajs;
 const concurrent = 'The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing';
@@ -40,6 +40,14 @@ describe('kafkajs log lines', () => {
     expect(
       kafkaLineLevel(logLevel.ERROR, 'Response Produce(key: 0, version: 7)', answered('Not authorized to access topics: [Topic authorization failed]')),
     ).toBe('error');
+  });
+
+  it('a metadata request answered "does not host this topic-partition" (a topic just created, not yet applied; retried) is a warning, other requests so answered stay errors', () => {
+    const answered = { error: 'This server does not host this topic-partition', correlationId: 11, size: 91 };
+    expect(isTopicNotYetApplied('Response Metadata(key: 3, version: 6)', answered)).toBe(true);
+    expect(kafkaLineLevel(logLevel.ERROR, 'Response Metadata(key: 3, version: 6)', answered)).toBe('warn');
+    expect(kafkaLineLevel(logLevel.ERROR, 'Response Produce(key: 0, version: 7)', answered)).toBe('error');
+    expect(kafkaLineLevel(logLevel.ERROR, 'Response Metadata(key: 3, version: 6)', { error: 'Connection error: ECONNREFUSED' })).toBe('error');
   });
 
   it('other errors stay errors; kafkajs info is debug, its debug trace; two known notices are dropped', () => {
