@@ -45,6 +45,12 @@ export interface HangingTransaction<Checkpoint> {
    */
   readonly settle: (kept: Checkpoint | undefined, hanging: boolean) => Promise<unknown>;
   readonly keep: (committed: Checkpoint | undefined, hanging: readonly Checkpoint[]) => Checkpoint | undefined;
+  /**
+   * The transactional id that writes the partition (the claim's own, just fenced): with it, a
+   * transaction open there is ended as soon as its coordinator says it is done with the id's
+   * transactions (PartitionReader.markerOutlook), not after DECIDED_WAIT_MS.
+   */
+  readonly transactionalId?: string;
 }
 
 /** `settleOpen` (with `end`): see HangingTransaction. */
@@ -76,13 +82,31 @@ export const DECIDED_WAIT_MS = 10_000;
 /** How often the partition's last stable offset is looked at meanwhile. */
 const DECIDED_POLL_MS = 100;
 
-/** Whether the partition's last stable offset reaches `high` within `waitMs` (every transaction below it ended). */
-async function stableReaches(reader: Pick<PartitionReader, 'ends'>, topic: string, partition: number, high: bigint, waitMs: number): Promise<boolean> {
+/** How often the transaction's coordinator and the partition's producers are asked meanwhile (two requests). */
+const OUTLOOK_EVERY_MS = 500;
+
+/**
+ * Whether the partition's last stable offset reaches `high` within `waitMs` (every transaction
+ * below it ended): false as soon as `abandoned` says no marker will come for what is open there.
+ */
+async function stableReaches(
+  reader: Pick<PartitionReader, 'ends'>,
+  topic: string,
+  partition: number,
+  high: bigint,
+  waitMs: number,
+  abandoned: (() => Promise<boolean>) | undefined,
+): Promise<boolean> {
   const deadline = Date.now() + waitMs;
+  let nextOutlook = Date.now();
   for (;;) {
     const { stable } = await reader.ends(topic, partition, high);
     if (stable >= high) return true;
     if (Date.now() >= deadline) return false;
+    if (abandoned !== undefined && Date.now() >= nextOutlook) {
+      if (await abandoned()) return false;
+      nextOutlook = Date.now() + OUTLOOK_EVERY_MS;
+    }
     await new Promise((resolve) => setTimeout(resolve, DECIDED_POLL_MS));
   }
 }
@@ -159,7 +183,11 @@ async function readAfterFence<Checkpoint>(
   // are not all written yet (its coordinator restarted: it writes them once it has loaded its log)
   // looks the same for a moment (test/worker/broker-crash.int.test.ts, the broker SIGKILLed under
   // 150 commands/s: 2 of 8 runs reported a command UNKNOWN beside its SENT before this wait).
-  const hanging = now.stable < now.high && !(await stableReaches(reader, topic, partition, now.high, decidedWaitMs));
+  // Its coordinator done with the id's transactions while one stays open here: its marker was lost
+  // (or never due), and waiting the rest of DECIDED_WAIT_MS would only keep the partition silent.
+  const { transactionalId } = settleOpen;
+  const abandoned = transactionalId === undefined ? undefined : async () => (await reader.markerOutlook(topic, partition, transactionalId)) === 'abandoned';
+  const hanging = now.stable < now.high && !(await stableReaches(reader, topic, partition, now.high, decidedWaitMs, abandoned));
   const ends = hanging ? await reader.ends(topic, partition, now.stable) : now;
   // Below the stable offset everything is decided: the newest committed checkpoint is there.
   const decided = hanging ? ends.stable : ends.high;

@@ -12,6 +12,15 @@ import type { Kafka } from 'kafkajs';
 import { SmsWorkerError } from '../errors.ts';
 import { abortedRecords, filterAbortedRecords, type AbortedTransaction, type FetchedRecord } from './aborted-transactions.ts';
 import { clusterFactory } from './kafkajs.ts';
+import {
+  decodeDescribeProducers,
+  decodeDescribeTransactions,
+  describeProducersRequest,
+  describeTransactionsRequest,
+  markerOutlook,
+  type MarkerOutlook,
+  type RawRequest,
+} from './transaction-states.ts';
 
 /** A committed data record (control records and aborted transactions removed). */
 export interface ReadRecord {
@@ -34,6 +43,15 @@ interface FetchPartition {
 }
 
 interface KafkaJsBroker {
+  /** The broker's ApiVersions answer, by api key. */
+  readonly versions: Readonly<Record<number, { readonly minVersion: number; readonly maxVersion: number } | undefined>> | null;
+  readonly connectionPool: {
+    send(request: {
+      request: RawRequest;
+      response: { decode: (payload: Buffer) => Promise<Buffer>; parse: (payload: Buffer) => Promise<Buffer> };
+      logResponseError: boolean;
+    }): Promise<Buffer>;
+  };
   fetch(request: {
     replicaId?: number;
     isolationLevel: number;
@@ -51,6 +69,19 @@ interface KafkaJsCluster {
   refreshMetadata(): Promise<void>;
   findLeaderForPartitions(topic: string, partitions: number[]): Record<string, number[]>;
   findBroker(options: { nodeId: string }): Promise<KafkaJsBroker>;
+  findGroupCoordinator(options: { groupId: string; coordinatorType: number }): Promise<KafkaJsBroker>;
+}
+
+/** FindCoordinator's key type for a transactional id. */
+const TRANSACTION_COORDINATOR = 1;
+
+/** Sends a request kafkajs does not have and hands back its raw answer (after the correlation id); kafkajs logs no error line for it. */
+async function sendRaw(broker: KafkaJsBroker, request: RawRequest): Promise<Buffer> {
+  const supported = broker.versions?.[request.apiKey];
+  if (supported === undefined || supported.minVersion > request.apiVersion || supported.maxVersion < request.apiVersion)
+    throw new SmsWorkerError('KAFKA_REQUEST_UNSUPPORTED', `the broker does not answer ${request.apiName} v${request.apiVersion}`);
+  const raw = (payload: Buffer): Promise<Buffer> => Promise.resolve(payload);
+  return broker.connectionPool.send({ request, response: { decode: raw, parse: raw }, logResponseError: false });
 }
 
 const READ_COMMITTED = 1;
@@ -271,6 +302,25 @@ export class PartitionReader {
       else next = end;
     }
     return { records: out, next };
+  }
+
+  /**
+   * Whether the transactions open in `topic`[`partition`] can still get their markers from the
+   * coordinator of `transactionalId` (transaction-states.ts): the coordinator is asked first, then
+   * the partition's leader, so `abandoned` means still open after the coordinator was done. Any
+   * failure (a broker before Kafka 3.0, a missing ACL, a moved leader) is `unknown`, never thrown:
+   * the caller then waits as it did without this.
+   */
+  async markerOutlook(topic: string, partition: number, transactionalId: string): Promise<MarkerOutlook> {
+    try {
+      const leader = await this.#broker(topic, partition);
+      const coordinator = await this.#cluster.findGroupCoordinator({ groupId: transactionalId, coordinatorType: TRANSACTION_COORDINATOR });
+      const held = decodeDescribeTransactions(await sendRaw(coordinator, describeTransactionsRequest(transactionalId)), transactionalId);
+      const open = decodeDescribeProducers(await sendRaw(leader, describeProducersRequest(topic, partition)), topic, partition);
+      return markerOutlook(open, held);
+    } catch {
+      return 'unknown';
+    }
   }
 
   async close(): Promise<void> {

@@ -155,6 +155,7 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
             fencedIn === undefined
               ? undefined
               : {
+                  transactionalId: producers.transactionalId(topic, partition),
                   settle: async (kept, hanging) => {
                     const settled = await producers.settle(
                       topic,

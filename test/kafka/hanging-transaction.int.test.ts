@@ -73,6 +73,70 @@ describe('a hanging transaction in a ledger partition (one its coordinator no lo
   });
 
   it(
+    'is ended as soon as its coordinator says it is done with the transactional id (DescribeTransactions, DescribeProducers), not after the decided wait',
+    { timeout: 90_000 },
+    async () => {
+      const kafka = testKafka();
+      const topic = uniqueName('abandoned');
+      const ledger = `${topic}.ledger`;
+      await createTopics(kafka, [
+        { topic, partitions: 2 },
+        { topic: ledger, partitions: 2 },
+      ]);
+      const prefix = uniqueName('abandoned-tx');
+      const admin = kafka.admin();
+      await admin.connect();
+      const reader = new PartitionReader(kafka);
+      const producers = new TransactionalProducers(kafka, prefix, (t, partition) => (t === topic ? { topic: ledger, partition } : undefined));
+      const transactionalId = producers.transactionalId(topic, 0);
+      try {
+        await leaveHangingTransaction({ brokers: testBrokers(), admin, reader, transactionalId, topic: ledger, partition: 0 });
+        // Before the fence the coordinator holds the id at the open transaction's epoch, CompleteCommit;
+        // after it, Empty at the next: either way it writes no marker for what is open in the partition.
+        expect(await reader.markerOutlook(ledger, 0, transactionalId)).toBe('abandoned');
+        await producers.forPartition(topic, 0, 1);
+        expect(await reader.markerOutlook(ledger, 0, transactionalId)).toBe('abandoned');
+        // Nothing open in partition 1, and another id's coordinator: not abandoned.
+        expect(await reader.markerOutlook(ledger, 1, transactionalId)).toBe('due');
+        expect(await reader.markerOutlook(ledger, 0, `${transactionalId}-unknown`)).toBe('unknown');
+
+        // The claim's read after its fence, with a decided wait of two minutes: it ends the
+        // transaction within seconds because the coordinator says so.
+        let settled = 0;
+        const decodeNothing = (): undefined => undefined;
+        await within(
+          30_000,
+          'the read after fencing',
+          readLatestCheckpoint(
+            admin,
+            reader,
+            ledger,
+            0,
+            decodeNothing,
+            'end',
+            undefined,
+            {
+              transactionalId,
+              settle: async () => {
+                settled += 1;
+                return producers.settle(topic, 0, 1);
+              },
+              keep: (committed) => committed,
+            },
+            120_000,
+          ),
+        );
+        expect(settled).toBe(1);
+        expect(await reader.markerOutlook(ledger, 0, transactionalId)).toBe('due');
+      } finally {
+        await producers.closeAll();
+        await reader.close();
+        await admin.disconnect();
+      }
+    },
+  );
+
+  it(
     'the marks a checkpoint of unknown fate carried are kept in doubt and written back: one left hanging, and one ended by a later transaction’s ABORT (its own marker lost)',
     { timeout: 120_000 },
     async () => {

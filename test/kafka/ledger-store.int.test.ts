@@ -14,10 +14,11 @@ async function ledgerWithOwner() {
   const decode = (k: Buffer | null, v: Buffer | null) => decodeCheckpoint(k, v, key);
   const admin = kafka.admin();
   const reader = new PartitionReader(kafka);
-  const owner = kafka.producer({ transactionalId: uniqueName('owner'), idempotent: true, maxInFlightRequests: 1 });
+  const transactionalId = uniqueName('owner');
+  const owner = kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 });
   await Promise.all([admin.connect(), owner.connect()]);
   const close = async (): Promise<void> => void (await Promise.all([admin.disconnect(), owner.disconnect(), reader.close()]));
-  return { ledger, key, decode, admin, reader, owner, close };
+  return { ledger, key, decode, admin, reader, owner, transactionalId, close };
 }
 
 /** The real reader, noting where each `ends` fetch starts. */
@@ -117,7 +118,7 @@ describe('readLatestCheckpoint against a real broker', () => {
   });
 
   it("'end' after fencing waits for a transaction that ends within the bound before ending it as hanging: one whose commit was decided but not yet marked (a restarted coordinator) commits, and is not aborted here", async () => {
-    const { ledger, key, decode, admin, reader, owner, close } = await ledgerWithOwner();
+    const { ledger, key, decode, admin, reader, owner, transactionalId, close } = await ledgerWithOwner();
     const answered = { next: 7n, open: [] };
     try {
       // The transaction is open when the read starts, and commits 1 s into it.
@@ -133,7 +134,8 @@ describe('readLatestCheckpoint against a real broker', () => {
         decode,
         'end',
         undefined,
-        { settle: async () => (settled += 1), keep: withHangingMarks },
+        // The owner's id given: its coordinator holds the transaction Ongoing, so the read still waits.
+        { transactionalId, settle: async () => (settled += 1), keep: withHangingMarks },
         5_000,
       );
       expect(await read).toEqual(answered);
