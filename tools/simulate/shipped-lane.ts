@@ -85,6 +85,7 @@ import type { LaneRouter } from '../../src/worker/lane-router.ts';
 import type { PipelineParts } from '../../src/worker/parts.ts';
 import { PartitionOwnership } from '../../src/worker/partition-ownership.ts';
 import { SendPermits, type MarkPermits } from '../../src/worker/priority/send-permits.ts';
+import { PriorityPermits } from '../../src/worker/priority/priority-permits.ts';
 import { SourcePipeline } from '../../src/worker/source-pipeline.ts';
 import { RateLimiter } from '../../src/worker/rate-limiter.ts';
 import { RefusalHolds } from '../../src/worker/refusal-holds.ts';
@@ -891,7 +892,8 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
     commandPartitions: schedule.partitions,
     producers,
   };
-  host.permits = new SendPermits({ maxInFlight: prng.int(1, 8) });
+  const maxInFlight = prng.int(1, 8);
+  host.permits = new SendPermits({ maxInFlight });
   const pools = host.permits.for('normal');
   const abandon = new AbortController();
   schedule.closers.push(() => abandon.abort());
@@ -900,7 +902,7 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
     config: configOf(schedule),
     lanes: {
       slots: pools.slots,
-      markPermits: schedule.faults.unpooledMarks === true ? UNPOOLED_MARKS : pools.markPermits,
+      markPermits: markPermitsOf(schedule.faults, pools.markPermits, maxInFlight),
       bytesInHand: new BytesInHand(1_000_000_000),
       metrics: schedule.metrics,
       log,
@@ -921,6 +923,14 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
 
 /** A faulty adapter (DriverFaults.unpooledMarks): every mark permit granted at once, outside the process's pool. */
 const UNPOOLED_MARKS: MarkPermits = { acquire: async () => undefined, release: () => undefined, waiting: 0 };
+
+/** The lanes' mark permits: the process's pool, or one of DriverFaults' faulty adapters. */
+function markPermitsOf(faults: DriverFaults, pooled: MarkPermits, maxInFlight: number): MarkPermits {
+  if (faults.unpooledMarks === true) return UNPOOLED_MARKS;
+  // DriverFaults.fixedMarkPool: twice the slots, whatever the free slots and the pacing allow.
+  if (faults.fixedMarkPool === true) return new PriorityPermits(2 * maxInFlight).for('normal');
+  return pooled;
+}
 
 /**
  * unknown-is-bounded: a process that dies leaves UNKNOWN the commands it marked and had not called

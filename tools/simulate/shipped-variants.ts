@@ -37,6 +37,7 @@ export const SHIPPED_VARIANTS = [
   'resend-ahead-unread',
   'read-back-by-offset',
   'mark-without-permit',
+  'marks-ahead-fixed',
   'spend-cap-ignored',
   'refuse-call-dropped',
   'refuse-call-called',
@@ -53,6 +54,11 @@ export interface DriverFaults {
   readonly fencedProducerRetakes?: boolean;
   /** A faulty permits adapter: the lanes' mark permits granted at once, outside the process's pool (mark-without-permit). */
   readonly unpooledMarks?: boolean;
+  /**
+   * A faulty permits adapter: the lanes' mark permits a fixed pool of twice the slots (the design
+   * before mark permits followed the free slots), not the free slots plus the marks ahead (marks-ahead-fixed).
+   */
+  readonly fixedMarkPool?: boolean;
   /** A faulty ledger reader for a failed transaction's read-back: a read that fails (1 in 5) answers "no checkpoint" instead. */
   readonly readBackSwallowsFailures?: boolean;
 }
@@ -265,6 +271,10 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
     case 'mark-without-permit':
       // Every record is marked as soon as it is taken, however many wait for a slot: a death leaves them all UNKNOWN.
       faults = { unpooledMarks: true };
+      break;
+    case 'marks-ahead-fixed':
+      // Twice the slots may wait marked whatever the slots need: a death with the slots busy leaves them all UNKNOWN.
+      faults = { fixedMarkPool: true };
       break;
     case 'spend-cap-ignored':
       // The spend holds let every send through: the cap never holds one.
