@@ -60,6 +60,8 @@ describe('known-bad variants of the shipped driver are caught by the shipped-lan
     // A lost commit answer of a transaction that moved the offset, then a stale read of it: rare.
     ['read-back-by-offset', 'exactly-one-result', 1_200, 'a failed transaction read back by the group offset (stale without KIP-447), not the ledger'],
     ['mark-without-permit', 'unknown-is-bounded', 300, 'marks taken outside the process’s mark permits'],
+    // A repeat ahead of its command's record under another key, that record's mark in doubt when its owner dies: rare.
+    ['repeat-before-untaken-carrier', 'repeat-after-result', 600, 'a repeat’s carrier not taken yet taken for answered'],
     ['marks-ahead-fixed', 'unknown-is-bounded', 300, 'mark permits a fixed pool of twice the slots, not the free slots plus the marks ahead'],
     ['spend-cap-ignored', 'within-spend-cap', 300, 'spend holds that let every send through'],
     ['refuse-call-dropped', 'no-driver-error', 100, 'a lane that drops the machine’s refuse-call'],

@@ -27,6 +27,9 @@
  *   on), so that a crash can never leave a call nobody knows of;
  * - exactly-one-result: each command (not a repeat, not undecodable) has one committed result,
  *   each undecodable record one dead letter, and the next claim would take nothing again;
+ * - repeat-after-result: a commit that moves a partition's group offset past a record finds its
+ *   command's result committed (a repeat answered before its carrier's result is a command that a
+ *   later claim's repeat window answers as its own repeat);
  * - result-tells-the-truth: SENT only if the service accepted it; FAILED only if it did not;
  * - unknown-is-bounded: a process that dies leaves no more commands marked and waiting for a slot
  *   than its mark permits (the free slots plus the marks ahead), however far its lanes run ahead;
@@ -238,6 +241,8 @@ export class SimulatedKafka {
   readonly keptAfterFence: string[] = [];
   /** Commits that failed (`fail`) or whose answer was lost (`lost`), for the tally. */
   readonly faults = { fail: 0, lost: 0 };
+  /** Told after each commit that moved a partition's group offset (the schedule's repeat-after-result check). */
+  offsetCommitted: (partition: number, next: bigint) => void = () => undefined;
 
   readonly #adapters: DriverFaults;
   /** Each partition's group offset before its newest (readGroupOffset). */
@@ -454,6 +459,7 @@ export class SimulatedKafka {
         if (offsets !== undefined) {
           this.#previousOffsets.set(session.partition, this.groupOffset(session.partition));
           this.groupOffsets.set(session.partition, offsets);
+          this.offsetCommitted(session.partition, offsets);
         }
         this.trace.push(
           `${who} committed${fate === 'lost' ? ' (answer lost)' : ''}: ${describeSends(sends)}${offsets === undefined ? '' : `, offset ${offsets}`}`,
@@ -585,7 +591,8 @@ export interface ShippedLaneViolation {
     | 'no-driver-error'
     | 'keep-only-unfenced'
     | 'unknown-is-bounded'
-    | 'within-spend-cap';
+    | 'within-spend-cap'
+    | 'repeat-after-result';
   readonly detail: string;
 }
 
@@ -623,6 +630,8 @@ interface Schedule {
   readonly driverErrors: string[];
   /** Deaths that left more commands marked and waiting for a slot than the process's mark permits (unknown-is-bounded). */
   readonly unboundedUnknown: string[];
+  /** Offsets committed past a record whose command had no result yet (repeat-after-result). */
+  readonly repeatsPassed: string[];
   readonly ends: ClaimEnd[];
   /** Command partitions (0 … partitions − 1). */
   readonly partitions: number;
@@ -953,6 +962,33 @@ function markedWaitingBounded(schedule: Schedule, host: Incarnation): void {
     );
 }
 
+/**
+ * repeat-after-result: a commit that moves a partition's group offset past a record must find its
+ * command's result committed (in that transaction or before). Else the record was answered as a
+ * repeat of a carrier still in doubt (an earlier owner's mark of a later record of the same
+ * commandId, under another key), and a claim that starts past it takes the command's own record
+ * for the repeat, and the command never gets a result.
+ */
+function repeatAfterResult(schedule: Schedule): (partition: number, next: bigint) => void {
+  const answered = new Set<string>();
+  let read = 0;
+  const checkedBelow = new Map<number, number>();
+  return (partition, next) => {
+    const results = schedule.kafka.committed.get(RESULTS) ?? [];
+    for (; read < results.length; read++)
+      answered.add((resultType.fromBuffer((results[read] as OutgoingRecord).value.subarray(5)) as PublishedResult).commandId);
+    const from = checkedBelow.get(partition) ?? 0;
+    for (const record of schedule.records) {
+      if (record.partition !== partition || record.offset < from || record.offset >= Number(next) || record.kind === 'undecodable') continue;
+      if (!answered.has(record.commandId))
+        schedule.repeatsPassed.push(
+          `${record.commandId}: the offset of p${partition} passed its record at ${record.offset} (to ${next}) before the command had a result`,
+        );
+    }
+    checkedBelow.set(partition, Math.max(from, Number(next)));
+  };
+}
+
 /** The schedule's command partitions: 0 … partitions − 1. */
 function partitionsOf(schedule: Schedule): number[] {
   return Array.from({ length: schedule.partitions }, (_, p) => p);
@@ -1053,6 +1089,7 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     closers: [],
     driverErrors: [],
     unboundedUnknown: [],
+    repeatsPassed: [],
     ends: [],
     processes: 0,
     hosts: [],
@@ -1062,6 +1099,7 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     excused: new Set(),
     settleMs: options.settleMs ?? SETTLE_MS,
   };
+  schedule.kafka.offsetCommitted = repeatAfterResult(schedule);
   const owners = prng.int(0, 3);
   const play = async (): Promise<void> => {
     let owner = await newOwner(schedule, partitionsOf(schedule));
@@ -1336,6 +1374,7 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
   for (const error of schedule.driverErrors) add('no-driver-error', error);
   for (const kept of kafka.keptAfterFence) add('keep-only-unfenced', kept);
   for (const death of schedule.unboundedUnknown) add('unknown-is-bounded', death);
+  for (const passed of schedule.repeatsPassed) add('repeat-after-result', passed);
   const results = publishedResults(kafka);
   const deadLetters = kafka.committed.get(DEAD_LETTERS) ?? [];
   for (const record of schedule.records) {

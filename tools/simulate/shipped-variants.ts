@@ -25,6 +25,7 @@ export const SHIPPED_VARIANTS = [
   'correct',
   'send-before-mark-commits',
   'commit-past-unfinished',
+  'repeat-before-untaken-carrier',
   'read-ledger-before-fence',
   'keep-without-checks',
   'current-out-of-group',
@@ -140,6 +141,27 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
         ),
       );
       break;
+    case 'repeat-before-untaken-carrier': {
+      // A repeat's carrier the claim has not taken (an earlier owner's mark in doubt, after it) is
+      // taken for answered, and the run-ahead bound is kept while such a carrier waits to be taken.
+      const book = RecordBook.prototype as unknown as {
+        carrierCommitted: (carrier: bigint) => boolean;
+        untakenCarrier: () => bigint;
+        has: (offset: bigint) => boolean;
+      };
+      undo.push(
+        patch(
+          book,
+          'carrierCommitted',
+          (carrierCommitted) =>
+            function (this: typeof book, carrier: bigint) {
+              return !this.has(carrier) || carrierCommitted.call(this, carrier);
+            },
+        ),
+        patch(book, 'untakenCarrier', () => () => -1n),
+      );
+      break;
+    }
     case 'read-ledger-before-fence': {
       // The claim reads the ledger, then fences: what an earlier owner commits between is missed.
       const steps = CLAIM_STEPS as unknown as string[];
