@@ -22,6 +22,10 @@ const brokers = Number(process.env['SMS_WORKER_REPRO_BROKERS'] ?? '2');
 // worker's log there, for Kafka's DumpLogSegments (which producer id and epoch wrote each record,
 // and which marker ended it).
 const keepDir = process.env['SMS_WORKER_REPRO_KEEP'];
+// SMS_WORKER_REPRO_STOP_MS and SMS_WORKER_REPRO_KILL_MS (default 3000 each): how long the broker
+// stays down after its controlled shutdown and after its kill.
+const stopMs = Number(process.env['SMS_WORKER_REPRO_STOP_MS'] ?? '3000');
+const killMs = Number(process.env['SMS_WORKER_REPRO_KILL_MS'] ?? '3000');
 let failed: { readonly logs: readonly unknown[] } | undefined;
 
 beforeAll(async () => {
@@ -106,18 +110,22 @@ describe('a broker of a two-broker cluster restarting under load', () => {
     const [, second] = cluster.nodes;
     if (second === undefined) throw new Error('the cluster has two nodes');
     const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+    const events: { readonly what: string; readonly at: number }[] = [];
     try {
       await sleep(3_000);
       // A controlled shutdown (SIGTERM: the broker hands its leaderships over first), down 3 s.
+      events.push({ what: `stopped for ${stopMs} ms`, at: Date.now() });
       await second.stop();
-      await sleep(3_000);
+      await sleep(stopMs);
       await second.start();
       await sleep(5_000);
       // A kill: its partitions and coordinators move only once the controller notices.
+      events.push({ what: `killed for ${killMs} ms`, at: Date.now() });
       await second.kill();
-      await sleep(3_000);
+      await sleep(killMs);
       await second.start();
       await sleep(5_000);
+      events.push({ what: 'end', at: Date.now() });
     } finally {
       publishing = false;
       await stream;
@@ -189,6 +197,23 @@ describe('a broker of a two-broker cluster restarting under load', () => {
         `${String(error)}\nmissing: ${JSON.stringify(where)}\noffsets: ${JSON.stringify(offsets)}\nread_uncommitted: ${JSON.stringify(uncommitted)}\nworker log (warn and above, and the missing commands' partitions):\n${lines.join('\n')}`,
         { cause: error },
       );
+    }
+
+    // What the restarts cost, for the notes: from each event to the next, the longest time each
+    // partition went without a request at the service (commands published every 50 ms, spread over 6 partitions).
+    const sends = sandbox.state.requestSummaries().filter((r) => r.correlationId !== undefined);
+    for (const [i, event] of events.entries()) {
+      const until = events[i + 1]?.at;
+      if (until === undefined) break;
+      const silences = Array.from({ length: 6 }, (_, p) => {
+        const times = [
+          event.at,
+          ...sends.filter((r) => partitionOf(r.correlationId ?? '') === p && r.receivedAt >= event.at && r.receivedAt < until).map((r) => r.receivedAt),
+          until,
+        ];
+        return Math.max(...times.slice(1).map((t, j) => t - (times[j] ?? t)));
+      });
+      console.log(`[broker-failover] ${brokers} brokers, ${event.what}: the longest silence by partition ${JSON.stringify(silences)} ms`);
     }
 
     // What the restarts cost, for the notes: the worker's own warnings and errors, by message.
