@@ -43,6 +43,11 @@ interface FetchPartition {
 }
 
 interface KafkaJsBroker {
+  listOffsets(request: {
+    replicaId: number;
+    isolationLevel: number;
+    topics: { topic: string; partitions: { partition: number; timestamp: string }[] }[];
+  }): Promise<{ responses: { topic: string; partitions: { partition: number; offset: string }[] }[] }>;
   /** The broker's ApiVersions answer, by api key. */
   readonly versions: Readonly<Record<number, { readonly minVersion: number; readonly maxVersion: number } | undefined>> | null;
   readonly connectionPool: {
@@ -72,6 +77,21 @@ interface KafkaJsCluster {
   findGroupCoordinator(options: { groupId: string; coordinatorType: number }): Promise<KafkaJsBroker>;
 }
 
+/**
+ * The partition's last stable offset as its leader gives it: ListOffsets (latest, read_committed)
+ * is answered by the leader only (any other broker answers NOT_LEADER_OR_FOLLOWER, thrown here).
+ */
+async function leaderStableOffset(broker: KafkaJsBroker, topic: string, partition: number): Promise<bigint> {
+  const answer = await broker.listOffsets({ replicaId: -1, isolationLevel: READ_COMMITTED, topics: [{ topic, partitions: [{ partition, timestamp: '-1' }] }] });
+  const offset = answer.responses.find((r) => r.topic === topic)?.partitions.find((p) => p.partition === partition)?.offset;
+  if (offset === undefined)
+    throw new SmsWorkerError('KAFKA_LIST_OFFSETS_EMPTY', `ListOffsets of ${topic}[${partition}] returned no partition`, { retryable: true });
+  return BigInt(offset);
+}
+
+/** How long PartitionReader.markerOutlook waits for its answers before it says `unknown`. */
+export const MARKER_OUTLOOK_TIMEOUT_MS = 2_000;
+
 /** FindCoordinator's key type for a transactional id. */
 const TRANSACTION_COORDINATOR = 1;
 
@@ -97,6 +117,8 @@ function createCluster(kafka: Kafka): KafkaJsCluster {
 
 export class PartitionReader {
   readonly #cluster: KafkaJsCluster;
+  /** markerOutlook's asks under way, by partition. */
+  readonly #outlooks = new Map<string, Promise<MarkerOutlook>>();
   readonly #maxBytes: number;
   #connected: Promise<void> | undefined;
 
@@ -309,18 +331,38 @@ export class PartitionReader {
    * coordinator of `transactionalId` (transaction-states.ts): the coordinator is asked first, then
    * the partition's leader, so `abandoned` means still open after the coordinator was done. Any
    * failure (a broker before Kafka 3.0, a missing ACL, a moved leader) is `unknown`, never thrown:
-   * the caller then waits as it did without this.
+   * the caller then waits as it did without this. So is an answer slower than `timeoutMs` (kafkajs's
+   * own request timeout is 30 s), so that the caller's wait stays its own.
    */
-  async markerOutlook(topic: string, partition: number, transactionalId: string): Promise<MarkerOutlook> {
-    try {
-      const leader = await this.#broker(topic, partition);
-      const coordinator = await this.#cluster.findGroupCoordinator({ groupId: transactionalId, coordinatorType: TRANSACTION_COORDINATOR });
-      const held = decodeDescribeTransactions(await sendRaw(coordinator, describeTransactionsRequest(transactionalId)), transactionalId);
-      const open = decodeDescribeProducers(await sendRaw(leader, describeProducersRequest(topic, partition)), topic, partition);
-      return markerOutlook(open, held);
-    } catch {
-      return 'unknown';
+  async markerOutlook(topic: string, partition: number, transactionalId: string, timeoutMs = MARKER_OUTLOOK_TIMEOUT_MS): Promise<MarkerOutlook> {
+    const key = `${topic}[${partition}]`;
+    // One ask at a time per partition: one that outlived its timeout still runs (kafkajs's retries).
+    let asking = this.#outlooks.get(key);
+    if (asking === undefined) {
+      asking = this.#askOutlook(topic, partition, transactionalId).catch((): MarkerOutlook => 'unknown');
+      this.#outlooks.set(key, asking);
+      void asking.finally(() => this.#outlooks.delete(key));
     }
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<MarkerOutlook>((resolve) => {
+      timer = setTimeout(() => resolve('unknown'), timeoutMs);
+    });
+    try {
+      return await Promise.race([asking, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The coordinator, then the leader's stable offset, its producers and its stable offset again (markerOutlook in transaction-states.ts says why). */
+  async #askOutlook(topic: string, partition: number, transactionalId: string): Promise<MarkerOutlook> {
+    const coordinator = await this.#cluster.findGroupCoordinator({ groupId: transactionalId, coordinatorType: TRANSACTION_COORDINATOR });
+    const held = decodeDescribeTransactions(await sendRaw(coordinator, describeTransactionsRequest(transactionalId)), transactionalId);
+    const leader = await this.#broker(topic, partition);
+    const before = await leaderStableOffset(leader, topic, partition);
+    const open = decodeDescribeProducers(await sendRaw(leader, describeProducersRequest(topic, partition)), topic, partition);
+    const after = await leaderStableOffset(leader, topic, partition);
+    return markerOutlook(open, held, [before, after]);
   }
 
   async close(): Promise<void> {

@@ -46,17 +46,25 @@ const DONE_STATES: ReadonlySet<string> = new Set(['Empty', 'CompleteCommit', 'Co
 /**
  * Whether the transactions open in a partition can still get a marker (pure). The coordinator is
  * asked first, the partition after (PartitionReader.markerOutlook): a coordinator in a done state
- * has had every marker of the id's transactions acknowledged by the partitions' leaders, so a
- * transaction of that producer still open in the partition afterwards lost its marker, or was
- * never known to the coordinator. Open transactions of any other producer id (an id expired and
- * made again, another deployment writing the topic) are not this coordinator's to judge: unknown.
+ * has had every marker of the id's transactions acknowledged by the partitions' in-sync replicas,
+ * so a transaction of that producer still open in the partition's leader afterwards lost its
+ * marker, or was never known to the coordinator. Open transactions of any other producer id (an id
+ * expired and made again, another deployment writing the topic) are not this coordinator's to
+ * judge: unknown. Kafka answers DescribeProducers from a follower too, and a follower still
+ * catching up (a broker back from a restart, its leadership moved) reports open a transaction
+ * whose marker the leader has: so `leaderStable`, the last stable offset the leader gave (a
+ * leader-only ListOffsets) just before and just after DescribeProducers, must each still be the
+ * earliest open transaction's start, or the answer is unknown.
  */
-export function markerOutlook(open: readonly OpenTransaction[], coordinator: CoordinatorTransaction): MarkerOutlook {
+export function markerOutlook(open: readonly OpenTransaction[], coordinator: CoordinatorTransaction, leaderStable: readonly bigint[]): MarkerOutlook {
   // Nothing open any more: the markers were written (the stable offset waits for them to be replicated).
   if (open.length === 0) return 'due';
   const ofThisProducer = open.every((t) => t.producerId === coordinator.producerId && t.producerEpoch <= coordinator.producerEpoch);
   if (!ofThisProducer) return 'unknown';
-  return DONE_STATES.has(coordinator.state) ? 'abandoned' : 'due';
+  if (!DONE_STATES.has(coordinator.state)) return 'due';
+  const start = open.reduce((earliest, t) => (t.startOffset < earliest ? t.startOffset : earliest), open[0]?.startOffset ?? -1n);
+  const fromTheLeader = leaderStable.length > 0 && leaderStable.every((stable) => stable === start);
+  return fromTheLeader ? 'abandoned' : 'unknown';
 }
 
 // ---- the wire format (Kafka protocol, flexible versions) ----

@@ -11,6 +11,7 @@ export class TcpProxy {
   readonly #target: { host: string; port: number };
   readonly #listenHost: string;
   readonly #sockets = new Set<net.Socket>();
+  readonly #pairs = new Set<readonly [net.Socket, net.Socket]>();
   #server: net.Server | undefined;
   #port = 0;
 
@@ -37,11 +38,14 @@ export class TcpProxy {
     const server = net.createServer((client) => {
       const upstream = net.connect(this.#target);
       this.#sockets.add(client).add(upstream);
+      const pair = [client, upstream] as const;
+      this.#pairs.add(pair);
       const drop = (): void => {
         client.destroy();
         upstream.destroy();
         this.#sockets.delete(client);
         this.#sockets.delete(upstream);
+        this.#pairs.delete(pair);
       };
       client.on('error', drop).on('close', drop);
       upstream.on('error', drop).on('close', drop);
@@ -53,6 +57,16 @@ export class TcpProxy {
     });
     this.#port = (server.address() as net.AddressInfo).port;
     this.#server = server;
+  }
+
+  /** Kafka "hangs": every open connection stays open, but nothing more passes either way (requests go unanswered). */
+  freeze(): void {
+    for (const [client, upstream] of this.#pairs) {
+      client.unpipe(upstream);
+      upstream.unpipe(client);
+      client.pause();
+      upstream.pause();
+    }
   }
 
   /** Kafka "goes down": no new connections (refused), and every open one is cut. */

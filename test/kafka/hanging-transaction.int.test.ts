@@ -5,7 +5,10 @@ import { readLatestCheckpoint } from '../../src/kafka/ledger-store.ts';
 import { TransactionalProducers } from '../../src/kafka/transactional-producers.ts';
 import { checkpointKey, decodeCheckpoint, encodeCheckpoint, withHangingMarks, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
 import { leaveHangingTransaction } from '../../tools/hanging-transaction.ts';
+import { createKafka, plaintextKafkaSettings } from '../../src/kafka/client.ts';
+import { createLogger } from '../../src/observability/logger.ts';
 import { createTopics, testBrokers, testKafka, uniqueName } from '../helpers/kafka.ts';
+import { proxiedSocketFactory, TcpProxy } from '../helpers/tcp-proxy.ts';
 import { within } from '../helpers/worker.ts';
 
 describe('a hanging transaction in a ledger partition (one its coordinator no longer knows)', () => {
@@ -132,6 +135,35 @@ describe('a hanging transaction in a ledger partition (one its coordinator no lo
         await producers.closeAll();
         await reader.close();
         await admin.disconnect();
+      }
+    },
+  );
+
+  it(
+    'asking whether a transaction is lost is bounded: a broker that stops answering makes it unknown within its timeout, not kafkajs’s 30 s',
+    { timeout: 60_000 },
+    async () => {
+      const [broker] = testBrokers();
+      const proxy = await TcpProxy.start(broker ?? '');
+      const kafka = createKafka(plaintextKafkaSettings(testBrokers(), uniqueName('frozen')), createLogger('silent'), undefined, {
+        socketFactory: proxiedSocketFactory(proxy),
+      });
+      const topic = uniqueName('frozen');
+      await createTopics(testKafka(), [{ topic }]);
+      const reader = new PartitionReader(kafka);
+      const owner = new TransactionalProducers(testKafka(), uniqueName('frozen-tx'));
+      const transactionalId = owner.transactionalId(topic, 0);
+      // Initialised: its coordinator holds the id.
+      await owner.forPartition(topic, 0, 1);
+      try {
+        // Connected, metadata and coordinator known: nothing open, so the markers are not in question.
+        expect(await reader.markerOutlook(topic, 0, transactionalId)).toBe('due');
+        proxy.freeze();
+        expect(await within(10_000, 'the outlook of a frozen broker', reader.markerOutlook(topic, 0, transactionalId, 500))).toBe('unknown');
+      } finally {
+        await owner.closeAll();
+        await proxy.close();
+        await reader.close().catch(() => undefined);
       }
     },
   );

@@ -54,21 +54,33 @@ const producer = (producerId: bigint, producerEpoch: number, startOffset: bigint
 describe('whether a transaction open in a partition can still get its markers', () => {
   it('abandoned: open, of the producer its coordinator holds, the coordinator done (Empty after a fence, or Complete with the marker lost)', () => {
     for (const state of ['Empty', 'CompleteCommit', 'CompleteAbort'])
-      expect(markerOutlook([producer(42n, 3, 100n)], { producerId: 42n, producerEpoch: state === 'Empty' ? 4 : 3, state }), state).toBe('abandoned');
+      expect(markerOutlook([producer(42n, 3, 100n)], { producerId: 42n, producerEpoch: state === 'Empty' ? 4 : 3, state }, [100n, 100n]), state).toBe(
+        'abandoned',
+      );
   });
 
   it('due: the coordinator still writing or about to (Ongoing, Prepare*), or nothing open any more', () => {
     for (const state of ['Ongoing', 'PrepareCommit', 'PrepareAbort', 'PrepareEpochFence'])
-      expect(markerOutlook([producer(42n, 3, 100n)], { producerId: 42n, producerEpoch: 3, state }), state).toBe('due');
-    expect(markerOutlook([], { producerId: 42n, producerEpoch: 3, state: 'Empty' })).toBe('due');
+      expect(markerOutlook([producer(42n, 3, 100n)], { producerId: 42n, producerEpoch: 3, state }, [100n, 100n]), state).toBe('due');
+    expect(markerOutlook([], { producerId: 42n, producerEpoch: 3, state: 'Empty' }, [100n, 100n])).toBe('due');
     // A state not taken as done (an expired id) waits as before.
-    expect(markerOutlook([producer(42n, 3, 100n)], { producerId: 42n, producerEpoch: 4, state: 'Dead' })).toBe('due');
+    expect(markerOutlook([producer(42n, 3, 100n)], { producerId: 42n, producerEpoch: 4, state: 'Dead' }, [100n, 100n])).toBe('due');
   });
 
   it('unknown: another producer id open there, or an epoch newer than the coordinator holds', () => {
-    expect(markerOutlook([producer(41n, 3, 100n)], { producerId: 42n, producerEpoch: 9, state: 'Empty' })).toBe('unknown');
-    expect(markerOutlook([producer(42n, 3, 100n), producer(7n, 0, 105n)], { producerId: 42n, producerEpoch: 4, state: 'Empty' })).toBe('unknown');
-    expect(markerOutlook([producer(42n, 5, 100n)], { producerId: 42n, producerEpoch: 4, state: 'Empty' })).toBe('unknown');
+    expect(markerOutlook([producer(41n, 3, 100n)], { producerId: 42n, producerEpoch: 9, state: 'Empty' }, [100n, 100n])).toBe('unknown');
+    expect(markerOutlook([producer(42n, 3, 100n), producer(7n, 0, 105n)], { producerId: 42n, producerEpoch: 4, state: 'Empty' }, [100n, 100n])).toBe('unknown');
+    expect(markerOutlook([producer(42n, 5, 100n)], { producerId: 42n, producerEpoch: 4, state: 'Empty' }, [100n, 100n])).toBe('unknown');
+  });
+
+  it('unknown: producers told by a broker whose last stable offset as the leader is not that transaction’s start, before and after (a follower catching up)', () => {
+    const done = { producerId: 42n, producerEpoch: 4, state: 'Empty' };
+    // The leader has the marker (its stable offset past the start): the answer came from a lagging follower.
+    expect(markerOutlook([producer(42n, 3, 100n)], done, [130n, 130n])).toBe('unknown');
+    // The stable offset moved while the producers were asked.
+    expect(markerOutlook([producer(42n, 3, 100n)], done, [100n, 130n])).toBe('unknown');
+    // Not asked of the leader at all.
+    expect(markerOutlook([producer(42n, 3, 100n)], done, [])).toBe('unknown');
   });
 });
 
