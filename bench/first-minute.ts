@@ -6,7 +6,11 @@
  * alternates from pair to pair), judged on the median of the pairs with the min and max beside it.
  *
  *   SMS_WORKER_STACK=local node bench/first-minute.ts [--pairs 5] [--seconds 60] [--rate 300]
- *     [--broker-warm-up 90] [--restart] [--json FILE]
+ *     [--broker-warm-up 90] [--restart] [--worker-cpu-limit CORES] [--json FILE]
+ *
+ * `--worker-cpu-limit` runs each worker as a pod with that CPU limit runs (a cgroup's CFS quota:
+ * cpu-quota.ts), the broker, registry, sandbox and harness outside it (issue 53, item 2: whether
+ * that narrows the spread from run to run).
  *
  * Before the pairs, one throwaway ledger-on worker runs the same load for `--broker-warm-up`
  * seconds (0: none), because a freshly started broker answers transactions slowly for a minute
@@ -24,6 +28,7 @@ import type { Kafka } from 'kafkajs';
 import { createRegistry } from '../src/schema/codec.ts';
 import { startStack } from '../tools/stack/index.ts';
 import { benchKafka, createTopics, deleteTopics } from './lib/kafka.ts';
+import { CpuQuota } from './lib/cpu-quota.ts';
 import { machineNote, MachineCpuSampler, type MachineLoad } from './lib/machine-cpu.ts';
 import { fmt, ms } from './lib/markdown.ts';
 import { publishAtRate } from './lib/open-loop.ts';
@@ -40,6 +45,7 @@ const { values: args } = parseArgs({
     rate: { type: 'string', default: '300' },
     'broker-warm-up': { type: 'string', default: '90' },
     restart: { type: 'boolean', default: false },
+    'worker-cpu-limit': { type: 'string' },
     json: { type: 'string' },
   },
 });
@@ -74,6 +80,8 @@ interface Context {
   readonly brokers: string;
   readonly registryUrl: string;
   readonly rate: number;
+  /** The workers' CPU limit (--worker-cpu-limit), or none. */
+  readonly quota: CpuQuota | undefined;
 }
 
 /** One worker's first `seconds` on topics of its own (after an earlier worker's few seconds with `restart`). */
@@ -108,6 +116,7 @@ async function runOne(ctx: Context, ledger: boolean, seconds: number, restart: b
     if (restart) {
       const port = await freePort();
       const earlier = startWorker(workerEnv(settings, { ...env, HTTP_PORT: String(port) }));
+      ctx.quota?.add(earlier.pid);
       try {
         await waitReady(port, earlier, 120_000);
         await publishAtRate({
@@ -127,6 +136,7 @@ async function runOne(ctx: Context, ledger: boolean, seconds: number, restart: b
     const port = await freePort();
     const started = Date.now();
     const worker = startWorker(workerEnv(settings, { ...env, HTTP_PORT: String(port) }));
+    ctx.quota?.add(worker.pid);
     try {
       await waitReady(port, worker, 120_000);
       const readyAt = Date.now();
@@ -186,6 +196,8 @@ async function main(): Promise<number> {
   const seconds = Number(args.seconds);
   const rate = Number(args.rate);
   const warmUp = Number(args['broker-warm-up']);
+  const cpuLimit = args['worker-cpu-limit'] === undefined ? undefined : Number(args['worker-cpu-limit']);
+  const quota = cpuLimit === undefined ? undefined : CpuQuota.create(cpuLimit);
   const stack = await startStack({ log: () => undefined });
   const sandbox = await SandboxProcess.start(['--log-capacity', '200000', '--balance', '1000000000.000000']);
   const kafka = benchKafka(stack.kafkaBrokers, 'first-minute');
@@ -197,9 +209,10 @@ async function main(): Promise<number> {
       brokers: stack.kafkaBrokers,
       registryUrl: stack.schemaRegistryUrl,
       rate,
+      quota,
     };
     console.log(
-      `first minute: ${pairs} pairs × ${seconds} s at ${rate} commands/s (log-normal upstream p50 50 / p99 500 ms), ${args.restart ? `a restart (an earlier worker ${EARLIER_SECONDS} s on the same topics and ids)` : 'fresh topics and ids'}`,
+      `first minute: ${pairs} pairs × ${seconds} s at ${rate} commands/s (log-normal upstream p50 50 / p99 500 ms), ${args.restart ? `a restart (an earlier worker ${EARLIER_SECONDS} s on the same topics and ids)` : 'fresh topics and ids'}${cpuLimit === undefined ? '' : `, each worker limited to ${cpuLimit} CPU`}`,
     );
     if (warmUp > 0) console.log(`broker warm-up (thrown away): ${runLine(await runOne(ctx, true, warmUp, false))}`);
     const runs: { on: RunFigures; off: RunFigures }[] = [];
@@ -228,12 +241,17 @@ async function main(): Promise<number> {
     console.log(
       `  targets: ledger-on p50 ≤ ${LEDGER_P50_TARGET_MS} ms: ${ms(p50On)} ${p50On <= LEDGER_P50_TARGET_MS ? 'met' : 'NOT met'}; p99 on ÷ off ≤ ${P99_RATIO_TARGET}: ${ratio.toFixed(1)}× (${ratios.map((r) => r.toFixed(1)).join(', ')}) ${ratio <= P99_RATIO_TARGET ? 'met' : 'NOT met'}`,
     );
+    if (quota !== undefined) {
+      const { periods, throttled } = quota.throttling();
+      console.log(`  the workers' CPU limit throttled them in ${fmt(throttled)} of ${fmt(periods)} periods of 100 ms`);
+    }
     if (args.json !== undefined)
-      writeFileSync(args.json, JSON.stringify({ pairs, seconds, rate, restart: args.restart, brokerWarmUpSeconds: warmUp, runs }, null, 2));
+      writeFileSync(args.json, JSON.stringify({ pairs, seconds, rate, restart: args.restart, brokerWarmUpSeconds: warmUp, cpuLimit, runs }, null, 2));
     return 0;
   } finally {
     await sandbox.stop();
     await stack.stop();
+    quota?.close();
   }
 }
 
