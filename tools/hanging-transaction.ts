@@ -10,6 +10,7 @@
 import { createRequire } from 'node:module';
 import type * as KafkaJs from 'kafkajs';
 import type { PartitionReader } from '../src/kafka/partition-reader.ts';
+import { replaceScheduleCheck } from '../src/kafka/request-queue.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -31,6 +32,8 @@ function rogueKafkajs(): NonNullable<typeof rogue> {
     manager['addPartitionsToTransaction'] = async (topicData: unknown) => (state.skipping ? undefined : add(topicData));
     return manager;
   };
+  // The copy's own request queue, with the worker's fix (no 1 ms timer, no TimeoutNegativeWarning in the test's output).
+  replaceScheduleCheck(require('kafkajs/src/network/requestQueue/index.js'));
   state.kafkajs = require('kafkajs') as typeof KafkaJs;
   // The project's copy stays the one `require('kafkajs')` finds.
   for (const key of Object.keys(require.cache)) if (key.startsWith(root)) delete require.cache[key];

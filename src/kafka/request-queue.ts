@@ -43,7 +43,16 @@ let installed = false;
 /** Replaces kafkajs's `RequestQueue.prototype.scheduleCheckPendingRequests` (kafkajs.ts installs it before any client exists). */
 export function installRequestQueueCheck(require: NodeJS.Require): void {
   if (installed) return;
-  const queue = require('kafkajs/src/network/requestQueue/index.js') as { prototype: Partial<InternalRequestQueue> };
+  replaceScheduleCheck(require('kafkajs/src/network/requestQueue/index.js'));
+  installed = true;
+}
+
+/**
+ * The replacement, on one loaded copy of kafkajs's RequestQueue module (installRequestQueueCheck's,
+ * or a second copy a tool loads for itself: tools/hanging-transaction.ts).
+ */
+export function replaceScheduleCheck(module: unknown): void {
+  const queue = module as { prototype: Partial<InternalRequestQueue> };
   if (typeof queue.prototype.scheduleCheckPendingRequests !== 'function' || typeof queue.prototype.checkPendingRequests !== 'function')
     throw new Error("kafkajs: cannot patch the request queue's scheduleCheckPendingRequests");
   queue.prototype.scheduleCheckPendingRequests = function scheduleCheckPendingRequests(this: InternalRequestQueue): void {
@@ -55,5 +64,4 @@ export function installRequestQueueCheck(require: NodeJS.Require): void {
       this.checkPendingRequests();
     }, delay);
   };
-  installed = true;
 }
