@@ -186,7 +186,11 @@ async function readAfterFence<Checkpoint>(
   // Its coordinator done with the id's transactions while one stays open here: its marker was lost
   // (or never due), and waiting the rest of DECIDED_WAIT_MS would only keep the partition silent.
   const { transactionalId } = settleOpen;
-  const abandoned = transactionalId === undefined ? undefined : async () => (await reader.markerOutlook(topic, partition, transactionalId)) === 'abandoned';
+  const fenced = performance.now();
+  const abandoned =
+    transactionalId === undefined
+      ? undefined
+      : async () => (await reader.markerOutlook(topic, partition, transactionalId, { notBefore: fenced })) === 'abandoned';
   const hanging = now.stable < now.high && !(await stableReaches(reader, topic, partition, now.high, decidedWaitMs, abandoned));
   const ends = hanging ? await reader.ends(topic, partition, now.stable) : now;
   // Below the stable offset everything is decided: the newest committed checkpoint is there.

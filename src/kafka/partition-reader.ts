@@ -89,6 +89,13 @@ async function leaderStableOffset(broker: KafkaJsBroker, topic: string, partitio
   return BigInt(offset);
 }
 
+export interface OutlookOptions {
+  /** A performance.now() time (the caller's fence): an ask begun before it is not taken for an answer. */
+  readonly notBefore?: number;
+  /** How long to wait for the answers before saying `unknown`. @defaultValue MARKER_OUTLOOK_TIMEOUT_MS */
+  readonly timeoutMs?: number;
+}
+
 /** How long PartitionReader.markerOutlook waits for its answers before it says `unknown`. */
 export const MARKER_OUTLOOK_TIMEOUT_MS = 2_000;
 
@@ -117,8 +124,9 @@ function createCluster(kafka: Kafka): KafkaJsCluster {
 
 export class PartitionReader {
   readonly #cluster: KafkaJsCluster;
-  /** markerOutlook's asks under way, by partition. */
-  readonly #outlooks = new Map<string, Promise<MarkerOutlook>>();
+  /** markerOutlook's asks under way, by transactional id and partition, with when each began (performance.now). */
+  readonly #outlooks = new Map<string, { readonly since: number; readonly answer: Promise<MarkerOutlook> }>();
+  #closed = false;
   readonly #maxBytes: number;
   #connected: Promise<void> | undefined;
 
@@ -334,14 +342,21 @@ export class PartitionReader {
    * the caller then waits as it did without this. So is an answer slower than `timeoutMs` (kafkajs's
    * own request timeout is 30 s), so that the caller's wait stays its own.
    */
-  async markerOutlook(topic: string, partition: number, transactionalId: string, timeoutMs = MARKER_OUTLOOK_TIMEOUT_MS): Promise<MarkerOutlook> {
-    const key = `${topic}[${partition}]`;
+  async markerOutlook(topic: string, partition: number, transactionalId: string, options: OutlookOptions = {}): Promise<MarkerOutlook> {
+    const { notBefore = Number.NEGATIVE_INFINITY, timeoutMs = MARKER_OUTLOOK_TIMEOUT_MS } = options;
+    if (this.#closed) return 'unknown';
+    const key = `${transactionalId}\u0000${topic}[${partition}]`;
     // One ask at a time per partition: one that outlived its timeout still runs (kafkajs's retries).
-    let asking = this.#outlooks.get(key);
+    // One begun before `notBefore` (before the caller's fence) may answer for a transaction the
+    // fence has since ended: not reused; the caller asks again once it is over.
+    const running = this.#outlooks.get(key);
+    if (running !== undefined && running.since < notBefore) return 'unknown';
+    let asking = running?.answer;
     if (asking === undefined) {
-      asking = this.#askOutlook(topic, partition, transactionalId).catch((): MarkerOutlook => 'unknown');
-      this.#outlooks.set(key, asking);
-      void asking.finally(() => this.#outlooks.delete(key));
+      const answer = this.#askOutlook(topic, partition, transactionalId).catch((): MarkerOutlook => 'unknown');
+      asking = answer;
+      this.#outlooks.set(key, { since: performance.now(), answer });
+      void answer.finally(() => this.#outlooks.delete(key));
     }
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<MarkerOutlook>((resolve) => {
@@ -356,16 +371,23 @@ export class PartitionReader {
 
   /** The coordinator, then the leader's stable offset, its producers and its stable offset again (markerOutlook in transaction-states.ts says why). */
   async #askOutlook(topic: string, partition: number, transactionalId: string): Promise<MarkerOutlook> {
+    // Closed meanwhile: no reconnecting for an answer nobody waits for.
+    const open = (): void => {
+      if (this.#closed) throw new SmsWorkerError('KAFKA_READER_CLOSED', 'the partition reader is closed');
+    };
+    open();
     const coordinator = await this.#cluster.findGroupCoordinator({ groupId: transactionalId, coordinatorType: TRANSACTION_COORDINATOR });
     const held = decodeDescribeTransactions(await sendRaw(coordinator, describeTransactionsRequest(transactionalId)), transactionalId);
+    open();
     const leader = await this.#broker(topic, partition);
     const before = await leaderStableOffset(leader, topic, partition);
-    const open = decodeDescribeProducers(await sendRaw(leader, describeProducersRequest(topic, partition)), topic, partition);
+    const transactions = decodeDescribeProducers(await sendRaw(leader, describeProducersRequest(topic, partition)), topic, partition);
     const after = await leaderStableOffset(leader, topic, partition);
-    return markerOutlook(open, held, [before, after]);
+    return markerOutlook(transactions, held, [before, after]);
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     if (this.#connected === undefined) return;
     this.#connected = undefined;
     await this.#cluster.disconnect().catch(() => undefined);
