@@ -1,5 +1,6 @@
 import type { ISocketFactory, Kafka, KafkaConfig, logCreator, RetryOptions, SASLOptions } from 'kafkajs';
-import { seedBrokers } from './seed-brokers.ts';
+import { defaultSocketFactory, seedBrokers } from './seed-brokers.ts';
+import { withDeadSocketGuard } from './dead-sockets.ts';
 import kafkajs from './kafkajs.ts';
 import type { KafkaSettings } from '../config/index.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -118,7 +119,8 @@ export function createKafka(settings: KafkaSettings, logger: Logger, clientId = 
     retry: options.retry ?? { retries: 8, initialRetryTime: 200, maxRetryTime: 10_000 },
     connectionTimeout: options.connectionTimeout ?? 5_000,
     requestTimeout: 30_000,
-    ...(seeds.socketFactory !== undefined && { socketFactory: seeds.socketFactory }),
+    // Its sockets leave a destroyed socket's unref alone (dead-sockets.ts).
+    socketFactory: withDeadSocketGuard(seeds.socketFactory ?? defaultSocketFactory),
   };
   if (settings.ssl !== false) config.ssl = { ...settings.ssl };
   if (settings.sasl !== undefined) config.sasl = { ...settings.sasl } as SASLOptions;

@@ -32,7 +32,7 @@ export function seedBrokers(brokers: readonly string[], socketFactory?: ISocketF
 }
 
 /** kafkajs's default socket factory, as it is (network/socketFactory.js): TLS with the host as SNI unless it is an address. */
-const defaultSocketFactory: ISocketFactory = ({ host, port, ssl, onConnect }) => {
+export const defaultSocketFactory: ISocketFactory = ({ host, port, ssl, onConnect }) => {
   const socket = ssl
     ? tls.connect({ host, port, ...(net.isIP(host) === 0 && { servername: host }), ...ssl }, onConnect)
     : net.connect({ host, port }, onConnect);
