@@ -4,17 +4,9 @@ import { describe, expect, it } from 'vitest';
 import '../../src/kafka/kafkajs.ts';
 import { withDeadSocketGuard } from '../../src/kafka/dead-sockets.ts';
 import { defaultSocketFactory } from '../../src/kafka/seed-brokers.ts';
+import { freePort } from '../../tools/stack/processes.ts';
 
 const require = createRequire(import.meta.url);
-
-/** A loopback port nothing listens on: connections to it are refused. */
-async function refusedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 interface KafkaJsConnection {
   readonly socket: net.Socket;
@@ -30,7 +22,8 @@ async function refusedConnection(socketFactory: typeof defaultSocketFactory): Pr
     LEVELS: { NOTHING: number };
   };
   const logger = createLogger({ level: LEVELS.NOTHING, logCreator: () => () => undefined });
-  const connection = new Connection({ host: '127.0.0.1', port: await refusedPort(), logger, socketFactory, requestTimeout: 1_000, connectionTimeout: 1_000 });
+  // A free port: nothing listens on it, so the connection is refused.
+  const connection = new Connection({ host: '127.0.0.1', port: await freePort(), logger, socketFactory, requestTimeout: 1_000, connectionTimeout: 1_000 });
   await connection.connect().catch(() => undefined);
   return connection;
 }

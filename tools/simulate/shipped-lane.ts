@@ -975,8 +975,7 @@ function repeatAfterResult(schedule: Schedule): (partition: number, next: bigint
   const checkedBelow = new Map<number, number>();
   return (partition, next) => {
     const results = schedule.kafka.committed.get(RESULTS) ?? [];
-    for (; read < results.length; read++)
-      answered.add((resultType.fromBuffer((results[read] as OutgoingRecord).value.subarray(5)) as PublishedResult).commandId);
+    for (; read < results.length; read++) answered.add(resultOf(results[read] as OutgoingRecord).commandId);
     const from = checkedBelow.get(partition) ?? 0;
     for (const record of schedule.records) {
       if (record.partition !== partition || record.offset < from || record.offset >= Number(next) || record.kind === 'undecodable') continue;
@@ -1360,11 +1359,13 @@ interface PublishedResult {
   readonly outcome: string;
 }
 
+/** A committed result record's command and outcome (past its 5-byte registry frame). */
+function resultOf(record: OutgoingRecord): PublishedResult {
+  return resultType.fromBuffer(record.value.subarray(5)) as PublishedResult;
+}
+
 function publishedResults(kafka: SimulatedKafka): (PublishedResult & { readonly by: string })[] {
-  return (kafka.committed.get(RESULTS) ?? []).map((r) => ({
-    ...(resultType.fromBuffer(r.value.subarray(5)) as PublishedResult),
-    by: kafka.resultsBy.get(r) ?? '?',
-  }));
+  return (kafka.committed.get(RESULTS) ?? []).map((r) => ({ ...resultOf(r), by: kafka.resultsBy.get(r) ?? '?' }));
 }
 
 function check(schedule: Schedule): ShippedLaneViolation[] {
