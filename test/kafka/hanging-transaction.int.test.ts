@@ -11,19 +11,36 @@ import { createTopics, testBrokers, testKafka, uniqueName } from '../helpers/kaf
 import { proxiedSocketFactory, TcpProxy } from '../helpers/tcp-proxy.ts';
 import { within } from '../helpers/worker.ts';
 
+/** A command topic and its ledger (two partitions each), a transactional-id prefix, an admin and a reader, for one test. */
+async function ledgerTopics(name: string): Promise<{
+  readonly kafka: ReturnType<typeof testKafka>;
+  readonly topic: string;
+  readonly ledger: string;
+  readonly prefix: string;
+  readonly admin: ReturnType<ReturnType<typeof testKafka>['admin']>;
+  readonly reader: PartitionReader;
+  readonly close: () => Promise<void>;
+}> {
+  const kafka = testKafka();
+  const topic = uniqueName(name);
+  const ledger = `${topic}.ledger`;
+  await createTopics(kafka, [
+    { topic, partitions: 2 },
+    { topic: ledger, partitions: 2 },
+  ]);
+  const admin = kafka.admin();
+  await admin.connect();
+  const reader = new PartitionReader(kafka);
+  const close = async (): Promise<void> => {
+    await reader.close();
+    await admin.disconnect();
+  };
+  return { kafka, topic, ledger, prefix: uniqueName(`${name}-tx`), admin, reader, close };
+}
+
 describe('a hanging transaction in a ledger partition (one its coordinator no longer knows)', () => {
   it('ends when the claim’s read after fencing finds it and settles the ledger partition; initialising alone leaves it', { timeout: 90_000 }, async () => {
-    const kafka = testKafka();
-    const topic = uniqueName('hanging');
-    const ledger = `${topic}.ledger`;
-    await createTopics(kafka, [
-      { topic, partitions: 2 },
-      { topic: ledger, partitions: 2 },
-    ]);
-    const prefix = uniqueName('hanging-tx');
-    const admin = kafka.admin();
-    await admin.connect();
-    const reader = new PartitionReader(kafka);
+    const { kafka, topic, ledger, prefix, admin, reader, close } = await ledgerTopics('hanging');
     const settled = new TransactionalProducers(kafka, prefix, (t, partition) => (t === topic ? { topic: ledger, partition } : undefined));
     const bare = new TransactionalProducers(kafka, prefix);
     /** Reads ledger partition n to its end, read_committed, as a claim does after fencing. */
@@ -70,8 +87,7 @@ describe('a hanging transaction in a ledger partition (one its coordinator no lo
     } finally {
       await settled.closeAll();
       await bare.closeAll();
-      await reader.close();
-      await admin.disconnect();
+      await close();
     }
   });
 
@@ -79,17 +95,7 @@ describe('a hanging transaction in a ledger partition (one its coordinator no lo
     'is ended as soon as its coordinator says it is done with the transactional id (DescribeTransactions, DescribeProducers), not after the decided wait',
     { timeout: 90_000 },
     async () => {
-      const kafka = testKafka();
-      const topic = uniqueName('abandoned');
-      const ledger = `${topic}.ledger`;
-      await createTopics(kafka, [
-        { topic, partitions: 2 },
-        { topic: ledger, partitions: 2 },
-      ]);
-      const prefix = uniqueName('abandoned-tx');
-      const admin = kafka.admin();
-      await admin.connect();
-      const reader = new PartitionReader(kafka);
+      const { kafka, topic, ledger, prefix, admin, reader, close } = await ledgerTopics('abandoned');
       const producers = new TransactionalProducers(kafka, prefix, (t, partition) => (t === topic ? { topic: ledger, partition } : undefined));
       const transactionalId = producers.transactionalId(topic, 0);
       try {
@@ -133,8 +139,7 @@ describe('a hanging transaction in a ledger partition (one its coordinator no lo
         expect(await reader.markerOutlook(ledger, 0, transactionalId)).toBe('due');
       } finally {
         await producers.closeAll();
-        await reader.close();
-        await admin.disconnect();
+        await close();
       }
     },
   );
@@ -177,19 +182,9 @@ describe('a hanging transaction in a ledger partition (one its coordinator no lo
     'the marks a checkpoint of unknown fate carried are kept in doubt and written back: one left hanging, and one ended by a later transaction’s ABORT (its own marker lost)',
     { timeout: 120_000 },
     async () => {
-      const kafka = testKafka();
-      const topic = uniqueName('unsure');
-      const ledger = `${topic}.ledger`;
-      await createTopics(kafka, [
-        { topic, partitions: 2 },
-        { topic: ledger, partitions: 2 },
-      ]);
-      const prefix = uniqueName('unsure-tx');
+      const { kafka, topic, ledger, prefix, admin, reader, close } = await ledgerTopics('unsure');
       const key = checkpointKey('g', topic);
       const decode = (k: Buffer | null, v: Buffer | null): Checkpoint | undefined => decodeCheckpoint(k, v, key);
-      const admin = kafka.admin();
-      await admin.connect();
-      const reader = new PartitionReader(kafka);
       const mark = (offset: bigint, by: string) => ({ offset, commandId: `c${offset}`, at: 1, by });
       const committed: Checkpoint = { next: 5n, open: [mark(5n, 'a-1')] };
       const lost: Checkpoint = { next: 5n, open: [mark(5n, 'a-1'), mark(9n, 'a-2')] };
@@ -257,8 +252,7 @@ describe('a hanging transaction in a ledger partition (one its coordinator no lo
         for (const partition of [0, 1]) expect(await readLatestCheckpoint(admin, reader, ledger, partition, decode, 'end')).toEqual(kept);
       } finally {
         for (const made of owners) await made.closeAll();
-        await reader.close();
-        await admin.disconnect();
+        await close();
       }
     },
   );
