@@ -5,7 +5,7 @@
  * files, which withSecretFiles reads (`ACCOUNT_<NAME>_ACCESS_KEY_ID_FILE`, `…_SECRET_FILE`).
  */
 import { withSecretFiles } from '../config/secret-files.ts';
-import { MAX_RATE_PER_SECOND } from '../worker/rate-limiter.ts';
+import { MAX_RATE_PER_SECOND } from '../worker/send/rate-limiter.ts';
 
 /** The PROVIDER_* account's name: a label on results and metrics, never a secret. */
 export const DEFAULT_ACCOUNT = 'default';

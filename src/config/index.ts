@@ -4,7 +4,7 @@ import { geoRuleName, type GeoPolicy, type RegionRules } from '../contracts/geo.
 import { ConfigError } from '../errors.ts';
 import { toMicros } from '../metrics/metrics.ts';
 import { connectionSettings, describeIssues, type KafkaSettings, type RegistrySettings } from './connection.ts';
-import type { RefusalScopeSettings } from '../worker/refusal-scopes.ts';
+import type { RefusalScopeSettings } from '../worker/send/refusal-scopes.ts';
 import { velocityEnabled, type VelocitySettings } from '../worker/guard/velocity.ts';
 import type { SpendCapSettings } from '../worker/guard/spend-cap.ts';
 import { accountVariables, declaredAccounts, parseAccountRate, parseAccounts, type AccountSettings } from '../accounts/accounts.ts';
@@ -111,7 +111,7 @@ export interface WorkerConfig {
   /** Largest command record (key + value + header bytes) the worker decodes; larger ones are dead-lettered as RECORD_TOO_LARGE. */
   readonly maxCommandBytes: number;
   readonly funds: { readonly policy: 'pause' | 'fail'; readonly probeInitialMs: number; readonly probeMaxMs: number; readonly pauseMaxMs: number };
-  /** How far a refusal reaches: route pauses, the cost ceiling, a held command's wait (src/worker/refusal-scopes.ts). */
+  /** How far a refusal reaches: route pauses, the cost ceiling, a held command's wait (src/worker/send/refusal-scopes.ts). */
   readonly refusals: RefusalScopeSettings;
   /** The guards in front of the service (docs/guards.md): velocity limits per destination and spend caps; off by default. */
   readonly guard: { readonly velocity: VelocitySettings; readonly spend: SpendCapSettings };

@@ -41,7 +41,7 @@ export const PROVIDER_DEFAULTS = {
 } as const;
 
 /**
- * Defaults of how far a refusal reaches (src/worker/refusal-scopes.ts), the one source for the
+ * Defaults of how far a refusal reaches (src/worker/send/refusal-scopes.ts), the one source for the
  * ROUTE_* and FUNDS_PROBE_* variables and for a sender built without a configuration. Why these:
  * - `maxWaitMs` 2 s: a held command keeps its partition's later results (not its sends) waiting,
  *   and the partition runs at most MAX_RUN_AHEAD (128) records ahead, which at 25 commands/s a
@@ -242,7 +242,7 @@ export const envSchema = z.object({
     .union([z.literal('auto'), z.coerce.number().int().min(1).max(20_000)], { error: 'must be auto or an integer from 1 to 20000' })
     .default('auto'),
   MAX_BYTES_IN_HAND: int(16_777_216, 1_048_576, 4_294_967_296),
-  /** The deployment-wide limit: each process takes its owned partitions' share (src/worker/rate-share.ts). */
+  /** The deployment-wide limit: each process takes its owned partitions' share (src/worker/send/rate-share.ts). */
   RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(0),
   COMMIT_INTERVAL_MS: int(100, 1, 60_000),
   HOME_REGION: z
@@ -295,7 +295,7 @@ export const envSchema = z.object({
   FUNDS_PROBE_MAX_MS: int(REFUSAL_DEFAULTS.fundsProbe.maxMs, 1),
   // How long a command may wait while the account has no funds (0: until funds return, the promise of FUNDS_POLICY=pause).
   FUNDS_PAUSE_MAX_MS: int(0, 0, 604_800_000),
-  // How far a refusal reaches (src/worker/refusal-scopes.ts): a route's pause, a command's wait, when it is the account.
+  // How far a refusal reaches (src/worker/send/refusal-scopes.ts): a route's pause, a command's wait, when it is the account.
   ROUTE_PAUSE_MAX_MS: int(REFUSAL_DEFAULTS.maxWaitMs, 0, 3_600_000),
   ROUTE_PROBE_INITIAL_MS: int(REFUSAL_DEFAULTS.routeProbe.initialMs, 1),
   ROUTE_PROBE_MAX_MS: int(REFUSAL_DEFAULTS.routeProbe.maxMs, 1),

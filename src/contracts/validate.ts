@@ -25,7 +25,7 @@ export interface RejectedRecipient {
 }
 
 /**
- * What a refusal of this send can be about (see src/worker/refusal-scopes.ts): its route
+ * What a refusal of this send can be about (see src/worker/send/refusal-scopes.ts): its route
  * (operation and destination regions) and its expected cost in billed units (recipients × billed
  * messages each; a template, whose text the service keeps, counts one per recipient).
  */

@@ -22,7 +22,7 @@ const NOT_FOUND = 'KafkaJSGroupCoordinatorNotFound';
 /**
  * How long the consumer rides out an outage of every broker in place before it gives up: its fetch
  * loop waits for a broker that long (consumer-crashes.ts), and a consumer restarted after coordinator
- * lookups no broker answered goes on restarting that long (worker/coordinator-outage.ts). Long
+ * lookups no broker answered goes on restarting that long (worker/source/coordinator-outage.ts). Long
  * enough for a broker's crash and restart (tens of seconds: its log recovery) or a short cluster
  * outage; brokers gone for good end in a crash-looping pod rather than in one that waits forever.
  */

@@ -27,7 +27,7 @@ export type LedgerReadEnd = 'end' | 'stable' | 'settled';
 /**
  * Reads ledger partition n (to its end, see `LedgerReadEnd`) and returns its newest checkpoint:
  * the newest record `decode` reads (it returns undefined for any other record; the checkpoint's
- * format is the worker's, see src/worker/ledger-checkpoint.ts). The newest checkpoint is near the
+ * format is the worker's, see src/worker/lane/ledger-checkpoint.ts). The newest checkpoint is near the
  * end (the partition's own transactions write one each), so this reads backwards in growing
  * windows rather than the whole partition.
  */

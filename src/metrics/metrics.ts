@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { PAUSE_REASONS } from '../worker/service-gate.ts';
+import { PAUSE_REASONS } from '../worker/send/service-gate.ts';
 
 /** Values of `sms_worker_paused{reason}`: every gate reason, a spend cap (src/worker/guard/spend-holds.ts) and the shutdown. */
 export const PAUSED_LABELS = [...PAUSE_REASONS, 'spend_cap', 'shutdown'] as const;

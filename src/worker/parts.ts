@@ -1,5 +1,5 @@
 import type { CommandSource } from '../config/index.ts';
-import type { GroupMembership } from './group-membership.ts';
+import type { GroupMembership } from './ownership/group-membership.ts';
 /**
  * What a running worker is made of. Built by the composition root (wiring.ts), which only the
  * lifecycle (worker.ts) imports; modules that work with the parts (lane-router.ts) take them
@@ -11,15 +11,15 @@ import type { TransactionalProducers } from '../kafka/transactional-producers.ts
 import type { CommandTracer } from '../observability/command-span.ts';
 import type { ProviderClient } from '../provider/types.ts';
 import type { Codec } from '../schema/codec.ts';
-import type { FetchPauses } from './fetch-pauses.ts';
-import type { CommandSender } from './failover-sender.ts';
-import type { PartitionOwnership } from './partition-ownership.ts';
-import type { ServiceGate } from './service-gate.ts';
+import type { FetchPauses } from './source/fetch-pauses.ts';
+import type { CommandSender } from './send/failover-sender.ts';
+import type { PartitionOwnership } from './ownership/partition-ownership.ts';
+import type { ServiceGate } from './send/service-gate.ts';
 import type { SpendHolds } from './guard/spend-holds.ts';
-import type { WarmStepReport } from './warm-up.ts';
-import type { Checkpoint } from './ledger-checkpoint.ts';
-import type { Handovers } from './handovers.ts';
-import type { RecordCodec } from './record-outcomes.ts';
+import type { WarmStepReport } from './source/warm-up.ts';
+import type { Checkpoint } from './lane/ledger-checkpoint.ts';
+import type { Handovers } from './ownership/handovers.ts';
+import type { RecordCodec } from './lane/record-outcomes.ts';
 
 /** What every command source of the process shares: one client to the service, one gate, one set of producers. */
 export interface SharedParts {

@@ -4,12 +4,12 @@ import { createMetrics, type WorkerMetrics } from '../metrics/metrics.ts';
 import type { Logger } from '../observability/logger.ts';
 import { ProgressMonitor } from './health.ts';
 import { StallReport } from './stall-report.ts';
-import { BytesInHand } from './bytes-in-hand.ts';
+import { BytesInHand } from './source/bytes-in-hand.ts';
 import { SendPermits } from './priority/send-permits.ts';
 import type { Priority } from './priority/priority.ts';
-import { SourcePipeline } from './source-pipeline.ts';
-import { RefusalReport } from './refusal-report.ts';
-import { PAUSE_DESCRIPTIONS, PAUSE_REASONS, type PauseReason } from './service-gate.ts';
+import { SourcePipeline } from './source/source-pipeline.ts';
+import { RefusalReport } from './send/refusal-report.ts';
+import { PAUSE_DESCRIPTIONS, PAUSE_REASONS, type PauseReason } from './send/service-gate.ts';
 import type { SharedParts } from './parts.ts';
 import { connectWorker } from './wiring.ts';
 

@@ -1,5 +1,5 @@
-import type { OpenMark } from '../../src/worker/ledger-checkpoint.ts';
-import { DedupWindow } from '../../src/worker/dedup-window.ts';
+import type { OpenMark } from '../../src/worker/lane/ledger-checkpoint.ts';
+import { DedupWindow } from '../../src/worker/lane/dedup-window.ts';
 import type { PartitionClaim } from '../../src/worker/protocol/claim.ts';
 
 /**

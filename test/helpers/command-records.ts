@@ -6,7 +6,7 @@ import { commandType } from '../../src/contracts/avro.ts';
 import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts';
 import type { FetchedBatch, FetchedRecord } from '../../src/kafka/ports.ts';
 import type { ProviderSuccess } from '../../src/provider/types.ts';
-import type { RecordLane } from '../../src/worker/record-handler.ts';
+import type { RecordLane } from '../../src/worker/send/record-handler.ts';
 import { framed } from '../../tools/simulate/registry-free-codec.ts';
 
 export { framed, registryFreeCodec as codec } from '../../tools/simulate/registry-free-codec.ts';

@@ -12,7 +12,7 @@ import {
   type TransactionOffsets,
   type TransactionalSession,
 } from '../../src/kafka/ports.ts';
-import { decodeCheckpoint, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { decodeCheckpoint, type Checkpoint } from '../../src/worker/lane/ledger-checkpoint.ts';
 
 export interface RecordedTransaction {
   readonly id: number;

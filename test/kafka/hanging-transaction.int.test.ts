@@ -3,7 +3,7 @@ import { SmsWorkerError } from '../../src/errors.ts';
 import { PartitionReader } from '../../src/kafka/partition-reader.ts';
 import { readLatestCheckpoint } from '../../src/kafka/ledger-store.ts';
 import { TransactionalProducers } from '../../src/kafka/transactional-producers.ts';
-import { checkpointKey, decodeCheckpoint, encodeCheckpoint, withHangingMarks, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { checkpointKey, decodeCheckpoint, encodeCheckpoint, withHangingMarks, type Checkpoint } from '../../src/worker/lane/ledger-checkpoint.ts';
 import { leaveHangingTransaction } from '../../tools/hanging-transaction.ts';
 import { createKafka, plaintextKafkaSettings } from '../../src/kafka/client.ts';
 import { createLogger } from '../../src/observability/logger.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { readLatestCheckpoint } from '../../src/kafka/ledger-store.ts';
 import { PartitionReader } from '../../src/kafka/partition-reader.ts';
-import { checkpointKey, decodeCheckpoint, encodeCheckpoint, withHangingMarks, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { checkpointKey, decodeCheckpoint, encodeCheckpoint, withHangingMarks, type Checkpoint } from '../../src/worker/lane/ledger-checkpoint.ts';
 import { createTopics, testKafka, uniqueName } from '../helpers/kafka.ts';
 import { eventually } from '../../tools/poll.ts';
 

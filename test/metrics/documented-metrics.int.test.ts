@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
-import { checkpointKey, encodeCheckpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { checkpointKey, encodeCheckpoint } from '../../src/worker/lane/ledger-checkpoint.ts';
 import { eventually, testKafka } from '../helpers/kafka.ts';
 import { documentedMetrics } from '../helpers/doc-metrics.ts';
 import { createWorkerTopics, publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, workerEnv } from '../helpers/worker.ts';

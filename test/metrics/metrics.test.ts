@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BoundedLabel, createMetrics, REFUSAL_SCOPES, ROUTE_LABEL_MAX_REGIONS, routeLabel, toMicros } from '../../src/metrics/metrics.ts';
-import { PAUSE_REASONS } from '../../src/worker/service-gate.ts';
+import { PAUSE_REASONS } from '../../src/worker/send/service-gate.ts';
 
 describe('toMicros', () => {
   it.each([

@@ -4,7 +4,7 @@
 // that leaves its mark open when it declines.
 import { describe, expect, it } from 'vitest';
 import { isProviderError } from '../../src/provider/provider-error.ts';
-import type { GuardedSender } from '../../src/worker/guarded-sender.ts';
+import type { GuardedSender } from '../../src/worker/send/guarded-sender.ts';
 import { runFailoverSchedules, type WrapSender } from '../../tools/simulate/failover.ts';
 
 /** Declines (as if unreachable) what the account answered ambiguously: the bug failover must never have. */

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { KafkaKeyedProducer } from '../../src/kafka/keyed-producer.ts';
 import { PartitionReader } from '../../src/kafka/partition-reader.ts';
 import { createLogger } from '../../src/observability/logger.ts';
-import { handoverKey } from '../../src/worker/handover-record.ts';
-import { ledgerHandovers } from '../../src/worker/handovers.ts';
-import type { OpenMark } from '../../src/worker/ledger-checkpoint.ts';
+import { handoverKey } from '../../src/worker/ownership/handover-record.ts';
+import { ledgerHandovers } from '../../src/worker/ownership/handovers.ts';
+import type { OpenMark } from '../../src/worker/lane/ledger-checkpoint.ts';
 import { createTopics, testKafka, uniqueName } from '../helpers/kafka.ts';
 import { within } from '../helpers/worker.ts';
 

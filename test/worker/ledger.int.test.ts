@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
-import { checkpointKey, encodeCheckpoint, type Checkpoint, type OpenMark } from '../../src/worker/ledger-checkpoint.ts';
-import { encodeHandover, handoverKey, type HandoverSettlement } from '../../src/worker/handover-record.ts';
+import { checkpointKey, encodeCheckpoint, type Checkpoint, type OpenMark } from '../../src/worker/lane/ledger-checkpoint.ts';
+import { encodeHandover, handoverKey, type HandoverSettlement } from '../../src/worker/ownership/handover-record.ts';
 import { failedResult, type CommandResult } from '../../src/contracts/result.ts';
 import type { SendCommand } from '../../src/contracts/command.ts';
 import { eventually, testKafka } from '../helpers/kafka.ts';

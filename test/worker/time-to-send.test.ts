@@ -11,13 +11,13 @@ import { commandToAvro, type SendCommand } from '../../src/contracts/command.ts'
 import { DEFAULT_VALIDATION_POLICY } from '../../src/contracts/index.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import type { ProviderClient, ProviderRequest, ProviderSuccess } from '../../src/provider/types.ts';
-import { GuardedSender } from '../../src/worker/guarded-sender.ts';
-import { RateLimiter } from '../../src/worker/rate-limiter.ts';
-import { handleRecord, type CommandRecord } from '../../src/worker/record-handler.ts';
-import { OutageCounter, ServiceGate } from '../../src/worker/service-gate.ts';
+import { GuardedSender } from '../../src/worker/send/guarded-sender.ts';
+import { RateLimiter } from '../../src/worker/send/rate-limiter.ts';
+import { handleRecord, type CommandRecord } from '../../src/worker/send/record-handler.ts';
+import { OutageCounter, ServiceGate } from '../../src/worker/send/service-gate.ts';
 import { firstCallOnly, SendStageClock, timeToSendSeconds } from '../../src/worker/time-to-send.ts';
-import type { RecordLane } from '../../src/worker/record-handler.ts';
-import type { TokenSource } from '../../src/worker/rate-limiter.ts';
+import type { RecordLane } from '../../src/worker/send/record-handler.ts';
+import type { TokenSource } from '../../src/worker/send/rate-limiter.ts';
 import { bareRecordLane, codec, framed, providerSuccess } from '../helpers/command-records.ts';
 import { useCleanups } from '../helpers/fixtures.ts';
 

@@ -23,13 +23,13 @@ import type { SendFootprint } from '../../src/contracts/validate.ts';
 import { isRetryableClass } from '../../src/provider/classify.ts';
 import { ProviderError } from '../../src/provider/provider-error.ts';
 import type { FailureClass, MessageReport, ProviderClient, ProviderRequest, ProviderSuccess } from '../../src/provider/types.ts';
-import { FailoverSender } from '../../src/worker/failover-sender.ts';
-import { GuardedSender } from '../../src/worker/guarded-sender.ts';
-import { RateLimiter } from '../../src/worker/rate-limiter.ts';
-import { RefusalHolds } from '../../src/worker/refusal-holds.ts';
-import { DEFAULT_REFUSAL_SCOPE_SETTINGS } from '../../src/worker/refusal-scopes.ts';
-import type { RoutedOutcome, SendHooks } from '../../src/worker/send-outcome.ts';
-import { OutageCounter, ServiceGate } from '../../src/worker/service-gate.ts';
+import { FailoverSender } from '../../src/worker/send/failover-sender.ts';
+import { GuardedSender } from '../../src/worker/send/guarded-sender.ts';
+import { RateLimiter } from '../../src/worker/send/rate-limiter.ts';
+import { RefusalHolds } from '../../src/worker/send/refusal-holds.ts';
+import { DEFAULT_REFUSAL_SCOPE_SETTINGS } from '../../src/worker/send/refusal-scopes.ts';
+import type { RoutedOutcome, SendHooks } from '../../src/worker/send/send-outcome.ts';
+import { OutageCounter, ServiceGate } from '../../src/worker/send/service-gate.ts';
 import { Prng } from './prng.ts';
 
 /** What a simulated call ends as. `reset-after`: processed (accepted), then the answer was lost. */

@@ -208,7 +208,7 @@ function rejoinStall(world: World, group: Group, proc: Proc): void {
  * later (an attempt kafkajs holds long), now and then past a handover's grace. Only the group is
  * away here: the simulated brokers keep taking transactions and handovers (what a lost transaction
  * does is drawn where it happens, and a handover the process could not write it takes from memory:
- * src/worker/handovers.ts).
+ * src/worker/ownership/handovers.ts).
  */
 function coordinatorRestart(world: World, group: Group, procs: readonly Proc[]): void {
   const { prng } = world;

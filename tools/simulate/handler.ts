@@ -1,4 +1,4 @@
-import type { OpenMark } from '../../src/worker/ledger-checkpoint.ts';
+import type { OpenMark } from '../../src/worker/lane/ledger-checkpoint.ts';
 import type { PartitionMachine } from '../../src/worker/protocol/partition-machine.ts';
 import type { Method } from './coverage.ts';
 import { TIMING, type CommandRecord, type OutcomeKind, type SimOutcome } from './model.ts';

@@ -1,4 +1,4 @@
-import type { Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
+import type { Checkpoint } from '../../src/worker/lane/ledger-checkpoint.ts';
 import type { TransactionPlan } from '../../src/worker/protocol/effects.ts';
 import type { Checks } from './invariants.ts';
 import type { CommandRecord, SimOutcome } from './model.ts';

@@ -1,5 +1,5 @@
 import type { SimVariant } from './variants.ts';
-import type { Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
+import type { Checkpoint } from '../../src/worker/lane/ledger-checkpoint.ts';
 
 export type { SimVariant } from './variants.ts';
 import type { INVARIANTS } from '../../src/worker/protocol/table.ts';
@@ -107,7 +107,7 @@ export interface RunOptions {
   readonly crashesAfterFailure?: boolean;
   /**
    * The handler after an ambiguous answer it keeps (retries allowed): `careful` (the default, what
-   * src/worker/guarded-sender.ts does) counts the command maybe sent from then on: given up or
+   * src/worker/send/guarded-sender.ts does) counts the command maybe sent from then on: given up or
    * refused, it says `maybeSent`, and a retry that surely did not arrive withdraws nothing.
    * `forgetful` is known-bad (guarded-sender.ts and the client before 2026-11-27): it reports no
    * `maybeSent` and reports a kept call as not reached (`kept`), also when an attempt within the

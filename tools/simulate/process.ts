@@ -1,4 +1,4 @@
-import { recoveryPlan, withHangingMarks, type Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
+import { recoveryPlan, withHangingMarks, type Checkpoint } from '../../src/worker/lane/ledger-checkpoint.ts';
 import { afterFailure, buildClaim } from '../../src/worker/protocol/claim.ts';
 import { OwnershipMachine, type HeldClaim, type Lease } from '../../src/worker/protocol/ownership.ts';
 import type { ClaimStep } from '../../src/worker/protocol/table.ts';

@@ -5,7 +5,7 @@
  */
 import { commandType, deadLetterType, resultType } from '../../src/contracts/avro.ts';
 import { DEAD_LETTER_CODES } from '../../src/contracts/dead-letter.ts';
-import type { RecordCodec } from '../../src/worker/record-outcomes.ts';
+import type { RecordCodec } from '../../src/worker/lane/record-outcomes.ts';
 
 /** Confluent framing (magic byte, schema id) around Avro bytes, as the registry client writes it. */
 export function framed(schemaId: number, avro: Buffer): Buffer {

@@ -1,15 +1,15 @@
 import { CLAIM_STEPS } from '../../src/worker/protocol/table.ts';
 import { SpendHolds } from '../../src/worker/guard/spend-holds.ts';
-import { GuardedSender } from '../../src/worker/guarded-sender.ts';
-import { HandoverLookout } from '../../src/worker/handover-lookout.ts';
-import type { Handover } from '../../src/worker/handover-record.ts';
-import type { OpenMark } from '../../src/worker/ledger-checkpoint.ts';
+import { GuardedSender } from '../../src/worker/send/guarded-sender.ts';
+import { HandoverLookout } from '../../src/worker/ownership/handover-lookout.ts';
+import type { Handover } from '../../src/worker/ownership/handover-record.ts';
+import type { OpenMark } from '../../src/worker/lane/ledger-checkpoint.ts';
 import { OwnershipMachine } from '../../src/worker/protocol/ownership.ts';
 import { PartitionMachine, type Effect } from '../../src/worker/protocol/partition-machine.ts';
 import { RecordBook, type RecordEntry } from '../../src/worker/protocol/record-book.ts';
 import { RECORD_MOVES } from '../../src/worker/protocol/send-path.ts';
-import type { SendHooks } from '../../src/worker/send-outcome.ts';
-import type { CommandSender } from '../../src/worker/failover-sender.ts';
+import type { SendHooks } from '../../src/worker/send/send-outcome.ts';
+import type { CommandSender } from '../../src/worker/send/failover-sender.ts';
 
 /**
  * Known-bad variants of the worker, made on the shipped classes the shipped-lane simulation runs:

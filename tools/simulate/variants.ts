@@ -3,7 +3,7 @@ import { RecordBook, type RecordEntry } from '../../src/worker/protocol/record-b
 import type { RecordMoves } from '../../src/worker/protocol/send-path.ts';
 import { CLAIM_STEPS, type ClaimStep } from '../../src/worker/protocol/table.ts';
 import { readBackFor, type ReadBack } from '../../src/worker/protocol/transaction-plan.ts';
-import type { Checkpoint } from '../../src/worker/ledger-checkpoint.ts';
+import type { Checkpoint } from '../../src/worker/lane/ledger-checkpoint.ts';
 
 /**
  * Known-bad variants: each a mistake the simulation must catch (its own test, variants.test.ts).

@@ -1,5 +1,5 @@
-import { DedupWindow } from '../dedup-window.ts';
-import { recoveryPlan, type Checkpoint, type OpenMark } from '../ledger-checkpoint.ts';
+import { DedupWindow } from '../lane/dedup-window.ts';
+import { recoveryPlan, type Checkpoint, type OpenMark } from '../lane/ledger-checkpoint.ts';
 import { CLAIM_STEPS, type ClaimStep } from './table.ts';
 
 /**

@@ -1,4 +1,4 @@
-import type { Checkpoint, OpenMark } from '../ledger-checkpoint.ts';
+import type { Checkpoint, OpenMark } from '../lane/ledger-checkpoint.ts';
 
 /** One transaction of a partition: the marks it commits, the done prefix, the checkpoint and the offset. */
 export interface TransactionPlan<O> {

@@ -1,4 +1,4 @@
-import type { OpenMark } from '../ledger-checkpoint.ts';
+import type { OpenMark } from '../lane/ledger-checkpoint.ts';
 import type { PartitionClaim } from './claim.ts';
 import type { Effect } from './effects.ts';
 import { RecordBook, type RecordEntry } from './record-book.ts';

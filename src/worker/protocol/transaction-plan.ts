@@ -1,4 +1,4 @@
-import type { AnsweredRecord, Checkpoint } from '../ledger-checkpoint.ts';
+import type { AnsweredRecord, Checkpoint } from '../lane/ledger-checkpoint.ts';
 import type { PartitionClaim } from './claim.ts';
 import type { ReadBack, TransactionPlan } from './effects.ts';
 

@@ -18,8 +18,8 @@ import type { MessageReport } from '../../provider/types.ts';
 import { DestinationGuard, type VelocityObserver } from '../guard/destination-guard.ts';
 import { SpendHolds, SpendTicket } from '../guard/spend-holds.ts';
 import { DEFAULT_VELOCITY_SETTINGS, type VelocitySettings } from '../guard/velocity.ts';
-import { RateLimiter } from '../rate-limiter.ts';
-import { rateShare } from '../rate-share.ts';
+import { RateLimiter } from '../send/rate-limiter.ts';
+import { rateShare } from '../send/rate-share.ts';
 import { limitOf, type TenantLimit, type TenantSettings } from './tenant-settings.ts';
 
 /** Tenants under `*` tracked apart; further ones share one budget. */

@@ -8,7 +8,7 @@
  */
 import { MAX_SPEND_CAP, spendCapMicros, type SpendCapSettings } from '../guard/spend-cap.ts';
 import { MAX_VELOCITY_LIMIT, type VelocityKind, type VelocityWindow } from '../guard/velocity.ts';
-import { MAX_RATE_PER_SECOND } from '../rate-limiter.ts';
+import { MAX_RATE_PER_SECOND } from '../send/rate-limiter.ts';
 
 /** The entry of TENANT_LIMITS that applies to every tenant not named (each with its own budget). */
 export const ANY_TENANT = '*';

@@ -5,9 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { useCleanups, useSandbox } from '../../helpers/fixtures.ts';
 import { createProviderClient } from '../../../src/provider/client.ts';
 import type { ProviderRequest } from '../../../src/provider/types.ts';
-import { GuardedSender } from '../../../src/worker/guarded-sender.ts';
-import { RateLimiter } from '../../../src/worker/rate-limiter.ts';
-import { OutageCounter, ServiceGate } from '../../../src/worker/service-gate.ts';
+import { GuardedSender } from '../../../src/worker/send/guarded-sender.ts';
+import { RateLimiter } from '../../../src/worker/send/rate-limiter.ts';
+import { OutageCounter, ServiceGate } from '../../../src/worker/send/service-gate.ts';
 import { SpendHolds } from '../../../src/worker/guard/spend-holds.ts';
 
 const sandbox = useSandbox({}, { resetAfterEach: true });

@@ -1,0 +1,329 @@
+import { BatchTooLargeError, FencedError, type OutgoingRecord, type PartitionProducers } from '../../kafka/ports.ts';
+import { SmsWorkerError } from '../../errors.ts';
+import { retry } from '../../retry.ts';
+import type { Logger } from '../../observability/logger.ts';
+import { checkpointKey, type Checkpoint } from './ledger-checkpoint.ts';
+import { committedPerReadBack, type ReadBack } from '../protocol/transaction-plan.ts';
+import type { RecordOutcome } from '../send/record-handler.ts';
+import { publishesRecord } from './record-outcomes.ts';
+
+function rounds<T extends { topic: string }>(sends: readonly T[]): T[][] {
+  const out: T[][] = [];
+  const seen = new Map<string, number>();
+  for (const send of sends) {
+    const i = seen.get(send.topic) ?? 0;
+    seen.set(send.topic, i + 1);
+    (out[i] ??= []).push(send);
+  }
+  return out;
+}
+
+/** Waits between attempts of a failed transaction: half jitter, 200 ms doubling to 5 s. */
+const COMMIT_BACKOFF = { initialMs: 200, maxMs: 5_000, jitter: 0.5 } as const;
+
+/** Per-record overhead in a record batch, beyond key and value (varints, headers count, attributes): generous. */
+const RECORD_OVERHEAD = 64;
+
+export interface CommitTarget {
+  readonly topic: string;
+  readonly partition: number;
+  readonly consumerGroup: string;
+  readonly resultTopic: string;
+  readonly deadLetterTopic: string;
+  /** The intent ledger topic (undefined: ledger off). */
+  readonly ledgerTopic: string | undefined;
+  /**
+   * Largest record batch one send may carry: below the broker's / topics' max.message.bytes
+   * (read at start-up). The Kafka client has no linger, so each send is one batch per partition.
+   */
+  readonly maxBatchBytes: number;
+  /** The group generation of the claim committing (producers of other generations are refused). */
+  readonly generation?: number;
+  /** Whether this worker may still (re)initialise the partition's producer: its claim is current and its lease holds. */
+  readonly mayFence: () => boolean;
+  /**
+   * The ledger partition's newest checkpoint, read to its end (ledger on): whether a failed
+   * transaction that published results without moving the offset committed after all.
+   */
+  readonly latestCheckpoint?: () => Promise<Checkpoint | undefined>;
+  /** Whether a producer may be initialised again after a failed attempt now: false while the group rebalances (see mayInitialiseAgain). */
+  readonly mayReinitialise?: () => boolean;
+}
+
+/**
+ * Splits records into sends whose record batches stay below `maxBytes`. A record that alone
+ * exceeds it was reduced before it got here (record-handler); it still goes alone.
+ */
+export function chunkBySize<T extends { key: string | Buffer | null; value: Buffer | null; headers?: Readonly<Record<string, string>> }>(
+  items: readonly T[],
+  maxBytes: number,
+): T[][] {
+  const out: T[][] = [];
+  let current: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = RECORD_OVERHEAD + (item.key === null ? 0 : Buffer.byteLength(item.key)) + (item.value?.length ?? 0) + headerBytes(item.headers);
+    if (current.length > 0 && bytes + size > maxBytes) {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += size;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
+function headerBytes(headers: Readonly<Record<string, string>> | undefined): number {
+  if (headers === undefined) return 0;
+  let bytes = 0;
+  for (const [key, value] of Object.entries(headers)) bytes += Buffer.byteLength(key) + Buffer.byteLength(value);
+  return bytes;
+}
+
+/**
+ * Publishes a finished prefix of a partition's records — results, dead letters — the ledger
+ * checkpoint (when the ledger is on) and the next offset to consume, in one Kafka transaction: a
+ * `read_committed` reader sees the results exactly when the offsets move, and never one without
+ * the other. A transaction of marks alone carries the checkpoint and no offset. A failed
+ * transaction is aborted and retried with a fresh producer (same transactional id, so still fenced
+ * against zombies); a fenced producer is never retried — the partition belongs to someone else.
+ */
+export async function commitTransaction(
+  producers: PartitionProducers,
+  target: CommitTarget,
+  write: TransactionWrite,
+  log: Logger,
+  /** The group's committed offset of this partition, as the broker has it now. */
+  committedOffset: () => Promise<bigint>,
+  attempts = 6,
+): Promise<{ results: number; deadLetters: number }> {
+  const { outcomes, commitOffset, ledgerRecord, readBack } = write;
+  const sends = new TransactionSends(outcomes, ledgerRecord, target);
+  const counts = { results: sends.results.length, deadLetters: sends.deadLetters.length };
+  const attempt: AttemptState = { transactionFailed: false, dropped: false };
+  return retry(
+    async (n) => {
+      attempt.transactionFailed = false;
+      // A commit can fail on the client and still succeed on the broker (a lost EndTxn answer).
+      // Re-initialising the producer completes or aborts that transaction; what it wrote
+      // atomically with the results then says which (resending would duplicate them): the
+      // ledger's checkpoint (ledger on), else the committed offset, as the machine's plan says
+      // (`readBack`, protocol/transaction-plan.ts: readBackFor). A transaction without records to
+      // publish or an offset to move (marks, withdrawals, repeats) is written again: its
+      // checkpoint twice is harmless.
+      if (n > 1 && (await committedBefore(producers, target, readBack, committedOffset, attempt))) {
+        log.warn({ topic: target.topic, partition: target.partition, commitOffset }, 'the failed transaction had committed; not resending');
+        return counts;
+      }
+      await sendOnce(producers, target, sends, commitOffset, log, attempt);
+      return counts;
+    },
+    {
+      attempts,
+      backoff: COMMIT_BACKOFF,
+      retryable: () => attempt.transactionFailed,
+      onRetry: (error, n) =>
+        log.warn(
+          { err: error, topic: target.topic, partition: target.partition, attempt: n, maxBatchBytes: sends.maxBatchBytes },
+          'transaction failed; checking whether it committed before retrying',
+        ),
+    },
+  );
+}
+
+/** What one transaction writes, as the partition machine planned it (protocol/effects.ts, TransactionPlan). */
+export interface TransactionWrite {
+  readonly outcomes: readonly RecordOutcome[];
+  /** The next offset to consume, or undefined when the transaction only writes the ledger. */
+  readonly commitOffset: string | undefined;
+  /** The ledger checkpoint to write in the same transaction, encoded. */
+  readonly ledgerRecord: Buffer | undefined;
+  /** What tells, should it fail on the client, whether it committed after all. */
+  readonly readBack: ReadBack;
+}
+
+/** What one commit's attempts share. */
+interface AttemptState {
+  /** Set when the transaction itself failed: only that is retried, never a stale claim, a fenced producer or a producer that could not be had. */
+  transactionFailed: boolean;
+  /** Set once an attempt dropped the partition's producer: the next one is initialised again. */
+  dropped: boolean;
+}
+
+/**
+ * A transaction's sends: results and dead letters chunked below the size limit, and the ledger
+ * checkpoint. A send the broker still refuses as too large is split finer on the next try (a limit
+ * lower than the one read at start-up), never redelivered.
+ */
+class TransactionSends {
+  readonly results: OutgoingRecord[] = [];
+  readonly deadLetters: OutgoingRecord[] = [];
+  readonly ledgerRecord: Buffer | undefined;
+  readonly #target: CommitTarget;
+  maxBatchBytes: number;
+  messages: { topic: string; messages: OutgoingRecord[] }[];
+
+  constructor(outcomes: readonly RecordOutcome[], ledgerRecord: Buffer | undefined, target: CommitTarget) {
+    for (const outcome of outcomes) {
+      if (!publishesRecord(outcome)) continue;
+      const record: OutgoingRecord = { key: outcome.key, value: outcome.value, ...(outcome.headers !== undefined && { headers: outcome.headers }) };
+      (outcome.kind === 'result' ? this.results : this.deadLetters).push(record);
+    }
+    this.ledgerRecord = ledgerRecord;
+    this.#target = target;
+    this.maxBatchBytes = target.maxBatchBytes;
+    this.messages = this.#plan();
+  }
+
+  /** Halves the chunk size (false when it cannot get smaller). */
+  splitFiner(): boolean {
+    if (this.maxBatchBytes <= 1) return false;
+    this.maxBatchBytes = Math.floor(this.maxBatchBytes / 2);
+    this.messages = this.#plan();
+    return true;
+  }
+
+  #plan(): { topic: string; messages: OutgoingRecord[] }[] {
+    const target = this.#target;
+    const sends: { topic: string; messages: OutgoingRecord[] }[] = [];
+    for (const chunk of chunkBySize(this.results, this.maxBatchBytes)) sends.push({ topic: target.resultTopic, messages: chunk });
+    for (const chunk of chunkBySize(this.deadLetters, this.maxBatchBytes)) sends.push({ topic: target.deadLetterTopic, messages: chunk });
+    if (this.ledgerRecord !== undefined && target.ledgerTopic !== undefined)
+      sends.push({
+        topic: target.ledgerTopic,
+        messages: [{ key: checkpointKey(target.consumerGroup, target.topic), value: this.ledgerRecord, partition: target.partition }],
+      });
+    return sends;
+  }
+}
+
+/**
+ * After a failed attempt: whether that transaction committed after all (initialising the producer
+ * again ends it either way). Throws when that cannot be told: resending could publish the results
+ * twice, so the next attempt asks again; after the last one the claim fails, and the next claim
+ * reads what the broker has.
+ */
+async function committedBefore(
+  producers: PartitionProducers,
+  target: CommitTarget,
+  readBack: ReadBack,
+  committedOffset: () => Promise<bigint>,
+  attempt: AttemptState,
+): Promise<boolean> {
+  mayInitialiseAgain(target);
+  const reader = readerOf(target, readBack, committedOffset);
+  if (reader === undefined) return false;
+  try {
+    return await committedAfterAll(producers, target, reader);
+  } catch (error) {
+    attempt.transactionFailed = !(error instanceof FencedError);
+    throw error;
+  }
+}
+
+/** One transaction: the sends, the offset, the commit; a failed one is aborted and its producer dropped. */
+async function sendOnce(
+  producers: PartitionProducers,
+  target: CommitTarget,
+  sends: TransactionSends,
+  commitOffset: string | undefined,
+  log: Logger,
+  attempt: AttemptState,
+): Promise<void> {
+  for (;;) {
+    // Never (re)initialise a producer without owning the partition: that would fence the owner.
+    if (attempt.dropped) mayInitialiseAgain(target);
+    else if (!target.mayFence()) throw staleClaim(target);
+    const producer = await producers.forPartition(target.topic, target.partition, target.generation);
+    let transaction;
+    try {
+      transaction = await producer.transaction();
+      // One request per round: the i-th size chunk of every topic together (a request may carry
+      // several record batches; one topic-partition's records in one request are one batch).
+      for (const round of rounds(sends.messages)) await transaction.send(round);
+      if (commitOffset !== undefined)
+        await transaction.sendOffsets({
+          consumerGroupId: target.consumerGroup,
+          topics: [{ topic: target.topic, partitions: [{ partition: target.partition, offset: commitOffset }] }],
+        });
+      await transaction.commit();
+      return;
+    } catch (error) {
+      // An abort that fails leaves the transaction to the coordinator until the partition's
+      // producer is initialised again: open (its coordinator moved too), or, after a commit
+      // whose answer was lost, committed or not (kafkajs then refuses the abort: "Cannot
+      // continue to use transaction once ended"). Said, since what happens next depends on it.
+      await transaction
+        ?.abort()
+        .catch((abortError: unknown) =>
+          log.warn(
+            { err: abortError, topic: target.topic, partition: target.partition, failure: error instanceof Error ? error.message : String(error) },
+            'aborting the failed transaction failed: the coordinator decides it when the partition’s producer is initialised again',
+          ),
+        );
+      await producers.discard(target.topic, target.partition, target.generation);
+      attempt.dropped = true;
+      // The protocol's rule: a transaction refused because the producer was fenced is final. The
+      // partition belongs to someone else, and initialising the producer again (to retry) would
+      // fence the rightful owner back while this claim's state (marks, offset) is stale.
+      if (error instanceof FencedError)
+        throw new FencedError(
+          `transactional producer for ${target.topic}[${target.partition}] was fenced: the partition is owned by another instance`,
+          error.cause,
+        );
+      // Not an outage: split finer and go again at once (at most log2(limit) times, so bounded),
+      // without spending an attempt. Nothing was committed: the broker refused the send.
+      if (error instanceof BatchTooLargeError && sends.splitFiner()) continue;
+      attempt.transactionFailed = true;
+      throw error;
+    }
+  }
+}
+
+/** Reads back what `readBack` names: undefined when nothing the failed transaction wrote would be duplicated. */
+function readerOf(target: CommitTarget, readBack: ReadBack, committedOffset: () => Promise<bigint>): (() => Promise<boolean>) | undefined {
+  if (readBack.by === 'nothing') return undefined;
+  if (readBack.by === 'offset') return async () => committedPerReadBack(readBack, { committedOffset: await committedOffset() });
+  const { latestCheckpoint } = target;
+  if (latestCheckpoint === undefined)
+    throw new Error(`cannot tell whether the failed transaction of ${target.topic}[${target.partition}] committed: no ledger reader`);
+  return async () => committedPerReadBack(readBack, { checkpoint: await latestCheckpoint() });
+}
+
+function staleClaim(target: CommitTarget): FencedError {
+  return new FencedError(`not committing for ${target.topic}[${target.partition}]: this worker's claim is stale or its group lease expired`);
+}
+
+/**
+ * Throws unless the partition's producer may be initialised again after a failed attempt: the
+ * claim may commit (`mayFence`), and ownership says it may initialise its producer again
+ * (`mayReinitialise`: its lease holds, it is current, and the group is not rebalancing): until the
+ * new assignment is known the partition may be another member's,
+ * whose fence an initialisation from here would take back (the simulation found it once it
+ * modelled this retry). Not retried: a claim whose producer was dropped is not kept across the
+ * rebalance anyway, so the claim fails and the next one reads what the broker has.
+ */
+function mayInitialiseAgain(target: CommitTarget): void {
+  if (!target.mayFence()) throw staleClaim(target);
+  if (target.mayReinitialise?.() === false)
+    throw new SmsWorkerError(
+      'CLAIM_REBALANCING',
+      `not initialising the producer for ${target.topic}[${target.partition}] again: the group rebalances, or the claim's lease lapsed or it is no longer current; the claim ends`,
+      {
+        retryable: true,
+      },
+    );
+}
+
+/** Initialises the partition's producer again (which ends the failed transaction either way), then asks `readBack`; throws when that cannot be told. */
+async function committedAfterAll(producers: PartitionProducers, target: CommitTarget, readBack: () => Promise<boolean>): Promise<boolean> {
+  try {
+    await producers.forPartition(target.topic, target.partition, target.generation);
+    return await readBack();
+  } catch (error) {
+    await producers.discard(target.topic, target.partition, target.generation);
+    throw error;
+  }
+}

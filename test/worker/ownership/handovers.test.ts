@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { SmsWorkerError } from '../../../src/errors.ts';
+import type { PartitionReader } from '../../../src/kafka/partition-reader.ts';
+import type { KeyedRecord, KeyedRecordProducer } from '../../../src/kafka/ports.ts';
+import { createLogger } from '../../../src/observability/logger.ts';
+import { ledgerHandovers } from '../../../src/worker/ownership/handovers.ts';
+
+/** The producer port: its first send fails (past its send timeout, as a broker that stopped answering makes it), later ones succeed. */
+class FirstSendFails implements KeyedRecordProducer {
+  readonly sent: KeyedRecord[][] = [];
+  connected = true;
+  async connect(): Promise<void> {}
+  async disconnect(): Promise<void> {}
+  send(_topic: string, records: readonly KeyedRecord[]): Promise<void> {
+    this.sent.push([...records]);
+    return this.sent.length === 1
+      ? Promise.reject(new SmsWorkerError('KAFKA_SEND_TIMEOUT', 'a send to ledger took longer than 5000 ms', { retryable: true }))
+      : Promise.resolve();
+  }
+}
+
+/** Handovers written through `producer`; nothing to read (a handover taken from the ledger would need the reader). */
+function handoversOver(producer: FirstSendFails, graceMs: number) {
+  return ledgerHandovers({
+    ledgerTopic: 'ledger',
+    key: 'handover/g/t',
+    producer,
+    reader: {} as PartitionReader,
+    admin: { fetchTopicOffsetsByTimestamp: async () => [] },
+    maxRecordBytes: 1_000_000,
+    graceMs,
+    pollMs: 50,
+    log: createLogger('silent'),
+  });
+}
+
+const mark = (n: number) => ({ offset: BigInt(n), commandId: `c${n}`, at: Date.now(), by: `claim.${n}` });
+
+describe('ledgerHandovers', () => {
+  it('a send that fails (timed out) fails its handovers, and the handovers queued behind it go out in the next send', async () => {
+    const producer = new FirstSendFails();
+    const handovers = handoversOver(producer, 10_000);
+    const first = handovers.write(0, 0n, mark(0), { kind: 'withdrawn' });
+    const second = handovers.write(0, 1n, mark(1), { kind: 'withdrawn' });
+    await expect(first).rejects.toMatchObject({ code: 'KAFKA_SEND_TIMEOUT' });
+    await expect(second).resolves.toBeUndefined();
+    expect(producer.sent.map((batch) => batch.length)).toEqual([1, 1]);
+  });
+
+  it('a claim of the same partition by this process takes its own handovers at once, also those whose send failed (the broker away)', async () => {
+    const producer = new FirstSendFails();
+    const handovers = handoversOver(producer, 60_000);
+    await expect(handovers.write(3, 7n, mark(7), { kind: 'withdrawn' })).rejects.toMatchObject({ code: 'KAFKA_SEND_TIMEOUT' });
+    const signal = new AbortController().signal;
+    // The next claim of partition 3 by this process: its own settlement, without waiting out the grace (60 s).
+    await expect(handovers.lookout(3, [mark(7)], Date.now()).settlementOf(mark(7), signal)).resolves.toEqual({ kind: 'withdrawn' });
+    // Not for the same mark name elsewhere: another partition, or another offset.
+    const elsewhere = new AbortController();
+    const otherPartition = handovers.lookout(4, [mark(7)], Date.now()).settlementOf(mark(7), elsewhere.signal);
+    const otherOffset = handovers.lookout(3, [{ ...mark(7), offset: 8n }], Date.now()).settlementOf({ ...mark(7), offset: 8n }, elsewhere.signal);
+    setTimeout(() => elsewhere.abort(), 200);
+    await expect(otherPartition).resolves.toBeUndefined();
+    await expect(otherOffset).resolves.toBeUndefined();
+  });
+});
