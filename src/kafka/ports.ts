@@ -24,6 +24,13 @@ export interface TransactionOffsets {
   readonly topics: readonly { readonly topic: string; readonly partitions: readonly { readonly partition: number; readonly offset: string }[] }[];
 }
 
+/** Where one send put a topic-partition's records: its record batch starts at `baseOffset`. */
+export interface WrittenBatch {
+  readonly topic: string;
+  readonly partition: number;
+  readonly baseOffset: bigint;
+}
+
 /**
  * One open Kafka transaction. Any method may throw; a fencing error (another instance took over
  * the transactional id) is thrown as a `FencedError`, whatever the client calls it.
@@ -34,7 +41,7 @@ export interface Transaction {
    * with the transaction, one to produce). Each topic-partition's records become one record
    * batch: keep each below max.message.bytes.
    */
-  send(batches: readonly { readonly topic: string; readonly messages: readonly OutgoingRecord[] }[]): Promise<unknown>;
+  send(batches: readonly { readonly topic: string; readonly messages: readonly OutgoingRecord[] }[]): Promise<readonly WrittenBatch[]>;
   sendOffsets(offsets: TransactionOffsets): Promise<void>;
   commit(): Promise<void>;
   abort(): Promise<void>;

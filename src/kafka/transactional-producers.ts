@@ -45,8 +45,12 @@ function session(producer: Producer): TransactionalSession {
 
 function wrapTransaction(transaction: KafkaTransaction): Transaction {
   return {
-    send: (batches) =>
-      classified(() => transaction.sendBatch({ topicMessages: batches.map((b) => ({ topic: b.topic, messages: b.messages.map((m) => ({ ...m })) })) })),
+    send: async (batches) => {
+      const written = await classified(() =>
+        transaction.sendBatch({ topicMessages: batches.map((b) => ({ topic: b.topic, messages: b.messages.map((m) => ({ ...m })) })) }),
+      );
+      return written.map((w) => ({ topic: w.topicName, partition: w.partition, baseOffset: BigInt(w.baseOffset ?? '-1') }));
+    },
     sendOffsets: (offsets) =>
       classified(() =>
         // Again in the same transaction while the group's coordinator moves (groupCoordinatorMoving):

@@ -11,6 +11,7 @@ import {
   type PartitionProducers,
   type TransactionOffsets,
   type TransactionalSession,
+  type WrittenBatch,
 } from '../../src/kafka/ports.ts';
 import { decodeCheckpoint, type Checkpoint } from '../../src/worker/lane/ledger-checkpoint.ts';
 
@@ -61,6 +62,21 @@ export class FakeProducers implements PartitionProducers {
     return true;
   }
 
+  /** Each topic-partition's log end, as a broker counts it: every record sent, whatever became of its transaction. */
+  readonly #ends = new Map<string, bigint>();
+
+  /** Where a send's records land: one batch per partition, from that partition's end. */
+  #write(topic: string, messages: readonly OutgoingRecord[]): WrittenBatch[] {
+    const counts = new Map<number, number>();
+    for (const m of messages) counts.set(m.partition ?? 0, (counts.get(m.partition ?? 0) ?? 0) + 1);
+    return [...counts].map(([partition, count]) => {
+      const key = `${topic}:${partition}`;
+      const baseOffset = this.#ends.get(key) ?? 0n;
+      this.#ends.set(key, baseOffset + BigInt(count));
+      return { topic, partition, baseOffset };
+    });
+  }
+
   async forPartition(): Promise<TransactionalSession> {
     this.sessions += 1;
     return {
@@ -75,6 +91,7 @@ export class FakeProducers implements PartitionProducers {
               if (bytes > this.maxSendBytes) throw new BatchTooLargeError(`a send of ${bytes} bytes is over the limit`);
             }
             for (const batch of batches) tx.sends.push({ topic: batch.topic, messages: [...batch.messages] });
+            return batches.flatMap((batch) => this.#write(batch.topic, batch.messages));
           },
           sendOffsets: async (offsets) => {
             tx.offsets = offsets;

@@ -78,10 +78,11 @@ describe('known-bad variants are caught', { timeout: SIMULATION_TIMEOUT_MS }, ()
   });
 
   it('keep-without-checks: a claim kept after a missed generation carries stale state and a fenced producer', () => {
-    // 6,000: until 2026-11-28 the fenced claim also left its partition lost for good (nothing-lost,
-    // first at seed 755); a lost partition is claimed again now, and what stays is the stale state
-    // (key-order at seed 5,251, exactly-one-result at seed 12,573).
-    const first = firstSeeds('keep-without-checks', 'both', 6_000);
+    // Until 2026-11-28 the fenced claim also left its partition lost for good (nothing-lost, first at
+    // seed 755); a lost partition is claimed again now, and what stays is the stale state (key-order
+    // at seed 3,644; since a marks-only transaction's retry reads the ledger back against the
+    // claim's floor, the schedules draw differently: at-most-one-send first at seed 6,003).
+    const first = firstSeeds('keep-without-checks', 'both', 8_000);
     expect(first.size).toBeGreaterThan(0);
     expect(first.has('machine-threw') || first.has('model-error')).toBe(false);
   });

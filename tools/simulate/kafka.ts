@@ -216,7 +216,20 @@ export class Kafka {
     if (ended.length === 0) return ended;
     part.hanging.splice(0, part.hanging.length, ...part.hanging.filter((h) => !parts.includes(h.part)));
     if (commit) for (const h of ended) this.#apply(part, h.txn, [h.part]);
+    else for (const h of ended) this.#abortedParts.add(`${h.txn.id}:${h.part}`);
     return ended;
+  }
+
+  /** Parts of committed transactions (`txn:part`) that a later ABORT marker ended (their markers lost). */
+  readonly #abortedParts = new Set<string>();
+
+  /**
+   * Whether the results of committed transaction `txn` were aborted (its markers lost, then the
+   * producer's next marker there an ABORT): what a claim reads back in the result partitions
+   * (partition-transaction.ts, abortedOf).
+   */
+  resultsAborted(txn: number): boolean {
+    return this.#abortedParts.has(`${txn}:results`);
   }
 
   /**

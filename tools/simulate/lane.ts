@@ -1,5 +1,5 @@
 import type { PartitionClaim } from '../../src/worker/protocol/claim.ts';
-import { committedPerReadBack } from '../../src/worker/protocol/transaction-plan.ts';
+import { mayRepublishLost, readBackVerdict, readsBack } from '../../src/worker/protocol/transaction-plan.ts';
 import { PartitionMachine, type Effect, type TransactionPlan } from '../../src/worker/protocol/partition-machine.ts';
 import type { ClaimState } from '../../src/worker/protocol/table.ts';
 import type { Coverage, Method, Observed } from './coverage.ts';
@@ -387,7 +387,10 @@ export class Lane implements HandlerLane {
     this.#txn = undefined;
     // Applied at the broker (an ambiguous one too): its outcomes are committed, whatever the claim hears.
     if (outcome === 'committed' || outcome === 'ambiguous') this.#paid(txn.plan);
-    if (outcome === 'committed') return this.act('transactionCommitted', -1, (m) => m.transactionCommitted(world.now));
+    if (outcome === 'committed') {
+      this.#committed(txn);
+      return this.act('transactionCommitted', -1, (m) => m.transactionCommitted(world.now));
+    }
     if (outcome === 'fenced' && !fencedIsFinalIn(world.variant) && this.#refences < 3) {
       // The known-bad variant: take the producer back and send the same transaction again.
       this.#refences += 1;
@@ -431,10 +434,11 @@ export class Lane implements HandlerLane {
         );
       this.epoch = world.kafka.fence(this.partition);
       const { plan } = txn;
-      const readBack = readBackIn(world.variant, plan.commitOffset, plan.outcomes.some(publishesRecord), plan.checkpoint);
+      const floor = 'floor' in plan.readBack ? plan.readBack.floor : undefined;
+      const readBack = readBackIn(world.variant, plan.commitOffset, plan.outcomes.some(publishesRecord), plan.checkpoint, floor);
       // The read itself can fail (a leader moving, the coordinator loading): unknown is not "not
       // committed". The attempt fails and the next one asks again; the known-bad variant sends again.
-      if (readBack.by !== 'nothing' && world.faulty && world.prng.chance(0.2) && world.variant !== 'resend-when-unread') {
+      if (readsBack(readBack) && world.faulty && world.prng.chance(0.2) && world.variant !== 'resend-when-unread') {
         if (world.tracing) world.trace(`P${this.process} p${this.partition} txn#${txn.id} retried (epoch ${this.epoch}): the read-back failed`);
         if (this.#retries < COMMIT_ATTEMPTS - 1) return this.#retry(txn);
         return this.act('transactionFailed', -1, (m) => m.transactionFailed(new TxnError(false, 'the read-back failed at every attempt'), world.now));
@@ -443,20 +447,42 @@ export class Lane implements HandlerLane {
         if (world.tracing) world.trace(`P${this.process} p${this.partition} txn#${txn.id} retried (epoch ${this.epoch}): the read-back failed; sent again`);
         return this.#begin(plan, true);
       }
-      const committed =
-        readBack.by !== 'nothing' &&
-        committedPerReadBack(readBack, {
-          // As the admin client reads it (stale now and then without KIP-447); the ledger's checkpoint is read to its end, exact.
-          committedOffset: BigInt(world.kafka.readGroupOffset(this.partition)),
-          checkpoint: world.kafka.checkpoint(this.partition),
-        });
+      const verdict = readsBack(readBack)
+        ? readBackVerdict(readBack, {
+            // As the admin client reads it (stale now and then without KIP-447); the ledger's checkpoint is read to its end, exact.
+            committedOffset: BigInt(world.kafka.readGroupOffset(this.partition)),
+            checkpoint: world.kafka.checkpoint(this.partition),
+          })
+        : 'resend';
       if (world.tracing)
         world.trace(
-          `P${this.process} p${this.partition} txn#${txn.id} retried (epoch ${this.epoch}): read back by ${readBack.by}: ${committed ? 'committed' : 'send again'}`,
+          `P${this.process} p${this.partition} txn#${txn.id} retried (epoch ${this.epoch}): read back by ${readBack.by}: ${verdict === 'resend' ? 'send again' : verdict}`,
         );
-      if (committed) return this.act('transactionCommitted', -1, (m) => m.transactionCommitted(world.now));
+      if (verdict === 'committed') {
+        this.#committed(txn);
+        return this.act('transactionCommitted', -1, (m) => m.transactionCommitted(world.now));
+      }
+      // As partition-transaction.ts (withLostRepublished): the last committed transaction's outcomes
+      // again with this one, when nothing older was lost; else TransactionLostError ends the claim.
+      if (verdict === 'lost') {
+        const last = this.#lastCommitted;
+        if (last === undefined || !mayRepublishLost(last.floor, world.kafka.checkpoint(this.partition)))
+          return this.act('transactionFailed', -1, (m) => m.transactionFailed(new TxnError(false, 'transactions this claim committed were lost'), world.now));
+        // What of it Kafka aborted (its results' markers lost too), read back as partition-transaction.ts's abortedOf does.
+        const again = world.kafka.resultsAborted(last.txn) ? last.outcomes : [];
+        if (world.tracing) world.trace(`P${this.process} p${this.partition} publishes again ${again.length} outcomes of its lost txn#${last.txn}`);
+        return this.#begin({ ...plan, outcomes: [...again, ...plan.outcomes] }, true);
+      }
       this.#begin(plan, true);
     });
+  }
+
+  /** As partition-lane.ts keeps it: the last transaction committed with a checkpoint (its outcomes and its read-back's floor). */
+  #lastCommitted: { readonly txn: number; readonly outcomes: readonly SimOutcome[]; readonly floor: bigint | undefined } | undefined;
+
+  #committed({ id, plan }: Txn): void {
+    if (plan.checkpoint !== undefined)
+      this.#lastCommitted = { txn: id, outcomes: plan.outcomes, floor: 'floor' in plan.readBack ? plan.readBack.floor : undefined };
   }
 
   /** A transaction applied at the broker: the outcomes it carried are committed. */

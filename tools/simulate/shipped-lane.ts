@@ -298,6 +298,18 @@ export class SimulatedKafka {
     return checkpoint;
   }
 
+  /** The committed checkpoint before the newest of a partition (what a reader read before the newest was written). */
+  checkpointBeforeNewest(partition: number): Checkpoint | undefined {
+    const ledger = this.committed.get(logKey(LEDGER, partition)) ?? [];
+    let seen = 0;
+    for (let i = ledger.length - 1; i >= 0; i--) {
+      const record = ledger[i] as OutgoingRecord;
+      const checkpoint = decodeCheckpoint(record.key === null ? null : Buffer.from(record.key), record.value, LEDGER_KEY);
+      if (checkpoint !== undefined && ++seen === 2) return checkpoint;
+    }
+    return undefined;
+  }
+
   /** The producer epoch of `partition`'s transactional id now. */
   epochOf(partition: number): number {
     return this.#epochs.get(partition) ?? 0;
@@ -431,6 +443,9 @@ export class SimulatedKafka {
         fenced();
         if (state !== 'open') throw new Error('Cannot continue to use transaction once ended');
         for (const batch of batches) sends.push({ topic: batch.topic, messages: [...batch.messages] });
+        // Nothing is written before the commit here, so no offset: a transaction this world lost (it
+        // loses none yet) would be published again whole (partition-transaction.ts, abortedOf).
+        return batches.map((batch) => ({ topic: batch.topic, partition: 0, baseOffset: -1n }));
       },
       sendOffsets: async (given) => {
         await io(this.#prng, host);
@@ -762,7 +777,7 @@ function configOf(schedule: Schedule): WorkerConfig {
 }
 
 /** SmsWorkerError codes of the claim steps and commits refusing on purpose (a stale claim, a lapsed lease, a rebalance): retried or ended by design. */
-const PROTOCOL_REFUSALS = new Set(['CLAIM_STALE', 'LEASE_EXPIRED', 'CLAIM_REBALANCING']);
+const PROTOCOL_REFUSALS = new Set(['CLAIM_STALE', 'LEASE_EXPIRED', 'CLAIM_REBALANCING', 'TRANSACTION_LOST']);
 
 /** A failure the simulated world caused, a refusal of the protocol's, or the group's rebalance reaching a batch handler. */
 function isExpectedFailure(error: unknown): boolean {
@@ -894,8 +909,12 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
     },
     latestCheckpoint: async (partition) => {
       const read = await checkpoint(partition);
-      // The faulty reader: a read that failed, taken for "no checkpoint" (the transaction then looks uncommitted).
-      return schedule.faults.readBackSwallowsFailures === true && kafka.faulty && prng.chance(0.2) ? undefined : read;
+      // The faulty reader: a read that failed, answered with what it had read before (the checkpoint
+      // before the newest: the transaction then looks uncommitted, and not lost, which "no
+      // checkpoint" would, below the claim's floor).
+      return schedule.faults.readBackSwallowsFailures === true && kafka.faulty && prng.chance(0.2)
+        ? structuredClone(kafka.checkpointBeforeNewest(partition))
+        : read;
     },
     movedAway: async () => undefined,
     commandPartitions: schedule.partitions,

@@ -60,7 +60,7 @@ export interface DriverFaults {
    * before mark permits followed the free slots), not the free slots plus the marks ahead (marks-ahead-fixed).
    */
   readonly fixedMarkPool?: boolean;
-  /** A faulty ledger reader for a failed transaction's read-back: a read that fails (1 in 5) answers "no checkpoint" instead. */
+  /** A faulty ledger reader for a failed transaction's read-back: a read that fails (1 in 5) answers with what it had read before (the checkpoint before the newest). */
   readonly readBackSwallowsFailures?: boolean;
 }
 

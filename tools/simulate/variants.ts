@@ -75,10 +75,16 @@ export function fencedIsFinalIn(variant: SimVariant): boolean {
  * one that moved the offset is read back by the group's offset (stale without KIP-447), not the
  * ledger's checkpoint.
  */
-export function readBackIn(variant: SimVariant, commitOffset: bigint | undefined, publishes: boolean, checkpoint: Checkpoint | undefined): ReadBack {
+export function readBackIn(
+  variant: SimVariant,
+  commitOffset: bigint | undefined,
+  publishes: boolean,
+  checkpoint: Checkpoint | undefined,
+  floor?: bigint,
+): ReadBack {
   if (variant === 'resend-ahead-unread' && commitOffset === undefined) return { by: 'nothing' };
   if (variant === 'read-back-by-offset' && commitOffset !== undefined) return { by: 'offset', offset: commitOffset };
-  return readBackFor(commitOffset, publishes, checkpoint);
+  return readBackFor(commitOffset, publishes, checkpoint, floor);
 }
 
 /** A transition table that lets every move pass: a variant's wrong rule may take a record where the table says it cannot go. */

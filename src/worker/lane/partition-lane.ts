@@ -8,7 +8,7 @@ import { PartitionMachine, type Effect, type TransactionPlan } from '../protocol
 import { handleRecord, type RecordLane, type RecordOutcome } from '../send/record-handler.ts';
 import { publishesRecord } from './record-outcomes.ts';
 import { commandRecordBytes } from '../../contracts/dead-letter.ts';
-import { commitTransaction, type CommitTarget } from './partition-transaction.ts';
+import { commitTransaction, type CommitTarget, type CommittedWrite } from './partition-transaction.ts';
 import type { FetchedBatch, FetchedRecord } from '../../kafka/ports.ts';
 import type { LaneContext } from './lane-context.ts';
 
@@ -64,6 +64,8 @@ export class PartitionLane {
   #applying = false;
   readonly #ended = deferred<LaneEnd>();
   readonly #bytesFreed = (): void => this.#apply(() => this.#machine.bytesHeld(false));
+  /** The last transaction committed with a checkpoint: published again should Kafka have lost it (partition-transaction.ts, withLostRepublished). */
+  #lastCommitted: CommittedWrite | undefined;
   /** Waiters for what was done at the retirement to be committed (retireCommittedSoon): told after each event. */
   #retireCommitWaiters: (() => void)[] = [];
   /** Handovers being written: the lane ends after them (a shutdown disconnects their producer next). */
@@ -426,9 +428,12 @@ export class PartitionLane {
     const { claim } = this;
     const ledgerRecord = plan.checkpoint === undefined ? undefined : encodeCheckpoint(plan.checkpoint);
     const started = performance.now();
-    const write = { outcomes: plan.outcomes, commitOffset: plan.commitOffset?.toString(), ledgerRecord, readBack: plan.readBack };
+    const previous = this.#lastCommitted;
+    const write = { outcomes: plan.outcomes, commitOffset: plan.commitOffset?.toString(), ledgerRecord, readBack: plan.readBack, previous };
     commitTransaction(ctx.producers, this.#target, write, ctx.log, () => ctx.fetchCommittedOffset(claim.topic, claim.partition)).then(
-      () => {
+      ({ written }) => {
+        if (plan.checkpoint !== undefined)
+          this.#lastCommitted = { outcomes: plan.outcomes, floor: 'floor' in plan.readBack ? plan.readBack.floor : undefined, written };
         ctx.metrics.transactions.inc({ outcome: 'committed' });
         ctx.metrics.commitLatency.observe((performance.now() - started) / 1000);
         this.#apply(() => this.#machine.transactionCommitted(performance.now()));

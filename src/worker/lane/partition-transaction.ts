@@ -1,9 +1,9 @@
-import { BatchTooLargeError, FencedError, type OutgoingRecord, type PartitionProducers } from '../../kafka/ports.ts';
+import { BatchTooLargeError, FencedError, type OutgoingRecord, type PartitionProducers, type WrittenBatch } from '../../kafka/ports.ts';
 import { SmsWorkerError } from '../../errors.ts';
 import { retry } from '../../retry.ts';
 import type { Logger } from '../../observability/logger.ts';
 import { checkpointKey, type Checkpoint } from './ledger-checkpoint.ts';
-import { committedPerReadBack, type ReadBack } from '../protocol/transaction-plan.ts';
+import { mayRepublishLost, readBackVerdict, readsBack, type ReadBack } from '../protocol/transaction-plan.ts';
 import type { RecordOutcome } from '../send/record-handler.ts';
 import { publishesRecord } from './record-outcomes.ts';
 
@@ -48,6 +48,8 @@ export interface CommitTarget {
   readonly latestCheckpoint?: () => Promise<Checkpoint | undefined>;
   /** Whether a producer may be initialised again after a failed attempt now: false while the group rebalances (see mayInitialiseAgain). */
   readonly mayReinitialise?: () => boolean;
+  /** The values of the records of aborted transactions in [from, to) of a topic-partition (withLostRepublished). */
+  readonly abortedValues?: (topic: string, partition: number, from: bigint, to: bigint) => Promise<readonly Buffer[]>;
 }
 
 /**
@@ -98,9 +100,9 @@ export async function commitTransaction(
   /** The group's committed offset of this partition, as the broker has it now. */
   committedOffset: () => Promise<bigint>,
   attempts = 6,
-): Promise<{ results: number; deadLetters: number }> {
+): Promise<{ results: number; deadLetters: number; written: readonly WrittenBatch[] | undefined }> {
   const { outcomes, commitOffset, ledgerRecord, readBack } = write;
-  const sends = new TransactionSends(outcomes, ledgerRecord, target);
+  let sends = new TransactionSends(outcomes, ledgerRecord, target);
   const counts = { results: sends.results.length, deadLetters: sends.deadLetters.length };
   const attempt: AttemptState = { transactionFailed: false, dropped: false };
   return retry(
@@ -112,13 +114,14 @@ export async function commitTransaction(
       // ledger's checkpoint (ledger on), else the committed offset, as the machine's plan says
       // (`readBack`, protocol/transaction-plan.ts: readBackFor). A transaction without records to
       // publish or an offset to move (marks, withdrawals, repeats) is written again: its
-      // checkpoint twice is harmless.
-      if (n > 1 && (await committedBefore(producers, target, readBack, committedOffset, attempt))) {
+      // checkpoint twice is harmless, once the ledger is not below the claim's own (its floor).
+      const back = n > 1 ? await committedBefore(producers, target, readBack, committedOffset, attempt) : undefined;
+      if (back?.verdict === 'committed') {
         log.warn({ topic: target.topic, partition: target.partition, commitOffset }, 'the failed transaction had committed; not resending');
-        return counts;
+        return { ...counts, written: undefined };
       }
-      await sendOnce(producers, target, sends, commitOffset, log, attempt);
-      return counts;
+      if (back?.verdict === 'lost') sends = await withLostRepublished(sends, write, back.latest, target, log);
+      return { ...counts, written: await sendOnce(producers, target, sends, commitOffset, log, attempt) };
     },
     {
       attempts,
@@ -133,8 +136,67 @@ export async function commitTransaction(
   );
 }
 
+/**
+ * After a read-back found the claim's last committed transaction lost (readBackVerdict: `lost`):
+ * the failed transaction's sends, with that one's results and dead letters that Kafka aborted
+ * (its markers lost in these partitions too, the re-initialisation's ABORT ended them) published
+ * again, so the offset and the checkpoint do not move past commands whose results are gone. Its
+ * records a reader sees (markers written) or that still hang (a later marker of this producer there
+ * gives them the coordinator's COMMIT) are not sent again. Only if nothing older was lost
+ * (mayRepublishLost); else the claim ends (TransactionLostError) and the next one reads the marks
+ * Kafka kept, in doubt.
+ */
+async function withLostRepublished(
+  sends: TransactionSends,
+  write: TransactionWrite,
+  latest: Checkpoint | undefined,
+  target: CommitTarget,
+  log: Logger,
+): Promise<TransactionSends> {
+  const { previous } = write;
+  if (previous === undefined || !mayRepublishLost(previous.floor, latest)) throw new TransactionLostError(target);
+  const again = await abortedOf(previous, target);
+  log.warn(
+    { topic: target.topic, partition: target.partition, republished: again.length },
+    'Kafka lost the markers of the transaction this claim committed last (a broker restart): publishing again what of it was aborted',
+  );
+  return new TransactionSends([...again, ...write.outcomes], write.ledgerRecord, target, sends.maxBatchBytes);
+}
+
+/**
+ * The outcomes of `previous` whose records Kafka aborted: looked for in each partition it wrote,
+ * from where its batch began, as far as it wrote to that topic (other producers' records in between
+ * are told apart by value: a result or dead letter names its command). Without a way to read
+ * aborted records (or an offset a send did not give), every one of them: sent twice rather than lost.
+ */
+async function abortedOf(previous: CommittedWrite, target: CommitTarget): Promise<RecordOutcome[]> {
+  const published = previous.outcomes.filter(publishesRecord);
+  const { abortedValues } = target;
+  if (abortedValues === undefined || previous.written === undefined || previous.written.some((w) => w.baseOffset < 0n)) return published;
+  const topicOf = (outcome: RecordOutcome): string => (outcome.kind === 'result' ? target.resultTopic : target.deadLetterTopic);
+  const aborted = new Set<string>();
+  for (const batch of previous.written) {
+    const count = published.filter((o) => topicOf(o) === batch.topic).length;
+    if (count === 0) continue;
+    for (const value of await abortedValues(batch.topic, batch.partition, batch.baseOffset, batch.baseOffset + BigInt(count)))
+      aborted.add(`${batch.topic}\u0000${value.toString('base64')}`);
+  }
+  return published.filter((o) => o.value !== null && aborted.has(`${topicOf(o)}\u0000${o.value.toString('base64')}`));
+}
+
+/** The claim's last committed transaction (ledger on), kept until the next one commits: what a lost one publishes again. */
+export interface CommittedWrite {
+  readonly outcomes: readonly RecordOutcome[];
+  /** Its read-back's floor: the next offset of the checkpoint the claim had committed before it (none: its first). */
+  readonly floor: bigint | undefined;
+  /** Where its sends put the records of each topic-partition (undefined: not known, its commit was read back). */
+  readonly written: readonly WrittenBatch[] | undefined;
+}
+
 /** What one transaction writes, as the partition machine planned it (protocol/effects.ts, TransactionPlan). */
 export interface TransactionWrite {
+  /** The claim's last committed transaction, published again should the read-back find it lost. */
+  readonly previous?: CommittedWrite;
   readonly outcomes: readonly RecordOutcome[];
   /** The next offset to consume, or undefined when the transaction only writes the ledger. */
   readonly commitOffset: string | undefined;
@@ -165,7 +227,7 @@ class TransactionSends {
   maxBatchBytes: number;
   messages: { topic: string; messages: OutgoingRecord[] }[];
 
-  constructor(outcomes: readonly RecordOutcome[], ledgerRecord: Buffer | undefined, target: CommitTarget) {
+  constructor(outcomes: readonly RecordOutcome[], ledgerRecord: Buffer | undefined, target: CommitTarget, maxBatchBytes = target.maxBatchBytes) {
     for (const outcome of outcomes) {
       if (!publishesRecord(outcome)) continue;
       const record: OutgoingRecord = { key: outcome.key, value: outcome.value, ...(outcome.headers !== undefined && { headers: outcome.headers }) };
@@ -173,7 +235,7 @@ class TransactionSends {
     }
     this.ledgerRecord = ledgerRecord;
     this.#target = target;
-    this.maxBatchBytes = target.maxBatchBytes;
+    this.maxBatchBytes = maxBatchBytes;
     this.messages = this.#plan();
   }
 
@@ -211,15 +273,30 @@ async function committedBefore(
   readBack: ReadBack,
   committedOffset: () => Promise<bigint>,
   attempt: AttemptState,
-): Promise<boolean> {
+): Promise<ReadBackAnswer> {
   mayInitialiseAgain(target);
   const reader = readerOf(target, readBack, committedOffset);
-  if (reader === undefined) return false;
+  if (reader === undefined) return { verdict: 'resend', latest: undefined };
   try {
     return await committedAfterAll(producers, target, reader);
   } catch (error) {
     attempt.transactionFailed = !(error instanceof FencedError);
     throw error;
+  }
+}
+
+/**
+ * Transactions this claim committed were lost in the ledger partition (readBackVerdict: `lost`),
+ * more than the last one (or the last one is not known here): not retried. The claim ends; the next
+ * one reads the marks Kafka kept (in doubt) and the group's offset.
+ */
+export class TransactionLostError extends SmsWorkerError {
+  constructor(target: Pick<CommitTarget, 'topic' | 'partition'>) {
+    super(
+      'TRANSACTION_LOST',
+      `the ledger of ${target.topic}[${target.partition}] is behind a checkpoint this claim committed: Kafka lost that transaction's markers, and initialising the producer again aborted what it had left open; not sending the failed transaction again (the claim ends and the next one reads what Kafka kept)`,
+      { retryable: false },
+    );
   }
 }
 
@@ -231,7 +308,7 @@ async function sendOnce(
   commitOffset: string | undefined,
   log: Logger,
   attempt: AttemptState,
-): Promise<void> {
+): Promise<WrittenBatch[]> {
   for (;;) {
     // Never (re)initialise a producer without owning the partition: that would fence the owner.
     if (attempt.dropped) mayInitialiseAgain(target);
@@ -242,14 +319,15 @@ async function sendOnce(
       transaction = await producer.transaction();
       // One request per round: the i-th size chunk of every topic together (a request may carry
       // several record batches; one topic-partition's records in one request are one batch).
-      for (const round of rounds(sends.messages)) await transaction.send(round);
+      const written: WrittenBatch[] = [];
+      for (const round of rounds(sends.messages)) written.push(...(await transaction.send(round)));
       if (commitOffset !== undefined)
         await transaction.sendOffsets({
           consumerGroupId: target.consumerGroup,
           topics: [{ topic: target.topic, partitions: [{ partition: target.partition, offset: commitOffset }] }],
         });
       await transaction.commit();
-      return;
+      return written;
     } catch (error) {
       // An abort that fails leaves the transaction to the coordinator until the partition's
       // producer is initialised again: open (its coordinator moved too), or, after a commit
@@ -282,14 +360,23 @@ async function sendOnce(
   }
 }
 
-/** Reads back what `readBack` names: undefined when nothing the failed transaction wrote would be duplicated. */
-function readerOf(target: CommitTarget, readBack: ReadBack, committedOffset: () => Promise<bigint>): (() => Promise<boolean>) | undefined {
-  if (readBack.by === 'nothing') return undefined;
-  if (readBack.by === 'offset') return async () => committedPerReadBack(readBack, { committedOffset: await committedOffset() });
+/** What a read-back told, and the ledger's newest checkpoint it read (ledger on). */
+interface ReadBackAnswer {
+  readonly verdict: ReturnType<typeof readBackVerdict>;
+  readonly latest: Checkpoint | undefined;
+}
+
+/** Reads back what `readBack` names: undefined when nothing the failed transaction wrote would be duplicated and no floor is to be checked. */
+function readerOf(target: CommitTarget, readBack: ReadBack, committedOffset: () => Promise<bigint>): (() => Promise<ReadBackAnswer>) | undefined {
+  if (!readsBack(readBack)) return undefined;
+  if (readBack.by === 'offset') return async () => ({ verdict: readBackVerdict(readBack, { committedOffset: await committedOffset() }), latest: undefined });
   const { latestCheckpoint } = target;
   if (latestCheckpoint === undefined)
     throw new Error(`cannot tell whether the failed transaction of ${target.topic}[${target.partition}] committed: no ledger reader`);
-  return async () => committedPerReadBack(readBack, { checkpoint: await latestCheckpoint() });
+  return async () => {
+    const latest = await latestCheckpoint();
+    return { verdict: readBackVerdict(readBack, { checkpoint: latest }), latest };
+  };
 }
 
 function staleClaim(target: CommitTarget): FencedError {
@@ -318,7 +405,7 @@ function mayInitialiseAgain(target: CommitTarget): void {
 }
 
 /** Initialises the partition's producer again (which ends the failed transaction either way), then asks `readBack`; throws when that cannot be told. */
-async function committedAfterAll(producers: PartitionProducers, target: CommitTarget, readBack: () => Promise<boolean>): Promise<boolean> {
+async function committedAfterAll<V>(producers: PartitionProducers, target: CommitTarget, readBack: () => Promise<V>): Promise<V> {
   try {
     await producers.forPartition(target.topic, target.partition, target.generation);
     return await readBack();

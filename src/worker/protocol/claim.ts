@@ -24,8 +24,13 @@ export interface PartitionClaim {
    * ahead of slower records, or this one did), with their commandIds: never taken again.
    */
   readonly answered?: Map<bigint, string>;
-  /** The committed offset as this owner last committed it (starts at `start`). */
-  readonly position: { committed: bigint };
+  /**
+   * The committed offset as this owner last committed it (starts at `start`), and the next offset of
+   * the newest ledger checkpoint this claim committed (`checkpointed`, none before its first): a
+   * failed transaction's read-back that finds the ledger's newest checkpoint below it learns that
+   * Kafka lost a transaction this claim had committed (transaction-plan.ts, readBackVerdict).
+   */
+  readonly position: { committed: bigint; checkpointed?: bigint };
   /**
    * Names this claim's marks (`OpenMark.by`): `owner` is unique to the claim (the driver makes it:
    * random in the worker), `made` counts the marks opened. A handover names the mark it settles, so

@@ -45,7 +45,7 @@ export function planTransaction<O>(
     ahead: ahead.map((entry) => entry.offset),
     commitOffset,
     checkpoint,
-    readBack: readBackFor(commitOffset, outcomes.some(publishes), checkpoint),
+    readBack: readBackFor(commitOffset, outcomes.some(publishes), checkpoint, claim.position.checkpointed),
     closing,
   };
 }
@@ -60,6 +60,7 @@ export function settleCommitted<O>(claim: PartitionClaim, plan: TransactionPlan<
     published(offset);
     claim.open.delete(offset);
   }
+  if (plan.checkpoint !== undefined) claim.position.checkpointed = plan.checkpoint.next;
   const next = plan.commitOffset;
   if (next === undefined) return;
   claim.position.committed = next;
@@ -68,30 +69,60 @@ export function settleCommitted<O>(claim: PartitionClaim, plan: TransactionPlan<
   for (const offset of [...(claim.answered?.keys() ?? [])]) if (offset < next) claim.answered?.delete(offset);
 }
 
-export function readBackFor(commitOffset: bigint | undefined, publishes: boolean, checkpoint: Checkpoint | undefined): ReadBack {
-  if (commitOffset === undefined && !publishes) return { by: 'nothing' };
-  if (checkpoint !== undefined) return { by: 'checkpoint', written: checkpoint };
+export function readBackFor(
+  commitOffset: bigint | undefined,
+  publishes: boolean,
+  checkpoint: Checkpoint | undefined,
+  /** The next offset of the newest checkpoint the claim committed (PartitionClaim.position.checkpointed). */
+  floor?: bigint,
+): ReadBack {
+  const below = checkpoint !== undefined && floor !== undefined ? { floor } : {};
+  if (commitOffset === undefined && !publishes) return { by: 'nothing', ...below };
+  if (checkpoint !== undefined) return { by: 'checkpoint', written: checkpoint, ...below };
   if (commitOffset !== undefined) return { by: 'offset', offset: commitOffset };
   // Results ahead of the offset are only published with the ledger on, in a transaction with its checkpoint.
   throw new Error('results published ahead of the offset without a ledger checkpoint');
 }
 
 /**
- * Whether the transaction `readBack` describes committed: the committed offset reached its offset,
- * or the ledger's newest checkpoint is the one it wrote or a later one. Its own: the same next
- * offset and every record it lists as answered (an earlier checkpoint has a lower next offset, or
- * the same one without the records this transaction published ahead); later: a higher next offset
- * (only another owner, after fencing this one, can have written it: what it answered is not
- * this transaction's to send again).
+ * What a failed transaction's read-back says, once the partition's producer was initialised again:
+ *   - `committed`: the committed offset reached its offset, or the ledger's newest checkpoint is the
+ *     one it wrote or a later one. Its own: the same next offset and every record it lists as
+ *     answered (an earlier checkpoint has a lower next offset, or the same one without the records
+ *     this transaction published ahead); later: a higher next offset (only another owner, after
+ *     fencing this one, can have written it: what it answered is not this transaction's to send again).
+ *   - `lost`: the ledger's newest checkpoint is below the newest one this claim committed (`floor`).
+ *     Kafka completed that transaction with its markers lost, and the initialisation's ABORT ended
+ *     what it had left open in the partitions the failed one wrote too: its results may be gone while
+ *     the claim counts them published. Sending the failed transaction again would move the offset
+ *     and the checkpoint past them (`npm run simulate -- --lost-markers on`: nothing-lost); the claim
+ *     ends instead, and the next one reads what Kafka kept (their marks, in doubt).
+ *   - `resend`: neither: it did not commit (or, `nothing`, writing it again is harmless).
  */
-export function committedPerReadBack(
-  readBack: Exclude<ReadBack, { by: 'nothing' }>,
+export function readBackVerdict(
+  readBack: ReadBack,
   broker: { readonly committedOffset?: bigint; readonly checkpoint?: Checkpoint | undefined },
-): boolean {
-  if (readBack.by === 'offset') return broker.committedOffset !== undefined && broker.committedOffset >= readBack.offset;
+): 'committed' | 'lost' | 'resend' {
+  if (readBack.by === 'offset') return broker.committedOffset !== undefined && broker.committedOffset >= readBack.offset ? 'committed' : 'resend';
   const latest = broker.checkpoint;
-  if (latest === undefined || latest.next < readBack.written.next) return false;
-  if (latest.next > readBack.written.next) return true;
+  if (readBack.floor !== undefined && (latest === undefined || latest.next < readBack.floor)) return 'lost';
+  if (readBack.by === 'nothing') return 'resend';
+  if (latest === undefined || latest.next < readBack.written.next) return 'resend';
+  if (latest.next > readBack.written.next) return 'committed';
   const answered = new Set((latest.done ?? []).map((d) => d.offset));
-  return (readBack.written.done ?? []).every((d) => answered.has(d.offset));
+  return (readBack.written.done ?? []).every((d) => answered.has(d.offset)) ? 'committed' : 'resend';
+}
+
+/** Whether a read-back asks anything of the broker: a `nothing` without a floor is written again unread. */
+export function readsBack(readBack: ReadBack): boolean {
+  return readBack.by !== 'nothing' || readBack.floor !== undefined;
+}
+
+/**
+ * Whether, after a read-back found the claim's ledger below its floor (`lost`), publishing the
+ * last committed transaction again restores what was lost: the ledger's newest checkpoint is at
+ * least that transaction's own floor (the checkpoint before it), so nothing older is missing.
+ */
+export function mayRepublishLost(previousFloor: bigint | undefined, latest: Checkpoint | undefined): boolean {
+  return previousFloor !== undefined && latest !== undefined && latest.next >= previousFloor;
 }

@@ -254,6 +254,11 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
     assignerHints,
     handovers,
     latestCheckpoint: (partition, generation) => effects.checkpoint(partition, 'end', generation),
+    abortedValues: async (t, partition, from, to) => {
+      const values: Buffer[] = [];
+      await reader.forEachAborted(t, partition, from, to, (record) => void (record.value !== null && values.push(record.value)));
+      return values;
+    },
     movedAway: (partition, generation) => producers.renew(topic, partition, generation, commandPartitions <= PREPARE_AHEAD_MAX_PARTITIONS),
     warmClaimReads: () =>
       warmSteps({

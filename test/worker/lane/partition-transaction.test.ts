@@ -3,8 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { FencedError } from '../../../src/kafka/ports.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import type { RecordOutcome } from '../../../src/worker/send/record-handler.ts';
-import { chunkBySize, commitTransaction, type CommitTarget, type TransactionWrite } from '../../../src/worker/lane/partition-transaction.ts';
-import { checkpointKey, decodeCheckpoint, encodeCheckpoint } from '../../../src/worker/lane/ledger-checkpoint.ts';
+import {
+  chunkBySize,
+  commitTransaction,
+  TransactionLostError,
+  type CommitTarget,
+  type TransactionWrite,
+} from '../../../src/worker/lane/partition-transaction.ts';
+import { checkpointKey, decodeCheckpoint, encodeCheckpoint, type Checkpoint } from '../../../src/worker/lane/ledger-checkpoint.ts';
 import { readBackFor } from '../../../src/worker/protocol/transaction-plan.ts';
 import { publishesRecord } from '../../../src/worker/lane/record-outcomes.ts';
 import { FakeProducers } from '../../helpers/fake-producers.ts';
@@ -55,7 +61,15 @@ describe('commitTransaction', () => {
   it('writes results, the ledger checkpoint and the next offset in one committed transaction', async () => {
     const producers = new FakeProducers();
     const counts = await commitTransaction(producers, target, write(outcomes, '12', Buffer.from('{}')), log, async () => producers.groupOffset('cmds', 3));
-    expect(counts).toEqual({ results: 2, deadLetters: 0 });
+    // Where each topic-partition's records went: what a read-back looks in should Kafka lose this transaction.
+    expect(counts).toEqual({
+      results: 2,
+      deadLetters: 0,
+      written: [
+        { topic: 'res', partition: 0, baseOffset: 0n },
+        { topic: 'ledger', partition: 3, baseOffset: 0n },
+      ],
+    });
     expect(producers.transactions).toHaveLength(1);
     const [tx] = producers.transactions;
     expect(tx?.state).toBe('committed');
@@ -205,6 +219,72 @@ describe('commitTransaction', () => {
     expect(producers.committedKeys('res')).toEqual(['b']);
   });
 
+  describe('a transaction this claim committed, lost by Kafka (its markers lost in a broker restart, then aborted)', () => {
+    const key = checkpointKey(target.consumerGroup, target.topic);
+    const decoded = (record: Buffer): Checkpoint => decodeCheckpoint(Buffer.from(key), record, key) as Checkpoint;
+    const lastCheckpoint = encodeCheckpoint({ next: 9n, open: [] });
+    const failing = encodeCheckpoint({ next: 12n, open: [] });
+    /** The failed transaction: `z`, the offset to 12, read back against the floor 9 (the last checkpoint the claim committed). */
+    const failed = (previous: TransactionWrite['previous']): TransactionWrite => ({
+      outcomes: [resultOutcome('z')],
+      commitOffset: '12',
+      ledgerRecord: failing,
+      readBack: { by: 'checkpoint', written: decoded(failing), floor: 9n },
+      previous,
+    });
+
+    /** Commits the claim's last transaction (`x`, `y`, checkpoint 9, written on floor 5), then fails the next one once. */
+    async function lastCommittedThenFailing(producers: FakeProducers): Promise<NonNullable<TransactionWrite['previous']>> {
+      const last = [resultOutcome('x'), resultOutcome('y')];
+      const { written } = await commitTransaction(producers, target, { ...write(last, '9', lastCheckpoint), previous: undefined }, log, async () => 9n);
+      producers.fate = (tx) => (tx.id === 1 ? 'fail' : 'ok');
+      return { outcomes: last, floor: 5n, written };
+    }
+
+    it('publishes again what Kafka aborted of it, with the failed transaction, and nothing it kept', async () => {
+      const producers = new FakeProducers();
+      const previous = await lastCommittedThenFailing(producers);
+      const asked: string[] = [];
+      const lost: CommitTarget = {
+        ...target,
+        // The ledger's newest is the checkpoint before the last one (5): the initialisation's ABORT ended it.
+        latestCheckpoint: async () => ({ next: 5n, open: [] }),
+        // Of its results, x was aborted with it; y's marker had been written.
+        abortedValues: async (topic, partition, from, to) => {
+          asked.push(`${topic}[${partition}] ${from}..${to}`);
+          return [Buffer.from('result of x')];
+        },
+      };
+      await commitTransaction(producers, lost, failed(previous), log, async () => 0n);
+      expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'aborted', 'committed']);
+      expect(producers.transactions[2]?.sends.find((s) => s.topic === 'res')?.messages.map((m) => m.key)).toEqual(['x', 'z']);
+      expect(asked).toEqual(['res[0] 0..2']);
+    });
+
+    it('publishes all of it again when what was aborted cannot be read (twice rather than lost)', async () => {
+      const producers = new FakeProducers();
+      const previous = await lastCommittedThenFailing(producers);
+      const lost: CommitTarget = { ...target, latestCheckpoint: async () => ({ next: 5n, open: [] }) };
+      await commitTransaction(producers, lost, failed(previous), log, async () => 0n);
+      expect(producers.transactions[2]?.sends.find((s) => s.topic === 'res')?.messages.map((m) => m.key)).toEqual(['x', 'y', 'z']);
+    });
+
+    it('ends the claim, sending nothing again, when more than its last transaction was lost or the last is not known', async () => {
+      for (const [latest, previous] of [
+        [{ next: 3n, open: [] }, 'known'],
+        [{ next: 5n, open: [] }, 'unknown'],
+      ] as const) {
+        const producers = new FakeProducers();
+        const last = await lastCommittedThenFailing(producers);
+        const lost: CommitTarget = { ...target, latestCheckpoint: async () => latest };
+        await expect(commitTransaction(producers, lost, failed(previous === 'known' ? last : undefined), log, async () => 0n)).rejects.toThrow(
+          TransactionLostError,
+        );
+        expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'aborted']);
+      }
+    });
+  });
+
   it('does not resend while the ledger cannot be read back: it asks again at the next attempt', async () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
@@ -263,7 +343,7 @@ describe('commitTransaction: a send the broker refuses as too large', () => {
     const counts = await commitTransaction(producers, { ...target, maxBatchBytes: 10_000 }, write(many, '8', undefined), log, async () =>
       producers.groupOffset('cmds', 3),
     );
-    expect(counts).toEqual({ results: 8, deadLetters: 0 });
+    expect(counts).toMatchObject({ results: 8, deadLetters: 0 });
     const committed = producers.transactions.filter((t) => t.state === 'committed');
     expect(committed).toHaveLength(1);
     expect(committed[0]?.sends.flatMap((s) => s.messages.map((m) => m.key))).toEqual(many.map((_, i) => `command-${i}`));
