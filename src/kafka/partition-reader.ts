@@ -271,6 +271,18 @@ export class PartitionReader {
   }
 
   /**
+   * The values of the records of aborted transactions in [from, to), or undefined while a
+   * transaction there is not decided yet (the last stable offset below `to`): only below it does a
+   * record not listed mean one a read_committed reader sees (or one never written there).
+   */
+  async abortedValues(topic: string, partition: number, from: bigint, to: bigint): Promise<Buffer[] | undefined> {
+    if ((await this.ends(topic, partition, from)).stable < to) return undefined;
+    const values: Buffer[] = [];
+    await this.forEachAborted(topic, partition, from, to, (record) => void (record.value !== null && values.push(record.value)));
+    return values;
+  }
+
+  /**
    * The reads' loop over [from, to): `step` reads from an offset and says where to go on from
    * (undefined: stop early); past `deadlineMs` it fails with KAFKA_READ_TIMEOUT, naming `what`.
    */

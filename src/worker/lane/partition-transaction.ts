@@ -48,8 +48,8 @@ export interface CommitTarget {
   readonly latestCheckpoint?: () => Promise<Checkpoint | undefined>;
   /** Whether a producer may be initialised again after a failed attempt now: false while the group rebalances (see mayInitialiseAgain). */
   readonly mayReinitialise?: () => boolean;
-  /** The values of the records of aborted transactions in [from, to) of a topic-partition (withLostRepublished). */
-  readonly abortedValues?: (topic: string, partition: number, from: bigint, to: bigint) => Promise<readonly Buffer[]>;
+  /** The values of the records of aborted transactions in [from, to) of a topic-partition; undefined while one there is undecided (withLostRepublished). */
+  readonly abortedValues?: (topic: string, partition: number, from: bigint, to: bigint) => Promise<readonly Buffer[] | undefined>;
 }
 
 /**
@@ -167,7 +167,8 @@ async function withLostRepublished(
  * The outcomes of `previous` whose records Kafka aborted: looked for in each partition it wrote,
  * from where its batch began, as far as it wrote to that topic (other producers' records in between
  * are told apart by value: a result or dead letter names its command). Without a way to read
- * aborted records (or an offset a send did not give), every one of them: sent twice rather than lost.
+ * aborted records, an offset a send did not give, or while a transaction in such a range is still
+ * undecided, every one of them: sent twice rather than lost.
  */
 async function abortedOf(previous: CommittedWrite, target: CommitTarget): Promise<RecordOutcome[]> {
   const published = previous.outcomes.filter(publishesRecord);
@@ -178,8 +179,10 @@ async function abortedOf(previous: CommittedWrite, target: CommitTarget): Promis
   for (const batch of previous.written) {
     const count = published.filter((o) => topicOf(o) === batch.topic).length;
     if (count === 0) continue;
-    for (const value of await abortedValues(batch.topic, batch.partition, batch.baseOffset, batch.baseOffset + BigInt(count)))
-      aborted.add(`${batch.topic}\u0000${value.toString('base64')}`);
+    const values = await abortedValues(batch.topic, batch.partition, batch.baseOffset, batch.baseOffset + BigInt(count));
+    // A transaction still open there (another producer's, or this one's left hanging): not told yet.
+    if (values === undefined) return published;
+    for (const value of values) aborted.add(`${batch.topic}\u0000${value.toString('base64')}`);
   }
   return published.filter((o) => o.value !== null && aborted.has(`${topicOf(o)}\u0000${o.value.toString('base64')}`));
 }

@@ -254,11 +254,7 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
     assignerHints,
     handovers,
     latestCheckpoint: (partition, generation) => effects.checkpoint(partition, 'end', generation),
-    abortedValues: async (t, partition, from, to) => {
-      const values: Buffer[] = [];
-      await reader.forEachAborted(t, partition, from, to, (record) => void (record.value !== null && values.push(record.value)));
-      return values;
-    },
+    abortedValues: (t, partition, from, to) => reader.abortedValues(t, partition, from, to),
     movedAway: (partition, generation) => producers.renew(topic, partition, generation, commandPartitions <= PREPARE_AHEAD_MAX_PARTITIONS),
     warmClaimReads: () =>
       warmSteps({

@@ -261,12 +261,15 @@ describe('commitTransaction', () => {
       expect(asked).toEqual(['res[0] 0..2']);
     });
 
-    it('publishes all of it again when what was aborted cannot be read (twice rather than lost)', async () => {
-      const producers = new FakeProducers();
-      const previous = await lastCommittedThenFailing(producers);
-      const lost: CommitTarget = { ...target, latestCheckpoint: async () => ({ next: 5n, open: [] }) };
-      await commitTransaction(producers, lost, failed(previous), log, async () => 0n);
-      expect(producers.transactions[2]?.sends.find((s) => s.topic === 'res')?.messages.map((m) => m.key)).toEqual(['x', 'y', 'z']);
+    it('publishes all of it again when what was aborted cannot be read, or not yet told (twice rather than lost)', async () => {
+      const undecided = async (): Promise<undefined> => undefined;
+      for (const abortedValues of [undefined, undecided]) {
+        const producers = new FakeProducers();
+        const previous = await lastCommittedThenFailing(producers);
+        const lost: CommitTarget = { ...target, latestCheckpoint: async () => ({ next: 5n, open: [] }), ...(abortedValues && { abortedValues }) };
+        await commitTransaction(producers, lost, failed(previous), log, async () => 0n);
+        expect(producers.transactions[2]?.sends.find((s) => s.topic === 'res')?.messages.map((m) => m.key)).toEqual(['x', 'y', 'z']);
+      }
     });
 
     it('ends the claim, sending nothing again, when more than its last transaction was lost or the last is not known', async () => {
