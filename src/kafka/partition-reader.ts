@@ -122,6 +122,11 @@ function createCluster(kafka: Kafka): KafkaJsCluster {
   return create({ isolationLevel: READ_COMMITTED, allowAutoTopicCreation: false }) as KafkaJsCluster;
 }
 
+/** How long fateOfWritten waits for another producer's transaction below a batch to be decided. */
+const UNDECIDED_WAIT_MS = 3_000;
+/** How often it looks meanwhile. */
+const UNDECIDED_POLL_MS = 100;
+
 export class PartitionReader {
   readonly #cluster: KafkaJsCluster;
   /** markerOutlook's asks under way, by transactional id and partition, with when each began (performance.now). */
@@ -271,15 +276,45 @@ export class PartitionReader {
   }
 
   /**
-   * The values of the records of aborted transactions in [from, to), or undefined while a
-   * transaction there is not decided yet (the last stable offset below `to`): only below it does a
-   * record not listed mean one a read_committed reader sees (or one never written there).
+   * What became of a record batch a transaction wrote at `baseOffset`, its values among `candidates`
+   * (the transaction's records for this topic; a result or dead letter names its command): `ours`,
+   * the batch's records as written (read from `baseOffset` while they are candidates), and `fate`:
+   * the values of those aborted (a read_committed reader sees the rest); `open` when the partition's
+   * earliest open transaction is that one (it hangs here: the producer's next marker decides it);
+   * undefined when another transaction below the batch's end stays open past `waitMs` (not told yet).
    */
-  async abortedValues(topic: string, partition: number, from: bigint, to: bigint): Promise<Buffer[] | undefined> {
-    if ((await this.ends(topic, partition, from)).stable < to) return undefined;
-    const values: Buffer[] = [];
-    await this.forEachAborted(topic, partition, from, to, (record) => void (record.value !== null && values.push(record.value)));
-    return values;
+  async fateOfWritten(
+    topic: string,
+    partition: number,
+    baseOffset: bigint,
+    candidates: readonly Buffer[],
+    waitMs = UNDECIDED_WAIT_MS,
+  ): Promise<{ readonly ours: Buffer[]; readonly fate: Buffer[] | 'open' | undefined }> {
+    const wanted = new Set(candidates.map((value) => value.toString('base64')));
+    const isCandidate = (value: Buffer | null): value is Buffer => value !== null && wanted.has(value.toString('base64'));
+    const { high } = await this.ends(topic, partition, baseOffset);
+    const last = baseOffset + BigInt(candidates.length) < high ? baseOffset + BigInt(candidates.length) : high;
+    const ours: Buffer[] = [];
+    let end = baseOffset;
+    await this.forEachWritten(topic, partition, baseOffset, last, (record) => {
+      if (record.offset !== end || !isCandidate(record.value)) return;
+      ours.push(record.value);
+      end = record.offset + 1n;
+    });
+    if (ours.length === 0) return { ours, fate: undefined };
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const { stable } = await this.ends(topic, partition, baseOffset);
+      if (stable >= end) break;
+      let hangs = false;
+      await this.forEachWritten(topic, partition, stable, stable + 1n, (record) => void (hangs = isCandidate(record.value)));
+      if (hangs) return { ours, fate: 'open' };
+      if (Date.now() >= deadline) return { ours, fate: undefined };
+      await new Promise((resolve) => setTimeout(resolve, UNDECIDED_POLL_MS));
+    }
+    const aborted: Buffer[] = [];
+    await this.forEachAborted(topic, partition, baseOffset, end, (record) => void (record.value !== null && aborted.push(record.value)));
+    return { ours, fate: aborted };
   }
 
   /**

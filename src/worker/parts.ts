@@ -59,8 +59,8 @@ export interface WorkerParts extends SharedParts {
   readonly commandPartitions: number;
   /** The newest checkpoint of the source's ledger partition n, read to its end (undefined with the ledger off). */
   readonly latestCheckpoint: (partition: number, generation: number) => Promise<Checkpoint | undefined>;
-  /** The values of the records of aborted transactions in [from, to) of a topic-partition, undefined while a transaction there is undecided: what Kafka aborted of a transaction whose markers it lost (partition-transaction.ts, abortedOf). */
-  readonly abortedValues?: (topic: string, partition: number, from: bigint, to: bigint) => Promise<readonly Buffer[] | undefined>;
+  /** What became of a record batch a transaction wrote (PartitionReader.fateOfWritten): what a transaction Kafka lost publishes again (partition-transaction.ts, abortedOf). */
+  readonly fateOfWritten?: PartitionReader['fateOfWritten'];
   /** The source's handovers (ledger on). */
   readonly handovers: Handovers | undefined;
   /** Walks a claim's reads once (on partition 0) before the group is joined: warm-up.ts says why. */
@@ -88,7 +88,7 @@ export type PipelineParts = Pick<
   | 'maxRecordBytes'
   | 'admin'
   | 'latestCheckpoint'
-  | 'abortedValues'
+  | 'fateOfWritten'
   | 'movedAway'
   | 'commandPartitions'
 > & { readonly producers: PartitionProducers; readonly codec: RecordCodec };

@@ -41,38 +41,50 @@ describe('read_committed through src/kafka/kafkajs.ts', () => {
   });
 });
 
-describe('PartitionReader.abortedValues (what Kafka aborted of a transaction whose markers it lost)', () => {
-  it('lists the values of aborted records in a range, and says nothing while a transaction there is open', async () => {
+describe('PartitionReader.fateOfWritten (what Kafka did with a batch of a transaction whose markers it lost)', () => {
+  it('tells a batch aborted, seen, or still open as its own, and says nothing while another producer’s transaction below stays open', async () => {
     const kafka = testKafka();
-    const topic = uniqueName('aborted');
+    const topic = uniqueName('fate');
     await createTopics(kafka, [{ topic }]);
-    const producer = kafka.producer({ transactionalId: uniqueName('aborting'), idempotent: true, maxInFlightRequests: 1 });
-    const other = kafka.producer({ transactionalId: uniqueName('open'), idempotent: true, maxInFlightRequests: 1 });
+    const producer = kafka.producer({ transactionalId: uniqueName('ours'), idempotent: true, maxInFlightRequests: 1 });
+    const other = kafka.producer({ transactionalId: uniqueName('other'), idempotent: true, maxInFlightRequests: 1 });
     const reader = new PartitionReader(kafka);
     await Promise.all([producer.connect(), other.connect()]);
+    const values = (...v: string[]): Buffer[] => v.map((s) => Buffer.from(s));
     try {
-      const send = async (values: string[], end: 'commit' | 'abort'): Promise<void> => {
+      const send = async (sent: string[], end: 'commit' | 'abort'): Promise<void> => {
         const transaction = await producer.transaction();
-        await transaction.send({ topic, messages: values.map((value) => ({ value, partition: 0 })) });
+        await transaction.send({ topic, messages: sent.map((value) => ({ value, partition: 0 })) });
         await (end === 'commit' ? transaction.commit() : transaction.abort());
       };
+      // Offsets: kept-1 0 (marker 1), gone-1 2 and gone-2 3 (ABORT 4), kept-2 5 (marker 6).
       await send(['kept-1'], 'commit');
       await send(['gone-1', 'gone-2'], 'abort');
       await send(['kept-2'], 'commit');
-      // Offsets: kept-1 0, its marker 1, gone-1 2, gone-2 3, the abort 4, kept-2 5, its marker 6.
-      expect((await reader.abortedValues(topic, 0, 0n, 7n))?.map(String)).toEqual(['gone-1', 'gone-2']);
-      expect((await reader.abortedValues(topic, 0, 3n, 4n))?.map(String)).toEqual(['gone-2']);
-      expect(await reader.abortedValues(topic, 0, 5n, 6n)).toEqual([]);
+      const aborted = await reader.fateOfWritten(topic, 0, 2n, values('gone-1', 'gone-2', 'elsewhere'));
+      expect(aborted.ours.map(String)).toEqual(['gone-1', 'gone-2']);
+      expect((aborted.fate as Buffer[]).map(String)).toEqual(['gone-1', 'gone-2']);
+      const seen = await reader.fateOfWritten(topic, 0, 5n, values('kept-2', 'elsewhere'));
+      expect(seen.ours.map(String)).toEqual(['kept-2']);
+      expect(seen.fate).toEqual([]);
+      // Records of another transaction at the offset: none of ours there.
+      expect((await reader.fateOfWritten(topic, 0, 5n, values('gone-1'))).ours).toEqual([]);
 
-      // Another producer's transaction left open at 7: nothing from there on is decided yet.
+      // Another producer's transaction left open at 7, below ours at 8: not told within the wait.
       const open = await other.transaction();
       await open.send({ topic, messages: [{ value: 'undecided', partition: 0 }] });
-      expect(await reader.abortedValues(topic, 0, 2n, 8n)).toBeUndefined();
-      expect((await reader.abortedValues(topic, 0, 2n, 7n))?.map(String)).toEqual(['gone-1', 'gone-2']);
+      const mine = await producer.transaction();
+      await mine.send({ topic, messages: [{ value: 'hanging', partition: 0 }] });
+      expect((await reader.fateOfWritten(topic, 0, 8n, values('hanging'), 300)).fate).toBeUndefined();
+      // Once the other one is decided, the earliest open transaction is ours: it hangs here.
       await open.abort();
-      // Its coordinator writes the ABORT marker after answering: decided once the marker is in.
-      const decided = await eventually(async () => reader.abortedValues(topic, 0, 2n, 9n), 30_000, 'the abort marker');
-      expect(decided.map(String)).toEqual(['gone-1', 'gone-2', 'undecided']);
+      const hangs = await eventually(
+        async () => ((await reader.fateOfWritten(topic, 0, 8n, values('hanging'), 300)).fate === 'open' ? true : undefined),
+        30_000,
+        'our transaction as the earliest open one',
+      );
+      expect(hangs).toBe(true);
+      await mine.abort();
     } finally {
       await reader.close();
       await Promise.all([producer.disconnect(), other.disconnect()]);

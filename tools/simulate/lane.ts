@@ -1,4 +1,5 @@
 import type { PartitionClaim } from '../../src/worker/protocol/claim.ts';
+import type { Checkpoint } from '../../src/worker/lane/ledger-checkpoint.ts';
 import { mayRepublishLost, readBackVerdict, readsBack } from '../../src/worker/protocol/transaction-plan.ts';
 import { PartitionMachine, type Effect, type TransactionPlan } from '../../src/worker/protocol/partition-machine.ts';
 import type { ClaimState } from '../../src/worker/protocol/table.ts';
@@ -478,7 +479,7 @@ export class Lane implements HandlerLane {
   }
 
   /** As partition-lane.ts keeps it: the last transaction committed with a checkpoint (its outcomes and its read-back's floor). */
-  #lastCommitted: { readonly txn: number; readonly outcomes: readonly SimOutcome[]; readonly floor: bigint | undefined } | undefined;
+  #lastCommitted: { readonly txn: number; readonly outcomes: readonly SimOutcome[]; readonly floor: Checkpoint | undefined } | undefined;
 
   #committed({ id, plan }: Txn): void {
     if (plan.checkpoint !== undefined)

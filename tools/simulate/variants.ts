@@ -80,7 +80,7 @@ export function readBackIn(
   commitOffset: bigint | undefined,
   publishes: boolean,
   checkpoint: Checkpoint | undefined,
-  floor?: bigint,
+  floor?: Checkpoint,
 ): ReadBack {
   if (variant === 'resend-ahead-unread' && commitOffset === undefined) return { by: 'nothing' };
   if (variant === 'read-back-by-offset' && commitOffset !== undefined) return { by: 'offset', offset: commitOffset };

@@ -431,9 +431,8 @@ export class PartitionLane {
     const previous = this.#lastCommitted;
     const write = { outcomes: plan.outcomes, commitOffset: plan.commitOffset?.toString(), ledgerRecord, readBack: plan.readBack, previous };
     commitTransaction(ctx.producers, this.#target, write, ctx.log, () => ctx.fetchCommittedOffset(claim.topic, claim.partition)).then(
-      ({ written }) => {
-        if (plan.checkpoint !== undefined)
-          this.#lastCommitted = { outcomes: plan.outcomes, floor: 'floor' in plan.readBack ? plan.readBack.floor : undefined, written };
+      ({ written, sent }) => {
+        if (plan.checkpoint !== undefined) this.#lastCommitted = { outcomes: sent, floor: 'floor' in plan.readBack ? plan.readBack.floor : undefined, written };
         ctx.metrics.transactions.inc({ outcome: 'committed' });
         ctx.metrics.commitLatency.observe((performance.now() - started) / 1000);
         this.#apply(() => this.#machine.transactionCommitted(performance.now()));

@@ -1,4 +1,5 @@
 import { BatchTooLargeError, FencedError, type OutgoingRecord, type PartitionProducers, type WrittenBatch } from '../../kafka/ports.ts';
+import type { PartitionReader } from '../../kafka/partition-reader.ts';
 import { SmsWorkerError } from '../../errors.ts';
 import { retry } from '../../retry.ts';
 import type { Logger } from '../../observability/logger.ts';
@@ -48,8 +49,8 @@ export interface CommitTarget {
   readonly latestCheckpoint?: () => Promise<Checkpoint | undefined>;
   /** Whether a producer may be initialised again after a failed attempt now: false while the group rebalances (see mayInitialiseAgain). */
   readonly mayReinitialise?: () => boolean;
-  /** The values of the records of aborted transactions in [from, to) of a topic-partition; undefined while one there is undecided (withLostRepublished). */
-  readonly abortedValues?: (topic: string, partition: number, from: bigint, to: bigint) => Promise<readonly Buffer[] | undefined>;
+  /** What became of a record batch a transaction wrote (PartitionReader.fateOfWritten): what a lost transaction publishes again (withLostRepublished). */
+  readonly fateOfWritten?: PartitionReader['fateOfWritten'];
 }
 
 /**
@@ -100,9 +101,18 @@ export async function commitTransaction(
   /** The group's committed offset of this partition, as the broker has it now. */
   committedOffset: () => Promise<bigint>,
   attempts = 6,
-): Promise<{ results: number; deadLetters: number; written: readonly WrittenBatch[] | undefined }> {
+): Promise<{
+  results: number;
+  deadLetters: number;
+  /** Where its sends put each topic-partition's records (undefined: it was read back as committed). */
+  written: readonly WrittenBatch[] | undefined;
+  /** The outcomes it carried: its own, after those of a lost transaction published again. */
+  sent: readonly RecordOutcome[];
+}> {
   const { outcomes, commitOffset, ledgerRecord, readBack } = write;
   let sends = new TransactionSends(outcomes, ledgerRecord, target);
+  // What the transaction carries: its own outcomes, and those of a lost one published again.
+  let sent = outcomes;
   const counts = { results: sends.results.length, deadLetters: sends.deadLetters.length };
   const attempt: AttemptState = { transactionFailed: false, dropped: false };
   return retry(
@@ -118,10 +128,13 @@ export async function commitTransaction(
       const back = n > 1 ? await committedBefore(producers, target, readBack, committedOffset, attempt) : undefined;
       if (back?.verdict === 'committed') {
         log.warn({ topic: target.topic, partition: target.partition, commitOffset }, 'the failed transaction had committed; not resending');
-        return { ...counts, written: undefined };
+        return { ...counts, written: undefined, sent };
       }
-      if (back?.verdict === 'lost') sends = await withLostRepublished(sends, write, back.latest, target, log);
-      return { ...counts, written: await sendOnce(producers, target, sends, commitOffset, log, attempt) };
+      if (back?.verdict === 'lost') {
+        sent = [...(await withLostRepublished(write, back.latest, target, log)), ...outcomes];
+        sends = new TransactionSends(sent, ledgerRecord, target, sends.maxBatchBytes);
+      }
+      return { ...counts, written: await sendOnce(producers, target, sends, commitOffset, log, attempt), sent };
     },
     {
       attempts,
@@ -138,7 +151,7 @@ export async function commitTransaction(
 
 /**
  * After a read-back found the claim's last committed transaction lost (readBackVerdict: `lost`):
- * the failed transaction's sends, with that one's results and dead letters that Kafka aborted
+ * what to send with the failed transaction: that one's results and dead letters that Kafka aborted
  * (its markers lost in these partitions too, the re-initialisation's ABORT ended them) published
  * again, so the offset and the checkpoint do not move past commands whose results are gone. Its
  * records a reader sees (markers written) or that still hang (a later marker of this producer there
@@ -146,13 +159,7 @@ export async function commitTransaction(
  * (mayRepublishLost); else the claim ends (TransactionLostError) and the next one reads the marks
  * Kafka kept, in doubt.
  */
-async function withLostRepublished(
-  sends: TransactionSends,
-  write: TransactionWrite,
-  latest: Checkpoint | undefined,
-  target: CommitTarget,
-  log: Logger,
-): Promise<TransactionSends> {
+async function withLostRepublished(write: TransactionWrite, latest: Checkpoint | undefined, target: CommitTarget, log: Logger): Promise<RecordOutcome[]> {
   const { previous } = write;
   if (previous === undefined || !mayRepublishLost(previous.floor, latest)) throw new TransactionLostError(target);
   const again = await abortedOf(previous, target);
@@ -160,38 +167,39 @@ async function withLostRepublished(
     { topic: target.topic, partition: target.partition, republished: again.length },
     'Kafka lost the markers of the transaction this claim committed last (a broker restart): publishing again what of it was aborted',
   );
-  return new TransactionSends([...again, ...write.outcomes], write.ledgerRecord, target, sends.maxBatchBytes);
+  return again;
 }
 
 /**
- * The outcomes of `previous` whose records Kafka aborted: looked for in each partition it wrote,
- * from where its batch began, as far as it wrote to that topic (other producers' records in between
- * are told apart by value: a result or dead letter names its command). Without a way to read
- * aborted records, an offset a send did not give, or while a transaction in such a range is still
- * undecided, every one of them: sent twice rather than lost.
+ * The outcomes of `previous` whose records Kafka aborted, batch by batch where its sends put them
+ * (PartitionReader.fateOfWritten): aborted, published again; seen by readers, or hanging (the
+ * producer's next marker there gives them the coordinator's COMMIT), not. A batch whose fate is not
+ * told yet (another transaction below it still open), or whose records cannot be found, is
+ * published again whole, as is everything without a reader or the sends' offsets: twice rather
+ * than lost.
  */
 async function abortedOf(previous: CommittedWrite, target: CommitTarget): Promise<RecordOutcome[]> {
   const published = previous.outcomes.filter(publishesRecord);
-  const { abortedValues } = target;
-  if (abortedValues === undefined || previous.written === undefined || previous.written.some((w) => w.baseOffset < 0n)) return published;
+  const { fateOfWritten } = target;
+  if (fateOfWritten === undefined || previous.written === undefined || previous.written.some((w) => w.baseOffset < 0n)) return published;
   const topicOf = (outcome: RecordOutcome): string => (outcome.kind === 'result' ? target.resultTopic : target.deadLetterTopic);
-  const aborted = new Set<string>();
+  const named = (topic: string, value: Buffer): string => `${topic}\u0000${value.toString('base64')}`;
+  const again = new Set<string>();
   for (const batch of previous.written) {
-    const count = published.filter((o) => topicOf(o) === batch.topic).length;
-    if (count === 0) continue;
-    const values = await abortedValues(batch.topic, batch.partition, batch.baseOffset, batch.baseOffset + BigInt(count));
-    // A transaction still open there (another producer's, or this one's left hanging): not told yet.
-    if (values === undefined) return published;
-    for (const value of values) aborted.add(`${batch.topic}\u0000${value.toString('base64')}`);
+    const candidates = published.filter((o) => topicOf(o) === batch.topic).flatMap((o) => (o.value === null ? [] : [o.value]));
+    if (candidates.length === 0) continue;
+    const { ours, fate } = await fateOfWritten(batch.topic, batch.partition, batch.baseOffset, candidates);
+    const chosen = fate === 'open' ? [] : (fate ?? (ours.length > 0 ? ours : candidates));
+    for (const value of chosen) again.add(named(batch.topic, value));
   }
-  return published.filter((o) => o.value !== null && aborted.has(`${topicOf(o)}\u0000${o.value.toString('base64')}`));
+  return published.filter((o) => o.value !== null && again.has(named(topicOf(o), o.value)));
 }
 
 /** The claim's last committed transaction (ledger on), kept until the next one commits: what a lost one publishes again. */
 export interface CommittedWrite {
   readonly outcomes: readonly RecordOutcome[];
-  /** Its read-back's floor: the next offset of the checkpoint the claim had committed before it (none: its first). */
-  readonly floor: bigint | undefined;
+  /** Its read-back's floor: the checkpoint the claim had committed (or read) before it. */
+  readonly floor: Checkpoint | undefined;
   /** Where its sends put the records of each topic-partition (undefined: not known, its commit was read back). */
   readonly written: readonly WrittenBatch[] | undefined;
 }

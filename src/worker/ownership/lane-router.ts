@@ -300,7 +300,7 @@ export class LaneRouter {
         maxBatchBytes: parts.maxRecordBytes,
         // Read back after the producer was initialised again: a transaction open there then is a hanging one.
         latestCheckpoint: () => parts.latestCheckpoint(partition, claim.generation),
-        ...(parts.abortedValues !== undefined && { abortedValues: parts.abortedValues }),
+        ...(parts.fateOfWritten !== undefined && { fateOfWritten: parts.fateOfWritten }),
       },
       commitIntervalMs: c.commitIntervalMs,
       markLingerMs: parts.source.markLingerMs,

@@ -25,12 +25,12 @@ export interface PartitionClaim {
    */
   readonly answered?: Map<bigint, string>;
   /**
-   * The committed offset as this owner last committed it (starts at `start`), and the next offset of
-   * the newest ledger checkpoint this claim committed (`checkpointed`, none before its first): a
-   * failed transaction's read-back that finds the ledger's newest checkpoint below it learns that
-   * Kafka lost a transaction this claim had committed (transaction-plan.ts, readBackVerdict).
+   * The committed offset as this owner last committed it (starts at `start`), and the newest ledger
+   * checkpoint this claim committed (`checkpointed`; at first the one it read when it claimed): a
+   * failed transaction's read-back that finds the ledger's newest checkpoint older than it learns
+   * that Kafka lost a transaction this claim had committed (transaction-plan.ts, readBackVerdict).
    */
-  readonly position: { committed: bigint; checkpointed?: bigint };
+  readonly position: { committed: bigint; checkpointed?: Checkpoint };
   /**
    * Names this claim's marks (`OpenMark.by`): `owner` is unique to the claim (the driver makes it:
    * random in the worker), `made` counts the marks opened. A handover names the mark it settles, so
@@ -123,5 +123,14 @@ export function buildClaim(
   const carried = [...answered, ...[...inDoubt].map(([offset, mark]): [bigint, string] => [offset, mark.commandId])];
   for (const [offset, commandId] of carried.sort((a, b) => (a[0] < b[0] ? -1 : 1))) if (commandId !== '') dedup.remember(commandId, offset);
   const { markOwner, ...where } = id;
-  return { ...where, start, inDoubt, open: new Map(inDoubt), dedup, answered, position: { committed: start }, marks: { owner: markOwner, made: 0 } };
+  return {
+    ...where,
+    start,
+    inDoubt,
+    open: new Map(inDoubt),
+    dedup,
+    answered,
+    position: { committed: start, ...(checkpoint !== undefined && { checkpointed: checkpoint }) },
+    marks: { owner: markOwner, made: 0 },
+  };
 }

@@ -27,16 +27,16 @@ export interface TransactionPlan<O> {
  * to its end after that fence (exact), for a transaction that moved the offset or published
  * results or dead letters ahead of it. Ledger off: the group's committed offset (which may be read
  * stale without KIP-447: docs/guarantees.md). Anything else it wrote (marks, a checkpoint, repeats)
- * is written again harmlessly: `nothing`. `floor` (ledger on, once the claim committed a checkpoint):
- * the next offset of the newest checkpoint the claim committed. Initialising the producer again
+ * is written again harmlessly: `nothing`. `floor` (ledger on): the newest checkpoint the claim
+ * committed (or read when it claimed). Initialising the producer again
  * aborts the failed transaction, and with it whatever of an earlier one Kafka left open in the same
  * partitions (its markers lost in a broker's restart: docs/operations.md); a ledger read back below
  * the floor says that happened, whatever the failed transaction wrote (readBackVerdict).
  */
 export type ReadBack =
   | { readonly by: 'offset'; readonly offset: bigint }
-  | { readonly by: 'checkpoint'; readonly written: Checkpoint; readonly floor?: bigint }
-  | { readonly by: 'nothing'; readonly floor?: bigint };
+  | { readonly by: 'checkpoint'; readonly written: Checkpoint; readonly floor?: Checkpoint }
+  | { readonly by: 'nothing'; readonly floor?: Checkpoint };
 
 /** What the machine asks its driver (the lane, or the simulation) to do. */
 export type Effect<O> =

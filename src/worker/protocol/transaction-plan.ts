@@ -60,7 +60,7 @@ export function settleCommitted<O>(claim: PartitionClaim, plan: TransactionPlan<
     published(offset);
     claim.open.delete(offset);
   }
-  if (plan.checkpoint !== undefined) claim.position.checkpointed = plan.checkpoint.next;
+  if (plan.checkpoint !== undefined) claim.position.checkpointed = plan.checkpoint;
   const next = plan.commitOffset;
   if (next === undefined) return;
   claim.position.committed = next;
@@ -73,8 +73,8 @@ export function readBackFor(
   commitOffset: bigint | undefined,
   publishes: boolean,
   checkpoint: Checkpoint | undefined,
-  /** The next offset of the newest checkpoint the claim committed (PartitionClaim.position.checkpointed). */
-  floor?: bigint,
+  /** The newest checkpoint the claim committed, or read when it claimed (PartitionClaim.position.checkpointed). */
+  floor?: Checkpoint,
 ): ReadBack {
   const below = checkpoint !== undefined && floor !== undefined ? { floor } : {};
   if (commitOffset === undefined && !publishes) return { by: 'nothing', ...below };
@@ -91,7 +91,7 @@ export function readBackFor(
  *     answered (an earlier checkpoint has a lower next offset, or the same one without the records
  *     this transaction published ahead); later: a higher next offset (only another owner, after
  *     fencing this one, can have written it: what it answered is not this transaction's to send again).
- *   - `lost`: the ledger's newest checkpoint is below the newest one this claim committed (`floor`).
+ *   - `lost`: the ledger's newest checkpoint is older than the newest one this claim committed (`floor`).
  *     Kafka completed that transaction with its markers lost, and the initialisation's ABORT ended
  *     what it had left open in the partitions the failed one wrote too: its results may be gone while
  *     the claim counts them published. Sending the failed transaction again would move the offset
@@ -105,7 +105,7 @@ export function readBackVerdict(
 ): 'committed' | 'lost' | 'resend' {
   if (readBack.by === 'offset') return broker.committedOffset !== undefined && broker.committedOffset >= readBack.offset ? 'committed' : 'resend';
   const latest = broker.checkpoint;
-  if (readBack.floor !== undefined && (latest === undefined || latest.next < readBack.floor)) return 'lost';
+  if (readBack.floor !== undefined && olderThan(latest, readBack.floor)) return 'lost';
   if (readBack.by === 'nothing') return 'resend';
   if (latest === undefined || latest.next < readBack.written.next) return 'resend';
   if (latest.next > readBack.written.next) return 'committed';
@@ -119,10 +119,22 @@ export function readsBack(readBack: ReadBack): boolean {
 }
 
 /**
- * Whether, after a read-back found the claim's ledger below its floor (`lost`), publishing the
- * last committed transaction again restores what was lost: the ledger's newest checkpoint is at
- * least that transaction's own floor (the checkpoint before it), so nothing older is missing.
+ * Whether checkpoint `a` is older than `b` in one claim's sequence: a lower next offset, or the same
+ * one without every record `b` lists as answered ahead (at one next offset the answered records
+ * only grow; they leave the list only when the offset passes them). None at all is older than any.
  */
-export function mayRepublishLost(previousFloor: bigint | undefined, latest: Checkpoint | undefined): boolean {
-  return previousFloor !== undefined && latest !== undefined && latest.next >= previousFloor;
+export function olderThan(a: Checkpoint | undefined, b: Checkpoint): boolean {
+  if (a === undefined || a.next < b.next) return true;
+  if (a.next > b.next) return false;
+  const answered = new Set((a.done ?? []).map((d) => d.offset));
+  return !(b.done ?? []).every((d) => answered.has(d.offset));
+}
+
+/**
+ * Whether, after a read-back found the claim's ledger older than its floor (`lost`), publishing the
+ * last committed transaction again restores what was lost: the ledger's newest checkpoint is no
+ * older than the one that transaction was written on, so nothing before it is missing.
+ */
+export function mayRepublishLost(previousFloor: Checkpoint | undefined, latest: Checkpoint | undefined): boolean {
+  return previousFloor !== undefined && latest !== undefined && !olderThan(latest, previousFloor);
 }

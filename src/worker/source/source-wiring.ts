@@ -254,7 +254,7 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
     assignerHints,
     handovers,
     latestCheckpoint: (partition, generation) => effects.checkpoint(partition, 'end', generation),
-    abortedValues: (t, partition, from, to) => reader.abortedValues(t, partition, from, to),
+    fateOfWritten: (t, partition, baseOffset, candidates) => reader.fateOfWritten(t, partition, baseOffset, candidates),
     movedAway: (partition, generation) => producers.renew(topic, partition, generation, commandPartitions <= PREPARE_AHEAD_MAX_PARTITIONS),
     warmClaimReads: () =>
       warmSteps({

@@ -65,6 +65,7 @@ describe('commitTransaction', () => {
     expect(counts).toEqual({
       results: 2,
       deadLetters: 0,
+      sent: outcomes,
       written: [
         { topic: 'res', partition: 0, baseOffset: 0n },
         { topic: 'ledger', partition: 3, baseOffset: 0n },
@@ -229,7 +230,7 @@ describe('commitTransaction', () => {
       outcomes: [resultOutcome('z')],
       commitOffset: '12',
       ledgerRecord: failing,
-      readBack: { by: 'checkpoint', written: decoded(failing), floor: 9n },
+      readBack: { by: 'checkpoint', written: decoded(failing), floor: decoded(lastCheckpoint) },
       previous,
     });
 
@@ -238,7 +239,7 @@ describe('commitTransaction', () => {
       const last = [resultOutcome('x'), resultOutcome('y')];
       const { written } = await commitTransaction(producers, target, { ...write(last, '9', lastCheckpoint), previous: undefined }, log, async () => 9n);
       producers.fate = (tx) => (tx.id === 1 ? 'fail' : 'ok');
-      return { outcomes: last, floor: 5n, written };
+      return { outcomes: last, floor: { next: 5n, open: [] }, written };
     }
 
     it('publishes again what Kafka aborted of it, with the failed transaction, and nothing it kept', async () => {
@@ -250,23 +251,38 @@ describe('commitTransaction', () => {
         // The ledger's newest is the checkpoint before the last one (5): the initialisation's ABORT ended it.
         latestCheckpoint: async () => ({ next: 5n, open: [] }),
         // Of its results, x was aborted with it; y's marker had been written.
-        abortedValues: async (topic, partition, from, to) => {
-          asked.push(`${topic}[${partition}] ${from}..${to}`);
-          return [Buffer.from('result of x')];
+        fateOfWritten: async (topic, partition, baseOffset, candidates) => {
+          asked.push(`${topic}[${partition}] from ${baseOffset}: ${candidates.map(String).join(', ')}`);
+          return { ours: [...candidates], fate: [Buffer.from('result of x')] };
         },
       };
-      await commitTransaction(producers, lost, failed(previous), log, async () => 0n);
+      const { sent } = await commitTransaction(producers, lost, failed(previous), log, async () => 0n);
       expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'aborted', 'committed']);
       expect(producers.transactions[2]?.sends.find((s) => s.topic === 'res')?.messages.map((m) => m.key)).toEqual(['x', 'z']);
-      expect(asked).toEqual(['res[0] 0..2']);
+      expect(asked).toEqual(['res[0] from 0: result of x, result of y']);
+      // What the lane keeps as its last committed transaction: both.
+      expect(sent.map((o) => (o.kind === 'result' ? o.key : o.kind))).toEqual(['x', 'z']);
+    });
+
+    it('publishes nothing of it again where it still hangs (the producer’s next marker there commits it)', async () => {
+      const producers = new FakeProducers();
+      const previous = await lastCommittedThenFailing(producers);
+      const lost: CommitTarget = {
+        ...target,
+        latestCheckpoint: async () => ({ next: 5n, open: [] }),
+        fateOfWritten: async (_topic, _partition, _baseOffset, candidates) => ({ ours: [...candidates], fate: 'open' }),
+      };
+      await commitTransaction(producers, lost, failed(previous), log, async () => 0n);
+      expect(producers.transactions[2]?.sends.find((s) => s.topic === 'res')?.messages.map((m) => m.key)).toEqual(['z']);
     });
 
     it('publishes all of it again when what was aborted cannot be read, or not yet told (twice rather than lost)', async () => {
-      const undecided = async (): Promise<undefined> => undefined;
-      for (const abortedValues of [undefined, undecided]) {
+      const undecided: CommitTarget['fateOfWritten'] = async (_topic, _partition, _baseOffset, candidates) => ({ ours: [...candidates], fate: undefined });
+      const notFound: CommitTarget['fateOfWritten'] = async () => ({ ours: [], fate: undefined });
+      for (const fateOfWritten of [undefined, undecided, notFound]) {
         const producers = new FakeProducers();
         const previous = await lastCommittedThenFailing(producers);
-        const lost: CommitTarget = { ...target, latestCheckpoint: async () => ({ next: 5n, open: [] }), ...(abortedValues && { abortedValues }) };
+        const lost: CommitTarget = { ...target, latestCheckpoint: async () => ({ next: 5n, open: [] }), ...(fateOfWritten && { fateOfWritten }) };
         await commitTransaction(producers, lost, failed(previous), log, async () => 0n);
         expect(producers.transactions[2]?.sends.find((s) => s.topic === 'res')?.messages.map((m) => m.key)).toEqual(['x', 'y', 'z']);
       }

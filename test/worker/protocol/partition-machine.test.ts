@@ -219,13 +219,14 @@ describe('PartitionMachine: transactions', () => {
     on.finished(1n, 'r1', 1);
     on.commitDue(100);
     const [ahead] = plans(on);
-    expect(ahead?.readBack).toEqual({ by: 'checkpoint', written: ahead?.checkpoint });
+    // Each read-back also checks the claim's floor: the checkpoint it committed last.
+    expect(ahead?.readBack).toEqual({ by: 'checkpoint', written: ahead?.checkpoint, floor: marks?.checkpoint });
     on.transactionCommitted(101);
-    // An outcome that publishes nothing (a repeat's), ahead: nothing to duplicate.
+    // An outcome that publishes nothing (a repeat's), ahead: nothing of its own to duplicate, the floor still to check.
     on.finished(2n, 'dup', 102);
     on.commitDue(200);
     const [repeat] = plans(on);
-    expect([repeat?.outcomes, repeat?.commitOffset, repeat?.readBack]).toEqual([['dup'], undefined, { by: 'nothing' }]);
+    expect([repeat?.outcomes, repeat?.commitOffset, repeat?.readBack]).toEqual([['dup'], undefined, { by: 'nothing', floor: ahead?.checkpoint }]);
     // Ledger off: by the offset.
     const off = machine({ ledger: false });
     takeAll(off, ['a']);
