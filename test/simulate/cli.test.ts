@@ -39,6 +39,17 @@ describe('npm run simulate', () => {
     expect(message(again.out)).toBe(message(out));
   });
 
+  it('counts the schedules that broke something by the invariant each broke first, with its first seed', () => {
+    // Kafka's lost markers: the world where the correct protocol still breaks invariants (docs/partition-protocol.md).
+    const { status, out } = simulate('--schedules', '300', '--ledger', 'on', '--lost-markers', 'on', '--accounts', 'off', '--lane', 'off');
+    expect(status).toBe(1);
+    const total = Number(/violations (\d+),/.exec(out)?.[1]);
+    const byKind = /by invariant \(each schedule by its first\): (.*)/.exec(out)?.[1] ?? '';
+    const counts = [...byKind.matchAll(/[\w-]+ (\d+) \(first seed \d+\)/g)].map((m) => Number(m[1]));
+    expect(counts.length).toBeGreaterThan(0);
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(total);
+  });
+
   it('refuses an unknown variant', () => {
     const { status, out } = simulate('--variant', 'nope');
     expect(status).toBe(2);

@@ -133,6 +133,10 @@ async function main(): Promise<number> {
   const summary = runMany(schedules, seed, options, stopAtFirst, 3);
   for (const result of summary.violations) report(result, options, values.trace);
   if (summary.violationCount > summary.violations.length) console.log(`\n(${summary.violationCount - summary.violations.length} more violations not shown)`);
+  if (summary.violationCount > 0)
+    console.log(
+      `\nby invariant (each schedule by its first): ${[...summary.byKind].map(([kind, k]) => `${kind} ${k.schedules} (first seed ${k.firstSeed})`).join('; ')}`,
+    );
   const seconds = summary.ms / 1000;
   const rate = Math.round(summary.schedules / Math.max(seconds, 1e-9));
   console.log(

@@ -78,6 +78,8 @@ export interface RunSummary {
   readonly violations: ScheduleResult[];
   /** Violations counted (only the first few are kept). */
   readonly violationCount: number;
+  /** Schedules by the invariant each broke first, with the first seed of each. */
+  readonly byKind: ReadonlyMap<ViolationKind, { readonly schedules: number; readonly firstSeed: number }>;
   readonly events: number;
   readonly ms: number;
   readonly coverage: Coverage | undefined;
@@ -88,6 +90,7 @@ export function runMany(count: number, seed: number, options: RunOptions, stopAt
   const started = performance.now();
   const violations: ScheduleResult[] = [];
   let violationCount = 0;
+  const byKind = new Map<ViolationKind, { schedules: number; firstSeed: number }>();
   let events = 0;
   let coverage: Coverage | undefined;
   let schedules = 0;
@@ -101,8 +104,10 @@ export function runMany(count: number, seed: number, options: RunOptions, stopAt
     }
     if (result.violation === undefined) continue;
     violationCount += 1;
+    const seen = byKind.get(result.violation.kind);
+    byKind.set(result.violation.kind, { schedules: (seen?.schedules ?? 0) + 1, firstSeed: seen?.firstSeed ?? seed + i });
     if (violations.length < keep) violations.push(result);
     if (stopAtFirst) break;
   }
-  return { schedules, violations, violationCount, events, ms: performance.now() - started, coverage };
+  return { schedules, violations, violationCount, byKind, events, ms: performance.now() - started, coverage };
 }
