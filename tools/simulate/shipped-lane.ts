@@ -288,26 +288,27 @@ export class SimulatedKafka {
     // Read often (the end of a schedule polls it): decoded again only once the ledger grew.
     const known = this.#lastCheckpoints.get(partition);
     if (known !== undefined && known.length === ledger.length) return known.checkpoint;
-    let checkpoint: Checkpoint | undefined;
-    for (let i = ledger.length - 1; i >= 0 && checkpoint === undefined; i--) {
-      const record = ledger[i] as OutgoingRecord;
-      // The ledger partition also holds handovers (another key): the newest checkpoint is what counts.
-      checkpoint = decodeCheckpoint(record.key === null ? null : Buffer.from(record.key), record.value, LEDGER_KEY);
-    }
+    const checkpoint = this.#newestCheckpoint(partition, 1);
     this.#lastCheckpoints.set(partition, { length: ledger.length, checkpoint });
     return checkpoint;
   }
 
-  /** The committed checkpoint before the newest of a partition (what a reader read before the newest was written). */
-  checkpointBeforeNewest(partition: number): Checkpoint | undefined {
+  /** The `nth` newest committed checkpoint of a partition (1: the newest), read back from the ledger's end. */
+  #newestCheckpoint(partition: number, nth: number): Checkpoint | undefined {
     const ledger = this.committed.get(logKey(LEDGER, partition)) ?? [];
     let seen = 0;
     for (let i = ledger.length - 1; i >= 0; i--) {
       const record = ledger[i] as OutgoingRecord;
+      // The ledger partition also holds handovers (another key): only checkpoints count.
       const checkpoint = decodeCheckpoint(record.key === null ? null : Buffer.from(record.key), record.value, LEDGER_KEY);
-      if (checkpoint !== undefined && ++seen === 2) return checkpoint;
+      if (checkpoint !== undefined && ++seen === nth) return checkpoint;
     }
     return undefined;
+  }
+
+  /** The committed checkpoint before the newest of a partition (what a reader read before the newest was written). */
+  checkpointBeforeNewest(partition: number): Checkpoint | undefined {
+    return this.#newestCheckpoint(partition, 2);
   }
 
   /** The producer epoch of `partition`'s transactional id now. */

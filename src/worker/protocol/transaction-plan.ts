@@ -107,10 +107,8 @@ export function readBackVerdict(
   const latest = broker.checkpoint;
   if (readBack.floor !== undefined && olderThan(latest, readBack.floor)) return 'lost';
   if (readBack.by === 'nothing') return 'resend';
-  if (latest === undefined || latest.next < readBack.written.next) return 'resend';
-  if (latest.next > readBack.written.next) return 'committed';
-  const answered = new Set((latest.done ?? []).map((d) => d.offset));
-  return (readBack.written.done ?? []).every((d) => answered.has(d.offset)) ? 'committed' : 'resend';
+  // Its own checkpoint, or a later one: committed.
+  return olderThan(latest, readBack.written) ? 'resend' : 'committed';
 }
 
 /** Whether a read-back asks anything of the broker: a `nothing` without a floor is written again unread. */
