@@ -243,7 +243,7 @@ export function createMetrics(registry: Registry = new Registry()) {
     }),
     inDoubt: new Counter({
       name: `${prefix}in_doubt_commands_total`,
-      help: 'Commands found marked in the intent ledger without a result at assignment, by what was done (reported UNKNOWN, handed over with a result, handed over as withdrawn and sent, or resent).',
+      help: 'Commands found marked in the intent ledger without a result at assignment, by what was done (reported UNKNOWN, handed over with a result, handed over as withdrawn and sent, its result found in the result topic, or resent).',
       labelNames: ['action'],
       registers: [registry],
     }),

@@ -1,10 +1,12 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, inject, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/index.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
 import { checkpointKey, encodeCheckpoint, type Checkpoint, type OpenMark } from '../../src/worker/lane/ledger-checkpoint.ts';
 import { encodeHandover, handoverKey, type HandoverSettlement } from '../../src/worker/ownership/handover-record.ts';
 import { failedResult, type CommandResult } from '../../src/contracts/result.ts';
 import type { SendCommand } from '../../src/contracts/command.ts';
+import { resultToAvro } from '../../src/contracts/result-avro.ts';
+import { Codec, createRegistry } from '../../src/schema/codec.ts';
 import { eventually, testKafka } from '../helpers/kafka.ts';
 import { createWorkerTopics, publisherFor, ResultCollector, startTestWorker, testTopics, textCommand, within, workerEnv } from '../helpers/worker.ts';
 
@@ -48,6 +50,18 @@ function earlierOwnersResult(topics: ReturnType<typeof testTopics>, command: Sen
     { command, source: { topic: topics.commands, partition: 0, offset: '0' }, completedAt: Date.now() },
     { code: '101301', message, stage: 'PROVIDER', retryable: false, attempts: 1, requestId },
   );
+}
+
+/** A result already in the result topic, as an earlier owner's transaction left it (keyed by its commandId, Avro as the worker writes it). */
+async function writeResult(topics: ReturnType<typeof testTopics>, result: CommandResult): Promise<void> {
+  const codec = await Codec.create(createRegistry(inject('schemaRegistryUrl')), { results: topics.results, deadLetter: topics.deadLetter });
+  const producer = testKafka().producer();
+  await producer.connect();
+  try {
+    await producer.send({ topic: topics.results, messages: [{ key: result.commandId, value: await codec.encodeResult(resultToAvro(result)) }] });
+  } finally {
+    await producer.disconnect();
+  }
 }
 
 function sends(on: RunningSandbox, commandId: string): number {
@@ -299,5 +313,47 @@ describe('intent ledger: handovers from an earlier owner', () => {
     const got = await results.waitFor(ids);
     expect(got.get(ids[0]!)).toMatchObject({ outcome: 'UNKNOWN', attempts: 0 });
     expect(ids.map((id) => sends(sandbox, id))).toEqual([0, 1, 1]);
+  });
+
+  it('an in-doubt command with no handover whose result is in the result topic already (the ledger lost its transaction’s marker) gets no second result, and is not sent', async () => {
+    // Marked 4 s ago: the grace (PROVIDER_RESPONSE_TIMEOUT_MS, 3 s in the tests, + 2 s) ends in a second.
+    const { topics, commands, results, ids } = await earlierOwnerMarked(Date.now() - 4_000);
+    const command = commands[0]!;
+    // What the earlier owner's transaction committed to the result topic while the ledger partition
+    // lost its marker: the command's result, naming the record (partition 0, offset 0).
+    await writeResult(topics, earlierOwnersResult(topics, command, 'committed-request', 'answered in a transaction the ledger lost'));
+    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { TOPICS_PARTITIONS: '1' }));
+    cleanups.add(() => worker.stop());
+    await results.waitFor(ids);
+    await eventually(
+      async () => {
+        const text = await (await fetch(`http://127.0.0.1:${worker.httpPort}/metrics`)).text();
+        return /sms_worker_in_doubt_commands_total\{action="published"\} 1/.test(text) ? true : undefined;
+      },
+      30_000,
+      'the in-doubt command counted as published',
+    );
+    // A second result for it would come with the claim's next transaction: one more command through the partition.
+    const publisher = await publisherFor(testKafka(), topics.commands);
+    cleanups.add(() => publisher.disconnect());
+    const after = textCommand();
+    await within(30_000, 'publishing', publisher.publish([{ command: after }]));
+    await results.waitFor([after.commandId]);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(results.byCommand.get(command.commandId)?.map((r) => r.providerRequestId)).toEqual(['committed-request']);
+    expect(ids.map((id) => sends(sandbox, id))).toEqual([0, 1, 1]);
+  });
+
+  it('a result of the same commandId for another record does not count: the in-doubt command is UNKNOWN', async () => {
+    const { topics, commands, results, ids } = await earlierOwnerMarked(Date.now() - 4_000);
+    const command = commands[0]!;
+    const other = earlierOwnersResult(topics, command, 'other-record', 'the same commandId at another offset');
+    await writeResult(topics, { ...other, source: { ...other.source, offset: '7' } });
+    const { worker } = await startTestWorker(workerEnv(topics, sandbox.url, { TOPICS_PARTITIONS: '1' }));
+    cleanups.add(() => worker.stop());
+    await eventually(() => (results.byCommand.get(command.commandId)?.some((r) => r.outcome === 'UNKNOWN') ? true : undefined), 30_000, 'its UNKNOWN');
+    expect(results.byCommand.get(command.commandId)?.map((r) => r.outcome)).toEqual(['FAILED', 'UNKNOWN']);
+    expect(sends(sandbox, command.commandId)).toBe(0);
+    await results.waitFor(ids);
   });
 });

@@ -80,7 +80,15 @@ import { FailoverSender, type CommandSender } from '../../src/worker/send/failov
 import { GuardedSender } from '../../src/worker/send/guarded-sender.ts';
 import { handoverKey } from '../../src/worker/ownership/handover-record.ts';
 import { ledgerHandovers, type Handovers } from '../../src/worker/ownership/handovers.ts';
-import { checkpointKey, decodeCheckpoint, recoveryPlan, type Checkpoint } from '../../src/worker/lane/ledger-checkpoint.ts';
+import {
+  checkpointKey,
+  decodeCheckpoint,
+  encodeCheckpoint,
+  recoveryPlan,
+  withHangingMarks,
+  type Checkpoint,
+  type OpenMark,
+} from '../../src/worker/lane/ledger-checkpoint.ts';
 import { LeaseLostError } from '../../src/worker/protocol/claim.ts';
 import { FetchPauses, lostPartitionFetching } from '../../src/worker/source/fetch-pauses.ts';
 import { GroupMembership } from '../../src/worker/ownership/group-membership.ts';
@@ -239,8 +247,22 @@ export class SimulatedKafka {
   faulty = true;
   /** Claims kept (carried to the next generation) although another producer had fenced the partition since. */
   readonly keptAfterFence: string[] = [];
-  /** Commits that failed (`fail`) or whose answer was lost (`lost`), for the tally. */
-  readonly faults = { fail: 0, lost: 0 };
+  /** Commits that failed (`fail`), whose answer was lost (`lost`), or whose ledger marker was lost (`hung`), for the tally. */
+  readonly faults = { fail: 0, lost: 0, hung: 0 };
+  /**
+   * Lost markers (`--lost-markers on`): now and then a commit ends with its marker to the ledger
+   * partition lost, as Kafka 4.3.1 did in a broker's restart (docs/operations.md), its answer given
+   * or lost. Its ledger records stay open (readers do not see them) until the partition's
+   * transactional id writes its next marker there, which gives them its fate: the next commit
+   * that writes the ledger partition (committed), a failed one (aborted), or a claim's settle after
+   * its fence (committed with the checkpoint it goes on from, as ledger-store.ts settles it).
+   */
+  lostMarkers = false;
+  /** Each ledger partition's open records of transactions whose marker there was lost, with their batches. */
+  readonly #hanging = new Map<number, { readonly records: OutgoingRecord[]; readonly batches: bigint[] }>();
+  /** Every batch a transaction sent, by the offset its send answered with (a number of its own here): what fateOfWritten tells. */
+  readonly #batches = new Map<bigint, { readonly topic: string; readonly values: readonly Buffer[]; state: 'pending' | 'committed' | 'aborted' | 'hanging' }>();
+  #nextBatch = 0n;
   /** Told after each commit that moved a partition's group offset (the schedule's repeat-after-result check). */
   offsetCommitted: (partition: number, next: bigint) => void = () => undefined;
 
@@ -280,6 +302,61 @@ export class SimulatedKafka {
       if (log === undefined) this.committed.set(key, [record]);
       else log.push(record);
     }
+  }
+
+  /** The open ledger records of `partition` get the fate of the marker its transactional id writes there now. */
+  #endHanging(partition: number, fate: 'committed' | 'aborted', who: string): void {
+    const hanging = this.#hanging.get(partition);
+    if (hanging === undefined) return;
+    this.#hanging.delete(partition);
+    if (fate === 'committed') this.#append(LEDGER, hanging.records);
+    for (const id of hanging.batches) {
+      const batch = this.#batches.get(id);
+      if (batch !== undefined) batch.state = fate;
+    }
+    this.trace.push(
+      `${who}'s marker ${fate === 'committed' ? 'commits' : 'aborts'} the open ledger records of partition ${partition}: ${describeSends([{ topic: LEDGER, messages: hanging.records }])}`,
+    );
+  }
+
+  /**
+   * What a claim's read right after its fence goes on from (ledger-store.ts, readAfterFence): the
+   * newest committed checkpoint, and when the ledger partition holds open records (their marker
+   * lost), `keep` of it and their checkpoints, written as the claim's settle does: committed (the
+   * open records with it), or aborted when there is nothing to keep. `none` without open records.
+   */
+  settleAfterFence(
+    partition: number,
+    keep: (committed: Checkpoint | undefined, unsure: readonly Checkpoint[]) => Checkpoint | undefined,
+    who: string,
+  ): Checkpoint | undefined | 'none' {
+    const hanging = this.#hanging.get(partition);
+    if (hanging === undefined) return 'none';
+    const committed = this.lastCheckpoint(partition);
+    const unsure = hanging.records.flatMap((r) => decodeCheckpoint(r.key === null ? null : Buffer.from(r.key), r.value, LEDGER_KEY) ?? []);
+    const kept = unsure.length === 0 ? undefined : keep(committed, unsure);
+    this.#endHanging(partition, kept === undefined ? 'aborted' : 'committed', who);
+    if (kept === undefined) return committed;
+    this.#append(LEDGER, [{ key: LEDGER_KEY, value: encodeCheckpoint(kept), partition }]);
+    this.#worked.add(`${partition}@${this.epochOf(partition)}`);
+    this.trace.push(
+      `${who} settled partition ${partition} after its fence: ${describeSends([{ topic: LEDGER, messages: [{ key: LEDGER_KEY, value: encodeCheckpoint(kept), partition }] }])}`,
+    );
+    return kept;
+  }
+
+  /** The marks of the open ledger records of `partition` (their marker lost), in the order written. */
+  hangingMarks(partition: number): OpenMark[] {
+    const hanging = this.#hanging.get(partition)?.records ?? [];
+    return hanging.flatMap((r) => decodeCheckpoint(r.key === null ? null : Buffer.from(r.key), r.value, LEDGER_KEY)?.open ?? []);
+  }
+
+  /** What became of a batch a transaction sent (PartitionReader.fateOfWritten, as the worker asks it). */
+  fateOfWritten(baseOffset: bigint, candidates: readonly Buffer[]): { ours: Buffer[]; fate: Buffer[] | 'open' | undefined } {
+    const batch = this.#batches.get(baseOffset);
+    if (batch === undefined || batch.state === 'pending') return { ours: [], fate: undefined };
+    const ours = batch.values.filter((value) => candidates.some((c) => c.equals(value)));
+    return { ours, fate: batch.state === 'hanging' ? 'open' : batch.state === 'aborted' ? ours : [] };
   }
 
   /** The newest committed checkpoint of a partition (what a new claim reads back; shared: a reader that may change it takes a copy). */
@@ -357,6 +434,20 @@ export class SimulatedKafka {
       maxRecordBytes: 1_000_000,
       graceMs: HANDOVER_GRACE_MS,
       pollMs: 5,
+      // The result topic's committed results naming the record (result-search.ts, over this world's log).
+      ...(this.#adapters.noResultSearch !== true && {
+        published: async (partition: number, marks: readonly OpenMark[]) => {
+          await io(this.#prng, host);
+          const found = new Set<bigint>();
+          for (const record of this.committed.get(RESULTS) ?? []) {
+            const result = resultOf(record);
+            for (const mark of marks)
+              if (result.commandId === mark.commandId && result.source.partition === partition && result.source.offset === mark.offset.toString())
+                found.add(mark.offset);
+          }
+          return found;
+        },
+      }),
       log,
     });
   }
@@ -431,7 +522,7 @@ export class SimulatedKafka {
     fenced();
     if (session.inTransaction) throw new Error('There is already an ongoing transaction for this producer');
     session.inTransaction = true;
-    const sends: { topic: string; messages: OutgoingRecord[] }[] = [];
+    const sends: { topic: string; messages: OutgoingRecord[]; batch: bigint }[] = [];
     let offsets: bigint | undefined;
     let state: 'open' | 'failed' | 'ended' = 'open';
     const end = (): void => {
@@ -443,10 +534,14 @@ export class SimulatedKafka {
         await io(this.#prng, host);
         fenced();
         if (state !== 'open') throw new Error('Cannot continue to use transaction once ended');
-        for (const batch of batches) sends.push({ topic: batch.topic, messages: [...batch.messages] });
-        // Nothing is written before the commit here, so no offset: a transaction this world lost (it
-        // loses none yet) would be published again whole (partition-transaction.ts, abortedOf).
-        return batches.map((batch) => ({ topic: batch.topic, partition: 0, baseOffset: -1n }));
+        // Nothing is written before the commit here: each batch answers with a number of its own for
+        // an offset, which fateOfWritten tells the fate of (a lost transaction's republish asks it).
+        return batches.map((batch) => {
+          const id = this.#nextBatch++;
+          this.#batches.set(id, { topic: batch.topic, values: batch.messages.map((m) => m.value), state: 'pending' });
+          sends.push({ topic: batch.topic, messages: [...batch.messages], batch: id });
+          return { topic: batch.topic, partition: batch.messages[0]?.partition ?? 0, baseOffset: id };
+        });
       },
       sendOffsets: async (given) => {
         await io(this.#prng, host);
@@ -459,28 +554,52 @@ export class SimulatedKafka {
         await io(this.#prng, host);
         fenced();
         if (state !== 'open') throw new Error('Cannot continue to use transaction once ended');
-        const fate = this.faulty ? this.#prng.weighted({ ok: 92, fail: 4, lost: 4 }) : 'ok';
+        const fate: 'ok' | 'fail' | 'lost' | 'hangs' | 'hangs-lost' = !this.faulty
+          ? 'ok'
+          : this.lostMarkers
+            ? this.#prng.weighted({ ok: 88, fail: 4, lost: 4, hangs: 2, 'hangs-lost': 2 })
+            : this.#prng.weighted({ ok: 92, fail: 4, lost: 4 });
+        // The partitions of the ledger this transaction wrote: the marker written there ends their open records too.
+        const ledgerPartitions = new Set(sends.filter((s) => s.topic === LEDGER).flatMap((s) => s.messages.map((m) => m.partition ?? 0)));
         if (fate === 'fail') {
-          // Nothing committed; the transaction can still be aborted.
+          // Nothing committed; the transaction can still be aborted (and its abort ends the open ledger records it wrote beside).
           state = 'failed';
           this.faults.fail += 1;
+          for (const { batch } of sends) this.#batches.get(batch)!.state = 'aborted';
+          for (const partition of ledgerPartitions) this.#endHanging(partition, 'aborted', who);
           throw new SimulatedFault('simulated: the coordinator is not available (nothing committed)');
         }
         end();
         this.#worked.add(`${session.partition}@${session.epoch}`);
-        for (const { topic, messages } of sends) {
+        for (const partition of ledgerPartitions) this.#endHanging(partition, 'committed', who);
+        const hangs = fate === 'hangs' || fate === 'hangs-lost';
+        const answerLost = fate === 'lost' || fate === 'hangs-lost';
+        for (const { topic, messages, batch } of sends) {
+          const written = this.#batches.get(batch)!;
+          if (hangs && topic === LEDGER) {
+            written.state = 'hanging';
+            for (const partition of new Set(messages.map((m) => m.partition ?? 0))) {
+              const hanging = this.#hanging.get(partition) ?? { records: [], batches: [] };
+              hanging.records.push(...messages.filter((m) => (m.partition ?? 0) === partition));
+              hanging.batches.push(batch);
+              this.#hanging.set(partition, hanging);
+            }
+            continue;
+          }
+          written.state = 'committed';
           this.#append(topic, messages);
-          if (topic === RESULTS) for (const m of messages) this.resultsBy.set(m, `${who}${fate === 'lost' ? ' (answer lost)' : ''}`);
+          if (topic === RESULTS) for (const m of messages) this.resultsBy.set(m, `${who}${answerLost ? ' (answer lost)' : ''}`);
         }
+        if (hangs) this.faults.hung += 1;
         if (offsets !== undefined) {
           this.#previousOffsets.set(session.partition, this.groupOffset(session.partition));
           this.groupOffsets.set(session.partition, offsets);
           this.offsetCommitted(session.partition, offsets);
         }
         this.trace.push(
-          `${who} committed${fate === 'lost' ? ' (answer lost)' : ''}: ${describeSends(sends)}${offsets === undefined ? '' : `, offset ${offsets}`}`,
+          `${who} committed${answerLost ? ' (answer lost)' : ''}${hangs ? ' (its ledger marker lost: the ledger records stay open)' : ''}: ${describeSends(sends)}${offsets === undefined ? '' : `, offset ${offsets}`}`,
         );
-        if (fate === 'lost') {
+        if (answerLost) {
           this.faults.lost += 1;
           throw new SimulatedFault('simulated: EndTxn timed out (it committed)');
         }
@@ -713,7 +832,9 @@ function senderFor(schedule: Schedule, host: Incarnation): CommandSender {
   const markHeld = (commandId: string, account: string): boolean => {
     if (!schedule.ledger) return true;
     const partition = schedule.records.find((r) => r.commandId === commandId)?.partition ?? 0;
-    const open = schedule.kafka.lastCheckpoint(partition)?.open ?? [];
+    // A mark whose transaction lost its ledger marker counts while its records stay open: a fence's
+    // settle keeps it (withHangingMarks); an abort of them later is what the other checks then see.
+    const open = [...(schedule.kafka.lastCheckpoint(partition)?.open ?? []), ...schedule.kafka.hangingMarks(partition)];
     return open.some((m) => m.commandId === commandId && m.account === account && host.markOwners.has(m.by?.slice(0, m.by.lastIndexOf('.')) ?? ''));
   };
   // One per process, shared by its accounts (SharedParts.spend); the share of the cap is the whole: one process's own.
@@ -849,8 +970,16 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
   // there, DECIDED_WAIT_MS): the member's heartbeats must go on meanwhile (LaneRouter.#heartbeating).
   const checkpoint = async (partition: number, fencedIn?: number): Promise<Checkpoint | undefined> => {
     await io(prng, host, fencedIn !== undefined && prng.chance(0.05) ? SESSION_MS * 1.5 : 2);
+    if (!schedule.ledger) return undefined;
+    // Right after the fence, open ledger records (their marker lost) are settled as the worker does (source-wiring.ts).
+    const keep = (committed: Checkpoint | undefined, unsure: readonly Checkpoint[]): Checkpoint | undefined => {
+      const kept = withHangingMarks(committed, unsure);
+      // DriverFaults.answeredUnflagged: the marks kept as if no lost transaction had answered them.
+      return kept !== undefined && schedule.faults.answeredUnflagged === true ? { ...kept, open: kept.open.map(({ answered: _, ...mark }) => mark) } : kept;
+    };
+    const settled = fencedIn === undefined ? 'none' : kafka.settleAfterFence(partition, keep, `${host.name}/p${partition}/g${fencedIn}`);
     // A copy of its own, as a read from Kafka gives one (the cached one is the checks').
-    return schedule.ledger ? structuredClone(kafka.lastCheckpoint(partition)) : undefined;
+    return structuredClone(settled === 'none' ? kafka.lastCheckpoint(partition) : settled);
   };
   let claims = 0;
   const ownership = new PartitionOwnership({
@@ -916,6 +1045,10 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
       return schedule.faults.readBackSwallowsFailures === true && kafka.faulty && prng.chance(0.2)
         ? structuredClone(kafka.checkpointBeforeNewest(partition))
         : read;
+    },
+    fateOfWritten: async (_topic, _partition, baseOffset, candidates) => {
+      await io(prng, host);
+      return schedule.faults.fateNeverTold === true ? { ours: [], fate: undefined } : kafka.fateOfWritten(baseOffset, candidates);
     },
     movedAway: async () => undefined,
     commandPartitions: schedule.partitions,
@@ -1075,6 +1208,10 @@ export interface ShippedLaneOptions {
   readonly ends?: readonly Exclude<ClaimEnd, 'last'>[];
   /** Stop after the first schedule that breaks this invariant (a known-bad variant: found). */
   readonly stopAt?: ShippedLaneViolation['kind'];
+  /** Stop after the first schedule with a violation this says is the one looked for. */
+  readonly stopWhen?: (violation: ShippedLaneViolation) => boolean;
+  /** Commits now and then lose their ledger marker (SimulatedKafka.lostMarkers). */
+  readonly lostMarkers?: boolean;
 }
 
 /** A crash leaves in doubt what its process had marked or called: those may end UNKNOWN. */
@@ -1082,7 +1219,9 @@ function excuseCrash(schedule: Schedule, host: Incarnation): void {
   // Its own marks only (a live process hands its over); a mark it inherited in doubt was excused by its own crash.
   const mine = (by: string | undefined): boolean => by !== undefined && host.markOwners.has(by.slice(0, by.lastIndexOf('.')));
   for (const partition of partitionsOf(schedule))
-    for (const mark of schedule.kafka.lastCheckpoint(partition)?.open ?? []) if (mine(mark.by)) schedule.excused.add(mark.commandId);
+    // With lost markers, also the marks of its transactions whose ledger records stay open: a settle may commit them.
+    for (const mark of [...(schedule.kafka.lastCheckpoint(partition)?.open ?? []), ...schedule.kafka.hangingMarks(partition)])
+      if (mine(mark.by)) schedule.excused.add(mark.commandId);
   for (const call of schedule.calls) if (call.process === host.name) schedule.excused.add(call.commandId);
 }
 
@@ -1097,7 +1236,7 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     seed,
     prng,
     ledger: options.ledger ?? true,
-    kafka: new SimulatedKafka(prng, options.faults, new Prng(seed + STALE_READS_SEED)),
+    kafka: Object.assign(new SimulatedKafka(prng, options.faults, new Prng(seed + STALE_READS_SEED)), { lostMarkers: options.lostMarkers ?? false }),
     partitions,
     records: records(prng, seed, partitions, spendCap === undefined ? null : SPEND_EXPIRY_MS),
     assignment: new Map(),
@@ -1377,6 +1516,8 @@ function sharedMetrics(): WorkerMetrics {
 interface PublishedResult {
   readonly commandId: string;
   readonly outcome: string;
+  /** The record it answers (Avro: the offset as a string). */
+  readonly source: { readonly partition: number; readonly offset: string };
 }
 
 /** A committed result record's command and outcome (past its 5-byte registry frame). */
@@ -1531,6 +1672,7 @@ function tallyOf(schedule: Schedule, tally: Map<string, number> | undefined): vo
   count('calls', schedule.calls.length);
   count('commit failed', schedule.kafka.faults.fail);
   count('commit answer lost', schedule.kafka.faults.lost);
+  count('ledger marker lost', schedule.kafka.faults.hung);
   const handovers = partitionsOf(schedule)
     .flatMap((partition) => schedule.kafka.committed.get(logKey(LEDGER, partition)) ?? [])
     .filter((r) => r.key !== null && r.key.toString() === handoverKey(GROUP, TOPIC)).length;
@@ -1553,6 +1695,7 @@ export async function runShippedLaneSchedules(firstSeed: number, count: number, 
     ]);
     violations.push(...found);
     if (options.stopAt !== undefined && found.some((v) => v.kind === options.stopAt)) break;
+    if (options.stopWhen !== undefined && found.some(options.stopWhen)) break;
   }
   return violations;
 }
@@ -1565,6 +1708,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       ledger: { type: 'string', default: 'on' },
       variant: { type: 'string', default: 'correct' },
       settle: { type: 'string' },
+      'lost-markers': { type: 'string', default: 'off' },
     },
   });
   const variant = values.variant as ShippedVariant;
@@ -1574,13 +1718,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const tally = new Map<string, number>();
   const violations = await runShippedLaneSchedules(Number(values.seed), Number(values.schedules), {
     ledger: values.ledger !== 'off',
+    lostMarkers: values['lost-markers'] === 'on',
     tally,
     faults,
     ...(values.settle !== undefined && { settleMs: Number(values.settle) }),
   });
   restore();
   console.log(
-    `shipped-lane simulation: ${values.schedules} schedules from seed ${values.seed}, ledger ${values.ledger}, variant ${variant}, in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    `shipped-lane simulation: ${values.schedules} schedules from seed ${values.seed}, ledger ${values.ledger}, lost markers ${values['lost-markers']}, variant ${variant}, in ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
   console.log(
     [...tally]

@@ -43,6 +43,9 @@ export const SHIPPED_VARIANTS = [
   'refuse-call-dropped',
   'refuse-call-called',
   'handover-dropped',
+  'no-result-search',
+  'fate-never-told',
+  'answered-unflagged',
 ] as const;
 
 export type ShippedVariant = (typeof SHIPPED_VARIANTS)[number];
@@ -62,6 +65,12 @@ export interface DriverFaults {
   readonly fixedMarkPool?: boolean;
   /** A faulty ledger reader for a failed transaction's read-back: a read that fails (1 in 5) answers with what it had read before (the checkpoint before the newest). */
   readonly readBackSwallowsFailures?: boolean;
+  /** Handovers without the result search (no-result-search): an in-doubt mark with no handover is UNKNOWN, its result in the result topic or not. */
+  readonly noResultSearch?: boolean;
+  /** A reader that never tells what became of a batch a transaction wrote (fate-never-told): a failed commit's read-back trusts the ledger alone. */
+  readonly fateNeverTold?: boolean;
+  /** A settle after the fence that drops the marks' `answered` (answered-unflagged): the next claim takes a handover before it looks for the result. */
+  readonly answeredUnflagged?: boolean;
 }
 
 type Restore = () => void;
@@ -279,7 +288,9 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
       break;
     case 'read-back-by-offset':
       // A failed transaction that moved the offset is read back by the group's offset (which an
-      // admin read may have stale without KIP-447), not by the ledger's checkpoint.
+      // admin read may have stale without KIP-447), not by the ledger's checkpoint. (With a reader
+      // that cannot tell its batches' fate either, as resend-when-unread.)
+      faults = { fateNeverTold: true };
       undo.push(
         rewriteEffects((effects) =>
           effects.map((e) =>
@@ -289,6 +300,21 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
           ),
         ),
       );
+      break;
+    case 'no-result-search':
+      // A new claim that reports UNKNOWN every in-doubt mark with no handover, although the result
+      // topic holds its result (a transaction whose ledger marker Kafka lost): a second result.
+      faults = { noResultSearch: true };
+      break;
+    case 'fate-never-told':
+      // A failed commit whose ledger marker Kafka lost is read back by the ledger alone: sent again,
+      // though readers see its results (partition-transaction.ts, seenByReaders).
+      faults = { fateNeverTold: true };
+      break;
+    case 'answered-unflagged':
+      // The marks a lost transaction answered are kept without `answered`: the next claim takes the
+      // earlier owner's handover (its result) though the result topic has it already.
+      faults = { answeredUnflagged: true };
       break;
     case 'mark-without-permit':
       // Every record is marked as soon as it is taken, however many wait for a slot: a death leaves them all UNKNOWN.
@@ -304,7 +330,10 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
       break;
     case 'resend-when-unread':
       // A read-back that failed is taken for "not committed": the failed transaction is sent again.
-      faults = { readBackSwallowsFailures: true };
+      // With a reader that cannot tell the fate of its batches either: a failed transaction whose
+      // results readers see is taken for committed whatever the ledger says (seenByReaders), which
+      // would hide the ledger's read-back behind it.
+      faults = { readBackSwallowsFailures: true, fateNeverTold: true };
       break;
     case 'refuse-call-dropped':
       // The lane drops the machine's refuse-call: the record waits for an answer that never comes.

@@ -43,6 +43,12 @@ export interface OpenMark {
    * versions before several accounts, and when the sender names none.
    */
   readonly account?: string;
+  /**
+   * A transaction whose fate the ledger partition could not tell (its marker lost) answered this
+   * record (withHangingMarks): its result may be in the result topic already, which a new owner
+   * looks for before it takes a handover or reports the command UNKNOWN (handover-lookout.ts).
+   */
+  readonly answered?: true;
 }
 
 /** A record past `next` whose outcome is already committed (published ahead of slower records before it). */
@@ -66,12 +72,13 @@ export interface Checkpoint {
  */
 export function encodeCheckpoint(checkpoint: Checkpoint): Buffer {
   const done = checkpoint.done ?? [];
-  const mark = (m: OpenMark): { o: string; id: string; at: number; by?: string; ac?: string } => ({
+  const mark = (m: OpenMark): { o: string; id: string; at: number; by?: string; ac?: string; an?: 1 } => ({
     o: m.offset.toString(),
     id: m.commandId.slice(0, MAX_ID_LENGTH),
     at: m.at,
     ...(m.by !== undefined && { by: m.by }),
     ...(m.account !== undefined && { ac: m.account }),
+    ...(m.answered === true && { an: 1 }),
   });
   return Buffer.from(
     JSON.stringify({
@@ -117,14 +124,21 @@ export function decodeCheckpoint(key: Buffer | null, value: Buffer | null, expec
   const answeredOffsets = new Set(answered.map((a) => a.offset));
   const marks: OpenMark[] = [];
   for (const entry of open as unknown[]) {
-    const { o, id, at, by, ac } = (entry ?? {}) as { o?: unknown; id?: unknown; at?: unknown; by?: unknown; ac?: unknown };
+    const { o, id, at, by, ac, an } = (entry ?? {}) as { o?: unknown; id?: unknown; at?: unknown; by?: unknown; ac?: unknown; an?: unknown };
     if (typeof o !== 'string' || !OFFSET.test(o) || typeof id !== 'string' || typeof at !== 'number' || !Number.isFinite(at)) return undefined;
     if (by !== undefined && (typeof by !== 'string' || by.length > MAX_MARK_NAME_LENGTH)) return undefined;
     // The account only names where the call went: one this version cannot read (a later version's
     // longer name) is left out, never the mark, which keeps the command from being sent again.
     const account = typeof ac === 'string' && ac.length <= MAX_ACCOUNT_LENGTH ? ac : undefined;
     if (!answeredOffsets.has(BigInt(o)))
-      marks.push({ offset: BigInt(o), commandId: id, at, ...(by !== undefined && { by }), ...(account !== undefined && { account }) });
+      marks.push({
+        offset: BigInt(o),
+        commandId: id,
+        at,
+        ...(by !== undefined && { by }),
+        ...(account !== undefined && { account }),
+        ...(an === 1 && { answered: true as const }),
+      });
   }
   return answered.length > 0 ? { next: BigInt(next), open: marks, done: answered } : { next: BigInt(next), open: marks };
 }
@@ -153,6 +167,12 @@ export function withHangingMarks(committed: Checkpoint | undefined, hanging: rea
   // its mark's commit), and that mark is here too. One answered without a call (rejected, dead
   // letter) is handled again, as never sent.
   for (const checkpoint of hanging) for (const mark of checkpoint.open) keep(mark);
+  // A record the hanging transactions answered (in `done`, or below their `next`) while its mark
+  // stays: its result may have been published with them (their result partitions got their
+  // markers), so the new owner looks for it before anything else (`answered`).
+  const answeredThere = (offset: bigint): boolean =>
+    hanging.some((checkpoint) => offset < checkpoint.next || (checkpoint.done ?? []).some((record) => record.offset === offset));
+  for (const [offset, mark] of open) if (answeredThere(offset)) open.set(offset, { ...mark, answered: true });
   const marks = [...open.values()].sort((a, b) => (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0));
   return committed?.done !== undefined ? { next, open: marks, done: committed.done } : { next, open: marks };
 }

@@ -16,7 +16,8 @@ function countOutcome(metrics: WorkerMetrics, outcome: RecordOutcome, priority: 
     return;
   }
   if (outcome.kind === 'duplicate') {
-    metrics.duplicateCommands.inc();
+    // A result found in the result topic is no repeated command (counted as in doubt, `published`).
+    if (outcome.published !== true) metrics.duplicateCommands.inc();
     return;
   }
   if (outcome.kind !== 'result') return;
@@ -43,6 +44,13 @@ function logOutcome(log: Logger, outcome: RecordOutcome): void {
   if (outcome.kind === 'dead-letter') {
     const { source, error } = outcome.record;
     log.warn({ partition: source.partition, offset: source.offset, code: error.code }, `dead-lettered: ${error.message}`);
+    return;
+  }
+  if (outcome.kind === 'duplicate' && outcome.published === true) {
+    log.info(
+      { commandId: outcome.commandId, offset: outcome.firstOffset.toString() },
+      'command in doubt already has its result in the result topic (an earlier owner’s transaction committed): not published again',
+    );
     return;
   }
   if (outcome.kind === 'duplicate') {

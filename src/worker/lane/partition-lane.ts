@@ -400,14 +400,16 @@ export class PartitionLane {
       const started = performance.now();
       const settlement = await this.#lookout.settlementOf(mark, signal);
       if (settlement === undefined && signal.aborted) return undefined;
-      const action = settlement === undefined ? none : settlement.kind === 'result' ? 'handed-over' : 'withdrawn';
+      const action = settlement === undefined ? none : settlement.kind === 'result' ? 'handed-over' : settlement.kind;
       this.#ctx.metrics.inDoubt.inc({ action });
       const { topic, partition } = this.claim;
       this.#ctx.log.info(
         { topic, partition, offset: mark.offset.toString(), mark: mark.by, markedAt: mark.at, waitedMs: Math.round(performance.now() - started), action },
         settlement === undefined
           ? 'no handover of an earlier owner’s mark within its grace: reporting the command UNKNOWN'
-          : 'an earlier owner’s mark was handed over',
+          : settlement.kind === 'published'
+            ? 'no handover of an earlier owner’s mark within its grace, and its result is in the result topic: not published again'
+            : 'an earlier owner’s mark was handed over',
       );
       return settlement;
     },

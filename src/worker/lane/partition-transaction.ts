@@ -125,10 +125,15 @@ export async function commitTransaction(
       // (`readBack`, protocol/transaction-plan.ts: readBackFor). A transaction without records to
       // publish or an offset to move (marks, withdrawals, repeats) is written again: its
       // checkpoint twice is harmless, once the ledger is not below the claim's own (its floor).
-      const back = n > 1 ? await committedBefore(producers, target, readBack, committedOffset, attempt) : undefined;
+      const back = n > 1 ? await committedBefore(producers, target, readBack, committedOffset, attempt, sent) : undefined;
       if (back?.verdict === 'committed') {
-        log.warn({ topic: target.topic, partition: target.partition, commitOffset }, 'the failed transaction had committed; not resending');
-        return { ...counts, written: undefined, sent };
+        log.warn(
+          { topic: target.topic, partition: target.partition, commitOffset, by: back.by ?? 'ledger' },
+          back.by === 'results'
+            ? 'the failed transaction had committed (its results are there, its ledger marker was lost); not resending'
+            : 'the failed transaction had committed; not resending',
+        );
+        return { ...counts, written: attempt.written, sent };
       }
       if (back?.verdict === 'lost') {
         sent = [...(await withLostRepublished(write, back.latest, target, log)), ...outcomes];
@@ -223,6 +228,8 @@ interface AttemptState {
   transactionFailed: boolean;
   /** Set once an attempt dropped the partition's producer: the next one is initialised again. */
   dropped: boolean;
+  /** Where the last attempt's sends put its records (their answers), once all were sent: what its read-back may ask the fate of. */
+  written?: WrittenBatch[] | undefined;
 }
 
 /**
@@ -284,16 +291,49 @@ async function committedBefore(
   readBack: ReadBack,
   committedOffset: () => Promise<bigint>,
   attempt: AttemptState,
+  sent: readonly RecordOutcome[],
 ): Promise<ReadBackAnswer> {
   mayInitialiseAgain(target);
   const reader = readerOf(target, readBack, committedOffset);
   if (reader === undefined) return { verdict: 'resend', latest: undefined };
+  const written = attempt.written;
+  attempt.written = undefined;
+  let answer: ReadBackAnswer;
   try {
-    return await committedAfterAll(producers, target, reader);
+    answer = await committedAfterAll(producers, target, reader);
   } catch (error) {
     attempt.transactionFailed = !(error instanceof FencedError);
     throw error;
   }
+  // The ledger says not committed, yet readers see the attempt's results: Kafka committed it and
+  // lost its marker to the ledger partition (docs/operations.md). Sent again, every result was
+  // published twice (the shipped-lane simulation with lost markers).
+  if (answer.verdict === 'resend' && written !== undefined && (await seenByReaders(written, sent, target))) {
+    attempt.written = written;
+    return { ...answer, verdict: 'committed', by: 'results' };
+  }
+  return answer;
+}
+
+/**
+ * Whether readers see a batch of results or dead letters that `written` put (the attempt's sends'
+ * answers; the producer was initialised again since, which ended its transaction): then it
+ * committed. Undecided (open, not found, no reader, no offsets) is no.
+ */
+async function seenByReaders(written: readonly WrittenBatch[], sent: readonly RecordOutcome[], target: CommitTarget): Promise<boolean> {
+  const { fateOfWritten } = target;
+  if (fateOfWritten === undefined) return false;
+  const published = sent.filter(publishesRecord);
+  for (const batch of written) {
+    if (batch.baseOffset < 0n || (batch.topic !== target.resultTopic && batch.topic !== target.deadLetterTopic)) continue;
+    const candidates = published
+      .filter((o) => (o.kind === 'result' ? target.resultTopic : target.deadLetterTopic) === batch.topic)
+      .flatMap((o) => (o.value === null ? [] : [o.value]));
+    if (candidates.length === 0) continue;
+    const { ours, fate } = await fateOfWritten(batch.topic, batch.partition, batch.baseOffset, candidates);
+    if (ours.length > 0 && Array.isArray(fate) && fate.length === 0) return true;
+  }
+  return false;
 }
 
 /**
@@ -331,7 +371,9 @@ async function sendOnce(
       // One request per round: the i-th size chunk of every topic together (a request may carry
       // several record batches; one topic-partition's records in one request are one batch).
       const written: WrittenBatch[] = [];
+      attempt.written = undefined;
       for (const round of rounds(sends.messages)) written.push(...(await transaction.send(round)));
+      attempt.written = written;
       if (commitOffset !== undefined)
         await transaction.sendOffsets({
           consumerGroupId: target.consumerGroup,
@@ -375,6 +417,8 @@ async function sendOnce(
 interface ReadBackAnswer {
   readonly verdict: ReturnType<typeof readBackVerdict>;
   readonly latest: Checkpoint | undefined;
+  /** What told `committed`: the ledger (or the offset), or the attempt's results seen by readers (its ledger marker lost). */
+  readonly by?: 'results';
 }
 
 /** Reads back what `readBack` names: undefined when nothing the failed transaction wrote would be duplicated and no floor is to be checked. */

@@ -15,12 +15,13 @@ export interface CommandRecord {
 
 /**
  * What became of one command record. `abandoned` leaves its offset uncommitted (the record is
- * consumed again); `duplicate` commits it without a record (its commandId already has a result).
+ * consumed again); `duplicate` commits it without a record (its commandId already has a result:
+ * of an earlier record, or `published`, of this very record, found in the result topic).
  */
 export type RecordOutcome =
   | { readonly kind: 'result'; readonly result: CommandResult; readonly key: string; readonly value: Buffer; readonly headers?: TraceHeaders }
   | { readonly kind: 'dead-letter'; readonly record: DeadLetter; readonly key: Buffer | null; readonly value: Buffer; readonly headers?: TraceHeaders }
-  | { readonly kind: 'duplicate'; readonly commandId: string; readonly firstOffset: bigint }
+  | { readonly kind: 'duplicate'; readonly commandId: string; readonly firstOffset: bigint; readonly published?: true }
   | { readonly kind: 'abandoned'; readonly maybeSent?: boolean };
 
 /** An outcome that publishes a record (a result, a dead letter): what a transaction sends, and what its read-back must tell. */

@@ -32,16 +32,29 @@ export interface HandoverLookoutOptions {
    * after it, so this only covers that process's clock stepping back.
    */
   readonly clockMarginMs?: number;
+  /**
+   * Which of these marks (their grace passed with no handover) already have their record's result
+   * in the result topic, by offset: an earlier owner's transaction Kafka committed while the
+   * ledger partition lost its marker (src/kafka/result-search.ts). Asked once per look for the
+   * marks whose grace passed in it; one that fails counts as none found (UNKNOWN, as without it).
+   */
+  readonly published?: (marks: readonly OpenMark[]) => Promise<ReadonlySet<bigint>>;
   readonly now?: () => number;
   readonly log: Logger;
 }
+
+/**
+ * What became of an inherited mark: its earlier owner's handover, or `published` (its result is
+ * in the result topic already: nothing is published again).
+ */
+export type InDoubtSettlement = HandoverSettlement | { readonly kind: 'published' };
 
 /** Fetches in one look at most (each up to the reader's fetch size). */
 const MAX_FETCHES_PER_LOOK = 16;
 
 interface Waiter {
   readonly mark: OpenMark;
-  readonly resolve: (settlement: HandoverSettlement | undefined) => void;
+  readonly resolve: (settlement: InDoubtSettlement | undefined) => void;
   readonly deadline: number;
 }
 
@@ -57,7 +70,13 @@ export class HandoverLookout {
   readonly #now: () => number;
   /** In-doubt marks by name (`by`): the only handovers looked for. */
   readonly #marks = new Map<string, OpenMark>();
-  readonly #found = new Map<string, HandoverSettlement>();
+  readonly #found = new Map<string, InDoubtSettlement>();
+  /**
+   * Marks a transaction with its ledger marker lost answered (`OpenMark.answered`): their results
+   * are looked for in the result topic first, once, before any handover is taken (the handover's
+   * result would be that same result again). Emptied by that first search.
+   */
+  #answered: OpenMark[] = [];
   readonly #waiters = new Set<Waiter>();
   #next: bigint | undefined;
   #looking = false;
@@ -66,6 +85,7 @@ export class HandoverLookout {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     for (const mark of options.marks) if (mark.by !== undefined) this.#marks.set(mark.by, mark);
+    if (options.published !== undefined) this.#answered = [...this.#marks.values()].filter((mark) => mark.answered === true);
   }
 
   /**
@@ -73,10 +93,10 @@ export class HandoverLookout {
    * passed without one (or the mark has no name: a version before handovers made it), or when
    * `signal` aborts.
    */
-  settlementOf(mark: OpenMark, signal: AbortSignal): Promise<HandoverSettlement | undefined> {
+  settlementOf(mark: OpenMark, signal: AbortSignal): Promise<InDoubtSettlement | undefined> {
     const by = mark.by;
     if (by === undefined || this.#marks.get(by)?.offset !== mark.offset || signal.aborted) return Promise.resolve(undefined);
-    const known = this.#found.get(by) ?? this.#o.own?.(mark);
+    const known = this.#found.get(by) ?? (this.#answered.length > 0 ? undefined : this.#o.own?.(mark));
     if (known !== undefined) return Promise.resolve(known);
     return new Promise((resolve) => {
       const waiter: Waiter = {
@@ -100,16 +120,33 @@ export class HandoverLookout {
     try {
       while (this.#waiters.size > 0) {
         const lookStarted = this.#now();
+        if (this.#answered.length > 0) {
+          // Emptied only once the search has answered: until then no handover is taken for any mark.
+          const answered = this.#answered;
+          const published = await this.#published(answered);
+          this.#answered = [];
+          for (const mark of answered) if (mark.by !== undefined && published.has(mark.offset)) this.#found.set(mark.by, { kind: 'published' });
+          // The search is done: this process's own handovers count again (settlementOf takes them at once).
+          for (const waiter of this.#waiters) {
+            const own = waiter.mark.by === undefined || this.#found.has(waiter.mark.by) ? undefined : this.#o.own?.(waiter.mark);
+            if (own !== undefined && waiter.mark.by !== undefined) this.#found.set(waiter.mark.by, own);
+          }
+        }
         try {
           await this.#readOnce();
         } catch (error) {
           this.#o.log.debug({ err: error }, 'looking for handovers failed; looking again');
         }
         // A waiter past its grace got one full look that started after its deadline: nothing came.
+        const expired: Waiter[] = [];
         for (const waiter of [...this.#waiters]) {
           const found = waiter.mark.by === undefined ? undefined : this.#found.get(waiter.mark.by);
           if (found !== undefined) waiter.resolve(found);
-          else if (lookStarted >= waiter.deadline) waiter.resolve(undefined);
+          else if (lookStarted >= waiter.deadline) expired.push(waiter);
+        }
+        if (expired.length > 0) {
+          const published = await this.#published(expired.map((waiter) => waiter.mark));
+          for (const waiter of expired) waiter.resolve(published.has(waiter.mark.offset) ? { kind: 'published' } : undefined);
         }
         if (this.#waiters.size === 0) return;
         // A poll, not an event: a handover is written by another process to the ledger partition, which tells no reader when.
@@ -117,6 +154,17 @@ export class HandoverLookout {
       }
     } finally {
       this.#looking = false;
+    }
+  }
+
+  /** The offsets of `marks` whose results the result topic has (`published`); none when it cannot tell. */
+  async #published(marks: readonly OpenMark[]): Promise<ReadonlySet<bigint>> {
+    if (this.#o.published === undefined) return new Set();
+    try {
+      return await this.#o.published(marks);
+    } catch (error) {
+      this.#o.log.warn({ err: error, marks: marks.length }, 'could not search the result topic for the results of commands in doubt: reporting them UNKNOWN');
+      return new Set();
     }
   }
 
@@ -141,7 +189,8 @@ export class HandoverLookout {
       const { handovers, next } = await source.readFrom(this.#next);
       for (const handover of handovers) {
         const by = this.settles(handover, this.#marks);
-        if (by !== undefined) this.#found.set(by, handover.settlement);
+        // A result found in the result topic stays found: the handover's result would be published twice.
+        if (by !== undefined && this.#found.get(by)?.kind !== 'published') this.#found.set(by, handover.settlement);
       }
       const advanced = next > this.#next;
       this.#next = next;

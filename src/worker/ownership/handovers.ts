@@ -27,6 +27,12 @@ export interface LedgerHandoversOptions {
   readonly maxRecordBytes: number;
   readonly graceMs: number;
   readonly pollMs: number;
+  /**
+   * Which of a claim's in-doubt marks of `partition` (their grace passed with no handover) already
+   * have their result in the result topic, by offset (HandoverLookoutOptions.published). Without
+   * it, every such mark is reported UNKNOWN.
+   */
+  readonly published?: (partition: number, marks: readonly OpenMark[]) => Promise<ReadonlySet<bigint>>;
   readonly log: Logger;
 }
 
@@ -126,6 +132,7 @@ export function ledgerHandovers(o: LedgerHandoversOptions): Handovers {
         own: (mark) => (mark.by === undefined ? undefined : own.settlementOf(mark.by, partition, mark.offset)),
         graceMs: o.graceMs,
         pollMs: o.pollMs,
+        ...(o.published !== undefined && { published: (inDoubt) => o.published?.(partition, inDoubt) ?? Promise.resolve(new Set<bigint>()) }),
         log: o.log,
         source: {
           startAt: async (timestamp) => {

@@ -24,7 +24,7 @@ import type { CommandSender } from './failover-sender.ts';
 import { tenantOf } from '../tenants/tenant-settings.ts';
 import type { RoutedOutcome, SendOutcome } from './send-outcome.ts';
 import type { Identity } from '../protocol/partition-machine.ts';
-import type { HandoverSettlement } from '../ownership/handover-record.ts';
+import type { InDoubtSettlement } from '../ownership/handover-lookout.ts';
 import type { OpenMark } from '../lane/ledger-checkpoint.ts';
 import { firstCallOnly, SendStageClock, timeToSendSeconds, type SendStage } from '../time-to-send.ts';
 import { screenHolding } from '../guard/velocity-hold.ts';
@@ -69,7 +69,7 @@ export interface RecordLane {
    * record's result, withdrawn (never called), or undefined (nothing within the grace, or `signal`
    * aborted). Without it, an in-doubt command is reported UNKNOWN at once.
    */
-  handoverOf?(mark: OpenMark, signal: AbortSignal): Promise<HandoverSettlement | undefined>;
+  handoverOf?(mark: OpenMark, signal: AbortSignal): Promise<InDoubtSettlement | undefined>;
   /** The in-doubt mark was handed over as withdrawn: the record is handled as new from here. */
   handedOver?(offset: bigint): void;
   /** The protocol's hooks for the send of this record (ledger mark, slot, lease). */
@@ -209,6 +209,8 @@ async function settleInDoubt(
   if (settlement === undefined && signal.aborted) return { kind: 'abandoned' };
   // (The handover names this record's mark; a result of another command would be a bug: UNKNOWN then.)
   if (settlement?.kind === 'result' && settlement.result.commandId === command.commandId) return encodedResult(settlement.result, deps);
+  // Its result is in the result topic already (result-search.ts): committed, nothing published again.
+  if (settlement?.kind === 'published') return { kind: 'duplicate', commandId: command.commandId, firstOffset: BigInt(source.offset), published: true };
   // IN_DOUBT_POLICY=resend: no handover by the grace, the command is sent again (a duplicate is
   // that policy's accepted cost); a result of another command still ends UNKNOWN.
   const resend = settlement === undefined && deps.inDoubtPolicy === 'resend';

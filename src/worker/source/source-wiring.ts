@@ -2,6 +2,8 @@ import type { CommandSource, WorkerConfig } from '../../config/index.ts';
 import { commandFromAvro } from '../../contracts/command.ts';
 import { KafkaCommandConsumer } from '../../kafka/command-consumer.ts';
 import { readLatestCheckpoint } from '../../kafka/ledger-store.ts';
+import { publishedResults } from '../../kafka/result-search.ts';
+import { resultFromAvro } from '../../contracts/result-avro.ts';
 import { groupOffset } from '../../kafka/offsets.ts';
 import { coalescedOffsets } from '../../kafka/coalesced-admin.ts';
 import { workerAssigners } from '../../kafka/sticky-assigner.ts';
@@ -79,6 +81,9 @@ export interface SourceWiring {
  * consumer, ownership and claims, fetch pauses, and a sender that takes rate-limit tokens at its
  * priority. Everything else (the service client, gate, holds, producers, codec) is shared.
  */
+/** How far before the oldest in-doubt mark the result search starts: a result is written after its mark, by a clock that may step back. */
+const RESULT_SEARCH_CLOCK_MARGIN_MS = 5_000;
+
 export function connectSource(source: CommandSource, w: SourceWiring): WorkerParts {
   const { config: c, shared, log, metrics } = w;
   const { topic, consumerGroup } = source;
@@ -226,6 +231,20 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
           graceMs: c.provider.responseTimeoutMs + HANDOVER_COMMIT_MARGIN_MS,
           // An in-doubt record waits for its handover: look every 50 ms (a read of the ledger partition's tail).
           pollMs: 50,
+          // No handover by the grace: the result topic may hold the record's result already (result-search.ts).
+          published: async (partition, marks) => {
+            const sourceOf = async (value: Buffer) => {
+              try {
+                return resultFromAvro(await codec.registry.decode(value)).source;
+              } catch {
+                return undefined;
+              }
+            };
+            const since = Math.min(...marks.map((mark) => mark.at)) - RESULT_SEARCH_CLOCK_MARGIN_MS;
+            const commands = marks.map((mark) => ({ commandId: mark.commandId, source: { topic, partition, offset: mark.offset.toString() } }));
+            const found = await publishedResults({ admin, reader, sourceOf }, c.topics.results, commands, since);
+            return new Set([...found].map((i) => marks[i]?.offset ?? -1n));
+          },
           log,
         });
   ownershipRef.current = ownership;

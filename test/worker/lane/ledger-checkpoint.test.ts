@@ -139,7 +139,8 @@ describe('withHangingMarks (a claim after its fence, the ledger holding checkpoi
     ];
     expect(withHangingMarks(committed, unsure)).toEqual({
       next: 5n,
-      open: [mark(5n, 'a-1'), mark(6n, 'a-2')],
+      // 5 is below the second unsure checkpoint's next: that transaction answered it (`answered`).
+      open: [{ ...mark(5n, 'a-1'), answered: true }, mark(6n, 'a-2')],
       done: [{ offset: 7n, commandId: 'c7' }],
     });
     // Nothing committed yet: from 0, every mark kept.
@@ -150,6 +151,17 @@ describe('withHangingMarks (a claim after its fence, the ledger holding checkpoi
     // a-1's mark was handed over as withdrawn; the next claim marked the record as b-1 and called it.
     const kept = withHangingMarks({ next: 0n, open: [mark(0n, 'a-1')] }, [{ next: 0n, open: [mark(0n, 'b-1')] }]);
     expect(kept?.open).toEqual([mark(0n, 'b-1')]);
+  });
+
+  it('marks the kept marks an unsure transaction answered (in its done, or below its next) `answered`, and the checkpoint carries that', () => {
+    const key = 'checkpoint/g/t';
+    const kept = withHangingMarks({ next: 4n, open: [mark(4n, 'a-1'), mark(5n, 'a-2'), mark(6n, 'a-3')] }, [
+      { next: 5n, open: [mark(5n, 'a-2'), mark(6n, 'a-3')], done: [{ offset: 6n, commandId: 'c6' }] },
+    ]);
+    expect(kept?.open).toEqual([{ ...mark(4n, 'a-1'), answered: true }, mark(5n, 'a-2'), { ...mark(6n, 'a-3'), answered: true }]);
+    expect(decodeCheckpoint(Buffer.from(key), encodeCheckpoint(kept as Checkpoint), key)).toEqual(kept);
+    // A checkpoint written without it reads without it.
+    expect(decodeCheckpoint(Buffer.from(key), encodeCheckpoint({ next: 4n, open: [mark(4n, 'a-1')] }), key)?.open[0]).not.toHaveProperty('answered');
   });
 
   it('recoveryPlan then puts them in doubt: the next claim reports them, never sends them again', () => {

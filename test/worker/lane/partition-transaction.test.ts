@@ -198,6 +198,57 @@ describe('commitTransaction', () => {
     expect(producers.committedKeys('res')).toEqual(['a', 'b']);
   });
 
+  describe('a failed commit whose ledger marker Kafka lost (the ledger says not committed)', () => {
+    /** The ledger as it reads after the lost marker: the checkpoint before the failed transaction (its marks of a and b). */
+    const before = {
+      next: 4n,
+      open: [
+        { offset: 5n, commandId: 'a', at: 1 },
+        { offset: 7n, commandId: 'b', at: 1 },
+      ],
+    };
+
+    it('does not resend when readers see the attempt’s results: it committed; the batches it wrote are what it keeps', async () => {
+      const producers = new FakeProducers();
+      producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
+      const asked: string[] = [];
+      const lostMarker: CommitTarget = {
+        ...target,
+        latestCheckpoint: async () => before,
+        fateOfWritten: async (topic, partition, baseOffset, candidates) => {
+          asked.push(`${topic}[${partition}] from ${baseOffset}: ${candidates.map(String).join(', ')}`);
+          return { ours: [...candidates], fate: [] };
+        },
+      };
+      const { written, sent } = await commitTransaction(producers, lostMarker, write(outcomes, undefined, AHEAD), log, async () => 0n);
+      expect(producers.transactions).toHaveLength(1);
+      expect(producers.committedKeys('res')).toEqual(['a', 'b']);
+      expect(asked).toEqual(['res[0] from 0: result of a, result of b']);
+      expect(written?.map((w) => w.topic)).toEqual(['res', 'ledger']);
+      expect(sent).toBe(outcomes);
+    });
+
+    it('resends when its results were aborted, or their fate is not told (open, not found): as before', async () => {
+      const fates: NonNullable<CommitTarget['fateOfWritten']>[] = [
+        async (_t, _p, _b, candidates) => ({ ours: [...candidates], fate: [...candidates] }),
+        async (_t, _p, _b, candidates) => ({ ours: [...candidates], fate: 'open' }),
+        async () => ({ ours: [], fate: undefined }),
+      ];
+      for (const fateOfWritten of fates) {
+        const producers = new FakeProducers();
+        producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
+        await commitTransaction(
+          producers,
+          { ...target, latestCheckpoint: async () => before, fateOfWritten },
+          write(outcomes, undefined, AHEAD),
+          log,
+          async () => 0n,
+        );
+        expect(producers.transactions.map((t) => t.state)).toEqual(['aborted', 'committed']);
+      }
+    });
+  });
+
   it('reads a failed transaction that moved the offset back from the ledger (ledger on), not from the group offset, which may be read stale', async () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');

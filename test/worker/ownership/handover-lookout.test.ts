@@ -72,4 +72,93 @@ describe('HandoverLookout', () => {
     partition.log.push({ offset: 5n, by: 'a.1', settlement: { kind: 'withdrawn' } });
     await expect(waiting).resolves.toEqual({ kind: 'withdrawn' });
   });
+
+  it('once the grace has passed with no handover, asks the result topic about those marks together: one whose result is there is `published`', async () => {
+    const partition = new Partition();
+    const old = Date.now() - 20_000;
+    const [a, b, c] = [mark(5n, 'a.1', old), mark(6n, 'a.2', old), mark(7n, 'a.3', Date.now())];
+    partition.log.push({ offset: 7n, by: 'a.3', settlement: { kind: 'withdrawn' } });
+    const asked: bigint[][] = [];
+    const found = new HandoverLookout({
+      source: partition,
+      marks: [a, b, c],
+      graceMs: 10_000,
+      pollMs: 2,
+      log: createLogger('silent'),
+      published: async (marks) => {
+        asked.push(marks.map((m) => m.offset));
+        return new Set([6n]);
+      },
+    });
+    const signal = new AbortController().signal;
+    const settled = await Promise.all([a, b, c].map((m) => found.settlementOf(m, signal)));
+    expect(settled).toEqual([undefined, { kind: 'published' }, { kind: 'withdrawn' }]);
+    // A handover found is never searched for; the two past their grace in one search.
+    expect(asked).toEqual([[5n, 6n]]);
+  });
+
+  it('a result search that fails counts as nothing found (UNKNOWN), never as found', async () => {
+    const partition = new Partition();
+    const m = mark(5n, 'a.1', Date.now() - 20_000);
+    const found = new HandoverLookout({
+      source: partition,
+      marks: [m],
+      graceMs: 10_000,
+      pollMs: 2,
+      log: createLogger('silent'),
+      published: () => Promise.reject(new Error('the result topic is away')),
+    });
+    await expect(found.settlementOf(m, new AbortController().signal)).resolves.toBeUndefined();
+  });
+
+  it('looks for the results of `answered` marks first, once, before any handover: a found one is `published`, never the handover’s result again', async () => {
+    const partition = new Partition();
+    const answered = { ...mark(5n, 'a.1'), answered: true as const };
+    const plain = mark(6n, 'a.2');
+    // The earlier owner handed both over (their results), as it does for a transaction it could not tell committed.
+    const result = { kind: 'result', result: { commandId: 'c5' } } as unknown as Handover['settlement'];
+    partition.log.push({ offset: 5n, by: 'a.1', settlement: result }, { offset: 6n, by: 'a.2', settlement: { kind: 'withdrawn' } });
+    let release: () => void = () => undefined;
+    const searches: bigint[][] = [];
+    const found = new HandoverLookout({
+      source: partition,
+      marks: [answered, plain],
+      graceMs: 10_000,
+      pollMs: 2,
+      log: createLogger('silent'),
+      // This process's own handovers too: not taken while the search is under way.
+      own: (m) => (m.offset === 5n ? result : undefined),
+      published: async (marks) => {
+        searches.push(marks.map((m) => m.offset));
+        await new Promise<void>((resolve) => (release = resolve));
+        return new Set([5n]);
+      },
+    });
+    const signal = new AbortController().signal;
+    const first = found.settlementOf(plain, signal);
+    await new Promise((r) => setTimeout(r, 10));
+    // Asked while the search is under way (the race the shipped-lane simulation found: the own handover was taken).
+    const second = found.settlementOf(answered, signal);
+    release();
+    expect(await Promise.all([first, second])).toEqual([{ kind: 'withdrawn' }, { kind: 'published' }]);
+    expect(searches).toEqual([[5n]]);
+    // Asked again later: still found, no second search.
+    await expect(found.settlementOf(answered, signal)).resolves.toEqual({ kind: 'published' });
+    expect(searches).toHaveLength(1);
+  });
+
+  it('an `answered` mark whose result is not there goes on as any other: its handover is taken', async () => {
+    const partition = new Partition();
+    const answered = { ...mark(5n, 'a.1'), answered: true as const };
+    partition.log.push({ offset: 5n, by: 'a.1', settlement: { kind: 'withdrawn' } });
+    const found = new HandoverLookout({
+      source: partition,
+      marks: [answered],
+      graceMs: 10_000,
+      pollMs: 2,
+      log: createLogger('silent'),
+      published: async () => new Set(),
+    });
+    await expect(found.settlementOf(answered, new AbortController().signal)).resolves.toEqual({ kind: 'withdrawn' });
+  });
 });
