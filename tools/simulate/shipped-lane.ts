@@ -258,6 +258,13 @@ export class SimulatedKafka {
    * its fence (committed with the checkpoint it goes on from, as ledger-store.ts settles it).
    */
   lostMarkers = false;
+  /**
+   * Each ledger partition's records of such transactions that a later marker aborted, past its
+   * newest committed checkpoint: what a claim's read after its fence finds aborted there and
+   * cannot tell the fate of (ledger-store.ts, readAfterFence: every checkpoint of one ABORT but
+   * its own transaction's, which here never reaches the log).
+   */
+  readonly #abortedUnsure = new Map<number, OutgoingRecord[]>();
   /** Each ledger partition's open records of transactions whose marker there was lost, with their batches. */
   readonly #hanging = new Map<number, { readonly records: OutgoingRecord[]; readonly batches: bigint[] }>();
   /** Every batch a transaction sent, by the offset its send answered with (a number of its own here): what fateOfWritten tells. */
@@ -297,6 +304,8 @@ export class SimulatedKafka {
 
   #append(topic: string, records: readonly OutgoingRecord[]): void {
     for (const record of records) {
+      // A checkpoint committed past them: a read after a fence starts there.
+      if (topic === LEDGER && record.key === LEDGER_KEY) this.#abortedUnsure.delete(record.partition ?? 0);
       const key = logKey(topic, record.partition);
       const log = this.committed.get(key);
       if (log === undefined) this.committed.set(key, [record]);
@@ -310,6 +319,7 @@ export class SimulatedKafka {
     if (hanging === undefined) return;
     this.#hanging.delete(partition);
     if (fate === 'committed') this.#append(LEDGER, hanging.records);
+    else this.#abortedUnsure.set(partition, [...(this.#abortedUnsure.get(partition) ?? []), ...hanging.records]);
     for (const id of hanging.batches) {
       const batch = this.#batches.get(id);
       if (batch !== undefined) batch.state = fate;
@@ -331,11 +341,14 @@ export class SimulatedKafka {
     who: string,
   ): Checkpoint | undefined | 'none' {
     const hanging = this.#hanging.get(partition);
-    if (hanging === undefined) return 'none';
+    const aborted = this.#abortedUnsure.get(partition) ?? [];
+    if (hanging === undefined && aborted.length === 0) return 'none';
     const committed = this.lastCheckpoint(partition);
-    const unsure = hanging.records.flatMap((r) => decodeCheckpoint(r.key === null ? null : Buffer.from(r.key), r.value, LEDGER_KEY) ?? []);
+    const unsure = [...aborted, ...(hanging?.records ?? [])].flatMap(
+      (r) => decodeCheckpoint(r.key === null ? null : Buffer.from(r.key), r.value, LEDGER_KEY) ?? [],
+    );
     const kept = unsure.length === 0 ? undefined : keep(committed, unsure);
-    this.#endHanging(partition, kept === undefined ? 'aborted' : 'committed', who);
+    if (hanging !== undefined) this.#endHanging(partition, kept === undefined ? 'aborted' : 'committed', who);
     if (kept === undefined) return committed;
     this.#append(LEDGER, [{ key: LEDGER_KEY, value: encodeCheckpoint(kept), partition }]);
     this.#worked.add(`${partition}@${this.epochOf(partition)}`);
@@ -973,7 +986,7 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
     if (!schedule.ledger) return undefined;
     // Right after the fence, open ledger records (their marker lost) are settled as the worker does (source-wiring.ts).
     const keep = (committed: Checkpoint | undefined, unsure: readonly Checkpoint[]): Checkpoint | undefined => {
-      const kept = withHangingMarks(committed, unsure);
+      const kept = withHangingMarks(committed, unsure, { uncalled: schedule.faults.uncalledDropped !== true });
       // DriverFaults.answeredUnflagged: the marks kept as if no lost transaction had answered them.
       return kept !== undefined && schedule.faults.answeredUnflagged === true ? { ...kept, open: kept.open.map(({ answered: _, ...mark }) => mark) } : kept;
     };

@@ -46,6 +46,7 @@ export const SHIPPED_VARIANTS = [
   'no-result-search',
   'fate-never-told',
   'answered-unflagged',
+  'uncalled-dropped',
 ] as const;
 
 export type ShippedVariant = (typeof SHIPPED_VARIANTS)[number];
@@ -71,6 +72,8 @@ export interface DriverFaults {
   readonly fateNeverTold?: boolean;
   /** A settle after the fence that drops the marks' `answered` (answered-unflagged): the next claim takes a handover before it looks for the result. */
   readonly answeredUnflagged?: boolean;
+  /** A settle after the fence that keeps only marks (uncalled-dropped): a record a lost transaction answered without a call is handled again. */
+  readonly uncalledDropped?: boolean;
 }
 
 type Restore = () => void;
@@ -315,6 +318,11 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
       // The marks a lost transaction answered are kept without `answered`: the next claim takes the
       // earlier owner's handover (its result) though the result topic has it already.
       faults = { answeredUnflagged: true };
+      break;
+    case 'uncalled-dropped':
+      // The records a lost transaction answered without a call are not kept: the next claim handles
+      // them again (a second REJECTED, or worse, a send after a REJECTED result).
+      faults = { uncalledDropped: true };
       break;
     case 'mark-without-permit':
       // Every record is marked as soon as it is taken, however many wait for a slot: a death leaves them all UNKNOWN.

@@ -49,6 +49,12 @@ export interface OpenMark {
    * looks for before it takes a handover or reports the command UNKNOWN (handover-lookout.ts).
    */
   readonly answered?: true;
+  /**
+   * Not the mark of a call: a record such a transaction answered without calling it (rejected,
+   * expired), kept so that the new owner looks for its result before handling it again (with
+   * `answered`). Not found, it is handled as new, never reported UNKNOWN.
+   */
+  readonly uncalled?: true;
 }
 
 /** A record past `next` whose outcome is already committed (published ahead of slower records before it). */
@@ -72,13 +78,14 @@ export interface Checkpoint {
  */
 export function encodeCheckpoint(checkpoint: Checkpoint): Buffer {
   const done = checkpoint.done ?? [];
-  const mark = (m: OpenMark): { o: string; id: string; at: number; by?: string; ac?: string; an?: 1 } => ({
+  const mark = (m: OpenMark): { o: string; id: string; at: number; by?: string; ac?: string; an?: 1; uc?: 1 } => ({
     o: m.offset.toString(),
     id: m.commandId.slice(0, MAX_ID_LENGTH),
     at: m.at,
     ...(m.by !== undefined && { by: m.by }),
     ...(m.account !== undefined && { ac: m.account }),
     ...(m.answered === true && { an: 1 }),
+    ...(m.uncalled === true && { uc: 1 }),
   });
   return Buffer.from(
     JSON.stringify({
@@ -124,7 +131,7 @@ export function decodeCheckpoint(key: Buffer | null, value: Buffer | null, expec
   const answeredOffsets = new Set(answered.map((a) => a.offset));
   const marks: OpenMark[] = [];
   for (const entry of open as unknown[]) {
-    const { o, id, at, by, ac, an } = (entry ?? {}) as { o?: unknown; id?: unknown; at?: unknown; by?: unknown; ac?: unknown; an?: unknown };
+    const { o, id, at, by, ac, an, uc } = (entry ?? {}) as { o?: unknown; id?: unknown; at?: unknown; by?: unknown; ac?: unknown; an?: unknown; uc?: unknown };
     if (typeof o !== 'string' || !OFFSET.test(o) || typeof id !== 'string' || typeof at !== 'number' || !Number.isFinite(at)) return undefined;
     if (by !== undefined && (typeof by !== 'string' || by.length > MAX_MARK_NAME_LENGTH)) return undefined;
     // The account only names where the call went: one this version cannot read (a later version's
@@ -138,6 +145,7 @@ export function decodeCheckpoint(key: Buffer | null, value: Buffer | null, expec
         ...(by !== undefined && { by }),
         ...(account !== undefined && { account }),
         ...(an === 1 && { answered: true as const }),
+        ...(uc === 1 && { uncalled: true as const }),
       });
   }
   return answered.length > 0 ? { next: BigInt(next), open: marks, done: answered } : { next: BigInt(next), open: marks };
@@ -153,7 +161,11 @@ export function decodeCheckpoint(key: Buffer | null, value: Buffer | null, expec
  * claim that dropped them sent those commands again. In doubt they get UNKNOWN (or a handover's
  * outcome), never a second call.
  */
-export function withHangingMarks(committed: Checkpoint | undefined, hanging: readonly Checkpoint[]): Checkpoint | undefined {
+export function withHangingMarks(
+  committed: Checkpoint | undefined,
+  hanging: readonly Checkpoint[],
+  options: { readonly uncalled?: boolean } = {},
+): Checkpoint | undefined {
   if (hanging.length === 0) return committed;
   const next = committed?.next ?? 0n;
   const answered = new Set((committed?.done ?? []).map((record) => record.offset));
@@ -163,9 +175,9 @@ export function withHangingMarks(committed: Checkpoint | undefined, hanging: rea
   const keep = (mark: OpenMark): void => {
     if (mark.offset >= next && !answered.has(mark.offset)) open.set(mark.offset, mark);
   };
-  // Only marks: a record answered there was called only if it was marked first (a call waits for
-  // its mark's commit), and that mark is here too. One answered without a call (rejected, dead
-  // letter) is handled again, as never sent.
+  // Marks: a record answered there was called only if it was marked first (a call waits for its
+  // mark's commit), and that mark is here too. One answered without a call (rejected, dead letter)
+  // is handled again, as never sent (with `uncalled`, once its result is not found, below).
   for (const checkpoint of hanging) for (const mark of checkpoint.open) keep(mark);
   // A record the hanging transactions answered (in `done`, or below their `next`) while its mark
   // stays: its result may have been published with them (their result partitions got their
@@ -173,6 +185,20 @@ export function withHangingMarks(committed: Checkpoint | undefined, hanging: rea
   const answeredThere = (offset: bigint): boolean =>
     hanging.some((checkpoint) => offset < checkpoint.next || (checkpoint.done ?? []).some((record) => record.offset === offset));
   for (const [offset, mark] of open) if (answeredThere(offset)) open.set(offset, { ...mark, answered: true });
+  // `uncalled`: a record they answered without a mark (rejected, expired) is kept too, so that its
+  // result is looked for before it is handled again (a second result otherwise: the shipped-lane
+  // simulation with lost markers). Its `at` is the earliest of their marks' (when they began, at
+  // the latest), for the search's start; its name is its own (no handover ever names it).
+  if (options.uncalled === true) {
+    const marked = hanging.flatMap((checkpoint) => checkpoint.open.map((mark) => mark.at)).filter((at) => at > 0);
+    const at = marked.length > 0 ? Math.min(...marked) : 0;
+    for (const checkpoint of hanging)
+      for (const record of checkpoint.done ?? [])
+        // (One without a commandId, a repeat or undecodable, published no result: nothing to look
+        // for; handled again, a repeat is a repeat again, an undecodable one has its dead letter again.)
+        if (record.offset >= next && record.commandId !== '' && !answered.has(record.offset) && !open.has(record.offset))
+          open.set(record.offset, { offset: record.offset, commandId: record.commandId, at, by: `answered.${record.offset}`, answered: true, uncalled: true });
+  }
   const marks = [...open.values()].sort((a, b) => (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0));
   return committed?.done !== undefined ? { next, open: marks, done: committed.done } : { next, open: marks };
 }

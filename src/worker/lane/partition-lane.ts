@@ -394,6 +394,8 @@ export class PartitionLane {
       // Without a handover: UNKNOWN, or under IN_DOUBT_POLICY=resend sent again (record-handler.ts).
       const none = this.#ctx.deps.inDoubtPolicy === 'resend' ? 'resent' : 'reported';
       if (this.#lookout === undefined) {
+        // Never called (withHangingMarks: answered without a call): handled as new.
+        if (mark.uncalled === true) return { kind: 'withdrawn' };
         this.#ctx.metrics.inDoubt.inc({ action: none });
         return undefined;
       }

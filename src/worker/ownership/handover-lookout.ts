@@ -98,6 +98,8 @@ export class HandoverLookout {
     if (by === undefined || this.#marks.get(by)?.offset !== mark.offset || signal.aborted) return Promise.resolve(undefined);
     const known = this.#found.get(by) ?? (this.#answered.length > 0 ? undefined : this.#o.own?.(mark));
     if (known !== undefined) return Promise.resolve(known);
+    // Never called (withHangingMarks: answered without a call), with no result to look for: handled as new.
+    if (mark.uncalled === true && this.#o.published === undefined) return Promise.resolve({ kind: 'withdrawn' });
     return new Promise((resolve) => {
       const waiter: Waiter = {
         mark,
@@ -125,7 +127,10 @@ export class HandoverLookout {
           const answered = this.#answered;
           const published = await this.#published(answered);
           this.#answered = [];
-          for (const mark of answered) if (mark.by !== undefined && published.has(mark.offset)) this.#found.set(mark.by, { kind: 'published' });
+          // Not found, a record answered without a call is handled as new at once (no call to wait for).
+          for (const mark of answered)
+            if (mark.by !== undefined && (published.has(mark.offset) || mark.uncalled === true))
+              this.#found.set(mark.by, published.has(mark.offset) ? { kind: 'published' } : { kind: 'withdrawn' });
           // The search is done: this process's own handovers count again (settlementOf takes them at once).
           for (const waiter of this.#waiters) {
             const own = waiter.mark.by === undefined || this.#found.has(waiter.mark.by) ? undefined : this.#o.own?.(waiter.mark);

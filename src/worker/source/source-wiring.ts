@@ -176,8 +176,14 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
                     return settled;
                   },
                   keep: (committed, unsure) => {
-                    const kept = withHangingMarks(committed, unsure);
-                    const added = (kept?.open.length ?? 0) - (committed?.open.length ?? 0);
+                    const kept = withHangingMarks(committed, unsure, { uncalled: true });
+                    const uncalled = kept?.open.filter((mark) => mark.uncalled === true).length ?? 0;
+                    const added = (kept?.open.length ?? 0) - uncalled - (committed?.open.length ?? 0);
+                    if (uncalled > 0)
+                      log.warn(
+                        { topic, partition, ledgerTopic, records: uncalled },
+                        'the ledger partition holds records answered without a call by transactions whose fate it cannot tell: their results are looked for before they are handled again',
+                      );
                     if (added > 0)
                       log.warn(
                         { topic, partition, ledgerTopic, marks: added },

@@ -164,6 +164,34 @@ describe('withHangingMarks (a claim after its fence, the ledger holding checkpoi
     expect(decodeCheckpoint(Buffer.from(key), encodeCheckpoint({ next: 4n, open: [mark(4n, 'a-1')] }), key)?.open[0]).not.toHaveProperty('answered');
   });
 
+  it('with `uncalled`, also keeps the records they answered without a mark, to look for their results first: named, marked `answered` and `uncalled`, from their earliest mark', () => {
+    const key = 'checkpoint/g/t';
+    const unsure: Checkpoint[] = [
+      {
+        next: 4n,
+        open: [
+          { ...mark(5n, 'a-1'), at: 700 },
+          { ...mark(9n, 'a-3'), at: 900 },
+        ],
+        // 6 rejected (no call); 7 a repeat (answered without its commandId); 4 answered in the committed one.
+        done: [
+          { offset: 4n, commandId: 'c4' },
+          { offset: 6n, commandId: 'c6' },
+          { offset: 7n, commandId: '' },
+        ],
+      },
+    ];
+    const committed: Checkpoint = { next: 4n, open: [], done: [{ offset: 4n, commandId: 'c4' }] };
+    expect(withHangingMarks(committed, unsure)?.open.map((m) => m.offset)).toEqual([5n, 9n]);
+    const kept = withHangingMarks(committed, unsure, { uncalled: true });
+    expect(kept?.open).toEqual([
+      { ...mark(5n, 'a-1'), at: 700 },
+      { offset: 6n, commandId: 'c6', at: 700, by: 'answered.6', answered: true, uncalled: true },
+      { ...mark(9n, 'a-3'), at: 900 },
+    ]);
+    expect(decodeCheckpoint(Buffer.from(key), encodeCheckpoint(kept as Checkpoint), key)).toEqual(kept);
+  });
+
   it('recoveryPlan then puts them in doubt: the next claim reports them, never sends them again', () => {
     const kept = withHangingMarks({ next: 5n, open: [] }, [{ next: 5n, open: [mark(6n, 'a-2')] }]);
     expect([...recoveryPlan(5n, kept).inDoubt.keys()]).toEqual([6n]);

@@ -161,4 +161,24 @@ describe('HandoverLookout', () => {
     });
     await expect(found.settlementOf(answered, new AbortController().signal)).resolves.toEqual({ kind: 'withdrawn' });
   });
+
+  it('a record answered without a call (`uncalled`): `published` when its result is there, else handled as new at once (no grace to wait out), and without a search at all', async () => {
+    const uncalled = (offset: bigint): OpenMark => ({ ...mark(offset, `answered.${offset}`), answered: true, uncalled: true });
+    const [found, notFound] = [uncalled(5n), uncalled(6n)];
+    const withSearch = new HandoverLookout({
+      source: new Partition(),
+      marks: [found, notFound],
+      graceMs: 3_600_000,
+      pollMs: 2,
+      log: createLogger('silent'),
+      published: async () => new Set([5n]),
+    });
+    const signal = new AbortController().signal;
+    expect(await Promise.all([withSearch.settlementOf(found, signal), withSearch.settlementOf(notFound, signal)])).toEqual([
+      { kind: 'published' },
+      { kind: 'withdrawn' },
+    ]);
+    const without = new HandoverLookout({ source: new Partition(), marks: [found], graceMs: 3_600_000, pollMs: 2, log: createLogger('silent') });
+    await expect(without.settlementOf(found, signal)).resolves.toEqual({ kind: 'withdrawn' });
+  });
 });
