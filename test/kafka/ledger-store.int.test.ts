@@ -222,11 +222,12 @@ describe('readLatestCheckpoint against a real broker', () => {
         500,
       );
       expect(seenHanging.map((c) => c.next)).toEqual([7n, 9n]);
-      // Before, the claim went on from the committed checkpoint alone, and sent c9 again.
+      // Before, the claim went on from the committed checkpoint alone, and sent c9 again. (c7 is
+      // below the second hanging checkpoint's next: that transaction answered it, `answered`.)
       expect(kept).toEqual({
         next: 7n,
         open: [
-          { offset: 7n, commandId: 'c7', at: 1, by: 'a-1' },
+          { offset: 7n, commandId: 'c7', at: 1, by: 'a-1', answered: true },
           { offset: 9n, commandId: 'c9', at: 2, by: 'a-2' },
         ],
       });
