@@ -12,7 +12,8 @@
  *
  * Bounded: at most `maxRecords` result records read in one search and `deadlineMs` in all; one
  * fetch in memory at a time. Past either, the search fails (RESULT_SEARCH_TOO_LONG): the caller
- * reports the commands UNKNOWN as before, never sends them.
+ * goes on as without it (a mark in doubt is reported UNKNOWN, or takes its handover; a record
+ * answered without a call is handled again).
  */
 import { SmsWorkerError } from '../errors.ts';
 import type { PartitionReader } from './partition-reader.ts';
@@ -51,6 +52,14 @@ export interface ResultSearchLimits {
 const sameSource = (a: SearchedSource, b: SearchedSource): boolean => a.topic === b.topic && a.partition === b.partition && a.offset === b.offset;
 
 /**
+ * A commandId longer than this may not be a result's key as the ledger has it: the ledger keeps
+ * its first 256 UTF-16 units, a result its first 128 and a digest (resultCommandId). Such a one
+ * is matched by its first PREFIX_UNITS units, then by the result's source, as every match is.
+ */
+const LONG_ID_UNITS = 128;
+const PREFIX_UNITS = 100;
+
+/**
  * Which of `commands` have a result in `resultTopic` that a read_committed reader sees, written at
  * or after `since` (epoch ms): their indexes in `commands`. Reads every partition from the first
  * offset written at `since` up to its end when the search began; a transaction open there is
@@ -68,7 +77,12 @@ export async function publishedResults(
   const maxRecords = limits.maxRecords ?? RESULT_SEARCH_MAX_RECORDS;
   const deadline = Date.now() + (limits.deadlineMs ?? RESULT_SEARCH_DEADLINE_MS);
   const byId = new Map<string, number[]>();
-  for (const [i, command] of commands.entries()) byId.set(command.commandId, [...(byId.get(command.commandId) ?? []), i]);
+  const byPrefix: { readonly prefix: string; readonly i: number }[] = [];
+  for (const [i, command] of commands.entries()) {
+    if (command.commandId.length > LONG_ID_UNITS) byPrefix.push({ prefix: command.commandId.slice(0, PREFIX_UNITS), i });
+    else byId.set(command.commandId, [...(byId.get(command.commandId) ?? []), i]);
+  }
+  const candidatesOf = (key: string): number[] => [...(byId.get(key) ?? []), ...byPrefix.filter((p) => key.startsWith(p.prefix)).map((p) => p.i)];
   const starts = await deps.admin.fetchTopicOffsetsByTimestamp(resultTopic, since);
   // Each partition up to its high watermark now (what is written, open transactions included: the
   // admin's end offsets are read_committed ones, which stop below an open transaction).
@@ -91,8 +105,8 @@ export async function publishedResults(
       to,
       async (record) => {
         if (++read > maxRecords) throw tooLong(resultTopic, `${maxRecords} records`);
-        const candidates = record.key === null ? undefined : byId.get(record.key.toString('utf8'));
-        if (candidates === undefined || record.value === null) return;
+        const candidates = record.key === null ? [] : candidatesOf(record.key.toString('utf8'));
+        if (candidates.length === 0 || record.value === null) return;
         const source = await deps.sourceOf(record.value);
         if (source === undefined) return;
         for (const i of candidates) {

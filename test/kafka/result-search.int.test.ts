@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createTopics, testKafka, uniqueName } from '../helpers/kafka.ts';
 import { PartitionReader } from '../../src/kafka/partition-reader.ts';
 import { publishedResults, type SearchedCommand, type SearchedSource } from '../../src/kafka/result-search.ts';
+import { resultCommandId } from '../../src/contracts/result.ts';
 
 /** A result record's value in this test: its source as JSON (the worker's are Avro; the search only needs the source). */
 const value = (source: SearchedSource): string => JSON.stringify(source);
@@ -52,6 +53,32 @@ describe('publishedResults (the results of commands in doubt, in the result topi
       expect([...(await search)].sort()).toEqual([0, 3]);
     } finally {
       await Promise.all([admin.disconnect(), producer.disconnect(), slow.disconnect(), reader.close()]);
+    }
+  });
+
+  it('matches a long commandId as the ledger keeps it (its first 256 units) against the result’s key (its first 128 and a digest), by the source', async () => {
+    const kafka = testKafka();
+    const topic = uniqueName('results');
+    await createTopics(kafka, [{ topic }]);
+    const admin = kafka.admin();
+    const reader = new PartitionReader(kafka);
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await Promise.all([admin.connect(), producer.connect()]);
+    try {
+      const long = 'x'.repeat(300);
+      const source: SearchedSource = { topic: 'commands', partition: 0, offset: '4' };
+      const since = Date.now();
+      const resultKey = resultCommandId(long);
+      expect(resultKey).not.toBe(long.slice(0, 256));
+      await producer.send({ topic, messages: [{ key: resultKey, value: value(source) }] });
+      const asLedgerHasIt = { commandId: long.slice(0, 256), source };
+      await expect(publishedResults({ admin, reader, sourceOf }, topic, [asLedgerHasIt], since)).resolves.toEqual(new Set([0]));
+      // The same prefix, another record: not it.
+      await expect(publishedResults({ admin, reader, sourceOf }, topic, [{ ...asLedgerHasIt, source: { ...source, offset: '5' } }], since)).resolves.toEqual(
+        new Set(),
+      );
+    } finally {
+      await Promise.all([admin.disconnect(), producer.disconnect(), reader.close()]);
     }
   });
 

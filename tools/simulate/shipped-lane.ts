@@ -986,7 +986,7 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
     if (!schedule.ledger) return undefined;
     // Right after the fence, open ledger records (their marker lost) are settled as the worker does (source-wiring.ts).
     const keep = (committed: Checkpoint | undefined, unsure: readonly Checkpoint[]): Checkpoint | undefined => {
-      const kept = withHangingMarks(committed, unsure, { uncalled: schedule.faults.uncalledDropped !== true });
+      const kept = withHangingMarks(committed, unsure, { uncalled: schedule.faults.uncalledDropped !== true, fallbackAt: Date.now() - 600_000 });
       // DriverFaults.answeredUnflagged: the marks kept as if no lost transaction had answered them.
       return kept !== undefined && schedule.faults.answeredUnflagged === true ? { ...kept, open: kept.open.map(({ answered: _, ...mark }) => mark) } : kept;
     };

@@ -164,7 +164,11 @@ export function decodeCheckpoint(key: Buffer | null, value: Buffer | null, expec
 export function withHangingMarks(
   committed: Checkpoint | undefined,
   hanging: readonly Checkpoint[],
-  options: { readonly uncalled?: boolean } = {},
+  options: {
+    readonly uncalled?: boolean;
+    /** The `at` of an `uncalled` record when no mark tells when they began (epoch ms): where its result search starts. */
+    readonly fallbackAt?: number;
+  } = {},
 ): Checkpoint | undefined {
   if (hanging.length === 0) return committed;
   const next = committed?.next ?? 0n;
@@ -187,11 +191,11 @@ export function withHangingMarks(
   for (const [offset, mark] of open) if (answeredThere(offset)) open.set(offset, { ...mark, answered: true });
   // `uncalled`: a record they answered without a mark (rejected, expired) is kept too, so that its
   // result is looked for before it is handled again (a second result otherwise: the shipped-lane
-  // simulation with lost markers). Its `at` is the earliest of their marks' (when they began, at
-  // the latest), for the search's start; its name is its own (no handover ever names it).
+  // simulation with lost markers). Its `at` is the earliest of the marks' (they began by then at
+  // the latest), else `fallbackAt`, for the search's start; its name is its own (no handover ever names it).
   if (options.uncalled === true) {
-    const marked = hanging.flatMap((checkpoint) => checkpoint.open.map((mark) => mark.at)).filter((at) => at > 0);
-    const at = marked.length > 0 ? Math.min(...marked) : 0;
+    const marked = [...(committed?.open ?? []), ...hanging.flatMap((checkpoint) => checkpoint.open)].map((mark) => mark.at).filter((at) => at > 0);
+    const at = marked.length > 0 ? Math.min(...marked) : (options.fallbackAt ?? 0);
     for (const checkpoint of hanging)
       for (const record of checkpoint.done ?? [])
         // (One without a commandId, a repeat or undecodable, published no result: nothing to look

@@ -409,9 +409,13 @@ export class PartitionLane {
         { topic, partition, offset: mark.offset.toString(), mark: mark.by, markedAt: mark.at, waitedMs: Math.round(performance.now() - started), action },
         settlement === undefined
           ? 'no handover of an earlier owner’s mark within its grace: reporting the command UNKNOWN'
-          : settlement.kind === 'published'
-            ? 'no handover of an earlier owner’s mark within its grace, and its result is in the result topic: not published again'
-            : 'an earlier owner’s mark was handed over',
+          : mark.uncalled === true
+            ? settlement.kind === 'published'
+              ? 'a record a transaction of unknown fate answered without a call has its result in the result topic: not published again'
+              : 'a record a transaction of unknown fate answered without a call has no result in the result topic: handled again'
+            : settlement.kind === 'published'
+              ? 'no handover of an earlier owner’s mark within its grace, and its result is in the result topic: not published again'
+              : 'an earlier owner’s mark was handed over',
       );
       return settlement;
     },

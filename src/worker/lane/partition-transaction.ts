@@ -296,8 +296,8 @@ async function committedBefore(
   mayInitialiseAgain(target);
   const reader = readerOf(target, readBack, committedOffset);
   if (reader === undefined) return { verdict: 'resend', latest: undefined };
+  // Kept across a read-back that fails (it is asked again at the next attempt); sendOnce replaces it.
   const written = attempt.written;
-  attempt.written = undefined;
   let answer: ReadBackAnswer;
   try {
     answer = await committedAfterAll(producers, target, reader);
@@ -308,17 +308,17 @@ async function committedBefore(
   // The ledger says not committed, yet readers see the attempt's results: Kafka committed it and
   // lost its marker to the ledger partition (docs/operations.md). Sent again, every result was
   // published twice (the shipped-lane simulation with lost markers).
-  if (answer.verdict === 'resend' && written !== undefined && (await seenByReaders(written, sent, target))) {
-    attempt.written = written;
+  if (answer.verdict === 'resend' && written !== undefined && (await seenByReaders(written, sent, target)))
     return { ...answer, verdict: 'committed', by: 'results' };
-  }
   return answer;
 }
 
 /**
  * Whether readers see a batch of results or dead letters that `written` put (the attempt's sends'
  * answers; the producer was initialised again since, which ended its transaction): then it
- * committed. Undecided (open, not found, no reader, no offsets) is no.
+ * committed. One that still hangs as the producer's own open transaction (`open`, its marker
+ * lost) counts too, as in abortedOf: the producer's next marker there, this retry's commit, would
+ * publish it beside its copy. Undecided (not found, no reader, no offsets) is no.
  */
 async function seenByReaders(written: readonly WrittenBatch[], sent: readonly RecordOutcome[], target: CommitTarget): Promise<boolean> {
   const { fateOfWritten } = target;
@@ -331,7 +331,7 @@ async function seenByReaders(written: readonly WrittenBatch[], sent: readonly Re
       .flatMap((o) => (o.value === null ? [] : [o.value]));
     if (candidates.length === 0) continue;
     const { ours, fate } = await fateOfWritten(batch.topic, batch.partition, batch.baseOffset, candidates);
-    if (ours.length > 0 && Array.isArray(fate) && fate.length === 0) return true;
+    if (ours.length > 0 && (fate === 'open' || (Array.isArray(fate) && fate.length === 0))) return true;
   }
   return false;
 }

@@ -168,7 +168,10 @@ export class HandoverLookout {
     try {
       return await this.#o.published(marks);
     } catch (error) {
-      this.#o.log.warn({ err: error, marks: marks.length }, 'could not search the result topic for the results of commands in doubt: reporting them UNKNOWN');
+      this.#o.log.warn(
+        { err: error, marks: marks.length },
+        'could not search the result topic for the results of commands in doubt: going on without (UNKNOWN, a handover, or handled again if never called)',
+      );
       return new Set();
     }
   }
@@ -186,7 +189,8 @@ export class HandoverLookout {
     const source = this.#o.source;
     if (this.#next === undefined) {
       let oldest = Number.POSITIVE_INFINITY;
-      for (const mark of this.#marks.values()) oldest = Math.min(oldest, mark.at);
+      // (A record answered without a call has no handover to look for: its `at` is only its result search's.)
+      for (const mark of this.#marks.values()) if (mark.uncalled !== true) oldest = Math.min(oldest, mark.at);
       this.#next = await source.startAt((Number.isFinite(oldest) ? oldest : this.#now()) - (this.#o.clockMarginMs ?? 5_000));
     }
     // Up to what is readable now, a bounded number of fetches per look (the next look goes on from there).

@@ -81,6 +81,12 @@ export interface SourceWiring {
  * consumer, ownership and claims, fetch pauses, and a sender that takes rate-limit tokens at its
  * priority. Everything else (the service client, gate, holds, producers, codec) is shared.
  */
+/**
+ * How far back the result search looks for a record a lost transaction answered without a call
+ * when no mark tells when that transaction began (withHangingMarks' fallbackAt).
+ */
+const UNCALLED_LOOKBACK_MS = 10 * 60_000;
+
 /** How far before the oldest in-doubt mark the result search starts: a result is written after its mark, by a clock that may step back. */
 const RESULT_SEARCH_CLOCK_MARGIN_MS = 5_000;
 
@@ -176,7 +182,7 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
                     return settled;
                   },
                   keep: (committed, unsure) => {
-                    const kept = withHangingMarks(committed, unsure, { uncalled: true });
+                    const kept = withHangingMarks(committed, unsure, { uncalled: true, fallbackAt: Date.now() - UNCALLED_LOOKBACK_MS });
                     const uncalled = kept?.open.filter((mark) => mark.uncalled === true).length ?? 0;
                     const added = (kept?.open.length ?? 0) - uncalled - (committed?.open.length ?? 0);
                     if (uncalled > 0)

@@ -190,6 +190,9 @@ describe('withHangingMarks (a claim after its fence, the ledger holding checkpoi
       { ...mark(9n, 'a-3'), at: 900 },
     ]);
     expect(decodeCheckpoint(Buffer.from(key), encodeCheckpoint(kept as Checkpoint), key)).toEqual(kept);
+    // No mark to tell when they began: `fallbackAt` (never 0, a search from the topic's start).
+    const unmarked = withHangingMarks(undefined, [{ next: 0n, open: [], done: [{ offset: 2n, commandId: 'c2' }] }], { uncalled: true, fallbackAt: 5_000 });
+    expect(unmarked?.open.map((m) => m.at)).toEqual([5_000]);
   });
 
   it('recoveryPlan then puts them in doubt: the next claim reports them, never sends them again', () => {

@@ -228,10 +228,23 @@ describe('commitTransaction', () => {
       expect(sent).toBe(outcomes);
     });
 
-    it('resends when its results were aborted, or their fate is not told (open, not found): as before', async () => {
+    it('does not resend when its results still hang as its own open transaction: the retry’s commit would publish them beside their copy', async () => {
+      const producers = new FakeProducers();
+      producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
+      const fateOfWritten: CommitTarget['fateOfWritten'] = async (_t, _p, _b, candidates) => ({ ours: [...candidates], fate: 'open' });
+      await commitTransaction(
+        producers,
+        { ...target, latestCheckpoint: async () => before, fateOfWritten },
+        write(outcomes, undefined, AHEAD),
+        log,
+        async () => 0n,
+      );
+      expect(producers.transactions.map((t) => t.state)).toEqual(['aborted']);
+    });
+
+    it('resends when its results were aborted, or their fate is not told (not found): as before', async () => {
       const fates: NonNullable<CommitTarget['fateOfWritten']>[] = [
         async (_t, _p, _b, candidates) => ({ ours: [...candidates], fate: [...candidates] }),
-        async (_t, _p, _b, candidates) => ({ ours: [...candidates], fate: 'open' }),
         async () => ({ ours: [], fate: undefined }),
       ];
       for (const fateOfWritten of fates) {
@@ -246,6 +259,29 @@ describe('commitTransaction', () => {
         );
         expect(producers.transactions.map((t) => t.state)).toEqual(['aborted', 'committed']);
       }
+    });
+
+    it('still asks after a read-back that failed: the next attempt has the batches the failed commit wrote', async () => {
+      const producers = new FakeProducers();
+      producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
+      let reads = 0;
+      const asked: bigint[] = [];
+      const flaky: CommitTarget = {
+        ...target,
+        latestCheckpoint: async () => {
+          reads += 1;
+          if (reads === 1) throw new Error('the ledger could not be read (the broker is away)');
+          return before;
+        },
+        fateOfWritten: async (_topic, _partition, baseOffset, candidates) => {
+          asked.push(baseOffset);
+          return { ours: [...candidates], fate: [] };
+        },
+      };
+      await commitTransaction(producers, flaky, write(outcomes, undefined, AHEAD), log, async () => 0n);
+      expect(reads).toBe(2);
+      expect(asked).toHaveLength(1);
+      expect(producers.transactions).toHaveLength(1);
     });
   });
 
