@@ -1,3 +1,4 @@
+import type { Admin, Producer } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { createTopics, testKafka, uniqueName } from '../helpers/kafka.ts';
 import { PartitionReader } from '../../src/kafka/partition-reader.ts';
@@ -13,6 +14,22 @@ const sourceOf = async (bytes: Buffer): Promise<SearchedSource | undefined> => {
     return undefined;
   }
 };
+
+/** A one-partition result topic, with an admin, a reader and a plain producer over it, closed after `run`. */
+async function withResultTopic(run: (on: { topic: string; admin: Admin; reader: PartitionReader; producer: Producer }) => Promise<void>): Promise<void> {
+  const kafka = testKafka();
+  const topic = uniqueName('results');
+  await createTopics(kafka, [{ topic }]);
+  const admin = kafka.admin();
+  const reader = new PartitionReader(kafka);
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await Promise.all([admin.connect(), producer.connect()]);
+  try {
+    await run({ topic, admin, reader, producer });
+  } finally {
+    await Promise.all([admin.disconnect(), producer.disconnect(), reader.close()]);
+  }
+}
 
 describe('publishedResults (the results of commands in doubt, in the result topic already)', () => {
   it('finds a committed result naming the very record, on any partition; not an aborted one, nor one of another record; waits for a transaction open there', async () => {
@@ -57,14 +74,7 @@ describe('publishedResults (the results of commands in doubt, in the result topi
   });
 
   it('matches a long commandId as the ledger keeps it (its first 256 units) against the result’s key (its first 128 and a digest), by the source', async () => {
-    const kafka = testKafka();
-    const topic = uniqueName('results');
-    await createTopics(kafka, [{ topic }]);
-    const admin = kafka.admin();
-    const reader = new PartitionReader(kafka);
-    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await Promise.all([admin.connect(), producer.connect()]);
-    try {
+    await withResultTopic(async ({ topic, admin, reader, producer }) => {
       const long = 'x'.repeat(300);
       const source: SearchedSource = { topic: 'commands', partition: 0, offset: '4' };
       const since = Date.now();
@@ -77,20 +87,11 @@ describe('publishedResults (the results of commands in doubt, in the result topi
       await expect(publishedResults({ admin, reader, sourceOf }, topic, [{ ...asLedgerHasIt, source: { ...source, offset: '5' } }], since)).resolves.toEqual(
         new Set(),
       );
-    } finally {
-      await Promise.all([admin.disconnect(), producer.disconnect(), reader.close()]);
-    }
+    });
   });
 
   it('starts at `since`: a result written before it is not read; past its record limit it fails, naming the limit', async () => {
-    const kafka = testKafka();
-    const topic = uniqueName('results');
-    await createTopics(kafka, [{ topic }]);
-    const admin = kafka.admin();
-    const reader = new PartitionReader(kafka);
-    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await Promise.all([admin.connect(), producer.connect()]);
-    try {
+    await withResultTopic(async ({ topic, admin, reader, producer }) => {
       const source: SearchedSource = { topic: 'commands', partition: 0, offset: '1' };
       await producer.send({ topic, messages: [{ key: 'before', value: value(source) }] });
       await new Promise((r) => setTimeout(r, 50));
@@ -101,8 +102,6 @@ describe('publishedResults (the results of commands in doubt, in the result topi
         code: 'RESULT_SEARCH_TOO_LONG',
         message: expect.stringContaining('3 records'),
       });
-    } finally {
-      await Promise.all([admin.disconnect(), producer.disconnect(), reader.close()]);
-    }
+    });
   });
 });

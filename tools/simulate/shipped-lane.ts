@@ -192,6 +192,11 @@ export interface ServiceCall {
   readonly underCommittedMark: boolean;
 }
 
+/** A ledger record's checkpoint, or undefined for any other record (a handover). */
+function checkpointOf(record: OutgoingRecord): Checkpoint | undefined {
+  return decodeCheckpoint(record.key === null ? null : Buffer.from(record.key), record.value, LEDGER_KEY);
+}
+
 /** A transaction's records, for the trace: results by commandId and outcome, the checkpoint's open marks and answered records. */
 function describeSends(sends: readonly { topic: string; messages: readonly OutgoingRecord[] }[]): string {
   const parts: string[] = [];
@@ -201,7 +206,7 @@ function describeSends(sends: readonly { topic: string; messages: readonly Outgo
         const r = resultType.fromBuffer(m.value.subarray(5)) as PublishedResult & { source?: { offset?: unknown } };
         parts.push(`${r.commandId}@${String(r.source?.offset)} ${r.outcome}`);
       } else if (topic === LEDGER) {
-        const c = decodeCheckpoint(m.key === null ? null : Buffer.from(m.key), m.value, LEDGER_KEY);
+        const c = checkpointOf(m);
         if (c !== undefined)
           parts.push(
             `checkpoint next ${c.next} open [${c.open.map((o) => `${o.offset}:${o.commandId}:${o.by ?? ''}`).join(' ')}] done [${(c.done ?? []).map((d) => d.offset).join(' ')}]`,
@@ -344,9 +349,7 @@ export class SimulatedKafka {
     const aborted = this.#abortedUnsure.get(partition) ?? [];
     if (hanging === undefined && aborted.length === 0) return 'none';
     const committed = this.lastCheckpoint(partition);
-    const unsure = [...aborted, ...(hanging?.records ?? [])].flatMap(
-      (r) => decodeCheckpoint(r.key === null ? null : Buffer.from(r.key), r.value, LEDGER_KEY) ?? [],
-    );
+    const unsure = [...aborted, ...(hanging?.records ?? [])].flatMap((r) => checkpointOf(r) ?? []);
     const kept = unsure.length === 0 ? undefined : keep(committed, unsure);
     if (hanging !== undefined) this.#endHanging(partition, kept === undefined ? 'aborted' : 'committed', who);
     if (kept === undefined) return committed;
@@ -361,7 +364,7 @@ export class SimulatedKafka {
   /** The marks of the open ledger records of `partition` (their marker lost), in the order written. */
   hangingMarks(partition: number): OpenMark[] {
     const hanging = this.#hanging.get(partition)?.records ?? [];
-    return hanging.flatMap((r) => decodeCheckpoint(r.key === null ? null : Buffer.from(r.key), r.value, LEDGER_KEY)?.open ?? []);
+    return hanging.flatMap((r) => checkpointOf(r)?.open ?? []);
   }
 
   /** What became of a batch a transaction sent (PartitionReader.fateOfWritten, as the worker asks it). */
@@ -390,7 +393,7 @@ export class SimulatedKafka {
     for (let i = ledger.length - 1; i >= 0; i--) {
       const record = ledger[i] as OutgoingRecord;
       // The ledger partition also holds handovers (another key): only checkpoints count.
-      const checkpoint = decodeCheckpoint(record.key === null ? null : Buffer.from(record.key), record.value, LEDGER_KEY);
+      const checkpoint = checkpointOf(record);
       if (checkpoint !== undefined && ++seen === nth) return checkpoint;
     }
     return undefined;

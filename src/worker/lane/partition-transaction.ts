@@ -187,17 +187,26 @@ async function abortedOf(previous: CommittedWrite, target: CommitTarget): Promis
   const published = previous.outcomes.filter(publishesRecord);
   const { fateOfWritten } = target;
   if (fateOfWritten === undefined || previous.written === undefined || previous.written.some((w) => w.baseOffset < 0n)) return published;
-  const topicOf = (outcome: RecordOutcome): string => (outcome.kind === 'result' ? target.resultTopic : target.deadLetterTopic);
   const named = (topic: string, value: Buffer): string => `${topic}\u0000${value.toString('base64')}`;
   const again = new Set<string>();
   for (const batch of previous.written) {
-    const candidates = published.filter((o) => topicOf(o) === batch.topic).flatMap((o) => (o.value === null ? [] : [o.value]));
+    const candidates = valuesFor(batch.topic, published, target);
     if (candidates.length === 0) continue;
     const { ours, fate } = await fateOfWritten(batch.topic, batch.partition, batch.baseOffset, candidates);
     const chosen = fate === 'open' ? [] : (fate ?? (ours.length > 0 ? ours : candidates));
     for (const value of chosen) again.add(named(batch.topic, value));
   }
-  return published.filter((o) => o.value !== null && again.has(named(topicOf(o), o.value)));
+  return published.filter((o) => o.value !== null && again.has(named(topicOf(o, target), o.value)));
+}
+
+/** The topic an outcome that publishes a record writes to. */
+function topicOf(outcome: RecordOutcome, target: CommitTarget): string {
+  return outcome.kind === 'result' ? target.resultTopic : target.deadLetterTopic;
+}
+
+/** The values of `published` written to `topic`: what fateOfWritten looks for in a batch there. */
+function valuesFor(topic: string, published: readonly RecordOutcome[], target: CommitTarget): Buffer[] {
+  return published.filter((o) => topicOf(o, target) === topic).flatMap((o) => (o.kind === 'result' || o.kind === 'dead-letter' ? [o.value] : []));
 }
 
 /** The claim's last committed transaction (ledger on), kept until the next one commits: what a lost one publishes again. */
@@ -325,10 +334,8 @@ async function seenByReaders(written: readonly WrittenBatch[], sent: readonly Re
   if (fateOfWritten === undefined) return false;
   const published = sent.filter(publishesRecord);
   for (const batch of written) {
-    if (batch.baseOffset < 0n || (batch.topic !== target.resultTopic && batch.topic !== target.deadLetterTopic)) continue;
-    const candidates = published
-      .filter((o) => (o.kind === 'result' ? target.resultTopic : target.deadLetterTopic) === batch.topic)
-      .flatMap((o) => (o.value === null ? [] : [o.value]));
+    if (batch.baseOffset < 0n) continue;
+    const candidates = valuesFor(batch.topic, published, target);
     if (candidates.length === 0) continue;
     const { ours, fate } = await fateOfWritten(batch.topic, batch.partition, batch.baseOffset, candidates);
     if (ours.length > 0 && (fate === 'open' || (Array.isArray(fate) && fate.length === 0))) return true;

@@ -96,7 +96,7 @@ export class HandoverLookout {
   settlementOf(mark: OpenMark, signal: AbortSignal): Promise<InDoubtSettlement | undefined> {
     const by = mark.by;
     if (by === undefined || this.#marks.get(by)?.offset !== mark.offset || signal.aborted) return Promise.resolve(undefined);
-    const known = this.#found.get(by) ?? (this.#answered.length > 0 ? undefined : this.#o.own?.(mark));
+    const known = this.#known(mark);
     if (known !== undefined) return Promise.resolve(known);
     // Never called (withHangingMarks: answered without a call), with no result to look for: handled as new.
     if (mark.uncalled === true && this.#o.published === undefined) return Promise.resolve({ kind: 'withdrawn' });
@@ -128,13 +128,10 @@ export class HandoverLookout {
           const published = await this.#published(answered);
           this.#answered = [];
           // Not found, a record answered without a call is handled as new at once (no call to wait for).
-          for (const mark of answered)
-            if (mark.by !== undefined && (published.has(mark.offset) || mark.uncalled === true))
-              this.#found.set(mark.by, published.has(mark.offset) ? { kind: 'published' } : { kind: 'withdrawn' });
-          // The search is done: this process's own handovers count again (settlementOf takes them at once).
-          for (const waiter of this.#waiters) {
-            const own = waiter.mark.by === undefined || this.#found.has(waiter.mark.by) ? undefined : this.#o.own?.(waiter.mark);
-            if (own !== undefined && waiter.mark.by !== undefined) this.#found.set(waiter.mark.by, own);
+          for (const mark of answered) {
+            if (mark.by === undefined) continue;
+            if (published.has(mark.offset)) this.#found.set(mark.by, { kind: 'published' });
+            else if (mark.uncalled === true) this.#found.set(mark.by, { kind: 'withdrawn' });
           }
         }
         try {
@@ -145,7 +142,7 @@ export class HandoverLookout {
         // A waiter past its grace got one full look that started after its deadline: nothing came.
         const expired: Waiter[] = [];
         for (const waiter of [...this.#waiters]) {
-          const found = waiter.mark.by === undefined ? undefined : this.#found.get(waiter.mark.by);
+          const found = this.#known(waiter.mark);
           if (found !== undefined) waiter.resolve(found);
           else if (lookStarted >= waiter.deadline) expired.push(waiter);
         }
@@ -160,6 +157,16 @@ export class HandoverLookout {
     } finally {
       this.#looking = false;
     }
+  }
+
+  /**
+   * What is known of a mark now: found (a handover read, or the result search), else this
+   * process's own handover, once no result search of `answered` marks is still due (its result
+   * would be that same result again).
+   */
+  #known(mark: OpenMark): InDoubtSettlement | undefined {
+    if (mark.by === undefined) return undefined;
+    return this.#found.get(mark.by) ?? (this.#answered.length > 0 ? undefined : this.#o.own?.(mark));
   }
 
   /** The offsets of `marks` whose results the result topic has (`published`); none when it cannot tell. */

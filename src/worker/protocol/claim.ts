@@ -86,19 +86,16 @@ export type Identity =
  */
 export function identifyCommand(claim: PartitionClaim, offset: bigint, commandId: string): Identity {
   const inherited = claim.inDoubt.get(offset);
-  // A record answered without a call (`uncalled`, withHangingMarks) that repeats an earlier one is
-  // a repeat, as it was when it was answered: handled as new once its result is not found, it was
-  // called beside its carrier (the shipped-lane simulation with lost markers).
-  const first = inherited?.uncalled === true ? claim.dedup.firstOffset(commandId) : undefined;
-  if (first !== undefined && first !== offset) return { kind: 'duplicate', firstOffset: first };
-  if (inherited !== undefined) {
-    claim.dedup.remember(commandId, offset);
-    return { kind: 'in-doubt', mark: inherited };
+  // A repeat of an earlier record, unless an earlier owner's mark of a call holds this one. A record
+  // answered without a call (`uncalled`, withHangingMarks) that repeats an earlier one is a repeat,
+  // as it was when it was answered: handled as new once its result is not found, it was called
+  // beside its carrier (the shipped-lane simulation with lost markers).
+  if (inherited === undefined || inherited.uncalled === true) {
+    const first = claim.dedup.firstOffset(commandId);
+    if (first !== undefined && first !== offset) return { kind: 'duplicate', firstOffset: first };
   }
-  const earlier = claim.dedup.firstOffset(commandId);
-  if (earlier !== undefined && earlier !== offset) return { kind: 'duplicate', firstOffset: earlier };
   claim.dedup.remember(commandId, offset);
-  return { kind: 'new' };
+  return inherited === undefined ? { kind: 'new' } : { kind: 'in-doubt', mark: inherited };
 }
 
 /** The lease stopped holding while the claim was active: the claim fails and is claimed afresh (see SendPathContext.leaseLost). */

@@ -77,11 +77,6 @@ export interface SourceWiring {
 }
 
 /**
- * The parts of one command source (a topic at a priority, in its own consumer group): its
- * consumer, ownership and claims, fetch pauses, and a sender that takes rate-limit tokens at its
- * priority. Everything else (the service client, gate, holds, producers, codec) is shared.
- */
-/**
  * How far back the result search looks for a record a lost transaction answered without a call
  * when no mark tells when that transaction began (withHangingMarks' fallbackAt).
  */
@@ -90,6 +85,11 @@ const UNCALLED_LOOKBACK_MS = 10 * 60_000;
 /** How far before the oldest in-doubt mark the result search starts: a result is written after its mark, by a clock that may step back. */
 const RESULT_SEARCH_CLOCK_MARGIN_MS = 5_000;
 
+/**
+ * The parts of one command source (a topic at a priority, in its own consumer group): its
+ * consumer, ownership and claims, fetch pauses, and a sender that takes rate-limit tokens at its
+ * priority. Everything else (the service client, gate, holds, producers, codec) is shared.
+ */
 export function connectSource(source: CommandSource, w: SourceWiring): WorkerParts {
   const { config: c, shared, log, metrics } = w;
   const { topic, consumerGroup } = source;
@@ -141,6 +141,14 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
   // The key of this group's checkpoints in the source's own ledger (config: one ledger per topic).
   const ledgerKey = checkpointKey(consumerGroup, topic);
   const { reader, codec, producers } = shared;
+  // The source a result record names (the result search's one decode), or undefined for a value it cannot read.
+  const sourceOf = async (value: Buffer) => {
+    try {
+      return resultFromAvro(await codec.registry.decode(value)).source;
+    } catch {
+      return undefined;
+    }
+  };
   const { admin } = w;
   // The claims of one join read together: one request per thing read (coalesced-admin.ts).
   const reads = coalescedOffsets(admin, CLAIM_READ_COALESCE_MS);
@@ -245,13 +253,6 @@ export function connectSource(source: CommandSource, w: SourceWiring): WorkerPar
           pollMs: 50,
           // No handover by the grace: the result topic may hold the record's result already (result-search.ts).
           published: async (partition, marks) => {
-            const sourceOf = async (value: Buffer) => {
-              try {
-                return resultFromAvro(await codec.registry.decode(value)).source;
-              } catch {
-                return undefined;
-              }
-            };
             const since = Math.min(...marks.map((mark) => mark.at)) - RESULT_SEARCH_CLOCK_MARGIN_MS;
             const commands = marks.map((mark) => ({ commandId: mark.commandId, source: { topic, partition, offset: mark.offset.toString() } }));
             const found = await publishedResults({ admin, reader, sourceOf }, c.topics.results, commands, since);
