@@ -53,7 +53,7 @@ const sameSource = (a: SearchedSource, b: SearchedSource): boolean => a.topic ==
 
 /**
  * A commandId longer than this may not be a result's key as the ledger has it: the ledger keeps
- * its first 256 UTF-16 units, a result its first 128 and a digest (resultCommandId). Such a one
+ * its first 256 UTF-16 units, a result its first 127, `…` and a digest (resultCommandId). Such a one
  * is matched by its first PREFIX_UNITS units, then by the result's source, as every match is.
  */
 const LONG_ID_UNITS = 128;
