@@ -127,10 +127,12 @@ async function underLoadThrough(label: string, outage: () => Promise<void>) {
         `${dump}.${label}`,
         [JSON.stringify({ backAt, missing }), ...after().map((lines) => lines.map((l) => JSON.stringify(l)).join('\n'))].join('\n----\n'),
       );
-      // The broker's own log and its ledger partitions (for kafka-dump-log), deleted with the broker otherwise.
+      // The broker's own log and its ledger, result and command partitions (for kafka-dump-log), deleted with the broker otherwise.
       cpSync(join(broker.workDir, 'kafka.log'), `${dump}.${label}.kafka.log`);
       const data = join(broker.workDir, 'kafka-data');
-      for (const dir of readdirSync(data).filter((d) => d.startsWith(`${topics.ledger}-`) || d.startsWith('__transaction_state')))
+      for (const dir of readdirSync(data).filter((d) =>
+        [topics.ledger, topics.results, topics.commands, '__transaction_state'].some((t) => d.startsWith(`${t}-`)),
+      ))
         cpSync(join(data, dir), `${dump}.${label}.data/${dir}`, { recursive: true });
     }
   }

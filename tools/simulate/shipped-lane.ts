@@ -121,6 +121,8 @@ const DEDUP_WINDOW = 1_000;
 const HANDOVER_GRACE_MS = 500;
 /** Offsets the seed of the stream that makes admin reads of the group offset stale (SimulatedKafka.readGroupOffset). */
 const STALE_READS_SEED = 0x5eed_0ff5;
+/** Offsets the stream that draws whether a transaction whose ledger marker was lost lost its result and dead-letter markers too (so other schedules keep their draws). */
+const RESULT_MARKERS_SEED = 0x5eed_0ff6;
 /** The longest a slow call takes: within the grace, with room for the handover's write. */
 const SLOW_CALL_MS = 300;
 /** How long the last claim gets to answer every record, and an ended claim's lane to settle, ms (by default). */
@@ -253,7 +255,7 @@ export class SimulatedKafka {
   /** Claims kept (carried to the next generation) although another producer had fenced the partition since. */
   readonly keptAfterFence: string[] = [];
   /** Commits that failed (`fail`), whose answer was lost (`lost`), or whose ledger marker was lost (`hung`), for the tally. */
-  readonly faults = { fail: 0, lost: 0, hung: 0 };
+  readonly faults = { fail: 0, lost: 0, hung: 0, hungPublished: 0 };
   /**
    * Lost markers (`--lost-markers on`): now and then a commit ends with its marker to the ledger
    * partition lost, as Kafka 4.3.1 did in a broker's restart (docs/operations.md), its answer given
@@ -272,6 +274,18 @@ export class SimulatedKafka {
   readonly #abortedUnsure = new Map<number, OutgoingRecord[]>();
   /** Each ledger partition's open records of transactions whose marker there was lost, with their batches. */
   readonly #hanging = new Map<number, { readonly records: OutgoingRecord[]; readonly batches: bigint[] }>();
+  /**
+   * With lost markers, whether such a transaction lost its markers to the result and dead-letter
+   * partitions too (half of them; a stream of its own). Its records there then stay open, by
+   * transactional id and topic (`partition|topic`), until that id's next marker there: the commit
+   * of its next transaction that writes there (committed), or the end of one that does without a
+   * commit (aborted): a failed commit, an abort, or the next initialisation of the id (a fence)
+   * while it is open, as Kafka's coordinator aborts an open transaction then.
+   */
+  publishedMarkerDraws: Prng | undefined;
+  readonly #hangingPublished = new Map<string, { readonly topic: string; readonly records: OutgoingRecord[]; readonly batches: bigint[] }>();
+  /** The topics each transactional id's open transaction has written (what its end without a commit aborts). */
+  readonly #openWrites = new Map<number, Set<string>>();
   /** Every batch a transaction sent, by the offset its send answered with (a number of its own here): what fateOfWritten tells. */
   readonly #batches = new Map<bigint, { readonly topic: string; readonly values: readonly Buffer[]; state: 'pending' | 'committed' | 'aborted' | 'hanging' }>();
   #nextBatch = 0n;
@@ -332,6 +346,45 @@ export class SimulatedKafka {
     this.trace.push(
       `${who}'s marker ${fate === 'committed' ? 'commits' : 'aborts'} the open ledger records of partition ${partition}: ${describeSends([{ topic: LEDGER, messages: hanging.records }])}`,
     );
+  }
+
+  /** The open records of transactional id `partition` in `topic` (their marker lost) get the fate of the marker it writes there now. */
+  #endHangingPublished(partition: number, topic: string, fate: 'committed' | 'aborted', who: string): void {
+    const key = `${partition}|${topic}`;
+    const hanging = this.#hangingPublished.get(key);
+    if (hanging === undefined) return;
+    this.#hangingPublished.delete(key);
+    if (fate === 'committed') this.#append(topic, hanging.records);
+    for (const id of hanging.batches) {
+      const batch = this.#batches.get(id);
+      if (batch !== undefined) batch.state = fate;
+    }
+    this.trace.push(
+      `${who}'s marker ${fate === 'committed' ? 'commits' : 'aborts'} the open records of p${partition}'s transactional id: ${describeSends([{ topic, messages: hanging.records }])}`,
+    );
+  }
+
+  /** A transaction of transactional id `partition` that wrote `topics` ended without a commit: its ABORT there ends their open records too. */
+  #abortedWrites(partition: number, topics: Iterable<string>, who: string): void {
+    for (const topic of topics) this.#endHangingPublished(partition, topic, 'aborted', who);
+  }
+
+  /** The next initialisation of transactional id `partition`: the coordinator aborts its open transaction, if any, with its writes. */
+  #initialised(partition: number, who: string): void {
+    const open = this.#openWrites.get(partition);
+    this.#openWrites.delete(partition);
+    if (open !== undefined) this.#abortedWrites(partition, open, who);
+  }
+
+  /** The records of `topic` readers see, and those still open whose coordinator committed them (a reader waits at them until the next marker). */
+  committedOrHanging(topic: string): OutgoingRecord[] {
+    const hanging = [...this.#hangingPublished.values()].filter((h) => h.topic === topic).flatMap((h) => h.records);
+    return [...(this.committed.get(topic) ?? []), ...hanging];
+  }
+
+  /** Records of results and dead letters still open at the end (their coordinator committed them; no later marker of their id came). */
+  get stillHanging(): number {
+    return [...this.#hangingPublished.values()].reduce((sum, h) => sum + h.records.length, 0);
   }
 
   /**
@@ -414,6 +467,7 @@ export class SimulatedKafka {
     const epoch = (this.#epochs.get(partition) ?? 0) + 1;
     this.#epochs.set(partition, epoch);
     this.trace.push(`${by}'s fence of partition ${partition} lands late: epoch ${epoch}`);
+    this.#initialised(partition, by);
   }
 
   /** The handovers of one process: written to the ledger partitions outside any transaction, read from their tails. */
@@ -489,6 +543,7 @@ export class SimulatedKafka {
         if (session === undefined || session.generation !== generation) {
           const epoch = (this.#epochs.get(partition) ?? 0) + 1;
           this.#epochs.set(partition, epoch);
+          this.#initialised(partition, `${host.name}/p${partition}/g${generation}`);
           session = { partition, generation, epoch, inTransaction: false };
           sessions.set(partition, session);
         }
@@ -544,7 +599,11 @@ export class SimulatedKafka {
     const end = (): void => {
       state = 'ended';
       session.inTransaction = false;
+      if (this.#openWrites.get(session.partition) === writes) this.#openWrites.delete(session.partition);
     };
+    // The topics besides the ledger this transaction writes (the ledger's open records are kept apart, by partition).
+    const writes = new Set<string>();
+    this.#openWrites.set(session.partition, writes);
     return {
       send: async (batches) => {
         await io(this.#prng, host);
@@ -552,6 +611,7 @@ export class SimulatedKafka {
         if (state !== 'open') throw new Error('Cannot continue to use transaction once ended');
         // Nothing is written before the commit here: each batch answers with a number of its own for
         // an offset, which fateOfWritten tells the fate of (a lost transaction's republish asks it).
+        for (const batch of batches) if (batch.topic !== LEDGER) writes.add(batch.topic);
         return batches.map((batch) => {
           const id = this.#nextBatch++;
           this.#batches.set(id, { topic: batch.topic, values: batch.messages.map((m) => m.value), state: 'pending' });
@@ -583,6 +643,7 @@ export class SimulatedKafka {
           this.faults.fail += 1;
           for (const { batch } of sends) this.#batches.get(batch)!.state = 'aborted';
           for (const partition of ledgerPartitions) this.#endHanging(partition, 'aborted', who);
+          this.#abortedWrites(session.partition, writes, who);
           throw new SimulatedFault('simulated: the coordinator is not available (nothing committed)');
         }
         end();
@@ -590,8 +651,21 @@ export class SimulatedKafka {
         for (const partition of ledgerPartitions) this.#endHanging(partition, 'committed', who);
         const hangs = fate === 'hangs' || fate === 'hangs-lost';
         const answerLost = fate === 'lost' || fate === 'hangs-lost';
+        // The topics besides the ledger whose markers this commit lost too: its records there stay open with any earlier ones.
+        const hangsIn = new Set(hangs && this.publishedMarkerDraws !== undefined ? [...writes].filter(() => this.publishedMarkerDraws?.chance(0.5)) : []);
+        for (const topic of writes) if (!hangsIn.has(topic)) this.#endHangingPublished(session.partition, topic, 'committed', who);
         for (const { topic, messages, batch } of sends) {
           const written = this.#batches.get(batch)!;
+          if (hangsIn.has(topic)) {
+            written.state = 'hanging';
+            const key = `${session.partition}|${topic}`;
+            const hanging = this.#hangingPublished.get(key) ?? { topic, records: [], batches: [] };
+            hanging.records.push(...messages);
+            if (topic === RESULTS) for (const m of messages) this.resultsBy.set(m, `${who}${answerLost ? ' (answer lost)' : ''} (its marker lost)`);
+            hanging.batches.push(batch);
+            this.#hangingPublished.set(key, hanging);
+            continue;
+          }
           if (hangs && topic === LEDGER) {
             written.state = 'hanging';
             for (const partition of new Set(messages.map((m) => m.partition ?? 0))) {
@@ -607,13 +681,14 @@ export class SimulatedKafka {
           if (topic === RESULTS) for (const m of messages) this.resultsBy.set(m, `${who}${answerLost ? ' (answer lost)' : ''}`);
         }
         if (hangs) this.faults.hung += 1;
+        if (hangsIn.size > 0) this.faults.hungPublished += 1;
         if (offsets !== undefined) {
           this.#previousOffsets.set(session.partition, this.groupOffset(session.partition));
           this.groupOffsets.set(session.partition, offsets);
           this.offsetCommitted(session.partition, offsets);
         }
         this.trace.push(
-          `${who} committed${answerLost ? ' (answer lost)' : ''}${hangs ? ' (its ledger marker lost: the ledger records stay open)' : ''}: ${describeSends(sends)}${offsets === undefined ? '' : `, offset ${offsets}`}`,
+          `${who} committed${answerLost ? ' (answer lost)' : ''}${hangs ? ` (its ledger marker lost${hangsIn.size > 0 ? `, and in ${[...hangsIn].join(', ')}` : ''}: those records stay open)` : ''}: ${describeSends(sends)}${offsets === undefined ? '' : `, offset ${offsets}`}`,
         );
         if (answerLost) {
           this.faults.lost += 1;
@@ -624,6 +699,7 @@ export class SimulatedKafka {
         await io(this.#prng, host);
         // As kafkajs answers an abort after a commit that failed late (the worker logs it and goes on).
         if (state === 'ended') throw new SimulatedFault('Cannot continue to use transaction once ended');
+        if (state === 'open') this.#abortedWrites(session.partition, writes, who);
         end();
       },
     };
@@ -1228,6 +1304,8 @@ export interface ShippedLaneOptions {
   readonly stopWhen?: (violation: ShippedLaneViolation) => boolean;
   /** Commits now and then lose their ledger marker (SimulatedKafka.lostMarkers). */
   readonly lostMarkers?: boolean;
+  /** With lostMarkers, such a commit loses its markers to the result and dead-letter partitions too, half the time (SimulatedKafka.publishedMarkerDraws). */
+  readonly lostResultMarkers?: boolean;
 }
 
 /** A crash leaves in doubt what its process had marked or called: those may end UNKNOWN. */
@@ -1252,7 +1330,10 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     seed,
     prng,
     ledger: options.ledger ?? true,
-    kafka: Object.assign(new SimulatedKafka(prng, options.faults, new Prng(seed + STALE_READS_SEED)), { lostMarkers: options.lostMarkers ?? false }),
+    kafka: Object.assign(new SimulatedKafka(prng, options.faults, new Prng(seed + STALE_READS_SEED)), {
+      lostMarkers: options.lostMarkers ?? false,
+      publishedMarkerDraws: options.lostMarkers === true && options.lostResultMarkers === true ? new Prng(seed + RESULT_MARKERS_SEED) : undefined,
+    }),
     partitions,
     records: records(prng, seed, partitions, spendCap === undefined ? null : SPEND_EXPIRY_MS),
     assignment: new Map(),
@@ -1542,7 +1623,7 @@ function resultOf(record: OutgoingRecord): PublishedResult {
 }
 
 function publishedResults(kafka: SimulatedKafka): (PublishedResult & { readonly by: string })[] {
-  return (kafka.committed.get(RESULTS) ?? []).map((r) => ({ ...resultOf(r), by: kafka.resultsBy.get(r) ?? '?' }));
+  return kafka.committedOrHanging(RESULTS).map((r) => ({ ...resultOf(r), by: kafka.resultsBy.get(r) ?? '?' }));
 }
 
 function check(schedule: Schedule): ShippedLaneViolation[] {
@@ -1554,7 +1635,7 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
   for (const death of schedule.unboundedUnknown) add('unknown-is-bounded', death);
   for (const passed of schedule.repeatsPassed) add('repeat-after-result', passed);
   const results = publishedResults(kafka);
-  const deadLetters = kafka.committed.get(DEAD_LETTERS) ?? [];
+  const deadLetters = kafka.committedOrHanging(DEAD_LETTERS);
   for (const record of schedule.records) {
     if (record.kind === 'repeat') continue;
     if (record.kind === 'undecodable') {
@@ -1689,6 +1770,8 @@ function tallyOf(schedule: Schedule, tally: Map<string, number> | undefined): vo
   count('commit failed', schedule.kafka.faults.fail);
   count('commit answer lost', schedule.kafka.faults.lost);
   count('ledger marker lost', schedule.kafka.faults.hung);
+  count('result markers lost too', schedule.kafka.faults.hungPublished);
+  count('results left open at the end', schedule.kafka.stillHanging);
   const handovers = partitionsOf(schedule)
     .flatMap((partition) => schedule.kafka.committed.get(logKey(LEDGER, partition)) ?? [])
     .filter((r) => r.key !== null && r.key.toString() === handoverKey(GROUP, TOPIC)).length;
@@ -1725,6 +1808,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       variant: { type: 'string', default: 'correct' },
       settle: { type: 'string' },
       'lost-markers': { type: 'string', default: 'off' },
+      'lost-result-markers': { type: 'string', default: 'off' },
     },
   });
   const variant = values.variant as ShippedVariant;
@@ -1734,14 +1818,15 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const tally = new Map<string, number>();
   const violations = await runShippedLaneSchedules(Number(values.seed), Number(values.schedules), {
     ledger: values.ledger !== 'off',
-    lostMarkers: values['lost-markers'] === 'on',
+    lostMarkers: values['lost-markers'] === 'on' || values['lost-result-markers'] === 'on',
+    lostResultMarkers: values['lost-result-markers'] === 'on',
     tally,
     faults,
     ...(values.settle !== undefined && { settleMs: Number(values.settle) }),
   });
   restore();
   console.log(
-    `shipped-lane simulation: ${values.schedules} schedules from seed ${values.seed}, ledger ${values.ledger}, lost markers ${values['lost-markers']}, variant ${variant}, in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    `shipped-lane simulation: ${values.schedules} schedules from seed ${values.seed}, ledger ${values.ledger}, lost markers ${values['lost-markers']}, lost result markers ${values['lost-result-markers']}, variant ${variant}, in ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
   console.log(
     [...tally]

@@ -66,6 +66,8 @@ export class PartitionLane {
   readonly #bytesFreed = (): void => this.#apply(() => this.#machine.bytesHeld(false));
   /** The last transaction committed with a checkpoint: published again should Kafka have lost it (partition-transaction.ts, withLostRepublished). */
   #lastCommitted: CommittedWrite | undefined;
+  /** The claim's last committed transaction that published records: what a later one's abort may take with it (partition-transaction.ts, abortedWithFailed). */
+  #lastPublished: CommittedWrite | undefined;
   /** Waiters for what was done at the retirement to be committed (retireCommittedSoon): told after each event. */
   #retireCommitWaiters: (() => void)[] = [];
   /** Handovers being written: the lane ends after them (a shutdown disconnects their producer next). */
@@ -437,10 +439,13 @@ export class PartitionLane {
     const ledgerRecord = plan.checkpoint === undefined ? undefined : encodeCheckpoint(plan.checkpoint);
     const started = performance.now();
     const previous = this.#lastCommitted;
-    const write = { outcomes: plan.outcomes, commitOffset: plan.commitOffset?.toString(), ledgerRecord, readBack: plan.readBack, previous };
+    const lastPublished = this.#lastPublished;
+    const write = { outcomes: plan.outcomes, commitOffset: plan.commitOffset?.toString(), ledgerRecord, readBack: plan.readBack, previous, lastPublished };
     commitTransaction(ctx.producers, this.#target, write, ctx.log, () => ctx.fetchCommittedOffset(claim.topic, claim.partition)).then(
       ({ written, sent }) => {
-        if (plan.checkpoint !== undefined) this.#lastCommitted = { outcomes: sent, floor: 'floor' in plan.readBack ? plan.readBack.floor : undefined, written };
+        const committed = { outcomes: sent, floor: 'floor' in plan.readBack ? plan.readBack.floor : undefined, written };
+        if (plan.checkpoint !== undefined) this.#lastCommitted = committed;
+        if (sent.some(publishesRecord)) this.#lastPublished = committed;
         ctx.metrics.transactions.inc({ outcome: 'committed' });
         ctx.metrics.commitLatency.observe((performance.now() - started) / 1000);
         this.#apply(() => this.#machine.transactionCommitted(performance.now()));

@@ -115,6 +115,8 @@ export async function commitTransaction(
   let sent = outcomes;
   const counts = { results: sends.results.length, deadLetters: sends.deadLetters.length };
   const attempt: AttemptState = { transactionFailed: false, dropped: false };
+  // Published again with the failed transaction: what of earlier committed ones Kafka aborted.
+  let republished: RecordOutcome[] = [];
   return retry(
     async (n) => {
       attempt.transactionFailed = false;
@@ -135,9 +137,15 @@ export async function commitTransaction(
         );
         return { ...counts, written: attempt.written, sent };
       }
-      if (back?.verdict === 'lost') {
-        sent = [...(await withLostRepublished(write, back.latest, target, log)), ...outcomes];
-        sends = new TransactionSends(sent, ledgerRecord, target, sends.maxBatchBytes);
+      if (back !== undefined) {
+        const lost = back.verdict === 'lost' ? await withLostRepublished(write, back.latest, target, log) : [];
+        const takenWith = await abortedWithFailed(write, sends, lost, target, log);
+        const again = [...lost, ...takenWith].filter((o, i, all) => !republished.includes(o) && all.indexOf(o) === i);
+        if (back.verdict === 'lost' || again.length > 0) {
+          republished = [...republished, ...again];
+          sent = [...republished, ...outcomes];
+          sends = new TransactionSends(sent, ledgerRecord, target, sends.maxBatchBytes);
+        }
       }
       return { ...counts, written: await sendOnce(producers, target, sends, commitOffset, log, attempt), sent };
     },
@@ -173,6 +181,61 @@ async function withLostRepublished(write: TransactionWrite, latest: Checkpoint |
     'Kafka lost the markers of the transaction this claim committed last (a broker restart): publishing again what of it was aborted',
   );
   return again;
+}
+
+/**
+ * After a failed transaction that published records, which Kafka aborted (the verdict `resend` or
+ * `lost`): what of the claim's last committed transaction that published records
+ * (`lastPublished`) that abort took with it, published again. Its commit was acknowledged, but its
+ * markers to a result or dead-letter partition may have been lost in a broker restart (Kafka
+ * 4.3.1, docs/operations.md): its records there then stay open until the producer's next marker
+ * there, and the failed transaction's ABORT ended them too, while a marks-only transaction in
+ * between committed its ledger records (so the ledger shows no loss). Only records proven aborted
+ * are published again (nothing proves a loss here, and the usual answer is "seen by readers"):
+ * one whose fate is not told stays as it is, and is logged.
+ */
+async function abortedWithFailed(
+  write: TransactionWrite,
+  failed: TransactionSends,
+  lost: readonly RecordOutcome[],
+  target: CommitTarget,
+  log: Logger,
+): Promise<RecordOutcome[]> {
+  const { lastPublished, previous } = write;
+  if (lastPublished === undefined || failed.results.length + failed.deadLetters.length === 0) return [];
+  // The lost transaction's own republish already asked about it.
+  if (lastPublished === previous && lost.length > 0) return [];
+  const { aborted, untold } = await fatesOf(lastPublished, target);
+  if (aborted.length > 0 || untold > 0)
+    log.warn(
+      { topic: target.topic, partition: target.partition, republished: aborted.length, untold },
+      aborted.length > 0
+        ? 'the abort of the failed transaction also ended records of the last one this claim committed (their markers lost in a broker restart): publishing them again'
+        : 'could not tell whether the abort of the failed transaction ended records of the last one this claim committed: not publishing them again',
+    );
+  return aborted;
+}
+
+/** The outcomes of `previous` that fateOfWritten proves aborted, and how many batches it could not tell. */
+async function fatesOf(previous: CommittedWrite, target: CommitTarget): Promise<{ aborted: RecordOutcome[]; untold: number }> {
+  const published = previous.outcomes.filter(publishesRecord);
+  const { fateOfWritten } = target;
+  if (fateOfWritten === undefined || previous.written === undefined) return { aborted: [], untold: previous.written === undefined ? 1 : 0 };
+  const named = (topic: string, value: Buffer): string => `${topic}\u0000${value.toString('base64')}`;
+  const aborted = new Set<string>();
+  let untold = 0;
+  for (const batch of previous.written) {
+    const candidates = valuesFor(batch.topic, published, target);
+    if (candidates.length === 0) continue;
+    if (batch.baseOffset < 0n) {
+      untold += 1;
+      continue;
+    }
+    const { ours, fate } = await fateOfWritten(batch.topic, batch.partition, batch.baseOffset, candidates);
+    if (Array.isArray(fate)) for (const value of fate) aborted.add(named(batch.topic, value));
+    else if (fate === undefined || ours.length === 0) untold += 1;
+  }
+  return { aborted: published.filter((o) => o.value !== null && aborted.has(named(topicOf(o, target), o.value))), untold };
 }
 
 /**
@@ -222,6 +285,11 @@ export interface CommittedWrite {
 export interface TransactionWrite {
   /** The claim's last committed transaction, published again should the read-back find it lost. */
   readonly previous?: CommittedWrite;
+  /**
+   * The claim's last committed transaction that published records (results, dead letters): what
+   * the abort of a failed one may have taken with it (abortedWithFailed).
+   */
+  readonly lastPublished?: CommittedWrite;
   readonly outcomes: readonly RecordOutcome[];
   /** The next offset to consume, or undefined when the transaction only writes the ledger. */
   readonly commitOffset: string | undefined;

@@ -391,6 +391,91 @@ describe('commitTransaction', () => {
     });
   });
 
+  describe('an earlier transaction whose result markers Kafka lost, ended by the abort of a failed one (the ledger shows no loss)', () => {
+    const key = checkpointKey(target.consumerGroup, target.topic);
+    const decoded = (record: Buffer): Checkpoint => decodeCheckpoint(Buffer.from(key), record, key) as Checkpoint;
+    const published = encodeCheckpoint({ next: 9n, open: [] });
+    const marks = encodeCheckpoint({ next: 9n, open: [{ offset: 10n, commandId: 'w', at: 1 }] });
+    const failing = encodeCheckpoint({ next: 12n, open: [] });
+
+    /**
+     * The claim commits T (results x and y, offset 9), then a transaction of marks only (its
+     * ledger marker commits T's ledger records, should T's have been lost), then fails the next
+     * one (z, offset 12) once. What the lane passes as the claim's last committed transaction (the
+     * marks) and its last that published records (T), and the failed write.
+     */
+    async function publishedMarksThenFailing(producers: FakeProducers): Promise<TransactionWrite> {
+      const published0 = [resultOutcome('x'), resultOutcome('y')];
+      const t = await commitTransaction(producers, target, write(published0, '9', published), log, async () => 9n);
+      const m = await commitTransaction(producers, target, write([], undefined, marks), log, async () => 9n);
+      producers.fate = (tx) => (tx.id === 2 ? 'fail' : 'ok');
+      return {
+        outcomes: [resultOutcome('z')],
+        commitOffset: '12',
+        ledgerRecord: failing,
+        readBack: { by: 'checkpoint', written: decoded(failing), floor: decoded(marks) },
+        previous: { outcomes: [], floor: decoded(published), written: m.written },
+        lastPublished: { outcomes: published0, floor: undefined, written: t.written },
+      };
+    }
+
+    /** The ledger reads its newest checkpoint (the marks: no loss shows); T's result batch (res at 0) has `fate`, the failed one's was aborted. */
+    function withResultFate(fate: Awaited<ReturnType<NonNullable<CommitTarget['fateOfWritten']>>>['fate'], asked: string[] = []): CommitTarget {
+      return {
+        ...target,
+        latestCheckpoint: async () => decoded(marks),
+        fateOfWritten: async (topic, partition, baseOffset, candidates) => {
+          asked.push(`${topic}[${partition}] from ${baseOffset}: ${candidates.map(String).join(', ')}`);
+          return { ours: [...candidates], fate: topic === 'res' && baseOffset === 0n ? fate : [...candidates] };
+        },
+      };
+    }
+
+    it('publishes again what of it the abort ended, with the failed transaction', async () => {
+      const producers = new FakeProducers();
+      const failed = await publishedMarksThenFailing(producers);
+      const asked: string[] = [];
+      const { sent } = await commitTransaction(
+        producers,
+        withResultFate([Buffer.from('result of x'), Buffer.from('result of y')], asked),
+        failed,
+        log,
+        async () => 9n,
+      );
+      expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'committed', 'aborted', 'committed']);
+      expect(producers.transactions[3]?.sends.find((s) => s.topic === 'res')?.messages.map((m) => m.key)).toEqual(['x', 'y', 'z']);
+      // The failed attempt's own batch (aborted: resent), then T's.
+      expect(asked).toEqual(['res[0] from 2: result of z', 'res[0] from 0: result of x, result of y']);
+      // What the lane keeps as its last transaction that published: all three.
+      expect(sent.map((o) => (o.kind === 'result' ? o.key : o.kind))).toEqual(['x', 'y', 'z']);
+    });
+
+    it('publishes nothing of it again when readers see it, when it still hangs (the retry’s commit is its next marker), or when its fate is not told', async () => {
+      for (const fate of [[], 'open', undefined] as const) {
+        const producers = new FakeProducers();
+        const failed = await publishedMarksThenFailing(producers);
+        await commitTransaction(producers, withResultFate(fate === undefined ? undefined : fate === 'open' ? 'open' : []), failed, log, async () => 9n);
+        expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'committed', 'aborted', 'committed']);
+        expect(producers.transactions[3]?.sends.find((s) => s.topic === 'res')?.messages.map((m) => m.key)).toEqual(['z']);
+      }
+    });
+
+    it('asks nothing when the failed transaction published nothing (its abort reached no result partition)', async () => {
+      const producers = new FakeProducers();
+      const failed = await publishedMarksThenFailing(producers);
+      const asked: string[] = [];
+      await commitTransaction(
+        producers,
+        withResultFate([Buffer.from('result of x')], asked),
+        { ...failed, outcomes: [], commitOffset: undefined, readBack: readBackFor(undefined, false, decoded(failing)) },
+        log,
+        async () => 9n,
+      );
+      expect(asked).toEqual([]);
+      expect(producers.transactions.at(-1)?.sends.map((s) => s.topic)).toEqual(['ledger']);
+    });
+  });
+
   it('does not resend while the ledger cannot be read back: it asks again at the next attempt', async () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'lost-answer' : 'ok');
