@@ -138,8 +138,16 @@ export async function commitTransaction(
         return { ...counts, written: attempt.written, sent };
       }
       if (back !== undefined) {
-        const lost = back.verdict === 'lost' ? await withLostRepublished(write, back.latest, target, log) : [];
-        const takenWith = await abortedWithFailed(write, sends, lost, target, log);
+        let lost: RecordOutcome[];
+        let takenWith: RecordOutcome[];
+        try {
+          lost = back.verdict === 'lost' ? await withLostRepublished(write, back.latest, target, log) : [];
+          takenWith = await abortedWithFailed(write, sends, lost, target, log);
+        } catch (error) {
+          // What the aborts took not told (the broker away): resending now could lose it; the next attempt asks again.
+          attempt.transactionFailed = !(error instanceof TransactionLostError);
+          throw error;
+        }
         const again = [...lost, ...takenWith].filter((o, i, all) => !republished.includes(o) && all.indexOf(o) === i);
         if (back.verdict === 'lost' || again.length > 0) {
           republished = [...republished, ...again];

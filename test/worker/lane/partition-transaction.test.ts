@@ -375,6 +375,28 @@ describe('commitTransaction', () => {
       }
     });
 
+    it('asks again at the next attempt when what was aborted cannot be read (the broker away)', async () => {
+      const producers = new FakeProducers();
+      const previous = await lastCommittedThenFailing(producers);
+      let reads = 0;
+      const lost: CommitTarget = {
+        ...target,
+        latestCheckpoint: async () => ({ next: 5n, open: [] }),
+        fateOfWritten: async (_topic, _partition, _baseOffset, candidates) => {
+          if (++reads === 1) throw new Error('the result partition could not be read (the broker is away)');
+          return { ours: [...candidates], fate: [Buffer.from('result of x')] };
+        },
+      };
+      await commitTransaction(producers, lost, failed(previous), log, async () => 0n);
+      expect(reads).toBe(2);
+      expect(
+        producers.transactions
+          .at(-1)
+          ?.sends.find((s) => s.topic === 'res')
+          ?.messages.map((m) => m.key),
+      ).toEqual(['x', 'z']);
+    });
+
     it('ends the claim, sending nothing again, when more than its last transaction was lost or the last is not known', async () => {
       for (const [latest, previous] of [
         [{ next: 3n, open: [] }, 'known'],
@@ -458,6 +480,24 @@ describe('commitTransaction', () => {
         expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'committed', 'aborted', 'committed']);
         expect(producers.transactions[3]?.sends.find((s) => s.topic === 'res')?.messages.map((m) => m.key)).toEqual(['z']);
       }
+    });
+
+    it('asks again at the next attempt when the fate cannot be read (the broker away), resending nothing meanwhile', async () => {
+      const producers = new FakeProducers();
+      const failed = await publishedMarksThenFailing(producers);
+      let reads = 0;
+      const answering = withResultFate([Buffer.from('result of x')]);
+      const flaky: CommitTarget = {
+        ...answering,
+        fateOfWritten: async (topic, partition, baseOffset, candidates) => {
+          if (topic === 'res' && baseOffset === 0n && ++reads === 1) throw new Error('the result partition could not be read (the broker is away)');
+          return answering.fateOfWritten!(topic, partition, baseOffset, candidates);
+        },
+      };
+      await commitTransaction(producers, flaky, failed, log, async () => 9n);
+      expect(reads).toBe(2);
+      expect(producers.transactions.map((t) => t.state)).toEqual(['committed', 'committed', 'aborted', 'committed']);
+      expect(producers.transactions[3]?.sends.find((s) => s.topic === 'res')?.messages.map((m) => m.key)).toEqual(['x', 'z']);
     });
 
     it('asks nothing when the failed transaction published nothing (its abort reached no result partition)', async () => {
