@@ -138,17 +138,7 @@ export async function commitTransaction(
         return { ...counts, written: attempt.written, sent };
       }
       if (back !== undefined) {
-        let lost: RecordOutcome[];
-        let takenWith: RecordOutcome[];
-        try {
-          lost = back.verdict === 'lost' ? await withLostRepublished(write, back.latest, target, log) : [];
-          takenWith = await abortedWithFailed(write, sends, lost, target, log);
-        } catch (error) {
-          // What the aborts took not told (the broker away): resending now could lose it; the next attempt asks again.
-          attempt.transactionFailed = !(error instanceof TransactionLostError);
-          throw error;
-        }
-        const again = [...lost, ...takenWith].filter((o, i, all) => !republished.includes(o) && all.indexOf(o) === i);
+        const again = (await abortedBefore(back, write, sends, target, log, attempt)).filter((o) => !republished.includes(o));
         if (back.verdict === 'lost' || again.length > 0) {
           republished = [...republished, ...again];
           sent = [...republished, ...outcomes];
@@ -168,6 +158,30 @@ export async function commitTransaction(
         ),
     },
   );
+}
+
+/**
+ * After a read-back that found the failed transaction not committed (`resend`, or `lost` with one
+ * the claim committed): what earlier committed transactions' records Kafka aborted, to publish again
+ * with it (withLostRepublished, abortedWithFailed), each once. When that cannot be read (the broker
+ * away) the attempt counts as failed: resending now could lose it, the next attempt asks again.
+ */
+async function abortedBefore(
+  back: ReadBackAnswer,
+  write: TransactionWrite,
+  failed: TransactionSends,
+  target: CommitTarget,
+  log: Logger,
+  attempt: AttemptState,
+): Promise<RecordOutcome[]> {
+  try {
+    const lost = back.verdict === 'lost' ? await withLostRepublished(write, back.latest, target, log) : [];
+    const takenWith = await abortedWithFailed(write, failed, lost, target, log);
+    return [...lost, ...takenWith].filter((o, i, all) => all.indexOf(o) === i);
+  } catch (error) {
+    attempt.transactionFailed = !(error instanceof TransactionLostError);
+    throw error;
+  }
 }
 
 /**
