@@ -138,7 +138,7 @@ export async function commitTransaction(
         return { ...counts, written: attempt.written, sent };
       }
       if (back !== undefined) {
-        const again = (await abortedBefore(back, write, sends, target, log, attempt)).filter((o) => !republished.includes(o));
+        const again = (await abortedBefore(back, write, sends, target, log, attempt)).filter((o, i, all) => !republished.includes(o) && all.indexOf(o) === i);
         if (back.verdict === 'lost' || again.length > 0) {
           republished = [...republished, ...again];
           sent = [...republished, ...outcomes];
@@ -163,7 +163,7 @@ export async function commitTransaction(
 /**
  * After a read-back that found the failed transaction not committed (`resend`, or `lost` with one
  * the claim committed): what earlier committed transactions' records Kafka aborted, to publish again
- * with it (withLostRepublished, abortedWithFailed), each once. When that cannot be read (the broker
+ * with it (withLostRepublished, abortedWithFailed). When that cannot be read (the broker
  * away) the attempt counts as failed: resending now could lose it, the next attempt asks again.
  */
 async function abortedBefore(
@@ -176,8 +176,7 @@ async function abortedBefore(
 ): Promise<RecordOutcome[]> {
   try {
     const lost = back.verdict === 'lost' ? await withLostRepublished(write, back.latest, target, log) : [];
-    const takenWith = await abortedWithFailed(write, failed, lost, target, log);
-    return [...lost, ...takenWith].filter((o, i, all) => all.indexOf(o) === i);
+    return [...lost, ...(await abortedWithFailed(write, failed, lost, target, log))];
   } catch (error) {
     attempt.transactionFailed = !(error instanceof TransactionLostError);
     throw error;
@@ -224,10 +223,12 @@ async function abortedWithFailed(
   log: Logger,
 ): Promise<RecordOutcome[]> {
   const { lastPublished, previous } = write;
-  if (lastPublished === undefined || failed.results.length + failed.deadLetters.length === 0) return [];
+  if (lastPublished === undefined || target.fateOfWritten === undefined || failed.results.length + failed.deadLetters.length === 0) return [];
   // The lost transaction's own republish already asked about it.
   if (lastPublished === previous && lost.length > 0) return [];
-  const { aborted, untold } = await fatesOf(lastPublished, target);
+  const fates = await fatesOf(lastPublished, target);
+  const aborted = fates?.aborted ?? [];
+  const untold = fates?.untold.length ?? lastPublished.outcomes.filter(publishesRecord).length;
   if (aborted.length > 0 || untold > 0)
     log.warn(
       { topic: target.topic, partition: target.partition, republished: aborted.length, untold },
@@ -236,28 +237,6 @@ async function abortedWithFailed(
         : 'could not tell whether the abort of the failed transaction ended records of the last one this claim committed: not publishing them again',
     );
   return aborted;
-}
-
-/** The outcomes of `previous` that fateOfWritten proves aborted, and how many batches it could not tell. */
-async function fatesOf(previous: CommittedWrite, target: CommitTarget): Promise<{ aborted: RecordOutcome[]; untold: number }> {
-  const published = previous.outcomes.filter(publishesRecord);
-  const { fateOfWritten } = target;
-  if (fateOfWritten === undefined || previous.written === undefined) return { aborted: [], untold: previous.written === undefined ? 1 : 0 };
-  const named = (topic: string, value: Buffer): string => `${topic}\u0000${value.toString('base64')}`;
-  const aborted = new Set<string>();
-  let untold = 0;
-  for (const batch of previous.written) {
-    const candidates = valuesFor(batch.topic, published, target);
-    if (candidates.length === 0) continue;
-    if (batch.baseOffset < 0n) {
-      untold += 1;
-      continue;
-    }
-    const { ours, fate } = await fateOfWritten(batch.topic, batch.partition, batch.baseOffset, candidates);
-    if (Array.isArray(fate)) for (const value of fate) aborted.add(named(batch.topic, value));
-    else if (fate === undefined || ours.length === 0) untold += 1;
-  }
-  return { aborted: published.filter((o) => o.value !== null && aborted.has(named(topicOf(o, target), o.value))), untold };
 }
 
 /**
@@ -269,19 +248,34 @@ async function fatesOf(previous: CommittedWrite, target: CommitTarget): Promise<
  * than lost.
  */
 async function abortedOf(previous: CommittedWrite, target: CommitTarget): Promise<RecordOutcome[]> {
+  const fates = await fatesOf(previous, target);
+  if (fates === undefined) return previous.outcomes.filter(publishesRecord);
+  return previous.outcomes.filter((o) => fates.aborted.includes(o) || fates.untold.includes(o));
+}
+
+/**
+ * What fateOfWritten tells of the records `previous` published, batch by batch where its sends put
+ * them, each list in the order published: those aborted, and those of a batch whose fate is not
+ * told (another transaction below it still open) or whose records cannot be found (its candidates
+ * then). A batch still open as the producer's own is in neither. Undefined when nothing can be
+ * asked: no reader, or not the sends' offsets.
+ */
+async function fatesOf(previous: CommittedWrite, target: CommitTarget): Promise<{ aborted: RecordOutcome[]; untold: RecordOutcome[] } | undefined> {
   const published = previous.outcomes.filter(publishesRecord);
   const { fateOfWritten } = target;
-  if (fateOfWritten === undefined || previous.written === undefined || previous.written.some((w) => w.baseOffset < 0n)) return published;
+  if (fateOfWritten === undefined || previous.written === undefined || previous.written.some((w) => w.baseOffset < 0n)) return undefined;
   const named = (topic: string, value: Buffer): string => `${topic}\u0000${value.toString('base64')}`;
-  const again = new Set<string>();
+  const aborted = new Set<string>();
+  const untold = new Set<string>();
   for (const batch of previous.written) {
     const candidates = valuesFor(batch.topic, published, target);
     if (candidates.length === 0) continue;
     const { ours, fate } = await fateOfWritten(batch.topic, batch.partition, batch.baseOffset, candidates);
-    const chosen = fate === 'open' ? [] : (fate ?? (ours.length > 0 ? ours : candidates));
-    for (const value of chosen) again.add(named(batch.topic, value));
+    if (fate === 'open') continue;
+    for (const value of fate ?? (ours.length > 0 ? ours : candidates)) (fate === undefined ? untold : aborted).add(named(batch.topic, value));
   }
-  return published.filter((o) => o.value !== null && again.has(named(topicOf(o, target), o.value)));
+  const among = (names: Set<string>): RecordOutcome[] => published.filter((o) => o.value !== null && names.has(named(topicOf(o, target), o.value)));
+  return { aborted: among(aborted), untold: among(untold) };
 }
 
 /** The topic an outcome that publishes a record writes to. */

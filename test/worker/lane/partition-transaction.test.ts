@@ -228,10 +228,10 @@ describe('commitTransaction', () => {
       expect(sent).toBe(outcomes);
     });
 
-    it('does not resend when its results still hang as its own open transaction: the retry’s commit would publish them beside their copy', async () => {
+    /** The first attempt fails; its read-back finds the ledger before it and asks `fateOfWritten` about the batches it wrote. */
+    async function failedOnceAsking(fateOfWritten: NonNullable<CommitTarget['fateOfWritten']>): Promise<FakeProducers> {
       const producers = new FakeProducers();
       producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
-      const fateOfWritten: CommitTarget['fateOfWritten'] = async (_t, _p, _b, candidates) => ({ ours: [...candidates], fate: 'open' });
       await commitTransaction(
         producers,
         { ...target, latestCheckpoint: async () => before, fateOfWritten },
@@ -239,6 +239,11 @@ describe('commitTransaction', () => {
         log,
         async () => 0n,
       );
+      return producers;
+    }
+
+    it('does not resend when its results still hang as its own open transaction: the retry’s commit would publish them beside their copy', async () => {
+      const producers = await failedOnceAsking(async (_t, _p, _b, candidates) => ({ ours: [...candidates], fate: 'open' }));
       expect(producers.transactions.map((t) => t.state)).toEqual(['aborted']);
     });
 
@@ -248,15 +253,7 @@ describe('commitTransaction', () => {
         async () => ({ ours: [], fate: undefined }),
       ];
       for (const fateOfWritten of fates) {
-        const producers = new FakeProducers();
-        producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
-        await commitTransaction(
-          producers,
-          { ...target, latestCheckpoint: async () => before, fateOfWritten },
-          write(outcomes, undefined, AHEAD),
-          log,
-          async () => 0n,
-        );
+        const producers = await failedOnceAsking(fateOfWritten);
         expect(producers.transactions.map((t) => t.state)).toEqual(['aborted', 'committed']);
       }
     });
