@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import type { Consumer, Kafka } from 'kafkajs';
 import type { RawHeaders } from '../contracts/dead-letter.ts';
+import { isRegistryStartRetryable, withRegistryStartRetry } from '../schema/codec.ts';
 
 /** One record of an Avro topic, decoded. */
 export interface ReadAvroRecord<T> {
@@ -47,7 +48,7 @@ export class AvroTopicReader<T> {
       eachMessage: async ({ message, partition }) => {
         if (message.value === null) return;
         try {
-          const value = this.#fromAvro(await this.#registry.decode(message.value));
+          const value = this.#fromAvro(await decodeRiding(this.#registry, message.value));
           await onRecord({
             value,
             key: message.key?.toString('utf8') ?? null,
@@ -66,4 +67,18 @@ export class AvroTopicReader<T> {
   async stop(): Promise<void> {
     await this.#consumer.disconnect();
   }
+}
+
+/**
+ * Decodes a record, asking again when the registry did not answer the writer schema's look-up (a
+ * request past its timeout, a 5xx after the client's own retries): a reader that skipped the record
+ * instead (reported through onError) lost it for good; `tail` and the tests' result collectors
+ * read each record once. A record that does not decode, or whose schema id is not in the registry
+ * (404), fails at once.
+ */
+function decodeRiding(registry: SchemaRegistry, value: Buffer): Promise<unknown> {
+  return withRegistryStartRetry(() => registry.decode(value), {
+    retryable: (error) =>
+      isRegistryStartRetryable(error) && typeof (error as { status?: unknown }).status === 'number' && (error as { status: number }).status !== 404,
+  });
 }

@@ -2,6 +2,7 @@ import { SchemaType, type SchemaRegistry } from '@kafkajs/confluent-schema-regis
 import type { Kafka } from 'kafkajs';
 import { commandSchema } from '../contracts/avro.ts';
 import { commandToAvro, type SendCommand } from '../contracts/command.ts';
+import { withRegistryStartRetry } from '../schema/codec.ts';
 import { KafkaKeyedProducer } from './keyed-producer.ts';
 
 /**
@@ -38,7 +39,12 @@ export class CommandPublisher {
 
   async connect(): Promise<void> {
     await this.#producer.connect();
-    this.#schemaId = (await this.#registry.register({ type: SchemaType.AVRO, schema: JSON.stringify(commandSchema) }, { subject: `${this.#topic}-value` })).id;
+    // Registering caches the schema in the client, so encoding asks the registry nothing more.
+    const subject = `${this.#topic}-value`;
+    const registered = await withRegistryStartRetry(() =>
+      this.#registry.register({ type: SchemaType.AVRO, schema: JSON.stringify(commandSchema) }, { subject }),
+    );
+    this.#schemaId = registered.id;
   }
 
   get schemaId(): number {

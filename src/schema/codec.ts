@@ -2,6 +2,7 @@ import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { AVRO_PARSE_OPTIONS, deadLetterSchema, resultSchema } from '../contracts/avro.ts';
 import { DEAD_LETTER_CODES } from '../contracts/dead-letter.ts';
 import { SmsWorkerError } from '../errors.ts';
+import { retry, RetryAborted } from '../retry.ts';
 
 /** Why a record cannot be decoded at all: it goes to the dead-letter topic. */
 export interface Undecodable {
@@ -33,7 +34,8 @@ export function createRegistry(url: string, auth?: { username: string; password:
  * its own, so a registry that accepts a connection and never answers held whatever asked: the
  * worker's start (registering the result schemas, before any log line says so), or a record's
  * first decoding with a new schema id. Past it the request fails like an unreachable registry:
- * the start fails with the registry named, a record's decoding is retried.
+ * the start tries again (REGISTRY_START_RETRY) and then fails with the registry named, a record's
+ * decoding is retried.
  */
 export const REGISTRY_REQUEST_TIMEOUT_MS = 10_000;
 
@@ -68,6 +70,37 @@ export async function registerRacing(registry: SchemaRegistry, schema: string, s
       await new Promise((resolve) => setTimeout(resolve, 50 * attempt + Math.floor(Math.random() * 50)));
     }
   }
+}
+
+/**
+ * Start-up's registry calls (registering the result, dead-letter and command schemas, resolving
+ * them before the group is joined) ride out a registry that is briefly away or slow: a replica
+ * started with the registry, a registry restarting, a request past its timeout on a loaded machine
+ * (CI saw one registration take longer than REGISTRY_REQUEST_TIMEOUT_MS while a test suite ran).
+ * Bounded: about 7 s of waits over 4 attempts, then the start fails with the last error, as
+ * before. Not retried: 401 and 403, a credential an attempt more will not fix.
+ */
+export const REGISTRY_START_RETRY = { attempts: 4, backoff: { initialMs: 1_000, maxMs: 4_000, jitter: 0.5 } } as const;
+
+/** Whether a failed registry call at start-up is worth another attempt (see REGISTRY_START_RETRY). */
+export function isRegistryStartRetryable(error: unknown): boolean {
+  if (error instanceof RetryAborted) return false;
+  const status = (error as StatusError | null)?.status;
+  return status !== 401 && status !== 403;
+}
+
+/** Runs start-up registry work under REGISTRY_START_RETRY; `signal` (a stop while starting) ends the waits. */
+export function withRegistryStartRetry<T>(
+  work: () => Promise<T>,
+  options: {
+    onRetry?: (error: unknown, retryNumber: number, delayMs: number) => void;
+    signal?: AbortSignal;
+    random?: () => number;
+    /** Narrower than the default (isRegistryStartRetryable), for callers that must not retry some errors. */
+    retryable?: (error: unknown) => boolean;
+  } = {},
+): Promise<T> {
+  return retry(work, { ...REGISTRY_START_RETRY, retryable: isRegistryStartRetryable, ...options });
 }
 
 /**

@@ -18,7 +18,7 @@ import { createProviderClient } from '../provider/client.ts';
 import type { AccountSettings } from '../accounts/accounts.ts';
 import { MAX_VELOCITY_TENANTS, TenantLimits } from './tenants/tenant-limits.ts';
 import type { ProviderClient } from '../provider/types.ts';
-import { Codec, createRegistry } from '../schema/codec.ts';
+import { Codec, createRegistry, withRegistryStartRetry } from '../schema/codec.ts';
 import { SmsWorkerError } from '../errors.ts';
 import { retry } from '../retry.ts';
 import { warmSchemas } from './source/warm-up.ts';
@@ -61,6 +61,8 @@ export interface WiringHooks {
   readonly handover: (topic: string, partition: number) => Promise<boolean>;
   /** Names the step the start waits on from now (the `still starting` warning says it). */
   readonly step: (step: string) => void;
+  /** Aborted by a stop while starting: the start's retry waits end at once. */
+  readonly startAbandoned: AbortSignal;
 }
 
 /** Checks or creates the topics (each command topic's ledger with its partition count) and reads the record size limit. */
@@ -140,12 +142,18 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
   });
 
   step(START_STEPS.schemas);
-  const codec = await Codec.create(createRegistry(c.registry.url, c.registry.auth), { results: c.topics.results, deadLetter: c.topics.deadLetter });
+  const registryRetry = {
+    signal: hooks.startAbandoned,
+    onRetry: (error: unknown, retryNumber: number, delayMs: number) =>
+      log.warn({ err: error, retryNumber, delayMs }, 'schema registry call failed while starting; retrying'),
+  };
+  const registry = createRegistry(c.registry.url, c.registry.auth);
+  const codec = await withRegistryStartRetry(() => Codec.create(registry, { results: c.topics.results, deadLetter: c.topics.deadLetter }), registryRetry);
   log.info({ resultSchemaId: codec.resultSchemaId, deadLetterSchemaId: codec.deadLetterSchemaId }, 'registered result and dead-letter schemas');
   // Before the group is joined (Worker.start joins after this returns): the first records must not wait for the registry.
   for (const { topic } of c.sources) {
     step(START_STEPS.commandSchema(topic));
-    const warm = await warmSchemas(codec, topic);
+    const warm = await withRegistryStartRetry(() => warmSchemas(codec, topic), registryRetry);
     log.info({ topic, commandSchemaId: warm.commandSchemaId, ms: warm.ms }, 'warmed up: schemas resolved');
   }
 

@@ -49,6 +49,8 @@ export class Worker {
   #http: { port: number; close(): Promise<void> } | undefined;
   readonly #releases: { name: string; release: () => Promise<unknown> }[] = [];
   readonly #abandon = new AbortController();
+  /** Aborted by a stop while starting: the start's retry waits (the registry's) give up at once. */
+  readonly #startAbandoned = new AbortController();
   /** One per command source (topic at a priority), highest priority first; made once the parts are connected. */
   readonly #pipelines: SourcePipeline[] = [];
   /** A consumer crashed for good while the worker was still starting (see #stillStarting). */
@@ -140,6 +142,7 @@ export class Worker {
       // connectWorker names each step it waits on (start-steps.ts), the first before it yields.
       const sources = await connectWorker(c, this.#log, this.metrics, {
         step: (step) => (this.#startStep = step),
+        startAbandoned: this.#startAbandoned.signal,
         onGateChange: (reason) => this.#onGateChange(reason),
         onHoldsChange: (snapshot, account) => this.#refusals.holdsChanged(snapshot, account),
         onRefusal: (code, scope, footprint, account) => this.#refusals.refusal(code, scope, footprint, account),
@@ -285,6 +288,7 @@ export class Worker {
       }
       const wasStarting = this.#state === 'starting';
       this.#state = 'stopping';
+      if (wasStarting) this.#startAbandoned.abort();
       this.metrics.paused.set({ reason: 'shutdown' }, 1);
       this.#log.info(
         wasStarting

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createTopics, testBrokers, testKafka, uniqueName } from '../helpers/kafka.ts';
-import { startRegistryAuthProxy, type RegistryAuthProxy } from '../helpers/registry-auth-proxy.ts';
+import { startRegistryAuthProxy, type RegistryAuthProxy } from '../helpers/registry-proxy.ts';
 
 const MAIN = join(import.meta.dirname, '..', '..', 'src', 'cli', 'main.ts');
 let proxy: RegistryAuthProxy;

@@ -2,7 +2,7 @@
  * The worker, `produce` and `tail` against a secured cluster: SASL_SSL with SCRAM-SHA-512,
  * certificates from a CA made at test time, the StandardAuthorizer, and only the ACLs
  * docs/operations.md lists. The broker is this file's own (test/helpers/secured-kafka.ts); the registry is the
- * shared one behind a loopback proxy that demands basic auth (test/helpers/registry-auth-proxy.ts).
+ * shared one behind a loopback proxy that demands basic auth (test/helpers/registry-proxy.ts).
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -12,7 +12,7 @@ import type { CommandResult } from '../../src/contracts/result.ts';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.ts';
 import { createTopics, eventually } from '../helpers/kafka.ts';
 import { aclEntries, documentedAcls } from '../helpers/doc-acls.ts';
-import { startRegistryAuthProxy, type RegistryAuthProxy } from '../helpers/registry-auth-proxy.ts';
+import { startRegistryAuthProxy, type RegistryAuthProxy } from '../helpers/registry-proxy.ts';
 import { startSecuredKafka, type SaslUser, type SecuredKafka } from '../helpers/secured-kafka.ts';
 import { WorkerProcess } from '../helpers/worker-process.ts';
 import { testTopics, workerEnv, type TestTopics } from '../helpers/worker.ts';

@@ -6,17 +6,22 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { Codec, createRegistry } from '../../src/schema/codec.ts';
+import { Codec, createRegistry, withRegistryStartRetry } from '../../src/schema/codec.ts';
+import { RetryAborted } from '../../src/retry.ts';
 import { useCleanups } from '../helpers/fixtures.ts';
 
 const cleanups = useCleanups();
 
-/** A registry that takes every request and never answers it; counts the requests. */
-async function silentRegistry(): Promise<{ url: string; requests: () => number }> {
+/** A registry that takes every request and never answers it (or, from request `answerFrom` on, answers 401); counts the requests. */
+async function silentRegistry(answerFrom = Infinity): Promise<{ url: string; requests: () => number }> {
   let requests = 0;
   const open = new Set<http.ServerResponse>();
   const server = http.createServer((_request, response) => {
     requests += 1;
+    if (requests >= answerFrom) {
+      response.writeHead(401, { 'content-type': 'application/json' }).end('{"error_code":401,"message":"Unauthorized"}');
+      return;
+    }
     open.add(response);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -41,5 +46,27 @@ describe('createRegistry', () => {
   it('so a start whose registry never answers fails (registering the result schemas) rather than waiting', async () => {
     const registry = await silentRegistry();
     await expect(Codec.create(createRegistry(registry.url, undefined, 300), { results: 'r', deadLetter: 'd' })).rejects.toThrow(/timeout/i);
+  });
+});
+
+describe('withRegistryStartRetry (the start-up registry calls)', () => {
+  it('asks again after a request past its timeout, and stops at a 401, which another attempt will not fix', async () => {
+    const registry = await silentRegistry(2);
+    const client = createRegistry(registry.url, undefined, 300);
+    const retries: number[] = [];
+    const failed = await withRegistryStartRetry(() => client.getSchema(1), { random: () => 0, onRetry: (_e, n) => retries.push(n) }).catch((e: unknown) => e);
+    expect((failed as { status?: number }).status).toBe(401);
+    expect(retries).toEqual([1]);
+    expect(registry.requests()).toBe(2);
+  });
+
+  it('a stop while starting ends the wait between attempts at once', async () => {
+    const registry = await silentRegistry();
+    const client = createRegistry(registry.url, undefined, 200);
+    const stop = new AbortController();
+    const failing = withRegistryStartRetry(() => client.getSchema(1), { signal: stop.signal, onRetry: () => stop.abort() });
+    await expect(failing).rejects.toBeInstanceOf(RetryAborted);
+    // RetryAborted: the wait itself was ended, and no second request was made.
+    expect(registry.requests()).toBe(1);
   });
 });

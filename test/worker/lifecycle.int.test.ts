@@ -1,9 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { pino } from 'pino';
 import { useSandbox } from '../helpers/fixtures.ts';
 import { SilentServer } from '../helpers/silent-server.ts';
+import { startStalledRegistryProxy } from '../helpers/registry-proxy.ts';
 import { START_STEPS } from '../../src/worker/start-steps.ts';
 import { Worker } from '../../src/worker/worker.ts';
 import { testKafka, withAdmin } from '../helpers/kafka.ts';
@@ -73,6 +74,26 @@ describe('worker lifecycle', () => {
       await silent.close();
       await stopping;
       await starting;
+    }
+  });
+
+  // CI once failed a start (and its test) on one registration past the registry's request
+  // timeout while the suite loaded the machine: the start's registry calls are now retried.
+  it('a start whose first registry request goes unanswered past its timeout (a registry stalled) asks again and starts', async () => {
+    const proxy = await startStalledRegistryProxy(inject('schemaRegistryUrl'), 1);
+    const logs: { msg: string; retryNumber?: number }[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void logs.push(JSON.parse(line) as { msg: string }) });
+    const config = loadConfig(workerEnv(testTopics(), sandbox.url, { SCHEMA_REGISTRY_URL: proxy.url }));
+    const worker = new Worker({ config, logger, http: false });
+    try {
+      await worker.start();
+      expect(proxy.seen.filter((s) => s.held)).toHaveLength(1);
+      const retries = logs.filter((l) => l.msg === 'schema registry call failed while starting; retrying');
+      expect(retries.map((l) => l.retryNumber)).toEqual([1]);
+      expect(worker.health().ready().detail).not.toMatch(/starting/);
+    } finally {
+      await worker.stop();
+      await proxy.close();
     }
   });
 
