@@ -54,6 +54,7 @@
  * Run: `node tools/simulate/shipped-lane.ts [--schedules 500] [--seed 1] [--ledger on|off] [--variant V]`.
  */
 import { parseArgs } from 'node:util';
+import { TransitionCoverage } from './transition-coverage.ts';
 import { pino, type Logger } from 'pino';
 import { loadConfig, type WorkerConfig } from '../../src/config/index.ts';
 import { SmsWorkerError } from '../../src/errors.ts';
@@ -1306,6 +1307,8 @@ export interface ShippedLaneOptions {
   readonly lostMarkers?: boolean;
   /** With lostMarkers, such a commit loses its markers to the result and dead-letter partitions too, half the time (SimulatedKafka.publishedMarkerDraws). */
   readonly lostResultMarkers?: boolean;
+  /** Counts the moves of the protocol's tables the shipped machines make over the run. */
+  readonly coverage?: TransitionCoverage;
 }
 
 /** A crash leaves in doubt what its process had marked or called: those may end UNKNOWN. */
@@ -1787,14 +1790,19 @@ function tallyOf(schedule: Schedule, tally: Map<string, number> | undefined): vo
  */
 export async function runShippedLaneSchedules(firstSeed: number, count: number, options: ShippedLaneOptions = {}): Promise<ShippedLaneViolation[]> {
   const violations: ShippedLaneViolation[] = [];
-  for (let seed = firstSeed; seed < firstSeed + count; seed++) {
-    // A schedule whose work hangs with nothing left to wait for is that schedule's violation, not the run's end.
-    const found = await onVirtualTime(seed, () => runShippedLaneSchedule(seed, options)).catch((error: unknown) => [
-      { seed, kind: 'no-driver-error' as const, detail: `the schedule failed: ${String(error)}` },
-    ]);
-    violations.push(...found);
-    if (options.stopAt !== undefined && found.some((v) => v.kind === options.stopAt)) break;
-    if (options.stopWhen !== undefined && found.some(options.stopWhen)) break;
+  const restoreCoverage = options.coverage?.install();
+  try {
+    for (let seed = firstSeed; seed < firstSeed + count; seed++) {
+      // A schedule whose work hangs with nothing left to wait for is that schedule's violation, not the run's end.
+      const found = await onVirtualTime(seed, () => runShippedLaneSchedule(seed, options)).catch((error: unknown) => [
+        { seed, kind: 'no-driver-error' as const, detail: `the schedule failed: ${String(error)}` },
+      ]);
+      violations.push(...found);
+      if (options.stopAt !== undefined && found.some((v) => v.kind === options.stopAt)) break;
+      if (options.stopWhen !== undefined && found.some(options.stopWhen)) break;
+    }
+  } finally {
+    restoreCoverage?.();
   }
   return violations;
 }
@@ -1816,7 +1824,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const { restore, faults } = installVariant(variant);
   const started = Date.now();
   const tally = new Map<string, number>();
+  const coverage = new TransitionCoverage();
   const violations = await runShippedLaneSchedules(Number(values.seed), Number(values.schedules), {
+    coverage,
     ledger: values.ledger !== 'off',
     lostMarkers: values['lost-markers'] === 'on' || values['lost-result-markers'] === 'on',
     lostResultMarkers: values['lost-result-markers'] === 'on',
@@ -1834,6 +1844,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       .map(([key, n]) => `${key} ${n}`)
       .join(', '),
   );
+  console.log(coverage.summary());
   const byKind = violationsByKind(violations);
   console.log(
     violations.length === 0 ? '0 violations' : [...byKind].map(([kind, { count, firstSeed }]) => `${kind}: ${count} (first at seed ${firstSeed})`).join('\n'),

@@ -5,7 +5,7 @@ import { RecordBook, type RecordEntry } from './record-book.ts';
 import { RECORD_TRANSITIONS, transitionKeys, type RecordEvent, type RecordState } from './table.ts';
 
 /** The record moves table.ts allows, as `state|event|to`: the machine refuses any other. */
-export const RECORD_MOVES: RecordMoves = transitionKeys(RECORD_TRANSITIONS);
+export const RECORD_MOVES: ReadonlySet<string> = transitionKeys(RECORD_TRANSITIONS);
 
 /** The moves a machine checks its own against (the simulation's known-bad variants wrap it). */
 export interface RecordMoves {

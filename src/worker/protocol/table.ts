@@ -220,7 +220,8 @@ export function transitionKeys<S extends string, E extends string>(table: readon
   return new Set(table.map((t) => `${t.from}|${t.event}|${t.to}`));
 }
 
-const CLAIM_MOVES = transitionKeys(CLAIM_TRANSITIONS);
+/** The claim moves the machine allows (the simulation counts the ones it makes: tools/simulate/transition-coverage.ts). */
+export const CLAIM_MOVES: ReadonlySet<string> = transitionKeys(CLAIM_TRANSITIONS);
 
 /** The claim's next state on `event`, refusing any move the table does not list. */
 export function moveClaim(from: ClaimState, event: ClaimEvent, to: ClaimState): ClaimState {
