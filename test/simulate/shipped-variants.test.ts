@@ -67,6 +67,7 @@ describe('known-bad variants of the shipped driver are caught by the shipped-lan
     ['refuse-call-dropped', 'no-driver-error', 100, 'a lane that drops the machine’s refuse-call'],
     ['refuse-call-called', 'at-most-one-send', 100, 'a lane that carries out refuse-call as a call'],
     ['handover-dropped', 'unknown-has-a-cause', 300, 'a lane that drops its handovers'],
+    ['keys-in-parallel', 'key-order', 100, 'a record book that queues each record under a key of its own'],
   ];
   for (const [variant, kind, budget, what, ends] of cases)
     it(`${variant} (${what}): ${kind}`, async () => {

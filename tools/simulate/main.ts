@@ -1,34 +1,29 @@
 /**
- * `npm run simulate -- [--schedules N] [--seed S] [--variant V] [--ledger on|off|both] [--trace]`
+ * `npm run simulate -- [--schedules N] [--seed S] [--variant V] [--ledger on|off|both]
+ *   [--lost-markers on|off] [--lost-result-markers on|off] [--trace] [--accounts on|off]`
  *
- * Runs seeded schedules of the partition protocol (the real PartitionMachine, claim steps,
- * recovery plan and dedup window) against a simulated Kafka, service and group with faults, and
- * checks the invariants of src/worker/protocol/table.ts after each. Schedule i uses seed S + i, so
- * any schedule replays alone. Exit 1 on a violation. A known-bad variant stops at its first one.
+ * Runs seeded schedules of the worker's own code (tools/simulate/shipped-lane.ts: the shipped
+ * SourcePipeline, PartitionOwnership, LaneRouter and PartitionLanes with their PartitionMachines,
+ * the record handler with its admission, the FailoverSender and GuardedSenders) over a simulated
+ * Kafka, consumer group and messaging service, through crashes, zombies, fences, rebalances,
+ * retirements and lost commit answers, and checks its invariants after each. Schedule i uses seed
+ * S + i on a virtual clock of its own, so the seed alone replays it, interleaving included. With
+ * `--ledger both` (the default) three schedules in four run with the ledger on, the rest with it
+ * off. Exit 1 on a violation; a known-bad variant (shipped-variants.ts, injected from outside the
+ * shipped code) stops at its first.
  *
- * Also: --lease-lapses on|off, --crashes-after-failure on|off, --repeat-keys same|any,
- * --handler careful|forgetful, --stale-offsets ledger|always|never (the model's knobs; see
- * tools/simulate/model.ts).
- *
- * Then, with the correct variant and unless --accounts off: as many schedules of the send path
- * over several accounts (tools/simulate/failover.ts: the shipped FailoverSender and one shipped
- * GuardedSender per account against 2 or 3 simulated accounts), checking that no command is sent
- * through two accounts. The partition schedules have one account: which account a call goes
- * through is decided outside the partition machine, which only writes it into the mark.
- *
- * Then, unless --lane off: one schedule in ten of the shipped lane (tools/simulate/shipped-lane.ts:
- * the shipped PartitionLane, record handler, FailoverSender and GuardedSenders over a simulated
- * Kafka and service, through claims that crash, turn zombie, retire, move or are reclaimed).
+ * Then, with the correct code and unless --accounts off: as many schedules of the send path over
+ * several accounts (tools/simulate/failover.ts: the shipped FailoverSender over one shipped
+ * GuardedSender per account, 2 or 3 simulated accounts), checking that no command is sent through
+ * two accounts.
  */
 import { parseArgs } from 'node:util';
-import type { LedgerMode, RunOptions, SimVariant } from './model.ts';
-import { describeSettings, runMany, runSchedule, type ScheduleResult } from './runner.ts';
-import { SIM_VARIANTS } from './variants.ts';
 import { runFailoverSchedules, violationsByKind } from './failover.ts';
-import { runShippedLaneSchedules } from './shipped-lane.ts';
+import { runShippedLaneSchedules, type ShippedLaneViolation } from './shipped-lane.ts';
+import { installVariant, SHIPPED_VARIANTS, type ShippedVariant } from './shipped-variants.ts';
+import { TransitionCoverage } from './transition-coverage.ts';
 
-const VARIANTS: readonly SimVariant[] = SIM_VARIANTS;
-const TRACE_TAIL = 30;
+const ENDS = ['crash', 'zombie', 'retire', 'move', 'reclaim', 'keep', 'away', 'dropped', 'stall', 'coordinator', 'late-fence'] as const;
 
 function choice<const T extends string>(name: string, value: string | undefined, allowed: readonly T[], fallback: NoInfer<T>): T {
   if (value === undefined) return fallback;
@@ -43,114 +38,69 @@ function integer(name: string, value: string | undefined, fallback: number): num
   return n;
 }
 
-/** The flags that replay one schedule exactly (the defaults left out). */
-function replayCommand(seed: number, options: RunOptions): string {
-  const flags = [`--seed ${seed}`, `--variant ${options.variant}`];
-  if (options.ledger !== 'both') flags.push(`--ledger ${options.ledger}`);
-  if (options.leaseLapses === false) flags.push('--lease-lapses off');
-  if (options.lateFences === false) flags.push('--late-fences off');
-  if (options.consumerRestarts === false) flags.push('--consumer-restarts off');
-  if (options.rejoinStalls === false) flags.push('--rejoin-stalls off');
-  if (options.coordinatorRestarts === false) flags.push('--coordinator-restarts off');
-  if (options.lostMarkers === true) flags.push('--lost-markers on');
-  if (options.crashesAfterFailure === false) flags.push('--crashes-after-failure off');
-  if (options.repeatKeys === 'same') flags.push('--repeat-keys same');
-  if (options.handler === 'forgetful') flags.push('--handler forgetful');
-  if (options.staleOffsets !== undefined && options.staleOffsets !== 'ledger') flags.push(`--stale-offsets ${options.staleOffsets}`);
+interface Run {
+  readonly variant: ShippedVariant;
+  readonly lostMarkers: boolean;
+  readonly lostResultMarkers: boolean;
+}
+
+/** The flags that replay one schedule exactly. */
+function replayCommand(seed: number, ledger: boolean, run: Run): string {
+  const flags = [`--seed ${seed}`, `--ledger ${ledger ? 'on' : 'off'}`];
+  if (run.variant !== 'correct') flags.push(`--variant ${run.variant}`);
+  if (run.lostResultMarkers) flags.push('--lost-result-markers on');
+  else if (run.lostMarkers) flags.push('--lost-markers on');
   return `npm run simulate -- ${flags.join(' ')} --trace`;
 }
 
-function report(result: ScheduleResult, options: RunOptions, full: boolean): void {
-  const { violation } = result;
-  if (violation === undefined) return;
-  // The run was without a trace (fast): replay the seed with one (the schedule is the same).
-  const traced = runSchedule(result.seed, { ...options, trace: true });
-  const lines = full ? traced.trace : traced.trace.slice(-TRACE_TAIL);
-  console.log(`\nVIOLATION ${violation.kind} (seed ${result.seed}): ${violation.message}`);
-  console.log(`  settings: ${describeSettings(result.settings)}`);
-  console.log(full ? '  trace:' : `  last ${lines.length} events:`);
-  for (const line of lines) console.log(`    ${line}`);
-  if (traced.violation?.message !== violation.message) console.log('  (the traced replay differs: the model is not deterministic — a bug in tools/simulate)');
-  console.log(`  replay: ${replayCommand(result.seed, options)}`);
+/** Each schedule that broke something, by the invariant it broke first. */
+function bySchedule(violations: readonly ShippedLaneViolation[]): ShippedLaneViolation[] {
+  const first = new Map<number, ShippedLaneViolation>();
+  for (const v of violations) if (!first.has(v.seed)) first.set(v.seed, v);
+  return [...first.values()];
 }
 
-async function main(): Promise<number> {
-  const { values } = parseArgs({
-    options: {
-      schedules: { type: 'string' },
-      seed: { type: 'string' },
-      variant: { type: 'string' },
-      ledger: { type: 'string' },
-      trace: { type: 'boolean', default: false },
-      'lease-lapses': { type: 'string' },
-      'late-fences': { type: 'string' },
-      'consumer-restarts': { type: 'string' },
-      'rejoin-stalls': { type: 'string' },
-      'coordinator-restarts': { type: 'string' },
-      'lost-markers': { type: 'string' },
-      'crashes-after-failure': { type: 'string' },
-      'repeat-keys': { type: 'string' },
-      handler: { type: 'string' },
-      'stale-offsets': { type: 'string' },
-      accounts: { type: 'string' },
-      lane: { type: 'string' },
-      help: { type: 'boolean', default: false },
-    },
-    strict: true,
-  });
-  if (values.help) {
-    console.log(
-      'npm run simulate -- [--schedules N] [--seed S] [--variant V] [--ledger on|off|both] [--trace]\n' +
-        '  [--lease-lapses on|off] [--late-fences on|off] [--consumer-restarts on|off] [--rejoin-stalls on|off] [--coordinator-restarts on|off] [--lost-markers on|off] [--crashes-after-failure on|off] [--repeat-keys same|any] [--handler careful|forgetful]\n' +
-        '  [--stale-offsets ledger|always|never] [--accounts on|off] [--lane on|off]\n' +
-        `  variants: ${VARIANTS.join(', ')}`,
-    );
-    return 0;
+/** Runs one ledger mode's schedules and reports them; returns the schedules that broke something. */
+async function simulate(seed: number, schedules: number, ledger: boolean, run: Run, coverage: TransitionCoverage, trace: boolean): Promise<number> {
+  const started = Date.now();
+  const tally = new Map<string, number>();
+  const { restore, faults } = installVariant(run.variant);
+  let violations: ShippedLaneViolation[];
+  try {
+    violations = await runShippedLaneSchedules(seed, schedules, {
+      ledger,
+      lostMarkers: run.lostMarkers || run.lostResultMarkers,
+      lostResultMarkers: run.lostResultMarkers,
+      tally,
+      faults,
+      coverage,
+      ...(run.variant !== 'correct' && { stopWhen: () => true }),
+    });
+  } finally {
+    restore();
   }
-  const seed = integer('seed', values.seed, 1);
-  // A seed alone replays that one schedule.
-  const schedules = integer('schedules', values.schedules, values.seed === undefined ? 1_000 : 1);
-  const options: RunOptions = {
-    variant: choice('variant', values.variant, VARIANTS, 'correct'),
-    ledger: choice<LedgerMode>('ledger', values.ledger, ['on', 'off', 'both'], 'both'),
-    leaseLapses: choice('lease-lapses', values['lease-lapses'], ['on', 'off'], 'on') === 'on',
-    lateFences: choice('late-fences', values['late-fences'], ['on', 'off'], 'on') === 'on',
-    consumerRestarts: choice('consumer-restarts', values['consumer-restarts'], ['on', 'off'], 'on') === 'on',
-    rejoinStalls: choice('rejoin-stalls', values['rejoin-stalls'], ['on', 'off'], 'on') === 'on',
-    coordinatorRestarts: choice('coordinator-restarts', values['coordinator-restarts'], ['on', 'off'], 'on') === 'on',
-    crashesAfterFailure: choice('crashes-after-failure', values['crashes-after-failure'], ['on', 'off'], 'on') === 'on',
-    repeatKeys: choice('repeat-keys', values['repeat-keys'], ['same', 'any'], 'any'),
-    handler: choice('handler', values.handler, ['careful', 'forgetful'], 'careful'),
-    staleOffsets: choice('stale-offsets', values['stale-offsets'], ['ledger', 'always', 'never'], 'ledger'),
-    lostMarkers: choice('lost-markers', values['lost-markers'], ['on', 'off'], 'off') === 'on',
-  };
-  const stopAtFirst = options.variant !== 'correct';
-  console.log(`simulate: variant ${options.variant}, ledger ${options.ledger}, seeds ${seed}..${seed + schedules - 1}`);
-  if (values.trace && schedules === 1) {
-    const result = runSchedule(seed, { ...options, trace: true });
-    for (const line of result.trace) console.log(`  ${line}`);
+  const broken = bySchedule(violations);
+  for (const v of broken.slice(0, 3)) {
+    console.log(`\nVIOLATION ${v.kind} (seed ${v.seed}): ${v.detail}`);
+    const lines = v.trace ?? [];
+    const shown = trace ? lines : lines.slice(-30);
+    if (shown.length > 0) console.log(trace ? '  what happened:' : `  last ${shown.length} events:`);
+    for (const line of shown) console.log(`    ${line}`);
+    console.log(`  replay: ${replayCommand(v.seed, ledger, run)}`);
   }
-  const summary = runMany(schedules, seed, options, stopAtFirst, 3);
-  for (const result of summary.violations) report(result, options, values.trace);
-  if (summary.violationCount > summary.violations.length) console.log(`\n(${summary.violationCount - summary.violations.length} more violations not shown)`);
-  if (summary.violationCount > 0)
+  if (broken.length > 3) console.log(`\n(${broken.length - 3} more schedules with violations not shown)`);
+  if (broken.length > 0)
     console.log(
-      `\nby invariant (each schedule by its first): ${[...summary.byKind].map(([kind, k]) => `${kind} ${k.schedules} (first seed ${k.firstSeed})`).join('; ')}`,
+      `\nby invariant (each schedule by its first): ${[...violationsByKind(broken)].map(([kind, k]) => `${kind} ${k.count} (first seed ${k.firstSeed})`).join('; ')}`,
     );
-  const seconds = summary.ms / 1000;
-  const rate = Math.round(summary.schedules / Math.max(seconds, 1e-9));
+  const ran = tally.get('claim last') ?? 0;
+  const seconds = (Date.now() - started) / 1000;
   console.log(
-    `\nschedules ${summary.schedules}, violations ${summary.violationCount}, ${rate.toLocaleString('en')} schedules/s, ${seconds.toFixed(1)} s` +
-      (stopAtFirst && summary.violationCount > 0 ? ' (stopped at the first violation)' : ''),
+    `ledger ${ledger ? 'on' : 'off'}: schedules ${ran}, violations ${broken.length}, ${Math.round(ran / Math.max(seconds, 1e-9)).toLocaleString('en')} schedules/s, ${seconds.toFixed(1)} s` +
+      `; ${(tally.get('calls') ?? 0).toLocaleString('en')} calls, ${ENDS.map((end) => `${(tally.get(`claim ${end}`) ?? 0).toLocaleString('en')} ${end}`).join(', ')}` +
+      (run.variant !== 'correct' && broken.length > 0 ? ' (stopped at the first violation)' : ''),
   );
-  // Not for a known-bad variant of the partition protocol, nor for one schedule replayed.
-  const replay = values.seed !== undefined && values.schedules === undefined;
-  const accounts = choice('accounts', values.accounts, ['on', 'off'], stopAtFirst || replay ? 'off' : 'on') === 'on';
-  const lane = choice('lane', values.lane, ['on', 'off'], stopAtFirst || replay ? 'off' : 'on') === 'on';
-  const partitionFailed = summary.violationCount > 0;
-  const accountsFailed = accounts && (await simulateAccounts(seed, schedules));
-  const laneFailed = lane && (await simulateShippedLane(seed, Math.ceil(schedules / LANE_SHARE)));
-  return partitionFailed || accountsFailed || laneFailed ? 1 : 0;
+  return broken.length;
 }
 
 /** The send path over several accounts: true when it found a violation. */
@@ -170,27 +120,52 @@ async function simulateAccounts(seed: number, schedules: number): Promise<boolea
   return failovers.length > 0;
 }
 
-/**
- * One shipped-lane schedule per this many partition schedules: each runs the shipped pipeline,
- * ownership, lanes, handler and senders of several processes (about 15 ms of wall time on virtual
- * time), some sixty times the cost of a partition schedule.
- */
-const LANE_SHARE = 10;
-
-/** The shipped processes through owners that crash, turn zombie, retire, move, are reclaimed, kept or away: true when it found a violation. */
-async function simulateShippedLane(seed: number, schedules: number): Promise<boolean> {
-  const started = Date.now();
-  const tally = new Map<string, number>();
-  const violations = await runShippedLaneSchedules(seed, schedules, { tally });
-  for (const [kind, { count, firstSeed }] of violationsByKind(violations))
-    console.log(`\nVIOLATION ${kind} (shipped lane): ${count}, first at seed ${firstSeed}: npm run simulate:lane -- --seed ${firstSeed} --schedules 1`);
-  for (const v of violations.slice(0, 5)) console.log(`  seed ${v.seed} ${v.kind}: ${v.detail}`);
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      schedules: { type: 'string' },
+      seed: { type: 'string' },
+      variant: { type: 'string' },
+      ledger: { type: 'string' },
+      'lost-markers': { type: 'string' },
+      'lost-result-markers': { type: 'string' },
+      trace: { type: 'boolean', default: false },
+      accounts: { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(
+      'npm run simulate -- [--schedules N] [--seed S] [--variant V] [--ledger on|off|both] [--lost-markers on|off] [--lost-result-markers on|off] [--trace] [--accounts on|off]\n' +
+        `  variants: ${SHIPPED_VARIANTS.join(', ')}`,
+    );
+    return 0;
+  }
+  const seed = integer('seed', values.seed, 1);
+  // A seed alone replays that one schedule.
+  const schedules = integer('schedules', values.schedules, values.seed === undefined ? 500 : 1);
+  const run: Run = {
+    variant: choice('variant', values.variant, SHIPPED_VARIANTS, 'correct'),
+    lostMarkers: choice('lost-markers', values['lost-markers'], ['on', 'off'], 'off') === 'on',
+    lostResultMarkers: choice('lost-result-markers', values['lost-result-markers'], ['on', 'off'], 'off') === 'on',
+  };
+  const ledger = choice('ledger', values.ledger, ['on', 'off', 'both'], 'both');
+  const [on, off] = ledger === 'both' ? [Math.ceil((schedules * 3) / 4), Math.floor(schedules / 4)] : ledger === 'on' ? [schedules, 0] : [0, schedules];
   console.log(
-    `shipped lane: schedules ${schedules} (SourcePipeline, PartitionOwnership, lanes, record handler, senders over simulated Kafka, consumer and service), ` +
-      `violations ${violations.length}, ${(tally.get('calls') ?? 0).toLocaleString('en')} calls, ` +
-      `${['crash', 'zombie', 'retire', 'move', 'reclaim', 'keep', 'away', 'dropped', 'stall', 'coordinator', 'late-fence'].map((end) => `${(tally.get(`claim ${end}`) ?? 0).toLocaleString('en')} ${end}`).join(', ')}, ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    `simulate: the shipped code, variant ${run.variant}, seeds ${seed}..${seed + Math.max(on, off) - 1}` +
+      `${run.lostResultMarkers ? ', lost markers (results too)' : run.lostMarkers ? ', lost markers' : ''}`,
   );
-  return violations.length > 0;
+  const coverage = new TransitionCoverage();
+  let broken = 0;
+  if (on > 0) broken += await simulate(seed, on, true, run, coverage, values.trace);
+  if (off > 0 && (run.variant === 'correct' || broken === 0)) broken += await simulate(seed, off, false, run, coverage, values.trace);
+  if (run.variant === 'correct') console.log(coverage.summary());
+  // Not for a known-bad variant, nor for one schedule replayed.
+  const replay = values.seed !== undefined && values.schedules === undefined;
+  const accounts = choice('accounts', values.accounts, ['on', 'off'], run.variant !== 'correct' || replay ? 'off' : 'on') === 'on';
+  const accountsFailed = accounts && (await simulateAccounts(seed, schedules));
+  return broken > 0 || accountsFailed ? 1 : 0;
 }
 
 try {

@@ -27,6 +27,7 @@
  *   on), so that a crash can never leave a call nobody knows of;
  * - exactly-one-result: each command (not a repeat, not undecodable) has one committed result,
  *   each undecodable record one dead letter, and the next claim would take nothing again;
+ * - key-order: the calls of commands with the same key start in offset order (keyOrderViolations);
  * - repeat-after-result: a commit that moves a partition's group offset past a record finds its
  *   command's result committed (a repeat answered before its carrier's result is a command that a
  *   later claim's repeat window answers as its own repeat);
@@ -820,7 +821,8 @@ export interface ShippedLaneViolation {
     | 'keep-only-unfenced'
     | 'unknown-is-bounded'
     | 'within-spend-cap'
-    | 'repeat-after-result';
+    | 'repeat-after-result'
+    | 'key-order';
   readonly detail: string;
 }
 
@@ -1676,7 +1678,7 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
   }
   // Where the next claim would start (recoveryPlan): results published ahead of the group offset
   // move only the checkpoint's `next` until a later record's transaction moves the offset.
-  out.push(...velocityViolations(schedule), ...spendViolations(schedule));
+  out.push(...velocityViolations(schedule), ...spendViolations(schedule), ...keyOrderViolations(schedule));
   // A claim whose records past it were all answered ahead by an earlier owner skips them without a
   // transaction: they stay behind the offset, answered in the checkpoint, until a later record's
   // transaction moves it. What counts is what the next claim would do: take nothing again.
@@ -1684,6 +1686,51 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
     const redone = leftToTake(schedule, partition);
     if (redone.length > 0)
       add('exactly-one-result', `the next claim of partition ${partition} would take ${redone.map((r) => `@${r.offset} (${r.kind})`).join(', ')} again`);
+  }
+  return out;
+}
+
+/**
+ * key-order: each process's calls of commands with the same key (of one partition) start in offset
+ * order (the calls are listed as they started). A command called again (failed over, retried, sent
+ * again by a later claim with the ledger off) is not out of order. Commands whose commandId has
+ * more than one record (repeats, under the same key or another) are left out: which of their
+ * records carries the call is the repeat window's choice. Per process, not over every process: a
+ * record an earlier owner answered without a call (a velocity limit, a paused route) and did not
+ * commit is decided again by the next owner, which may call it although the earlier owner had
+ * called later records of its key (found at seed 28 with the ledger off: the first owner's
+ * velocity counts refused it, the next owner's, fresh, let it through).
+ */
+function keyOrderViolations(schedule: Schedule): ShippedLaneViolation[] {
+  const records = new Map<string, SimRecord[]>();
+  for (const r of schedule.records) if (r.kind !== 'undecodable') records.set(r.commandId, [...(records.get(r.commandId) ?? []), r]);
+  const keys = new Map<string, { max: SimRecord; offsets: Set<number> }>();
+  const out: ShippedLaneViolation[] = [];
+  for (const call of schedule.calls) {
+    const own = records.get(call.commandId);
+    const record = own?.length === 1 ? own[0] : undefined;
+    if (record === undefined) continue;
+    const keyOf = `${call.process}|${record.partition}|${record.key}`;
+    const key = keys.get(keyOf);
+    if (key === undefined) {
+      keys.set(keyOf, { max: record, offsets: new Set([record.offset]) });
+      continue;
+    }
+    if (record.offset < key.max.offset && !key.offsets.has(record.offset))
+      out.push({
+        seed: schedule.seed,
+        kind: 'key-order',
+        detail:
+          `key ${record.key} of partition ${record.partition}: ${call.commandId} (@${record.offset}) first called by ${call.process} after ${key.max.commandId} (@${key.max.offset}), a later record of its key; ` +
+          `calls of the key: ${schedule.calls
+            .filter(
+              (c) => c.process === call.process && records.get(c.commandId)?.some((r) => r.partition === record.partition && r.key === record.key) === true,
+            )
+            .map((c) => `${c.commandId}:${c.process}:${c.answer}`)
+            .join(', ')}`,
+      });
+    key.offsets.add(record.offset);
+    if (record.offset > key.max.offset) key.max = record;
   }
   return out;
 }

@@ -47,6 +47,7 @@ export const SHIPPED_VARIANTS = [
   'fate-never-told',
   'answered-unflagged',
   'uncalled-dropped',
+  'keys-in-parallel',
 ] as const;
 
 export type ShippedVariant = (typeof SHIPPED_VARIANTS)[number];
@@ -149,6 +150,19 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
           () =>
             function (this: RecordBook<unknown>) {
               return this.inState('done', 'published');
+            },
+        ),
+      );
+      break;
+    case 'keys-in-parallel':
+      // The record book queues each record under a key of its own: records of one key go in parallel.
+      undo.push(
+        patch(
+          RecordBook.prototype as unknown as { add: (offset: bigint, key: string) => RecordEntry<unknown> },
+          'add',
+          (add) =>
+            function (this: RecordBook<unknown>, offset: bigint, key: string) {
+              return add.call(this, offset, `${key}#${offset}`);
             },
         ),
       );
