@@ -71,4 +71,13 @@ describe('the shipped lane, handler and senders in the simulation', { timeout: 3
     // at-most-one-send is the ledger's promise, and the simulation checks it only with the ledger on.
     expect(violations).toEqual([]);
   });
+
+  it('PROVIDER_RETRY_AMBIGUOUS in every schedule: a command kept after an answer that may hide a send is called again only by its own process, never by another', async () => {
+    const tally = new Map<string, number>();
+    const violations = await runShippedLaneSchedules(1, 400, { retryAmbiguous: true, tally });
+    report('retry ambiguous', violations);
+    expect(violations).toEqual([]);
+    // The schedules did call commands again after such an answer.
+    expect(tally.get('called again after an ambiguous answer')).toBeGreaterThan(0);
+  });
 });

@@ -20,10 +20,16 @@ async function firstBreaking(
   kind: Kind,
   budget: number,
   ends?: readonly Exclude<ClaimEnd, 'last'>[],
+  retryAmbiguous?: boolean,
 ): Promise<ShippedLaneViolation[]> {
   const { restore, faults } = installVariant(variant);
   try {
-    const violations = await runShippedLaneSchedules(1, budget, { faults, stopAt: kind, ...(ends !== undefined && { ends }) });
+    const violations = await runShippedLaneSchedules(1, budget, {
+      faults,
+      stopAt: kind,
+      ...(ends !== undefined && { ends }),
+      ...(retryAmbiguous !== undefined && { retryAmbiguous }),
+    });
     const first = violations.find((v) => v.kind === kind);
     console.log(`${variant}: ${first === undefined ? `no ${kind} in ${budget} schedules` : `${kind} first at seed ${first.seed}: ${first.detail}`}`);
     return violations;
@@ -73,6 +79,12 @@ describe('known-bad variants of the shipped driver are caught by the shipped-lan
     it(`${variant} (${what}): ${kind}`, async () => {
       expect(kinds(await firstBreaking(variant, kind, budget, ends))).toContain(kind);
     });
+
+  // Every schedule under PROVIDER_RETRY_AMBIGUOUS: a command kept after an answer that may hide a
+  // send must keep its mark, or a claim that ends before the next call lets another owner send it.
+  it('ambiguous-kept-forgotten (a mark withdrawn when an ambiguous call is kept for another): at-most-one-send', async () => {
+    expect(kinds(await firstBreaking('ambiguous-kept-forgotten', 'at-most-one-send', 800, undefined, true))).toContain('at-most-one-send');
+  });
 
   it('a schedule that broke something replays from its seed alone, interleaving included (the clock is virtual)', async () => {
     const { restore, faults } = installVariant('refuse-call-called');

@@ -85,15 +85,15 @@ export function simulatedSuccess(id: string, account: string): ProviderSuccess {
 }
 
 /** The shipped client's error for a simulated failed answer. */
-export function simulatedFailure(answer: Exclude<Answer, 'ok'>, operation: ProviderRequest['operation']): ProviderError {
+export function simulatedFailure(answer: Exclude<Answer, 'ok'>, operation: ProviderRequest['operation'], retryAmbiguous = false): ProviderError {
   const failure = FAILURE[answer];
   return new ProviderError({
     ...failure,
     operation,
     message: `simulated ${answer}`,
     providerMessage: answer,
-    // As the shipped client says it, with PROVIDER_RETRY_AMBIGUOUS off (its default).
-    retryable: isRetryableClass(failure.failureClass, false),
+    // As the shipped client says it: an ambiguous failure is retryable only under PROVIDER_RETRY_AMBIGUOUS (off by default).
+    retryable: isRetryableClass(failure.failureClass, retryAmbiguous),
     attempts: 1,
     stopReason: 'not-retryable',
   });

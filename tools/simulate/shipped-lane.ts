@@ -125,6 +125,8 @@ const HANDOVER_GRACE_MS = 500;
 const STALE_READS_SEED = 0x5eed_0ff5;
 /** Offsets the stream that draws whether a transaction whose ledger marker was lost lost its result and dead-letter markers too (so other schedules keep their draws). */
 const RESULT_MARKERS_SEED = 0x5eed_0ff6;
+/** Offsets the stream that draws whether a schedule retries ambiguous failures (PROVIDER_RETRY_AMBIGUOUS), so other schedules keep their draws. */
+const RETRY_AMBIGUOUS_SEED = 0x5eed_0ff7;
 /** The longest a slow call takes: within the grace, with room for the handover's write. */
 const SLOW_CALL_MS = 300;
 /** How long the last claim gets to answer every record, and an ended claim's lane to settle, ms (by default). */
@@ -715,13 +717,22 @@ class SimulatedService implements ProviderClient {
   readonly #host: Incarnation;
   readonly #calls: ServiceCall[];
   readonly #markHeld: (commandId: string, account: string) => boolean;
+  readonly #retryAmbiguous: boolean;
 
-  constructor(account: string, prng: Prng, host: Incarnation, calls: ServiceCall[], markHeld: (commandId: string, account: string) => boolean) {
+  constructor(
+    account: string,
+    prng: Prng,
+    host: Incarnation,
+    calls: ServiceCall[],
+    markHeld: (commandId: string, account: string) => boolean,
+    retryAmbiguous: boolean,
+  ) {
     this.#account = account;
     this.#prng = prng;
     this.#host = host;
     this.#calls = calls;
     this.#markHeld = markHeld;
+    this.#retryAmbiguous = retryAmbiguous;
   }
 
   async send(request: ProviderRequest, options: { correlationId?: string } = {}): Promise<ProviderSuccess> {
@@ -735,7 +746,7 @@ class SimulatedService implements ProviderClient {
     // worker's grace is the response timeout plus a margin), so calls are under way as claims end.
     await io(this.#prng, this.#host, this.#prng.chance(0.1) ? SLOW_CALL_MS : 4);
     if (answer === 'ok') return simulatedSuccess(commandId, this.#account);
-    throw simulatedFailure(answer, request.operation);
+    throw simulatedFailure(answer, request.operation, this.#retryAmbiguous);
   }
 
   close(): void {}
@@ -850,6 +861,13 @@ interface Schedule {
   readonly seed: number;
   readonly prng: Prng;
   readonly ledger: boolean;
+  /**
+   * PROVIDER_RETRY_AMBIGUOUS (one schedule in five): an ambiguous failure (HTTP 500, a reset after
+   * the request went out, a malformed answer) is retryable, so the sender may keep the command and
+   * call it again later, under the mark it keeps. A second send by the same process is then the
+   * operator's choice; a second send by another process is still a violation.
+   */
+  readonly retryAmbiguous: boolean;
   readonly kafka: SimulatedKafka;
   readonly records: readonly SimRecord[];
   readonly calls: ServiceCall[];
@@ -952,7 +970,7 @@ function senderFor(schedule: Schedule, host: Incarnation): CommandSender {
       account,
       new GuardedSender({
         account,
-        client: new SimulatedService(account, prng, host, calls, markHeld),
+        client: new SimulatedService(account, prng, host, calls, markHeld, schedule.retryAmbiguous),
         gate,
         holds,
         outages: new OutageCounter(3),
@@ -990,6 +1008,7 @@ function configOf(schedule: Schedule): WorkerConfig {
     ledger: { ...baseConfig.ledger, enabled: schedule.ledger, inDoubt: 'report', maxRunAhead: prng.int(2, 50), dedupWindow: DEDUP_WINDOW },
     topics: { ...baseConfig.topics, commands: TOPIC, results: RESULTS, deadLetter: DEAD_LETTERS, ledger: LEDGER },
     tenants: { ...baseConfig.tenants, key: TENANT_KEY },
+    provider: { ...baseConfig.provider, retry: { ...baseConfig.provider.retry, retryAmbiguous: schedule.retryAmbiguous } },
   };
 }
 
@@ -1311,6 +1330,8 @@ export interface ShippedLaneOptions {
   readonly lostResultMarkers?: boolean;
   /** Counts the moves of the protocol's tables the shipped machines make over the run. */
   readonly coverage?: TransitionCoverage;
+  /** PROVIDER_RETRY_AMBIGUOUS in every schedule (true) or none (false); by default one schedule in five (Schedule.retryAmbiguous). */
+  readonly retryAmbiguous?: boolean;
 }
 
 /** A crash leaves in doubt what its process had marked or called: those may end UNKNOWN. */
@@ -1335,6 +1356,7 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     seed,
     prng,
     ledger: options.ledger ?? true,
+    retryAmbiguous: options.retryAmbiguous ?? new Prng(seed + RETRY_AMBIGUOUS_SEED).chance(0.2),
     kafka: Object.assign(new SimulatedKafka(prng, options.faults, new Prng(seed + STALE_READS_SEED)), {
       lostMarkers: options.lostMarkers ?? false,
       publishedMarkerDraws: options.lostMarkers === true && options.lostResultMarkers === true ? new Prng(seed + RESULT_MARKERS_SEED) : undefined,
@@ -1651,9 +1673,14 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
     const id = record.commandId;
     const own = calls.filter((c) => c.commandId === id);
     const accepted = own.filter((c) => c.accepted).length;
+    // Under PROVIDER_RETRY_AMBIGUOUS one process may send again what it may have sent (the operator's choice); no other process may.
+    const acceptedBy = new Set(own.filter((c) => c.accepted).map((c) => c.process)).size;
     // At most once is the ledger's promise: without it a new claim may call again what an earlier one called.
-    if (accepted > 1 && schedule.ledger)
-      add('at-most-one-send', `${id}: accepted ${accepted} times (${own.map((c) => `${c.process}:${c.answer}`).join(', ')})`);
+    if ((schedule.retryAmbiguous ? acceptedBy : accepted) > 1 && schedule.ledger)
+      add(
+        'at-most-one-send',
+        `${id}: accepted ${accepted} times${schedule.retryAmbiguous ? `, by ${acceptedBy} processes` : ''} (${own.map((c) => `${c.process}:${c.answer}`).join(', ')})`,
+      );
     for (const call of own) if (!call.underCommittedMark) add('call-under-committed-mark', `${id}: ${call.process} called before the ledger held its mark`);
     const mine = results.filter((r) => r.commandId === id);
     if (mine.length !== 1) {
@@ -1664,7 +1691,8 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
       continue;
     }
     const outcome = mine[0]?.outcome;
-    if (outcome === 'SENT' && (schedule.ledger ? accepted !== 1 : accepted < 1)) add('result-tells-the-truth', `${id}: SENT, accepted ${accepted} times`);
+    if (outcome === 'SENT' && (schedule.ledger && !schedule.retryAmbiguous ? accepted !== 1 : accepted < 1))
+      add('result-tells-the-truth', `${id}: SENT, accepted ${accepted} times`);
     // (Without the ledger a later claim's call may fail where an earlier claim's was accepted: its result tells of the last.)
     if (outcome === 'FAILED' && accepted !== 0 && (schedule.ledger || own.length <= 1))
       add('result-tells-the-truth', `${id}: FAILED, but the service accepted it`);
@@ -1829,6 +1857,14 @@ function tallyOf(schedule: Schedule, tally: Map<string, number> | undefined): vo
   count('handovers written', handovers);
   if (schedule.velocity !== undefined) count(`velocity ${schedule.velocity.settings.mode}`);
   if (schedule.spendCap !== undefined) count('spend cap');
+  if (schedule.retryAmbiguous) count('retry ambiguous');
+  // A process that called a command again after an answer that may hide a send (kept under PROVIDER_RETRY_AMBIGUOUS).
+  const seen = new Map<string, ServiceCall>();
+  for (const call of schedule.calls) {
+    const earlier = seen.get(`${call.process}|${call.commandId}`);
+    if (earlier !== undefined && MAY_HAVE_SENT.has(earlier.answer)) count('called again after an ambiguous answer');
+    seen.set(`${call.process}|${call.commandId}`, call);
+  }
 }
 
 /**

@@ -48,6 +48,7 @@ export const SHIPPED_VARIANTS = [
   'answered-unflagged',
   'uncalled-dropped',
   'keys-in-parallel',
+  'ambiguous-kept-forgotten',
 ] as const;
 
 export type ShippedVariant = (typeof SHIPPED_VARIANTS)[number];
@@ -150,6 +151,22 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
           () =>
             function (this: RecordBook<unknown>) {
               return this.inState('done', 'published');
+            },
+        ),
+      );
+      break;
+    case 'ambiguous-kept-forgotten':
+      // A command kept for a later call after an answer that may hide a send (PROVIDER_RETRY_AMBIGUOUS)
+      // has its mark withdrawn, as if nothing had reached the service: the fault of the handler
+      // the partition simulation called forgetful (guarded-sender.ts before its fix).
+      undo.push(
+        patch(
+          GuardedSender.prototype,
+          'send',
+          (send) =>
+            function (this: GuardedSender, request, correlationId, signal, expiresAt, hooks, footprint) {
+              const forgetful: SendHooks | undefined = hooks && { ...hooks, kept: () => hooks.kept?.(false) };
+              return send.call(this, request, correlationId, signal, expiresAt, forgetful, footprint);
             },
         ),
       );
