@@ -80,4 +80,12 @@ describe('the shipped lane, handler and senders in the simulation', { timeout: 3
     // The schedules did call commands again after such an answer.
     expect(tally.get('called again after an ambiguous answer')).toBeGreaterThan(0);
   });
+
+  it('record handlers that throw now and then in every schedule (a bug, before a call or after it): the claim fails, nothing is sent twice or lost, and a command called before the throw ends UNKNOWN at worst', async () => {
+    const tally = new Map<string, number>();
+    const violations = await runShippedLaneSchedules(1, 300, { handlerCrashes: true, tally });
+    report('handler crashes', violations);
+    expect(violations).toEqual([]);
+    expect(tally.get('record handler threw')).toBeGreaterThan(0);
+  });
 });

@@ -20,16 +20,11 @@ async function firstBreaking(
   kind: Kind,
   budget: number,
   ends?: readonly Exclude<ClaimEnd, 'last'>[],
-  retryAmbiguous?: boolean,
+  world: { readonly retryAmbiguous?: boolean; readonly handlerCrashes?: boolean } = {},
 ): Promise<ShippedLaneViolation[]> {
   const { restore, faults } = installVariant(variant);
   try {
-    const violations = await runShippedLaneSchedules(1, budget, {
-      faults,
-      stopAt: kind,
-      ...(ends !== undefined && { ends }),
-      ...(retryAmbiguous !== undefined && { retryAmbiguous }),
-    });
+    const violations = await runShippedLaneSchedules(1, budget, { faults, stopAt: kind, ...(ends !== undefined && { ends }), ...world });
     const first = violations.find((v) => v.kind === kind);
     console.log(`${variant}: ${first === undefined ? `no ${kind} in ${budget} schedules` : `${kind} first at seed ${first.seed}: ${first.detail}`}`);
     return violations;
@@ -83,7 +78,13 @@ describe('known-bad variants of the shipped driver are caught by the shipped-lan
   // Every schedule under PROVIDER_RETRY_AMBIGUOUS: a command kept after an answer that may hide a
   // send must keep its mark, or a claim that ends before the next call lets another owner send it.
   it('ambiguous-kept-forgotten (a mark withdrawn when an ambiguous call is kept for another): at-most-one-send', async () => {
-    expect(kinds(await firstBreaking('ambiguous-kept-forgotten', 'at-most-one-send', 800, undefined, true))).toContain('at-most-one-send');
+    expect(kinds(await firstBreaking('ambiguous-kept-forgotten', 'at-most-one-send', 800, undefined, { retryAmbiguous: true }))).toContain('at-most-one-send');
+  });
+
+  // Every schedule with record handlers that throw now and then: one that threw after its call
+  // must keep the command's mark, or the next claim sends it again.
+  it('crash-withdraws-mark (a record whose handler threw given up as never sent): at-most-one-send', async () => {
+    expect(kinds(await firstBreaking('crash-withdraws-mark', 'at-most-one-send', 300, undefined, { handlerCrashes: true }))).toContain('at-most-one-send');
   });
 
   it('a schedule that broke something replays from its seed alone, interleaving included (the clock is virtual)', async () => {

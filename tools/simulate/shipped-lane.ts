@@ -127,6 +127,8 @@ const STALE_READS_SEED = 0x5eed_0ff5;
 const RESULT_MARKERS_SEED = 0x5eed_0ff6;
 /** Offsets the stream that draws whether a schedule retries ambiguous failures (PROVIDER_RETRY_AMBIGUOUS), so other schedules keep their draws. */
 const RETRY_AMBIGUOUS_SEED = 0x5eed_0ff7;
+/** Offsets the streams that draw whether a schedule's record handlers throw now and then, and when (HandlerCrashes), so other schedules keep their draws. */
+const HANDLER_CRASHES_SEED = 0x5eed_0ff8;
 /** The longest a slow call takes: within the grace, with room for the handover's write. */
 const SLOW_CALL_MS = 300;
 /** How long the last claim gets to answer every record, and an ended claim's lane to settle, ms (by default). */
@@ -868,6 +870,13 @@ interface Schedule {
    * operator's choice; a second send by another process is still a violation.
    */
   readonly retryAmbiguous: boolean;
+  /**
+   * The record handlers throw now and then (one schedule in ten; a bug, as the lane sees it): 3% of
+   * sends throw before the call, 3% after it (its answer lost with the throw). The lane fails the
+   * claim; a command called before the throw keeps its mark and may end UNKNOWN, as after a crash.
+   * Undefined: they never throw. Its own stream, so the world's draws stay as they were.
+   */
+  readonly handlerCrashes: Prng | undefined;
   readonly kafka: SimulatedKafka;
   readonly records: readonly SimRecord[];
   readonly calls: ServiceCall[];
@@ -892,6 +901,8 @@ interface Schedule {
   readonly tallied: string[];
   /** Commands a crash left in doubt (marked, or called, by the process that crashed): they may end UNKNOWN. */
   readonly excused: Set<string>;
+  /** Sends a record handler threw in (Schedule.handlerCrashes), for the tally. */
+  handlerThrows: number;
   /** How long the last owner gets to answer every record, and a process to stop, ms. */
   readonly settleMs: number;
   /** The velocity limits (VELOCITY_* and TENANT_LIMITS), in half the schedules; each process counts its own. */
@@ -983,7 +994,33 @@ function senderFor(schedule: Schedule, host: Incarnation): CommandSender {
     );
   }
   const sender = new FailoverSender({ accounts, routing: { rules: [], fallback: [...schedule.accounts] }, priority: 'normal', tenants });
-  return schedule.faults.sender?.(sender) ?? sender;
+  const given = schedule.faults.sender?.(sender) ?? sender;
+  return schedule.handlerCrashes === undefined ? given : throwingNowAndThen(given, schedule.handlerCrashes, schedule);
+}
+
+/**
+ * The sender as a record handler with a bug sees it: now and then it throws, before the call or
+ * after it (Schedule.handlerCrashes). A throw after the call excuses an UNKNOWN of its command, as
+ * a crash does: the call's answer is lost with it and the claim fails with the mark committed.
+ */
+function throwingNowAndThen(inner: CommandSender, draws: Prng, schedule: Schedule): CommandSender {
+  return {
+    destinations: inner.destinations,
+    ...(inner.tenantDestinations !== undefined && { tenantDestinations: (tenant: string | undefined) => inner.tenantDestinations?.(tenant) }),
+    async send(request, correlationId, signal, expiresAt, hooks, footprint, tenant) {
+      if (draws.chance(0.03)) {
+        schedule.handlerThrows += 1;
+        throw new SimulatedFault('simulated: the record handler threw before the call');
+      }
+      const outcome = await inner.send(request, correlationId, signal, expiresAt, hooks, footprint, tenant);
+      if (draws.chance(0.03)) {
+        schedule.handlerThrows += 1;
+        schedule.excused.add(correlationId);
+        throw new SimulatedFault('simulated: the record handler threw after the call');
+      }
+      return outcome;
+    },
+  };
 }
 
 /** The one command source of every process (CommandSource). */
@@ -1332,6 +1369,8 @@ export interface ShippedLaneOptions {
   readonly coverage?: TransitionCoverage;
   /** PROVIDER_RETRY_AMBIGUOUS in every schedule (true) or none (false); by default one schedule in five (Schedule.retryAmbiguous). */
   readonly retryAmbiguous?: boolean;
+  /** Record handlers that throw now and then in every schedule (true) or none (false); by default one schedule in ten (Schedule.handlerCrashes). */
+  readonly handlerCrashes?: boolean;
 }
 
 /** A crash leaves in doubt what its process had marked or called: those may end UNKNOWN. */
@@ -1357,6 +1396,7 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     prng,
     ledger: options.ledger ?? true,
     retryAmbiguous: options.retryAmbiguous ?? new Prng(seed + RETRY_AMBIGUOUS_SEED).chance(0.2),
+    handlerCrashes: (options.handlerCrashes ?? new Prng(seed + HANDLER_CRASHES_SEED).chance(0.1)) ? new Prng(seed + HANDLER_CRASHES_SEED + 1) : undefined,
     kafka: Object.assign(new SimulatedKafka(prng, options.faults, new Prng(seed + STALE_READS_SEED)), {
       lostMarkers: options.lostMarkers ?? false,
       publishedMarkerDraws: options.lostMarkers === true && options.lostResultMarkers === true ? new Prng(seed + RESULT_MARKERS_SEED) : undefined,
@@ -1379,6 +1419,7 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     velocity: velocityOf(prng),
     spendCap,
     excused: new Set(),
+    handlerThrows: 0,
     settleMs: options.settleMs ?? SETTLE_MS,
   };
   schedule.kafka.offsetCommitted = repeatAfterResult(schedule);
@@ -1858,6 +1899,7 @@ function tallyOf(schedule: Schedule, tally: Map<string, number> | undefined): vo
   if (schedule.velocity !== undefined) count(`velocity ${schedule.velocity.settings.mode}`);
   if (schedule.spendCap !== undefined) count('spend cap');
   if (schedule.retryAmbiguous) count('retry ambiguous');
+  count('record handler threw', schedule.handlerThrows);
   // A process that called a command again after an answer that may hide a send (kept under PROVIDER_RETRY_AMBIGUOUS).
   const seen = new Map<string, ServiceCall>();
   for (const call of schedule.calls) {

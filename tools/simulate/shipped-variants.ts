@@ -49,6 +49,7 @@ export const SHIPPED_VARIANTS = [
   'uncalled-dropped',
   'keys-in-parallel',
   'ambiguous-kept-forgotten',
+  'crash-withdraws-mark',
 ] as const;
 
 export type ShippedVariant = (typeof SHIPPED_VARIANTS)[number];
@@ -167,6 +168,21 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
             function (this: GuardedSender, request, correlationId, signal, expiresAt, hooks, footprint) {
               const forgetful: SendHooks | undefined = hooks && { ...hooks, kept: () => hooks.kept?.(false) };
               return send.call(this, request, correlationId, signal, expiresAt, forgetful, footprint);
+            },
+        ),
+      );
+      break;
+    case 'crash-withdraws-mark':
+      // A record whose handler threw is given up as never sent: its mark is withdrawn, although the
+      // call may have been made before the throw (run with Schedule.handlerCrashes).
+      undo.push(
+        patch(
+          PartitionMachine.prototype,
+          'crashed',
+          () =>
+            function (this: PartitionMachine<unknown>, offset: bigint, error: unknown) {
+              this.abandoned(offset, false, performance.now());
+              this.fail(error);
             },
         ),
       );

@@ -9,8 +9,6 @@ export const RECORD_MOVES_NOT_SIMULATED: Readonly<Record<string, string>> = {
   'handling|want-send|marking': 'a machine without mark permits: the worker always gives its lanes mark permits (SendPermits)',
   'calling|abandoned|given-up':
     "a call cut under way by the client's close(): a graceful stop closes the client once its lanes retired, a forced one exits with the call under way (a crash)",
-  'handling|crashed|given-up': 'a record handler that throws (a bug): the simulated adapters do not throw outside their faults',
-  'calling|crashed|given-up': 'a record handler that throws (a bug): the simulated adapters do not throw outside their faults',
   'done|committed|removed': 'not a move the machine checks: the record book lets a record go when a transaction takes it (RecordBook.takePrefix)',
   'published|committed|removed': 'not a move the machine checks: the record book lets a record go when a transaction takes it (RecordBook.takePrefix)',
 };
