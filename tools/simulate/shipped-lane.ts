@@ -20,8 +20,9 @@
  *
  * Owners end as ClaimEnd says; then, without Kafka faults, the members answer every record and
  * stop gracefully. Then, per command:
- * - at-most-one-send: the service accepted it at most once, over all claims and accounts (ledger on:
- *   without the ledger a new claim may call again what an earlier one called);
+ * - at-most-one-send: at most one request that may have reached the service (answered ok, or
+ *   ambiguously), over all claims and accounts; under PROVIDER_RETRY_AMBIGUOUS, all from one
+ *   process (ledger on: without the ledger a new claim may call again what an earlier one called);
  * - call-under-committed-mark: every call started while the ledger's committed checkpoint held a
  *   mark of the command naming the account called, made by a claim of the calling process (ledger
  *   on), so that a crash can never leave a call nobody knows of;
@@ -1714,13 +1715,16 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
     const id = record.commandId;
     const own = calls.filter((c) => c.commandId === id);
     const accepted = own.filter((c) => c.accepted).length;
+    // A request that may have reached the service (answered ok, or ambiguously) counts as a send,
+    // whether or not the service happened to accept it: a second one is a second send at worst.
+    const reached = own.filter((c) => c.answer === 'ok' || MAY_HAVE_SENT.has(c.answer));
     // Under PROVIDER_RETRY_AMBIGUOUS one process may send again what it may have sent (the operator's choice); no other process may.
-    const acceptedBy = new Set(own.filter((c) => c.accepted).map((c) => c.process)).size;
+    const reachedBy = new Set(reached.map((c) => c.process)).size;
     // At most once is the ledger's promise: without it a new claim may call again what an earlier one called.
-    if ((schedule.retryAmbiguous ? acceptedBy : accepted) > 1 && schedule.ledger)
+    if ((schedule.retryAmbiguous ? reachedBy : reached.length) > 1 && schedule.ledger)
       add(
         'at-most-one-send',
-        `${id}: accepted ${accepted} times${schedule.retryAmbiguous ? `, by ${acceptedBy} processes` : ''} (${own.map((c) => `${c.process}:${c.answer}`).join(', ')})`,
+        `${id}: ${reached.length} requests may have reached the service (accepted ${accepted})${schedule.retryAmbiguous ? `, by ${reachedBy} processes` : ''} (${own.map((c) => `${c.process}:${c.answer}`).join(', ')})`,
       );
     for (const call of own) if (!call.underCommittedMark) add('call-under-committed-mark', `${id}: ${call.process} called before the ledger held its mark`);
     const mine = results.filter((r) => r.commandId === id);
