@@ -84,7 +84,11 @@ export async function runProduce(argv: readonly string[]): Promise<number> {
   const publisher = new CommandPublisher(kafka, createRegistry(connection.registry.url, connection.registry.auth), connection.topic);
   // Export problems go to stderr: stdout carries one JSON line per published command.
   const tracer = await ProduceTracer.start(tracing, process.env, pino({ level: 'warn', base: { service: 'sms-worker-produce' } }, pino.destination(2)));
-  await publisher.connect();
+  await publisher.connect((error, retryNumber, delayMs) =>
+    console.error(
+      `the schema registry did not answer (${error instanceof Error ? error.message : String(error)}); asking again in ${delayMs} ms (retry ${retryNumber})`,
+    ),
+  );
   const spans: PublishSpan[] = [];
   try {
     const encoded = [];

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import type { Consumer, Kafka } from 'kafkajs';
 import type { RawHeaders } from '../contracts/dead-letter.ts';
-import { isRegistryStartRetryable, withRegistryStartRetry } from '../schema/codec.ts';
+import { withRegistryRetry } from '../schema/codec.ts';
 
 /** One record of an Avro topic, decoded. */
 export interface ReadAvroRecord<T> {
@@ -32,6 +32,8 @@ export class AvroTopicReader<T> {
   readonly #registry: SchemaRegistry;
   readonly #topic: string;
   readonly #fromAvro: (decoded: unknown) => T;
+  /** Aborted by stop(): a record's registry look-up waiting to be asked again gives up. */
+  readonly #stopping = new AbortController();
 
   constructor(kafka: Kafka, registry: SchemaRegistry, topic: string, fromAvro: (decoded: unknown) => T, groupPrefix: string) {
     this.#consumer = kafka.consumer({ groupId: `${groupPrefix}-${randomUUID()}`, readUncommitted: false, maxWaitTimeInMs: 500 });
@@ -45,10 +47,10 @@ export class AvroTopicReader<T> {
     await this.#consumer.subscribe({ topic: this.#topic, fromBeginning: options.fromBeginning });
     await this.#consumer.run({
       autoCommit: false,
-      eachMessage: async ({ message, partition }) => {
+      eachMessage: async ({ message, partition, heartbeat }) => {
         if (message.value === null) return;
         try {
-          const value = this.#fromAvro(await decodeRiding(this.#registry, message.value));
+          const value = this.#fromAvro(await decodeRiding(this.#registry, message.value, heartbeat, this.#stopping.signal));
           await onRecord({
             value,
             key: message.key?.toString('utf8') ?? null,
@@ -65,6 +67,7 @@ export class AvroTopicReader<T> {
   }
 
   async stop(): Promise<void> {
+    this.#stopping.abort();
     await this.#consumer.disconnect();
   }
 }
@@ -74,11 +77,13 @@ export class AvroTopicReader<T> {
  * request past its timeout, a 5xx after the client's own retries): a reader that skipped the record
  * instead (reported through onError) lost it for good; `tail` and the tests' result collectors
  * read each record once. A record that does not decode, or whose schema id is not in the registry
- * (404), fails at once.
+ * (404), fails at once. The attempts take longer than a session (4 timeouts of 10 s and the waits),
+ * and kafkajs heartbeats only between records: each retry heartbeats first, so the reader stays in
+ * its group.
  */
-function decodeRiding(registry: SchemaRegistry, value: Buffer): Promise<unknown> {
-  return withRegistryStartRetry(() => registry.decode(value), {
-    retryable: (error) =>
-      isRegistryStartRetryable(error) && typeof (error as { status?: unknown }).status === 'number' && (error as { status: number }).status !== 404,
+function decodeRiding(registry: SchemaRegistry, value: Buffer, heartbeat: () => Promise<void>, signal: AbortSignal): Promise<unknown> {
+  return withRegistryRetry(() => registry.decode(value), {
+    signal,
+    onRetry: () => void heartbeat().catch(() => undefined),
   });
 }

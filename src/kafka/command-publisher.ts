@@ -2,7 +2,7 @@ import { SchemaType, type SchemaRegistry } from '@kafkajs/confluent-schema-regis
 import type { Kafka } from 'kafkajs';
 import { commandSchema } from '../contracts/avro.ts';
 import { commandToAvro, type SendCommand } from '../contracts/command.ts';
-import { withRegistryStartRetry } from '../schema/codec.ts';
+import { withRegistryRetry } from '../schema/codec.ts';
 import { KafkaKeyedProducer } from './keyed-producer.ts';
 
 /**
@@ -37,12 +37,14 @@ export class CommandPublisher {
     this.#topic = topic;
   }
 
-  async connect(): Promise<void> {
+  /** `onRegistryRetry`: told of each registration that failed and is tried again (the registry did not answer). */
+  async connect(onRegistryRetry?: (error: unknown, retryNumber: number, delayMs: number) => void): Promise<void> {
     await this.#producer.connect();
     // Registering caches the schema in the client, so encoding asks the registry nothing more.
     const subject = `${this.#topic}-value`;
-    const registered = await withRegistryStartRetry(() =>
-      this.#registry.register({ type: SchemaType.AVRO, schema: JSON.stringify(commandSchema) }, { subject }),
+    const registered = await withRegistryRetry(
+      () => this.#registry.register({ type: SchemaType.AVRO, schema: JSON.stringify(commandSchema) }, { subject }),
+      onRegistryRetry === undefined ? {} : { onRetry: onRegistryRetry },
     );
     this.#schemaId = registered.id;
   }

@@ -2,7 +2,7 @@ import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { AVRO_PARSE_OPTIONS, deadLetterSchema, resultSchema } from '../contracts/avro.ts';
 import { DEAD_LETTER_CODES } from '../contracts/dead-letter.ts';
 import { SmsWorkerError } from '../errors.ts';
-import { retry, RetryAborted } from '../retry.ts';
+import { retry } from '../retry.ts';
 
 /** Why a record cannot be decoded at all: it goes to the dead-letter topic. */
 export interface Undecodable {
@@ -34,7 +34,7 @@ export function createRegistry(url: string, auth?: { username: string; password:
  * its own, so a registry that accepts a connection and never answers held whatever asked: the
  * worker's start (registering the result schemas, before any log line says so), or a record's
  * first decoding with a new schema id. Past it the request fails like an unreachable registry:
- * the start tries again (REGISTRY_START_RETRY) and then fails with the registry named, a record's
+ * the start tries again (REGISTRY_RETRY) and then fails with the registry named, a record's
  * decoding is retried.
  */
 export const REGISTRY_REQUEST_TIMEOUT_MS = 10_000;
@@ -73,34 +73,53 @@ export async function registerRacing(registry: SchemaRegistry, schema: string, s
 }
 
 /**
- * Start-up's registry calls (registering the result, dead-letter and command schemas, resolving
- * them before the group is joined) ride out a registry that is briefly away or slow: a replica
- * started with the registry, a registry restarting, a request past its timeout on a loaded machine
- * (CI saw one registration take longer than REGISTRY_REQUEST_TIMEOUT_MS while a test suite ran).
- * Bounded: about 7 s of waits over 4 attempts, then the start fails with the last error, as
- * before. Not retried: 401 and 403, a credential an attempt more will not fix.
+ * Registry calls that ride out a registry briefly away or slow: the worker's start (registering the
+ * result and dead-letter schemas, resolving the schemas before the group is joined),
+ * `sms-worker produce`'s registration of the command schema, and the result reader's look-ups of
+ * writer schemas. A registry restarting, or one request past REGISTRY_REQUEST_TIMEOUT_MS on a loaded
+ * machine (CI saw a start fail on one), is not a reason to fail: the registry client retries a 5xx
+ * or a refused connection three times itself, but never a timeout. Bounded: 4 attempts, about 7 s
+ * of waits, then the last error. Only a registry that did not answer is asked again
+ * (isRegistryUnavailable): an answer (a credential refused, a compatibility rule set otherwise, a
+ * schema refused) fails at once, as before.
  */
-export const REGISTRY_START_RETRY = { attempts: 4, backoff: { initialMs: 1_000, maxMs: 4_000, jitter: 0.5 } } as const;
+export const REGISTRY_RETRY = { attempts: 4, backoff: { initialMs: 1_000, maxMs: 4_000, jitter: 0.5 } } as const;
 
-/** Whether a failed registry call at start-up is worth another attempt (see REGISTRY_START_RETRY). */
-export function isRegistryStartRetryable(error: unknown): boolean {
-  if (error instanceof RetryAborted) return false;
+/**
+ * The registry did not answer: a 5xx (after the client's own retries), 408 or 429, or a failure of
+ * the request itself. mappersmith reports those (a timeout, a refused or reset connection) as
+ * status 400 with the error as the body, which the client's ResponseError words "Error, status
+ * 400: <error>"; a 400 the registry answered carries the registry's message instead.
+ */
+export function isRegistryUnavailable(error: unknown): boolean {
   const status = (error as StatusError | null)?.status;
-  return status !== 401 && status !== 403;
+  if (typeof status !== 'number') return false;
+  if (status >= 500 || status === 408 || status === 429) return true;
+  return status === 400 && error instanceof Error && error.message.includes('Error, status 400: ');
 }
 
-/** Runs start-up registry work under REGISTRY_START_RETRY; `signal` (a stop while starting) ends the waits. */
-export function withRegistryStartRetry<T>(
+/**
+ * Runs registry work under REGISTRY_RETRY. `signal` (a stop while starting, a reader stopping)
+ * ends the waits, and an attempt is not begun once it aborted; `retryable` narrows what is asked
+ * again (never widens it past isRegistryUnavailable).
+ */
+export function withRegistryRetry<T>(
   work: () => Promise<T>,
   options: {
     onRetry?: (error: unknown, retryNumber: number, delayMs: number) => void;
     signal?: AbortSignal;
     random?: () => number;
-    /** Narrower than the default (isRegistryStartRetryable), for callers that must not retry some errors. */
     retryable?: (error: unknown) => boolean;
   } = {},
 ): Promise<T> {
-  return retry(work, { ...REGISTRY_START_RETRY, retryable: isRegistryStartRetryable, ...options });
+  const { retryable, signal, ...rest } = options;
+  return retry(
+    async () => {
+      signal?.throwIfAborted();
+      return work();
+    },
+    { ...REGISTRY_RETRY, ...rest, ...(signal !== undefined && { signal }), retryable: (error) => isRegistryUnavailable(error) && (retryable?.(error) ?? true) },
+  );
 }
 
 /**

@@ -18,7 +18,7 @@ import { createProviderClient } from '../provider/client.ts';
 import type { AccountSettings } from '../accounts/accounts.ts';
 import { MAX_VELOCITY_TENANTS, TenantLimits } from './tenants/tenant-limits.ts';
 import type { ProviderClient } from '../provider/types.ts';
-import { Codec, createRegistry, withRegistryStartRetry } from '../schema/codec.ts';
+import { Codec, createRegistry, withRegistryRetry } from '../schema/codec.ts';
 import { SmsWorkerError } from '../errors.ts';
 import { retry } from '../retry.ts';
 import { warmSchemas } from './source/warm-up.ts';
@@ -148,12 +148,12 @@ export async function connectWorker(config: WorkerConfig, log: Logger, metrics: 
       log.warn({ err: error, retryNumber, delayMs }, 'schema registry call failed while starting; retrying'),
   };
   const registry = createRegistry(c.registry.url, c.registry.auth);
-  const codec = await withRegistryStartRetry(() => Codec.create(registry, { results: c.topics.results, deadLetter: c.topics.deadLetter }), registryRetry);
+  const codec = await withRegistryRetry(() => Codec.create(registry, { results: c.topics.results, deadLetter: c.topics.deadLetter }), registryRetry);
   log.info({ resultSchemaId: codec.resultSchemaId, deadLetterSchemaId: codec.deadLetterSchemaId }, 'registered result and dead-letter schemas');
   // Before the group is joined (Worker.start joins after this returns): the first records must not wait for the registry.
   for (const { topic } of c.sources) {
     step(START_STEPS.commandSchema(topic));
-    const warm = await withRegistryStartRetry(() => warmSchemas(codec, topic), registryRetry);
+    const warm = await withRegistryRetry(() => warmSchemas(codec, topic), registryRetry);
     log.info({ topic, commandSchemaId: warm.commandSchemaId, ms: warm.ms }, 'warmed up: schemas resolved');
   }
 

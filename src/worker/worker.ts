@@ -206,8 +206,12 @@ export class Worker {
         'worker started',
       );
     } catch (error) {
-      if (this.#state === 'starting') this.#state = 'failed';
+      const stopped = this.#state !== 'starting';
+      if (!stopped) this.#state = 'failed';
       await this.#release();
+      // A stop that ended one of the start's waits (the registry's retry) is the stop's doing, not the registry's.
+      if (stopped && this.#startAbandoned.signal.aborted && !(error instanceof Error && error.message === 'worker stopped while starting'))
+        throw new Error('worker stopped while starting', { cause: error });
       throw error;
     } finally {
       clearInterval(watch);

@@ -6,20 +6,20 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { Codec, createRegistry, withRegistryStartRetry } from '../../src/schema/codec.ts';
+import { Codec, createRegistry, withRegistryRetry } from '../../src/schema/codec.ts';
 import { RetryAborted } from '../../src/retry.ts';
 import { useCleanups } from '../helpers/fixtures.ts';
 
 const cleanups = useCleanups();
 
-/** A registry that takes every request and never answers it (or, from request `answerFrom` on, answers 401); counts the requests. */
-async function silentRegistry(answerFrom = Infinity): Promise<{ url: string; requests: () => number }> {
+/** A registry that takes every request and never answers it (or, from request `answerFrom` on, answers `status` with a message); counts the requests. */
+async function silentRegistry(answerFrom = Infinity, status = 401): Promise<{ url: string; requests: () => number }> {
   let requests = 0;
   const open = new Set<http.ServerResponse>();
   const server = http.createServer((_request, response) => {
     requests += 1;
     if (requests >= answerFrom) {
-      response.writeHead(401, { 'content-type': 'application/json' }).end('{"error_code":401,"message":"Unauthorized"}');
+      response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error_code: status, message: `answered ${status}` }));
       return;
     }
     open.add(response);
@@ -49,22 +49,32 @@ describe('createRegistry', () => {
   });
 });
 
-describe('withRegistryStartRetry (the start-up registry calls)', () => {
+describe('withRegistryRetry (the start-up registry calls, and the result reader)', () => {
   it('asks again after a request past its timeout, and stops at a 401, which another attempt will not fix', async () => {
     const registry = await silentRegistry(2);
     const client = createRegistry(registry.url, undefined, 300);
     const retries: number[] = [];
-    const failed = await withRegistryStartRetry(() => client.getSchema(1), { random: () => 0, onRetry: (_e, n) => retries.push(n) }).catch((e: unknown) => e);
+    const failed = await withRegistryRetry(() => client.getSchema(1), { random: () => 0, onRetry: (_e, n) => retries.push(n) }).catch((e: unknown) => e);
     expect((failed as { status?: number }).status).toBe(401);
     expect(retries).toEqual([1]);
     expect(registry.requests()).toBe(2);
+  });
+
+  it('does not ask again what the registry answered (a compatibility rule set otherwise: 409)', async () => {
+    const registry = await silentRegistry(1, 409);
+    const client = createRegistry(registry.url, undefined, 300);
+    const retries: number[] = [];
+    const failed = await withRegistryRetry(() => client.getSchema(1), { random: () => 0, onRetry: (_e, n) => retries.push(n) }).catch((e: unknown) => e);
+    expect((failed as { status?: number }).status).toBe(409);
+    expect(retries).toEqual([]);
+    expect(registry.requests()).toBe(1);
   });
 
   it('a stop while starting ends the wait between attempts at once', async () => {
     const registry = await silentRegistry();
     const client = createRegistry(registry.url, undefined, 200);
     const stop = new AbortController();
-    const failing = withRegistryStartRetry(() => client.getSchema(1), { signal: stop.signal, onRetry: () => stop.abort() });
+    const failing = withRegistryRetry(() => client.getSchema(1), { signal: stop.signal, onRetry: () => stop.abort() });
     await expect(failing).rejects.toBeInstanceOf(RetryAborted);
     // RetryAborted: the wait itself was ended, and no second request was made.
     expect(registry.requests()).toBe(1);
