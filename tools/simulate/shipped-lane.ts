@@ -882,6 +882,8 @@ interface Schedule {
    * Undefined: they never throw. Its own stream, so the world's draws stay as they were.
    */
   readonly handlerCrashes: Prng | undefined;
+  /** MARK_LINGER_MS of every process (0 in half the schedules, else 10 or 60 ms). */
+  readonly markLingerMs: number;
   readonly kafka: SimulatedKafka;
   readonly records: readonly SimRecord[];
   readonly calls: ServiceCall[];
@@ -1030,6 +1032,10 @@ function throwingNowAndThen(inner: CommandSender, draws: Prng, schedule: Schedul
 
 /** The one command source of every process (CommandSource). */
 const SOURCE = { priority: 'normal', topic: TOPIC, consumerGroup: GROUP, ledgerTopic: LEDGER, markLingerMs: 0 } as const;
+/** MARK_LINGER_MS drawn per schedule (its own stream): marks wait up to this long to share a transaction, as a bulk topic's do. */
+const MARK_LINGERS = [0, 0, 10, 60] as const;
+/** Offsets the stream that draws a schedule's MARK_LINGER_MS, so other schedules keep their draws. */
+const MARK_LINGER_SEED = 0x5eed_0ff9;
 
 let baseConfig: WorkerConfig | undefined;
 /** The worker's configuration for a process: the defaults, with this schedule's ledger, bounds and intervals. */
@@ -1173,7 +1179,7 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
     },
   });
   const parts: PipelineParts = {
-    source: SOURCE,
+    source: { ...SOURCE, markLingerMs: schedule.markLingerMs },
     consumer,
     ownership,
     membership,
@@ -1404,6 +1410,7 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     prng,
     ledger: options.ledger ?? true,
     retryAmbiguous: options.retryAmbiguous ?? new Prng(seed + RETRY_AMBIGUOUS_SEED).chance(0.2),
+    markLingerMs: MARK_LINGERS[new Prng(seed + MARK_LINGER_SEED).int(0, MARK_LINGERS.length - 1)] ?? 0,
     handlerCrashes: (options.handlerCrashes ?? new Prng(seed + HANDLER_CRASHES_SEED).chance(0.1)) ? new Prng(seed + HANDLER_CRASHES_SEED + 1) : undefined,
     kafka: Object.assign(new SimulatedKafka(prng, options.faults, new Prng(seed + STALE_READS_SEED)), {
       lostMarkers: options.lostMarkers ?? false,
@@ -1911,6 +1918,7 @@ function tallyOf(schedule: Schedule, tally: Map<string, number> | undefined): vo
   if (schedule.velocity !== undefined) count(`velocity ${schedule.velocity.settings.mode}`);
   if (schedule.spendCap !== undefined) count('spend cap');
   if (schedule.retryAmbiguous) count('retry ambiguous');
+  count(`mark linger ${schedule.markLingerMs} ms`);
   count('record handler threw', schedule.handlerThrows);
   // A process that called a command again after an answer that may hide a send (kept under PROVIDER_RETRY_AMBIGUOUS).
   const seen = new Map<string, ServiceCall>();
