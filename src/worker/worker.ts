@@ -30,6 +30,13 @@ type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped' | 'failed';
 /** How often busy partitions are looked at for a wait worth a log line (stall-report.ts). */
 const STALL_CHECK_MS = 250;
 
+/** A stop arrived while the worker was starting: start() gives up (with what it was waiting on as `cause`). */
+class StoppedWhileStarting extends Error {
+  constructor(cause?: unknown) {
+    super('worker stopped while starting', cause === undefined ? undefined : { cause });
+  }
+}
+
 /**
  * The worker's lifecycle: consumes commands, sends them, publishes one result per command in the
  * same transaction as the consumed offsets. `start()` resolves once the consumer runs; `stop()` is
@@ -115,7 +122,7 @@ export class Worker {
   #stillStarting(): void {
     // A consumer that already runs (the first source's, while the next one connects) may have crashed for good.
     if (this.#startFailure !== undefined) throw this.#startFailure;
-    if (this.#state !== 'starting') throw new Error('worker stopped while starting');
+    if (this.#state !== 'starting') throw new StoppedWhileStarting();
   }
 
   async start(): Promise<void> {
@@ -210,8 +217,7 @@ export class Worker {
       if (!stopped) this.#state = 'failed';
       await this.#release();
       // A stop that ended one of the start's waits (the registry's retry) is the stop's doing, not the registry's.
-      if (stopped && this.#startAbandoned.signal.aborted && !(error instanceof Error && error.message === 'worker stopped while starting'))
-        throw new Error('worker stopped while starting', { cause: error });
+      if (stopped && this.#startAbandoned.signal.aborted && !(error instanceof StoppedWhileStarting)) throw new StoppedWhileStarting(error);
       throw error;
     } finally {
       clearInterval(watch);

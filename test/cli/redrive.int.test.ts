@@ -1,5 +1,4 @@
-import { createServer, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
 import { describe, expect, inject, it } from 'vitest';
 import { redrive, type RedriveOptions } from '../../src/cli/redrive.ts';
 import { REDRIVEN_FROM_HEADER } from '../../src/cli/redrive-plan.ts';
@@ -9,6 +8,7 @@ import { decodeDeadLetter } from '../helpers/dead-letters.ts';
 import { createTopics, eventually, testKafka, withAdmin } from '../helpers/kafka.ts';
 import { startWorkerRig, textCommand } from '../helpers/worker.ts';
 import { useCleanups, useSandbox } from '../helpers/fixtures.ts';
+import { closeServer, forward, urlOf } from '../helpers/registry-proxy.ts';
 
 const sandbox = useSandbox();
 const cleanups = useCleanups();
@@ -27,29 +27,11 @@ async function startForgettingRegistry(upstreamUrl: string): Promise<{ url: stri
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"error_code":40403,"message":"Schema not found"}');
       return;
     }
-    const forward = request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: `${upstream.pathname.replace(/\/$/, '')}${req.url ?? ''}`,
-        headers: { ...req.headers, host: upstream.host },
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    forward.on('error', () => res.writeHead(502).end());
-    req.pipe(forward);
+    forward(upstream, req, res);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  state.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+  state.url = urlOf(server);
+  state.close = () => closeServer(server);
   return state;
 }
 

@@ -63,7 +63,8 @@ export async function startStalledRegistryProxy(upstreamUrl: string, unansweredF
   return { url: urlOf(server), seen, close: () => closeServer(server) };
 }
 
-function forward(upstream: URL, req: IncomingMessage, res: ServerResponse): void {
+/** Passes a request on to the registry at `upstream` and its answer back (502 if it cannot be reached). */
+export function forward(upstream: URL, req: IncomingMessage, res: ServerResponse): void {
   const forwarded = request(
     {
       host: upstream.hostname,
@@ -81,9 +82,9 @@ function forward(upstream: URL, req: IncomingMessage, res: ServerResponse): void
   req.pipe(forwarded);
 }
 
-const urlOf = (server: Server): string => `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+export const urlOf = (server: Server): string => `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-const closeServer = (server: Server): Promise<void> =>
+export const closeServer = (server: Server): Promise<void> =>
   new Promise<void>((resolve) => {
     server.closeAllConnections();
     server.close(() => resolve());

@@ -289,6 +289,23 @@ export function violationsByKind(violations: readonly { readonly kind: string; r
   return byKind;
 }
 
+/** The send path over several accounts: true when it found a violation. */
+export async function simulateAccounts(seed: number, schedules: number): Promise<boolean> {
+  const started = Date.now();
+  const tally = new Map<string, number>();
+  const failovers = await runFailoverSchedules(seed, schedules, undefined, tally, 32);
+  for (const [kind, { count, firstSeed }] of violationsByKind(failovers))
+    console.log(`\nVIOLATION ${kind} (accounts): ${count}, first at seed ${firstSeed}: npm run simulate:failover -- --seed ${firstSeed} --schedules 1`);
+  for (const v of failovers.slice(0, 5)) console.log(`  seed ${v.seed} ${v.kind}: ${v.detail}`);
+  const sent = tally.get('outcome sent') ?? 0;
+  const failedOver = [...tally].filter(([key]) => key.startsWith('failover ')).reduce((sum, [, n]) => sum + n, 0);
+  console.log(
+    `accounts: schedules ${schedules} over 2–3 accounts (shipped FailoverSender and GuardedSenders), violations ${failovers.length}, ` +
+      `${sent.toLocaleString('en')} sent, ${failedOver.toLocaleString('en')} failovers, ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
+  return failovers.length > 0;
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({
     options: { schedules: { type: 'string', default: '2000' }, seed: { type: 'string', default: '1' }, parallel: { type: 'string', default: '32' } },

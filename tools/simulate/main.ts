@@ -18,25 +18,11 @@
  * two accounts.
  */
 import { parseArgs } from 'node:util';
-import { runFailoverSchedules, violationsByKind } from './failover.ts';
-import { runShippedLaneSchedules, type ShippedLaneViolation } from './shipped-lane.ts';
+import { choice, integer } from './cli-args.ts';
+import { simulateAccounts, violationsByKind } from './failover.ts';
+import { CLAIM_ENDS, runShippedLaneSchedules, type ShippedLaneViolation } from './shipped-lane.ts';
 import { installVariant, SHIPPED_VARIANTS, type ShippedVariant } from './shipped-variants.ts';
 import { TransitionCoverage } from './transition-coverage.ts';
-
-const ENDS = ['crash', 'zombie', 'retire', 'move', 'reclaim', 'keep', 'away', 'dropped', 'stall', 'coordinator', 'late-fence'] as const;
-
-function choice<const T extends string>(name: string, value: string | undefined, allowed: readonly T[], fallback: NoInfer<T>): T {
-  if (value === undefined) return fallback;
-  if (!(allowed as readonly string[]).includes(value)) throw new Error(`--${name} must be one of ${allowed.join(', ')} (got ${value})`);
-  return value as T;
-}
-
-function integer(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer (got ${value})`);
-  return n;
-}
 
 interface Run {
   readonly variant: ShippedVariant;
@@ -97,27 +83,10 @@ async function simulate(seed: number, schedules: number, ledger: boolean, run: R
   const seconds = (Date.now() - started) / 1000;
   console.log(
     `ledger ${ledger ? 'on' : 'off'}: schedules ${ran}, violations ${broken.length}, ${Math.round(ran / Math.max(seconds, 1e-9)).toLocaleString('en')} schedules/s, ${seconds.toFixed(1)} s` +
-      `; ${(tally.get('calls') ?? 0).toLocaleString('en')} calls, ${ENDS.map((end) => `${(tally.get(`claim ${end}`) ?? 0).toLocaleString('en')} ${end}`).join(', ')}` +
+      `; ${(tally.get('calls') ?? 0).toLocaleString('en')} calls, ${CLAIM_ENDS.map((end) => `${(tally.get(`claim ${end}`) ?? 0).toLocaleString('en')} ${end}`).join(', ')}` +
       (run.variant !== 'correct' && broken.length > 0 ? ' (stopped at the first violation)' : ''),
   );
   return broken.length;
-}
-
-/** The send path over several accounts: true when it found a violation. */
-async function simulateAccounts(seed: number, schedules: number): Promise<boolean> {
-  const started = Date.now();
-  const tally = new Map<string, number>();
-  const failovers = await runFailoverSchedules(seed, schedules, undefined, tally, 32);
-  for (const [kind, { count, firstSeed }] of violationsByKind(failovers))
-    console.log(`\nVIOLATION ${kind} (accounts): ${count}, first at seed ${firstSeed}: npm run simulate:failover -- --seed ${firstSeed} --schedules 1`);
-  for (const v of failovers.slice(0, 5)) console.log(`  seed ${v.seed} ${v.kind}: ${v.detail}`);
-  const sent = tally.get('outcome sent') ?? 0;
-  const failedOver = [...tally].filter(([key]) => key.startsWith('failover ')).reduce((sum, [, n]) => sum + n, 0);
-  console.log(
-    `accounts: schedules ${schedules} over 2–3 accounts (shipped FailoverSender and GuardedSenders), violations ${failovers.length}, ` +
-      `${sent.toLocaleString('en')} sent, ${failedOver.toLocaleString('en')} failovers, ${((Date.now() - started) / 1000).toFixed(1)} s`,
-  );
-  return failovers.length > 0;
 }
 
 async function main(): Promise<number> {

@@ -31,24 +31,12 @@ import { parseArgs } from 'node:util';
 import type { LedgerMode, RunOptions, SimVariant } from './model.ts';
 import { describeSettings, runMany, runSchedule, type ScheduleResult } from './runner.ts';
 import { SIM_VARIANTS } from './variants.ts';
-import { runFailoverSchedules, violationsByKind } from './failover.ts';
-import { runShippedLaneSchedules } from './shipped-lane.ts';
+import { choice, integer } from './cli-args.ts';
+import { simulateAccounts, violationsByKind } from './failover.ts';
+import { CLAIM_ENDS, runShippedLaneSchedules } from './shipped-lane.ts';
 
 const VARIANTS: readonly SimVariant[] = SIM_VARIANTS;
 const TRACE_TAIL = 30;
-
-function choice<const T extends string>(name: string, value: string | undefined, allowed: readonly T[], fallback: NoInfer<T>): T {
-  if (value === undefined) return fallback;
-  if (!(allowed as readonly string[]).includes(value)) throw new Error(`--${name} must be one of ${allowed.join(', ')} (got ${value})`);
-  return value as T;
-}
-
-function integer(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`--${name} must be a non-negative integer (got ${value})`);
-  return n;
-}
 
 /** The flags that replay one schedule exactly (the defaults left out). */
 function replayCommand(seed: number, options: RunOptions): string {
@@ -160,23 +148,6 @@ async function main(): Promise<number> {
   return partitionFailed || accountsFailed || laneFailed ? 1 : 0;
 }
 
-/** The send path over several accounts: true when it found a violation. */
-async function simulateAccounts(seed: number, schedules: number): Promise<boolean> {
-  const started = Date.now();
-  const tally = new Map<string, number>();
-  const failovers = await runFailoverSchedules(seed, schedules, undefined, tally, 32);
-  for (const [kind, { count, firstSeed }] of violationsByKind(failovers))
-    console.log(`\nVIOLATION ${kind} (accounts): ${count}, first at seed ${firstSeed}: npm run simulate:failover -- --seed ${firstSeed} --schedules 1`);
-  for (const v of failovers.slice(0, 5)) console.log(`  seed ${v.seed} ${v.kind}: ${v.detail}`);
-  const sent = tally.get('outcome sent') ?? 0;
-  const failedOver = [...tally].filter(([key]) => key.startsWith('failover ')).reduce((sum, [, n]) => sum + n, 0);
-  console.log(
-    `accounts: schedules ${schedules} over 2–3 accounts (shipped FailoverSender and GuardedSenders), violations ${failovers.length}, ` +
-      `${sent.toLocaleString('en')} sent, ${failedOver.toLocaleString('en')} failovers, ${((Date.now() - started) / 1000).toFixed(1)} s`,
-  );
-  return failovers.length > 0;
-}
-
 /**
  * One shipped-lane schedule per this many partition schedules: each runs the shipped pipeline,
  * ownership, lanes, handler and senders of several processes (about 15 ms of wall time on virtual
@@ -195,7 +166,7 @@ async function simulateShippedLane(seed: number, schedules: number): Promise<boo
   console.log(
     `shipped lane: schedules ${schedules} (SourcePipeline, PartitionOwnership, lanes, record handler, senders over simulated Kafka, consumer and service), ` +
       `violations ${violations.length}, ${(tally.get('calls') ?? 0).toLocaleString('en')} calls, ` +
-      `${['crash', 'zombie', 'retire', 'move', 'reclaim', 'keep', 'away', 'dropped', 'stall', 'coordinator', 'late-fence'].map((end) => `${(tally.get(`claim ${end}`) ?? 0).toLocaleString('en')} ${end}`).join(', ')}, ${((Date.now() - started) / 1000).toFixed(1)} s`,
+      `${CLAIM_ENDS.map((end) => `${(tally.get(`claim ${end}`) ?? 0).toLocaleString('en')} ${end}`).join(', ')}, ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
   return violations.length > 0;
 }

@@ -862,7 +862,8 @@ export interface ShippedLaneViolation {
  * claimed, and dies (`late-fence`: the next owner, fenced, must claim again on its own).
  */
 export type ClaimEnd = 'crash' | 'zombie' | 'retire' | 'move' | 'reclaim' | 'keep' | 'away' | 'dropped' | 'stall' | 'coordinator' | 'late-fence' | 'last';
-const ENDS = ['crash', 'zombie', 'retire', 'move', 'reclaim', 'keep', 'away', 'dropped', 'stall', 'coordinator', 'late-fence'] as const;
+/** Every way an owner's claims end but the last (ClaimEnd). */
+export const CLAIM_ENDS = ['crash', 'zombie', 'retire', 'move', 'reclaim', 'keep', 'away', 'dropped', 'stall', 'coordinator', 'late-fence'] as const;
 
 interface Schedule {
   readonly seed: number;
@@ -1442,7 +1443,7 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
   const play = async (): Promise<void> => {
     let owner = await newOwner(schedule, partitionsOf(schedule));
     for (let n = 1; n <= owners; n++) {
-      const end = prng.pick(options.ends ?? ENDS);
+      const end = prng.pick(options.ends ?? CLAIM_ENDS);
       schedule.ends.push(end);
       await sleep(prng.int(0, 30));
       owner = await endOwnership(schedule, owner, end);

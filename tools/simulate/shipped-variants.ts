@@ -92,6 +92,18 @@ function patch<T extends object, K extends keyof T>(target: T, name: K, make: (o
   };
 }
 
+/** Every GuardedSender is given the lane's send hooks as `rewrite` turns them (a bug in how the sender uses them). */
+function sendHooksRewritten(rewrite: (hooks: SendHooks) => SendHooks): Restore {
+  return patch(
+    GuardedSender.prototype,
+    'send',
+    (send) =>
+      function (this: GuardedSender, request, correlationId, signal, expiresAt, hooks, footprint) {
+        return send.call(this, request, correlationId, signal, expiresAt, hooks && rewrite(hooks), footprint);
+      },
+  );
+}
+
 /** The lane carries out the machine's effects as `rewrite` turns them (a bug in the effect interpreter). */
 function rewriteEffects(rewrite: (effects: Effect<unknown>[], machine: PartitionMachine<unknown>) => Effect<unknown>[]): Restore {
   return patch(
@@ -125,21 +137,13 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
     case 'send-before-mark-commits':
       // The call goes ahead as soon as its mark is asked for, before the mark's transaction commits.
       undo.push(
-        patch(
-          GuardedSender.prototype,
-          'send',
-          (send) =>
-            function (this: GuardedSender, request, correlationId, signal, expiresAt, hooks, footprint) {
-              const eager: SendHooks | undefined = hooks && {
-                ...hooks,
-                beforeSend: async (s, account) => {
-                  void hooks.beforeSend?.(s, account);
-                  return true;
-                },
-              };
-              return send.call(this, request, correlationId, signal, expiresAt, eager, footprint);
-            },
-        ),
+        sendHooksRewritten((hooks) => ({
+          ...hooks,
+          beforeSend: async (s, account) => {
+            void hooks.beforeSend?.(s, account);
+            return true;
+          },
+        })),
       );
       break;
     case 'commit-past-unfinished':
@@ -160,17 +164,7 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
       // A command kept for a later call after an answer that may hide a send (PROVIDER_RETRY_AMBIGUOUS)
       // has its mark withdrawn, as if nothing had reached the service: the fault of the handler
       // the partition simulation called forgetful (guarded-sender.ts before its fix).
-      undo.push(
-        patch(
-          GuardedSender.prototype,
-          'send',
-          (send) =>
-            function (this: GuardedSender, request, correlationId, signal, expiresAt, hooks, footprint) {
-              const forgetful: SendHooks | undefined = hooks && { ...hooks, kept: () => hooks.kept?.(false) };
-              return send.call(this, request, correlationId, signal, expiresAt, forgetful, footprint);
-            },
-        ),
-      );
+      undo.push(sendHooksRewritten((hooks) => ({ ...hooks, kept: () => hooks.kept?.(false) })));
       break;
     case 'crash-withdraws-mark':
       // A record whose handler threw is given up as never sent: its mark is withdrawn, although the
