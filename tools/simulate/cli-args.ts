@@ -1,4 +1,4 @@
-/** Flag parsing shared by the simulations' command lines (main.ts, model-main.ts). */
+/** Flag parsing of the simulation's command lines (main.ts, shipped-lane.ts, failover.ts). */
 
 export function choice<const T extends string>(name: string, value: string | undefined, allowed: readonly T[], fallback: NoInfer<T>): T {
   if (value === undefined) return fallback;

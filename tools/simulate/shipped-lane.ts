@@ -1196,7 +1196,7 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
         partitionsOf(schedule).map((partition) => ({ partition, high: String(all.filter((r) => r.partition === partition).length), low: '0' })),
       fetchOffsets: async () => {
         await io(prng, host);
-        // Read stale now and then with the ledger on (as the partition simulation's default). The
+        // Read stale now and then with the ledger on (as the retired model's default was). The
         // worker reads it to read a failed transaction back with the ledger off, and for its lag
         // (a claim's own read, the ownership effect above, is stale in the same way).
         const read = (partition: number): bigint => (schedule.ledger ? kafka.readGroupOffset(partition) : kafka.groupOffset(partition));

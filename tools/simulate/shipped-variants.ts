@@ -18,8 +18,8 @@ import type { CommandSender } from '../../src/worker/send/failover-sender.ts';
  * machine's effects rewritten on their way to the lane, or a faulty adapter the processes are
  * given: DriverFaults), so that no file of `src/` branches on a mutant. `installVariant` patches,
  * and returns what undoes it. The simulation must report each with a seed
- * (test/simulate/shipped-variants.test.ts); the same names as the partition simulation's variants
- * (variants.ts) where the mistake is the same.
+ * (test/simulate/shipped-variants.test.ts); the names of the retired model simulation's variants
+ * where the mistake is the same (docs/partition-protocol.md).
  */
 export const SHIPPED_VARIANTS = [
   'correct',
@@ -163,7 +163,7 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
     case 'ambiguous-kept-forgotten':
       // A command kept for a later call after an answer that may hide a send (PROVIDER_RETRY_AMBIGUOUS)
       // has its mark withdrawn, as if nothing had reached the service: the fault of the handler
-      // the partition simulation called forgetful (guarded-sender.ts before its fix).
+      // the model simulation called forgetful (guarded-sender.ts before its fix).
       undo.push(sendHooksRewritten((hooks) => ({ ...hooks, kept: () => hooks.kept?.(false) })));
       break;
     case 'crash-withdraws-mark':

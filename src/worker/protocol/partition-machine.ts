@@ -2,7 +2,7 @@ import { identifyCommand, LeaseLostError, type Identity, type PartitionClaim } f
 import { CommitClock } from './commit-clock.ts';
 import { FetchHolds } from './fetch-holds.ts';
 import { RecordBook, type RecordEntry } from './record-book.ts';
-import { moveRecord, RECORD_MOVES, SendPath, type RecordMoves } from './send-path.ts';
+import { moveRecord, SendPath } from './send-path.ts';
 import { planTransaction, settleCommitted } from './transaction-plan.ts';
 import { moveClaim, RECORD_STATES, type ClaimEvent, type ClaimState, type RecordState } from './table.ts';
 import type { Effect, TransactionPlan } from './effects.ts';
@@ -27,13 +27,6 @@ export interface MachineOptions<O> {
   readonly handovers?: boolean;
   /** Whether an outcome publishes a record, for each transaction's read-back (default: every outcome, which reads back more than it must, never less). */
   readonly publishes?: (outcome: O) => boolean;
-  /**
-   * The simulation's seams for its known-bad variants (tools/simulate/variants.ts), which wrap
-   * what the machine is given rather than switch inside it: the record moves it checks its own
-   * against (default: table.ts's), and its record book (default: record-book.ts's rules).
-   */
-  readonly recordMoves?: RecordMoves;
-  readonly book?: (answeredEarlier: (offset: bigint) => boolean) => RecordBook<O>;
 }
 
 export type { Identity } from './claim.ts';
@@ -48,7 +41,6 @@ export type { Identity } from './claim.ts';
 export class PartitionMachine<O> {
   readonly claim: PartitionClaim;
   readonly #o: MachineOptions<O>;
-  readonly #moves: RecordMoves;
   readonly #book: RecordBook<O>;
   #effects: Effect<O>[] = [];
   #state: ClaimState = 'active';
@@ -76,16 +68,14 @@ export class PartitionMachine<O> {
   constructor(options: MachineOptions<O>) {
     this.#o = options;
     this.claim = options.claim;
-    this.#moves = options.recordMoves ?? RECORD_MOVES;
     const answeredEarlier = (offset: bigint): boolean => options.claim.answered?.has(offset) === true;
-    this.#book = options.book?.(answeredEarlier) ?? new RecordBook<O>(answeredEarlier);
+    this.#book = new RecordBook<O>(answeredEarlier);
     this.#commitClock = new CommitClock(options.commitIntervalMs, options.markLingerMs);
     this.#send = new SendPath<O>({
       book: this.#book,
       claim: options.claim,
       ledger: options.ledger,
       markPermits: options.markPermits,
-      recordMoves: this.#moves,
       emit: (effect) => this.#emit(effect),
       claimActive: () => this.#state === 'active' || this.#state === 'holding',
       claimHeld: () => this.#state === 'holding',
@@ -218,7 +208,7 @@ export class PartitionMachine<O> {
 
   finished(offset: bigint, outcome: O, clock: number): void {
     const entry = this.#book.get(offset);
-    moveRecord(entry, this.#moves, 'finished', 'done');
+    moveRecord(entry, 'finished', 'done');
     entry.outcome = outcome;
     if (!this.#working) this.#handOver(entry);
     this.#ended(entry);
@@ -234,7 +224,7 @@ export class PartitionMachine<O> {
    */
   abandoned(offset: bigint, maybeSent: boolean, clock?: number): void {
     const entry = this.#book.get(offset);
-    moveRecord(entry, this.#moves, 'abandoned', 'given-up');
+    moveRecord(entry, 'abandoned', 'given-up');
     const withdraw = !maybeSent && !entry.mayHaveReached && this.claim.open.has(offset);
     if (!maybeSent && !entry.mayHaveReached) this.#send.withdraw(offset);
     // Its commandId leaves the repeat window only with its last mark: while a mark stays open (an
@@ -253,7 +243,7 @@ export class PartitionMachine<O> {
    */
   handedOver(offset: bigint): void {
     const entry = this.#book.get(offset);
-    moveRecord(entry, this.#moves, 'handed-over', 'handling');
+    moveRecord(entry, 'handed-over', 'handling');
     this.claim.inDoubt.delete(offset);
     if (this.claim.open.delete(offset)) this.#send.markDropped();
   }
@@ -261,7 +251,7 @@ export class PartitionMachine<O> {
   /** A bug in handling (not a record problem): the record is given up and the claim fails. */
   crashed(offset: bigint, error: unknown): void {
     const entry = this.#book.get(offset);
-    moveRecord(entry, this.#moves, 'crashed', 'given-up');
+    moveRecord(entry, 'crashed', 'given-up');
     this.#ended(entry);
     this.fail(error);
   }
@@ -293,7 +283,7 @@ export class PartitionMachine<O> {
     this.#commitClock.ended(clock);
     this.#send.marksCommitted(plan.marks);
     this.#send.withdrawalsCommitted();
-    settleCommitted(this.claim, plan, (offset) => moveRecord(this.#book.get(offset), this.#moves, 'committed-ahead', 'published'));
+    settleCommitted(this.claim, plan, (offset) => moveRecord(this.#book.get(offset), 'committed-ahead', 'published'));
     if (plan.commitOffset !== undefined || plan.outcomes.length > 0)
       this.#emit({ type: 'committed', next: this.claim.position.committed, outcomes: plan.outcomes });
     if (this.#holds.has('run-ahead') && this.#book.pending <= Math.floor(this.#o.maxRunAhead / 2)) this.#holds.set('run-ahead', false, this.accepting);
@@ -408,7 +398,7 @@ export class PartitionMachine<O> {
   }
 
   #handle(entry: RecordEntry<O>): void {
-    moveRecord(entry, this.#moves, 'predecessor-ended', 'handling');
+    moveRecord(entry, 'predecessor-ended', 'handling');
     this.#emit({ type: 'handle', offset: entry.offset });
   }
 

@@ -7,14 +7,9 @@ import { RECORD_TRANSITIONS, transitionKeys, type RecordEvent, type RecordState 
 /** The record moves table.ts allows, as `state|event|to`: the machine refuses any other. */
 export const RECORD_MOVES: ReadonlySet<string> = transitionKeys(RECORD_TRANSITIONS);
 
-/** The moves a machine checks its own against (the simulation's known-bad variants wrap it). */
-export interface RecordMoves {
-  has(move: string): boolean;
-}
-
-/** Moves a record to `to` on `event`, refusing any move `moves` does not list. */
-export function moveRecord<O>(entry: RecordEntry<O>, moves: RecordMoves, event: RecordEvent, to: RecordState): void {
-  if (!moves.has(`${entry.state}|${event}|${to}`))
+/** Moves a record to `to` on `event`, refusing any move table.ts does not list. */
+export function moveRecord<O>(entry: RecordEntry<O>, event: RecordEvent, to: RecordState): void {
+  if (!RECORD_MOVES.has(`${entry.state}|${event}|${to}`))
     throw new Error(`partition protocol: record ${entry.offset} cannot go from ${entry.state} to ${to} on ${event}`);
   entry.state = to;
 }
@@ -24,7 +19,6 @@ export interface SendPathContext<O> {
   readonly claim: PartitionClaim;
   readonly ledger: boolean;
   readonly markPermits: boolean;
-  readonly recordMoves: RecordMoves;
   readonly emit: (effect: Effect<O>) => void;
   /** Whether the claim still lets records call (active, or holding); the lease and a forced stop are this path's. */
   readonly claimActive: () => boolean;
@@ -264,6 +258,6 @@ export class SendPath<O> {
   }
 
   #move(entry: RecordEntry<O>, event: RecordEvent, to: RecordState): void {
-    moveRecord(entry, this.#c.recordMoves, event, to);
+    moveRecord(entry, event, to);
   }
 }
