@@ -3,11 +3,13 @@
  * (tools/simulate/shipped-variants.ts) patches a shipped class from outside, or gives the processes
  * a faulty adapter, as a careless change would, and the simulation must report the invariant it
  * breaks, with a seed. The run stops at the first schedule that breaks it; the seed it prints
- * replays with `npm run simulate:lane -- --variant <variant> --seed <seed> --schedules 1`.
+ * replays with `npm run simulate:lane -- --variant <variant> --seed <seed> --schedules 1`. Every
+ * invariant of table.ts's INVARIANTS is broken by one of them.
  */
 import { describe, expect, it } from 'vitest';
 import { runShippedLaneSchedules, type ClaimEnd, type ShippedLaneViolation } from '../../tools/simulate/shipped-lane.ts';
 import { installVariant, type ShippedVariant } from '../../tools/simulate/shipped-variants.ts';
+import { INVARIANTS } from '../../src/worker/protocol/table.ts';
 
 type Kind = ShippedLaneViolation['kind'];
 
@@ -70,7 +72,19 @@ describe('known-bad variants of the shipped driver are caught by the shipped-lan
     ['refuse-call-called', 'at-most-one-send', 100, 'a lane that carries out refuse-call as a call'],
     ['handover-dropped', 'unknown-has-a-cause', 300, 'a lane that drops its handovers'],
     ['keys-in-parallel', 'key-order', 100, 'a record book that queues each record under a key of its own'],
+    ['velocity-ignored', 'within-velocity-limits', 100, 'velocity guards that refuse nothing'],
+    ['ambiguous-as-failed', 'result-tells-the-truth', 100, 'a failure that may hide a send taken for one that surely did not'],
   ];
+  const ownWorld: readonly [ShippedVariant, Kind][] = [
+    ['ambiguous-kept-forgotten', 'at-most-one-send'],
+    ['crash-withdraws-mark', 'at-most-one-send'],
+  ];
+
+  it('has a variant that breaks each invariant the simulation checks (table.ts INVARIANTS)', () => {
+    const broken = new Set([...cases, ...ownWorld].map(([, kind]) => kind));
+    expect([...broken].sort()).toEqual(Object.keys(INVARIANTS).sort());
+  });
+
   for (const [variant, kind, budget, what, ends] of cases)
     it(`${variant} (${what}): ${kind}`, async () => {
       expect(kinds(await firstBreaking(variant, kind, budget, ends))).toContain(kind);

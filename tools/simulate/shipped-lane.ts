@@ -19,32 +19,8 @@
  * - the codec: the real Avro types, without a registry.
  *
  * Owners end as ClaimEnd says; then, without Kafka faults, the members answer every record and
- * stop gracefully. Then, per command:
- * - at-most-one-send: at most one request that may have reached the service (answered ok, or
- *   ambiguously), over all claims and accounts; under PROVIDER_RETRY_AMBIGUOUS, all from one
- *   process (ledger on: without the ledger a new claim may call again what an earlier one called);
- * - call-under-committed-mark: every call started while the ledger's committed checkpoint held a
- *   mark of the command naming the account called, made by a claim of the calling process (ledger
- *   on), so that a crash can never leave a call nobody knows of;
- * - exactly-one-result: each command (not a repeat, not undecodable) has one committed result,
- *   each undecodable record one dead letter, and the next claim would take nothing again;
- * - key-order: the calls of commands with the same key start in offset order (keyOrderViolations);
- * - repeat-after-result: a commit that moves a partition's group offset past a record finds its
- *   command's result committed (a repeat answered before its carrier's result is a command that a
- *   later claim's repeat window answers as its own repeat);
- * - result-tells-the-truth: SENT only if the service accepted it; FAILED only if it did not;
- * - unknown-is-bounded: a process that dies leaves no more commands marked and waiting for a slot
- *   than its mark permits (the free slots plus the marks ahead), however far its lanes run ahead;
- * - unknown-has-a-cause: an UNKNOWN for a command never called, or whose every call was answered
- *   for sure, only if a crash left it in doubt (a claim that ends any other way hands over what it
- *   marked, never called or had answered; the same process takes its own from memory);
- * - within-velocity-limits: no process called more commands to a region or prefix, or of a tenant,
- *   than the limits let through;
- * - keep-only-unfenced: a claim is kept across a rebalance only if no other producer that fenced
- *   its partition since it was made committed anything there (nobody else worked the partition
- *   meanwhile; a fence that worked nothing, a late one, only fences the claim, as in Kafka);
- * - no-driver-error: no lane failed for anything but the simulated faults, none hung, and no
- *   process logged an error (or a warning with an error) the simulated world did not cause.
+ * stop gracefully. Then it checks the invariants of table.ts (INVARIANTS), per command and per
+ * process.
  *
  * Each schedule runs on a virtual clock of its own (virtual-time.ts: timers, Date, performance,
  * Math.random), one schedule at a time, and one PRNG serves it: its seed sets the world (the
@@ -93,6 +69,7 @@ import {
   type OpenMark,
 } from '../../src/worker/lane/ledger-checkpoint.ts';
 import { LeaseLostError } from '../../src/worker/protocol/claim.ts';
+import type { Invariant } from '../../src/worker/protocol/table.ts';
 import { FetchPauses, lostPartitionFetching } from '../../src/worker/source/fetch-pauses.ts';
 import { GroupMembership } from '../../src/worker/ownership/group-membership.ts';
 import type { LaneRouter } from '../../src/worker/ownership/lane-router.ts';
@@ -828,19 +805,7 @@ export interface ShippedLaneViolation {
   readonly seed: number;
   /** The schedule's trace (claims, commits, handovers), for the first violation of a schedule. */
   trace?: readonly string[];
-  readonly kind:
-    | 'at-most-one-send'
-    | 'call-under-committed-mark'
-    | 'exactly-one-result'
-    | 'result-tells-the-truth'
-    | 'unknown-has-a-cause'
-    | 'within-velocity-limits'
-    | 'no-driver-error'
-    | 'keep-only-unfenced'
-    | 'unknown-is-bounded'
-    | 'within-spend-cap'
-    | 'repeat-after-result'
-    | 'key-order';
+  readonly kind: Invariant;
   readonly detail: string;
 }
 

@@ -1,5 +1,7 @@
 import { CLAIM_STEPS } from '../../src/worker/protocol/table.ts';
 import { SpendHolds } from '../../src/worker/guard/spend-holds.ts';
+import { VelocityGuard } from '../../src/worker/guard/velocity.ts';
+import { ProviderError } from '../../src/provider/provider-error.ts';
 import { GuardedSender } from '../../src/worker/send/guarded-sender.ts';
 import { HandoverLookout } from '../../src/worker/ownership/handover-lookout.ts';
 import type { Handover } from '../../src/worker/ownership/handover-record.ts';
@@ -40,6 +42,8 @@ export const SHIPPED_VARIANTS = [
   'mark-without-permit',
   'marks-ahead-fixed',
   'spend-cap-ignored',
+  'velocity-ignored',
+  'ambiguous-as-failed',
   'refuse-call-dropped',
   'refuse-call-called',
   'handover-dropped',
@@ -86,6 +90,16 @@ function patch<T extends object, K extends keyof T>(target: T, name: K, make: (o
   const own = Object.getOwnPropertyDescriptor(target, name);
   const original = target[name];
   Object.defineProperty(target, name, { value: make(original), configurable: true, writable: true });
+  return () => {
+    if (own === undefined) delete target[name];
+    else Object.defineProperty(target, name, own);
+  };
+}
+
+/** Replaces the getter `name` of `target` (a prototype) for the run. */
+function patchGetter<T extends object>(target: T, name: keyof T & string, get: () => unknown): Restore {
+  const own = Object.getOwnPropertyDescriptor(target, name);
+  Object.defineProperty(target, name, { get, configurable: true });
   return () => {
     if (own === undefined) delete target[name];
     else Object.defineProperty(target, name, own);
@@ -376,6 +390,15 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
     case 'spend-cap-ignored':
       // The spend holds let every send through: the cap never holds one.
       undo.push(patch(SpendHolds.prototype, 'take', () => async () => 0n));
+      break;
+    case 'velocity-ignored':
+      // The velocity guards refuse nothing: every destination passes whatever its counts.
+      undo.push(patch(VelocityGuard.prototype, 'screen', () => (destinations) => destinations.map(() => undefined)));
+      break;
+    case 'ambiguous-as-failed':
+      // A failure whose request may have reached the service (a timeout after it went out, a
+      // reset, a 5xx) is taken for one that surely did not: FAILED, and a failover may send again.
+      undo.push(patchGetter(ProviderError.prototype, 'ambiguous', () => false));
       break;
     case 'resend-when-unread':
       // A read-back that failed is taken for "not committed": the failed transaction is sent again.

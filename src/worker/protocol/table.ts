@@ -194,21 +194,33 @@ export function moveMembership(from: MembershipState, event: MembershipEvent): M
   return to;
 }
 
-/** What the simulation checks after every schedule (see test/sim and docs/partition-protocol.md). */
+/**
+ * What the simulation (tools/simulate/shipped-lane.ts) checks of every schedule: the kinds of
+ * violation it reports, each broken by a known-bad variant of the shipped code
+ * (test/simulate/shipped-variants.test.ts).
+ */
 export const INVARIANTS = {
-  'at-most-one-send': 'a command has at most one request that may have reached the service, across every owner',
-  'exactly-one-result': 'every record of the log ends with exactly one committed result or dead letter (or, a repeated commandId, none)',
+  'at-most-one-send':
+    'a command has at most one request that may have reached the service (answered, or ambiguously), across every owner and account; under PROVIDER_RETRY_AMBIGUOUS, all from one process',
+  'call-under-committed-mark':
+    'ledger on: every call starts while the committed checkpoint holds a mark of its command naming the account called, made by a claim of the calling process',
+  'exactly-one-result':
+    'every command has exactly one committed result (a repeated commandId, none), every undecodable record one dead letter, and the next claim would take nothing again',
   'repeat-after-result':
     'the offset passes a record answered as a repeat only once its command has a committed result (else a later claim’s window takes the repeat for the original, and the command gets no result)',
-  'key-order': 'the requests of commands with the same key start in offset order',
-  'unknown-is-honest': 'UNKNOWN only for a command with a mark or a request that may have reached the service',
-  'unknown-is-bounded':
-    'an owner that dies (crashes, freezes, or fails its claim) holds no more commands marked and not calling than its free slots plus the marks ahead allow; UNKNOWN for commands never requested stays within the marks ahead and in-flight slots of each owner that died, and one per handover lost',
-  'nothing-lost': 'once the owners stop failing, every record gets its outcome, whatever sequence of owners it went through',
-  'fenced-never-commits': 'a producer of an earlier epoch never commits',
-  'outcome-kept':
-    'a claim that ends while its process lives has committed (in a transaction applied at the broker) or handed over the outcome of every record it finished under an open mark',
+  'key-order': 'the calls of commands with the same key start in offset order, within each process',
+  'result-tells-the-truth': 'SENT only if the service accepted the command; FAILED only if it did not',
+  'unknown-is-bounded': 'a process that dies leaves no more commands marked and waiting for a slot than its mark permits (its free slots plus the marks ahead)',
+  'unknown-has-a-cause':
+    'UNKNOWN for a command never called, or whose every call was answered for sure, only if a crash left it in doubt (a claim that ends any other way hands over what it marked)',
+  'within-velocity-limits': 'no process calls more commands to a region or prefix, or of a tenant, than the velocity limits let through',
+  'within-spend-cap': 'no process is charged more than its spend cap, beyond what it sent before it knew any price',
+  'keep-only-unfenced': 'a claim is kept across a rebalance only if no other producer that fenced its partition since it was made committed anything there',
+  'no-driver-error':
+    'no lane fails for anything but the simulated faults, none hangs, every record is answered once the faults stop, and no process logs an error the simulated world did not cause',
 } as const;
+
+export type Invariant = keyof typeof INVARIANTS;
 
 /** Claim steps, in order: fencing comes before anything is read, so no earlier owner can still write what is read. */
 export const CLAIM_STEPS = ['handover', 'fence', 'read'] as const;
