@@ -52,4 +52,18 @@ describe('npm run simulate (the shipped code)', { timeout: 120_000 }, () => {
     expect(status).toBe(2);
     expect(out).toContain('--variant must be one of correct, send-before-mark-commits');
   });
+
+  it('splits the schedules over worker threads with the same outcome as one thread (--threads)', () => {
+    const lines = (out: string): string[] =>
+      out
+        .split('\n')
+        .filter((line) => line !== '')
+        // Only the time taken may differ.
+        .map((line) => line.replace(/, [\d,]+ schedules\/s, \d+\.\d s/, ''));
+    const one = simulate('--schedules', '24', '--seed', '3', '--accounts', 'off');
+    const two = simulate('--schedules', '24', '--seed', '3', '--accounts', 'off', '--threads', '2');
+    expect(two.status).toBe(0);
+    expect(lines(two.out)).toEqual(lines(one.out));
+    expect(lines(two.out).join('\n')).toMatch(/ledger on: schedules 18, violations 0; [\d,]+ calls, /);
+  });
 });

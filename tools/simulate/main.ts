@@ -1,6 +1,6 @@
 /**
  * `npm run simulate -- [--schedules N] [--seed S] [--variant V] [--ledger on|off|both]
- *   [--lost-markers on|off] [--lost-result-markers on|off] [--trace] [--accounts on|off]`
+ *   [--lost-markers on|off] [--lost-result-markers on|off] [--trace] [--accounts on|off] [--threads N]`
  *
  * Runs seeded schedules of the worker's own code (tools/simulate/shipped-lane.ts: the shipped
  * SourcePipeline, PartitionOwnership, LaneRouter and PartitionLanes with their PartitionMachines,
@@ -20,8 +20,9 @@
 import { parseArgs } from 'node:util';
 import { choice, integer } from './cli-args.ts';
 import { simulateAccounts, violationsByKind } from './failover.ts';
-import { CLAIM_ENDS, runShippedLaneSchedules, type ShippedLaneViolation } from './shipped-lane.ts';
-import { installVariant, SHIPPED_VARIANTS, type ShippedVariant } from './shipped-variants.ts';
+import { runInThreads } from './in-threads.ts';
+import { CLAIM_ENDS, type ShippedLaneViolation } from './shipped-lane.ts';
+import { SHIPPED_VARIANTS, type ShippedVariant } from './shipped-variants.ts';
 import { TransitionCoverage } from './transition-coverage.ts';
 
 interface Run {
@@ -47,24 +48,18 @@ function bySchedule(violations: readonly ShippedLaneViolation[]): ShippedLaneVio
 }
 
 /** Runs one ledger mode's schedules and reports them; returns the schedules that broke something. */
-async function simulate(seed: number, schedules: number, ledger: boolean, run: Run, coverage: TransitionCoverage, trace: boolean): Promise<number> {
+async function simulate(
+  seed: number,
+  schedules: number,
+  ledger: boolean,
+  run: Run,
+  coverage: TransitionCoverage,
+  trace: boolean,
+  threads: number,
+): Promise<number> {
   const started = Date.now();
   const tally = new Map<string, number>();
-  const { restore, faults } = installVariant(run.variant);
-  let violations: ShippedLaneViolation[];
-  try {
-    violations = await runShippedLaneSchedules(seed, schedules, {
-      ledger,
-      lostMarkers: run.lostMarkers || run.lostResultMarkers,
-      lostResultMarkers: run.lostResultMarkers,
-      tally,
-      faults,
-      coverage,
-      ...(run.variant !== 'correct' && { stopWhen: () => true }),
-    });
-  } finally {
-    restore();
-  }
+  const violations = await runInThreads({ firstSeed: seed, count: schedules, ledger, ...run }, threads, tally, coverage);
   const broken = bySchedule(violations);
   for (const v of broken.slice(0, 3)) {
     console.log(`\nVIOLATION ${v.kind} (seed ${v.seed}): ${v.detail}`);
@@ -100,13 +95,14 @@ async function main(): Promise<number> {
       'lost-result-markers': { type: 'string' },
       trace: { type: 'boolean', default: false },
       accounts: { type: 'string' },
+      threads: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
   });
   if (values.help) {
     console.log(
-      'npm run simulate -- [--schedules N] [--seed S] [--variant V] [--ledger on|off|both] [--lost-markers on|off] [--lost-result-markers on|off] [--trace] [--accounts on|off]\n' +
+      'npm run simulate -- [--schedules N] [--seed S] [--variant V] [--ledger on|off|both] [--lost-markers on|off] [--lost-result-markers on|off] [--trace] [--accounts on|off] [--threads N]\n' +
         `  variants: ${SHIPPED_VARIANTS.join(', ')}`,
     );
     return 0;
@@ -119,6 +115,8 @@ async function main(): Promise<number> {
     lostMarkers: choice('lost-markers', values['lost-markers'], ['on', 'off'], 'off') === 'on',
     lostResultMarkers: choice('lost-result-markers', values['lost-result-markers'], ['on', 'off'], 'off') === 'on',
   };
+  // Worker threads the schedules are split over (1: this one); a schedule's outcome is its seed's alone.
+  const threads = integer('threads', values.threads, 1);
   const ledger = choice('ledger', values.ledger, ['on', 'off', 'both'], 'both');
   const [on, off] = ledger === 'both' ? [Math.ceil((schedules * 3) / 4), Math.floor(schedules / 4)] : ledger === 'on' ? [schedules, 0] : [0, schedules];
   console.log(
@@ -127,8 +125,8 @@ async function main(): Promise<number> {
   );
   const coverage = new TransitionCoverage();
   let broken = 0;
-  if (on > 0) broken += await simulate(seed, on, true, run, coverage, values.trace);
-  if (off > 0 && (run.variant === 'correct' || broken === 0)) broken += await simulate(seed, off, false, run, coverage, values.trace);
+  if (on > 0) broken += await simulate(seed, on, true, run, coverage, values.trace, threads);
+  if (off > 0 && (run.variant === 'correct' || broken === 0)) broken += await simulate(seed, off, false, run, coverage, values.trace, threads);
   if (run.variant === 'correct') console.log(coverage.summary());
   // Not for a known-bad variant, nor for one schedule replayed.
   const replay = values.seed !== undefined && values.schedules === undefined;
