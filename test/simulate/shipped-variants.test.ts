@@ -73,6 +73,7 @@ describe('known-bad variants of the shipped driver are caught by the shipped-lan
     ['handover-dropped', 'unknown-has-a-cause', 300, 'a lane that drops its handovers'],
     ['keys-in-parallel', 'key-order', 100, 'a record book that queues each record under a key of its own'],
     ['velocity-ignored', 'within-velocity-limits', 100, 'velocity guards that refuse nothing'],
+    ['heartbeats-withheld', 'heartbeats-within-session', 300, 'a router whose batches never heartbeat while a claim waits'],
     ['ambiguous-as-failed', 'result-tells-the-truth', 100, 'a failure that may hide a send taken for one that surely did not'],
   ];
   const ownWorld: readonly [ShippedVariant, Kind][] = [

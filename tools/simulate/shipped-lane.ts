@@ -858,6 +858,8 @@ interface Schedule {
   readonly faults: DriverFaults;
   readonly closers: (() => void)[];
   readonly driverErrors: string[];
+  /** Members silent past their session with nothing of the world keeping them so (heartbeats-within-session). */
+  readonly silences: string[];
   /** Deaths that left more commands marked and waiting for a slot than the process's mark permits (unknown-is-bounded). */
   readonly unboundedUnknown: string[];
   /** Offsets committed past a record whose command had no result yet (repeat-after-result). */
@@ -1086,6 +1088,9 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
       handlerFailed: (error) => {
         if (!isExpectedFailure(error)) schedule.driverErrors.push(`${host.name}'s batch handler threw: ${String(error)}`);
       },
+      sessionMs: SESSION_MS,
+      silent: (silenceMs) =>
+        schedule.silences.push(`${host.name} (${consumer.memberId}) confirmed no heartbeat for ${silenceMs} ms, past its ${SESSION_MS} ms session`),
     },
     HEARTBEAT_MS,
     host.name,
@@ -1391,6 +1396,7 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     faults: options.faults ?? {},
     closers: [],
     driverErrors: [],
+    silences: [],
     unboundedUnknown: [],
     repeatsPassed: [],
     ends: [],
@@ -1680,6 +1686,7 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
   const out: ShippedLaneViolation[] = [];
   const add = (kind: ShippedLaneViolation['kind'], detail: string): void => void out.push({ seed, kind, detail });
   for (const error of schedule.driverErrors) add('no-driver-error', error);
+  for (const silence of schedule.silences) add('heartbeats-within-session', silence);
   for (const kept of kafka.keptAfterFence) add('keep-only-unfenced', kept);
   for (const death of schedule.unboundedUnknown) add('unknown-is-bounded', death);
   for (const passed of schedule.repeatsPassed) add('repeat-after-result', passed);

@@ -4,6 +4,7 @@ import { VelocityGuard } from '../../src/worker/guard/velocity.ts';
 import { ProviderError } from '../../src/provider/provider-error.ts';
 import { GuardedSender } from '../../src/worker/send/guarded-sender.ts';
 import { HandoverLookout } from '../../src/worker/ownership/handover-lookout.ts';
+import { LaneRouter } from '../../src/worker/ownership/lane-router.ts';
 import type { Handover } from '../../src/worker/ownership/handover-record.ts';
 import type { OpenMark } from '../../src/worker/lane/ledger-checkpoint.ts';
 import { OwnershipMachine } from '../../src/worker/protocol/ownership.ts';
@@ -43,6 +44,7 @@ export const SHIPPED_VARIANTS = [
   'marks-ahead-fixed',
   'spend-cap-ignored',
   'velocity-ignored',
+  'heartbeats-withheld',
   'ambiguous-as-failed',
   'refuse-call-dropped',
   'refuse-call-called',
@@ -394,6 +396,20 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
     case 'velocity-ignored':
       // The velocity guards refuse nothing: every destination passes whatever its counts.
       undo.push(patch(VelocityGuard.prototype, 'screen', () => (destinations) => destinations.map(() => undefined)));
+      break;
+    case 'heartbeats-withheld':
+      // The router's batches never heartbeat: a claim that waits (a hanging transaction's read) holds
+      // the member's heartbeats with it, past its session.
+      undo.push(
+        patch(
+          LaneRouter.prototype,
+          'accept',
+          (accept) =>
+            function (this: LaneRouter, batch) {
+              return accept.call(this, { ...batch, heartbeat: async () => undefined });
+            },
+        ),
+      );
       break;
     case 'ambiguous-as-failed':
       // A failure whose request may have reached the service (a timeout after it went out, a

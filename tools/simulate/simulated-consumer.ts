@@ -17,6 +17,14 @@ export interface ConsumerWorld {
   joinGroupSent(): void;
   /** The batch handler threw (kafkajs rejoins on a rebalance error, restarts the consumer on others). */
   handlerFailed(error: unknown): void;
+  /**
+   * The group's session timeout. A member in the group that the world does not keep from heartbeating
+   * (not cut off, not rebalancing, alive) confirms a heartbeat at least once a session: the world's
+   * coordinator drops a member only when the schedule says, so a longer silence, which a real one
+   * would end by dropping the member, is reported here (`silent`) instead.
+   */
+  readonly sessionMs: number;
+  silent(silenceMs: number): void;
 }
 
 type Listeners = {
@@ -61,6 +69,8 @@ export class SimulatedConsumer implements CommandConsumer {
   readonly #heartbeatMs: number;
   /** When the last heartbeat went out (one goes only when this is heartbeatMs old). */
   #lastHeartbeat = Number.NEGATIVE_INFINITY;
+  /** When the group last heard from this member (its join, a confirmed heartbeat); undefined while the world keeps it from heartbeating. */
+  #heardAt: number | undefined;
   readonly #name: string;
 
   constructor(world: ConsumerWorld, heartbeatMs: number, name: string) {
@@ -126,6 +136,7 @@ export class SimulatedConsumer implements CommandConsumer {
   /** The coordinator tells this member the group rebalances (kafkajs's REBALANCING, from a heartbeat). */
   noticeRebalance(): void {
     if (!this.#running || this.#world.dead() || this.#rebalancing) return;
+    this.#silenceEnds();
     this.#rebalancing = true;
     for (const l of this.#listeners.rebalancing) l();
   }
@@ -133,6 +144,7 @@ export class SimulatedConsumer implements CommandConsumer {
   /** A JoinGroup of this member that missed its generation and is tried again in place (kafkajs's rejoin retry). */
   joinRetried(): void {
     if (!this.#running || this.#world.dead()) return;
+    this.#silenceEnds();
     this.#rebalancing = true;
     this.#world.joinGroupSent();
     for (const l of this.#listeners.rejoinRetrying) l();
@@ -150,6 +162,7 @@ export class SimulatedConsumer implements CommandConsumer {
     }
     this.#world.joinGroupSent();
     this.#rebalancing = false;
+    this.#heardAt = Date.now();
     this.#assigned = [...partitions];
     this.#positions.clear();
     this.#joins += 1;
@@ -158,6 +171,7 @@ export class SimulatedConsumer implements CommandConsumer {
 
   /** The consumer crashes and kafkajs restarts it in place: it leaves the group, and joins again (join) as a new member. */
   crashAndRestart(error: Error): void {
+    this.#silenceEnds();
     for (const l of this.#listeners.crashing) l();
     // Batches handed out before the crash belong to the consumer that crashed: not running, stale.
     this.#runs += 1;
@@ -174,6 +188,7 @@ export class SimulatedConsumer implements CommandConsumer {
 
   #stop(): void {
     if (!this.#running) return;
+    this.#silenceEnds();
     this.#running = false;
     for (const l of this.#listeners.stop) l();
   }
@@ -188,9 +203,21 @@ export class SimulatedConsumer implements CommandConsumer {
     if (this.#world.dead()) await new Promise<never>(() => undefined);
     if (Date.now() - this.#lastHeartbeat < this.#heartbeatMs) return;
     this.#lastHeartbeat = Date.now();
-    if (this.#world.cutOff() || this.#memberId === '') return;
+    if (this.#world.cutOff() || this.#memberId === '') return this.#silenceEnds();
     if (this.#rebalancing) throw new RebalanceInProgress('The group is rebalancing, so a rejoin is needed');
+    this.#silenceEnds();
+    this.#heardAt = Date.now();
     for (const l of this.#listeners.heartbeat) l();
+  }
+
+  /**
+   * The member's silence up to now ends (a heartbeat, or the world keeping it from heartbeating
+   * from here): reported if it outlasted the session while nothing but the member kept it silent.
+   */
+  #silenceEnds(): void {
+    if (this.#heardAt !== undefined && !this.#world.dead() && Date.now() - this.#heardAt > this.#world.sessionMs)
+      this.#world.silent(Date.now() - this.#heardAt);
+    this.#heardAt = undefined;
   }
 
   /** Where a batch of `partition` fetched now stands: stale once a join or a seek of it came after. */

@@ -216,6 +216,8 @@ export const INVARIANTS = {
   'within-velocity-limits': 'no process calls more commands to a region or prefix, or of a tenant, than the velocity limits let through',
   'within-spend-cap': 'no process is charged more than its spend cap, beyond what it sent before it knew any price',
   'keep-only-unfenced': 'a claim is kept across a rebalance only if no other producer that fenced its partition since it was made committed anything there',
+  'heartbeats-within-session':
+    'a member in its group confirms a heartbeat at least once a session whenever nothing of the world keeps it from heartbeating (a real coordinator would drop it)',
   'no-driver-error':
     'no lane fails for anything but the simulated faults, none hangs, every record is answered once the faults stop, and no process logs an error the simulated world did not cause',
 } as const;
