@@ -57,7 +57,7 @@ import type { ProviderClient, ProviderRequest, ProviderSuccess } from '../../src
 import { BytesInHand } from '../../src/worker/source/bytes-in-hand.ts';
 import { FailoverSender, type CommandSender } from '../../src/worker/send/failover-sender.ts';
 import { GuardedSender } from '../../src/worker/send/guarded-sender.ts';
-import { handoverKey } from '../../src/worker/ownership/handover-record.ts';
+import { decodeHandover, handoverKey } from '../../src/worker/ownership/handover-record.ts';
 import { ledgerHandovers, type Handovers } from '../../src/worker/ownership/handovers.ts';
 import {
   checkpointKey,
@@ -107,6 +107,8 @@ const RESULT_MARKERS_SEED = 0x5eed_0ff6;
 const RETRY_AMBIGUOUS_SEED = 0x5eed_0ff7;
 /** Offsets the streams that draw whether a schedule's record handlers throw now and then, and when (HandlerCrashes), so other schedules keep their draws. */
 const HANDLER_CRASHES_SEED = 0x5eed_0ff8;
+/** Offsets the seed of the stream that draws which coordinator restarts are a restart of the one broker (coordinatorRestart). */
+const BROKER_OUTAGE_SEED = 0x5eed_0ffa;
 /** The longest a slow call takes: within the grace, with room for the handover's write. */
 const SLOW_CALL_MS = 300;
 /** How long the last claim gets to answer every record, and an ended claim's lane to settle, ms (by default). */
@@ -236,8 +238,16 @@ export class SimulatedKafka {
   readonly #epochs = new Map<number, number>();
   /** Kafka faults (failed commits, lost commit answers) happen only while this holds. */
   faulty = true;
+  /**
+   * The one broker is down (a restart of it, with the group's coordinator: coordinatorRestart):
+   * every request fails (a commit under way fails, or commits with its answer lost), and nothing is
+   * written or read until it is back.
+   */
+  down = false;
   /** Claims kept (carried to the next generation) although another producer had fenced the partition since. */
   readonly keptAfterFence: string[] = [];
+  /** The records (`partition:offset`) a send of whose handover failed (the broker was down): their next owner may report them UNKNOWN. */
+  readonly lostHandovers = new Set<string>();
   /** Commits that failed (`fail`), whose answer was lost (`lost`), or whose ledger marker was lost (`hung`), for the tally. */
   readonly faults = { fail: 0, lost: 0, hung: 0, hungPublished: 0, staleReads: 0 };
   /**
@@ -293,6 +303,11 @@ export class SimulatedKafka {
 
   groupOffset(partition: number): bigint {
     return this.groupOffsets.get(partition) ?? 0n;
+  }
+
+  /** Throws what a client hears from a broker that is down (`down`). */
+  up(request: string): void {
+    if (this.down) throw new SimulatedFault(`simulated: no broker answers (${request})`);
   }
 
   /**
@@ -465,6 +480,14 @@ export class SimulatedKafka {
       connect: async () => undefined,
       send: async (topic, records) => {
         await io(this.#prng, host);
+        if (this.down) {
+          // Tried again until the grace (handovers.ts), it may still land after the next owner gave up on it and reported its command UNKNOWN.
+          for (const r of records) {
+            const handover = decodeHandover(r.key === null ? null : Buffer.from(r.key), r.value, handoverKey(GROUP, TOPIC));
+            if (handover !== undefined) this.lostHandovers.add(`${r.partition ?? 0}:${handover.offset}`);
+          }
+          this.up('Produce');
+        }
         this.#append(
           topic,
           records.map((r) => ({ key: r.key, value: r.value, ...(r.partition !== undefined && { partition: r.partition }) })),
@@ -480,6 +503,7 @@ export class SimulatedKafka {
       reader: {
         readAvailable: async (topic, partition, from) => {
           await io(this.#prng, host);
+          this.up('Fetch');
           const log = this.committed.get(logKey(topic, partition)) ?? [];
           const records = log
             .slice(Number(from))
@@ -496,6 +520,7 @@ export class SimulatedKafka {
       ...(this.#adapters.noResultSearch !== true && {
         published: async (partition: number, marks: readonly OpenMark[]) => {
           await io(this.#prng, host);
+          this.up('Fetch');
           const found = new Set<bigint>();
           for (const record of this.committed.get(RESULTS) ?? []) {
             const result = resultOf(record);
@@ -527,6 +552,7 @@ export class SimulatedKafka {
         if (generation < newest) throw new FencedError(`a claim of generation ${generation} is stale: generation ${newest} owns it now`);
         latest.set(partition, generation);
         await io(this.#prng, host);
+        this.up('InitProducerId');
         let session = sessions.get(partition);
         if (session === undefined || session.generation !== generation) {
           const epoch = (this.#epochs.get(partition) ?? 0) + 1;
@@ -565,6 +591,7 @@ export class SimulatedKafka {
 
   async #begin(host: Incarnation, session: ProducerSession): Promise<Transaction> {
     await io(this.#prng, host);
+    this.up('AddPartitionsToTxn');
     const who = `${host.name}/p${session.partition}/g${session.generation}`;
     const fenced = (): void => {
       const epoch = this.#epochs.get(session.partition) ?? 0;
@@ -595,6 +622,7 @@ export class SimulatedKafka {
     return {
       send: async (batches) => {
         await io(this.#prng, host);
+        this.up('Produce');
         fenced();
         if (state !== 'open') throw new Error('Cannot continue to use transaction once ended');
         // Nothing is written before the commit here: each batch answers with a number of its own for
@@ -609,6 +637,7 @@ export class SimulatedKafka {
       },
       sendOffsets: async (given) => {
         await io(this.#prng, host);
+        this.up('AddOffsetsToTxn');
         fenced();
         if (state !== 'open') throw new Error('Cannot continue to use transaction once ended');
         const offset = given.topics.flatMap((t) => t.partitions).find((p) => p.partition === session.partition)?.offset;
@@ -618,11 +647,14 @@ export class SimulatedKafka {
         await io(this.#prng, host);
         fenced();
         if (state !== 'open') throw new Error('Cannot continue to use transaction once ended');
-        const fate: 'ok' | 'fail' | 'lost' | 'hangs' | 'hangs-lost' = !this.faulty
-          ? 'ok'
-          : this.lostMarkers
-            ? this.#prng.weighted({ ok: 88, fail: 4, lost: 4, hangs: 2, 'hangs-lost': 2 })
-            : this.#prng.weighted({ ok: 92, fail: 4, lost: 4 });
+        const fate: 'ok' | 'fail' | 'lost' | 'hangs' | 'hangs-lost' = this.down
+          ? // It reached the broker as it went down, or did not.
+            this.#prng.weighted({ fail: 3, lost: 1 })
+          : !this.faulty
+            ? 'ok'
+            : this.lostMarkers
+              ? this.#prng.weighted({ ok: 88, fail: 4, lost: 4, hangs: 2, 'hangs-lost': 2 })
+              : this.#prng.weighted({ ok: 92, fail: 4, lost: 4 });
         // The partitions of the ledger this transaction wrote: the marker written there ends their open records too.
         const ledgerPartitions = new Set(sends.filter((s) => s.topic === LEDGER).flatMap((s) => s.messages.map((m) => m.partition ?? 0)));
         if (fate === 'fail') {
@@ -685,6 +717,7 @@ export class SimulatedKafka {
       },
       abort: async () => {
         await io(this.#prng, host);
+        this.up('EndTxn');
         // As kafkajs answers an abort after a commit that failed late (the worker logs it and goes on).
         if (state === 'ended') throw new SimulatedFault('Cannot continue to use transaction once ended');
         if (state === 'open') this.#abortedWrites(session.partition, writes, who);
@@ -850,6 +883,8 @@ interface Schedule {
   readonly handlerCrashes: Prng | undefined;
   /** MARK_LINGER_MS of every process (0 in half the schedules, else 10 or 60 ms). */
   readonly markLingerMs: number;
+  /** Which coordinator restarts are restarts of the one broker (half of them; a stream of its own, so every other draw stays). */
+  readonly brokerOutages: Prng;
   readonly kafka: SimulatedKafka;
   readonly records: readonly SimRecord[];
   readonly calls: ServiceCall[];
@@ -1103,6 +1138,7 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
   // there, DECIDED_WAIT_MS): the member's heartbeats must go on meanwhile (LaneRouter.#heartbeating).
   const checkpoint = async (partition: number, fencedIn?: number): Promise<Checkpoint | undefined> => {
     await io(prng, host, fencedIn !== undefined && prng.chance(0.05) ? SESSION_MS * 1.5 : 2);
+    kafka.up('Fetch');
     if (!schedule.ledger) return undefined;
     // Right after the fence, open ledger records (their marker lost) are settled as the worker does (source-wiring.ts).
     const keep = (committed: Checkpoint | undefined, unsure: readonly Checkpoint[]): Checkpoint | undefined => {
@@ -1124,6 +1160,7 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
       },
       groupOffset: async (_topic, partition) => {
         await io(prng, host);
+        kafka.up('OffsetFetch');
         // The worker reads it through the admin (no KIP-447): stale now and then with the ledger on,
         // whose checkpoint the claim then goes by (recoveryPlan). With the ledger off a stale read
         // answers records again: a limitation of running without it (docs/guarantees.md).
@@ -1132,6 +1169,7 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
       checkpoint: (partition, _upTo, fencedIn) => checkpoint(partition, fencedIn),
       recentCommandIds: async (_topic, partition, start, count) => {
         await io(prng, host);
+        kafka.up('Fetch');
         return all
           .filter((r) => r.partition === partition && BigInt(r.offset) < start && BigInt(r.offset) >= start - BigInt(count) && r.kind !== 'undecodable')
           .map((r) => ({ offset: BigInt(r.offset), commandId: r.commandId }));
@@ -1166,6 +1204,7 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
         partitionsOf(schedule).map((partition) => ({ partition, high: String(all.filter((r) => r.partition === partition).length), low: '0' })),
       fetchOffsets: async () => {
         await io(prng, host);
+        kafka.up('OffsetFetch');
         // Read stale now and then with the ledger on (as the retired model's default was). The
         // worker reads it to read a failed transaction back with the ledger off, and for its lag
         // (a claim's own read, the ownership effect above, is stale in the same way).
@@ -1381,6 +1420,7 @@ export async function runShippedLaneSchedule(seed: number, options: ShippedLaneO
     prng,
     ledger: options.ledger ?? true,
     retryAmbiguous: options.retryAmbiguous ?? new Prng(seed + RETRY_AMBIGUOUS_SEED).chance(0.2),
+    brokerOutages: new Prng(seed + BROKER_OUTAGE_SEED),
     markLingerMs: MARK_LINGERS[new Prng(seed + MARK_LINGER_SEED).int(0, MARK_LINGERS.length - 1)] ?? 0,
     handlerCrashes: (options.handlerCrashes ?? new Prng(seed + HANDLER_CRASHES_SEED).chance(0.1)) ? new Prng(seed + HANDLER_CRASHES_SEED + 1) : undefined,
     kafka: Object.assign(new SimulatedKafka(prng, options.faults, new Prng(seed + STALE_READS_SEED)), {
@@ -1586,6 +1626,13 @@ async function coordinatorRestart(schedule: Schedule): Promise<void> {
   const members = [...schedule.assignment.keys()];
   const rejoin = prng.chance(0.5);
   schedule.tallied.push(rejoin ? 'coordinator rejoin' : 'coordinator in place');
+  // Half the time the one broker restarts with it: every Kafka request fails until it is back.
+  const brokerDown = schedule.brokerOutages.chance(0.5);
+  if (brokerDown) {
+    schedule.tallied.push('broker restart');
+    schedule.kafka.down = true;
+    schedule.kafka.trace.push('the broker went down');
+  }
   for (const host of members) {
     if (!rejoin) host.cutOff = true;
     else {
@@ -1594,6 +1641,10 @@ async function coordinatorRestart(schedule: Schedule): Promise<void> {
     }
   }
   await sleep(prng.chance(0.3) ? prng.int(SESSION_MS, 2 * SESSION_MS) : prng.int(20, SESSION_MS / 2));
+  if (brokerDown) {
+    schedule.kafka.down = false;
+    schedule.kafka.trace.push('the broker is back');
+  }
   for (const host of members) {
     if (!rejoin) host.cutOff = false;
     else host.consumer?.join(schedule.assignment.get(host) ?? []);
@@ -1681,6 +1732,11 @@ function publishedResults(kafka: SimulatedKafka): (PublishedResult & { readonly 
   return kafka.committedOrHanging(RESULTS).map((r) => ({ ...resultOf(r), by: kafka.resultsBy.get(r) ?? '?' }));
 }
 
+/** A handover of a record of the command (its first, or a repeat under another key) was not written: the broker was down. */
+function handoverLost(schedule: Schedule, commandId: string): boolean {
+  return schedule.records.some((r) => r.kind !== 'undecodable' && r.commandId === commandId && schedule.kafka.lostHandovers.has(`${r.partition}:${r.offset}`));
+}
+
 function check(schedule: Schedule): ShippedLaneViolation[] {
   const { seed, kafka, calls } = schedule;
   const out: ShippedLaneViolation[] = [];
@@ -1730,7 +1786,7 @@ function check(schedule: Schedule): ShippedLaneViolation[] {
       add('result-tells-the-truth', `${id}: FAILED, but the service accepted it`);
     // Every call answered for sure (sent, or surely not): the process that made it knows, and hands it over.
     const answered = own.length > 0 && own.every((c) => !MAY_HAVE_SENT.has(c.answer));
-    if (outcome === 'UNKNOWN' && (own.length === 0 || answered) && !schedule.excused.has(id))
+    if (outcome === 'UNKNOWN' && (own.length === 0 || answered) && !schedule.excused.has(id) && !handoverLost(schedule, id))
       add(
         'unknown-has-a-cause',
         `${id}: UNKNOWN, ${own.length === 0 ? 'never called' : `every call answered (${own.map((c) => c.answer).join(', ')})`}, and no crash left it in doubt`,

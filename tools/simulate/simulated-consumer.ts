@@ -71,6 +71,8 @@ export class SimulatedConsumer implements CommandConsumer {
   #lastHeartbeat = Number.NEGATIVE_INFINITY;
   /** When the group last heard from this member (its join, a confirmed heartbeat); undefined while the world keeps it from heartbeating. */
   #heardAt: number | undefined;
+  /** The fetch loop waits for a round's batch handlers. */
+  #inRound = false;
   readonly #name: string;
 
   constructor(world: ConsumerWorld, heartbeatMs: number, name: string) {
@@ -162,7 +164,9 @@ export class SimulatedConsumer implements CommandConsumer {
     }
     this.#world.joinGroupSent();
     this.#rebalancing = false;
-    this.#heardAt = Date.now();
+    // kafkajs joins only between rounds; this world's coordinator may complete a join while a
+    // round of the generation before still runs: the member is heard from once that round is over.
+    this.#heardAt = this.#inRound ? undefined : Date.now();
     this.#assigned = [...partitions];
     this.#positions.clear();
     this.#joins += 1;
@@ -267,8 +271,11 @@ export class SimulatedConsumer implements CommandConsumer {
       }
       // No fetch before a join; a fetch with nothing for it (paused, or no records past where it
       // stands) waits its wait time (groupTiming: the heartbeat interval).
-      if (round.length > 0) await Promise.all(round);
-      else await sleep(this.#rebalancing || this.#assigned.length === 0 ? 2 : this.#heartbeatMs);
+      if (round.length > 0) {
+        this.#inRound = true;
+        await Promise.all(round);
+        this.#inRound = false;
+      } else await sleep(this.#rebalancing || this.#assigned.length === 0 ? 2 : this.#heartbeatMs);
       await this.#heartbeat().catch(() => undefined);
       await sleep(prng.int(0, 2));
     }

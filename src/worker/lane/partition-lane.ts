@@ -367,7 +367,8 @@ export class PartitionLane {
    * Tells the next owner what became of a marked record (the machine asks once the claim no longer
    * works the partition): written outside any transaction, so a fence that aborts this claim's
    * last transaction does not lose it. Only results travel (a dead letter of a called command is
-   * left to the next owner's UNKNOWN). A write that fails costs that: the next owner reports UNKNOWN.
+   * left to the next owner's UNKNOWN). A write that fails is tried again within the grace
+   * (handovers.ts); one that never lands in it costs that: the next owner reports UNKNOWN.
    */
   #handOver(offset: bigint, mark: OpenMark, outcome: RecordOutcome | undefined): void {
     const ctx = this.#ctx;

@@ -1,7 +1,8 @@
 import { SmsWorkerError } from '../../errors.ts';
 import type { PartitionReader } from '../../kafka/partition-reader.ts';
 import type { KeyedRecord, KeyedRecordProducer } from '../../kafka/ports.ts';
-import { SendBatcher } from '../../kafka/send-batcher.ts';
+import { QueueFullError, SendBatcher } from '../../kafka/send-batcher.ts';
+import { retry } from '../../retry.ts';
 import type { Logger } from '../../observability/logger.ts';
 import { HandoverLookout } from './handover-lookout.ts';
 import { decodeHandover, encodeHandover, type Handover, type HandoverSettlement } from './handover-record.ts';
@@ -41,6 +42,12 @@ export interface LedgerHandoversOptions {
  * (`KafkaKeyedProducer`) gives it up then and sends the next batch on a fresh producer.
  */
 export const HANDOVER_SEND_TIMEOUT_MS = 5_000;
+
+/**
+ * Between the sends of a handover that failed (a broker away), tried again until the next owner
+ * stops waiting for it (the grace): half jitter, so no loop spins.
+ */
+const HANDOVER_RETRY_BACKOFF = { initialMs: 250, maxMs: 2_000, jitter: 0.5 } as const;
 
 /** Handovers per Kafka send, at most. */
 const HANDOVERS_PER_SEND = 500;
@@ -123,7 +130,17 @@ export function ledgerHandovers(o: LedgerHandoversOptions): Handovers {
           'HANDOVER_TOO_LARGE',
           `the handover of offset ${offset} is ${value.length} bytes, over the ${o.maxRecordBytes}-byte record limit`,
         );
-      await batcher.submit([{ key: o.key, value, partition }]);
+      // A send that failed is tried again while the next owner may still be waiting for it (it
+      // waits the grace from its claim, which comes after this): a broker restarting while a
+      // partition moves would otherwise leave the next owner reporting answered commands UNKNOWN.
+      const until = Date.now() + o.graceMs;
+      await retry(() => batcher.submit([{ key: o.key, value, partition }]), {
+        attempts: Number.POSITIVE_INFINITY,
+        backoff: HANDOVER_RETRY_BACKOFF,
+        retryable: (error) => !(error instanceof QueueFullError) && Date.now() < until,
+        onRetry: (error, n, delayMs) =>
+          o.log.debug({ err: error, partition, offset: offset.toString(), retry: n, delayMs }, 'writing a handover failed; trying again'),
+      });
     },
     lookout: (partition, marks, claimedAt) =>
       new HandoverLookout({
