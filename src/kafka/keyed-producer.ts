@@ -29,6 +29,8 @@ export class KafkaKeyedProducer implements KeyedRecordProducer {
   #unconnected: Producer | undefined;
   /** Producers replaced after a failed send, disconnected once their sends had time to end. */
   readonly #retired = new Set<Producer>();
+  /** Disconnected by its owner (a shutdown): a send is refused, and no fresh producer is made, until `connect()`. */
+  #closed = false;
 
   /**
    * `sendTimeoutMs`: how long a send may take before it is given up. A few quick retries inside
@@ -68,6 +70,7 @@ export class KafkaKeyedProducer implements KeyedRecordProducer {
   }
 
   async connect(): Promise<void> {
+    this.#closed = false;
     await this.#producer.connect();
   }
 
@@ -78,6 +81,9 @@ export class KafkaKeyedProducer implements KeyedRecordProducer {
    * producer's connection, it does not send at all.
    */
   async send(topic: string, records: readonly Message[]): Promise<void> {
+    // A send still being tried again (a handover) after its owner shut down: refused, rather than a
+    // fresh producer connected that nothing would disconnect.
+    if (this.#closed) throw new SmsWorkerError('KAFKA_PRODUCER_CLOSED', `the producer for ${topic} was disconnected`, { retryable: false });
     let producer: Producer | undefined;
     let givenUp = false;
     const sending = (async () => {
@@ -104,7 +110,7 @@ export class KafkaKeyedProducer implements KeyedRecordProducer {
     } catch (error) {
       // Only the producer that may have sent is replaced; a send given up while a fresh producer
       // connected sent nothing on it.
-      if (producer !== undefined && this.#producer === producer) this.#renew(producer);
+      if (producer !== undefined && this.#producer === producer && !this.#closed) this.#renew(producer);
       throw error;
     } finally {
       clearTimeout(timer);
@@ -143,6 +149,7 @@ export class KafkaKeyedProducer implements KeyedRecordProducer {
   }
 
   async disconnect(): Promise<void> {
+    this.#closed = true;
     await Promise.all([...this.#retired].map((producer) => this.#retire(producer)));
     await this.#producer.disconnect();
   }

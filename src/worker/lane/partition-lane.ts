@@ -300,7 +300,7 @@ export class PartitionLane {
     );
   }
 
-  /** The claim ended: the lane ends once its last handovers are written (bounded: their producer's own retries end them). */
+  /** The claim ended: the lane ends once its last handovers are written, or HANDOVER_WRITE_WAIT_MS has passed (a write tried again while a broker is away goes on). */
   #end(end: LaneEnd): void {
     this.#disarm();
     if (this.#handoverWrites.size === 0) return this.#ended.resolve(end);

@@ -114,7 +114,7 @@ export function ledgerHandovers(o: LedgerHandoversOptions): Handovers {
   const batcher = new SendBatcher<KeyedRecord>({
     // Bounded by the producer's send timeout: a send that hangs (a broker that stopped answering)
     // would hold back every later handover of the source; past the timeout its handovers count as
-    // not written (the next owner reports those commands UNKNOWN, unless the send lands after all)
+    // not written (`write` tries them again within the grace; the send may also land after all)
     // and the next batch goes, on a fresh producer.
     send: (records) => o.producer.send(o.ledgerTopic, records),
     maxRecords: HANDOVERS_PER_SEND,
@@ -131,13 +131,15 @@ export function ledgerHandovers(o: LedgerHandoversOptions): Handovers {
           `the handover of offset ${offset} is ${value.length} bytes, over the ${o.maxRecordBytes}-byte record limit`,
         );
       // A send that failed is tried again while the next owner may still be waiting for it (it
-      // waits the grace from its claim, which comes after this): a broker restarting while a
-      // partition moves would otherwise leave the next owner reporting answered commands UNKNOWN.
+      // waits the grace from its claim and the mark's time; for a command withdrawn as its claim
+      // retires that claim comes after this): a broker restarting while a partition moves would
+      // otherwise leave the next owner reporting commands UNKNOWN that it could have settled.
       const until = Date.now() + o.graceMs;
       await retry(() => batcher.submit([{ key: o.key, value, partition }]), {
         attempts: Number.POSITIVE_INFINITY,
         backoff: HANDOVER_RETRY_BACKOFF,
-        retryable: (error) => !(error instanceof QueueFullError) && Date.now() < until,
+        // Not a full queue, nor a producer its owner closed (a shutdown), nor past the grace.
+        retryable: (error) => !(error instanceof QueueFullError) && !(error instanceof SmsWorkerError && !error.retryable) && Date.now() < until,
         onRetry: (error, n, delayMs) =>
           o.log.debug({ err: error, partition, offset: offset.toString(), retry: n, delayMs }, 'writing a handover failed; trying again'),
       });

@@ -56,6 +56,17 @@ describe('ledgerHandovers', () => {
     expect(offsets(producer)).toEqual([['0']]);
   });
 
+  it('a write whose producer its owner closed (a shutdown) is not tried again', async () => {
+    const closed = new FirstSendFails();
+    closed.send = (_topic, records) => {
+      closed.sent.push([...records]);
+      return Promise.reject(new SmsWorkerError('KAFKA_PRODUCER_CLOSED', 'the producer for ledger was disconnected', { retryable: false }));
+    };
+    const handovers = handoversOver(closed, 10_000);
+    await expect(handovers.write(0, 0n, mark(0), { kind: 'withdrawn' })).rejects.toMatchObject({ code: 'KAFKA_PRODUCER_CLOSED' });
+    expect(offsets(closed)).toEqual([['0']]);
+  });
+
   it('a claim of the same partition by this process takes its own handovers at once, also those whose send failed (the broker away)', async () => {
     const producer = new FirstSendFails();
     const handovers = handoversOver(producer, 60_000);
