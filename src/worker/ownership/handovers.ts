@@ -99,6 +99,24 @@ class OwnHandovers {
   }
 }
 
+/**
+ * Submits one handover record, trying a failed send again while the next owner may still be
+ * waiting for it (it waits the grace from its claim and the mark's time; for a command withdrawn
+ * as its claim retires, that claim comes after this): a broker restarting while a partition moves
+ * would otherwise leave the next owner reporting commands UNKNOWN that it could have settled.
+ */
+async function submitWithinGrace(batcher: SendBatcher<KeyedRecord>, record: KeyedRecord, graceMs: number, log: Logger, offset: bigint): Promise<void> {
+  const until = Date.now() + graceMs;
+  await retry(() => batcher.submit([record]), {
+    attempts: Number.POSITIVE_INFINITY,
+    backoff: HANDOVER_RETRY_BACKOFF,
+    // Not a full queue, nor a producer its owner closed (a shutdown), nor past the grace.
+    retryable: (error) => !(error instanceof QueueFullError) && !(error instanceof SmsWorkerError && !error.retryable) && Date.now() < until,
+    onRetry: (error, n, delayMs) =>
+      log.debug({ err: error, partition: record.partition, offset: offset.toString(), retry: n, delayMs }, 'writing a handover failed; trying again'),
+  });
+}
+
 /** Handovers in the source's ledger topic (handover-record.ts says why there). */
 export function ledgerHandovers(o: LedgerHandoversOptions): Handovers {
   // Before its record is sent: a handover this process wrote is its own to take at a next claim of
@@ -130,19 +148,7 @@ export function ledgerHandovers(o: LedgerHandoversOptions): Handovers {
           'HANDOVER_TOO_LARGE',
           `the handover of offset ${offset} is ${value.length} bytes, over the ${o.maxRecordBytes}-byte record limit`,
         );
-      // A send that failed is tried again while the next owner may still be waiting for it (it
-      // waits the grace from its claim and the mark's time; for a command withdrawn as its claim
-      // retires that claim comes after this): a broker restarting while a partition moves would
-      // otherwise leave the next owner reporting commands UNKNOWN that it could have settled.
-      const until = Date.now() + o.graceMs;
-      await retry(() => batcher.submit([{ key: o.key, value, partition }]), {
-        attempts: Number.POSITIVE_INFINITY,
-        backoff: HANDOVER_RETRY_BACKOFF,
-        // Not a full queue, nor a producer its owner closed (a shutdown), nor past the grace.
-        retryable: (error) => !(error instanceof QueueFullError) && !(error instanceof SmsWorkerError && !error.retryable) && Date.now() < until,
-        onRetry: (error, n, delayMs) =>
-          o.log.debug({ err: error, partition, offset: offset.toString(), retry: n, delayMs }, 'writing a handover failed; trying again'),
-      });
+      await submitWithinGrace(batcher, { key: o.key, value, partition }, o.graceMs, o.log, offset);
     },
     lookout: (partition, marks, claimedAt) =>
       new HandoverLookout({
