@@ -306,8 +306,14 @@ export class SimulatedKafka {
   }
 
   /** Throws what a client hears from a broker that is down (`down`). */
-  up(request: string): void {
+  #up(request: string): void {
     if (this.down) throw new SimulatedFault(`simulated: no broker answers (${request})`);
+  }
+
+  /** One request of `host`'s to the broker: a few milliseconds (nothing if the host died), then refused if the broker is down. */
+  async request(host: Incarnation, request: string, maxMs = 2): Promise<void> {
+    await io(this.#prng, host, maxMs);
+    this.#up(request);
   }
 
   /**
@@ -486,7 +492,7 @@ export class SimulatedKafka {
             const handover = decodeHandover(r.key === null ? null : Buffer.from(r.key), r.value, handoverKey(GROUP, TOPIC));
             if (handover !== undefined) this.lostHandovers.add(`${r.partition ?? 0}:${handover.offset}`);
           }
-          this.up('Produce');
+          this.#up('Produce');
         }
         this.#append(
           topic,
@@ -502,8 +508,7 @@ export class SimulatedKafka {
       producer,
       reader: {
         readAvailable: async (topic, partition, from) => {
-          await io(this.#prng, host);
-          this.up('Fetch');
+          await this.request(host, 'Fetch');
           const log = this.committed.get(logKey(topic, partition)) ?? [];
           const records = log
             .slice(Number(from))
@@ -519,8 +524,7 @@ export class SimulatedKafka {
       // The result topic's committed results naming the record (result-search.ts, over this world's log).
       ...(this.#adapters.noResultSearch !== true && {
         published: async (partition: number, marks: readonly OpenMark[]) => {
-          await io(this.#prng, host);
-          this.up('Fetch');
+          await this.request(host, 'Fetch');
           const found = new Set<bigint>();
           for (const record of this.committed.get(RESULTS) ?? []) {
             const result = resultOf(record);
@@ -551,8 +555,7 @@ export class SimulatedKafka {
         const newest = latest.get(partition) ?? 0;
         if (generation < newest) throw new FencedError(`a claim of generation ${generation} is stale: generation ${newest} owns it now`);
         latest.set(partition, generation);
-        await io(this.#prng, host);
-        this.up('InitProducerId');
+        await this.request(host, 'InitProducerId');
         let session = sessions.get(partition);
         if (session === undefined || session.generation !== generation) {
           const epoch = (this.#epochs.get(partition) ?? 0) + 1;
@@ -590,8 +593,7 @@ export class SimulatedKafka {
   }
 
   async #begin(host: Incarnation, session: ProducerSession): Promise<Transaction> {
-    await io(this.#prng, host);
-    this.up('AddPartitionsToTxn');
+    await this.request(host, 'AddPartitionsToTxn');
     const who = `${host.name}/p${session.partition}/g${session.generation}`;
     const fenced = (): void => {
       const epoch = this.#epochs.get(session.partition) ?? 0;
@@ -621,8 +623,7 @@ export class SimulatedKafka {
     this.#openWrites.set(session.partition, writes);
     return {
       send: async (batches) => {
-        await io(this.#prng, host);
-        this.up('Produce');
+        await this.request(host, 'Produce');
         fenced();
         if (state !== 'open') throw new Error('Cannot continue to use transaction once ended');
         // Nothing is written before the commit here: each batch answers with a number of its own for
@@ -636,8 +637,7 @@ export class SimulatedKafka {
         });
       },
       sendOffsets: async (given) => {
-        await io(this.#prng, host);
-        this.up('AddOffsetsToTxn');
+        await this.request(host, 'AddOffsetsToTxn');
         fenced();
         if (state !== 'open') throw new Error('Cannot continue to use transaction once ended');
         const offset = given.topics.flatMap((t) => t.partitions).find((p) => p.partition === session.partition)?.offset;
@@ -716,8 +716,7 @@ export class SimulatedKafka {
         }
       },
       abort: async () => {
-        await io(this.#prng, host);
-        this.up('EndTxn');
+        await this.request(host, 'EndTxn');
         // As kafkajs answers an abort after a commit that failed late (the worker logs it and goes on).
         if (state === 'ended') throw new SimulatedFault('Cannot continue to use transaction once ended');
         if (state === 'open') this.#abortedWrites(session.partition, writes, who);
@@ -1035,6 +1034,16 @@ function throwingNowAndThen(inner: CommandSender, draws: Prng, schedule: Schedul
   };
 }
 
+/**
+ * The group's offset as the worker's admin reads it (no KIP-447), for a claim and for reading a
+ * failed transaction back: stale now and then with the ledger on, whose checkpoint the claim then
+ * goes by (recoveryPlan). With the ledger off a stale read answers records again, a limitation of
+ * running without it (docs/guarantees.md): fresh unless ShippedLaneOptions.staleWithoutLedger.
+ */
+function adminGroupOffset(schedule: Schedule, partition: number): bigint {
+  return schedule.ledger || schedule.staleWithoutLedger ? schedule.kafka.readGroupOffset(partition) : schedule.kafka.groupOffset(partition);
+}
+
 /** The one command source of every process (CommandSource). */
 const SOURCE = { priority: 'normal', topic: TOPIC, consumerGroup: GROUP, ledgerTopic: LEDGER, markLingerMs: 0 } as const;
 /** MARK_LINGER_MS drawn per schedule (its own stream): marks wait up to this long to share a transaction, as a bulk topic's do. */
@@ -1139,8 +1148,7 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
   // A claim's read after its fence sometimes waits longer than the session (a hanging transaction
   // there, DECIDED_WAIT_MS): the member's heartbeats must go on meanwhile (LaneRouter.#heartbeating).
   const checkpoint = async (partition: number, fencedIn?: number): Promise<Checkpoint | undefined> => {
-    await io(prng, host, fencedIn !== undefined && prng.chance(0.05) ? SESSION_MS * 1.5 : 2);
-    kafka.up('Fetch');
+    await kafka.request(host, 'Fetch', fencedIn !== undefined && prng.chance(0.05) ? SESSION_MS * 1.5 : 2);
     if (!schedule.ledger) return undefined;
     // Right after the fence, open ledger records (their marker lost) are settled as the worker does (source-wiring.ts).
     const keep = (committed: Checkpoint | undefined, unsure: readonly Checkpoint[]): Checkpoint | undefined => {
@@ -1161,18 +1169,12 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
         await producers.forPartition(topic, partition, generation);
       },
       groupOffset: async (_topic, partition) => {
-        await io(prng, host);
-        kafka.up('OffsetFetch');
-        // The worker reads it through the admin (no KIP-447): stale now and then with the ledger on,
-        // whose checkpoint the claim then goes by (recoveryPlan). With the ledger off a stale read
-        // answers records again: a limitation of running without it (docs/guarantees.md), off
-        // unless ShippedLaneOptions.staleWithoutLedger.
-        return schedule.ledger || schedule.staleWithoutLedger ? kafka.readGroupOffset(partition) : kafka.groupOffset(partition);
+        await kafka.request(host, 'OffsetFetch');
+        return adminGroupOffset(schedule, partition);
       },
       checkpoint: (partition, _upTo, fencedIn) => checkpoint(partition, fencedIn),
       recentCommandIds: async (_topic, partition, start, count) => {
-        await io(prng, host);
-        kafka.up('Fetch');
+        await kafka.request(host, 'Fetch');
         return all
           .filter((r) => r.partition === partition && BigInt(r.offset) < start && BigInt(r.offset) >= start - BigInt(count) && r.kind !== 'undecodable')
           .map((r) => ({ offset: BigInt(r.offset), commandId: r.commandId }));
@@ -1206,14 +1208,11 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
       fetchTopicOffsets: async () =>
         partitionsOf(schedule).map((partition) => ({ partition, high: String(all.filter((r) => r.partition === partition).length), low: '0' })),
       fetchOffsets: async () => {
-        await io(prng, host);
-        kafka.up('OffsetFetch');
-        // Read stale now and then with the ledger on (as the retired model's default was). The
-        // worker reads it to read a failed transaction back with the ledger off, and for its lag
-        // (a claim's own read, the ownership effect above, is stale in the same way).
-        const read = (partition: number): bigint =>
-          schedule.ledger || schedule.staleWithoutLedger ? kafka.readGroupOffset(partition) : kafka.groupOffset(partition);
-        return [{ topic: TOPIC, partitions: partitionsOf(schedule).map((partition) => ({ partition, offset: String(read(partition)) })) }];
+        await kafka.request(host, 'OffsetFetch');
+        // The worker reads it to read a failed transaction back with the ledger off, and for its lag.
+        return [
+          { topic: TOPIC, partitions: partitionsOf(schedule).map((partition) => ({ partition, offset: String(adminGroupOffset(schedule, partition)) })) },
+        ];
       },
     },
     latestCheckpoint: async (partition) => {

@@ -88,24 +88,23 @@ export interface DriverFaults {
 type Restore = () => void;
 
 /** Replaces `name` of `target` (a prototype, or one object) with what `make` builds from the original; returns the undo. */
-function patch<T extends object, K extends keyof T>(target: T, name: K, make: (original: T[K]) => T[K]): Restore {
+/** Replaces property `name` of `target` with `descriptor` for the run; returns what puts it back. */
+function replaceProperty(target: object, name: PropertyKey, descriptor: PropertyDescriptor): Restore {
   const own = Object.getOwnPropertyDescriptor(target, name);
-  const original = target[name];
-  Object.defineProperty(target, name, { value: make(original), configurable: true, writable: true });
+  Object.defineProperty(target, name, { configurable: true, ...descriptor });
   return () => {
-    if (own === undefined) delete target[name];
+    if (own === undefined) delete (target as Record<PropertyKey, unknown>)[name];
     else Object.defineProperty(target, name, own);
   };
 }
 
+function patch<T extends object, K extends keyof T>(target: T, name: K, make: (original: T[K]) => T[K]): Restore {
+  return replaceProperty(target, name, { value: make(target[name]), writable: true });
+}
+
 /** Replaces the getter `name` of `target` (a prototype) for the run. */
 function patchGetter<T extends object>(target: T, name: keyof T & string, get: () => unknown): Restore {
-  const own = Object.getOwnPropertyDescriptor(target, name);
-  Object.defineProperty(target, name, { get, configurable: true });
-  return () => {
-    if (own === undefined) delete target[name];
-    else Object.defineProperty(target, name, own);
-  };
+  return replaceProperty(target, name, { get });
 }
 
 /** Every GuardedSender is given the lane's send hooks as `rewrite` turns them (a bug in how the sender uses them). */
