@@ -3,6 +3,7 @@ import type { WorkerMetrics } from '../../metrics/metrics.ts';
 import type { PartitionProducers } from '../../kafka/ports.ts';
 import type { BytesInHand } from '../source/bytes-in-hand.ts';
 import type { PartitionClaim } from '../protocol/claim.ts';
+import type { ClaimStanding } from '../protocol/ownership.ts';
 import type { RecordHandlerDeps } from '../send/record-handler.ts';
 import type { Permits } from '../priority/priority-permits.ts';
 import type { MarkPermits } from '../priority/send-permits.ts';
@@ -27,10 +28,8 @@ export interface LaneContext {
   readonly log: Logger;
   /** The source's handovers (ledger on): written when the claim stops working the partition, looked for when it inherited marks in doubt. */
   readonly handovers?: Handovers;
-  /** Where results go; `mayFence` is the lane's own (see `mayCommit`). */
-  readonly target: Omit<CommitTarget, 'topic' | 'partition' | 'mayFence' | 'generation' | 'mayReinitialise'>;
-  /** Whether the lane's producer may be initialised again after a failed transaction (it owns the partition, and the group is not rebalancing). */
-  readonly mayReinitialise?: () => boolean;
+  /** Where results go (the partition, the generation and the standing are the claim's). */
+  readonly target: Omit<CommitTarget, 'topic' | 'partition' | 'generation' | 'standing'>;
   readonly commitIntervalMs: number;
   /** A busy partition's marks wait up to this long after its last transaction, to share the next one (commit-clock.ts). */
   readonly markLingerMs?: number;
@@ -42,14 +41,12 @@ export interface LaneContext {
   readonly bytesInHand: BytesInHand;
   /** Reads the partition's committed offset from the broker (to resolve an ambiguous commit). */
   readonly fetchCommittedOffset: (topic: string, partition: number) => Promise<bigint>;
-  /** Whether this process may still start a send for the partition (its lease holds and the claim is current). */
-  readonly leaseHolds: () => boolean;
   /**
-   * Whether the lane may still commit: a current claim may (re)initialise its producer; a lane
-   * retiring after a rebalance only while its generation's producer is still there (nobody fenced
-   * it), never initialising one (that would fence the new owner).
+   * What ownership says of the claim, asked at each record taken, send and commit (a view into the
+   * ownership machine: `maySend`, the lease holds and the claim is current; `mayReinitialise`,
+   * its producer may be initialised again after a failed transaction).
    */
-  readonly mayCommit: () => boolean;
+  readonly standing: ClaimStanding;
   /** Aborted when dispatched records must give up too (a forced stop, or wrap-up while sends are held). */
   readonly abandon: AbortSignal;
   /** Real progress: a record dispatched or a transaction committed. */

@@ -99,8 +99,7 @@ export class PartitionLane {
       get generation() {
         return claim.generation;
       },
-      mayFence: ctx.mayCommit,
-      ...(ctx.mayReinitialise !== undefined && { mayReinitialise: ctx.mayReinitialise }),
+      standing: ctx.standing,
     };
     ctx.abandon.addEventListener('abort', () => this.#apply(() => this.#machine.stopSending()), { once: true });
     this.#lookout = claim.inDoubt.size > 0 ? ctx.handovers?.lookout(claim.partition, claim.inDoubt.values(), Date.now()) : undefined;
@@ -142,7 +141,7 @@ export class PartitionLane {
     this.#highWatermark = BigInt(batch.highWatermark);
     for (const message of batch.messages) {
       const offset = BigInt(message.offset);
-      const mayTake = !this.#signal.aborted && batch.isRunning() && !batch.isStale() && ctx.leaseHolds();
+      const mayTake = !this.#signal.aborted && batch.isRunning() && !batch.isStale() && ctx.standing.maySend();
       const verdict = this.#apply(() => this.#machine.offer(offset, mayTake, performance.now()));
       if (verdict === 'skip') {
         batch.resolveOffset(message.offset);
@@ -295,7 +294,7 @@ export class PartitionLane {
       ctx.markPermits?.committed?.(performance.now() - markedAt);
     }
     ctx.slots.acquire(this.#waitSignal).then(
-      () => this.#apply(() => m.slotGranted(offset, ctx.leaseHolds())),
+      () => this.#apply(() => m.slotGranted(offset, ctx.standing.maySend())),
       () => this.#apply(() => m.waitCut(offset)),
     );
   }
@@ -428,7 +427,7 @@ export class PartitionLane {
       beforeSend: (_signal: AbortSignal, account?: string) =>
         new Promise<boolean>((resolve) => {
           this.#callAnswers.set(offset, resolve);
-          this.#apply(() => this.#machine.wantSend(offset, this.#ctx.leaseHolds(), Date.now(), performance.now(), account));
+          this.#apply(() => this.#machine.wantSend(offset, this.#ctx.standing.maySend(), Date.now(), performance.now(), account));
         }),
       kept: (reached) => this.#apply(() => this.#machine.kept(offset, reached, performance.now())),
     }),

@@ -5,6 +5,7 @@ import { retry } from '../../retry.ts';
 import type { Logger } from '../../observability/logger.ts';
 import { checkpointKey, type Checkpoint } from './ledger-checkpoint.ts';
 import { mayRepublishLost, readBackVerdict, readsBack, type ReadBack } from '../protocol/transaction-plan.ts';
+import type { ClaimStanding } from '../protocol/ownership.ts';
 import type { RecordOutcome } from '../send/record-handler.ts';
 import { publishesRecord } from './record-outcomes.ts';
 
@@ -40,15 +41,17 @@ export interface CommitTarget {
   readonly maxBatchBytes: number;
   /** The group generation of the claim committing (producers of other generations are refused). */
   readonly generation?: number;
-  /** Whether this worker may still (re)initialise the partition's producer: its claim is current and its lease holds. */
-  readonly mayFence: () => boolean;
+  /**
+   * What ownership says of the claim committing (asked at each attempt): `maySend`, its lease holds
+   * and it is current; `mayReinitialise`, its producer may be initialised again after a failed
+   * attempt (see mayCommit, mayInitialiseAgain).
+   */
+  readonly standing: ClaimStanding;
   /**
    * The ledger partition's newest checkpoint, read to its end (ledger on): whether a failed
    * transaction that published results without moving the offset committed after all.
    */
   readonly latestCheckpoint?: () => Promise<Checkpoint | undefined>;
-  /** Whether a producer may be initialised again after a failed attempt now: false while the group rebalances (see mayInitialiseAgain). */
-  readonly mayReinitialise?: () => boolean;
   /** What became of a record batch a transaction wrote (PartitionReader.fateOfWritten): what a lost transaction publishes again (withLostRepublished). */
   readonly fateOfWritten?: PartitionReader['fateOfWritten'];
 }
@@ -386,7 +389,7 @@ async function committedBefore(
   attempt: AttemptState,
   sent: readonly RecordOutcome[],
 ): Promise<ReadBackAnswer> {
-  mayInitialiseAgain(target);
+  mayInitialiseAgain(producers, target);
   const reader = readerOf(target, readBack, committedOffset);
   if (reader === undefined) return { verdict: 'resend', latest: undefined };
   // Kept across a read-back that fails (it is asked again at the next attempt); sendOnce replaces it.
@@ -453,8 +456,8 @@ async function sendOnce(
 ): Promise<WrittenBatch[]> {
   for (;;) {
     // Never (re)initialise a producer without owning the partition: that would fence the owner.
-    if (attempt.dropped) mayInitialiseAgain(target);
-    else if (!target.mayFence()) throw staleClaim(target);
+    if (attempt.dropped) mayInitialiseAgain(producers, target);
+    else if (!mayCommit(producers, target)) throw staleClaim(target);
     const producer = await producers.forPartition(target.topic, target.partition, target.generation);
     let transaction;
     try {
@@ -530,17 +533,27 @@ function staleClaim(target: CommitTarget): FencedError {
 }
 
 /**
+ * Whether the claim may still commit: a current claim may (and may initialise its producer, which
+ * fences earlier owners); a claim retiring after a rebalance only while its generation's producer
+ * is still there (nobody fenced it), never initialising one (that would fence the new owner).
+ */
+function mayCommit(producers: PartitionProducers, target: CommitTarget): boolean {
+  if (target.standing.maySend()) return true;
+  return target.generation !== undefined && producers.has(target.topic, target.partition, target.generation);
+}
+
+/**
  * Throws unless the partition's producer may be initialised again after a failed attempt: the
- * claim may commit (`mayFence`), and ownership says it may initialise its producer again
+ * claim may commit (`mayCommit`), and ownership says it may initialise its producer again
  * (`mayReinitialise`: its lease holds, it is current, and the group is not rebalancing): until the
  * new assignment is known the partition may be another member's,
  * whose fence an initialisation from here would take back (the simulation found it once it
  * modelled this retry). Not retried: a claim whose producer was dropped is not kept across the
  * rebalance anyway, so the claim fails and the next one reads what the broker has.
  */
-function mayInitialiseAgain(target: CommitTarget): void {
-  if (!target.mayFence()) throw staleClaim(target);
-  if (target.mayReinitialise?.() === false)
+function mayInitialiseAgain(producers: PartitionProducers, target: CommitTarget): void {
+  if (!mayCommit(producers, target)) throw staleClaim(target);
+  if (!target.standing.mayReinitialise())
     throw new SmsWorkerError(
       'CLAIM_REBALANCING',
       `not initialising the producer for ${target.topic}[${target.partition}] again: the group rebalances, or the claim's lease lapsed or it is no longer current; the claim ends`,

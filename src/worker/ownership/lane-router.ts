@@ -269,7 +269,6 @@ export class LaneRouter {
     const { parts, config: c } = this.#o;
     const { topic, partition } = claim;
     const key = `${topic}:${partition}`;
-    const owns = (): boolean => parts.ownership.leaseHolds() && parts.ownership.isCurrent(claim);
     const lane: PartitionLane = new PartitionLane({
       deps: {
         codec: parts.codec,
@@ -310,9 +309,7 @@ export class LaneRouter {
       fetchCommittedOffset: (t, p) => groupOffset(parts.admin, parts.source.consumerGroup, t, p),
       // Sends need both: the group still counts this member in (the lease) and the claim is of
       // the current generation (not a lane left over from before a rebalance).
-      leaseHolds: owns,
-      mayCommit: () => owns() || parts.producers.has(topic, partition, claim.generation),
-      mayReinitialise: () => parts.ownership.mayReinitialise(claim),
+      standing: parts.ownership.standing(claim),
       abandon: this.#o.abandon,
       onProgress: () => this.#o.onProgress(key),
       onBusy: (busy) => this.#o.onBusy(key, busy),

@@ -4,7 +4,7 @@ import type { Logger } from '../../observability/logger.ts';
 import type { WorkerMetrics } from '../../metrics/metrics.ts';
 import { recoveryPlan, type Checkpoint } from '../lane/ledger-checkpoint.ts';
 import { buildClaim, claimSteps, type PartitionClaim } from '../protocol/claim.ts';
-import { OwnershipMachine, TimedLease } from '../protocol/ownership.ts';
+import { OwnershipMachine, TimedLease, type ClaimStanding } from '../protocol/ownership.ts';
 import { completeWindow, type EarlyWindow, type WindowRecord } from '../lane/repeat-window.ts';
 
 /** This generation's hold of one partition (defined with the partition protocol). */
@@ -252,9 +252,9 @@ export class PartitionOwnership {
     return this.#ofTopic(claim) && this.#machine.isCurrent(claim.generation, claim.partition);
   }
 
-  /** Whether `claim`, its transaction failed, may initialise its producer again (OwnershipMachine.mayReinitialise). */
-  mayReinitialise(claim: PartitionClaim): boolean {
-    return this.#ofTopic(claim) && this.#machine.mayReinitialise(claim.generation, claim.partition);
+  /** What `claim`'s lane asks of ownership at each send and commit (a claim this ownership made, so of its topic). */
+  standing(claim: PartitionClaim): ClaimStanding {
+    return this.#machine.standing(claim);
   }
 
   /** Whether `claim` is of this ownership's topic (any, before the first join names it). */

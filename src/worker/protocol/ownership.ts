@@ -46,6 +46,24 @@ export interface HeldClaim {
   readonly claimedAt: number;
 }
 
+/**
+ * One claim's standing, as its lane asks it at each send and commit: a view into the ownership
+ * machine (a call down, where the lane once called closures of the router's). The generation is
+ * read at each ask, since a kept claim moves to the next one.
+ */
+export interface ClaimStanding {
+  /** It may start a send (and take a record): the lease holds and the claim is current. */
+  maySend(): boolean;
+  /** Its transaction failed: it may initialise its producer again (`OwnershipMachine.mayReinitialise`). */
+  mayReinitialise(): boolean;
+}
+
+/** The claim as its standing reads it: its partition, and its generation at the time of asking. */
+export interface StandingClaim {
+  readonly partition: number;
+  readonly generation: number;
+}
+
 /** A partition lost to fencing in this generation: where its last claim had committed, and the heartbeats confirmed since. */
 export interface LostPartition {
   readonly partition: number;
@@ -216,6 +234,14 @@ export class OwnershipMachine {
   /** Whether a claim begun in `generation` may fence now: still that generation, not rebalancing nor out of the group, not stopping. */
   mayFence(generation: number): boolean {
     return generation === this.#generation && (this.#state === 'member' || this.#state === 'unjoined') && !this.#stopping;
+  }
+
+  /** `claim`'s standing, for its lane to ask (ClaimStanding). */
+  standing(claim: StandingClaim): ClaimStanding {
+    return {
+      maySend: () => this.leaseHolds() && this.isCurrent(claim.generation, claim.partition),
+      mayReinitialise: () => this.mayReinitialise(claim.generation, claim.partition),
+    };
   }
 
   #move(event: MembershipEvent): void {

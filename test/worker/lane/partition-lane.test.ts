@@ -218,8 +218,7 @@ function harness(
     maxRunAhead: options.maxRunAhead ?? 1_000,
     bytesInHand: options.bytesInHand ?? new BytesInHand(1_000_000_000),
     fetchCommittedOffset: async (topic, partition) => producers.groupOffset(topic, partition),
-    leaseHolds: () => true,
-    mayCommit: () => true,
+    standing: { maySend: () => true, mayReinitialise: () => true },
     abandon: abandon.signal,
     onProgress: () => undefined,
     onBusy: () => undefined,
@@ -670,7 +669,7 @@ describe('PartitionLane: retiring (a rebalance, shutdown)', () => {
   it('a retiring lane whose producer is gone commits nothing (it never initialises one: that would fence the new owner)', async () => {
     const h = harness();
     let current = true;
-    const lane = new PartitionLane({ ...h.ctx, leaseHolds: () => current, mayCommit: () => current || h.producers.present });
+    const lane = new PartitionLane({ ...h.ctx, standing: { maySend: () => current, mayReinitialise: () => current } });
     h.service.mode = 'hold';
     lane.accept(batchOf([record(0, 'a')]));
     await h.service.callsReach(1);

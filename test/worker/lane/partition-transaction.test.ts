@@ -24,7 +24,8 @@ const target: CommitTarget = {
   deadLetterTopic: 'dlq',
   ledgerTopic: 'ledger',
   maxBatchBytes: 1_000_000,
-  mayFence: () => true,
+  generation: 1,
+  standing: { maySend: () => true, mayReinitialise: () => true },
 };
 
 /** What the machine plans for these: their read-back as readBackFor has it (results or dead letters publish; the checkpoint is the one written). */
@@ -534,7 +535,7 @@ describe('commitTransaction', () => {
   it('never initialises the producer again while the group rebalances: the claim ends, nothing is sent again', async () => {
     const producers = new FakeProducers();
     producers.fate = (tx) => (tx.id === 0 ? 'fail' : 'ok');
-    const rebalancing = { ...target, mayReinitialise: () => false };
+    const rebalancing = { ...target, standing: { maySend: () => true, mayReinitialise: () => false } };
     const error = await commitTransaction(producers, rebalancing, write(outcomes, '12', undefined), log, async () => 0n).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'CLAIM_REBALANCING', retryable: true, message: expect.stringMatching(/rebalances/) });
     expect(producers.transactions).toHaveLength(1);
@@ -621,12 +622,19 @@ describe('chunkBySize', () => {
 });
 
 describe('commitTransaction: a worker that no longer owns the partition', () => {
-  it('commits nothing and never touches a producer when its claim is stale or its lease expired', async () => {
+  const stale = { ...target, standing: { maySend: () => false, mayReinitialise: () => false } };
+
+  it('commits nothing and never touches a producer when its claim is stale or its lease expired, and no producer of its generation is left', async () => {
     const producers = new FakeProducers();
-    await expect(
-      commitTransaction(producers, { ...target, mayFence: () => false }, write(outcomes, '12', Buffer.from('{}')), log, async () => 0n),
-    ).rejects.toBeInstanceOf(FencedError);
+    producers.present = false;
+    await expect(commitTransaction(producers, stale, write(outcomes, '12', Buffer.from('{}')), log, async () => 0n)).rejects.toBeInstanceOf(FencedError);
     expect(producers.sessions).toBe(0);
     expect(producers.transactions).toEqual([]);
+  });
+
+  it("commits what a retiring claim had done while its generation's producer is still there (using it fences nobody)", async () => {
+    const producers = new FakeProducers();
+    await commitTransaction(producers, stale, write(outcomes, '12', Buffer.from('{}')), log, async () => 0n);
+    expect(producers.transactions.map((t) => t.state)).toEqual(['committed']);
   });
 });

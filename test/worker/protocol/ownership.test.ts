@@ -127,6 +127,28 @@ describe('OwnershipMachine', () => {
     expect(m.mayReinitialise(3, 0)).toBe(false);
   });
 
+  it("gives a lane its claim's standing: sends only while the lease holds and the claim is current, following a kept claim into the next generation", () => {
+    const { m, clock } = machine();
+    m.join([0, 1], false, []);
+    const claim = { partition: 0, generation: 1 };
+    const standing = m.standing(claim);
+    expect([standing.maySend(), standing.mayReinitialise()]).toEqual([true, true]);
+    // The group rebalances: a lane may still send (its claim is current until the new assignment) but not re-initialise.
+    m.rebalance();
+    expect([standing.maySend(), standing.mayReinitialise()]).toEqual([true, false]);
+    m.join([0], true, [held(0, 1, clock.now)]);
+    expect(standing.maySend()).toBe(false);
+    // Kept: the claim moves to the next generation, and its standing with it (read at each ask).
+    claim.generation = 2;
+    expect([standing.maySend(), standing.mayReinitialise()]).toEqual([true, true]);
+    clock.now += LEASE_MS + 1;
+    expect([standing.maySend(), standing.mayReinitialise()]).toEqual([false, false]);
+    m.confirm();
+    expect(standing.maySend()).toBe(true);
+    m.lose(0, 0n);
+    expect([standing.maySend(), standing.mayReinitialise()]).toEqual([false, false]);
+  });
+
   it('claims a lost partition again after two confirmed heartbeats, at most three times a generation', () => {
     const { m } = machine();
     m.join([0], false, []);
