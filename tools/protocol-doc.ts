@@ -10,11 +10,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   CLAIM_EVENTS,
+  CLAIM_INVARIANTS,
   CLAIM_STATES,
   CLAIM_STEPS,
   CLAIM_TRANSITIONS,
   INVARIANTS,
   MEMBERSHIP_EVENTS,
+  MEMBERSHIP_INVARIANTS,
   MEMBERSHIP_STATES,
   MEMBERSHIP_TRANSITIONS,
   RECORD_EVENTS,
@@ -60,6 +62,12 @@ export function renderProtocolTables(): string {
     ...definitions('Membership states (ownership)', 'state', MEMBERSHIP_STATES),
     ...definitions('Membership events', 'event', MEMBERSHIP_EVENTS),
     ...transitions('Membership transitions', MEMBERSHIP_TRANSITIONS),
+    '### Invariants each machine asserts',
+    '',
+    'The partition machine checks its claim, and the records an event touched, each time its effects are drained; either machine refuses, at the move, a move its table does not list (`src/worker/protocol/assertions.ts`). A broken one throws `ProtocolViolation`. A lane stops on it without trusting its machine further: it logs it at error level, counts it in `sms_worker_protocol_violations_total{invariant}`, lets no record waiting to call through, cuts its waits and calls under way, and ends failed, so the partition is claimed afresh from what the broker has (a command whose send cannot be ruled out is `UNKNOWN` there, never sent again). The simulation reports that error line as `no-driver-error`, with its seed (the `mark-trusted-at-permit` variant). A move the ownership machine refuses throws to the consumer event that drove it.',
+    '',
+    ...definitions('Claim invariants (the partition machine)', 'invariant', CLAIM_INVARIANTS),
+    ...definitions('Membership invariants (the ownership machine)', 'invariant', MEMBERSHIP_INVARIANTS),
     ...definitions('Invariants', 'invariant', INVARIANTS),
     END,
   ].join('\n');

@@ -161,6 +161,12 @@ export function createMetrics(registry: Registry = new Registry()) {
       labelNames: ['account', 'region', 'upstream'],
       registers: [registry],
     }),
+    protocolViolations: new Counter({
+      name: `${prefix}protocol_violations_total`,
+      help: 'Claims failed because the partition machine found one of its invariants broken (a bug: each is also an error log line), by invariant.',
+      labelNames: ['invariant'],
+      registers: [registry],
+    }),
     deadLettered: new Counter({
       name: `${prefix}dead_lettered_total`,
       help: 'Records sent to the dead-letter topic, by reason.',

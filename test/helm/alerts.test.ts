@@ -87,6 +87,23 @@ const CASES: Record<string, { fires: Case; silent: Case }> = {
     // Lost for 3 minutes, then reclaimed (or given back at a rebalance): silent.
     silent: { series: { [`sms_worker_lost_partitions{${release}, pod="a"}`]: '0 1 1 1 0x20' }, at: '10m', fires: [] },
   },
+  SmsWorkerProtocolViolation: {
+    // One violation at minute 3: fires at once, per pod and invariant, and for the hour after.
+    fires: {
+      series: { [`sms_worker_protocol_violations_total{${release}, invariant="calls-hold-slots", pod="a"}`]: '0 0 0 1x20' },
+      at: '10m',
+      fires: [{ namespace, pod: 'a', invariant: 'calls-hold-slots', severity: 'critical' }],
+    },
+    // None (the counter flat at zero), or one over an hour ago.
+    silent: {
+      series: {
+        [`sms_worker_protocol_violations_total{${release}, invariant="calls-hold-slots", pod="a"}`]: '0x80',
+        [`sms_worker_protocol_violations_total{${release}, invariant="offset-only-forward", pod="b"}`]: '0 1x80',
+      },
+      at: '80m',
+      fires: [],
+    },
+  },
   SmsWorkerProviderRejecting: {
     fires: { series: { [`sms_worker_paused{${release}, reason="provider_rejecting", pod="a"}`]: '1x20' }, at: '10m', fires: [{ namespace, severity: 'critical' }] },
     silent: {

@@ -727,6 +727,7 @@ describe('helm chart sms-worker', { timeout: 60_000 }, () => {
         SmsWorkerCircuitOpen: /sms_worker_paused\{[^}]*reason="circuit_open"/,
         SmsWorkerProviderRejecting: /sms_worker_paused\{[^}]*reason="provider_rejecting"/,
         SmsWorkerPartitionLost: /sms_worker_lost_partitions\{/,
+        SmsWorkerProtocolViolation: /sms_worker_protocol_violations_total\{/,
         SmsWorkerRoutePaused: /sms_worker_route_paused_since_timestamp_seconds\{/,
         SmsWorkerPumpingSuspected: /sms_worker_velocity_blocks_total\{/,
         SmsWorkerSpendCapReached: /sms_worker_paused\{[^}]*reason="spend_cap"/,

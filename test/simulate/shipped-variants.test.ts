@@ -75,6 +75,8 @@ describe('known-bad variants of the shipped driver are caught by the shipped-lan
     ['velocity-ignored', 'within-velocity-limits', 100, 'velocity guards that refuse nothing'],
     ['heartbeats-withheld', 'heartbeats-within-session', 300, 'a router whose batches never heartbeat while a claim waits'],
     ['ambiguous-as-failed', 'result-tells-the-truth', 100, 'a failure that may hide a send taken for one that surely did not'],
+    // Inside the machine: its own assertion (calls-under-committed-marks) fails the claim, and the lane's error line is reported.
+    ['mark-trusted-at-permit', 'no-driver-error', 50, 'a mark taken for committed as soon as its permit is granted'],
   ];
   const ownWorld: readonly [ShippedVariant, Kind][] = [
     ['ambiguous-kept-forgotten', 'at-most-one-send'],

@@ -10,7 +10,8 @@ import type { OpenMark } from '../../src/worker/lane/ledger-checkpoint.ts';
 import { OwnershipMachine } from '../../src/worker/protocol/ownership.ts';
 import { PartitionMachine, type Effect } from '../../src/worker/protocol/partition-machine.ts';
 import { RecordBook, type RecordEntry } from '../../src/worker/protocol/record-book.ts';
-import { RECORD_MOVES } from '../../src/worker/protocol/send-path.ts';
+import { RECORD_MOVES } from '../../src/worker/protocol/table.ts';
+import { SendPath } from '../../src/worker/protocol/send-path.ts';
 import type { SendHooks } from '../../src/worker/send/send-outcome.ts';
 import type { CommandSender } from '../../src/worker/send/failover-sender.ts';
 
@@ -56,6 +57,7 @@ export const SHIPPED_VARIANTS = [
   'keys-in-parallel',
   'ambiguous-kept-forgotten',
   'crash-withdraws-mark',
+  'mark-trusted-at-permit',
 ] as const;
 
 export type ShippedVariant = (typeof SHIPPED_VARIANTS)[number];
@@ -159,6 +161,22 @@ export function installVariant(variant: ShippedVariant): { readonly restore: Res
             return true;
           },
         })),
+      );
+      break;
+    case 'mark-trusted-at-permit':
+      // Inside the machine: a mark taken for committed as soon as its permit is granted (its
+      // transaction not even begun), so the record goes on to its slot and calls. The machine's own
+      // check (calls-under-committed-marks) must catch it: the lane reports it at error level.
+      undo.push(
+        patch(
+          SendPath.prototype as unknown as { permitGranted: (offset: bigint, at: number, clock: number) => void },
+          'permitGranted',
+          (permitGranted) =>
+            function (this: SendPath<unknown>, offset: bigint, at: number, clock: number) {
+              permitGranted.call(this, offset, at, clock);
+              this.marksCommitted([offset]);
+            },
+        ),
       );
       break;
     case 'commit-past-unfinished':

@@ -1,5 +1,4 @@
-import { RECORD_MOVES } from '../../src/worker/protocol/send-path.ts';
-import { CLAIM_MOVES } from '../../src/worker/protocol/table.ts';
+import { CLAIM_MOVES, RECORD_MOVES } from '../../src/worker/protocol/table.ts';
 
 /**
  * The record moves of table.ts the shipped-lane simulation does not make, and why. Its test keeps

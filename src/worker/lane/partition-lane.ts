@@ -5,6 +5,7 @@ import { reportOutcome } from './outcome-report.ts';
 import { deferred } from '../waiting.ts';
 import type { PartitionClaim } from '../protocol/claim.ts';
 import { PartitionMachine, type Effect, type TransactionPlan } from '../protocol/partition-machine.ts';
+import { ProtocolViolation } from '../protocol/assertions.ts';
 import { handleRecord, type RecordLane, type RecordOutcome } from '../send/record-handler.ts';
 import { publishesRecord } from './record-outcomes.ts';
 import { commandRecordBytes } from '../../contracts/dead-letter.ts';
@@ -62,6 +63,8 @@ export class PartitionLane {
   #immediate: NodeJS.Immediate | undefined;
   #highWatermark = 0n;
   #applying = false;
+  /** The protocol invariant whose breaking stopped the lane (#violated). */
+  #broken: ProtocolViolation | undefined;
   readonly #ended = deferred<LaneEnd>();
   readonly #bytesFreed = (): void => this.#apply(() => this.#machine.bytesHeld(false));
   /** The last transaction committed with a checkpoint: published again should Kafka have lost it (partition-transaction.ts, withLostRepublished). */
@@ -142,7 +145,7 @@ export class PartitionLane {
     for (const message of batch.messages) {
       const offset = BigInt(message.offset);
       const mayTake = !this.#signal.aborted && batch.isRunning() && !batch.isStale() && ctx.standing.maySend();
-      const verdict = this.#apply(() => this.#machine.offer(offset, mayTake, performance.now()));
+      const verdict = this.#apply(() => this.#machine.offer(offset, mayTake, performance.now())) ?? 'closed';
       if (verdict === 'skip') {
         batch.resolveOffset(message.offset);
         continue;
@@ -203,18 +206,54 @@ export class PartitionLane {
     this.#apply(() => this.#machine.retire(moved, performance.now()));
   }
 
-  /** Runs one event and carries out every effect it (and the effects' own events) produced, in order. */
-  #apply<T>(event: () => T): T {
-    const value = event();
-    if (this.#applying) return value;
-    this.#applying = true;
+  /**
+   * Runs one event and carries out every effect it (and the effects' own events) produced, in
+   * order. A protocol invariant the machine finds broken (assertions.ts) stops the lane instead
+   * (#violated): then, and for every later event, nothing is returned.
+   */
+  #apply<T>(event: () => T): T | undefined {
+    if (this.#broken !== undefined) return undefined;
     try {
-      for (let effects = this.#machine.drain(); effects.length > 0; effects = this.#machine.drain()) for (const effect of effects) this.#do(effect);
-    } finally {
-      this.#applying = false;
+      const value = event();
+      if (this.#applying) return value;
+      this.#applying = true;
+      try {
+        for (let effects = this.#machine.drain(); effects.length > 0 && this.#broken === undefined; effects = this.#machine.drain())
+          for (const effect of effects) if (this.#broken === undefined) this.#do(effect);
+      } finally {
+        this.#applying = false;
+      }
+      if (this.#retireCommitWaiters.length > 0 && this.#machine.retireCommitted) for (const wake of this.#retireCommitWaiters.splice(0)) wake();
+      return this.#broken === undefined ? value : undefined;
+    } catch (error) {
+      if (!(error instanceof ProtocolViolation)) throw error;
+      this.#violated(error);
+      return undefined;
     }
-    if (this.#retireCommitWaiters.length > 0 && this.#machine.retireCommitted) for (const wake of this.#retireCommitWaiters.splice(0)) wake();
-    return value;
+  }
+
+  /**
+   * The machine found one of its invariants broken (a bug): reported (an error line naming it, the
+   * metric), and the lane stops on the spot without trusting the machine any further. No record
+   * waiting to call is let through; waits and calls under way are cut; the lane ends failed, so the
+   * partition is claimed afresh from what the broker has (a command whose send cannot be ruled out
+   * is UNKNOWN there, never sent again).
+   */
+  #violated(violation: ProtocolViolation): void {
+    if (this.#broken !== undefined) return;
+    this.#broken = violation;
+    const { topic, partition, generation } = this.claim;
+    this.#ctx.metrics.protocolViolations.inc({ invariant: violation.invariant });
+    this.#ctx.log.error(
+      { invariant: violation.invariant, topic, partition, generation },
+      `${violation.message}: a bug; the claim fails and the partition is claimed afresh`,
+    );
+    for (const answer of this.#callAnswers.values()) answer(false);
+    this.#callAnswers.clear();
+    this.#local.abort(violation);
+    this.#stopSending.abort(violation);
+    for (const wake of this.#retireCommitWaiters.splice(0)) wake();
+    this.#end({ failure: violation });
   }
 
   #do(effect: Effect<RecordOutcome>): void {
@@ -391,7 +430,12 @@ export class PartitionLane {
 
   readonly #recordLane: RecordLane = {
     // Through #apply: a repeat identified may release a fetch hold (a carrier not taken yet).
-    identify: (offset, commandId) => this.#apply(() => this.#machine.identify(offset, commandId)),
+    // A lane stopped by a broken invariant answers nothing: the record's handling ends there (its signal is aborted).
+    identify: (offset, commandId) => {
+      const identity = this.#apply(() => this.#machine.identify(offset, commandId));
+      if (identity === undefined) throw this.#broken ?? new Error(`partition lane ${this.claim.topic}[${this.claim.partition}] stopped`);
+      return identity;
+    },
     handoverOf: async (mark, signal) => {
       // Without a handover: UNKNOWN, or under IN_DOUBT_POLICY=resend sent again (record-handler.ts).
       const none = this.#ctx.deps.inDoubtPolicy === 'resend' ? 'resent' : 'reported';
@@ -426,6 +470,7 @@ export class PartitionLane {
       // May this record call now? The machine answers once its mark has committed and it holds a slot.
       beforeSend: (_signal: AbortSignal, account?: string) =>
         new Promise<boolean>((resolve) => {
+          if (this.#broken !== undefined) return resolve(false);
           this.#callAnswers.set(offset, resolve);
           this.#apply(() => this.#machine.wantSend(offset, this.#ctx.standing.maySend(), Date.now(), performance.now(), account));
         }),

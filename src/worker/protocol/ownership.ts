@@ -1,5 +1,6 @@
 import { LOST_RECLAIM_CONFIRMATIONS, mayReclaimLost } from './claim.ts';
-import { moveMembership, type MembershipEvent, type MembershipState } from './table.ts';
+import { moveMembership } from './assertions.ts';
+import type { MembershipEvent, MembershipState } from './table.ts';
 
 /**
  * The lease that gates every send: whether the group may still count this member in. The clock

@@ -2,9 +2,10 @@ import { identifyCommand, LeaseLostError, type Identity, type PartitionClaim } f
 import { CommitClock } from './commit-clock.ts';
 import { FetchHolds } from './fetch-holds.ts';
 import { RecordBook, type RecordEntry } from './record-book.ts';
-import { moveRecord, SendPath } from './send-path.ts';
+import { brokenClaimInvariant, moveClaim } from './assertions.ts';
+import { SendPath } from './send-path.ts';
 import { planTransaction, settleCommitted } from './transaction-plan.ts';
-import { moveClaim, RECORD_STATES, type ClaimEvent, type ClaimState, type RecordState } from './table.ts';
+import { RECORD_STATES, type ClaimEvent, type ClaimState, type RecordState } from './table.ts';
 import type { Effect, TransactionPlan } from './effects.ts';
 
 export type { Effect, TransactionPlan } from './effects.ts';
@@ -65,9 +66,12 @@ export class PartitionMachine<O> {
   #retireCommit: 'due' | 'under-way' | 'none' = 'none';
   readonly #holds = new FetchHolds((effect) => this.#emit(effect));
   #busy = false;
+  /** The committed position at the last check (offset-only-forward). */
+  #committedSeen: bigint;
   constructor(options: MachineOptions<O>) {
     this.#o = options;
     this.claim = options.claim;
+    this.#committedSeen = options.claim.position.committed;
     const answeredEarlier = (offset: bigint): boolean => options.claim.answered?.has(offset) === true;
     this.#book = new RecordBook<O>(answeredEarlier);
     this.#commitClock = new CommitClock(options.commitIntervalMs, options.markLingerMs);
@@ -84,10 +88,28 @@ export class PartitionMachine<O> {
     });
   }
 
-  /** The effects produced since the last call, in order. */
+  /**
+   * The effects produced since the last call, in order, once the claim's invariants are checked
+   * (CLAIM_INVARIANTS): a broken one throws (ProtocolViolation), and its driver stops trusting the
+   * machine (the lane: PartitionLane's #violated).
+   */
   drain(): Effect<O>[] {
+    const broken = brokenClaimInvariant({
+      state: this.#state,
+      ledger: this.#o.ledger,
+      claim: this.claim,
+      touched: this.#book.takeTouched(),
+      oldestOfKey: (record) => this.#book.isFirstOfKey(record),
+      inHand: this.#book.inHand,
+      markUncommitted: (offset) => this.#send.markWaiting(offset) || this.#committing?.marks.includes(offset) === true,
+      transactionUnderWay: this.#committing !== undefined,
+      committedBefore: this.#committedSeen,
+    });
+    this.#committedSeen = this.claim.position.committed;
+    if (broken !== undefined) throw broken;
     return this.#effects.splice(0);
   }
+
   get state(): ClaimState {
     return this.#state;
   }
@@ -208,7 +230,7 @@ export class PartitionMachine<O> {
 
   finished(offset: bigint, outcome: O, clock: number): void {
     const entry = this.#book.get(offset);
-    moveRecord(entry, 'finished', 'done');
+    this.#book.move(entry, 'finished', 'done');
     entry.outcome = outcome;
     if (!this.#working) this.#handOver(entry);
     this.#ended(entry);
@@ -224,7 +246,7 @@ export class PartitionMachine<O> {
    */
   abandoned(offset: bigint, maybeSent: boolean, clock?: number): void {
     const entry = this.#book.get(offset);
-    moveRecord(entry, 'abandoned', 'given-up');
+    this.#book.move(entry, 'abandoned', 'given-up');
     const withdraw = !maybeSent && !entry.mayHaveReached && this.claim.open.has(offset);
     if (!maybeSent && !entry.mayHaveReached) this.#send.withdraw(offset);
     // Its commandId leaves the repeat window only with its last mark: while a mark stays open (an
@@ -243,7 +265,7 @@ export class PartitionMachine<O> {
    */
   handedOver(offset: bigint): void {
     const entry = this.#book.get(offset);
-    moveRecord(entry, 'handed-over', 'handling');
+    this.#book.move(entry, 'handed-over', 'handling');
     this.claim.inDoubt.delete(offset);
     if (this.claim.open.delete(offset)) this.#send.markDropped();
   }
@@ -251,7 +273,7 @@ export class PartitionMachine<O> {
   /** A bug in handling (not a record problem): the record is given up and the claim fails. */
   crashed(offset: bigint, error: unknown): void {
     const entry = this.#book.get(offset);
-    moveRecord(entry, 'crashed', 'given-up');
+    this.#book.move(entry, 'crashed', 'given-up');
     this.#ended(entry);
     this.fail(error);
   }
@@ -283,7 +305,7 @@ export class PartitionMachine<O> {
     this.#commitClock.ended(clock);
     this.#send.marksCommitted(plan.marks);
     this.#send.withdrawalsCommitted();
-    settleCommitted(this.claim, plan, (offset) => moveRecord(this.#book.get(offset), 'committed-ahead', 'published'));
+    settleCommitted(this.claim, plan, (offset) => this.#book.move(this.#book.get(offset), 'committed-ahead', 'published'));
     if (plan.commitOffset !== undefined || plan.outcomes.length > 0)
       this.#emit({ type: 'committed', next: this.claim.position.committed, outcomes: plan.outcomes });
     if (this.#holds.has('run-ahead') && this.#book.pending <= Math.floor(this.#o.maxRunAhead / 2)) this.#holds.set('run-ahead', false, this.accepting);
@@ -398,7 +420,7 @@ export class PartitionMachine<O> {
   }
 
   #handle(entry: RecordEntry<O>): void {
-    moveRecord(entry, 'predecessor-ended', 'handling');
+    this.#book.move(entry, 'predecessor-ended', 'handling');
     this.#emit({ type: 'handle', offset: entry.offset });
   }
 

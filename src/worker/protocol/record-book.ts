@@ -1,4 +1,5 @@
-import type { RecordState } from './table.ts';
+import { moveRecord } from './assertions.ts';
+import type { RecordEvent, RecordState } from './table.ts';
 
 /** What the machine knows of one record it took. */
 export interface RecordEntry<O> {
@@ -50,11 +51,33 @@ export class RecordBook<O> {
   /** Per key, the offsets of its records not yet ended, oldest first. */
   readonly #queues = new Map<string, bigint[]>();
   #inHand = 0;
+  /** Records moved or looked up (to be changed) since the last takeTouched: what the machine's next check looks at. */
+  #touched = new Set<RecordEntry<O>>();
 
   get(offset: bigint): RecordEntry<O> {
     const entry = this.#records.get(offset);
     if (entry === undefined) throw new Error(`the partition protocol has no record at offset ${offset}`);
+    this.#touched.add(entry);
     return entry;
+  }
+
+  /** Moves a record as table.ts allows (assertions.ts, moveRecord), to be checked at the next drain. */
+  move(entry: RecordEntry<O>, event: RecordEvent, to: RecordState): void {
+    moveRecord(entry, event, to);
+    this.#touched.add(entry);
+  }
+
+  /** The record (if in the book) is checked at the next drain: something it depends on changed. */
+  touch(offset: bigint): void {
+    const entry = this.#records.get(offset);
+    if (entry !== undefined) this.#touched.add(entry);
+  }
+
+  /** The records moved or looked up since the last call. */
+  takeTouched(): RecordEntry<O>[] {
+    const touched = [...this.#touched];
+    this.#touched.clear();
+    return touched;
   }
 
   stateOf(offset: bigint): RecordState | undefined {
@@ -69,6 +92,7 @@ export class RecordBook<O> {
   add(offset: bigint, key: string): RecordEntry<O> {
     const entry: RecordEntry<O> = { offset, key, state: 'queued', permitHeld: false, slotHeld: false, mayHaveReached: false, repeat: false };
     this.#records.set(offset, entry);
+    this.#touched.add(entry);
     const queue = this.#queues.get(key);
     if (queue === undefined) this.#queues.set(key, [offset]);
     else queue.push(offset);
@@ -76,7 +100,7 @@ export class RecordBook<O> {
     return entry;
   }
 
-  isFirstOfKey(entry: RecordEntry<O>): boolean {
+  isFirstOfKey(entry: { readonly key: string; readonly offset: bigint }): boolean {
     return this.#queues.get(entry.key)?.[0] === entry.offset;
   }
 
@@ -185,6 +209,11 @@ export class RecordBook<O> {
   /** Records still in hand: the lane ends only at zero. */
   get inHand(): number {
     return this.#inHand;
+  }
+
+  /** Every record in the book, in offset order. */
+  entries(): Iterable<RecordEntry<O>> {
+    return this.#records.values();
   }
 
   inState(...states: RecordState[]): RecordEntry<O>[] {

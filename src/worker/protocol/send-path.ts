@@ -2,17 +2,8 @@ import type { OpenMark } from '../lane/ledger-checkpoint.ts';
 import type { PartitionClaim } from './claim.ts';
 import type { Effect } from './effects.ts';
 import { RecordBook, type RecordEntry } from './record-book.ts';
-import { RECORD_TRANSITIONS, transitionKeys, type RecordEvent, type RecordState } from './table.ts';
-
-/** The record moves table.ts allows, as `state|event|to`: the machine refuses any other. */
-export const RECORD_MOVES: ReadonlySet<string> = transitionKeys(RECORD_TRANSITIONS);
-
-/** Moves a record to `to` on `event`, refusing any move table.ts does not list. */
-export function moveRecord<O>(entry: RecordEntry<O>, event: RecordEvent, to: RecordState): void {
-  if (!RECORD_MOVES.has(`${entry.state}|${event}|${to}`))
-    throw new Error(`partition protocol: record ${entry.offset} cannot go from ${entry.state} to ${to} on ${event}`);
-  entry.state = to;
-}
+import { ProtocolViolation } from './assertions.ts';
+import type { RecordEvent, RecordState } from './table.ts';
 
 export interface SendPathContext<O> {
   readonly book: RecordBook<O>;
@@ -63,7 +54,7 @@ export class SendPath<O> {
     const entry = this.#c.book.get(offset);
     if (account !== undefined) entry.account = account;
     // A record asks from `handling` only, holding no slot: a call kept for later gave its slot back (`kept`).
-    if (entry.slotHeld) throw new Error(`partition protocol: record ${offset} asks to send while it holds a slot`);
+    if (entry.slotHeld) throw new ProtocolViolation('slots-only-past-marks', `record ${offset} asks to send while it holds a slot`);
     if (!this.#maySend(leaseHolds)) return this.#refuseFor(entry, 'stop', leaseHolds);
     if (!this.#c.ledger) {
       this.#move(entry, 'want-send', 'awaiting-slot');
@@ -98,7 +89,7 @@ export class SendPath<O> {
     for (const offset of offsets) {
       const entry = this.#entry(offset);
       if (entry?.state !== 'marking') continue;
-      if (entry.slotHeld) throw new Error(`partition protocol: record ${offset} holds a slot while its mark commits`);
+      if (entry.slotHeld) throw new ProtocolViolation('slots-only-past-marks', `record ${offset} holds a slot while its mark commits`);
       this.#move(entry, 'mark-committed', 'awaiting-slot');
       this.#c.emit({ type: 'acquire-slot', offset });
     }
@@ -151,6 +142,8 @@ export class SendPath<O> {
     // may have reached the service, and only a result of this record may settle it.
     const { claim } = this.#c;
     if (claim.inDoubt.has(offset)) return;
+    // Its record is checked again at the next drain (a mark gone from under a record about to call breaks calls-under-committed-marks).
+    this.#c.book.touch(offset);
     const mark = claim.open.get(offset);
     if (claim.open.delete(offset)) this.#marksWithdrawn = true;
     // Only a mark some transaction may have committed needs telling the next owner about.
@@ -190,6 +183,11 @@ export class SendPath<O> {
       for (const [offset, mark] of withdrawals) this.#c.emit({ type: 'handover', offset, mark, outcome: undefined });
       withdrawals.clear();
     }
+  }
+
+  /** Whether the record's mark is opened and not yet in a transaction. */
+  markWaiting(offset: bigint): boolean {
+    return this.#marksWaiting.has(offset);
   }
 
   get marksWaiting(): number {
@@ -258,6 +256,6 @@ export class SendPath<O> {
   }
 
   #move(entry: RecordEntry<O>, event: RecordEvent, to: RecordState): void {
-    moveRecord(entry, event, to);
+    this.#c.book.move(entry, event, to);
   }
 }

@@ -185,14 +185,8 @@ export const MEMBERSHIP_TRANSITIONS: readonly Transition<MembershipState, Member
   { from: 'left', event: 'leave', to: 'left', effect: 'nothing new' },
 ];
 
-const MEMBERSHIP_MOVES = new Map(MEMBERSHIP_TRANSITIONS.map((t) => [`${t.from}|${t.event}`, t.to]));
-
-/** The membership's next state on `event` (each state has one move per event). */
-export function moveMembership(from: MembershipState, event: MembershipEvent): MembershipState {
-  const to = MEMBERSHIP_MOVES.get(`${from}|${event}`);
-  if (to === undefined || to === 'removed') throw new Error(`ownership protocol: membership has no move from ${from} on ${event}`);
-  return to;
-}
+/** `from|event` → to: the membership moves (each state has one per event). */
+export const MEMBERSHIP_MOVES: ReadonlyMap<string, MembershipState | 'removed'> = new Map(MEMBERSHIP_TRANSITIONS.map((t) => [`${t.from}|${t.event}`, t.to]));
 
 /**
  * What the simulation (tools/simulate/shipped-lane.ts) checks of every schedule: the kinds of
@@ -224,6 +218,30 @@ export const INVARIANTS = {
 
 export type Invariant = keyof typeof INVARIANTS;
 
+/**
+ * What each machine asserts of itself after every event (assertions.ts): a broken one is a bug of
+ * the machine or its driver, never a fault of the world. The partition machine checks its claim
+ * and the records an event touched when its effects are drained; the ownership machine its moves.
+ */
+export const CLAIM_INVARIANTS = {
+  'listed-moves-only': 'a record or the claim moves only as the transition tables list',
+  'calls-under-committed-marks': 'ledger on: a record about to call or calling has its mark open in the claim, in no transaction still to commit',
+  'calls-hold-slots': 'a record about to call or calling holds an in-flight slot',
+  'slots-only-past-marks': 'a record holds no slot while it asks to send or its mark commits (a call kept for later gave its slot back)',
+  'permits-while-marking': 'a record holds a mark permit only while its mark commits or it waits for a slot',
+  'one-at-a-time-per-key': 'of the records of one key in hand, only the oldest is past `queued`',
+  'offset-only-forward': 'the claim’s committed position never moves back',
+  'ended-holds-nothing': 'an ended claim has no record in hand (so no slot or permit held: a record gives them back as it ends) and no transaction under way',
+} as const;
+
+export type ClaimInvariant = keyof typeof CLAIM_INVARIANTS;
+
+export const MEMBERSHIP_INVARIANTS = {
+  'listed-moves-only': 'the membership moves only as its transition table lists (which claims a join keeps is the simulation’s `keep-only-unfenced`)',
+} as const;
+
+export type MembershipInvariant = keyof typeof MEMBERSHIP_INVARIANTS;
+
 /** Claim steps, in order: fencing comes before anything is read, so no earlier owner can still write what is read. */
 export const CLAIM_STEPS = ['handover', 'fence', 'read'] as const;
 
@@ -237,8 +255,5 @@ export function transitionKeys<S extends string, E extends string>(table: readon
 /** The claim moves the machine allows (the simulation counts the ones it makes: tools/simulate/transition-coverage.ts). */
 export const CLAIM_MOVES: ReadonlySet<string> = transitionKeys(CLAIM_TRANSITIONS);
 
-/** The claim's next state on `event`, refusing any move the table does not list. */
-export function moveClaim(from: ClaimState, event: ClaimEvent, to: ClaimState): ClaimState {
-  if (!CLAIM_MOVES.has(`${from}|${event}|${to}`)) throw new Error(`partition protocol: the claim cannot go from ${from} to ${to} on ${event}`);
-  return to;
-}
+/** The record moves the machine allows (the simulation counts the ones it makes). */
+export const RECORD_MOVES: ReadonlySet<string> = transitionKeys(RECORD_TRANSITIONS);

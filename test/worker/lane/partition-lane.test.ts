@@ -15,6 +15,7 @@ import { GuardedSender } from '../../../src/worker/send/guarded-sender.ts';
 import type { Checkpoint, OpenMark } from '../../../src/worker/lane/ledger-checkpoint.ts';
 import { PartitionLane, type LaneContext } from '../../../src/worker/lane/partition-lane.ts';
 import { PartitionMachine } from '../../../src/worker/protocol/partition-machine.ts';
+import { ProtocolViolation } from '../../../src/worker/protocol/assertions.ts';
 import type { PartitionClaim } from '../../../src/worker/ownership/partition-ownership.ts';
 import { BytesInHand } from '../../../src/worker/source/bytes-in-hand.ts';
 import { RateLimiter } from '../../../src/worker/send/rate-limiter.ts';
@@ -298,6 +299,48 @@ describe('PartitionLane: the partition protocol breaking a rule', () => {
       process.off('unhandledRejection', listener);
       vi.restoreAllMocks();
     }
+  });
+});
+
+describe('PartitionLane: a claim invariant broken', () => {
+  it('is logged at error level naming the invariant, counted, and fails the claim (the partition is claimed afresh)', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger('info', {}, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const h = harness({ ledger: true });
+    const lane = new PartitionLane({ ...h.ctx, log });
+    lane.accept(batchOf([record(0, 'a')]));
+    await until(() => h.claim.position.committed === 1n, 'the first result committed');
+    // A driver bug: the claim's committed position moved back behind the machine's back.
+    h.claim.position.committed = 0n;
+    lane.accept(batchOf([record(1, 'b')]));
+    const end = await within(2_000, 'the lane ends', lane.ended);
+    expect(end.failure).toBeInstanceOf(ProtocolViolation);
+    const reported = lines.filter((line) => line.level === 50 && line.invariant === 'offset-only-forward');
+    expect(reported).toHaveLength(1);
+    expect(reported[0]).toMatchObject({ topic: TOPIC, partition: PARTITION });
+    const counted = (await h.ctx.metrics.protocolViolations.get()).values;
+    expect(counted).toEqual([expect.objectContaining({ labels: { invariant: 'offset-only-forward' }, value: 1 })]);
+    // Nothing of the claim commits after it: record 1 is never sent, its result never published.
+    expect(h.service.calls.map((c) => c.commandId)).toEqual(['c0']);
+    expect(h.producers.committedKeys(RESULTS)).toEqual(['c0']);
+  });
+  it('lets no call through once its machine finds a record about to call without a committed mark: the lane stops', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger('info', {}, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const h = harness({ ledger: true, slots: 1 });
+    h.service.mode = 'hold';
+    const lane = new PartitionLane({ ...h.ctx, log });
+    lane.accept(batchOf([record(0, 'a'), record(1, 'b')]));
+    await h.service.callsReach(1);
+    await until(() => lane.claim.open.has(1n) && h.producers.checkpoints(LEDGER).some((c) => c.open.some((m) => m.offset === 1n)), 'record 1 marked');
+    // A driver bug: record 1's mark dropped while it waits for the one slot.
+    h.claim.open.delete(1n);
+    h.service.answer('c0');
+    const end = await within(2_000, 'the lane ends', lane.ended);
+    expect(end.failure).toMatchObject({ invariant: 'calls-under-committed-marks' });
+    expect(lines.filter((line) => line.level === 50 && line.invariant === 'calls-under-committed-marks')).toHaveLength(1);
+    await tick(20);
+    expect(h.service.calls.map((c) => c.commandId)).toEqual(['c0']);
   });
 });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { OwnershipMachine, TimedLease, type HeldClaim } from '../../../src/worker/protocol/ownership.ts';
-import { MEMBERSHIP_EVENTS, MEMBERSHIP_STATES, MEMBERSHIP_TRANSITIONS, moveMembership } from '../../../src/worker/protocol/table.ts';
+import { MEMBERSHIP_EVENTS, MEMBERSHIP_STATES, MEMBERSHIP_TRANSITIONS } from '../../../src/worker/protocol/table.ts';
+import { moveMembership } from '../../../src/worker/protocol/assertions.ts';
 
 const SESSION_MS = 10_000;
 /** The lease: the session less min(2 s, a quarter of it). */
