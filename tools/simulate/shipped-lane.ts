@@ -109,6 +109,12 @@ const RETRY_AMBIGUOUS_SEED = 0x5eed_0ff7;
 const HANDLER_CRASHES_SEED = 0x5eed_0ff8;
 /** Offsets the seed of the stream that draws which coordinator restarts are a restart of the one broker (coordinatorRestart). */
 const BROKER_OUTAGE_SEED = 0x5eed_0ffa;
+/**
+ * Offsets the stream that gives a process MAX_RUN_AHEAD 1 (one in five, by process): an earlier
+ * owner with a larger bound marks further ahead than the next may take, which must not wedge it
+ * (record-book.ts, untakenCarrier). A stream of its own, so other draws keep their values.
+ */
+const RUN_AHEAD_ONE_SEED = 0x5eed_0ffb;
 /** The longest a slow call takes: within the grace, with room for the handover's write. */
 const SLOW_CALL_MS = 300;
 /** How long the last claim gets to answer every record, and an ended claim's lane to settle, ms (by default). */
@@ -1053,7 +1059,7 @@ const MARK_LINGER_SEED = 0x5eed_0ff9;
 
 let baseConfig: WorkerConfig | undefined;
 /** The worker's configuration for a process: the defaults, with this schedule's ledger, bounds and intervals. */
-function configOf(schedule: Schedule): WorkerConfig {
+function configOf(schedule: Schedule, runAheadOne: boolean): WorkerConfig {
   const { prng } = schedule;
   baseConfig ??= loadConfig({
     KAFKA_BROKERS: 'simulated:9092',
@@ -1062,12 +1068,14 @@ function configOf(schedule: Schedule): WorkerConfig {
     PROVIDER_ACCESS_KEY_ID: 'simulated',
     PROVIDER_ACCESS_KEY_SECRET: 'simulated',
   });
+  const commitIntervalMs = prng.int(1, 10);
+  const maxRunAhead = prng.int(2, 50);
   return {
     ...baseConfig,
-    commitIntervalMs: prng.int(1, 10),
+    commitIntervalMs,
     sessionTimeoutMs: SESSION_MS,
     maxCommandBytes: 1_000_000,
-    ledger: { ...baseConfig.ledger, enabled: schedule.ledger, inDoubt: 'report', maxRunAhead: prng.int(2, 50), dedupWindow: DEDUP_WINDOW },
+    ledger: { ...baseConfig.ledger, enabled: schedule.ledger, inDoubt: 'report', maxRunAhead: runAheadOne ? 1 : maxRunAhead, dedupWindow: DEDUP_WINDOW },
     topics: { ...baseConfig.topics, commands: TOPIC, results: RESULTS, deadLetter: DEAD_LETTERS, ledger: LEDGER },
     tenants: { ...baseConfig.tenants, key: TENANT_KEY },
     provider: { ...baseConfig.provider, retry: { ...baseConfig.provider.retry, retryAmbiguous: schedule.retryAmbiguous } },
@@ -1239,7 +1247,7 @@ async function startProcess(schedule: Schedule): Promise<Incarnation> {
   schedule.closers.push(() => abandon.abort());
   const pipeline = new SourcePipeline({
     parts,
-    config: configOf(schedule),
+    config: configOf(schedule, new Prng(schedule.seed + RUN_AHEAD_ONE_SEED + schedule.processes).chance(0.2)),
     lanes: {
       slots: pools.slots,
       markPermits: markPermitsOf(schedule.faults, pools.markPermits, maxInFlight),
