@@ -89,9 +89,8 @@ export interface DriverFaults {
 
 type Restore = () => void;
 
-/** Replaces `name` of `target` (a prototype, or one object) with what `make` builds from the original; returns the undo. */
 /** Replaces property `name` of `target` with `descriptor` for the run; returns what puts it back. */
-function replaceProperty(target: object, name: PropertyKey, descriptor: PropertyDescriptor): Restore {
+export function replaceProperty(target: object, name: PropertyKey, descriptor: PropertyDescriptor): Restore {
   const own = Object.getOwnPropertyDescriptor(target, name);
   Object.defineProperty(target, name, { configurable: true, ...descriptor });
   return () => {
@@ -100,6 +99,7 @@ function replaceProperty(target: object, name: PropertyKey, descriptor: Property
   };
 }
 
+/** Replaces `name` of `target` (a prototype, or one object) with what `make` builds from the original; returns the undo. */
 function patch<T extends object, K extends keyof T>(target: T, name: K, make: (original: T[K]) => T[K]): Restore {
   return replaceProperty(target, name, { value: make(target[name]), writable: true });
 }

@@ -1,4 +1,5 @@
 import { CLAIM_MOVES, RECORD_MOVES } from '../../src/worker/protocol/table.ts';
+import { replaceProperty } from './shipped-variants.ts';
 
 /**
  * The record moves of table.ts the shipped-lane simulation does not make, and why. Its test keeps
@@ -49,18 +50,12 @@ export class TransitionCoverage {
 }
 
 function count(moves: ReadonlySet<string>, counts: Map<string, number>): () => void {
-  const own = Object.getOwnPropertyDescriptor(moves, 'has');
   const has = Set.prototype.has;
-  Object.defineProperty(moves, 'has', {
-    configurable: true,
+  return replaceProperty(moves, 'has', {
     value: (move: string): boolean => {
       const allowed = has.call(moves, move);
       if (allowed) counts.set(move, (counts.get(move) ?? 0) + 1);
       return allowed;
     },
   });
-  return () => {
-    if (own === undefined) delete (moves as { has?: unknown }).has;
-    else Object.defineProperty(moves, 'has', own);
-  };
 }
