@@ -13,9 +13,10 @@ export interface TopicPlan {
 
 /**
  * Checks at start-up that the topics exist (a typo in a topic name should stop the worker, not
- * make it consume nothing forever); creates missing ones only when configured to.
+ * make it consume nothing forever); creates missing ones only when configured to. Also names the
+ * topics with a partition of a single replica.
  */
-export async function ensureTopics(admin: Admin, plan: TopicPlan): Promise<{ created: string[]; partitions: Map<string, number> }> {
+export async function ensureTopics(admin: Admin, plan: TopicPlan): Promise<{ created: string[]; partitions: Map<string, number>; singleReplica: string[] }> {
   const existing = new Set(await admin.listTopics());
   const missing = plan.topics.filter((t) => !existing.has(t));
   if (missing.length > 0 && !plan.create) {
@@ -28,7 +29,10 @@ export async function ensureTopics(admin: Admin, plan: TopicPlan): Promise<{ cre
     );
   const metadata = await admin.fetchTopicMetadata({ topics: [...plan.topics] });
   const partitions = new Map(metadata.topics.map((t) => [t.name, t.partitions.length]));
-  return { created: missing, partitions };
+  // A partition of one replica has no leader while its broker is down, and Kafka 4 then drops
+  // transaction markers meant for it (docs/operations.md): the worker says so at start-up.
+  const singleReplica = metadata.topics.filter((t) => t.partitions.some((p) => p.replicas.length < 2)).map((t) => t.name);
+  return { created: missing, partitions, singleReplica };
 }
 
 /** The broker's default max.message.bytes (1 MiB + 12): used when a topic's setting cannot be read. */

@@ -68,7 +68,7 @@ export interface WiringHooks {
 /** Checks or creates the topics (each command topic's ledger with its partition count) and reads the record size limit. */
 async function setUpTopics(admin: TopicAdmin, c: WorkerConfig, log: Logger): Promise<{ partitions: Map<string, number>; maxRecordBytes: number }> {
   const commandTopics = c.sources.map((s) => s.topic);
-  const { partitions, created } = await ensureTopics(admin, {
+  const { partitions, created, singleReplica } = await ensureTopics(admin, {
     topics: [...commandTopics, c.topics.results, c.topics.deadLetter],
     create: c.topics.create,
     partitions: c.topics.partitions,
@@ -87,6 +87,7 @@ async function setUpTopics(admin: TopicAdmin, c: WorkerConfig, log: Logger): Pro
       configs: { [ledgerTopic]: LEDGER_TOPIC_CONFIG },
     });
     created.push(...ledger.created);
+    singleReplica.push(...ledger.singleReplica);
     const ledgerPartitions = ledger.partitions.get(ledgerTopic) ?? 0;
     if (ledgerPartitions < needed) {
       throw new SmsWorkerError(
@@ -96,6 +97,11 @@ async function setUpTopics(admin: TopicAdmin, c: WorkerConfig, log: Logger): Pro
     }
   }
   if (created.length > 0) log.info({ topics: created }, 'created missing topics');
+  if (singleReplica.length > 0)
+    log.warn(
+      { topics: singleReplica },
+      'topics with a partition of a single replica: a broker that crashes can lose Kafka transaction markers for them, and a command may then get a second result (docs/operations.md); use a replication factor of 3 in production',
+    );
   const maxRecordBytes = (await maxMessageBytes(admin, [c.topics.results, c.topics.deadLetter, ...ledgers])) - BATCH_HEADROOM;
   return { partitions: counts, maxRecordBytes };
 }

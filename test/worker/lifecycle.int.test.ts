@@ -78,6 +78,22 @@ describe('worker lifecycle', () => {
     }
   });
 
+  it('warns at start-up, naming them, when its topics have a partition of a single replica (a broker crash can lose their transaction markers)', async () => {
+    const logs: { msg: string; topics?: string[] }[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void logs.push(JSON.parse(line) as { msg: string }) });
+    const topics = testTopics();
+    // The test stack has one broker: every topic the worker creates has one replica.
+    const worker = new Worker({ config: loadConfig(workerEnv(topics, sandbox.url)), logger, http: false });
+    try {
+      await worker.start();
+      const warned = logs.filter((l) => l.msg.startsWith('topics with a partition of a single replica'));
+      expect(warned).toHaveLength(1);
+      expect([...(warned[0]?.topics ?? [])].sort()).toEqual([topics.commands, topics.deadLetter, topics.ledger, topics.results].sort());
+    } finally {
+      await worker.stop();
+    }
+  });
+
   // CI once failed a start (and its test) on one registration past the registry's request
   // timeout while the suite loaded the machine: the start's registry calls are now retried.
   it('a start whose first registry request goes unanswered past its timeout (a registry stalled) asks again and starts', async () => {
