@@ -63,8 +63,10 @@ export class PartitionLane {
   #immediate: NodeJS.Immediate | undefined;
   #highWatermark = 0n;
   #applying = false;
-  /** The protocol invariant whose breaking stopped the lane (#violated). */
+  /** The protocol invariant whose breaking failed the claim (#violated): no call starts any more. */
   #broken: ProtocolViolation | undefined;
+  /** A second violation stopped the lane (#stop): the machine is not driven any more. */
+  #stopped: ProtocolViolation | undefined;
   readonly #ended = deferred<LaneEnd>();
   readonly #bytesFreed = (): void => this.#apply(() => this.#machine.bytesHeld(false));
   /** The last transaction committed with a checkpoint: published again should Kafka have lost it (partition-transaction.ts, withLostRepublished). */
@@ -208,45 +210,63 @@ export class PartitionLane {
 
   /**
    * Runs one event and carries out every effect it (and the effects' own events) produced, in
-   * order. A protocol invariant the machine finds broken (assertions.ts) stops the lane instead
-   * (#violated): then, and for every later event, nothing is returned.
+   * order. A protocol invariant the machine finds broken (assertions.ts) fails the claim instead
+   * (#violated); a second one stops the lane on the spot (#stopped): then nothing is returned.
    */
   #apply<T>(event: () => T): T | undefined {
-    if (this.#broken !== undefined) return undefined;
+    if (this.#stopped !== undefined) return undefined;
     try {
       const value = event();
       if (this.#applying) return value;
       this.#applying = true;
       try {
-        for (let effects = this.#machine.drain(); effects.length > 0 && this.#broken === undefined; effects = this.#machine.drain())
-          for (const effect of effects) if (this.#broken === undefined) this.#do(effect);
+        for (let effects = this.#machine.drain(); effects.length > 0 && this.#stopped === undefined; effects = this.#machine.drain())
+          for (const effect of effects) if (this.#stopped === undefined) this.#do(effect);
       } finally {
         this.#applying = false;
       }
       if (this.#retireCommitWaiters.length > 0 && this.#machine.retireCommitted) for (const wake of this.#retireCommitWaiters.splice(0)) wake();
-      return this.#broken === undefined ? value : undefined;
+      return this.#stopped === undefined ? value : undefined;
     } catch (error) {
       if (!(error instanceof ProtocolViolation)) throw error;
-      this.#violated(error);
+      if (this.#broken === undefined) this.#violated(error);
+      else this.#stop(error);
       return undefined;
     }
   }
 
   /**
    * The machine found one of its invariants broken (a bug): reported (an error line naming it, the
-   * metric), and the lane stops on the spot without trusting the machine any further. No record
-   * waiting to call is let through; waits and calls under way are cut; the lane ends failed, so the
-   * partition is claimed afresh from what the broker has (a command whose send cannot be ruled out
-   * is UNKNOWN there, never sent again).
+   * metric), and from here no call starts: every record waiting to call is refused, and the claim
+   * fails through the machine (its checks off: its state is known broken), so slots, permits and
+   * bytes go back as its records end; calls under way finish and their outcomes are handed over.
+   * The lane ends failed and the partition is claimed afresh from what the broker has.
    */
   #violated(violation: ProtocolViolation): void {
-    if (this.#broken !== undefined) return;
     this.#broken = violation;
     const { topic, partition, generation } = this.claim;
     this.#ctx.metrics.protocolViolations.inc({ invariant: violation.invariant });
     this.#ctx.log.error(
       { invariant: violation.invariant, topic, partition, generation },
       `${violation.message}: a bug; the claim fails and the partition is claimed afresh`,
+    );
+    for (const answer of this.#callAnswers.values()) answer(false);
+    this.#callAnswers.clear();
+    this.#machine.stopChecking();
+    this.#apply(() => this.#machine.fail(violation));
+  }
+
+  /**
+   * A second violation, failing the claim: the machine is not driven any more. The lane ends at
+   * once (what its records hold of the process's slots, permits and bytes may stay taken: a bug
+   * twice over; the error line says so).
+   */
+  #stop(violation: ProtocolViolation): void {
+    if (this.#stopped !== undefined) return;
+    this.#stopped = violation;
+    this.#ctx.log.error(
+      { invariant: violation.invariant, topic: this.claim.topic, partition: this.claim.partition },
+      `${violation.message}: a second protocol violation while the claim failed; the lane stops`,
     );
     for (const answer of this.#callAnswers.values()) answer(false);
     this.#callAnswers.clear();
@@ -274,7 +294,8 @@ export class PartitionLane {
         this.#markedAt.delete(effect.offset);
         const answer = this.#callAnswers.get(effect.offset);
         this.#callAnswers.delete(effect.offset);
-        return answer?.(effect.type === 'call');
+        // A claim whose machine broke an invariant lets no call start.
+        return answer?.(effect.type === 'call' && this.#broken === undefined);
       }
       case 'mark-opened':
         return ctx.metrics.ledgerMarks.inc();
@@ -285,8 +306,13 @@ export class PartitionLane {
         return;
       case 'disarm-commit':
         return this.#disarm();
-      case 'transaction':
+      case 'transaction': {
+        // Nor does a transaction begin: the plan of a machine found broken is not written (the
+        // claim is told it failed, and ends once its calls under way are done).
+        const broken = this.#broken;
+        if (broken !== undefined) return void this.#apply(() => this.#machine.transactionFailed(broken, performance.now()));
         return this.#commit(effect.plan);
+      }
       case 'committed': {
         for (const outcome of effect.outcomes) reportOutcome(ctx.metrics, ctx.log, outcome, ctx.priority);
         const lag = this.#highWatermark > effect.next ? Number(this.#highWatermark - effect.next) : 0;
@@ -433,7 +459,7 @@ export class PartitionLane {
     // A lane stopped by a broken invariant answers nothing: the record's handling ends there (its signal is aborted).
     identify: (offset, commandId) => {
       const identity = this.#apply(() => this.#machine.identify(offset, commandId));
-      if (identity === undefined) throw this.#broken ?? new Error(`partition lane ${this.claim.topic}[${this.claim.partition}] stopped`);
+      if (identity === undefined) throw this.#stopped ?? new Error(`partition lane ${this.claim.topic}[${this.claim.partition}] stopped`);
       return identity;
     },
     handoverOf: async (mark, signal) => {

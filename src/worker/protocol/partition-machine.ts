@@ -66,6 +66,8 @@ export class PartitionMachine<O> {
   #retireCommit: 'due' | 'under-way' | 'none' = 'none';
   readonly #holds = new FetchHolds((effect) => this.#emit(effect));
   #busy = false;
+  /** Checks its invariants at each drain (until stopChecking). */
+  #checking = true;
   /** The committed position at the last check (offset-only-forward). */
   #committedSeen: bigint;
   constructor(options: MachineOptions<O>) {
@@ -94,6 +96,7 @@ export class PartitionMachine<O> {
    * machine (the lane: PartitionLane's #violated).
    */
   drain(): Effect<O>[] {
+    if (!this.#checking) return this.#effects.splice(0);
     const broken = brokenClaimInvariant({
       state: this.#state,
       ledger: this.#o.ledger,
@@ -108,6 +111,11 @@ export class PartitionMachine<O> {
     this.#committedSeen = this.claim.position.committed;
     if (broken !== undefined) throw broken;
     return this.#effects.splice(0);
+  }
+
+  /** Its state is known broken (a violation was thrown): no more checks, so that it can fail and give back what its records hold. */
+  stopChecking(): void {
+    this.#checking = false;
   }
 
   get state(): ClaimState {

@@ -324,7 +324,7 @@ describe('PartitionLane: a claim invariant broken', () => {
     expect(h.service.calls.map((c) => c.commandId)).toEqual(['c0']);
     expect(h.producers.committedKeys(RESULTS)).toEqual(['c0']);
   });
-  it('lets no call through once its machine finds a record about to call without a committed mark: the lane stops', async () => {
+  it('lets no call through once its machine finds a record about to call without a committed mark, and gives back its slot and bytes', async () => {
     const lines: Record<string, unknown>[] = [];
     const log = createLogger('info', {}, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
     const h = harness({ ledger: true, slots: 1 });
@@ -341,6 +341,9 @@ describe('PartitionLane: a claim invariant broken', () => {
     expect(lines.filter((line) => line.level === 50 && line.invariant === 'calls-under-committed-marks')).toHaveLength(1);
     await tick(20);
     expect(h.service.calls.map((c) => c.commandId)).toEqual(['c0']);
+    // It failed through the machine: what its records held of the process goes back.
+    await within(1_000, 'the one slot is free again', h.ctx.slots.acquire());
+    expect(h.ctx.bytesInHand.used).toBe(0);
   });
 });
 
