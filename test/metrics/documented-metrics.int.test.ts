@@ -145,11 +145,14 @@ describe('metrics docs/metrics.md lists', () => {
 
     const problems: string[] = [];
     for (const metric of documentedMetrics()) {
+      // Moves only on a bug (a partition machine's invariant broken), never in a correct run: its
+      // type is checked here, its count in test/worker/lane/partition-lane.test.ts.
+      const movesOnlyOnABug = metric.name === 'sms_worker_protocol_violations_total';
       const type = new RegExp(`^# TYPE ${metric.name} (\\w+)$`, 'm').exec(exposition)?.[1];
       if (type !== metric.type) problems.push(`${metric.name}: exported as ${type ?? 'nothing'}, docs/metrics.md says ${metric.type}`);
       // A counter or gauge moved if some sample was above 0 at some scrape; a histogram, if it counted an observation.
       const moved = peak.get(metric.type === 'histogram' ? `${metric.name}_count` : metric.name) ?? 0;
-      if (!(moved > 0)) problems.push(`${metric.name}: never above 0 during the run`);
+      if (!(moved > 0) && !movesOnlyOnABug) problems.push(`${metric.name}: never above 0 during the run`);
     }
     expect(problems).toEqual([]);
     expect(results.byCommand.get(inDoubt.commandId)?.[0]?.outcome).toBe('UNKNOWN');
