@@ -469,10 +469,17 @@ export class PartitionOwnership {
       const since = completion.readCount > 0 ? await this.#o.effects.recentCommandIds(topic, partition, start, completion.readCount) : [];
       return [...completion.keep, ...since];
     } catch (error) {
-      // The window only catches repeats published by upstream retries; failing to rebuild it
-      // must not keep the partition from being processed.
-      this.#o.log.warn({ err: error, topic, partition }, 'could not rebuild the repeated-command window from recent records; starting with an empty one');
-      return [];
+      // Never taken for empty: a repeat of a command sent just before the start would be sent
+      // again (the simulation found it: a broker down while a claim read its window, 6 sends
+      // twice in 750,000 schedules). The claim fails, and is made again at the partition's next batch.
+      throw new SmsWorkerError(
+        'REPEAT_WINDOW_UNREADABLE',
+        `could not read the repeat window of ${topic}[${partition}] (the records before ${start}): claiming it again`,
+        {
+          retryable: true,
+          cause: error,
+        },
+      );
     }
   }
 }

@@ -128,11 +128,11 @@ describe('PartitionOwnership recovery', () => {
     expect(claim.inDoubt.size).toBe(0);
   });
 
-  it('rebuilds the dedup window from the records before the start; a reader failure leaves it empty', async () => {
+  it('rebuilds the dedup window from the records before the start; a reader failure fails the claim rather than leave it empty (a repeat would be sent again)', async () => {
     const { ownership } = ownershipWith({ groupOffset: 5n, recent: [{ offset: 3n, commandId: 'seen' }] });
     expect((await ownership.claim(TOPIC, 0)).dedup.firstOffset('seen')).toBe(3n);
     const failing = ownershipWith({ groupOffset: 5n, failRecent: true }).ownership;
-    expect((await failing.claim(TOPIC, 0)).dedup.size).toBe(0);
+    await expect(failing.claim(TOPIC, 0)).rejects.toMatchObject({ code: 'REPEAT_WINDOW_UNREADABLE', retryable: true });
   });
 
   it('fences once per partition and generation; a new generation fences again', async () => {
