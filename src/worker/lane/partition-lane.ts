@@ -250,10 +250,15 @@ export class PartitionLane {
       { invariant: violation.invariant, topic, partition, generation },
       `${violation.message}: a bug; the claim fails and the partition is claimed afresh`,
     );
-    for (const answer of this.#callAnswers.values()) answer(false);
-    this.#callAnswers.clear();
+    this.#refuseWaitingCalls();
     this.#machine.stopChecking();
     this.#apply(() => this.#machine.fail(violation));
+  }
+
+  /** Every record waiting to hear whether it may call is told no. */
+  #refuseWaitingCalls(): void {
+    for (const answer of this.#callAnswers.values()) answer(false);
+    this.#callAnswers.clear();
   }
 
   /**
@@ -268,8 +273,7 @@ export class PartitionLane {
       { invariant: violation.invariant, topic: this.claim.topic, partition: this.claim.partition },
       `${violation.message}: a second protocol violation while the claim failed; the lane stops`,
     );
-    for (const answer of this.#callAnswers.values()) answer(false);
-    this.#callAnswers.clear();
+    this.#refuseWaitingCalls();
     this.#local.abort(violation);
     this.#stopSending.abort(violation);
     for (const wake of this.#retireCommitWaiters.splice(0)) wake();

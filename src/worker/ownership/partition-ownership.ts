@@ -470,8 +470,8 @@ export class PartitionOwnership {
       return [...completion.keep, ...since];
     } catch (error) {
       // Never taken for empty: a repeat of a command sent just before the start would be sent
-      // again (the simulation found it: a broker down while a claim read its window, 6 sends
-      // twice in 750,000 schedules). The claim fails, and is made again at the partition's next batch.
+      // again (the simulation found it: a broker down while a claim read its window, a second
+      // send in 5 of 750,000 schedules). The claim fails, and is made again at the partition's next batch.
       throw new SmsWorkerError(
         'REPEAT_WINDOW_UNREADABLE',
         `could not read the repeat window of ${topic}[${partition}] (the records before ${start}): claiming it again`,

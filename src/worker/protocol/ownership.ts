@@ -1,4 +1,4 @@
-import { LOST_RECLAIM_CONFIRMATIONS, mayReclaimLost } from './claim.ts';
+import { LOST_RECLAIM_CONFIRMATIONS, mayReclaimLost, type PartitionClaim } from './claim.ts';
 import { moveMembership } from './assertions.ts';
 import type { MembershipEvent, MembershipState } from './table.ts';
 
@@ -57,12 +57,6 @@ export interface ClaimStanding {
   maySend(): boolean;
   /** Its transaction failed: it may initialise its producer again (`OwnershipMachine.mayReinitialise`). */
   mayReinitialise(): boolean;
-}
-
-/** The claim as its standing reads it: its partition, and its generation at the time of asking. */
-export interface StandingClaim {
-  readonly partition: number;
-  readonly generation: number;
 }
 
 /** A partition lost to fencing in this generation: where its last claim had committed, and the heartbeats confirmed since. */
@@ -238,7 +232,7 @@ export class OwnershipMachine {
   }
 
   /** `claim`'s standing, for its lane to ask (ClaimStanding). */
-  standing(claim: StandingClaim): ClaimStanding {
+  standing(claim: Pick<PartitionClaim, 'partition' | 'generation'>): ClaimStanding {
     return {
       maySend: () => this.leaseHolds() && this.isCurrent(claim.generation, claim.partition),
       mayReinitialise: () => this.mayReinitialise(claim.generation, claim.partition),
